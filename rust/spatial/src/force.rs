@@ -1,0 +1,115 @@
+//! Spatial force vectors (wrenches, momenta).
+
+use crate::{skew, Matrix6, Vector3, Vector6};
+use std::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
+
+/// A spatial force vector `f = [f; n]` in F⁶: force, then moment about the frame origin.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Force {
+    /// Linear force `f`.
+    pub linear: Vector3<f64>,
+    /// Moment about the frame origin `n`.
+    pub angular: Vector3<f64>,
+}
+
+impl Force {
+    #[inline]
+    #[must_use]
+    pub const fn new(linear: Vector3<f64>, angular: Vector3<f64>) -> Self {
+        Self { linear, angular }
+    }
+
+    #[inline]
+    #[must_use]
+    pub fn zero() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    #[must_use]
+    pub fn from_vector(x: &Vector6<f64>) -> Self {
+        Self::new(x.fixed_rows::<3>(0).into(), x.fixed_rows::<3>(3).into())
+    }
+
+    #[inline]
+    #[must_use]
+    pub fn to_vector(&self) -> Vector6<f64> {
+        let mut x = Vector6::zeros();
+        x.fixed_rows_mut::<3>(0).copy_from(&self.linear);
+        x.fixed_rows_mut::<3>(3).copy_from(&self.angular);
+        x
+    }
+
+    /// The cross-bar operator of Singh, Russell & Wensing (2023, Table I):
+    /// the 6×6 matrix `f ×̄*` with `(f ×̄*)·m = m ×* f` for every motion `m`.
+    /// In our `[linear; angular]` order it is `[[0, -f×], [-f×, -n×]]`.
+    #[must_use]
+    pub fn cross_bar_matrix(&self) -> Matrix6<f64> {
+        let mut x = Matrix6::zeros();
+        let fx = skew(&self.linear);
+        x.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-fx));
+        x.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-fx));
+        x.fixed_view_mut::<3, 3>(3, 3).copy_from(&(-skew(&self.angular)));
+        x
+    }
+}
+
+impl Add for Force {
+    type Output = Force;
+    #[inline]
+    fn add(self, o: Force) -> Force {
+        Force::new(self.linear + o.linear, self.angular + o.angular)
+    }
+}
+impl Sub for Force {
+    type Output = Force;
+    #[inline]
+    fn sub(self, o: Force) -> Force {
+        Force::new(self.linear - o.linear, self.angular - o.angular)
+    }
+}
+impl AddAssign for Force {
+    #[inline]
+    fn add_assign(&mut self, o: Force) {
+        self.linear += o.linear;
+        self.angular += o.angular;
+    }
+}
+impl SubAssign for Force {
+    #[inline]
+    fn sub_assign(&mut self, o: Force) {
+        self.linear -= o.linear;
+        self.angular -= o.angular;
+    }
+}
+impl Neg for Force {
+    type Output = Force;
+    #[inline]
+    fn neg(self) -> Force {
+        Force::new(-self.linear, -self.angular)
+    }
+}
+impl Mul<f64> for Force {
+    type Output = Force;
+    #[inline]
+    fn mul(self, s: f64) -> Force {
+        Force::new(self.linear * s, self.angular * s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+
+    #[test]
+    fn cross_bar_swaps_arguments_of_force_cross() {
+        let mut r = rng(2);
+        for _ in 0..20 {
+            let (m, f) = (motion(&mut r), force(&mut r));
+            let lhs = f.cross_bar_matrix() * m.to_vector();
+            assert!((lhs - m.cross_force(&f).to_vector()).norm() < 1e-14);
+            // f ×̄* m = crf(m) f: one bilinear map read from either argument.
+            assert!((lhs - m.cross_force_matrix() * f.to_vector()).norm() < 1e-14);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Rigid-body spatial inertia, stored as 10 numbers (mass, centre of mass, rotational inertia).
+
+use crate::{skew, Force, Matrix3, Matrix6, Motion, Se3, Vector3};
+use std::ops::Add;
+
+/// Spatial inertia of a rigid body expressed in some frame *F*.
+///
+/// `I·m = [m (v − c×ω); I_c ω + c × m (v − c×ω)]`, i.e. the 6×6 matrix
+/// `[[m 1, −m c×], [m c×, I_c − m c× c×]]` (Featherstone 2008, eq. 2.63, blocks swapped).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Inertia {
+    /// Mass `m` (kg).
+    pub mass: f64,
+    /// Centre of mass `c` in *F*.
+    pub com: Vector3<f64>,
+    /// Rotational inertia about the centre of mass, axes of *F*, symmetric.
+    pub rot_inertia: Matrix3<f64>,
+}
+
+impl Default for Inertia {
+    fn default() -> Self {
+        Self::zero()
+    }
+}
+
+impl Inertia {
+    #[inline]
+    #[must_use]
+    pub fn new(mass: f64, com: Vector3<f64>, rot_inertia: Matrix3<f64>) -> Self {
+        Self { mass, com, rot_inertia }
+    }
+
+    #[inline]
+    #[must_use]
+    pub fn zero() -> Self {
+        Self::new(0.0, Vector3::zeros(), Matrix3::zeros())
+    }
+
+    /// Momentum `I·m` of a body moving with twist `m`.
+    #[inline]
+    #[must_use]
+    pub fn mul_motion(&self, m: &Motion) -> Force {
+        let lin = (m.linear - self.com.cross(&m.angular)) * self.mass;
+        Force::new(lin, self.rot_inertia * m.angular + self.com.cross(&lin))
+    }
+
+    /// Kinetic energy `½ mᵀ I m`.
+    #[inline]
+    #[must_use]
+    pub fn kinetic_energy(&self, m: &Motion) -> f64 {
+        0.5 * m.dot(&self.mul_motion(m))
+    }
+
+    /// The same body expressed in the parent frame: `aMb · I_b = Ad⁻ᵀ I_b Ad⁻¹`.
+    #[inline]
+    #[must_use]
+    pub fn transformed(&self, m: &Se3) -> Inertia {
+        Inertia::new(
+            self.mass,
+            m.act_point(&self.com),
+            m.rotation * self.rot_inertia * m.rotation.transpose(),
+        )
+    }
+
+    /// The 6×6 matrix of the inertia.
+    #[must_use]
+    pub fn to_matrix(&self) -> Matrix6<f64> {
+        let cx = skew(&self.com);
+        let mut x = Matrix6::zeros();
+        x.fixed_view_mut::<3, 3>(0, 0).copy_from(&(Matrix3::identity() * self.mass));
+        x.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-cx * self.mass));
+        x.fixed_view_mut::<3, 3>(3, 0).copy_from(&(cx * self.mass));
+        x.fixed_view_mut::<3, 3>(3, 3).copy_from(&(self.rot_inertia - cx * cx * self.mass));
+        x
+    }
+
+    /// Whether the inertia is physically valid: `m ≥ 0`, `I_c` symmetric positive
+    /// semi-definite and satisfying the triangle inequalities on its principal moments.
+    #[must_use]
+    pub fn is_physical(&self, tol: f64) -> bool {
+        let sym = (self.rot_inertia - self.rot_inertia.transpose()).abs().max() <= tol;
+        let eig = self.rot_inertia.symmetric_eigenvalues();
+        let (a, b, c) = (eig[0], eig[1], eig[2]);
+        self.mass >= 0.0
+            && self.mass.is_finite()
+            && sym
+            && a >= -tol
+            && b >= -tol
+            && c >= -tol
+            && a + b >= c - tol
+            && b + c >= a - tol
+            && a + c >= b - tol
+    }
+}
+
+/// Lumping two bodies rigidly attached in the same frame (parallel-axis theorem):
+/// `m = m₁ + m₂`, `c = (m₁c₁ + m₂c₂)/m`, `I_c = Σ I_k + m_k (|d_k|² 1 − d_k d_kᵀ)`, `d_k = c_k − c`.
+impl Add for Inertia {
+    type Output = Inertia;
+    fn add(self, o: Inertia) -> Inertia {
+        let mass = self.mass + o.mass;
+        if mass <= 0.0 {
+            return Inertia::zero();
+        }
+        let com = (self.com * self.mass + o.com * o.mass) / mass;
+        let shift = |i: &Inertia| {
+            let d = i.com - com;
+            i.rot_inertia + (Matrix3::identity() * d.norm_squared() - d * d.transpose()) * i.mass
+        };
+        Inertia::new(mass, com, shift(&self) + shift(&o))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::*;
+    use crate::*;
+
+    #[test]
+    fn matrix_form_agrees_and_transforms_congruently() {
+        let mut r = rng(7);
+        for _ in 0..20 {
+            let (i, m, x) = (inertia(&mut r), motion(&mut r), se3(&mut r));
+            assert!(i.is_physical(1e-12));
+            let mat = i.to_matrix();
+            assert!((mat * m.to_vector() - i.mul_motion(&m).to_vector()).norm() < 1e-12);
+            assert_close6(&mat, &mat.transpose(), 1e-13);
+            assert!(mat.cholesky().is_some());
+            let expected = x.dual_action_matrix() * mat * x.inverse().action_matrix();
+            assert_close6(&i.transformed(&x).to_matrix(), &expected, 1e-12);
+            let j = inertia(&mut r);
+            assert_close6(&(i + j).to_matrix(), &(mat + j.to_matrix()), 1e-12);
+            assert!((i.kinetic_energy(&m) - 0.5 * m.to_vector().dot(&(mat * m.to_vector()))).abs() < 1e-12);
+        }
+    }
+}
