@@ -1,1 +1,34 @@
-//! placeholder
+//! Rigid-body dynamics on kinematic trees: models, URDF import and the classic recursive
+//! algorithms (forward kinematics, Jacobians, RNEA, ABA, CRBA, M⁻¹, energies).
+//!
+//! The [`Model`] is immutable and shareable across threads; all scratch lives in a
+//! [`Workspace`] created once by [`Model::workspace`]. Algorithms take
+//! `(model, workspace, inputs…)` and return references into the workspace. Spatial
+//! conventions are those of [`vidyn_spatial`] (`[linear; angular]`, body frames).
+
+pub mod algorithms;
+pub mod builders;
+mod check;
+pub mod configuration;
+pub mod error;
+pub mod joint;
+pub mod model;
+pub mod urdf;
+mod workspace;
+
+pub use algorithms::aba::aba;
+pub use algorithms::crba::crba;
+pub use algorithms::energy::{kinetic_energy, potential_energy};
+pub use algorithms::jacobian::{frame_jacobian, ReferenceFrame};
+pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_placements};
+pub use algorithms::minverse::minverse;
+pub use algorithms::rnea::{gravity, nonlinear_effects, rnea};
+pub use check::{check_configuration, check_tangent};
+pub use configuration::{difference, integrate, neutral, random_configuration};
+pub use error::{RbdError, Result};
+pub use joint::Joint;
+pub use model::{Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
+pub use workspace::Workspace;
+
+#[cfg(test)]
+mod tests;

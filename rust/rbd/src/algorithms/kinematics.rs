@@ -1,0 +1,63 @@
+//! Forward kinematics: placements, velocities and accelerations of every body.
+
+use crate::check::{check_configuration, check_tangent};
+use crate::error::Result;
+use crate::model::Model;
+use crate::workspace::Workspace;
+use vidyn_spatial::Motion;
+
+/// Placements only: `liMi = jMi(placement) · M_J(q_i)`, `oMi = oMλ · liMi`. O(n).
+/// Fills `ws.parent_placements`, `ws.placements`.
+pub fn placements(model: &Model, ws: &mut Workspace, q: &[f64]) -> Result<()> {
+    check_configuration(model, q)?;
+    placements_unchecked(model, ws, q);
+    Ok(())
+}
+
+pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64]) {
+    for i in 0..model.nbodies() {
+        let j = &model.joints[i];
+        let iq = model.idx_q[i];
+        let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+        ws.parent_placements[i] = li;
+        ws.placements[i] = match model.parents[i] {
+            Some(p) => ws.placements[p] * li,
+            None => li,
+        };
+    }
+}
+
+/// Forward kinematics to second order (Featherstone 2008, §5.3), body frames:
+/// `v_i = iXλ v_λ + S_i q̇_i`, `a_i = iXλ a_λ + S_i q̈_i + v_i ×ₘ S_i q̇_i` (gravity excluded).
+/// `q`: (nq,), `v`, `a`: (nv,). Fills placements, `ws.velocities`, `ws.accelerations`. O(n).
+pub fn forward_kinematics(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<()> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    placements_unchecked(model, ws, q);
+    for i in 0..model.nbodies() {
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        let li = &ws.parent_placements[i];
+        let vj = j.motion(&v[iv..iv + j.nv()]);
+        let (vp, ap) = match model.parents[i] {
+            Some(p) => (li.inv_act_motion(&ws.velocities[p]), li.inv_act_motion(&ws.accelerations[p])),
+            None => (Motion::zero(), Motion::zero()),
+        };
+        let vi = vp + vj;
+        ws.velocities[i] = vi;
+        ws.accelerations[i] = ap + j.motion(&a[iv..iv + j.nv()]) + vi.cross_motion(&vj);
+    }
+    Ok(())
+}
+
+/// World placements of every frame, `oMf = oMi · iMf`, from the body placements already in
+/// `ws` (call [`placements`] or [`forward_kinematics`] first). Fills `ws.frame_placements`.
+pub fn update_frame_placements(model: &Model, ws: &mut Workspace) {
+    for (k, f) in model.frames.iter().enumerate() {
+        ws.frame_placements[k] = match f.parent {
+            Some(p) => ws.placements[p] * f.placement,
+            None => f.placement,
+        };
+    }
+}

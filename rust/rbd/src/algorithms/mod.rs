@@ -1,0 +1,10 @@
+//! Dynamics algorithms, one per file. Every signature reads `model, workspace, inputs`
+//! and returns a reference into the workspace.
+
+pub mod aba;
+pub mod crba;
+pub mod energy;
+pub mod jacobian;
+pub mod kinematics;
+pub mod minverse;
+pub mod rnea;

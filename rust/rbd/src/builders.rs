@@ -1,0 +1,1 @@
+//! Built-in model builders (in progress).

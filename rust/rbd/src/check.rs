@@ -1,0 +1,30 @@
+//! Argument checks shared by every algorithm: length, finiteness, unit quaternions.
+
+use crate::error::{RbdError, Result};
+use crate::model::Model;
+
+/// Checks that `x` has `expected` entries, all finite.
+pub fn check_vector(x: &[f64], arg: &'static str, expected: usize, field: &'static str) -> Result<()> {
+    if x.len() != expected {
+        return Err(RbdError::Dimension { arg, got: x.len(), expected, field });
+    }
+    if let Some((index, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(RbdError::NonFinite { arg, index, value });
+    }
+    Ok(())
+}
+
+/// Checks a configuration: length `nq`, finite, unit quaternions / cos-sin pairs.
+pub fn check_configuration(model: &Model, q: &[f64]) -> Result<()> {
+    check_vector(q, "q", model.nq, "model.nq")?;
+    for (i, j) in model.joints.iter().enumerate() {
+        let iq = model.idx_q[i];
+        j.check_configuration(&q[iq..iq + j.nq()], &model.joint_names[i], iq)?;
+    }
+    Ok(())
+}
+
+/// Checks a tangent vector (velocity, acceleration, torque): length `nv`, finite.
+pub fn check_tangent(model: &Model, x: &[f64], arg: &'static str) -> Result<()> {
+    check_vector(x, arg, model.nv, "model.nv")
+}

@@ -1,0 +1,1 @@
+//! URDF import (in progress).
