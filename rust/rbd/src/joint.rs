@@ -157,14 +157,21 @@ impl Joint {
         }
     }
 
-    /// `X·S` for a 6×6 matrix `X` acting on motions: the first nv columns of the result.
+    /// `X·S` for a 6×6 matrix `X` acting on motions: the first nv columns of the result
+    /// (the others are zero).
     #[inline]
     #[must_use]
     pub fn mul_subspace(&self, x: &Matrix6<f64>) -> Matrix6<f64> {
         let mut out = Matrix6::zeros();
-        for k in 0..self.nv() {
-            let s = self.subspace_column(k).to_vector();
-            out.set_column(k, &(x * s));
+        match self {
+            Joint::Revolute { axis } => out.set_column(0, &(x.fixed_columns::<3>(3) * axis)),
+            Joint::Prismatic { axis } => out.set_column(0, &(x.fixed_columns::<3>(0) * axis)),
+            Joint::Spherical => out.fixed_columns_mut::<3>(0).copy_from(&x.fixed_columns::<3>(3)),
+            Joint::FreeFlyer => out = *x,
+            Joint::Planar => {
+                out.fixed_columns_mut::<2>(0).copy_from(&x.fixed_columns::<2>(0));
+                out.set_column(2, &x.column(5));
+            }
         }
         out
     }

@@ -9,9 +9,9 @@ use vidyn_spatial::{Force, Inertia, Motion, Se3};
 /// `nframes` frames. Each field says which algorithm fills it.
 #[derive(Clone, Debug)]
 pub struct Workspace {
-    /// `(n,)` placement of body i in its parent body frame (`liMi`). Kinematics.
+    /// `(n,)` placement of body i in its parent body frame (`liMi`). Every algorithm.
     pub parent_placements: Vec<Se3>,
-    /// `(n,)` placement of body i in the world (`oMi`). Kinematics.
+    /// `(n,)` placement of body i in the world (`oMi`). Kinematics, Jacobians, energies.
     pub placements: Vec<Se3>,
     /// `(nframes,)` placement of each frame in the world (`oMf`). Frame kinematics.
     pub frame_placements: Vec<Se3>,

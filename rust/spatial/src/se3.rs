@@ -123,6 +123,29 @@ impl Se3 {
         self.inverse().action_matrix().transpose()
     }
 
+    /// Re-expresses an inertia-like symmetric 6×6 matrix (mapping motions to forces, e.g. an
+    /// articulated-body inertia) from frame *b* to frame *a*: `X* I Xᵀ*` with `X* = Ad_M⁻ᵀ`.
+    ///
+    /// With `I = [[A, B], [Bᵀ, C]]` rotated blockwise (`A' = R A Rᵀ` …) and `p×` the translation,
+    /// the result is `[[A', B'' ], [B''ᵀ, C' + p× B'' − B'ᵀ p×]]` where `B'' = B' − A' p×`.
+    /// About 2× cheaper than the two dense 6×6 products; only the symmetric part of `I` is read.
+    #[must_use]
+    pub fn act_inertia_matrix(&self, i: &Matrix6<f64>) -> Matrix6<f64> {
+        let r = &self.rotation;
+        let a = r * i.fixed_view::<3, 3>(0, 0) * r.transpose();
+        let b = r * i.fixed_view::<3, 3>(0, 3) * r.transpose();
+        let c = r * i.fixed_view::<3, 3>(3, 3) * r.transpose();
+        let px = skew(&self.translation);
+        let b2 = b - a * px;
+        let c2 = c + px * b2 - b.transpose() * px;
+        let mut out = Matrix6::zeros();
+        out.fixed_view_mut::<3, 3>(0, 0).copy_from(&a);
+        out.fixed_view_mut::<3, 3>(0, 3).copy_from(&b2);
+        out.fixed_view_mut::<3, 3>(3, 0).copy_from(&b2.transpose());
+        out.fixed_view_mut::<3, 3>(3, 3).copy_from(&c2);
+        out
+    }
+
     /// Whether `R` is a rotation to within `tol` (orthonormal, det = +1).
     #[must_use]
     pub fn is_valid(&self, tol: f64) -> bool {
@@ -165,6 +188,9 @@ mod tests {
             assert!((lhs - a.act_motion(&m).cross_motion(&a.act_motion(&n))).to_vector().norm() < 1e-12);
             let lhs = a.act_force(&m.cross_force(&f));
             assert!((lhs - a.act_motion(&m).cross_force(&a.act_force(&f))).to_vector().norm() < 1e-12);
+            let im = inertia(&mut r).to_matrix();
+            let expected = a.dual_action_matrix() * im * a.dual_action_matrix().transpose();
+            assert_close6(&a.act_inertia_matrix(&im), &expected, 1e-12);
             let c = a.inv_compose(&b);
             assert_close6(&c.action_matrix(), &(a.inverse() * b).action_matrix(), 1e-13);
         }

@@ -5,7 +5,7 @@ use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::{Matrix6, Vector6};
-use vidyn_spatial::{Force, Motion, Se3};
+use vidyn_spatial::Force;
 
 /// Forward dynamics (Featherstone 2008, Table 7.1), body frames:
 /// $$\ddot q = M(q)^{-1}\,(\tau - C(q,\dot q)\dot q - g(q))$$
@@ -17,6 +17,7 @@ use vidyn_spatial::{Force, Motion, Se3};
 /// `q`: (nq,), `v`, `tau`: (nv,); returns q̈ (nv,). O(n), no allocation.
 /// Inverse of RNEA: `rnea(q, v, aba(q, v, τ)) = τ`; checked by `tests::aba_inverts_rnea`.
 /// Errors: `NotPositiveDefinite` when a subtree has no inertia along a joint axis.
+/// Fills `parent_placements`, `velocities`, `accelerations` (with `−g`), the ABA fields.
 pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<&'w [f64]> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
@@ -28,12 +29,10 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
         let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
-        let (op, vp) = match model.parents[i] {
-            Some(p) => (ws.placements[p] * li, li.inv_act_motion(&ws.velocities[p])),
-            None => (li, Motion::zero()),
+        let vi = match model.parents[i] {
+            Some(p) => li.inv_act_motion(&ws.velocities[p]) + vj,
+            None => vj,
         };
-        ws.placements[i] = op;
-        let vi = vp + vj;
         ws.velocities[i] = vi;
         ws.bias_accelerations[i] = vi.cross_motion(&vj);
         let inertia = &model.inertias[i];
@@ -42,23 +41,22 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
     }
     for i in (0..n).rev() {
         let j = &model.joints[i];
-        let (iv, nvi) = (model.idx_v[i], j.nv());
+        let iv = model.idx_v[i];
         factor_joint(model, ws, i)?;
-        let mut sf = [0.0; 6];
-        j.project_force(&ws.bias_forces[i], &mut sf);
         let mut u = [0.0; 6];
-        for k in 0..nvi {
-            u[k] = tau[iv + k] - sf[k];
+        j.project_force(&ws.bias_forces[i], &mut u);
+        for (k, uk) in u.iter_mut().take(j.nv()).enumerate() {
+            *uk = tau[iv + k] - *uk;
         }
         ws.u_bias[i] = u;
         if let Some(p) = model.parents[i] {
-            let (ia, d_inv_u) = reduced_inertia(ws, i, nvi, &u);
+            let ia = reduced_inertia(ws, i, j.nv());
             let c = ws.bias_accelerations[i].to_vector();
+            let d_inv_u = ws.d_inv[i] * Vector6::from_column_slice(&u);
             let pa = ws.bias_forces[i].to_vector() + ia * c + ws.u[i] * d_inv_u;
             let li = ws.parent_placements[i];
-            ws.articulated_inertias[p] += congruence(&li, &ia);
-            let f = li.act_force(&Force::from_vector(&pa));
-            ws.bias_forces[p] += f;
+            ws.articulated_inertias[p] += li.act_inertia_matrix(&ia);
+            ws.bias_forces[p] += li.act_force(&Force::from_vector(&pa));
         }
     }
     let minus_gravity = -model.gravity;
@@ -70,11 +68,8 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
             Some(p) => li.inv_act_motion(&ws.accelerations[p]),
             None => li.inv_act_motion(&minus_gravity),
         } + ws.bias_accelerations[i];
-        let ut_a = ws.u[i].transpose() * ap.to_vector();
-        let mut rhs = Vector6::zeros();
-        for k in 0..nvi {
-            rhs[k] = ws.u_bias[i][k] - ut_a[k];
-        }
+        let ut_a = ws.u[i].tr_mul(&ap.to_vector());
+        let rhs = Vector6::from_column_slice(&ws.u_bias[i]) - ut_a;
         let qdd = ws.d_inv[i] * rhs;
         ws.ddq[iv..iv + nvi].copy_from_slice(&qdd.as_slice()[..nvi]);
         ws.accelerations[i] = ap + j.motion(&qdd.as_slice()[..nvi]);
@@ -83,40 +78,51 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
 }
 
 /// `U_i = I^A_i S_i` and `D_i⁻¹ = (S_iᵀ U_i)⁻¹` for body `i` (shared with Minverse).
+/// Columns of `U_i` and rows/columns of `D_i⁻¹` beyond `nv_i` are zero.
 pub(crate) fn factor_joint(model: &Model, ws: &mut Workspace, i: usize) -> Result<()> {
     let j = &model.joints[i];
     let nvi = j.nv();
     let u = j.mul_subspace(&ws.articulated_inertias[i]);
-    let mut d = Matrix6::identity();
-    for c in 0..nvi {
-        let mut col = [0.0; 6];
-        j.project_force(&Force::from_vector(&u.column(c).into_owned()), &mut col);
-        for r in 0..nvi {
-            d[(r, c)] = col[r];
+    // a pivot below 1e-12 of the largest inertia entry means a massless subtree
+    let tiny = 1e-12 * ws.articulated_inertias[i].amax();
+    let singular = || RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() };
+    let mut d_inv = Matrix6::zeros();
+    if nvi == 1 {
+        let mut d = [0.0];
+        j.project_force(&Force::from_vector(&u.column(0).into_owned()), &mut d);
+        if !(d[0] > tiny) {
+            return Err(singular());
         }
+        d_inv[(0, 0)] = 1.0 / d[0];
+    } else {
+        let mut d = Matrix6::identity();
+        for c in 0..nvi {
+            let mut col = [0.0; 6];
+            j.project_force(&Force::from_vector(&u.column(c).into_owned()), &mut col);
+            for r in 0..nvi {
+                d[(r, c)] = col[r];
+            }
+        }
+        let chol = d.cholesky().filter(|c| c.l().diagonal().iter().take(nvi).all(|x| x * x > tiny)).ok_or_else(singular)?;
+        let inv = chol.inverse();
+        d_inv.view_mut((0, 0), (nvi, nvi)).copy_from(&inv.view((0, 0), (nvi, nvi)));
     }
-    let scale = ws.articulated_inertias[i].abs().max().max(f64::MIN_POSITIVE);
-    let chol = d.cholesky().filter(|c| c.l().diagonal().iter().take(nvi).all(|x| x * x > 1e-14 * scale));
-    let d_inv = chol.ok_or_else(|| RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() })?.inverse();
-    let mut out = Matrix6::zeros();
-    out.view_mut((0, 0), (nvi, nvi)).copy_from(&d_inv.view((0, 0), (nvi, nvi)));
     ws.u[i] = u;
-    ws.d_inv[i] = out;
+    ws.d_inv[i] = d_inv;
     Ok(())
 }
 
-/// `(I^A − U D⁻¹ Uᵀ, D⁻¹ u)` for body `i`.
-fn reduced_inertia(ws: &Workspace, i: usize, nvi: usize, u: &[f64; 6]) -> (Matrix6<f64>, Vector6<f64>) {
-    let ud = ws.u[i] * ws.d_inv[i];
-    let ia = ws.articulated_inertias[i] - ud * ws.u[i].transpose();
-    let mut uv = Vector6::zeros();
-    uv.as_mut_slice()[..nvi].copy_from_slice(&u[..nvi]);
-    (ia, ws.d_inv[i] * uv)
-}
-
-/// `λX*_i · I · iX_λ`: a body-frame inertia-like 6×6 matrix expressed in the parent frame.
+/// `I^a = I^A_i − U_i D_i⁻¹ U_iᵀ` for body `i`, summing only the `nv_i` live columns.
 #[inline]
-pub(crate) fn congruence(li: &Se3, ia: &Matrix6<f64>) -> Matrix6<f64> {
-    let xf = li.dual_action_matrix();
-    xf * ia * xf.transpose()
+pub(crate) fn reduced_inertia(ws: &Workspace, i: usize, nvi: usize) -> Matrix6<f64> {
+    let (u, d_inv) = (&ws.u[i], &ws.d_inv[i]);
+    let mut ia = ws.articulated_inertias[i];
+    for k in 0..nvi {
+        let mut w = Vector6::zeros();
+        for l in 0..nvi {
+            w += u.column(l) * d_inv[(l, k)];
+        }
+        ia -= w * u.column(k).transpose();
+    }
+    ia
 }

@@ -1,6 +1,6 @@
 //! Joint-space inertia matrix by the composite-rigid-body algorithm.
 
-use crate::algorithms::kinematics::placements_unchecked;
+use crate::algorithms::kinematics::parent_placements_unchecked;
 use crate::check::check_configuration;
 use crate::error::Result;
 use crate::model::Model;
@@ -14,7 +14,7 @@ use nalgebra::DMatrix;
 /// Its columns are `rnea(q, 0, e_k) − rnea(q, 0, 0)`; checked by `tests::crba_matches_rnea_columns`.
 pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     check_configuration(model, q)?;
-    placements_unchecked(model, ws, q);
+    parent_placements_unchecked(model, ws, q);
     let n = model.nbodies();
     ws.composite_inertias.copy_from_slice(&model.inertias);
     for i in (0..n).rev() {

@@ -14,6 +14,14 @@ pub fn placements(model: &Model, ws: &mut Workspace, q: &[f64]) -> Result<()> {
     Ok(())
 }
 
+/// `liMi` only (what the dynamics recursions need). Fills `ws.parent_placements`.
+pub(crate) fn parent_placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64]) {
+    for (i, j) in model.joints.iter().enumerate() {
+        let iq = model.idx_q[i];
+        ws.parent_placements[i] = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+    }
+}
+
 pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64]) {
     for i in 0..model.nbodies() {
         let j = &model.joints[i];

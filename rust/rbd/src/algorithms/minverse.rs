@@ -1,7 +1,7 @@
 //! Inverse of the joint-space inertia matrix by the articulated-body recursion.
 
-use crate::algorithms::aba::{congruence, factor_joint};
-use crate::algorithms::kinematics::placements_unchecked;
+use crate::algorithms::aba::{factor_joint, reduced_inertia};
+use crate::algorithms::kinematics::parent_placements_unchecked;
 use crate::check::check_configuration;
 use crate::error::Result;
 use crate::model::Model;
@@ -20,7 +20,7 @@ use vidyn_spatial::{Force, Motion};
 /// `crba(q) · minverse(q) = I`; checked by `tests::minverse_inverts_crba`.
 pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     check_configuration(model, q)?;
-    placements_unchecked(model, ws, q);
+    parent_placements_unchecked(model, ws, q);
     let (n, nv) = (model.nbodies(), model.nv);
     ws.mass_matrix_inv.fill(0.0);
     for i in 0..n {
@@ -52,8 +52,8 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
             }
         }
         if let Some(p) = model.parents[i] {
-            let ia = ws.articulated_inertias[i] - ws.u[i] * ws.d_inv[i] * ws.u[i].transpose();
-            ws.articulated_inertias[p] += congruence(&ws.parent_placements[i], &ia);
+            let ia = reduced_inertia(ws, i, nvi);
+            ws.articulated_inertias[p] += ws.parent_placements[i].act_inertia_matrix(&ia);
         }
     }
     for i in 0..n {

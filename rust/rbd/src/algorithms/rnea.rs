@@ -11,6 +11,7 @@ use crate::workspace::Workspace;
 /// `f_i = I_i a_i + v_i ×* I_i v_i`. Backward: `τ_i = S_iᵀ f_i`, `f_λ += λX*_i f_i`.
 /// `q`: (nq,), `v`, `a`: (nv,); returns τ (nv,). O(n), no allocation.
 /// Equals `crba(q)·a + rnea(q, v, 0)`; checked by `tests::rnea_is_mass_matrix_times_a_plus_bias`.
+/// Fills `parent_placements`, `velocities`, `accelerations` (with `−g`), `forces`, `tau`.
 pub fn rnea<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<&'w [f64]> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
@@ -27,11 +28,10 @@ pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[
         let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
-        let (op, vp, ap) = match model.parents[i] {
-            Some(p) => (ws.placements[p] * li, li.inv_act_motion(&ws.velocities[p]), li.inv_act_motion(&ws.accelerations[p])),
-            None => (li, vidyn_spatial::Motion::zero(), li.inv_act_motion(&minus_gravity)),
+        let (vp, ap) = match model.parents[i] {
+            Some(p) => (li.inv_act_motion(&ws.velocities[p]), li.inv_act_motion(&ws.accelerations[p])),
+            None => (vidyn_spatial::Motion::zero(), li.inv_act_motion(&minus_gravity)),
         };
-        ws.placements[i] = op;
         let vi = vp + vj;
         let ai = ap + j.motion(&a[iv..iv + j.nv()]) + vi.cross_motion(&vj);
         ws.velocities[i] = vi;

@@ -1,0 +1,53 @@
+//! "Hot paths allocate nothing", tested: a counting global allocator wraps the system one,
+//! and every algorithm is run once its workspace exists.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use vidyn_rbd::builders::random_tree;
+use vidyn_rbd::*;
+
+struct CountingAlloc {
+    count: AtomicUsize,
+}
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc { count: AtomicUsize::new(0) };
+
+fn allocations<T>(f: impl FnOnce() -> T) -> usize {
+    let before = ALLOC.count.load(Ordering::SeqCst);
+    std::hint::black_box(f());
+    ALLOC.count.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn algorithms_do_not_allocate_once_the_workspace_exists() {
+    let model = random_tree(20, 7, &Joint::examples());
+    let mut ws = model.workspace();
+    let q = neutral(&model);
+    let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
+    let frame = model.frames.len() - 1;
+    assert_eq!(allocations(|| rnea(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "rnea");
+    assert_eq!(allocations(|| aba(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "aba");
+    assert_eq!(allocations(|| crba(&model, &mut ws, &q).map(|_| ())), 0, "crba");
+    assert_eq!(allocations(|| minverse(&model, &mut ws, &q).map(|_| ())), 0, "minverse");
+    assert_eq!(allocations(|| forward_kinematics(&model, &mut ws, &q, &v, &v)), 0, "forward_kinematics");
+    assert_eq!(allocations(|| gravity(&model, &mut ws, &q).map(|_| ())), 0, "gravity");
+    assert_eq!(allocations(|| nonlinear_effects(&model, &mut ws, &q, &v).map(|_| ())), 0, "nle");
+    assert_eq!(allocations(|| kinetic_energy(&model, &mut ws, &q, &v)), 0, "kinetic energy");
+    assert_eq!(allocations(|| potential_energy(&model, &mut ws, &q)), 0, "potential energy");
+    assert_eq!(allocations(|| frame_jacobian(&model, &mut ws, &q, frame, ReferenceFrame::World).map(|_| ())), 0, "jacobian");
+}
