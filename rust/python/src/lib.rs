@@ -1,1 +1,71 @@
+//! `vidyn._core`: the Python bindings of vidyn. Conversion and error mapping only; every
+//! computation is a call into `vidyn_rbd`, made with the interpreter detached.
+//!
+//! Users import `vidyn`, which re-exports everything here (see `python/vidyn/__init__.py`);
+//! the typed interface with docstrings is `python/vidyn/_core.pyi`.
 
+mod algorithms;
+mod builder;
+mod convert;
+mod errors;
+mod model;
+
+use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f` detached from the interpreter (other Python threads run meanwhile) and maps its
+/// error to the right exception. Every computation goes through here.
+///
+/// Inputs are validated before the call, so `f` should not panic; if it does anyway (a bug),
+/// the panic is caught here and raised as `VidynError` instead of `PanicException`, which
+/// ordinary `except Exception` handlers would not catch.
+pub(crate) fn detached<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    F: Send + FnOnce() -> vidyn_rbd::Result<T>,
+    T: Send,
+{
+    match py.detach(move || catch_unwind(AssertUnwindSafe(f))) {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(errors::PyVidynErr(e).into()),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(ToString::to_string)
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(errors::VIDYN_ERROR.err(format!("internal error in vidyn (please report): {msg}")))
+        }
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    m.add_class::<model::PyModel>()?;
+    m.add_class::<builder::PyModelBuilder>()?;
+    m.add_class::<algorithms::Kinematics>()?;
+    m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::crba, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::minverse, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::gravity, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::nonlinear_effects, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::kinetic_energy, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::potential_energy, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::forward_kinematics, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::frame_placement, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::frame_placements, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::jacobian, m)?)?;
+    m.add_function(wrap_pyfunction!(builder::pendulum_chain, m)?)?;
+    m.add_function(wrap_pyfunction!(builder::binary_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(builder::cartpole, m)?)?;
+    m.add_function(wrap_pyfunction!(builder::acrobot, m)?)?;
+    m.add_function(wrap_pyfunction!(builder::random_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::raise_core_error, m)?)?;
+    // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
+    let mut public: Vec<String> = m.dict().keys().iter().map(|k| k.to_string()).filter(|k| !k.starts_with('_')).collect();
+    public.sort();
+    m.add("__all__", public)?;
+    Ok(())
+}

@@ -1,0 +1,74 @@
+"""vidyn: rigid-body dynamics on kinematic trees, computed in Rust.
+
+Build or load a :class:`Model`, then call the algorithms on NumPy arrays::
+
+    import numpy as np
+    import vidyn
+
+    model = vidyn.models.example_robot("panda")      # or vidyn.Model.from_urdf(path)
+    q, v = model.neutral(), np.zeros(model.nv)
+    tau = vidyn.rnea(model, q, v, np.zeros(model.nv))  # inverse dynamics
+    a = vidyn.aba(model, q, v, tau)                    # forward dynamics
+
+Conventions: configurations ``q`` have shape ``(model.nq,)`` (quaternions ``[x, y, z, w]``),
+velocities, accelerations and torques ``(model.nv,)``; spatial vectors are ``[linear; angular]``;
+placements are 4x4 homogeneous matrices. Every array is float64. Errors derive from
+:class:`VidynError`; bad inputs raise :class:`InputError`, which is also a ``ValueError``.
+
+Inputs are copied before the computation, which runs without holding the GIL, so calls from
+several threads run in parallel.
+"""
+
+from __future__ import annotations
+
+from vidyn import models
+from vidyn._core import (
+    ConvergenceError,
+    InputError,
+    Kinematics,
+    Model,
+    ModelBuilder,
+    ModelError,
+    UnknownNameError,
+    UrdfError,
+    VidynError,
+    __version__,
+    aba,
+    crba,
+    forward_kinematics,
+    frame_placement,
+    frame_placements,
+    gravity,
+    jacobian,
+    kinetic_energy,
+    minverse,
+    nonlinear_effects,
+    potential_energy,
+    rnea,
+)
+
+__all__ = [
+    "ConvergenceError",
+    "InputError",
+    "Kinematics",
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "UnknownNameError",
+    "UrdfError",
+    "VidynError",
+    "__version__",
+    "aba",
+    "crba",
+    "forward_kinematics",
+    "frame_placement",
+    "frame_placements",
+    "gravity",
+    "jacobian",
+    "kinetic_energy",
+    "minverse",
+    "models",
+    "nonlinear_effects",
+    "potential_energy",
+    "rnea",
+]

@@ -1,0 +1,313 @@
+"""Typed interface of the compiled module ``vidyn._core`` (mirrors ``rust/python/src``).
+
+Import from ``vidyn``, never from ``vidyn._core``. Shapes in the docstrings are the contract
+that the tests check: ``nq``, ``nv``, ``nbodies`` are the model's, ``nframes`` is
+``len(model.frame_names)``. Array arguments accept anything ``numpy.asarray(x, dtype=float64)``
+accepts; results are new float64 arrays.
+"""
+
+import os
+from typing import Final, Literal, final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ConvergenceError",
+    "InputError",
+    "Kinematics",
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "UnknownNameError",
+    "UrdfError",
+    "VidynError",
+    "aba",
+    "acrobot",
+    "binary_tree",
+    "cartpole",
+    "crba",
+    "forward_kinematics",
+    "frame_placement",
+    "frame_placements",
+    "gravity",
+    "jacobian",
+    "kinetic_energy",
+    "minverse",
+    "nonlinear_effects",
+    "pendulum_chain",
+    "potential_energy",
+    "random_tree",
+    "rnea",
+]
+
+__version__: Final[str]
+
+_Array = npt.NDArray[np.float64]
+_ArrayLike = npt.ArrayLike
+_Reference = Literal["world", "local", "local_world_aligned"]
+_JointKind = Literal["revolute", "prismatic", "spherical", "freeflyer", "planar"]
+
+# ----------------------------------------------------------------------------------------
+# Exceptions
+# ----------------------------------------------------------------------------------------
+
+class VidynError(Exception):
+    """Base class of every error raised by vidyn."""
+
+class ModelError(VidynError):
+    """The model is invalid (bad tree, non-physical inertia, …) or singular for the requested
+    algorithm (joint-space inertia not positive definite)."""
+
+class UrdfError(ModelError):
+    """A URDF document or file that cannot be turned into a model."""
+
+class InputError(VidynError, ValueError):
+    """An argument has the wrong shape, holds NaN or inf, is not a unit quaternion, or is out of
+    range. Also a ValueError."""
+
+class UnknownNameError(VidynError, KeyError):
+    """The model has no frame or joint of that name. Also a KeyError."""
+
+class ConvergenceError(VidynError):
+    """An iterative solver or implicit integrator did not converge."""
+
+# ----------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------
+
+@final
+class Model:
+    """A kinematic tree: bodies, joints, inertias, frames and limits. Immutable and safe to
+    share between threads.
+
+    Bodies are numbered depth-first (parents before children); body ``i`` is moved by joint
+    ``i``, whose coordinates are ``q[idx_q[i]:idx_q[i] + nq_i]`` and ``v[idx_v[i]:idx_v[i] + nv_i]``.
+    Layouts: revolute/prismatic ``q = [θ]``; spherical ``q = [qx, qy, qz, qw]``, ``v = ω``
+    (local); free-flyer ``q = [x, y, z, qx, qy, qz, qw]``, ``v = [v; ω]`` (local); planar
+    ``q = [x, y, cos θ, sin θ]``, ``v = [vx, vy, ω]``.
+    """
+
+    @staticmethod
+    def from_urdf(path: str | os.PathLike[str], floating_base: bool = False) -> Model:
+        """Loads a URDF file. ``floating_base=True`` attaches the root link to the world with a
+        free-flyer joint named ``root_joint`` (nq += 7, nv += 6) instead of rigidly.
+
+        Raises UrdfError (unreadable file, malformed or unsupported URDF) or ModelError."""
+
+    @staticmethod
+    def from_urdf_string(xml: str, floating_base: bool = False) -> Model:
+        """Parses a URDF document given as a string (see ``from_urdf``)."""
+
+    @property
+    def name(self) -> str:
+        """Model name (the URDF robot name)."""
+    @property
+    def nq(self) -> int:
+        """Number of configuration coordinates."""
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (degrees of freedom)."""
+    @property
+    def nbodies(self) -> int:
+        """Number of moving bodies (= joints)."""
+    @property
+    def joint_names(self) -> list[str]:
+        """(nbodies,) name of the joint moving each body."""
+    @property
+    def joint_kinds(self) -> list[str]:
+        """(nbodies,) kind of each joint: "revolute", "prismatic", "spherical", "freeflyer" or
+        "planar"."""
+    @property
+    def parents(self) -> list[int]:
+        """(nbodies,) parent body of each body, -1 for the world; ``parents[i] < i``."""
+    @property
+    def idx_q(self) -> list[int]:
+        """(nbodies,) first configuration index of each joint."""
+    @property
+    def idx_v(self) -> list[int]:
+        """(nbodies,) first velocity index of each joint."""
+    @property
+    def frame_names(self) -> list[str]:
+        """(nframes,) names of the frames (links, joints, operational frames)."""
+    @property
+    def gravity(self) -> _Array:
+        """(3,) gravity in the world frame, m/s²."""
+    @property
+    def lower_position_limit(self) -> _Array:
+        """(nq,) lower position limits (-inf when unbounded)."""
+    @property
+    def upper_position_limit(self) -> _Array:
+        """(nq,) upper position limits (+inf when unbounded)."""
+    @property
+    def velocity_limit(self) -> _Array:
+        """(nv,) velocity limits (+inf when unknown)."""
+    @property
+    def effort_limit(self) -> _Array:
+        """(nv,) effort limits (+inf when unknown)."""
+    @property
+    def damping(self) -> _Array:
+        """(nv,) viscous damping coefficients."""
+    @property
+    def friction(self) -> _Array:
+        """(nv,) Coulomb friction coefficients."""
+    @property
+    def total_mass(self) -> float:
+        """Sum of the body masses, kg."""
+
+    def neutral(self) -> _Array:
+        """The neutral configuration (nq,): zero angles and displacements, identity rotations."""
+
+    def random_configuration(self, rng: int | np.random.Generator | None = None) -> _Array:
+        """A random configuration (nq,) within the position limits (unbounded angles in
+        [-π, π], unbounded translations in [-1, 1], rotations uniform).
+
+        ``rng``: None (fresh entropy), an int seed in [0, 2**64), or a
+        ``numpy.random.Generator`` (one integer is drawn from it as the seed)."""
+
+    def integrate(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
+        """``q ⊕ v`` (nq,): the configuration reached from ``q`` (nq,) by following the constant
+        velocity ``v`` (nv,) for unit time."""
+
+    def difference(self, q0: _ArrayLike, q1: _ArrayLike) -> _Array:
+        """``q1 ⊖ q0`` (nv,): the velocity ``v`` with ``integrate(q0, v) == q1``; q0, q1 (nq,)."""
+
+    def frame_index(self, name: str) -> int:
+        """Index of the frame called ``name``. Raises UnknownNameError."""
+
+    def joint_index(self, name: str) -> int:
+        """Index of the body moved by the joint called ``name``. Raises UnknownNameError."""
+
+@final
+class ModelBuilder:
+    """Builds a Model body by body; ``build()`` consumes it (later calls raise VidynError)."""
+
+    def __new__(cls, name: str = "model") -> ModelBuilder: ...
+    def add_body(
+        self,
+        parent: int | None,
+        name: str,
+        joint: _JointKind,
+        placement: _ArrayLike | None = None,
+        mass: float = 0.0,
+        com: _ArrayLike | None = None,
+        inertia: _ArrayLike | None = None,
+        axis: _ArrayLike | None = None,
+    ) -> int:
+        """Adds a body moved by a joint of kind ``joint``, attached to body ``parent`` (an index
+        returned by ``add_body``; None or -1 for the world). Returns the new body's index.
+
+        ``placement`` (4, 4), default identity: the joint frame in the parent body frame at the
+        neutral configuration; its rotation must be orthonormal with det +1 (tolerance 1e-9).
+        ``mass``, ``com`` (3,) and ``inertia`` (3, 3), rotational inertia about the centre of
+        mass (symmetric positive semi-definite), are expressed in the body frame; defaults zero.
+        ``axis`` (3,): required for "revolute" and "prismatic" (normalised; zero rejected),
+        rejected for the other kinds.
+
+        Indices are the builder's: ``build()`` renumbers bodies depth-first, keeping names.
+        Raises InputError (shapes, kinds, axis, placement) or ModelError (duplicate name,
+        non-physical inertia)."""
+
+    def add_frame(self, name: str, parent: int | None, placement: _ArrayLike | None = None) -> None:
+        """Adds an operational frame on body ``parent`` (None or -1 for the world) at
+        ``placement`` (4, 4), default identity, in that body's frame."""
+
+    def set_gravity(self, g: _ArrayLike) -> None:
+        """Sets gravity (3,) in the world frame, m/s² (default [0, 0, -9.81])."""
+
+    def build(self) -> Model:
+        """Freezes the model. The builder cannot be used afterwards."""
+
+@final
+class Kinematics:
+    """Result of ``forward_kinematics``."""
+
+    @property
+    def placements(self) -> _Array:
+        """(nbodies, 4, 4) world placement of each body, homogeneous matrices."""
+    @property
+    def velocities(self) -> _Array:
+        """(nbodies, 6) spatial velocity of each body in its own frame, [linear; angular]."""
+    @property
+    def accelerations(self) -> _Array:
+        """(nbodies, 6) spatial acceleration of each body in its own frame, [linear; angular],
+        gravity excluded."""
+
+# ----------------------------------------------------------------------------------------
+# Algorithms
+# ----------------------------------------------------------------------------------------
+
+def rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> _Array:
+    """Inverse dynamics (RNEA): ``tau = M(q) a + C(q, v) v + g(q)``.
+
+    q (nq,), v (nv,), a (nv,) -> tau (nv,)."""
+
+def aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike) -> _Array:
+    """Forward dynamics (ABA): ``a = M(q)⁻¹ (tau - C(q, v) v - g(q))``.
+
+    q (nq,), v (nv,), tau (nv,) -> a (nv,). Raises ModelError when a subtree has no inertia
+    along a joint axis."""
+
+def crba(model: Model, q: _ArrayLike) -> _Array:
+    """Joint-space inertia matrix ``M(q)`` (CRBA), full and symmetric. q (nq,) -> (nv, nv)."""
+
+def minverse(model: Model, q: _ArrayLike) -> _Array:
+    """``M(q)⁻¹`` without forming M, full and symmetric. q (nq,) -> (nv, nv)."""
+
+def gravity(model: Model, q: _ArrayLike) -> _Array:
+    """Generalised gravity ``g(q) = rnea(q, 0, 0)``. q (nq,) -> (nv,)."""
+
+def nonlinear_effects(model: Model, q: _ArrayLike, v: _ArrayLike) -> _Array:
+    """``C(q, v) v + g(q) = rnea(q, v, 0)``. q (nq,), v (nv,) -> (nv,)."""
+
+def kinetic_energy(model: Model, q: _ArrayLike, v: _ArrayLike) -> float:
+    """``½ vᵀ M(q) v``. q (nq,), v (nv,)."""
+
+def potential_energy(model: Model, q: _ArrayLike) -> float:
+    """Potential energy of gravity ``-Σ mᵢ gᵀ cᵢ`` (zero at the world origin). q (nq,)."""
+
+def forward_kinematics(model: Model, q: _ArrayLike, v: _ArrayLike | None = None, a: _ArrayLike | None = None) -> Kinematics:
+    """Placements, velocities and accelerations of every body. q (nq,); v, a (nv,), default
+    zeros. Returns placements (nbodies, 4, 4), velocities and accelerations (nbodies, 6)."""
+
+def frame_placement(model: Model, q: _ArrayLike, frame: str | int) -> _Array:
+    """World placement (4, 4) of one frame, by name or index. q (nq,).
+
+    Raises UnknownNameError for an unknown name, InputError for an index out of range."""
+
+def frame_placements(model: Model, q: _ArrayLike) -> _Array:
+    """World placements (nframes, 4, 4) of all frames, in the order of ``model.frame_names``."""
+
+def jacobian(model: Model, q: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned") -> _Array:
+    """Frame Jacobian (6, nv), rows [linear; angular]: ``[v; ω] = J(q) q̇`` expressed in
+    ``reference``: "world" (spatial velocity at the world origin, world axes), "local" (body
+    velocity in the frame) or "local_world_aligned" (velocity of the frame origin, world axes).
+
+    Raises InputError for an unknown ``reference``."""
+
+# ----------------------------------------------------------------------------------------
+# Built-in models (re-exported by vidyn.models)
+# ----------------------------------------------------------------------------------------
+
+def pendulum_chain(n: int, planar: bool = True) -> Model:
+    """A chain of ``n`` revolute joints carrying 1 m, 1 kg rods hanging along -z. With
+    ``planar`` every joint turns about y; otherwise the axes alternate y, x. Frames: ``jointK``,
+    ``linkK`` and ``tip``. At most 10 000 bodies."""
+
+def binary_tree(depth: int) -> Model:
+    """A complete binary tree of ``depth`` levels, ``2**depth - 1`` revolute bodies (depth ≤ 13)."""
+
+def cartpole() -> Model:
+    """Cart-pole: prismatic ``cart`` along x (1 kg) and revolute ``pole`` about y (0.1 kg, 1 m
+    rod, hanging down at q = 0). Frames include ``tip``."""
+
+def acrobot() -> Model:
+    """Acrobot: revolute ``shoulder`` and ``elbow`` about y, two 1 kg, 1 m rods hanging down at
+    q = 0. Frames include ``tip``."""
+
+def random_tree(n: int, seed: int = 0) -> Model:
+    """A random tree of ``n`` bodies (≤ 10 000) reproducible from ``seed`` in [0, 2**64), with
+    every joint kind, random placements and inertias. Frames ``jointK`` and ``linkK``."""
+
+def _raise_core_error(variant: str) -> None:
+    """Raises the exception a core error variant maps to (tests of the mapping only)."""

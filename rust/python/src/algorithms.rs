@@ -1,0 +1,239 @@
+//! The module-level functions: convert and check inputs, run one core algorithm detached
+//! from the interpreter in the model's workspace, convert the result.
+
+use crate::convert;
+use crate::detached;
+use crate::errors::INPUT_ERROR;
+use crate::model::PyModel;
+use numpy::{PyArray1, PyArray2, PyArray3};
+use pyo3::prelude::*;
+use vidyn_rbd as rbd;
+use vidyn_rbd::ReferenceFrame;
+
+type Array1<'py> = PyResult<Bound<'py, PyArray1<f64>>>;
+type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
+
+/// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q)`.
+///
+/// q: (nq,), v: (nv,), a: (nv,) -> tau: (nv,)
+#[pyfunction]
+pub fn rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>) -> Array1<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, a) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?);
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let tau = detached(py, move || rbd::rnea(m, ws, &q, &v, &a))?;
+    Ok(convert::vector_out(py, tau))
+}
+
+/// Forward dynamics (ABA): `a = M(q)^-1 (tau - C(q, v) v - g(q))`.
+///
+/// q: (nq,), v: (nv,), tau: (nv,) -> a: (nv,)
+#[pyfunction]
+pub fn aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, tau: &Bound<'py, PyAny>) -> Array1<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, tau) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?);
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let a = detached(py, move || rbd::aba(m, ws, &q, &v, &tau))?;
+    Ok(convert::vector_out(py, a))
+}
+
+/// Joint-space inertia matrix `M(q)` (CRBA), full and symmetric.
+///
+/// q: (nq,) -> M: (nv, nv)
+#[pyfunction]
+pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let mass = detached(py, move || rbd::crba(m, ws, &q))?;
+    Ok(convert::matrix_out(py, mass))
+}
+
+/// Inverse of the joint-space inertia matrix `M(q)^-1`, full and symmetric.
+///
+/// q: (nq,) -> Minv: (nv, nv)
+#[pyfunction]
+pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let minv = detached(py, move || rbd::minverse(m, ws, &q))?;
+    Ok(convert::matrix_out(py, minv))
+}
+
+/// Generalised gravity `g(q) = rnea(q, 0, 0)`.
+///
+/// q: (nq,) -> g: (nv,)
+#[pyfunction]
+pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array1<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let g = detached(py, move || rbd::gravity(m, ws, &q))?;
+    Ok(convert::vector_out(py, g))
+}
+
+/// Nonlinear effects `C(q, v) v + g(q) = rnea(q, v, 0)`.
+///
+/// q: (nq,), v: (nv,) -> h: (nv,)
+#[pyfunction]
+pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> Array1<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let h = detached(py, move || rbd::nonlinear_effects(m, ws, &q, &v))?;
+    Ok(convert::vector_out(py, h))
+}
+
+/// Kinetic energy `T = 1/2 v^T M(q) v`.
+///
+/// q: (nq,), v: (nv,) -> float
+#[pyfunction]
+pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<f64> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    detached(py, move || rbd::kinetic_energy(m, ws, &q, &v))
+}
+
+/// Potential energy of gravity `V = -sum_i m_i g^T c_i` (zero at the world origin).
+///
+/// q: (nq,) -> float
+#[pyfunction]
+pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<f64> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    detached(py, move || rbd::potential_energy(m, ws, &q))
+}
+
+/// Result of `forward_kinematics`: world placements, body velocities and accelerations.
+#[pyclass(frozen, module = "vidyn", name = "Kinematics")]
+pub struct Kinematics {
+    /// (nbodies, 4, 4) world placement `oMi` of each body, homogeneous.
+    #[pyo3(get)]
+    placements: Py<PyArray3<f64>>,
+    /// (nbodies, 6) spatial velocity of each body in its own frame, `[linear; angular]`.
+    #[pyo3(get)]
+    velocities: Py<PyArray2<f64>>,
+    /// (nbodies, 6) spatial acceleration of each body in its own frame, `[linear; angular]`,
+    /// without gravity.
+    #[pyo3(get)]
+    accelerations: Py<PyArray2<f64>>,
+}
+
+#[pymethods]
+impl Kinematics {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        use numpy::PyUntypedArrayMethods;
+        format!("Kinematics(nbodies={})", self.placements.bind(py).shape()[0])
+    }
+}
+
+/// Forward kinematics to second order. `v` and `a` default to zeros.
+///
+/// q: (nq,), v: (nv,) | None, a: (nv,) | None -> Kinematics with
+/// placements (nbodies, 4, 4), velocities (nbodies, 6), accelerations (nbodies, 6)
+#[pyfunction]
+#[pyo3(signature = (model, q, v = None, a = None))]
+pub fn forward_kinematics<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: Option<&Bound<'py, PyAny>>,
+    a: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Kinematics> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let (v, a) = (convert::tangent_or_zero(v, "v", m)?, convert::tangent_or_zero(a, "a", m)?);
+    let mut ws = pm.workspace();
+    let w = &mut *ws;
+    detached(py, move || rbd::forward_kinematics(m, w, &q, &v, &a))?;
+    Ok(Kinematics {
+        placements: convert::placements_out(py, &ws.placements).unbind(),
+        velocities: convert::motions_out(py, &ws.velocities).unbind(),
+        accelerations: convert::motions_out(py, &ws.accelerations).unbind(),
+    })
+}
+
+/// World placement of one frame, given by name or index.
+///
+/// q: (nq,), frame: str | int -> (4, 4) homogeneous matrix
+#[pyfunction]
+pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>) -> Array2<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let f = pm.frame_arg(frame)?;
+    let mut ws = pm.workspace();
+    let w = &mut *ws;
+    detached(py, move || {
+        rbd::placements(m, w, &q)?;
+        rbd::update_frame_placements(m, w);
+        Ok(())
+    })?;
+    Ok(convert::placement_out(py, &ws.frame_placements[f]))
+}
+
+/// World placements of every frame, in the order of `model.frame_names`.
+///
+/// q: (nq,) -> (nframes, 4, 4) homogeneous matrices
+#[pyfunction]
+pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let mut ws = pm.workspace();
+    let w = &mut *ws;
+    detached(py, move || {
+        rbd::placements(m, w, &q)?;
+        rbd::update_frame_placements(m, w);
+        Ok(())
+    })?;
+    Ok(convert::placements_out(py, &ws.frame_placements))
+}
+
+fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
+    match reference {
+        "world" => Ok(ReferenceFrame::World),
+        "local" => Ok(ReferenceFrame::Local),
+        "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
+        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got {other:?}"))),
+    }
+}
+
+/// Jacobian of a frame: `[v; omega] = J(q) qdot`, expressed in `reference`:
+/// "world" (spatial velocity at the world origin), "local" (body velocity in the frame) or
+/// "local_world_aligned" (velocity of the frame origin, world axes).
+///
+/// q: (nq,), frame: str | int -> J: (6, nv), rows [linear; angular]
+#[pyfunction]
+#[pyo3(signature = (model, q, frame, reference = "local_world_aligned"))]
+pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>, reference: &str) -> Array2<'py> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let q = convert::configuration(q, "q", m)?;
+    let f = pm.frame_arg(frame)?;
+    let r = reference_frame(reference)?;
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let j = detached(py, move || rbd::frame_jacobian(m, ws, &q, f, r))?;
+    Ok(convert::matrix_out(py, j))
+}

@@ -1,0 +1,185 @@
+//! Every conversion between NumPy and Rust, with its checks, in one place.
+//!
+//! Inputs: any object that `numpy.asarray(x, dtype=float64)` accepts. Shapes and finiteness
+//! are checked here, and error messages name the argument, the expected and actual shapes,
+//! and the model field (`q has shape (6,), expected (model.nq,) = (7,)`). Inputs are copied
+//! into Rust-owned buffers while attached to the interpreter, so the computation that runs
+//! detached never reads memory that another Python thread could be writing.
+//!
+//! Layout: NumPy arrays are read and written in C (row-major) order whatever their strides;
+//! nalgebra matrices are column-major and are only ever indexed by `(row, col)` here.
+
+use crate::errors::INPUT_ERROR;
+use nalgebra::{DMatrix, Matrix3, Vector3};
+use numpy::ndarray::{Array2, Array3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use vidyn_rbd::Model;
+use vidyn_spatial::{Motion, Se3};
+
+/// Tolerance on `max |RᵀR − I|` and `|det R − 1|` of a placement's rotation (the core's).
+pub const ROTATION_TOL: f64 = 1e-9;
+
+/// Python-style shape: `()`, `(6,)`, `(4, 4)`.
+fn shape_str(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => format!("({})", shape.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// `[3]` or `[1, 2]`: a C-order flat index as a subscript of `shape`.
+fn subscript(mut flat: usize, shape: &[usize]) -> String {
+    let mut idx = vec![0; shape.len()];
+    for (k, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            idx[k] = flat % n;
+            flat /= n;
+        }
+    }
+    format!("[{}]", idx.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+}
+
+/// `x` as a float64 NumPy array: itself when it already is one, else `numpy.asarray(x, dtype=float64)`.
+fn as_array<'py>(x: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    if let Ok(a) = x.cast::<PyArrayDyn<f64>>() {
+        return Ok(a.clone());
+    }
+    let py = x.py();
+    if let Ok(a) = x.cast::<PyUntypedArray>() {
+        if a.dtype().kind() == b'c' {
+            return Err(INPUT_ERROR.err(format!("{name} has complex dtype {}, expected real float64 values", a.dtype())));
+        }
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "dtype"), numpy::dtype::<f64>(py))?;
+    let np = py.import(intern!(py, "numpy"))?;
+    let converted = np
+        .call_method(intern!(py, "asarray"), (x,), Some(&kwargs))
+        .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be converted to a float64 array: {e}")))?;
+    Ok(converted.cast_into::<PyArrayDyn<f64>>()?)
+}
+
+/// The entries of `x` in C order after checking its shape against `expected` and that
+/// every entry is finite. `expected_desc`, when given, describes the expected shape in
+/// terms of the model (`(model.nq,)`).
+pub fn read(x: &Bound<'_, PyAny>, name: &str, expected: &[usize], expected_desc: Option<&str>) -> PyResult<Vec<f64>> {
+    let a = as_array(x, name)?;
+    if a.shape() != expected {
+        let want = match expected_desc {
+            Some(desc) => format!("{desc} = {}", shape_str(expected)),
+            None => shape_str(expected),
+        };
+        return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {want}", shape_str(a.shape()))));
+    }
+    let a = a.try_readonly().map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
+    let data: Vec<f64> = match a.as_slice() {
+        Ok(s) => s.to_vec(),
+        Err(_) => a.as_array().iter().copied().collect(), // logical (C) order for any strides
+    };
+    if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(INPUT_ERROR.err(format!("{name}{} is not finite ({v})", subscript(k, expected))));
+    }
+    Ok(data)
+}
+
+/// A configuration `(model.nq,)`. Unit quaternions are checked by the core.
+pub fn configuration(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
+    read(x, name, &[model.nq], Some("(model.nq,)"))
+}
+
+/// A tangent vector (velocity, acceleration, torque) `(model.nv,)`.
+pub fn tangent(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
+    read(x, name, &[model.nv], Some("(model.nv,)"))
+}
+
+/// A tangent vector, or zeros when `x` is `None`.
+pub fn tangent_or_zero(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
+    match x {
+        Some(x) if !x.is_none() => tangent(x, name, model),
+        _ => Ok(vec![0.0; model.nv]),
+    }
+}
+
+pub fn vector3(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vector3<f64>> {
+    Ok(Vector3::from_column_slice(&read(x, name, &[3], None)?))
+}
+
+pub fn matrix3(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Matrix3<f64>> {
+    Ok(Matrix3::from_row_slice(&read(x, name, &[3, 3], None)?))
+}
+
+/// A 4×4 homogeneous transform `[[R, p], [0, 0, 0, 1]]` with `R` a rotation.
+pub fn placement(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Se3> {
+    let h = read(x, name, &[4, 4], None)?;
+    let bottom = &h[12..16];
+    if bottom != [0.0, 0.0, 0.0, 1.0] {
+        return Err(INPUT_ERROR.err(format!("{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)")));
+    }
+    let r = Matrix3::new(h[0], h[1], h[2], h[4], h[5], h[6], h[8], h[9], h[10]);
+    let orth = (r.transpose() * r - Matrix3::identity()).abs().max();
+    let det = r.determinant();
+    if !(orth <= ROTATION_TOL && (det - 1.0).abs() <= ROTATION_TOL) {
+        return Err(INPUT_ERROR.err(format!(
+            "{name}[:3, :3] is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (tolerance {ROTATION_TOL:e})"
+        )));
+    }
+    Ok(Se3::new(r, Vector3::new(h[3], h[7], h[11])))
+}
+
+/// Entry `(i, j)` of the 4×4 homogeneous matrix of `m`.
+fn homogeneous(m: &Se3, i: usize, j: usize) -> f64 {
+    match (i, j) {
+        (0..=2, 0..=2) => m.rotation[(i, j)],
+        (0..=2, _) => m.translation[i],
+        (_, 3) => 1.0,
+        _ => 0.0,
+    }
+}
+
+pub fn vector_out<'py>(py: Python<'py>, x: &[f64]) -> Bound<'py, PyArray1<f64>> {
+    PyArray1::from_slice(py, x)
+}
+
+pub fn vector3_out<'py>(py: Python<'py>, x: &Vector3<f64>) -> Bound<'py, PyArray1<f64>> {
+    PyArray1::from_slice(py, x.as_slice())
+}
+
+/// A nalgebra (column-major) matrix as a C-order `(rows, cols)` array.
+pub fn matrix_out<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
+    Array2::from_shape_fn(m.shape(), |(i, j)| m[(i, j)]).into_pyarray(py)
+}
+
+/// A placement as a `(4, 4)` homogeneous matrix.
+pub fn placement_out<'py>(py: Python<'py>, m: &Se3) -> Bound<'py, PyArray2<f64>> {
+    Array2::from_shape_fn((4, 4), |(i, j)| homogeneous(m, i, j)).into_pyarray(py)
+}
+
+/// Placements as an `(n, 4, 4)` stack of homogeneous matrices.
+pub fn placements_out<'py>(py: Python<'py>, ms: &[Se3]) -> Bound<'py, PyArray3<f64>> {
+    Array3::from_shape_fn((ms.len(), 4, 4), |(k, i, j)| homogeneous(&ms[k], i, j)).into_pyarray(py)
+}
+
+/// Spatial motions as an `(n, 6)` array of rows `[linear; angular]`.
+pub fn motions_out<'py>(py: Python<'py>, ms: &[Motion]) -> Bound<'py, PyArray2<f64>> {
+    Array2::from_shape_fn((ms.len(), 6), |(k, i)| if i < 3 { ms[k].linear[i] } else { ms[k].angular[i - 3] }).into_pyarray(py)
+}
+
+/// A non-negative integer (index, count, seed …) that fits in `usize`.
+pub fn index(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
+    let i: i128 = x.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(x)))
+    })?;
+    non_negative(i, name)
+}
+
+/// `i` as a `usize`, or InputError naming `name`.
+pub fn non_negative(i: i128, name: &str) -> PyResult<usize> {
+    usize::try_from(i).map_err(|_| INPUT_ERROR.err(format!("{name} must be a non-negative int, got {i}")))
+}
+
+pub fn type_name(x: &Bound<'_, PyAny>) -> String {
+    x.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
+}

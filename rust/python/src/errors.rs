@@ -1,0 +1,159 @@
+//! The exception classes of `vidyn` and the one mapping from core errors to them.
+//!
+//! ```text
+//! Exception
+//! └── VidynError
+//!     ├── ModelError              invalid model, not positive definite
+//!     │   └── UrdfError           URDF that cannot be turned into a model
+//!     ├── InputError (ValueError) wrong shape, NaN/inf, non-unit quaternion, bad index
+//!     ├── UnknownNameError (KeyError)   unknown frame or joint name
+//!     └── ConvergenceError        reserved for iterative solvers and integrators
+//! ```
+//!
+//! `create_exception!` takes a single base class, and two of ours have two, so every class
+//! is made the same way: by calling `type(name, bases, namespace)` once, on first use.
+
+use pyo3::exceptions::{PyException, PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use vidyn_rbd::RbdError;
+
+/// Bases of an exception class, resolved when the class is first created.
+type Bases = for<'py> fn(Python<'py>) -> PyResult<Vec<Bound<'py, PyType>>>;
+
+/// One exception class of module `vidyn`, created on first use and cached.
+pub struct ExceptionClass {
+    name: &'static str,
+    doc: &'static str,
+    bases: Bases,
+    cell: PyOnceLock<Py<PyType>>,
+}
+
+impl ExceptionClass {
+    const fn new(name: &'static str, doc: &'static str, bases: Bases) -> Self {
+        Self { name, doc, bases, cell: PyOnceLock::new() }
+    }
+
+    /// The Python class.
+    pub fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyType>> {
+        let ty = self.cell.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+            let bases = PyTuple::new(py, (self.bases)(py)?)?;
+            let ns = PyDict::new(py);
+            ns.set_item("__module__", "vidyn")?;
+            ns.set_item("__qualname__", self.name)?;
+            ns.set_item("__doc__", self.doc)?;
+            // KeyError.__str__ prints the repr of its argument (quotes around the whole
+            // message); keep the plain message of every other exception.
+            ns.set_item("__str__", py.get_type::<PyException>().getattr("__str__")?)?;
+            let ty = py.get_type::<PyType>().call1((self.name, bases, ns))?;
+            Ok(ty.cast_into::<PyType>()?.unbind())
+        })?;
+        Ok(ty.bind(py).clone())
+    }
+
+    /// A (lazily instantiated) exception of this class with message `msg`.
+    pub fn err(&self, msg: impl Into<String>) -> PyErr {
+        let msg = msg.into();
+        Python::attach(|py| match self.get(py) {
+            Ok(ty) => PyErr::from_type(ty, msg),
+            Err(e) => e,
+        })
+    }
+}
+
+pub static VIDYN_ERROR: ExceptionClass =
+    ExceptionClass::new("VidynError", "Base class of every error raised by vidyn.", |py| Ok(vec![py.get_type::<PyException>()]));
+
+pub static MODEL_ERROR: ExceptionClass = ExceptionClass::new(
+    "ModelError",
+    "The model is invalid (bad tree, non-physical inertia, …) or singular for the requested \
+     algorithm (joint-space inertia not positive definite).",
+    |py| Ok(vec![VIDYN_ERROR.get(py)?]),
+);
+
+pub static URDF_ERROR: ExceptionClass =
+    ExceptionClass::new("UrdfError", "A URDF document or file that cannot be turned into a model.", |py| Ok(vec![MODEL_ERROR.get(py)?]));
+
+pub static INPUT_ERROR: ExceptionClass = ExceptionClass::new(
+    "InputError",
+    "An argument has the wrong shape, holds NaN or inf, is not a unit quaternion, or is out of \
+     range. Also a ValueError.",
+    |py| Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyValueError>()]),
+);
+
+pub static UNKNOWN_NAME_ERROR: ExceptionClass = ExceptionClass::new(
+    "UnknownNameError",
+    "The model has no frame or joint of that name. Also a KeyError.",
+    |py| Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyKeyError>()]),
+);
+
+pub static CONVERGENCE_ERROR: ExceptionClass = ExceptionClass::new(
+    "ConvergenceError",
+    "An iterative solver or implicit integrator did not converge.",
+    |py| Ok(vec![VIDYN_ERROR.get(py)?]),
+);
+
+/// Every class, in the order they are added to the module.
+pub static ALL: [&ExceptionClass; 6] = [&VIDYN_ERROR, &MODEL_ERROR, &URDF_ERROR, &INPUT_ERROR, &UNKNOWN_NAME_ERROR, &CONVERGENCE_ERROR];
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for class in ALL {
+        m.add(class.name, class.get(m.py())?)?;
+    }
+    Ok(())
+}
+
+/// A core error on its way to Python (the orphan rule forbids `From<RbdError> for PyErr`).
+#[derive(Debug)]
+pub struct PyVidynErr(pub RbdError);
+
+impl From<RbdError> for PyVidynErr {
+    fn from(e: RbdError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<PyVidynErr> for PyErr {
+    fn from(e: PyVidynErr) -> Self {
+        to_pyerr(&e.0)
+    }
+}
+
+/// The one mapping from core errors to exception classes. Each arm is exercised by
+/// `tests/test_errors.py` (through [`raise_core_error`] and through real calls).
+pub fn to_pyerr(e: &RbdError) -> PyErr {
+    match e {
+        RbdError::Dimension { arg, got, expected, field } => {
+            INPUT_ERROR.err(format!("{arg} has shape ({got},), expected ({field},) = ({expected},)"))
+        }
+        RbdError::NonFinite { .. } | RbdError::NotNormalized { .. } | RbdError::IndexOutOfRange { .. } => INPUT_ERROR.err(e.to_string()),
+        RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
+        RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => MODEL_ERROR.err(e.to_string()),
+        RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
+        // `RbdError` is non-exhaustive: a variant added later lands on the base class until
+        // it gets its own arm (and its own test).
+        #[allow(unreachable_patterns)]
+        _ => VIDYN_ERROR.err(e.to_string()),
+    }
+}
+
+/// Raises the exception that the core error variant `variant` maps to, built from sample
+/// data. For the tests of the mapping only: most variants cannot be reached through the
+/// public API because vidyn-py validates inputs before calling the core.
+#[pyfunction]
+#[pyo3(name = "_raise_core_error")]
+pub fn raise_core_error(variant: &str) -> PyResult<()> {
+    let e = match variant {
+        "Dimension" => RbdError::Dimension { arg: "q", got: 6, expected: 7, field: "model.nq" },
+        "NonFinite" => RbdError::NonFinite { arg: "v", index: 2, value: f64::NAN },
+        "NotNormalized" => RbdError::NotNormalized { joint: "root".into(), index: 3, norm: 2.0, tol: 1e-6 },
+        "UnknownName" => RbdError::UnknownName { what: "frame", name: "nowhere".into() },
+        "IndexOutOfRange" => RbdError::IndexOutOfRange { what: "frame", index: 9, len: 3 },
+        "InvalidModel" => RbdError::InvalidModel("sample".into()),
+        "Urdf" => RbdError::Urdf("sample".into()),
+        "NotPositiveDefinite" => RbdError::NotPositiveDefinite { joint: "j1".into() },
+        other => return Err(INPUT_ERROR.err(format!("unknown RbdError variant '{other}'"))),
+    };
+    Err(to_pyerr(&e))
+}

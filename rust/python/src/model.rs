@@ -1,0 +1,285 @@
+//! The Python `Model`: an immutable `Arc<vidyn_rbd::Model>` plus a reusable workspace.
+
+use crate::convert;
+use crate::detached;
+use crate::errors::{INPUT_ERROR, MODEL_ERROR};
+use numpy::PyArray1;
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use vidyn_rbd as rbd;
+use vidyn_rbd::urdf::RootJoint;
+
+/// A kinematic tree: bodies, joints, inertias, frames and limits. Immutable.
+#[pyclass(frozen, module = "vidyn", name = "Model")]
+pub struct PyModel {
+    pub inner: Arc<rbd::Model>,
+    /// Scratch reused by calls; a call that finds it busy (another thread) makes its own.
+    ws: Mutex<rbd::Workspace>,
+}
+
+/// The model's workspace, or a fresh one when it is in use by another thread.
+pub enum WorkspaceGuard<'a> {
+    Shared(MutexGuard<'a, rbd::Workspace>),
+    Fresh(Box<rbd::Workspace>),
+}
+
+impl Deref for WorkspaceGuard<'_> {
+    type Target = rbd::Workspace;
+    fn deref(&self) -> &rbd::Workspace {
+        match self {
+            Self::Shared(g) => g,
+            Self::Fresh(w) => w,
+        }
+    }
+}
+
+impl DerefMut for WorkspaceGuard<'_> {
+    fn deref_mut(&mut self) -> &mut rbd::Workspace {
+        match self {
+            Self::Shared(g) => g,
+            Self::Fresh(w) => w,
+        }
+    }
+}
+
+impl PyModel {
+    pub fn new(model: rbd::Model) -> Self {
+        let ws = model.workspace();
+        Self { inner: Arc::new(model), ws: Mutex::new(ws) }
+    }
+
+    /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned
+    /// workspace (a panic during an earlier call) holds scratch only and is reused.
+    pub fn workspace(&self) -> WorkspaceGuard<'_> {
+        match self.ws.try_lock() {
+            Ok(g) => WorkspaceGuard::Shared(g),
+            Err(TryLockError::Poisoned(p)) => WorkspaceGuard::Shared(p.into_inner()),
+            Err(TryLockError::WouldBlock) => WorkspaceGuard::Fresh(Box::new(self.inner.workspace())),
+        }
+    }
+
+    /// Index of frame `frame` given by name or by index.
+    pub fn frame_arg(&self, frame: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let m = &self.inner;
+        if let Ok(name) = frame.extract::<&str>() {
+            return m.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e));
+        }
+        if frame.extract::<i128>().is_err() {
+            return Err(PyTypeError::new_err(format!("frame must be a frame name (str) or index (int), got {}", convert::type_name(frame))));
+        }
+        let i = convert::index(frame, "frame")?;
+        if i >= m.frames.len() {
+            return Err(INPUT_ERROR.err(format!("frame index {i} out of range (model has {} frames)", m.frames.len())));
+        }
+        Ok(i)
+    }
+
+    fn from_urdf_result(py: Python<'_>, load: impl Send + FnOnce() -> rbd::Result<rbd::Model>) -> PyResult<Self> {
+        detached(py, load).map(Self::new)
+    }
+}
+
+fn root_joint(floating_base: bool) -> RootJoint {
+    if floating_base {
+        RootJoint::FreeFlyer
+    } else {
+        RootJoint::Fixed
+    }
+}
+
+/// A `u64` seed from `None` (fresh entropy), an int, or a `numpy.random.Generator`.
+fn seed_from(rng: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    let Some(rng) = rng.filter(|r| !r.is_none()) else {
+        return Ok(rand::random());
+    };
+    let py = rng.py();
+    let generator = py.import(intern!(py, "numpy.random"))?.getattr(intern!(py, "Generator"))?;
+    if rng.is_instance(&generator)? {
+        return rng.call_method1(intern!(py, "integers"), (0u64, 1u64 << 63))?.extract::<u64>();
+    }
+    match rng.extract::<i128>() {
+        Ok(s) => u64::try_from(s).map_err(|_| INPUT_ERROR.err(format!("rng seed must be in [0, 2**64), got {s}"))),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "rng must be None, an int seed or a numpy.random.Generator, got {}",
+            convert::type_name(rng)
+        ))),
+    }
+}
+
+/// Rejects position limits whose width overflows `f64` (uniform sampling would be undefined).
+fn check_sampling_limits(m: &rbd::Model) -> PyResult<()> {
+    let (lo, hi) = (&m.limits.lower_position, &m.limits.upper_position);
+    for (i, (l, h)) in lo.iter().zip(hi).enumerate() {
+        if l.is_finite() && h.is_finite() && l < h && !(h - l).is_finite() {
+            return Err(MODEL_ERROR.err(format!(
+                "position limits of q[{i}] span [{l}, {h}], too wide to sample uniformly"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[pymethods]
+impl PyModel {
+    /// Loads a URDF file. `floating_base=True` attaches the root link to the world with a
+    /// free-flyer joint (nq += 7, nv += 6) instead of rigidly.
+    #[staticmethod]
+    #[pyo3(signature = (path, floating_base = false))]
+    fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file(&path, root_joint(floating_base)))
+    }
+
+    /// Parses a URDF document given as a string.
+    #[staticmethod]
+    #[pyo3(signature = (xml, floating_base = false))]
+    fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str(xml, root_joint(floating_base)))
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    #[getter]
+    fn nq(&self) -> usize {
+        self.inner.nq
+    }
+
+    #[getter]
+    fn nv(&self) -> usize {
+        self.inner.nv
+    }
+
+    #[getter]
+    fn nbodies(&self) -> usize {
+        self.inner.nbodies()
+    }
+
+    #[getter]
+    fn joint_names(&self) -> Vec<String> {
+        self.inner.joint_names.clone()
+    }
+
+    #[getter]
+    fn joint_kinds(&self) -> Vec<&'static str> {
+        self.inner.joints.iter().map(rbd::Joint::kind_name).collect()
+    }
+
+    #[getter]
+    fn parents(&self) -> Vec<i64> {
+        self.inner.parents.iter().map(|p| p.map_or(-1, |p| p as i64)).collect()
+    }
+
+    #[getter]
+    fn idx_q(&self) -> Vec<usize> {
+        self.inner.idx_q.clone()
+    }
+
+    #[getter]
+    fn idx_v(&self) -> Vec<usize> {
+        self.inner.idx_v.clone()
+    }
+
+    #[getter]
+    fn frame_names(&self) -> Vec<String> {
+        self.inner.frames.iter().map(|f| f.name.clone()).collect()
+    }
+
+    #[getter]
+    fn gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector3_out(py, &self.inner.gravity.linear)
+    }
+
+    #[getter]
+    fn lower_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.lower_position)
+    }
+
+    #[getter]
+    fn upper_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.upper_position)
+    }
+
+    #[getter]
+    fn velocity_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.velocity)
+    }
+
+    #[getter]
+    fn effort_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.effort)
+    }
+
+    #[getter]
+    fn damping<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.damping)
+    }
+
+    #[getter]
+    fn friction<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &self.inner.limits.friction)
+    }
+
+    #[getter]
+    fn total_mass(&self) -> f64 {
+        self.inner.total_mass()
+    }
+
+    /// The neutral configuration `(nq,)`: zero angles and displacements, identity quaternions.
+    fn neutral<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        convert::vector_out(py, &rbd::neutral(&self.inner))
+    }
+
+    /// A random configuration `(nq,)` within the position limits (unbounded angles in
+    /// [-pi, pi], unbounded translations in [-1, 1], rotations uniform).
+    /// `rng`: None (fresh entropy), an int seed, or a `numpy.random.Generator` (one
+    /// integer is drawn from it as the seed).
+    #[pyo3(signature = (rng = None))]
+    fn random_configuration<'py>(&self, py: Python<'py>, rng: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let mut r = ChaCha8Rng::seed_from_u64(seed_from(rng)?);
+        let m = &*self.inner;
+        check_sampling_limits(m)?;
+        let q = detached(py, move || Ok(rbd::random_configuration(m, &mut r)))?;
+        Ok(convert::vector_out(py, &q))
+    }
+
+    /// `q ⊕ v` `(nq,)`: the configuration reached from `q` `(nq,)` by following the
+    /// constant velocity `v` `(nv,)` for unit time.
+    fn integrate<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let m = &*self.inner;
+        let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+        let out = detached(py, move || rbd::integrate(m, &q, &v))?;
+        Ok(convert::vector_out(py, &out))
+    }
+
+    /// `q1 ⊖ q0` `(nv,)`: the velocity `v` with `integrate(q0, v) == q1`.
+    fn difference<'py>(&self, py: Python<'py>, q0: &Bound<'py, PyAny>, q1: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let m = &*self.inner;
+        let (q0, q1) = (convert::configuration(q0, "q0", m)?, convert::configuration(q1, "q1", m)?);
+        let out = detached(py, move || rbd::difference(m, &q0, &q1))?;
+        Ok(convert::vector_out(py, &out))
+    }
+
+    /// Index of the frame called `name` (raises UnknownNameError).
+    fn frame_index(&self, name: &str) -> PyResult<usize> {
+        self.inner.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+    }
+
+    /// Index of the body moved by the joint called `name` (raises UnknownNameError).
+    fn joint_index(&self, name: &str) -> PyResult<usize> {
+        self.inner.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let m = &self.inner;
+        let name = pyo3::types::PyString::new(py, &m.name).repr()?;
+        Ok(format!("Model(name={name}, nq={}, nv={}, nbodies={})", m.nq, m.nv, m.nbodies()))
+    }
+}
