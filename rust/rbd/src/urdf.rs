@@ -64,9 +64,9 @@
 //!   continuous joint.
 //! * The axis of a `planar` joint is honoured; Pinocchio ignores it and always uses the xy
 //!   plane (the two agree for `axis = (0, 0, 1)`).
-//! * A missing `<robot name>` is accepted (the model name is then `""`); a missing `<limit>`
-//!   or `lower`/`upper` attribute means unbounded (urdfdom rejects the former and reads the
-//!   latter as `0`). `lower > upper` is rejected.
+//! * A missing `<robot name>` is accepted (the model name is then `""`); a revolute or
+//!   prismatic joint without `<limit>` is unbounded (urdfdom rejects it). Inside `<limit>`, a
+//!   missing `lower`/`upper` is `0` as the URDF specification says. `lower > upper` is rejected.
 //! * Mimic joints are independent joints (Pinocchio's default).
 //!
 //! Only the `<link>` and `<joint>` children of `<robot>` are read (`<gazebo>`,
@@ -300,12 +300,9 @@ fn parse_limits(joint_node: Node, ctx: &str, joint: &Joint, bounded: bool) -> Re
     let mut limits = JointLimits::unbounded(joint);
     if let Some(el) = element(joint_node, "limit") {
         if bounded {
-            if let Some(x) = number(el, "lower", ctx)? {
-                limits.lower[0] = x;
-            }
-            if let Some(x) = number(el, "upper", ctx)? {
-                limits.upper[0] = x;
-            }
+            // the URDF specification (and urdfdom) default both to 0
+            limits.lower[0] = number(el, "lower", ctx)?.unwrap_or(0.0);
+            limits.upper[0] = number(el, "upper", ctx)?.unwrap_or(0.0);
             if limits.lower[0] > limits.upper[0] {
                 return Err(urdf(format!("{ctx}: <limit> has lower = {} > upper = {}", limits.lower[0], limits.upper[0])));
             }
