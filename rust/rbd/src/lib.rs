@@ -17,12 +17,14 @@ pub mod urdf;
 mod workspace;
 
 pub use algorithms::aba::aba;
+pub use algorithms::aba_derivatives::{aba_derivatives, AbaDerivatives};
 pub use algorithms::crba::crba;
 pub use algorithms::energy::{kinetic_energy, potential_energy};
 pub use algorithms::jacobian::{frame_jacobian, ReferenceFrame};
 pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_placements};
 pub use algorithms::minverse::minverse;
 pub use algorithms::rnea::{gravity, nonlinear_effects, rnea};
+pub use algorithms::rnea_derivatives::{rnea_derivatives, RneaDerivatives};
 pub use check::{check_configuration, check_tangent};
 pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};

@@ -203,3 +203,79 @@ fn bad_inputs_are_errors_not_panics() {
     assert!(matches!(crba(&model, &mut ws, &qn), Err(RbdError::NotNormalized { .. })));
     assert!(matches!(frame_jacobian(&model, &mut ws, &q, 10_000, ReferenceFrame::World), Err(RbdError::IndexOutOfRange { .. })));
 }
+
+/// Central difference of `f` along each tangent direction (the closure applies the step on
+/// the manifold or in the vector space). h = 1e-6: truncation O(h²·|f'''|) ≈ 1e-12 is far
+/// below round-off ε·|f|/h ≈ 2e-10·|f|, so 1e-6 relative to max(1, |J|∞) leaves room for
+/// conditioning and still catches real errors (which are O(1) relative).
+fn central_difference(nv: usize, mut f: impl FnMut(&[f64]) -> Vec<f64>) -> DMatrix<f64> {
+    let h = 1e-6;
+    let mut cols = Vec::with_capacity(nv);
+    for k in 0..nv {
+        let mut e = vec![0.0; nv];
+        e[k] = h;
+        let plus = f(&e);
+        e[k] = -h;
+        let minus = f(&e);
+        cols.push(DVector::from_iterator(plus.len(), plus.iter().zip(&minus).map(|(p, m)| (p - m) / (2.0 * h))));
+    }
+    DMatrix::from_columns(&cols)
+}
+
+fn assert_close(name: &str, analytic: &DMatrix<f64>, fd: &DMatrix<f64>, tol: f64) {
+    let err = (analytic - fd).amax() / analytic.amax().max(1.0);
+    assert!(err < tol, "{name}: relative error {err:e}\nanalytic {analytic}\nfd {fd}");
+}
+
+#[test]
+fn rnea_derivatives_match_finite_differences() {
+    for model in models() {
+        let mut ws = model.workspace();
+        let mut ws2 = model.workspace();
+        for s in states(&model, 18).iter().take(2) {
+            let d = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a).unwrap();
+            let (dq, dv, da) = (d.dtau_dq.clone(), d.dtau_dv.clone(), d.dtau_da.clone());
+            let tau = ws.tau.clone();
+            let expected = rnea(&model, &mut ws2, &s.q, &s.v, &s.a).unwrap().to_vec();
+            assert!(rel_err(&tau, &expected) < 1e-12, "{}: tau", model.name);
+            let fd_q = central_difference(model.nv, |e| {
+                let q = integrate(&model, &s.q, e).unwrap();
+                rnea(&model, &mut ws2, &q, &s.v, &s.a).unwrap().to_vec()
+            });
+            let fd_v = central_difference(model.nv, |e| {
+                let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
+                rnea(&model, &mut ws2, &s.q, &v, &s.a).unwrap().to_vec()
+            });
+            assert_close(&format!("{} dtau/dq", model.name), &dq, &fd_q, 1e-6);
+            assert_close(&format!("{} dtau/dv", model.name), &dv, &fd_v, 1e-6);
+            let m = crba(&model, &mut ws2, &s.q).unwrap();
+            assert_close(&format!("{} dtau/da", model.name), &da, m, 1e-12);
+        }
+    }
+}
+
+#[test]
+fn aba_derivatives_match_finite_differences() {
+    for model in models() {
+        let mut ws = model.workspace();
+        let mut ws2 = model.workspace();
+        for s in states(&model, 19).iter().take(2) {
+            let tau = s.a.clone();
+            let d = aba_derivatives(&model, &mut ws, &s.q, &s.v, &tau).unwrap();
+            let (dq, dv, dtau) = (d.dddq_dq.clone(), d.dddq_dv.clone(), d.dddq_dtau.clone());
+            let fd_q = central_difference(model.nv, |e| {
+                let q = integrate(&model, &s.q, e).unwrap();
+                aba(&model, &mut ws2, &q, &s.v, &tau).unwrap().to_vec()
+            });
+            let fd_v = central_difference(model.nv, |e| {
+                let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
+                aba(&model, &mut ws2, &s.q, &v, &tau).unwrap().to_vec()
+            });
+            // q̈ is M⁻¹(·): its differences lose a factor cond(M) ≲ 1e3 on these models
+            assert_close(&format!("{} dddq/dq", model.name), &dq, &fd_q, 1e-5);
+            assert_close(&format!("{} dddq/dv", model.name), &dv, &fd_v, 1e-5);
+            let minv = minverse(&model, &mut ws2, &s.q).unwrap();
+            assert_close(&format!("{} dddq/dtau", model.name), &dtau, minv, 1e-14);
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! The reusable scratch of every algorithm (Pinocchio's `Data`). Created once per model and
 //! thread with [`Model::workspace`]; no algorithm allocates after that.
 
+use crate::algorithms::rnea_derivatives::DerivativeWorkspace;
 use crate::model::Model;
 use nalgebra::{DMatrix, Matrix6};
 use vidyn_spatial::{Force, Inertia, Motion, Se3};
@@ -52,6 +53,8 @@ pub struct Workspace {
     pub minv_accelerations: Vec<DMatrix<f64>>,
     /// `(nv,)` scratch vector.
     pub scratch_nv: Vec<f64>,
+    /// World-frame scratch and results of the dynamics derivatives.
+    pub derivatives: DerivativeWorkspace,
 }
 
 impl Workspace {
@@ -81,6 +84,7 @@ impl Workspace {
             minv_forces: vec![DMatrix::zeros(6, nv); n],
             minv_accelerations: vec![DMatrix::zeros(6, nv); n],
             scratch_nv: vec![0.0; nv],
+            derivatives: DerivativeWorkspace::new(model),
         }
     }
 }

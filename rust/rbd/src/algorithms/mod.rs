@@ -2,9 +2,11 @@
 //! and returns a reference into the workspace.
 
 pub mod aba;
+pub mod aba_derivatives;
 pub mod crba;
 pub mod energy;
 pub mod jacobian;
 pub mod kinematics;
 pub mod minverse;
 pub mod rnea;
+pub mod rnea_derivatives;

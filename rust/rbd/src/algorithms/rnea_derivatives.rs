@@ -1,0 +1,186 @@
+//! First-order partial derivatives of inverse dynamics, `∂τ/∂q`, `∂τ/∂q̇`, `∂τ/∂q̈ = M`.
+//!
+//! # Derivation (world frame; our own, equivalent to IDSVA of Singh, Russell & Wensing 2023,
+//! eqs. 12–13, and to Carpentier & Mansard 2018)
+//! All quantities are world-frame spatial vectors: `J_k = ⁰X_i S_k` is the column of dof `k`
+//! (moving body `i`), `V_i`, `A_i` body velocity and acceleration (the world accelerates at
+//! `−g`), `I_i` the body inertia, `h_i = I_i V_i`, `F_i = I_i A_i + V_i ×* h_i`, and
+//! `τ_j = J_jᵀ F^C_j` with `F^C_j` the sum of `F_i` over the subtree of `j`. A perturbation
+//! of `q_k` along `S_k` (the right-perturbation `q ⊕ δ e_k`) rotates the subtree of `k`
+//! rigidly about the world twist `J_k`; what does not rotate is the motion of `k`'s parent
+//! `λ`. Writing
+//! * `ψ_k = V_λ × J_k`, `φ_k = V_i × J_k` (`= J̇_k`), `α_k = A_λ × J_k − ψ_k × V_λ`,
+//! * `B_i = (V_i ×*) I_i − I_i (V_i ×) + (h_i ×̄*)` (Singh et al.'s `ℬ(I, V)` with the cross-bar
+//!   operator), with subtree sums `I^C`, `B^C`, `F^C`,
+//!
+//! one finds `∂F_i/∂q_k = J_k ×* F_i + I_i α_k + B_i ψ_k` and
+//! `∂F_i/∂q̇_k = I_i (φ_k + ψ_k) + B_i J_k` for every body `i` in the subtree of `k`. The term
+//! `J_k ×* F^C_j` cancels against `∂J_j/∂q_k = J_k × J_j` whenever `k ⪯ j`, leaving
+//! * `k ⪯ j`: `∂τ_j/∂q_k = J_jᵀ (I^C_j α_k + B^C_j ψ_k)`,
+//!   `∂τ_j/∂q̇_k = J_jᵀ (I^C_j (φ_k + ψ_k) + B^C_j J_k)`, `M_jk = J_jᵀ I^C_j J_k`;
+//! * `j ≺ k`: `∂τ_j/∂q_k = J_jᵀ (J_k ×* F^C_k + I^C_k α_k + B^C_k ψ_k)`,
+//!   `∂τ_j/∂q̇_k = J_jᵀ (I^C_k (φ_k + ψ_k) + B^C_k J_k)`;
+//! * zero when `j` and `k` are not on one path to the root.
+//!
+//! Cost O(n + nv·d) (d = depth), plus O(nv²) to clear the outputs.
+
+use crate::algorithms::kinematics::placements_unchecked;
+use crate::check::{check_configuration, check_tangent};
+use crate::error::Result;
+use crate::model::Model;
+use crate::workspace::Workspace;
+use nalgebra::DMatrix;
+use vidyn_spatial::{Force, Motion};
+
+/// The three first-order partials of inverse dynamics, borrowed from the workspace.
+#[derive(Debug)]
+pub struct RneaDerivatives<'w> {
+    /// `∂τ/∂q` (nv, nv): row = torque, column = tangent direction of q.
+    pub dtau_dq: &'w DMatrix<f64>,
+    /// `∂τ/∂q̇` (nv, nv).
+    pub dtau_dv: &'w DMatrix<f64>,
+    /// `∂τ/∂q̈ = M(q)` (nv, nv), full and symmetric.
+    pub dtau_da: &'w DMatrix<f64>,
+}
+
+/// Partial derivatives of `τ = rnea(q, v, a)` with respect to `q` (on the configuration
+/// manifold: columns are derivatives along `q ⊕ δ e_k`), `v` and `a`, as derived in the
+/// module documentation. `q`: (nq,), `v`, `a`: (nv,). Also leaves `τ` in `ws.tau`.
+/// Checked against central differences of [`crate::rnea`] in `tests::rnea_derivatives_match_finite_differences`
+/// and `∂τ/∂a` against [`crate::crba`].
+pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<RneaDerivatives<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    placements_unchecked(model, ws, q);
+    let n = model.nbodies();
+    let d = &mut ws.derivatives;
+    for i in 0..n {
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        let o = &ws.placements[i];
+        let (vp, ap) = match model.parents[i] {
+            Some(p) => (d.velocities[p], d.accelerations[p]),
+            None => (Motion::zero(), -model.gravity),
+        };
+        let mut vi = vp;
+        for c in 0..j.nv() {
+            let col = o.act_motion(&j.subspace_column(c));
+            d.columns[iv + c] = col;
+            vi += col * v[iv + c];
+        }
+        let mut ai = ap;
+        for c in 0..j.nv() {
+            let col = d.columns[iv + c];
+            let phi = vi.cross_motion(&col);
+            let psi = vp.cross_motion(&col);
+            d.phi[iv + c] = phi;
+            d.psi[iv + c] = psi;
+            d.alpha[iv + c] = ap.cross_motion(&col) - psi.cross_motion(&vp);
+            ai += col * a[iv + c] + phi * v[iv + c];
+        }
+        d.velocities[i] = vi;
+        d.accelerations[i] = ai;
+        let inertia = model.inertias[i].transformed(o);
+        let h = inertia.mul_motion(&vi);
+        let im = inertia.to_matrix();
+        d.composite_forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&h);
+        d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
+        d.composite_inertias[i] = im;
+    }
+    for i in (0..n).rev() {
+        if let Some(p) = model.parents[i] {
+            let (f, b, ic) = (d.composite_forces[i], d.composite_b[i], d.composite_inertias[i]);
+            d.composite_forces[p] += f;
+            d.composite_b[p] += b;
+            d.composite_inertias[p] += ic;
+        }
+    }
+    d.dtau_dq.fill(0.0);
+    d.dtau_dv.fill(0.0);
+    d.dtau_da.fill(0.0);
+    for i in 0..n {
+        let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
+        let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
+        let fc = d.composite_forces[i];
+        for c in iv..iv + nvi {
+            let jc = d.columns[c].to_vector();
+            ws.tau[c] = d.columns[c].dot(&fc);
+            let u1 = ic * jc;
+            let u2 = bc.tr_mul(&jc);
+            let t_q = d.columns[c].cross_force(&fc).to_vector() + ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector();
+            let t_v = ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jc;
+            let mut body = Some(i);
+            while let Some(k) = body {
+                for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
+                    let jr = d.columns[r].to_vector();
+                    d.dtau_dq[(c, r)] = u1.dot(&d.alpha[r].to_vector()) + u2.dot(&d.psi[r].to_vector());
+                    d.dtau_dv[(c, r)] = u1.dot(&(d.phi[r] + d.psi[r]).to_vector()) + u2.dot(&jr);
+                    d.dtau_da[(c, r)] = u1.dot(&jr);
+                    if k != i {
+                        d.dtau_dq[(r, c)] = jr.dot(&t_q);
+                        d.dtau_dv[(r, c)] = jr.dot(&t_v);
+                        d.dtau_da[(r, c)] = d.dtau_da[(c, r)];
+                    }
+                }
+                body = model.parents[k];
+            }
+        }
+    }
+    Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
+}
+
+/// World-frame scratch and results of [`rnea_derivatives`]. Sizes: `n` bodies, `nv` dofs.
+#[derive(Clone, Debug)]
+pub struct DerivativeWorkspace {
+    /// `(nv,)` world-frame joint columns `J_k = ⁰X_i S_k`.
+    pub columns: Vec<Motion>,
+    /// `(nv,)` `ψ_k = V_λ × J_k`.
+    pub psi: Vec<Motion>,
+    /// `(nv,)` `φ_k = V_i × J_k = J̇_k`.
+    pub phi: Vec<Motion>,
+    /// `(nv,)` `α_k = A_λ × J_k − ψ_k × V_λ`.
+    pub alpha: Vec<Motion>,
+    /// `(n,)` world-frame body velocities `V_i`.
+    pub velocities: Vec<Motion>,
+    /// `(n,)` world-frame body accelerations `A_i` (world at `−g`).
+    pub accelerations: Vec<Motion>,
+    /// `(n,)` subtree sums `F^C_i` of `F_i = I_i A_i + V_i ×* I_i V_i`, world frame.
+    pub composite_forces: Vec<Force>,
+    /// `(n,)` subtree sums `B^C_i` of `ℬ(I_i, V_i)`, world frame.
+    pub composite_b: Vec<nalgebra::Matrix6<f64>>,
+    /// `(n,)` subtree sums `I^C_i` of the world-frame inertias.
+    pub composite_inertias: Vec<nalgebra::Matrix6<f64>>,
+    /// `(nv, nv)` `∂τ/∂q`.
+    pub dtau_dq: DMatrix<f64>,
+    /// `(nv, nv)` `∂τ/∂q̇`.
+    pub dtau_dv: DMatrix<f64>,
+    /// `(nv, nv)` `∂τ/∂q̈ = M`.
+    pub dtau_da: DMatrix<f64>,
+    /// `(nv, nv)` `∂q̈/∂q`. ABA derivatives.
+    pub dddq_dq: DMatrix<f64>,
+    /// `(nv, nv)` `∂q̈/∂q̇`. ABA derivatives.
+    pub dddq_dv: DMatrix<f64>,
+}
+
+impl DerivativeWorkspace {
+    pub(crate) fn new(model: &Model) -> Self {
+        let (n, nv) = (model.nbodies(), model.nv);
+        Self {
+            columns: vec![Motion::zero(); nv],
+            psi: vec![Motion::zero(); nv],
+            phi: vec![Motion::zero(); nv],
+            alpha: vec![Motion::zero(); nv],
+            velocities: vec![Motion::zero(); n],
+            accelerations: vec![Motion::zero(); n],
+            composite_forces: vec![Force::zero(); n],
+            composite_b: vec![nalgebra::Matrix6::zeros(); n],
+            composite_inertias: vec![nalgebra::Matrix6::zeros(); n],
+            dtau_dq: DMatrix::zeros(nv, nv),
+            dtau_dv: DMatrix::zeros(nv, nv),
+            dtau_da: DMatrix::zeros(nv, nv),
+            dddq_dq: DMatrix::zeros(nv, nv),
+            dddq_dv: DMatrix::zeros(nv, nv),
+        }
+    }
+}
