@@ -217,7 +217,7 @@ impl Joint {
             }
             Joint::FreeFlyer | Joint::Planar => {
                 let m = self.transform(q) * exp6(&self.motion(v));
-                self.from_transform(&m, out);
+                self.write_transform(&m, out);
             }
         }
     }
@@ -235,7 +235,7 @@ impl Joint {
     }
 
     /// Writes the coordinates of a transform in this joint's group (free-flyer, planar).
-    fn from_transform(&self, m: &Se3, out: &mut [f64]) {
+    fn write_transform(&self, m: &Se3, out: &mut [f64]) {
         match self {
             Joint::FreeFlyer => {
                 out[0..3].copy_from_slice(m.translation.as_slice());
@@ -248,7 +248,7 @@ impl Joint {
                 out[2] = m.rotation[(0, 0)];
                 out[3] = m.rotation[(1, 0)];
             }
-            _ => unreachable!("from_transform is only called for group-valued joints"),
+            _ => unreachable!("write_transform is only called for group-valued joints"),
         }
     }
 
@@ -271,8 +271,8 @@ impl Joint {
             Joint::Prismatic { .. } => out[0] = draw(0, 1.0, rng),
             Joint::Spherical => write_quaternion(&random_rotation(rng), &mut out[0..4]),
             Joint::FreeFlyer => {
-                for i in 0..3 {
-                    out[i] = draw(i, 1.0, rng);
+                for (i, x) in out.iter_mut().take(3).enumerate() {
+                    *x = draw(i, 1.0, rng);
                 }
                 write_quaternion(&random_rotation(rng), &mut out[3..7]);
             }

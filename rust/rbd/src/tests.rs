@@ -167,7 +167,7 @@ fn jacobian_matches_finite_differences_of_frame_placement() {
             assert!((&fd - &j).amax() < 1e-7 * j.amax().max(1.0), "{}", model.name);
             // the world and world-aligned Jacobians are re-expressions of the local one
             let jw = frame_jacobian(&model, &mut ws, &s.q, frame, ReferenceFrame::World).unwrap().clone();
-            let jl = of.action_matrix() * &j.fixed_rows::<6>(0);
+            let jl = of.action_matrix() * j.fixed_rows::<6>(0);
             assert!((jw - jl).amax() < 1e-12 * j.amax().max(1.0));
         }
     }

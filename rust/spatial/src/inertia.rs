@@ -114,7 +114,6 @@ impl Add for Inertia {
 #[cfg(test)]
 mod tests {
     use crate::testutil::*;
-    use crate::*;
 
     #[test]
     fn matrix_form_agrees_and_transforms_congruently() {

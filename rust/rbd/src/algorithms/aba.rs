@@ -90,7 +90,7 @@ pub(crate) fn factor_joint(model: &Model, ws: &mut Workspace, i: usize) -> Resul
     if nvi == 1 {
         let mut d = [0.0];
         j.project_force(&Force::from_vector(&u.column(0).into_owned()), &mut d);
-        if !(d[0] > tiny) {
+        if d[0].is_nan() || d[0] <= tiny {
             return Err(singular());
         }
         d_inv[(0, 0)] = 1.0 / d[0];

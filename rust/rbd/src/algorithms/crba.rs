@@ -28,9 +28,9 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
                 let ib = model.idx_v[body];
                 let mut col = [0.0; 6];
                 jb.project_force(&f, &mut col);
-                for r in 0..jb.nv() {
-                    ws.mass_matrix[(ib + r, iv + c)] = col[r];
-                    ws.mass_matrix[(iv + c, ib + r)] = col[r];
+                for (r, &x) in col.iter().take(jb.nv()).enumerate() {
+                    ws.mass_matrix[(ib + r, iv + c)] = x;
+                    ws.mass_matrix[(iv + c, ib + r)] = x;
                 }
                 match model.parents[body] {
                     Some(p) => {
