@@ -215,7 +215,7 @@ fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
         "world" => Ok(ReferenceFrame::World),
         "local" => Ok(ReferenceFrame::Local),
         "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
-        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got {other:?}"))),
+        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"))),
     }
 }
 

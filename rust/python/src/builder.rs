@@ -68,7 +68,7 @@ fn joint_arg(joint: &str, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Joint> {
         "planar" => Joint::Planar,
         other => {
             return Err(INPUT_ERROR.err(format!(
-                "joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got {other:?}"
+                "joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got '{other}'"
             )))
         }
     };
@@ -113,7 +113,7 @@ impl PyModelBuilder {
         let joint = joint_arg(joint, axis)?;
         let placement = placement_arg(placement)?;
         if !mass.is_finite() {
-            return Err(INPUT_ERROR.err(format!("mass is not finite ({mass})")));
+            return Err(INPUT_ERROR.err(format!("mass is not finite ({})", convert::float_str(mass))));
         }
         let com = match com {
             Some(c) if !c.is_none() => convert::vector3(c, "com")?,

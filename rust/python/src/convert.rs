@@ -80,7 +80,7 @@ pub fn read(x: &Bound<'_, PyAny>, name: &str, expected: &[usize], expected_desc:
         Err(_) => a.as_array().iter().copied().collect(), // logical (C) order for any strides
     };
     if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(INPUT_ERROR.err(format!("{name}{} is not finite ({v})", subscript(k, expected))));
+        return Err(INPUT_ERROR.err(format!("{name}{} is not finite ({})", subscript(k, expected), float_str(*v))));
     }
     Ok(data)
 }
@@ -165,6 +165,15 @@ pub fn placements_out<'py>(py: Python<'py>, ms: &[Se3]) -> Bound<'py, PyArray3<f
 /// Spatial motions as an `(n, 6)` array of rows `[linear; angular]`.
 pub fn motions_out<'py>(py: Python<'py>, ms: &[Motion]) -> Bound<'py, PyArray2<f64>> {
     Array2::from_shape_fn((ms.len(), 6), |(k, i)| if i < 3 { ms[k].linear[i] } else { ms[k].angular[i - 3] }).into_pyarray(py)
+}
+
+/// `v` as Python prints it (`nan`, `inf`, `-inf`, `1.5`).
+pub fn float_str(v: f64) -> String {
+    if v.is_nan() {
+        "nan".to_string()
+    } else {
+        v.to_string()
+    }
 }
 
 /// A non-negative integer (index, count, seed …) that fits in `usize`.

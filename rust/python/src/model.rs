@@ -70,14 +70,14 @@ impl PyModel {
         if let Ok(name) = frame.extract::<&str>() {
             return m.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e));
         }
-        if frame.extract::<i128>().is_err() {
+        let Ok(i) = frame.extract::<i128>() else {
             return Err(PyTypeError::new_err(format!("frame must be a frame name (str) or index (int), got {}", convert::type_name(frame))));
-        }
-        let i = convert::index(frame, "frame")?;
-        if i >= m.frames.len() {
-            return Err(INPUT_ERROR.err(format!("frame index {i} out of range (model has {} frames)", m.frames.len())));
-        }
-        Ok(i)
+        };
+        let len = m.frames.len();
+        usize::try_from(i)
+            .ok()
+            .filter(|&i| i < len)
+            .ok_or_else(|| INPUT_ERROR.err(format!("frame index {i} out of range (model has {len} frames)")))
     }
 
     fn from_urdf_result(py: Python<'_>, load: impl Send + FnOnce() -> rbd::Result<rbd::Model>) -> PyResult<Self> {
