@@ -17,10 +17,20 @@ type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
 ///
 /// q: (nq,), v: (nv,), a: (nv,) -> tau: (nv,)
 #[pyfunction]
-pub fn rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn rnea<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?);
+    let (q, v, a) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(a, "a", m)?,
+    );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let tau = detached(py, move || rbd::rnea(m, ws, &q, &v, &a))?;
@@ -31,10 +41,20 @@ pub fn rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, Py
 ///
 /// q: (nq,), v: (nv,), tau: (nv,) -> a: (nv,)
 #[pyfunction]
-pub fn aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, tau: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn aba<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?);
+    let (q, v, tau) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(tau, "tau", m)?,
+    );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let a = detached(py, move || rbd::aba(m, ws, &q, &v, &tau))?;
@@ -45,7 +65,11 @@ pub fn aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyA
 ///
 /// q: (nq,) -> M: (nv, nv)
 #[pyfunction]
-pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn crba<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -59,7 +83,11 @@ pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, Py
 ///
 /// q: (nq,) -> Minv: (nv, nv)
 #[pyfunction]
-pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn minverse<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -73,7 +101,11 @@ pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py
 ///
 /// q: (nq,) -> g: (nv,)
 #[pyfunction]
-pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn gravity<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -87,10 +119,18 @@ pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py,
 ///
 /// q: (nq,), v: (nv,) -> h: (nv,)
 #[pyfunction]
-pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn nonlinear_effects<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+    let (q, v) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+    );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let h = detached(py, move || rbd::nonlinear_effects(m, ws, &q, &v))?;
@@ -101,10 +141,18 @@ pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &
 ///
 /// q: (nq,), v: (nv,) -> float
 #[pyfunction]
-pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<f64> {
+pub fn kinetic_energy<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+) -> PyResult<f64> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+    let (q, v) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+    );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     detached(py, move || rbd::kinetic_energy(m, ws, &q, &v))
@@ -114,7 +162,11 @@ pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bou
 ///
 /// q: (nq,) -> float
 #[pyfunction]
-pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<f64> {
+pub fn potential_energy<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+) -> PyResult<f64> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -142,7 +194,10 @@ pub struct Kinematics {
 impl Kinematics {
     fn __repr__(&self, py: Python<'_>) -> String {
         use numpy::PyUntypedArrayMethods;
-        format!("Kinematics(nbodies={})", self.placements.bind(py).shape()[0])
+        format!(
+            "Kinematics(nbodies={})",
+            self.placements.bind(py).shape()[0]
+        )
     }
 }
 
@@ -162,7 +217,10 @@ pub fn forward_kinematics<'py>(
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
-    let (v, a) = (convert::tangent_or_zero(v, "v", m)?, convert::tangent_or_zero(a, "a", m)?);
+    let (v, a) = (
+        convert::tangent_or_zero(v, "v", m)?,
+        convert::tangent_or_zero(a, "a", m)?,
+    );
     let mut ws = pm.workspace();
     let w = &mut *ws;
     detached(py, move || rbd::forward_kinematics(m, w, &q, &v, &a))?;
@@ -177,7 +235,12 @@ pub fn forward_kinematics<'py>(
 ///
 /// q: (nq,), frame: str | int -> (4, 4) homogeneous matrix
 #[pyfunction]
-pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn frame_placement<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    frame: &Bound<'py, PyAny>,
+) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -196,7 +259,11 @@ pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bo
 ///
 /// q: (nq,) -> (nframes, 4, 4) homogeneous matrices
 #[pyfunction]
-pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+pub fn frame_placements<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray3<f64>>> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -215,7 +282,9 @@ fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
         "world" => Ok(ReferenceFrame::World),
         "local" => Ok(ReferenceFrame::Local),
         "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
-        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"))),
+        other => Err(INPUT_ERROR.err(format!(
+            "reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"
+        ))),
     }
 }
 
@@ -226,7 +295,13 @@ fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
 /// q: (nq,), frame: str | int -> J: (6, nv), rows [linear; angular]
 #[pyfunction]
 #[pyo3(signature = (model, q, frame, reference = "local_world_aligned"))]
-pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>, reference: &str) -> Array2<'py> {
+pub fn jacobian<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    frame: &Bound<'py, PyAny>,
+    reference: &str,
+) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;

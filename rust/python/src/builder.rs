@@ -19,9 +19,14 @@ pub struct PyModelBuilder {
 
 impl PyModelBuilder {
     fn lock(&self) -> PyResult<MutexGuard<'_, Option<rbd::ModelBuilder>>> {
-        let guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
-            return Err(VIDYN_ERROR.err("this ModelBuilder has already been built; create a new one"));
+            return Err(
+                VIDYN_ERROR.err("this ModelBuilder has already been built; create a new one")
+            );
         }
         Ok(guard)
     }
@@ -29,13 +34,17 @@ impl PyModelBuilder {
 
 /// `None` or -1: the world; otherwise an existing body index `< len`.
 fn parent_arg(parent: Option<&Bound<'_, PyAny>>, len: usize) -> PyResult<Option<usize>> {
-    let Some(p) = parent.filter(|p| !p.is_none()) else { return Ok(None) };
+    let Some(p) = parent.filter(|p| !p.is_none()) else {
+        return Ok(None);
+    };
     if p.extract::<i128>().is_ok_and(|i| i == -1) {
         return Ok(None);
     }
     let i = convert::index(p, "parent")?;
     if i >= len {
-        return Err(INPUT_ERROR.err(format!("parent {i} is not a body index: the builder has {len} bodies (use None for the world)")));
+        return Err(INPUT_ERROR.err(format!(
+            "parent {i} is not a body index: the builder has {len} bodies (use None for the world)"
+        )));
     }
     Ok(Some(i))
 }
@@ -55,7 +64,7 @@ fn joint_arg(joint: &str, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Joint> {
         };
         let a = convert::vector3(a, "axis")?;
         let n = a.norm();
-        if !(n > 1e-12) {
+        if n <= 1e-12 {
             return Err(INPUT_ERROR.err(format!("axis has norm {n}, expected a non-zero vector")));
         }
         Ok(a / n)
@@ -83,7 +92,9 @@ impl PyModelBuilder {
     #[new]
     #[pyo3(signature = (name = "model"))]
     fn new(name: &str) -> Self {
-        Self { inner: Mutex::new(Some(rbd::ModelBuilder::new(name))) }
+        Self {
+            inner: Mutex::new(Some(rbd::ModelBuilder::new(name))),
+        }
     }
 
     /// Adds a body moved by a joint of kind `joint` ("revolute", "prismatic", "spherical",
@@ -108,12 +119,16 @@ impl PyModelBuilder {
         axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
         let mut guard = self.lock()?;
-        let b = guard.as_mut().ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
+        let b = guard
+            .as_mut()
+            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
         let parent = parent_arg(parent, b.len())?;
         let joint = joint_arg(joint, axis)?;
         let placement = placement_arg(placement)?;
         if !mass.is_finite() {
-            return Err(INPUT_ERROR.err(format!("mass is not finite ({})", convert::float_str(mass))));
+            return Err(
+                INPUT_ERROR.err(format!("mass is not finite ({})", convert::float_str(mass)))
+            );
         }
         let com = match com {
             Some(c) if !c.is_none() => convert::vector3(c, "com")?,
@@ -123,18 +138,27 @@ impl PyModelBuilder {
             Some(i) if !i.is_none() => convert::matrix3(i, "inertia")?,
             _ => Matrix3::zeros(),
         };
-        b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot)).map_err(|e| to_pyerr(&e))
+        b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
+            .map_err(|e| to_pyerr(&e))
     }
 
     /// Adds a named operational frame on body `parent` (None or -1 for the world) at
     /// `placement` (4, 4) in that body's frame.
     #[pyo3(signature = (name, parent, placement = None))]
-    fn add_frame(&self, name: &str, parent: Option<&Bound<'_, PyAny>>, placement: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn add_frame(
+        &self,
+        name: &str,
+        parent: Option<&Bound<'_, PyAny>>,
+        placement: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let mut guard = self.lock()?;
-        let b = guard.as_mut().ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
+        let b = guard
+            .as_mut()
+            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
         let parent = parent_arg(parent, b.len())?;
         let placement = placement_arg(placement)?;
-        b.add_frame(name, parent, placement, FrameKind::Operational).map_err(|e| to_pyerr(&e))
+        b.add_frame(name, parent, placement, FrameKind::Operational)
+            .map_err(|e| to_pyerr(&e))
     }
 
     /// Sets gravity (3,) in the world frame, m/s² (default [0, 0, -9.81]).
@@ -150,13 +174,18 @@ impl PyModelBuilder {
     /// Freezes the model. The builder cannot be used afterwards.
     fn build(&self) -> PyResult<PyModel> {
         let mut guard = self.lock()?;
-        let b = guard.take().ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
+        let b = guard
+            .take()
+            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
         drop(guard);
         b.build().map(PyModel::new).map_err(|e| to_pyerr(&e))
     }
 
     fn __repr__(&self) -> String {
-        let guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match guard.as_ref() {
             Some(b) => format!("ModelBuilder(nbodies={})", b.len()),
             None => "ModelBuilder(<built>)".to_string(),
@@ -171,7 +200,9 @@ const MAX_BUILTIN_BODIES: usize = 10_000;
 fn body_count(n: i128, name: &str) -> PyResult<usize> {
     let n = convert::non_negative(n, name)?;
     if n > MAX_BUILTIN_BODIES {
-        return Err(INPUT_ERROR.err(format!("{name} = {n} is too large (at most {MAX_BUILTIN_BODIES} bodies)")));
+        return Err(INPUT_ERROR.err(format!(
+            "{name} = {n} is too large (at most {MAX_BUILTIN_BODIES} bodies)"
+        )));
     }
     Ok(n)
 }
@@ -192,7 +223,9 @@ pub fn binary_tree(py: Python<'_>, depth: i128) -> PyResult<PyModel> {
     let depth = convert::non_negative(depth, "depth")?;
     let max_depth = (MAX_BUILTIN_BODIES + 1).ilog2() as usize;
     if depth > max_depth {
-        return Err(INPUT_ERROR.err(format!("depth = {depth} is too large (at most {max_depth}: {MAX_BUILTIN_BODIES} bodies)")));
+        return Err(INPUT_ERROR.err(format!(
+            "depth = {depth} is too large (at most {max_depth}: {MAX_BUILTIN_BODIES} bodies)"
+        )));
     }
     crate::detached(py, move || Ok(rbd::builders::binary_tree(depth))).map(PyModel::new)
 }
@@ -216,6 +249,10 @@ pub fn acrobot() -> PyModel {
 #[pyo3(signature = (n, seed = 0))]
 pub fn random_tree(py: Python<'_>, n: i128, seed: i128) -> PyResult<PyModel> {
     let n = body_count(n, "n")?;
-    let seed = u64::try_from(seed).map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
-    crate::detached(py, move || Ok(rbd::builders::random_tree(n, seed, &Joint::examples()))).map(PyModel::new)
+    let seed = u64::try_from(seed)
+        .map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
+    crate::detached(py, move || {
+        Ok(rbd::builders::random_tree(n, seed, &Joint::examples()))
+    })
+    .map(PyModel::new)
 }

@@ -12,10 +12,12 @@
 use crate::errors::INPUT_ERROR;
 use nalgebra::{DMatrix, Matrix3, Vector3};
 use numpy::ndarray::{Array2, Array3};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::intern;
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods,
+    PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
 use vidyn_rbd::Model;
 use vidyn_spatial::{Motion, Se3};
 
@@ -26,7 +28,14 @@ pub const ROTATION_TOL: f64 = 1e-9;
 fn shape_str(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
-        _ => format!("({})", shape.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -39,7 +48,13 @@ fn subscript(mut flat: usize, shape: &[usize]) -> String {
             flat /= n;
         }
     }
-    format!("[{}]", idx.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        idx.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// `x` as a float64 NumPy array: itself when it already is one, else `numpy.asarray(x, dtype=float64)`.
@@ -50,37 +65,57 @@ fn as_array<'py>(x: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArr
     let py = x.py();
     if let Ok(a) = x.cast::<PyUntypedArray>() {
         if a.dtype().kind() == b'c' {
-            return Err(INPUT_ERROR.err(format!("{name} has complex dtype {}, expected real float64 values", a.dtype())));
+            return Err(INPUT_ERROR.err(format!(
+                "{name} has complex dtype {}, expected real float64 values",
+                a.dtype()
+            )));
         }
     }
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "dtype"), numpy::dtype::<f64>(py))?;
-    let np = py.import(intern!(py, "numpy"))?;
-    let converted = np
-        .call_method(intern!(py, "asarray"), (x,), Some(&kwargs))
-        .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be converted to a float64 array: {e}")))?;
+    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let converted = ASARRAY
+        .import(py, "numpy", "asarray")?
+        .call1((x, numpy::dtype::<f64>(py)))
+        .map_err(|e| {
+            INPUT_ERROR.err(format!(
+                "{name} cannot be converted to a float64 array: {e}"
+            ))
+        })?;
     Ok(converted.cast_into::<PyArrayDyn<f64>>()?)
 }
 
 /// The entries of `x` in C order after checking its shape against `expected` and that
 /// every entry is finite. `expected_desc`, when given, describes the expected shape in
 /// terms of the model (`(model.nq,)`).
-pub fn read(x: &Bound<'_, PyAny>, name: &str, expected: &[usize], expected_desc: Option<&str>) -> PyResult<Vec<f64>> {
+pub fn read(
+    x: &Bound<'_, PyAny>,
+    name: &str,
+    expected: &[usize],
+    expected_desc: Option<&str>,
+) -> PyResult<Vec<f64>> {
     let a = as_array(x, name)?;
     if a.shape() != expected {
         let want = match expected_desc {
             Some(desc) => format!("{desc} = {}", shape_str(expected)),
             None => shape_str(expected),
         };
-        return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {want}", shape_str(a.shape()))));
+        return Err(INPUT_ERROR.err(format!(
+            "{name} has shape {}, expected {want}",
+            shape_str(a.shape())
+        )));
     }
-    let a = a.try_readonly().map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
+    let a = a
+        .try_readonly()
+        .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
     let data: Vec<f64> = match a.as_slice() {
         Ok(s) => s.to_vec(),
         Err(_) => a.as_array().iter().copied().collect(), // logical (C) order for any strides
     };
     if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(INPUT_ERROR.err(format!("{name}{} is not finite ({})", subscript(k, expected), float_str(*v))));
+        return Err(INPUT_ERROR.err(format!(
+            "{name}{} is not finite ({})",
+            subscript(k, expected),
+            float_str(*v)
+        )));
     }
     Ok(data)
 }
@@ -96,7 +131,11 @@ pub fn tangent(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<
 }
 
 /// A tangent vector, or zeros when `x` is `None`.
-pub fn tangent_or_zero(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
+pub fn tangent_or_zero(
+    x: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    model: &Model,
+) -> PyResult<Vec<f64>> {
     match x {
         Some(x) if !x.is_none() => tangent(x, name, model),
         _ => Ok(vec![0.0; model.nv]),
@@ -116,12 +155,14 @@ pub fn placement(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Se3> {
     let h = read(x, name, &[4, 4], None)?;
     let bottom = &h[12..16];
     if bottom != [0.0, 0.0, 0.0, 1.0] {
-        return Err(INPUT_ERROR.err(format!("{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)")));
+        return Err(INPUT_ERROR.err(format!(
+            "{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)"
+        )));
     }
     let r = Matrix3::new(h[0], h[1], h[2], h[4], h[5], h[6], h[8], h[9], h[10]);
     let orth = (r.transpose() * r - Matrix3::identity()).abs().max();
     let det = r.determinant();
-    if !(orth <= ROTATION_TOL && (det - 1.0).abs() <= ROTATION_TOL) {
+    if orth > ROTATION_TOL || (det - 1.0).abs() > ROTATION_TOL {
         return Err(INPUT_ERROR.err(format!(
             "{name}[:3, :3] is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (tolerance {ROTATION_TOL:e})"
         )));
@@ -164,7 +205,14 @@ pub fn placements_out<'py>(py: Python<'py>, ms: &[Se3]) -> Bound<'py, PyArray3<f
 
 /// Spatial motions as an `(n, 6)` array of rows `[linear; angular]`.
 pub fn motions_out<'py>(py: Python<'py>, ms: &[Motion]) -> Bound<'py, PyArray2<f64>> {
-    Array2::from_shape_fn((ms.len(), 6), |(k, i)| if i < 3 { ms[k].linear[i] } else { ms[k].angular[i - 3] }).into_pyarray(py)
+    Array2::from_shape_fn((ms.len(), 6), |(k, i)| {
+        if i < 3 {
+            ms[k].linear[i]
+        } else {
+            ms[k].angular[i - 3]
+        }
+    })
+    .into_pyarray(py)
 }
 
 /// `v` as Python prints it (`nan`, `inf`, `-inf`, `1.5`).
@@ -179,16 +227,22 @@ pub fn float_str(v: f64) -> String {
 /// A non-negative integer (index, count, seed …) that fits in `usize`.
 pub fn index(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
     let i: i128 = x.extract().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(x)))
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name} must be an int, got {}",
+            type_name(x)
+        ))
     })?;
     non_negative(i, name)
 }
 
 /// `i` as a `usize`, or InputError naming `name`.
 pub fn non_negative(i: i128, name: &str) -> PyResult<usize> {
-    usize::try_from(i).map_err(|_| INPUT_ERROR.err(format!("{name} must be a non-negative int, got {i}")))
+    usize::try_from(i)
+        .map_err(|_| INPUT_ERROR.err(format!("{name} must be a non-negative int, got {i}")))
 }
 
 pub fn type_name(x: &Bound<'_, PyAny>) -> String {
-    x.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
+    x.get_type()
+        .name()
+        .map_or_else(|_| "?".to_string(), |n| n.to_string())
 }

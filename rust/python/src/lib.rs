@@ -64,7 +64,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builder::random_tree, m)?)?;
     m.add_function(wrap_pyfunction!(errors::raise_core_error, m)?)?;
     // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
-    let mut public: Vec<String> = m.dict().keys().iter().map(|k| k.to_string()).filter(|k| !k.starts_with('_')).collect();
+    let mut public: Vec<String> = m
+        .dict()
+        .keys()
+        .iter()
+        .map(|k| k.to_string())
+        .filter(|k| !k.starts_with('_'))
+        .collect();
     public.sort();
     m.add("__all__", public)?;
     Ok(())

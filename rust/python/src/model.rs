@@ -7,6 +7,8 @@ use numpy::PyArray1;
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::ops::{Deref, DerefMut};
@@ -51,7 +53,10 @@ impl DerefMut for WorkspaceGuard<'_> {
 impl PyModel {
     pub fn new(model: rbd::Model) -> Self {
         let ws = model.workspace();
-        Self { inner: Arc::new(model), ws: Mutex::new(ws) }
+        Self {
+            inner: Arc::new(model),
+            ws: Mutex::new(ws),
+        }
     }
 
     /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned
@@ -60,7 +65,9 @@ impl PyModel {
         match self.ws.try_lock() {
             Ok(g) => WorkspaceGuard::Shared(g),
             Err(TryLockError::Poisoned(p)) => WorkspaceGuard::Shared(p.into_inner()),
-            Err(TryLockError::WouldBlock) => WorkspaceGuard::Fresh(Box::new(self.inner.workspace())),
+            Err(TryLockError::WouldBlock) => {
+                WorkspaceGuard::Fresh(Box::new(self.inner.workspace()))
+            }
         }
     }
 
@@ -71,16 +78,23 @@ impl PyModel {
             return m.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e));
         }
         let Ok(i) = frame.extract::<i128>() else {
-            return Err(PyTypeError::new_err(format!("frame must be a frame name (str) or index (int), got {}", convert::type_name(frame))));
+            return Err(PyTypeError::new_err(format!(
+                "frame must be a frame name (str) or index (int), got {}",
+                convert::type_name(frame)
+            )));
         };
         let len = m.frames.len();
-        usize::try_from(i)
-            .ok()
-            .filter(|&i| i < len)
-            .ok_or_else(|| INPUT_ERROR.err(format!("frame index {i} out of range (model has {len} frames)")))
+        usize::try_from(i).ok().filter(|&i| i < len).ok_or_else(|| {
+            INPUT_ERROR.err(format!(
+                "frame index {i} out of range (model has {len} frames)"
+            ))
+        })
     }
 
-    fn from_urdf_result(py: Python<'_>, load: impl Send + FnOnce() -> rbd::Result<rbd::Model>) -> PyResult<Self> {
+    fn from_urdf_result(
+        py: Python<'_>,
+        load: impl Send + FnOnce() -> rbd::Result<rbd::Model>,
+    ) -> PyResult<Self> {
         detached(py, load).map(Self::new)
     }
 }
@@ -99,12 +113,15 @@ fn seed_from(rng: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
         return Ok(rand::random());
     };
     let py = rng.py();
-    let generator = py.import(intern!(py, "numpy.random"))?.getattr(intern!(py, "Generator"))?;
-    if rng.is_instance(&generator)? {
-        return rng.call_method1(intern!(py, "integers"), (0u64, 1u64 << 63))?.extract::<u64>();
+    static GENERATOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    if rng.is_instance(GENERATOR.import(py, "numpy.random", "Generator")?)? {
+        return rng
+            .call_method1(intern!(py, "integers"), (0u64, 1u64 << 63))?
+            .extract::<u64>();
     }
     match rng.extract::<i128>() {
-        Ok(s) => u64::try_from(s).map_err(|_| INPUT_ERROR.err(format!("rng seed must be in [0, 2**64), got {s}"))),
+        Ok(s) => u64::try_from(s)
+            .map_err(|_| INPUT_ERROR.err(format!("rng seed must be in [0, 2**64), got {s}"))),
         Err(_) => Err(PyTypeError::new_err(format!(
             "rng must be None, an int seed or a numpy.random.Generator, got {}",
             convert::type_name(rng)
@@ -132,14 +149,18 @@ impl PyModel {
     #[staticmethod]
     #[pyo3(signature = (path, floating_base = false))]
     fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file(&path, root_joint(floating_base)))
+        Self::from_urdf_result(py, move || {
+            rbd::urdf::from_urdf_file(&path, root_joint(floating_base))
+        })
     }
 
     /// Parses a URDF document given as a string.
     #[staticmethod]
     #[pyo3(signature = (xml, floating_base = false))]
     fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str(xml, root_joint(floating_base)))
+        Self::from_urdf_result(py, move || {
+            rbd::urdf::from_urdf_str(xml, root_joint(floating_base))
+        })
     }
 
     #[getter]
@@ -169,12 +190,20 @@ impl PyModel {
 
     #[getter]
     fn joint_kinds(&self) -> Vec<&'static str> {
-        self.inner.joints.iter().map(rbd::Joint::kind_name).collect()
+        self.inner
+            .joints
+            .iter()
+            .map(rbd::Joint::kind_name)
+            .collect()
     }
 
     #[getter]
     fn parents(&self) -> Vec<i64> {
-        self.inner.parents.iter().map(|p| p.map_or(-1, |p| p as i64)).collect()
+        self.inner
+            .parents
+            .iter()
+            .map(|p| p.map_or(-1, |p| p as i64))
+            .collect()
     }
 
     #[getter]
@@ -242,7 +271,11 @@ impl PyModel {
     /// `rng`: None (fresh entropy), an int seed, or a `numpy.random.Generator` (one
     /// integer is drawn from it as the seed).
     #[pyo3(signature = (rng = None))]
-    fn random_configuration<'py>(&self, py: Python<'py>, rng: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn random_configuration<'py>(
+        &self,
+        py: Python<'py>,
+        rng: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let mut r = ChaCha8Rng::seed_from_u64(seed_from(rng)?);
         let m = &*self.inner;
         check_sampling_limits(m)?;
@@ -252,34 +285,59 @@ impl PyModel {
 
     /// `q ⊕ v` `(nq,)`: the configuration reached from `q` `(nq,)` by following the
     /// constant velocity `v` `(nv,)` for unit time.
-    fn integrate<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn integrate<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+        let (q, v) = (
+            convert::configuration(q, "q", m)?,
+            convert::tangent(v, "v", m)?,
+        );
         let out = detached(py, move || rbd::integrate(m, &q, &v))?;
         Ok(convert::vector_out(py, &out))
     }
 
     /// `q1 ⊖ q0` `(nv,)`: the velocity `v` with `integrate(q0, v) == q1`.
-    fn difference<'py>(&self, py: Python<'py>, q0: &Bound<'py, PyAny>, q1: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn difference<'py>(
+        &self,
+        py: Python<'py>,
+        q0: &Bound<'py, PyAny>,
+        q1: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q0, q1) = (convert::configuration(q0, "q0", m)?, convert::configuration(q1, "q1", m)?);
+        let (q0, q1) = (
+            convert::configuration(q0, "q0", m)?,
+            convert::configuration(q1, "q1", m)?,
+        );
         let out = detached(py, move || rbd::difference(m, &q0, &q1))?;
         Ok(convert::vector_out(py, &out))
     }
 
     /// Index of the frame called `name` (raises UnknownNameError).
     fn frame_index(&self, name: &str) -> PyResult<usize> {
-        self.inner.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner
+            .frame_index(name)
+            .map_err(|e| crate::errors::to_pyerr(&e))
     }
 
     /// Index of the body moved by the joint called `name` (raises UnknownNameError).
     fn joint_index(&self, name: &str) -> PyResult<usize> {
-        self.inner.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner
+            .joint_index(name)
+            .map_err(|e| crate::errors::to_pyerr(&e))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let m = &self.inner;
         let name = pyo3::types::PyString::new(py, &m.name).repr()?;
-        Ok(format!("Model(name={name}, nq={}, nv={}, nbodies={})", m.nq, m.nv, m.nbodies()))
+        Ok(format!(
+            "Model(name={name}, nq={}, nv={}, nbodies={})",
+            m.nq,
+            m.nv,
+            m.nbodies()
+        ))
     }
 }
