@@ -172,13 +172,13 @@ impl PyModelBuilder {
     }
 
     /// Freezes the model. The builder cannot be used afterwards.
-    fn build(&self) -> PyResult<PyModel> {
+    fn build(&self, py: Python<'_>) -> PyResult<PyModel> {
         let mut guard = self.lock()?;
         let b = guard
             .take()
             .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
         drop(guard);
-        b.build().map(PyModel::new).map_err(|e| to_pyerr(&e))
+        crate::detached(py, move || b.build().map(PyModel::new))
     }
 
     fn __repr__(&self) -> String {
@@ -214,7 +214,9 @@ fn body_count(n: i128, name: &str) -> PyResult<usize> {
 #[pyo3(signature = (n, planar = true))]
 pub fn pendulum_chain(py: Python<'_>, n: i128, planar: bool) -> PyResult<PyModel> {
     let n = body_count(n, "n")?;
-    crate::detached(py, move || Ok(rbd::builders::pendulum_chain(n, planar))).map(PyModel::new)
+    crate::detached(py, move || {
+        Ok(PyModel::new(rbd::builders::pendulum_chain(n, planar)))
+    })
 }
 
 /// A complete binary tree of `depth` levels (`2**depth - 1` revolute bodies).
@@ -227,7 +229,9 @@ pub fn binary_tree(py: Python<'_>, depth: i128) -> PyResult<PyModel> {
             "depth = {depth} is too large (at most {max_depth}: {MAX_BUILTIN_BODIES} bodies)"
         )));
     }
-    crate::detached(py, move || Ok(rbd::builders::binary_tree(depth))).map(PyModel::new)
+    crate::detached(py, move || {
+        Ok(PyModel::new(rbd::builders::binary_tree(depth)))
+    })
 }
 
 /// Cart-pole: prismatic `cart` along x (1 kg) and revolute `pole` about y (0.1 kg, 1 m rod,
@@ -252,7 +256,7 @@ pub fn random_tree(py: Python<'_>, n: i128, seed: i128) -> PyResult<PyModel> {
     let seed = u64::try_from(seed)
         .map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
     crate::detached(py, move || {
-        Ok(rbd::builders::random_tree(n, seed, &Joint::examples()))
+        let m = rbd::builders::random_tree(n, seed, &Joint::examples());
+        Ok(PyModel::new(m))
     })
-    .map(PyModel::new)
 }

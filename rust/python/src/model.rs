@@ -95,7 +95,7 @@ impl PyModel {
         py: Python<'_>,
         load: impl Send + FnOnce() -> rbd::Result<rbd::Model>,
     ) -> PyResult<Self> {
-        detached(py, load).map(Self::new)
+        detached(py, move || load().map(Self::new))
     }
 }
 
@@ -163,31 +163,37 @@ impl PyModel {
         })
     }
 
+    /// Model name (the URDF robot name).
     #[getter]
     fn name(&self) -> &str {
         &self.inner.name
     }
 
+    /// Number of configuration coordinates.
     #[getter]
     fn nq(&self) -> usize {
         self.inner.nq
     }
 
+    /// Number of velocity coordinates (degrees of freedom).
     #[getter]
     fn nv(&self) -> usize {
         self.inner.nv
     }
 
+    /// Number of moving bodies (= joints).
     #[getter]
     fn nbodies(&self) -> usize {
         self.inner.nbodies()
     }
 
+    /// (nbodies,) name of the joint moving each body.
     #[getter]
     fn joint_names(&self) -> Vec<String> {
         self.inner.joint_names.clone()
     }
 
+    /// (nbodies,) kind of each joint: revolute, prismatic, spherical, freeflyer or planar.
     #[getter]
     fn joint_kinds(&self) -> Vec<&'static str> {
         self.inner
@@ -197,6 +203,7 @@ impl PyModel {
             .collect()
     }
 
+    /// (nbodies,) parent body of each body, -1 for the world.
     #[getter]
     fn parents(&self) -> Vec<i64> {
         self.inner
@@ -206,56 +213,67 @@ impl PyModel {
             .collect()
     }
 
+    /// (nbodies,) first configuration index of each joint.
     #[getter]
     fn idx_q(&self) -> Vec<usize> {
         self.inner.idx_q.clone()
     }
 
+    /// (nbodies,) first velocity index of each joint.
     #[getter]
     fn idx_v(&self) -> Vec<usize> {
         self.inner.idx_v.clone()
     }
 
+    /// (nframes,) names of the frames.
     #[getter]
     fn frame_names(&self) -> Vec<String> {
         self.inner.frames.iter().map(|f| f.name.clone()).collect()
     }
 
+    /// (3,) gravity in the world frame, m/s².
     #[getter]
     fn gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector3_out(py, &self.inner.gravity.linear)
     }
 
+    /// (nq,) lower position limits (-inf when unbounded).
     #[getter]
     fn lower_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.lower_position)
     }
 
+    /// (nq,) upper position limits (+inf when unbounded).
     #[getter]
     fn upper_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.upper_position)
     }
 
+    /// (nv,) velocity limits (+inf when unknown).
     #[getter]
     fn velocity_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.velocity)
     }
 
+    /// (nv,) effort limits (+inf when unknown).
     #[getter]
     fn effort_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.effort)
     }
 
+    /// (nv,) viscous damping coefficients.
     #[getter]
     fn damping<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.damping)
     }
 
+    /// (nv,) Coulomb friction coefficients.
     #[getter]
     fn friction<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         convert::vector_out(py, &self.inner.limits.friction)
     }
 
+    /// Sum of the body masses, kg.
     #[getter]
     fn total_mass(&self) -> f64 {
         self.inner.total_mass()
