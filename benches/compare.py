@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""vidyn vs Pinocchio C++: same robots, same inputs, same machine, same run; ratios.
+
+    python3 benches/compare.py                 # everything; rewrites the table in BENCHMARKS.md
+    python3 benches/compare.py --robots ur5,chain50 --algos rnea,aba --no-write
+
+Steps:
+ 1. Builds `vidyn_timings` (cargo, portable release build, and a `-C target-cpu=native` build
+    in a separate target directory) and the Pinocchio peer (benches/peer/build.sh: against
+    the `pin` wheel's shared library, and header-only with -march=native).
+ 2. For every robot, builds the Pinocchio model with pinocchio's Python API exactly as vidyn
+    builds it (same URDF, fixed base or free-flyer root), saves it for the C++ peer, and asks
+    `vidyn_timings --describe` for vidyn's joints. Coordinates are matched joint by joint by
+    name (URDF `continuous` joints: (cos, sin) in Pinocchio, the angle in vidyn).
+ 3. Draws N seeded states (q: pin.randomConfiguration, free-flyer translation in [-1, 1];
+    v, a, tau: standard normal), writes one state file per library, from the same draws.
+ 4. Checks that both libraries agree on the first few states (RNEA, ABA, CRBA, M^-1; max
+    absolute difference), then times each algorithm, alternating the two libraries per
+    algorithm so that both see the same machine load.
+ 5. Prints the table and rewrites the part of BENCHMARKS.md between the marker comments.
+
+The n-link chains are written as URDFs (same geometry as vidyn_rbd::builders::pendulum_chain
+with planar = false) and loaded by both libraries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+BEGIN_MARK = "<!-- BEGIN compare.py output (generated; do not edit by hand) -->"
+END_MARK = "<!-- END compare.py output -->"
+
+# Same list as vidyn_benches::ROBOTS (benches/src/lib.rs).
+ROBOTS = [
+    ("double_pendulum", "double_pendulum_description/urdf/double_pendulum.urdf", "fixed"),
+    ("ur5", "ur_description/urdf/ur5_robot.urdf", "fixed"),
+    ("panda", "panda_description/urdf/panda.urdf", "fixed"),
+    ("solo12", "solo_description/robots/solo12.urdf", "freeflyer"),
+    ("talos", "talos_data/robots/talos_reduced.urdf", "freeflyer"),
+    ("talos_full", "talos_data/robots/talos_full_v2.urdf", "freeflyer"),
+]
+CHAIN_SIZES = [5, 10, 20, 50, 100, 200]
+ALGOS = ["fk", "rnea", "aba", "crba", "minverse"]
+ALGO_TITLES = {"fk": "FK (q,v,a)", "rnea": "RNEA", "aba": "ABA", "crba": "CRBA", "minverse": "M⁻¹"}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmeel_prefix() -> Path:
+    import cmeel  # installed with the pin wheel
+
+    return Path(cmeel.__path__[0]).parent / "cmeel.prefix"
+
+
+def robots_dir() -> Path:
+    return cmeel_prefix() / "share" / "example-robot-data" / "robots"
+
+
+def run(cmd: list[str], env: dict | None = None, capture: bool = True) -> str:
+    res = subprocess.run(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE if capture else None)
+    if res.returncode != 0:
+        raise SystemExit(f"command failed ({res.returncode}): {shlex.join(cmd)}")
+    return res.stdout if capture else ""
+
+
+def cargo_target_dir() -> Path:
+    meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps"]))
+    return Path(meta["target_directory"])
+
+
+def build(native: bool) -> dict[str, Path]:
+    """Builds the timing programs; returns {variant: executable}."""
+    target = cargo_target_dir()
+    log("compare.py: cargo build --release -p vidyn-benches")
+    run(["cargo", "build", "--release", "-p", "vidyn-benches", "--bin", "vidyn_timings"], capture=False)
+    exes = {"vidyn:portable": target / "release" / "vidyn_timings"}
+    if native:
+        native_dir = target / "bench-native"
+        env = dict(os.environ)
+        env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " -C target-cpu=native").strip()
+        log(f"compare.py: RUSTFLAGS='-C target-cpu=native' cargo build --release --target-dir {native_dir}")
+        run(["cargo", "build", "--release", "-p", "vidyn-benches", "--bin", "vidyn_timings", "--target-dir", str(native_dir)],
+            env=env, capture=False)
+        exes["vidyn:native"] = native_dir / "release" / "vidyn_timings"
+    log("compare.py: benches/peer/build.sh")
+    peer = Path(run(["bash", str(ROOT / "benches" / "peer" / "build.sh"), str(target / "peer")]).strip().splitlines()[-1])
+    exes["pinocchio:wheel"] = peer / "pinocchio_timings_wheel"
+    if native:
+        exes["pinocchio:native"] = peer / "pinocchio_timings_native"
+    return exes
+
+
+def chain_urdf(n: int) -> str:
+    """URDF of vidyn_rbd::builders::pendulum_chain(n, planar=false): unit rods (1 kg, 1 m)
+    hanging along -z, joint k about y for odd k and about x for even k."""
+    inertia = 1.0 / 12.0
+    parts = ['<?xml version="1.0"?>', f'<robot name="chain{n}">', '  <link name="base"/>']
+    for k in range(1, n + 1):
+        parent = "base" if k == 1 else f"link{k - 1}"
+        z = 0.0 if k == 1 else -1.0
+        axis = "0 1 0" if k % 2 == 1 else "1 0 0"
+        parts += [
+            f'  <joint name="joint{k}" type="revolute">',
+            f'    <parent link="{parent}"/><child link="link{k}"/>',
+            f'    <origin xyz="0 0 {z}" rpy="0 0 0"/><axis xyz="{axis}"/>',
+            '    <limit lower="-3.14159265358979" upper="3.14159265358979" effort="100" velocity="10"/>',
+            "  </joint>",
+            f'  <link name="link{k}">',
+            '    <inertial><origin xyz="0 0 -0.5" rpy="0 0 0"/><mass value="1"/>',
+            f'      <inertia ixx="{inertia!r}" ixy="0" ixz="0" iyy="{inertia!r}" iyz="0" izz="0"/></inertial>',
+            "  </link>",
+        ]
+    parts.append("</robot>")
+    return "\n".join(parts) + "\n"
+
+
+def write_states(path: Path, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray) -> None:
+    count, nq = q.shape
+    nv = v.shape[1]
+    with open(path, "wb") as f:
+        f.write(b"VDYNST01" + struct.pack("<3Q", nq, nv, count))
+        for x in (q, v, a, tau):
+            f.write(np.ascontiguousarray(x, dtype="<f8").tobytes())
+
+
+class Mapping:
+    """Coordinate correspondence between a Pinocchio model and vidyn's model of the same URDF."""
+
+    def __init__(self, pin, pmodel, desc: dict):
+        self.pin_nq, self.pin_nv = pmodel.nq, pmodel.nv
+        self.vid_nq, self.vid_nv = desc["nq"], desc["nv"]
+        by_name = {pmodel.names[j]: j for j in range(1, pmodel.njoints)}
+        if len(desc["joints"]) != pmodel.njoints - 1:
+            raise SystemExit(f"vidyn has {len(desc['joints'])} joints, Pinocchio {pmodel.njoints - 1}")
+        self.v_perm = np.empty(self.vid_nv, dtype=int)  # vidyn v index -> Pinocchio v index
+        self.q_ops = []  # (kind, vidyn idx_q, pin idx_q, nq)
+        self.continuous = []
+        for j in desc["joints"]:
+            pj = by_name.get(j["name"])
+            if pj is None:
+                raise SystemExit(f"joint {j['name']} of vidyn is not in the Pinocchio model")
+            jm = pmodel.joints[pj]
+            if jm.nv != j["nv"]:
+                raise SystemExit(f"joint {j['name']}: nv {j['nv']} (vidyn) vs {jm.nv} (Pinocchio {jm.shortname()})")
+            self.v_perm[j["idx_v"]:j["idx_v"] + j["nv"]] = np.arange(jm.idx_v, jm.idx_v + jm.nv)
+            unbounded = "Unbounded" in jm.shortname()
+            if unbounded and j["kind"] == "revolute" and jm.nq == 2 and j["nq"] == 1:
+                self.q_ops.append(("angle", j["idx_q"], jm.idx_q, 1))
+                self.continuous.append(j["name"])
+            elif jm.nq == j["nq"]:
+                self.q_ops.append(("copy", j["idx_q"], jm.idx_q, jm.nq))
+            else:
+                raise SystemExit(f"joint {j['name']}: nq {j['nq']} (vidyn {j['kind']}) vs {jm.nq} (Pinocchio {jm.shortname()})")
+        self.identity = bool(np.all(self.v_perm == np.arange(self.vid_nv))) and not self.continuous
+
+    def q_to_vidyn(self, q_pin: np.ndarray) -> np.ndarray:
+        out = np.empty((q_pin.shape[0], self.vid_nq))
+        for kind, iv, ip, n in self.q_ops:
+            if kind == "copy":
+                out[:, iv:iv + n] = q_pin[:, ip:ip + n]
+            else:  # Pinocchio's (cos, sin) -> angle
+                out[:, iv] = np.arctan2(q_pin[:, ip + 1], q_pin[:, ip])
+        return out
+
+    def tangent_to_vidyn(self, x_pin: np.ndarray) -> np.ndarray:
+        return x_pin[..., self.v_perm]
+
+    def matrix_to_vidyn(self, m_pin: np.ndarray) -> np.ndarray:
+        return m_pin[np.ix_(self.v_perm, self.v_perm)]
+
+
+def draw_states(pin, pmodel, count: int, seed: int):
+    """q from pin.randomConfiguration (seeded), v, a, tau standard normal; Pinocchio layout."""
+    lower, upper = pmodel.lowerPositionLimit.copy(), pmodel.upperPositionLimit.copy()
+    for j in range(1, pmodel.njoints):
+        jm = pmodel.joints[j]
+        name = jm.shortname()
+        if "FreeFlyer" in name:
+            lower[jm.idx_q:jm.idx_q + 3], upper[jm.idx_q:jm.idx_q + 3] = -1.0, 1.0
+        elif jm.nq == 1 and not (np.isfinite(lower[jm.idx_q]) and np.isfinite(upper[jm.idx_q])):
+            lower[jm.idx_q], upper[jm.idx_q] = -math.pi, math.pi
+    pin.seed(seed)
+    q = np.array([pin.randomConfiguration(pmodel, lower, upper) for _ in range(count)])
+    rng = np.random.default_rng(seed)
+    v, a, tau = (rng.standard_normal((count, pmodel.nv)) for _ in range(3))
+    return q, v, a, tau
+
+
+def parse_lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def check_agreement(exes, urdf, root, model_bin, vid_states, pin_states, mapping, k: int) -> dict[str, float]:
+    """Max |vidyn - Pinocchio| over the first k states, per algorithm (portable/wheel builds)."""
+    vout = parse_lines(run([str(exes["vidyn:portable"]), "--urdf", str(urdf), "--root", root, "--states", str(vid_states),
+                            "--check", str(k)]))
+    pout = parse_lines(run([str(exes["pinocchio:wheel"]), "--model", str(model_bin), "--states", str(pin_states),
+                            "--check", str(k)]))
+    nv = mapping.vid_nv
+    pin_by_key = {(r["check"], r["state"]): np.array(r["values"]) for r in pout}
+    errs: dict[str, float] = {}
+    for r in vout:
+        algo, x = r["check"], np.array(r["values"])
+        y = pin_by_key[(algo, r["state"])]
+        if algo in ("crba", "minverse"):
+            x, y = x.reshape(nv, nv), mapping.matrix_to_vidyn(y.reshape(nv, nv))
+        else:
+            y = mapping.tangent_to_vidyn(y)
+        errs[algo] = max(errs.get(algo, 0.0), float(np.max(np.abs(x - y))) if x.size else 0.0)
+        errs[algo + "_scale"] = max(errs.get(algo + "_scale", 0.0), float(np.max(np.abs(y))) if y.size else 0.0)
+    return errs
+
+
+def time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, passes, min_time) -> list[dict]:
+    rows = []
+    for algo in algos:
+        for key, exe in exes.items():
+            lib, variant = key.split(":")
+            common = ["--robot", name, "--variant", variant, "--passes", str(passes), "--min-time", str(min_time)]
+            if lib == "vidyn":
+                cmd = [str(exe), "--urdf", str(urdf), "--root", root, "--states", str(vid_states), "--algos", algo]
+            else:
+                pin_algos = algo + (",crba_upper" if algo == "crba" else "")
+                cmd = [str(exe), "--model", str(model_bin), "--states", str(pin_states), "--algos", pin_algos]
+            rows += parse_lines(run(cmd + common))
+    return rows
+
+
+def machine_info() -> dict[str, str]:
+    def sh(cmd: str) -> str:
+        try:
+            return subprocess.run(cmd, shell=True, text=True, capture_output=True, cwd=ROOT).stdout.strip()
+        except OSError:
+            return ""
+
+    model = ""
+    for line in sh("lscpu").splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    import pinocchio
+
+    commit = sh("git rev-parse --short HEAD")
+    if sh("git status --porcelain --untracked-files=no -- rust benches Cargo.toml"):
+        commit += " (+ uncommitted changes in rust/ or benches/)"
+    return {
+        "cpu": model or platform.processor(),
+        "nproc": sh("nproc"),
+        "flags_native": "avx2" if "avx2" in sh("grep -m1 flags /proc/cpuinfo") else "no avx2",
+        "rustc": sh("rustc --version"),
+        "cxx": sh("${CXX:-g++} --version | head -1"),
+        "pinocchio": pinocchio.__version__,
+        "commit": commit,
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": sh("cut -d' ' -f1-3 /proc/loadavg"),
+    }
+
+
+def fmt_ns(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "–"
+    return f"**{r:.2f}**" if r > 1.0 else f"{r:.2f}"
+
+
+def build_report(results, checks, info, args, robot_nv) -> str:
+    med = {(r["lib"], r["variant"], r["robot"], r["algo"]): r["median_ns"] for r in results}
+    variants = sorted({(r["lib"], r["variant"]) for r in results})
+    native = ("vidyn", "native") in variants and ("pinocchio", "native") in variants
+    robots = list(dict.fromkeys(r["robot"] for r in results))
+    lines = []
+    cmd = "python3 benches/compare.py" + (" " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "")
+    lines += [
+        f"Run of {info['date']} at commit `{info['commit']}`, reproduced by `{cmd}`.",
+        "",
+        f"- Machine: {info['cpu']}, {info['nproc']} logical CPUs ({info['flags_native']}); load average at the start: {info['load']}",
+        f"- {info['rustc']}; {info['cxx']}; Pinocchio {info['pinocchio']} (pin wheel)",
+        f"- {args.count} random states per robot (seed {args.seed}), median over ≥ {args.passes} passes (and ≥ {args.min_time} s) of the per-call mean",
+        "",
+        "Times are ns per call; ratio = vidyn / Pinocchio (≤ 1: vidyn is faster; **bold**: slower).",
+        "*portable*: `cargo build --release` vs the wheel's `libpinocchio_default.so` (g++ -O3 caller)."
+        + (" *native*: `-C target-cpu=native` vs header-only Pinocchio at `-O3 -march=native`." if native else ""),
+        "",
+    ]
+    head = "| robot | nv | algorithm | vidyn | Pinocchio | ratio |"
+    sep = "|---|---:|---|---:|---:|---:|"
+    if native:
+        head += " vidyn native | Pinocchio native | ratio native |"
+        sep += "---:|---:|---:|"
+    lines += [head, sep]
+    ratios: dict[str, list[float]] = {}
+    worst = []
+    for robot in robots:
+        for algo in ALGOS:
+            v, p = med.get(("vidyn", "portable", robot, algo)), med.get(("pinocchio", "wheel", robot, algo))
+            if v is None and p is None:
+                continue
+            r = v / p if v and p else None
+            if r is not None:
+                ratios.setdefault(algo, []).append(r)
+                worst.append((r, robot, algo))
+            row = f"| {robot} | {robot_nv[robot]} | {ALGO_TITLES[algo]} | {fmt_ns(v)} | {fmt_ns(p)} | {fmt_ratio(r)} |"
+            if native:
+                vn, pn = med.get(("vidyn", "native", robot, algo)), med.get(("pinocchio", "native", robot, algo))
+                rn = vn / pn if vn and pn else None
+                row += f" {fmt_ns(vn)} | {fmt_ns(pn)} | {fmt_ratio(rn)} |"
+            lines.append(row)
+    lines += ["", "Geometric mean of the portable ratios over all robots and chains:", ""]
+    lines += ["| algorithm | geo-mean ratio | best | worst |", "|---|---:|---:|---:|"]
+    for algo in ALGOS:
+        rs = ratios.get(algo)
+        if rs:
+            gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
+            lines.append(f"| {ALGO_TITLES[algo]} | {fmt_ratio(gm)} | {min(rs):.2f} | {max(rs):.2f} |")
+    worst.sort(reverse=True)
+    if worst:
+        lines += ["", "Largest portable ratios (where vidyn is furthest behind): "
+                  + ", ".join(f"{ALGO_TITLES[a]} on {rb} ({r:.2f})" for r, rb, a in worst[:8]) + "."]
+    crba_up = [(robot, med.get(("pinocchio", "wheel", robot, "crba")), med.get(("pinocchio", "wheel", robot, "crba_upper")))
+               for robot in robots]
+    crba_up = [(rb, full, up) for rb, full, up in crba_up if full and up]
+    if crba_up:
+        lines += ["", "Pinocchio's CRBA fills only the upper triangle; the CRBA and M⁻¹ columns above include copying it to "
+                  "the lower triangle (vidyn returns the full matrix). Pinocchio CRBA upper triangle only, ns: "
+                  + ", ".join(f"{rb} {fmt_ns(up)}" for rb, _, up in crba_up) + "."]
+    lines += ["", "Agreement on the first %d states (max |vidyn − Pinocchio|; in brackets max |Pinocchio|):" % args.check_states, ""]
+    lines += ["| robot | RNEA τ | ABA q̈ | CRBA M | M⁻¹ |", "|---|---:|---:|---:|---:|"]
+    for robot in robots:
+        e = checks.get(robot)
+        if e:
+            cells = [f"{e[a]:.1e} [{e[a + '_scale']:.1e}]" for a in ("rnea", "aba", "crba", "minverse")]
+            lines.append(f"| {robot} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def update_benchmarks_md(report: str) -> None:
+    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else ""
+    block = f"{BEGIN_MARK}\n{report}\n{END_MARK}"
+    if BEGIN_MARK in text and END_MARK in text:
+        pre, rest = text.split(BEGIN_MARK, 1)
+        post = rest.split(END_MARK, 1)[1]
+        text = pre + block + post
+    else:
+        text = (text.rstrip() + "\n\n" if text else "# Benchmarks\n\n") + block + "\n"
+    BENCHMARKS_MD.write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--robots", help="comma-separated subset, e.g. ur5,talos,chain50 (default: all)")
+    ap.add_argument("--algos", default=",".join(ALGOS), help="comma-separated subset of " + ",".join(ALGOS))
+    ap.add_argument("--count", type=int, default=1000, help="random states per robot (default 1000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--passes", type=int, default=21, help="minimum timed passes over the pool (default 21)")
+    ap.add_argument("--min-time", type=float, default=0.3, help="minimum total timed seconds per algorithm (default 0.3)")
+    ap.add_argument("--check-states", type=int, default=3, help="states compared between the libraries (default 3)")
+    ap.add_argument("--no-native", action="store_true", help="skip the target-cpu=native / -march=native builds")
+    ap.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
+    ap.add_argument("--json-out", type=Path, help="also write the raw JSON lines here")
+    ap.add_argument("--keep-tmp", action="store_true", help="keep the state files and models")
+    ap.add_argument("--print-robots-dir", action="store_true", help="print example-robot-data's robots/ directory and exit")
+    args = ap.parse_args()
+
+    if args.print_robots_dir:
+        print(robots_dir())
+        return
+
+    import pinocchio as pin
+
+    algos = [a for a in args.algos.split(",") if a]
+    for a in algos:
+        if a not in ALGOS:
+            raise SystemExit(f"unknown algorithm {a}; choose from {ALGOS}")
+    all_robots = [(n, robots_dir() / p, root) for n, p, root in ROBOTS] + [(f"chain{n}", None, "fixed") for n in CHAIN_SIZES]
+    if args.robots:
+        wanted = args.robots.split(",")
+        unknown = set(wanted) - {n for n, _, _ in all_robots}
+        if unknown:
+            raise SystemExit(f"unknown robots {sorted(unknown)}")
+        all_robots = [r for r in all_robots if r[0] in wanted]
+
+    info = machine_info()
+    exes = build(native=not args.no_native)
+    tmp = Path(tempfile.mkdtemp(prefix="vidyn_compare_"))
+    results, checks, robot_nv = [], {}, {}
+    try:
+        for name, urdf, root in all_robots:
+            if urdf is None:
+                urdf = tmp / f"{name}.urdf"
+                urdf.write_text(chain_urdf(int(name.removeprefix("chain"))))
+            if root == "freeflyer":
+                pmodel = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+            else:
+                pmodel = pin.buildModelFromUrdf(str(urdf))
+            model_bin = tmp / f"{name}.pinmodel"
+            pmodel.saveToBinary(str(model_bin))
+            desc = json.loads(run([str(exes["vidyn:portable"]), "--urdf", str(urdf), "--root", root, "--describe"]))
+            mapping = Mapping(pin, pmodel, desc)
+            robot_nv[name] = pmodel.nv
+            q, v, a, tau = draw_states(pin, pmodel, args.count, args.seed)
+            pin_states, vid_states = tmp / f"{name}.pin.states", tmp / f"{name}.vidyn.states"
+            write_states(pin_states, q, v, a, tau)
+            write_states(vid_states, mapping.q_to_vidyn(q), *(mapping.tangent_to_vidyn(x) for x in (v, a, tau)))
+            note = "" if mapping.identity else " (coordinates permuted/converted" + (
+                f"; continuous joints {mapping.continuous}" if mapping.continuous else "") + ")"
+            log(f"compare.py: {name}: nq={pmodel.nq} nv={pmodel.nv}{note}")
+            checks[name] = check_agreement(exes, urdf, root, model_bin, vid_states, pin_states, mapping, args.check_states)
+            log("    max |vidyn - pinocchio|: " + ", ".join(f"{k} {checks[name][k]:.2e}" for k in ("rnea", "aba", "crba", "minverse")))
+            rows = time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, args.passes, args.min_time)
+            results += rows
+            for algo in algos:
+                v_ns = next((r["median_ns"] for r in rows if r["lib"] == "vidyn" and r["variant"] == "portable" and r["algo"] == algo), None)
+                p_ns = next((r["median_ns"] for r in rows if r["lib"] == "pinocchio" and r["variant"] == "wheel" and r["algo"] == algo), None)
+                if v_ns and p_ns:
+                    log(f"    {algo:9s} vidyn {v_ns:10.1f} ns   pinocchio {p_ns:10.1f} ns   ratio {v_ns / p_ns:5.2f}")
+    finally:
+        if args.keep_tmp:
+            log(f"compare.py: inputs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    if args.json_out:
+        args.json_out.write_text("".join(json.dumps(r) + "\n" for r in results))
+    report = build_report(results, checks, info, args, robot_nv)
+    print(report)
+    if not args.no_write:
+        update_benchmarks_md(report)
+        log(f"compare.py: updated {BENCHMARKS_MD}")
+
+
+if __name__ == "__main__":
+    main()
