@@ -370,3 +370,16 @@ def test_example_robots(name):
     # from_urdf accepts str paths too
     same = vidyn.Model.from_urdf(str(models.example_robot_data_dir() / robot.urdf), floating_base=robot.floating_base)
     assert (same.nq, same.nv, same.joint_names) == (m.nq, m.nv, m.joint_names)
+
+
+def test_builder_reentrant_conversion():
+    """Converting an argument may run Python code that uses the same builder: no deadlock."""
+    b = vidyn.ModelBuilder()
+
+    class CallsBack:
+        def __array__(self, dtype=None, copy=None):
+            b.add_body(None, "inner", "spherical", mass=1.0, inertia=np.eye(3))
+            return np.eye(3)
+
+    b.add_body(None, "outer", "spherical", mass=1.0, inertia=CallsBack())
+    assert b.build().joint_names == ["inner", "outer"]

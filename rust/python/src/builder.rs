@@ -5,7 +5,7 @@ use crate::errors::{to_pyerr, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use nalgebra::{Matrix3, Vector3};
 use pyo3::prelude::*;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, PoisonError};
 use vidyn_rbd as rbd;
 use vidyn_rbd::{FrameKind, Joint};
 use vidyn_spatial::{Inertia, Se3};
@@ -17,36 +17,38 @@ pub struct PyModelBuilder {
     inner: Mutex<Option<rbd::ModelBuilder>>,
 }
 
+fn consumed() -> PyErr {
+    VIDYN_ERROR.err("this ModelBuilder has already been built; create a new one")
+}
+
 impl PyModelBuilder {
-    fn lock(&self) -> PyResult<MutexGuard<'_, Option<rbd::ModelBuilder>>> {
-        let guard = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if guard.is_none() {
-            return Err(
-                VIDYN_ERROR.err("this ModelBuilder has already been built; create a new one")
-            );
-        }
-        Ok(guard)
+    /// Runs `f` on the builder. Arguments are converted before, never inside `f`: converting
+    /// may run Python code (`__array__`, `__index__`), which could switch threads while the
+    /// lock is held.
+    fn with<T>(&self, f: impl FnOnce(&mut rbd::ModelBuilder) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        f(guard.as_mut().ok_or_else(consumed)?)
     }
 }
 
-/// `None` or -1: the world; otherwise an existing body index `< len`.
-fn parent_arg(parent: Option<&Bound<'_, PyAny>>, len: usize) -> PyResult<Option<usize>> {
+/// `None` or -1: the world; otherwise a body index (checked by [`check_parent`]).
+fn parent_arg(parent: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     let Some(p) = parent.filter(|p| !p.is_none()) else {
         return Ok(None);
     };
     if p.extract::<i128>().is_ok_and(|i| i == -1) {
         return Ok(None);
     }
-    let i = convert::index(p, "parent")?;
-    if i >= len {
-        return Err(INPUT_ERROR.err(format!(
+    convert::index(p, "parent").map(Some)
+}
+
+fn check_parent(parent: Option<usize>, len: usize) -> PyResult<()> {
+    match parent {
+        Some(i) if i >= len => Err(INPUT_ERROR.err(format!(
             "parent {i} is not a body index: the builder has {len} bodies (use None for the world)"
-        )));
+        ))),
+        _ => Ok(()),
     }
-    Ok(Some(i))
 }
 
 fn placement_arg(x: Option<&Bound<'_, PyAny>>) -> PyResult<Se3> {
@@ -118,11 +120,7 @@ impl PyModelBuilder {
         inertia: Option<&Bound<'_, PyAny>>,
         axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
-        let mut guard = self.lock()?;
-        let b = guard
-            .as_mut()
-            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
-        let parent = parent_arg(parent, b.len())?;
+        let parent = parent_arg(parent)?;
         let joint = joint_arg(joint, axis)?;
         let placement = placement_arg(placement)?;
         if !mass.is_finite() {
@@ -138,8 +136,11 @@ impl PyModelBuilder {
             Some(i) if !i.is_none() => convert::matrix3(i, "inertia")?,
             _ => Matrix3::zeros(),
         };
-        b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
-            .map_err(|e| to_pyerr(&e))
+        self.with(|b| {
+            check_parent(parent, b.len())?;
+            b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
+                .map_err(|e| to_pyerr(&e))
+        })
     }
 
     /// Adds a named operational frame on body `parent` (None or -1 for the world) at
@@ -151,41 +152,37 @@ impl PyModelBuilder {
         parent: Option<&Bound<'_, PyAny>>,
         placement: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let mut guard = self.lock()?;
-        let b = guard
-            .as_mut()
-            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
-        let parent = parent_arg(parent, b.len())?;
+        let parent = parent_arg(parent)?;
         let placement = placement_arg(placement)?;
-        b.add_frame(name, parent, placement, FrameKind::Operational)
-            .map_err(|e| to_pyerr(&e))
+        self.with(|b| {
+            check_parent(parent, b.len())?;
+            b.add_frame(name, parent, placement, FrameKind::Operational)
+                .map_err(|e| to_pyerr(&e))
+        })
     }
 
     /// Sets gravity (3,) in the world frame, m/s² (default [0, 0, -9.81]).
     fn set_gravity(&self, g: &Bound<'_, PyAny>) -> PyResult<()> {
         let g = convert::vector3(g, "g")?;
-        let mut guard = self.lock()?;
-        if let Some(b) = guard.as_mut() {
+        self.with(|b| {
             b.gravity(g);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Freezes the model. The builder cannot be used afterwards.
     fn build(&self, py: Python<'_>) -> PyResult<PyModel> {
-        let mut guard = self.lock()?;
-        let b = guard
-            .take()
-            .ok_or_else(|| VIDYN_ERROR.err("this ModelBuilder has already been built"))?;
-        drop(guard);
+        let taken = self
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let b = taken.ok_or_else(consumed)?;
         crate::detached(py, move || b.build().map(PyModel::new))
     }
 
     fn __repr__(&self) -> String {
-        let guard = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         match guard.as_ref() {
             Some(b) => format!("ModelBuilder(nbodies={})", b.len()),
             None => "ModelBuilder(<built>)".to_string(),
