@@ -7,7 +7,7 @@ accepts; results are new float64 arrays.
 """
 
 import os
-from typing import Final, Literal, final
+from typing import Final, Literal, NoReturn, final
 
 import numpy as np
 import numpy.typing as npt
@@ -309,5 +309,5 @@ def random_tree(n: int, seed: int = 0) -> Model:
     """A random tree of ``n`` bodies (≤ 10 000) reproducible from ``seed`` in [0, 2**64), with
     every joint kind, random placements and inertias. Frames ``jointK`` and ``linkK``."""
 
-def _raise_core_error(variant: str) -> None:
+def _raise_core_error(variant: str) -> NoReturn:
     """Raises the exception a core error variant maps to (tests of the mapping only)."""
