@@ -253,12 +253,12 @@ impl Joint {
     }
 
     /// A random configuration: bounded coordinates uniform in `[lower, upper]`, unbounded
-    /// angles uniform in `[−π, π]`, unbounded translations uniform in `[−1, 1]`, rotations
+    /// angles (or ranges too wide for f64, `upper − lower = ∞`) uniform in `[−π, π]`, unbounded translations uniform in `[−1, 1]`, rotations
     /// uniform on SO(3) (Shoemake's method).
     pub fn random_configuration<R: Rng + ?Sized>(&self, rng: &mut R, lower: &[f64], upper: &[f64], out: &mut [f64]) {
         let pi = std::f64::consts::PI;
         let draw = |i: usize, default: f64, rng: &mut R| {
-            if lower[i].is_finite() && upper[i].is_finite() && lower[i] < upper[i] {
+            if lower[i] < upper[i] && (upper[i] - lower[i]).is_finite() {
                 rng.random_range(lower[i]..=upper[i])
             } else if lower[i].is_finite() && lower[i] == upper[i] {
                 lower[i]
