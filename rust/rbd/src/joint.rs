@@ -252,9 +252,9 @@ impl Joint {
         }
     }
 
-    /// A random configuration: bounded coordinates uniform in `[lower, upper]`, unbounded
-    /// angles (or ranges too wide for f64, `upper − lower = ∞`) uniform in `[−π, π]`, unbounded translations uniform in `[−1, 1]`, rotations
-    /// uniform on SO(3) (Shoemake's method).
+    /// A random configuration: bounded coordinates uniform in `[lower, upper]`; unbounded ones
+    /// (including ranges too wide for f64, `upper − lower = ∞`) uniform in `[−π, π]` for angles
+    /// and `[−1, 1]` for translations; rotations uniform on SO(3) (Shoemake's method).
     pub fn random_configuration<R: Rng + ?Sized>(&self, rng: &mut R, lower: &[f64], upper: &[f64], out: &mut [f64]) {
         let pi = std::f64::consts::PI;
         let draw = |i: usize, default: f64, rng: &mut R| {
