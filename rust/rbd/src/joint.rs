@@ -208,16 +208,31 @@ impl Joint {
 
     /// `q ⊕ v`: the configuration reached from `q` by following the constant joint velocity
     /// `v` for unit time, `M(q_out) = M(q) exp(S v)` (right, local-frame convention).
+    /// Rotations are composed as quaternions, `q_out = q ⊗ exp(ω/2)`, never through a rotation
+    /// matrix (whose conversion back is ill-posed at half turns); the result's sign is chosen
+    /// so that `⟨q_out, q⟩ ≥ 0`, as Pinocchio does.
     pub fn integrate(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
         match self {
             Joint::Revolute { .. } | Joint::Prismatic { .. } => out[0] = q[0] + v[0],
             Joint::Spherical => {
-                let r = quaternion(&q[0..4]) * UnitQuaternion::from_scaled_axis(Vector3::new(v[0], v[1], v[2]));
-                write_quaternion(&r, &mut out[0..4]);
+                let q0 = quaternion(&q[0..4]);
+                let r = q0 * UnitQuaternion::from_scaled_axis(Vector3::new(v[0], v[1], v[2]));
+                write_quaternion(&same_hemisphere(r, &q0), &mut out[0..4]);
             }
-            Joint::FreeFlyer | Joint::Planar => {
+            Joint::FreeFlyer => {
+                let step = exp6(&self.motion(v));
+                let q0 = quaternion(&q[3..7]);
+                let p = Vector3::new(q[0], q[1], q[2]) + q0 * step.translation;
+                out[0..3].copy_from_slice(p.as_slice());
+                let r = q0 * UnitQuaternion::from_scaled_axis(Vector3::new(v[3], v[4], v[5]));
+                write_quaternion(&same_hemisphere(r, &q0), &mut out[3..7]);
+            }
+            Joint::Planar => {
                 let m = self.transform(q) * exp6(&self.motion(v));
-                self.write_transform(&m, out);
+                out[0] = m.translation.x;
+                out[1] = m.translation.y;
+                out[2] = m.rotation[(0, 0)];
+                out[3] = m.rotation[(1, 0)];
             }
         }
     }
@@ -231,24 +246,6 @@ impl Joint {
                 let full = Force::new(xi.linear, xi.angular); // read off S-coordinates
                 self.project_force(&full, out);
             }
-        }
-    }
-
-    /// Writes the coordinates of a transform in this joint's group (free-flyer, planar).
-    fn write_transform(&self, m: &Se3, out: &mut [f64]) {
-        match self {
-            Joint::FreeFlyer => {
-                out[0..3].copy_from_slice(m.translation.as_slice());
-                let r = UnitQuaternion::from_matrix(&m.rotation);
-                write_quaternion(&r, &mut out[3..7]);
-            }
-            Joint::Planar => {
-                out[0] = m.translation.x;
-                out[1] = m.translation.y;
-                out[2] = m.rotation[(0, 0)];
-                out[3] = m.rotation[(1, 0)];
-            }
-            _ => unreachable!("write_transform is only called for group-valued joints"),
         }
     }
 
@@ -300,6 +297,16 @@ fn quaternion(q: &[f64]) -> UnitQuaternion<f64> {
 #[inline]
 fn quaternion_rotation(q: &[f64]) -> Matrix3<f64> {
     quaternion(q).to_rotation_matrix().into_inner()
+}
+
+/// `r` or `−r` (the same rotation), whichever has a non-negative dot product with `reference`.
+#[inline]
+fn same_hemisphere(r: UnitQuaternion<f64>, reference: &UnitQuaternion<f64>) -> UnitQuaternion<f64> {
+    if r.coords.dot(&reference.coords) < 0.0 {
+        UnitQuaternion::new_unchecked(-r.into_inner())
+    } else {
+        r
+    }
 }
 
 #[inline]
