@@ -25,6 +25,7 @@ pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_pl
 pub use algorithms::minverse::minverse;
 pub use algorithms::rnea::{gravity, nonlinear_effects, rnea};
 pub use algorithms::rnea_derivatives::{rnea_derivatives, RneaDerivatives};
+pub use algorithms::rnea_second_order::{rnea_second_order, rnea_second_order_contracted, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace, Tensor3};
 pub use check::{check_configuration, check_tangent};
 pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};

@@ -279,3 +279,183 @@ fn aba_derivatives_match_finite_differences() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Second-order derivatives (algorithms/rnea_second_order.rs)
+
+/// `(nv·nv, nv)` matrix whose column `k` is page `k` of `t` flattened column-major, i.e. row
+/// `j·nv + i` holds `t[i, j, k]` — the layout `central_difference` produces for a flattened
+/// `DMatrix` output.
+fn tensor_pages(t: &Tensor3) -> DMatrix<f64> {
+    let [n0, n1, n2] = t.shape();
+    DMatrix::from_fn(n0 * n1, n2, |row, k| t[[row % n0, row / n0, k]])
+}
+
+/// Same bodies on one root-to-leaf path: each pair is ancestor/descendant.
+fn on_one_path(model: &Model, bodies: [usize; 3]) -> bool {
+    let comparable = |a: usize, b: usize| model.is_ancestor(a, b) || model.is_ancestor(b, a);
+    comparable(bodies[0], bodies[1]) && comparable(bodies[1], bodies[2]) && comparable(bodies[0], bodies[2])
+}
+
+fn dof_bodies(model: &Model) -> Vec<usize> {
+    (0..model.nbodies()).flat_map(|b| std::iter::repeat_n(b, model.joints[b].nv())).collect()
+}
+
+/// Second-order tensors against central differences (h = 1e-6, `central_difference`) of the
+/// analytic first-order derivatives (the paper's "Finite-Diff-2" oracle). Error budget,
+/// relative to max(1, |H|∞): truncation h²·|∂³τ'| ≈ 1e-12·|∂³τ'| plus round-off
+/// ε·|∂τ|∞/h ≈ 2e-10·|∂τ|∞ with |∂τ|∞ ≲ 1e3 here, so ≲ 1e-7 is expected; the observed
+/// maximum over all models and tensors is ≈ 5e-9. 1e-6 leaves margin for other seeds, while
+/// index, convention or errata bugs give O(0.1–1) (checked by mutation).
+#[test]
+fn rnea_second_order_matches_differences_of_first_order() {
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.second_order_workspace();
+        let mut ws2 = model.workspace();
+        for s in states(&model, 20).iter().take(2) {
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let (hqq, hvv, hqv, dm) = (tensor_pages(d2.d2tau_dq2), tensor_pages(d2.d2tau_dv2), tensor_pages(d2.d2tau_dqdv), tensor_pages(d2.dm_dq));
+            let first = |ws: &mut Workspace, q: &[f64], v: &[f64]| {
+                let d = rnea_derivatives(&model, ws, q, v, &s.a).unwrap();
+                (d.dtau_dq.as_slice().to_vec(), d.dtau_dv.as_slice().to_vec())
+            };
+            let along_q = |e: &[f64]| integrate(&model, &s.q, e).unwrap();
+            let along_v = |e: &[f64]| s.v.iter().zip(e).map(|(a, b)| a + b).collect::<Vec<f64>>();
+            let fd_qq = central_difference(nv, |e| first(&mut ws2, &along_q(e), &s.v).0);
+            let fd_vv = central_difference(nv, |e| first(&mut ws2, &s.q, &along_v(e)).1);
+            // ∂/∂q̇_k (∂τ/∂q) and, since the two commute, the transpose of ∂/∂q_j (∂τ/∂q̇)
+            let fd_qv = central_difference(nv, |e| first(&mut ws2, &s.q, &along_v(e)).0);
+            let fd_vq = central_difference(nv, |e| first(&mut ws2, &along_q(e), &s.v).1);
+            let fd_m = central_difference(nv, |e| crba(&model, &mut ws2, &along_q(e)).unwrap().as_slice().to_vec());
+            let name = &model.name;
+            assert_close(&format!("{name} d2tau/dq2"), &hqq, &fd_qq, 1e-6);
+            assert_close(&format!("{name} d2tau/dv2"), &hvv, &fd_vv, 1e-6);
+            assert_close(&format!("{name} d2tau/dqdv"), &hqv, &fd_qv, 1e-6);
+            // fd_vq[(k·nv + i, j)] = ∂/∂q_j ∂τ_i/∂q̇_k = d2tau_dqdv[i, j, k]
+            let swapped = DMatrix::from_fn(nv * nv, nv, |row, j| d2.d2tau_dqdv[[row % nv, j, row / nv]]);
+            assert_close(&format!("{name} d2tau/dvdq"), &swapped, &fd_vq, 1e-6);
+            assert_close(&format!("{name} dM/dq"), &dm, &fd_m, 1e-6);
+        }
+    }
+}
+
+#[test]
+fn rnea_second_order_symmetries_and_structural_zeros() {
+    for model in models() {
+        let nv = model.nv;
+        let body = dof_bodies(&model);
+        let mut so = model.second_order_workspace();
+        let mut ws = model.workspace();
+        for s in states(&model, 21).iter().take(2) {
+            let dq = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().dtau_dq.clone();
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let scale = |t: &Tensor3| t.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+            let (sqq, svv, sm) = (scale(d2.d2tau_dq2), scale(d2.d2tau_dv2), scale(d2.dm_dq));
+            for i in 0..nv {
+                for j in 0..nv {
+                    for k in 0..nv {
+                        let (bi, bj, bk) = (body[i], body[j], body[k]);
+                        // q̇ derivatives commute; M is symmetric
+                        assert!((d2.d2tau_dv2[[i, j, k]] - d2.d2tau_dv2[[i, k, j]]).abs() <= 1e-12 * svv, "{} Hvv sym", model.name);
+                        assert!((d2.dm_dq[[i, j, k]] - d2.dm_dq[[j, i, k]]).abs() <= 1e-12 * sm, "{} dM sym", model.name);
+                        // q derivatives of different joints commute; within one joint the
+                        // difference is the Lie bracket: H[:,j,k] − H[:,k,j] = Σ_c κ_c ∂τ/∂q_c
+                        // with S_k × S_j = Σ_c κ_c S_c (local basis of the joint)
+                        let expected = if bj == bk && j != k {
+                            let joint = &model.joints[bj];
+                            let (iv, sj, sk) = (model.idx_v[bj], joint.subspace_column(j - model.idx_v[bj]), joint.subspace_column(k - model.idx_v[bj]));
+                            let bracket = sk.cross_motion(&sj).to_vector();
+                            let mut residual = bracket;
+                            let mut sum = 0.0;
+                            for c in 0..joint.nv() {
+                                let sc = joint.subspace_column(c).to_vector();
+                                let kappa = sc.dot(&bracket);
+                                residual -= sc * kappa;
+                                sum += kappa * dq[(i, iv + c)];
+                            }
+                            assert!(residual.norm() < 1e-14, "bracket outside the joint's algebra");
+                            sum
+                        } else {
+                            0.0
+                        };
+                        let asym = d2.d2tau_dq2[[i, j, k]] - d2.d2tau_dq2[[i, k, j]];
+                        assert!((asym - expected).abs() <= 1e-10 * sqq, "{} Hqq [{i},{j},{k}]: {asym} vs {expected}", model.name);
+                        // branch-induced sparsity: exact zeros off common paths
+                        if !on_one_path(&model, [bi, bj, bk]) {
+                            for t in [d2.d2tau_dq2, d2.d2tau_dv2, d2.d2tau_dqdv, d2.dm_dq] {
+                                assert_eq!(t[[i, j, k]], 0.0, "{} [{i},{j},{k}] off-path", model.name);
+                            }
+                        }
+                        // rotating the whole chain about a common ancestor leaves M unchanged
+                        if model.is_ancestor(bk, bi) && model.is_ancestor(bk, bj) {
+                            assert_eq!(d2.dm_dq[[i, j, k]], 0.0, "{} dM [{i},{j},{k}]", model.name);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rnea_second_order_invariances() {
+    // ∂²τ/∂q̇² and ∂M/∂q depend on q only; ∂²τ/∂q∂q̇ vanishes at q̇ = 0.
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.second_order_workspace();
+        let s = &states(&model, 22)[0];
+        let zero = vec![0.0; nv];
+        let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+        let (hvv, dm) = (d2.d2tau_dv2.clone(), d2.dm_dq.clone());
+        let d2 = rnea_second_order(&model, &mut so, &s.q, &zero, &zero).unwrap();
+        assert!(rel_err(d2.d2tau_dv2.as_slice(), hvv.as_slice()) < 1e-12, "{}", model.name);
+        assert!(rel_err(d2.dm_dq.as_slice(), dm.as_slice()) < 1e-12, "{}", model.name);
+        assert!(d2.d2tau_dqdv.as_slice().iter().all(|x| x.abs() < 1e-12), "{}", model.name);
+    }
+}
+
+#[test]
+fn rnea_second_order_contracted_matches_contraction() {
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.second_order_workspace();
+        let mut ws = model.workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        for s in states(&model, 23).iter().take(2) {
+            let lambda = random_vec(&mut rng, nv);
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let mut expected = DMatrix::zeros(nv, nv);
+            let c = rnea_second_order_contracted(&model, &mut ws, &s.q, &s.v, &s.a, &lambda).unwrap();
+            for (name, full, contracted) in [("qq", d2.d2tau_dq2, c.d2tau_dq2), ("vv", d2.d2tau_dv2, c.d2tau_dv2), ("qv", d2.d2tau_dqdv, c.d2tau_dqdv)] {
+                full.contract_first(&lambda, &mut expected);
+                assert_close(&format!("{} contracted {name}", model.name), contracted, &expected, 1e-12);
+            }
+        }
+    }
+    let model = random_tree(4, 3, &[]);
+    let mut ws = model.workspace();
+    let q = neutral(&model);
+    let v = vec![0.0; model.nv];
+    assert!(matches!(
+        rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]),
+        Err(RbdError::Dimension { arg: "lambda", .. })
+    ));
+}
+
+#[test]
+fn second_order_workspace_can_be_reused_across_trees() {
+    // The tensors are cleared only when the tree changes: a workspace used for a chain and
+    // then for a branched tree with the same nv must give the fresh workspace's result.
+    let (chain, tree) = (builders::pendulum_chain(3, false), builders::binary_tree(2));
+    assert_eq!(chain.nv, tree.nv);
+    let (zero, a) = (vec![0.0; 3], vec![0.3, -0.2, 0.5]);
+    let mut reused = chain.second_order_workspace();
+    rnea_second_order(&chain, &mut reused, &neutral(&chain), &a, &a).unwrap();
+    let mut fresh = tree.second_order_workspace();
+    let expected = rnea_second_order(&tree, &mut fresh, &neutral(&tree), &a, &zero).unwrap().d2tau_dq2.clone();
+    let got = rnea_second_order(&tree, &mut reused, &neutral(&tree), &a, &zero).unwrap();
+    assert_eq!(got.d2tau_dq2, &expected);
+    assert_eq!(reused.d2tau_dv2(), fresh.d2tau_dv2());
+    assert_eq!(reused.dm_dq(), fresh.dm_dq());
+}

@@ -2,6 +2,7 @@
 //! thread with [`Model::workspace`]; no algorithm allocates after that.
 
 use crate::algorithms::rnea_derivatives::DerivativeWorkspace;
+use crate::algorithms::rnea_second_order::SecondOrderScratch;
 use crate::model::Model;
 use nalgebra::{DMatrix, Matrix6};
 use vidyn_spatial::{Force, Inertia, Motion, Se3};
@@ -55,6 +56,9 @@ pub struct Workspace {
     pub scratch_nv: Vec<f64>,
     /// World-frame scratch and results of the dynamics derivatives.
     pub derivatives: DerivativeWorkspace,
+    /// O(n + nv²) scratch and results of the second-order derivatives (the contracted forms;
+    /// the full `(nv, nv, nv)` tensors live in a separate `SecondOrderWorkspace`).
+    pub second_order: SecondOrderScratch,
 }
 
 impl Workspace {
@@ -85,6 +89,7 @@ impl Workspace {
             minv_accelerations: vec![DMatrix::zeros(6, nv); n],
             scratch_nv: vec![0.0; nv],
             derivatives: DerivativeWorkspace::new(model),
+            second_order: SecondOrderScratch::new(model),
         }
     }
 }

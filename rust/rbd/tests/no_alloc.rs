@@ -64,3 +64,14 @@ fn algorithms_do_not_allocate_once_the_workspace_exists() {
     assert_eq!(allocations(|| aba_derivatives(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "aba derivatives");
     assert_eq!(allocations(|| frame_jacobian(&model, &mut ws, &q, frame, ReferenceFrame::World).map(|_| ())), 0, "jacobian");
 }
+
+#[test]
+fn second_order_derivatives_do_not_allocate_once_the_workspace_exists() {
+    let model = random_tree(20, 7, &Joint::examples());
+    let mut ws = model.workspace();
+    let mut so = model.second_order_workspace();
+    let q = neutral(&model);
+    let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
+    assert_eq!(allocations(|| rnea_second_order(&model, &mut so, &q, &v, &v).map(|_| ())), 0, "rnea second order");
+    assert_eq!(allocations(|| rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v).map(|_| ())), 0, "contracted");
+}

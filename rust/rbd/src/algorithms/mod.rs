@@ -10,3 +10,4 @@ pub mod kinematics;
 pub mod minverse;
 pub mod rnea;
 pub mod rnea_derivatives;
+pub mod rnea_second_order;

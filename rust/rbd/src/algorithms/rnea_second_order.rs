@@ -1,0 +1,673 @@
+//! Second-order partial derivatives of inverse dynamics: `∂²τ/∂q²`, `∂²τ/∂q̇²`, `∂²τ/∂q∂q̇`
+//! and `∂M/∂q` (IDSVA-SO, Singh, Russell & Wensing 2023, Algorithm 1), and their contractions
+//! with a co-vector `λ` (the `λᵀ∂²τ` that DDP needs) computed without forming the tensors.
+//!
+//! # Tensor layout (read once)
+//! Every tensor is an `(nv, nv, nv)` [`Tensor3`], a contiguous `Vec<f64>` in NumPy C order:
+//! entry `[i, j, k]` sits at `(i·nv + j)·nv + k`, and
+//! $$T[i, j, k] = \frac{\partial}{\partial x_k}\Big(\frac{\partial \tau_i}{\partial y_j}\Big)$$
+//! * `i` — torque (row); `j` — the **inner** (first) derivative variable (column);
+//!   `k` — the **outer** (second) derivative variable (page). This is the paper's (16)–(17)
+//!   layout and Pinocchio's `ComputeRNEASecondOrderDerivatives` layout.
+//! * `d2tau_dq2[i, j, k] = ∂/∂q_k (∂τ_i/∂q_j)`;
+//! * `d2tau_dv2[i, j, k] = ∂/∂q̇_k (∂τ_i/∂q̇_j)` (symmetric in `j, k`);
+//! * `d2tau_dqdv[i, j, k] = ∂/∂q̇_k (∂τ_i/∂q_j)`: **`j` indexes q, `k` indexes q̇**. Since
+//!   q̇ is a joint-frame velocity held fixed when q moves, the two derivatives commute (33):
+//!   this also equals `∂/∂q_j (∂τ_i/∂q̇_k)`;
+//! * `dm_dq[i, j, k] = ∂M_ij/∂q_k` (symmetric in `i, j`; equals `∂²τ_i/∂q̈_j∂q_k`).
+//!
+//! Derivatives with respect to q are taken on the configuration manifold, as in
+//! [`crate::rnea_derivatives`]: direction `k` is the right perturbation
+//! `q ⊕ δ e_k`, i.e. `M_J(q) ← M_J(q)·exp(S_k δ)` for the joint owning dof `k`. The second
+//! derivative `[·, j, k]` applies the outer perturbation first (next to `M_J(q)`):
+//! `∂²/∂ε_j∂ε_k τ(M_J · exp(ε_k S_k) · exp(ε_j S_j))`, which is what differentiating the
+//! first-order Jacobian `∂τ/∂q` (evaluated at `q ⊕ δ e_k`) along `δ` gives.
+//!
+//! **Same-joint blocks of `d2tau_dq2` are not symmetric** for joints whose motion
+//! generators do not commute (spherical, free-flyer, planar): for dofs `a ≠ b` of one joint,
+//! `H[:, a, b] − H[:, b, a] = Σ_c κ_c ∂τ/∂q_c` with `S_b ×ₘ S_a = Σ_c κ_c S_c` (the Lie bracket
+//! of the two generators; Singh et al. §II, "Notation for FO/SO derivatives"). Blocks of two
+//! different joints, all of `d2tau_dv2` (in `j, k`), and `dm_dq` (in `i, j`) are symmetric.
+//! A second-order Taylor model along the retraction `q ⊕ δ` only sees the symmetric part
+//! `½(H + Hᵀ)` in `(j, k)`, so optimisers may symmetrise.
+//!
+//! Structure: `[i, j, k]` is non-zero only if the joints of `i`, `j`, `k` lie on one path to
+//! the root (branch-induced sparsity), and `∂M_ij/∂q_k = 0` when joint `k` is an ancestor of
+//! (or equal to) both joints `i` and `j` (Appendix C, ∂M/∂q item 1).
+//!
+//! # Notation and translation of the paper
+//! The paper writes spatial vectors `[angular; linear]`, we store `[linear; angular]`. Every
+//! formula below is written with the coordinate-free operators `×ₘ` ([`Motion::cross_motion`],
+//! matrix `cross_motion_matrix`), `×*` (`cross_force_matrix`), the cross-bar
+//! `f ×̄*` with `(f ×̄*) m = m ×* f` ([`Force::cross_bar_matrix`]), inertias and power
+//! pairings. A reordering of the coordinates of both motions and forces by the same
+//! permutation conjugates all of them consistently, so the paper's formulas carry over
+//! verbatim. All quantities are world-frame, as in [`crate::rnea_derivatives`] and in the
+//! paper (its "ground frame"):
+//!
+//! | here (`rnea_derivatives`) | paper | meaning |
+//! |---|---|---|
+//! | `J_k` | `s_k` (column of `S_i`) | world-frame joint column |
+//! | `ψ_k = V_λ ×ₘ J_k` | `ψ̇_k` (Ψ̇, eq. 15) | column rate due to the parent's motion |
+//! | `α_k = A_λ ×ₘ J_k + V_λ ×ₘ ψ_k` | `ψ̈_k` (Ψ̈, eq. 15) | its second rate |
+//! | `φ_k = V_i ×ₘ J_k` | `ṡ_k` | `J̇_k` |
+//! | `B_i = (V_i×*)I_i − I_i(V_i×) + (I_iV_i)×̄*` | `2ℬ(I_i, v_i)` (14) | body "Coriolis" matrix, **without** the ½ |
+//! | `I^C`, `B^C`, `F^C` | `I^C`, `B^C` (Alg. 1's, no ½), `f^C` | subtree sums |
+//!
+//! We write `𝔅(I, s) = (s×*)I − I(s×) + (Is)×̄*` (= `2ℬ(I, s)` of (19), i.e. Alg. 1's lines
+//! 15–16 which drop the ½ as §IV-G says).
+//!
+//! # Full tensors: Algorithm 1 (IDSVA-SO), with the digest's errata applied
+//! The expressions are the paper's Appendix-C tensor expressions (q–q 1–6, q̇–q̇ 1–8,
+//! cross 1–6, ∂M/∂q 1–5; derived from (12)–(13) with the joint identities K1–K16), reduced to
+//! per-dof products and renamed to the order `k ⪯ j ⪯ i` (§IV-F; the missing blocks follow
+//! from (35), (37), (39)). With `I = I^C_i`, `B = B^C_i`, `F = F^C_i`, for each dof `p` of
+//! joint `i` (columns `s_p, ψ_p, α_p, φ_p`):
+//! * `Bs = 𝔅(I, s_p)`, `Bψ = 𝔅(I, ψ_p)`, `A0 = (I s_p)×̄*`, `A1 = (s_p×*)I − I(s_p×)`,
+//!   `A2 = 2A0 − Bs`, `A3 = Bψ + (s_p×*)B − B(s_p×)`, `A4 = (Bᵀs_p)×̄*`,
+//!   `A5 = (Bψ_p + Iα_p + s_p ×* F)×̄*`, `A6 = (s_p×*)I + A0`, `A7 = (Bs_p + I(ψ_p + φ_p))×̄*`
+//!   (lines 15–24; line 18 means `I(s_p×)`, line 20 `B(s_p×)`, and line 22 uses the
+//!   **composite** force `F^C_i`, not the body force — errata 2–3);
+//! * for each ancestor-or-self joint `j ⪯ i`, dof `t` (`s_t, ψ_t, α_t, φ_t`):
+//!   `u1 = A3ᵀs_t`, `u2 = A1ᵀs_t`, `u3 = A3ψ_t + A1α_t + A5s_t`, `u4 = A6s_t`,
+//!   `u5 = A2ψ_t + A4s_t`, `u6 = Bsψ_t + A7s_t`, `u7 = A3s_t + A1(ψ_t + φ_t)`,
+//!   `u8 = A4s_t − Bsᵀψ_t`, `u9 = A0s_t`, `u10 = Bs s_t`, `u11 = Bsᵀs_t`, `u12 = A1s_t`
+//!   (lines 29–36);
+//! * for each `k ⪯ j`, dof `r`: `p1 = u11·ψ_r`, `p2 = u8·ψ_r + u9·α_r` and the writes of lines
+//!   44–66 (see the code, which keeps the paper's line numbers).
+//!
+//! Composites are accumulated in a separate backward sweep first, so the order of the outer
+//! loop is irrelevant (every entry written for body `i` has one dof of joint `i` and two of
+//! its ancestors, so different `i` write disjoint entries). The loops over `p`, `t`, `r`
+//! visit both orders of a multi-dof joint's dofs: that is how the non-symmetric same-joint
+//! blocks are filled. Cost O(N·d²) (d = tree depth). Every call writes the same set of
+//! (structurally non-zero) entries, so the tensors are cleared only when the tree changes.
+//!
+//! # Contracted forms without the tensors
+//! `C_qq[j, k] = Σ_i λ_i ∂²τ_i/∂q_j∂q_k` (and `C_vv`, `C_qv` alike, same `(j, k)` meaning as
+//! the tensors) are obtained by summing Algorithm 1's writes over the torque index
+//! analytically. Each write has its torque on the deepest (`i`), middle (`j`) or shallowest
+//! (`k`) of the three joints:
+//! * torque on the shallowest joint: `Σ_{k ≺ j} λ_kᵀ S_kᵀ(·) = Λ̄_jᵀ(·)` with the "virtual
+//!   velocity" `Λ_b = Σ_{l ⪯ b} J_l λ_l` (a forward recursion, like `V_b` with `λ` for `q̇`)
+//!   and `Λ̄_b = Λ_{λ(b)}` (zero at a root);
+//! * torque on the middle joint: `Σ_{k ⪯ j ≺ i} J_j λ_j = Λ̄_i − Λ̄_k`;
+//! * torque on the deepest joint: the per-dof matrices are linear in `s_p` for fixed `I^C_i`,
+//!   `B^C_i`, so `Σ_{i ⪰ j} Σ_p λ_{ip}(·)` only needs subtree sums over `i ⪰ j` of
+//!   `σ_i = J_iλ_i`: `Y_j = Σ I^C_i σ_i`, `X_j = Σ B^{C T}_i σ_i`,
+//!   `W_j = Σ (σ_i×*)I^C_i − I^C_i(σ_i×)` and `Z_j = W_j + Y_j ×̄*` (`= Σ 𝔅(I^C_i, σ_i)`).
+//!
+//! For a pair (dof `c` of joint `i`, dof `r` of an ancestor-or-self joint `b ⪯ i`), the
+//! middle- and shallowest-joint terms carry `Λ̄_i − Λ̄_b` and `Λ̄_b`, applied to the *same*
+//! products of lines 46–49 and 53/56/59–61 (`u1 ↔ u3, u7`; `u2`; `u11 ↔ u6, u10`), so they
+//! add up to terms in `Λ̄_i` alone — per dof `c`: `A1ᵀΛ̄_i`, `BsᵀΛ̄_i`, `A3ᵀΛ̄_i` — except the
+//! `A5`, `A7` parts of `u3`, `u6`, which become `f₅·κ_r`, `f₇·κ_r` with `A5 = f₅×̄*`,
+//! `A7 = f₇×̄*` and `κ_r = Λ̄_b ×ₘ J_r` (from `⟨a ×ₘ m, f⟩ = −⟨m, a ×* f⟩`). The products
+//! with `A1`, `A3`, `A6` are evaluated from that identity too, without forming the matrices.
+//! What remains is one double loop over pairs of dofs on a common path, exactly like the
+//! first-order derivatives: O(N·d) with ~15 6×6 matrix–vector products per dof and 6
+//! six-vector dot products per pair; no `nv³` storage. For `b ≠ i` the result is symmetric in
+//! `(c, r)` for `C_qq` and `C_vv` (different joints commute).
+
+use crate::algorithms::kinematics::placements_unchecked;
+use crate::check::{check_configuration, check_tangent};
+use crate::error::Result;
+use crate::model::Model;
+use crate::workspace::Workspace;
+use nalgebra::{DMatrix, Matrix6, Vector6};
+use std::ops::{Index, IndexMut};
+use vidyn_spatial::{Force, Motion};
+
+/// A dense 3-index tensor of `f64` stored contiguously in NumPy C (row-major) order:
+/// entry `[i, j, k]` of a `(n0, n1, n2)` tensor is `as_slice()[(i·n1 + j)·n2 + k]`, so
+/// `numpy.asarray(t.as_slice()).reshape(t.shape())` is the same tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor3 {
+    data: Vec<f64>,
+    shape: [usize; 3],
+}
+
+impl Tensor3 {
+    /// A tensor of zeros with the given shape.
+    #[must_use]
+    pub fn zeros(shape: [usize; 3]) -> Self {
+        Self { data: vec![0.0; shape[0] * shape[1] * shape[2]], shape }
+    }
+
+    /// `[n0, n1, n2]`.
+    #[inline]
+    #[must_use]
+    pub fn shape(&self) -> [usize; 3] {
+        self.shape
+    }
+
+    /// All entries in C order.
+    #[inline]
+    #[must_use]
+    pub fn as_slice(&self) -> &[f64] {
+        &self.data
+    }
+
+    /// All entries in C order, mutable.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [f64] {
+        &mut self.data
+    }
+
+    /// Position of `[i, j, k]` in [`Self::as_slice`].
+    #[inline]
+    #[must_use]
+    pub fn offset(&self, i: usize, j: usize, k: usize) -> usize {
+        debug_assert!(i < self.shape[0] && j < self.shape[1] && k < self.shape[2]);
+        (i * self.shape[1] + j) * self.shape[2] + k
+    }
+
+    /// Sets every entry to `x`.
+    pub fn fill(&mut self, x: f64) {
+        self.data.fill(x);
+    }
+
+    /// `out[j, k] = Σ_i λ_i T[i, j, k]` (the contraction over the first index). `out` must be
+    /// `(n1, n2)` and `lambda` of length `n0`. No allocation.
+    pub fn contract_first(&self, lambda: &[f64], out: &mut DMatrix<f64>) {
+        let [n0, n1, n2] = self.shape;
+        assert!(lambda.len() == n0 && out.nrows() == n1 && out.ncols() == n2, "contract_first: shape mismatch");
+        out.fill(0.0);
+        for (i, &l) in lambda.iter().enumerate() {
+            if l == 0.0 {
+                continue;
+            }
+            let page = &self.data[i * n1 * n2..(i + 1) * n1 * n2];
+            for j in 0..n1 {
+                for k in 0..n2 {
+                    out[(j, k)] += l * page[j * n2 + k];
+                }
+            }
+        }
+    }
+}
+
+impl Index<[usize; 3]> for Tensor3 {
+    type Output = f64;
+    #[inline]
+    fn index(&self, [i, j, k]: [usize; 3]) -> &f64 {
+        &self.data[self.offset(i, j, k)]
+    }
+}
+
+impl IndexMut<[usize; 3]> for Tensor3 {
+    #[inline]
+    fn index_mut(&mut self, [i, j, k]: [usize; 3]) -> &mut f64 {
+        let o = self.offset(i, j, k);
+        &mut self.data[o]
+    }
+}
+
+/// The four second-order partials of inverse dynamics, borrowed from a
+/// [`SecondOrderWorkspace`]. Layout: see the module documentation (`[i, j, k]` = torque,
+/// inner, outer derivative; C order).
+#[derive(Debug)]
+pub struct RneaSecondOrder<'w> {
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q_k (∂τ_i/∂q_j)`.
+    pub d2tau_dq2: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q̇_k (∂τ_i/∂q̇_j)`, symmetric in `j, k`.
+    pub d2tau_dv2: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q̇_k (∂τ_i/∂q_j)` — `j` is q, `k` is q̇.
+    pub d2tau_dqdv: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂M_ij/∂q_k`, symmetric in `i, j`.
+    pub dm_dq: &'w Tensor3,
+}
+
+/// The `λ`-contracted second-order partials, borrowed from the [`Workspace`]:
+/// `[j, k] = Σ_i λ_i T[i, j, k]` for each tensor `T` of [`RneaSecondOrder`] (same meaning of
+/// `j` and `k`).
+#[derive(Debug)]
+pub struct RneaSecondOrderContracted<'w> {
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q_k (∂τ_i/∂q_j)`.
+    pub d2tau_dq2: &'w DMatrix<f64>,
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q̇_k (∂τ_i/∂q̇_j)`, symmetric.
+    pub d2tau_dv2: &'w DMatrix<f64>,
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q̇_k (∂τ_i/∂q_j)` — `j` is q, `k` is q̇.
+    pub d2tau_dqdv: &'w DMatrix<f64>,
+}
+
+/// Scratch of the second-order algorithms that fits in O(n + nv²), kept in every
+/// [`Workspace`] (field `second_order`). Sizes: `n` bodies, `nv` dofs.
+#[derive(Clone, Debug)]
+pub struct SecondOrderScratch {
+    /// `(nv,)` per dof, world frame: `[J_k, ψ_k, α_k, φ_k]` as 6-vectors (`[lin; ang]`).
+    pub dof: Vec<[Vector6<f64>; 4]>,
+    /// `(n,)` `σ_b = Σ_{k ∈ b} J_k λ_k`. Contracted forms.
+    pub sigma: Vec<Vector6<f64>>,
+    /// `(n,)` `Λ̄_b = Σ_{l ≺ b} σ_l` (the parent's virtual velocity). Contracted forms.
+    pub lambda_parent: Vec<Vector6<f64>>,
+    /// `(nv,)` `κ_k = Λ̄_b ×ₘ J_k` for dof `k` of body `b`. Contracted forms.
+    pub kappa: Vec<Vector6<f64>>,
+    /// `(n,)` subtree sums `Y_b = Σ_{i ⪰ b} I^C_i σ_i`. Contracted forms.
+    pub sum_y: Vec<Vector6<f64>>,
+    /// `(n,)` subtree sums `X_b = Σ_{i ⪰ b} B^{C T}_i σ_i`. Contracted forms.
+    pub sum_x: Vec<Vector6<f64>>,
+    /// `(n,)` subtree sums `W_b = Σ_{i ⪰ b} (σ_i×*)I^C_i − I^C_i(σ_i×)` (symmetric).
+    pub sum_w: Vec<Matrix6<f64>>,
+    /// `(nv, nv)` `λᵀ ∂²τ/∂q²`. Contracted forms.
+    pub d2tau_dq2: DMatrix<f64>,
+    /// `(nv, nv)` `λᵀ ∂²τ/∂q̇²`. Contracted forms.
+    pub d2tau_dv2: DMatrix<f64>,
+    /// `(nv, nv)` `λᵀ ∂²τ/∂q∂q̇`. Contracted forms.
+    pub d2tau_dqdv: DMatrix<f64>,
+}
+
+impl SecondOrderScratch {
+    pub(crate) fn new(model: &Model) -> Self {
+        let (n, nv) = (model.nbodies(), model.nv);
+        Self {
+            dof: vec![[Vector6::zeros(); 4]; nv],
+            sigma: vec![Vector6::zeros(); n],
+            lambda_parent: vec![Vector6::zeros(); n],
+            kappa: vec![Vector6::zeros(); nv],
+            sum_y: vec![Vector6::zeros(); n],
+            sum_x: vec![Vector6::zeros(); n],
+            sum_w: vec![Matrix6::zeros(); n],
+            d2tau_dq2: DMatrix::zeros(nv, nv),
+            d2tau_dv2: DMatrix::zeros(nv, nv),
+            d2tau_dqdv: DMatrix::zeros(nv, nv),
+        }
+    }
+}
+
+/// Workspace of [`rnea_second_order`]: an ordinary [`Workspace`] plus the four
+/// `(nv, nv, nv)` output tensors (`4·nv³` doubles — 1.5 MB at nv = 36, 32 MB at nv = 100),
+/// kept out of [`Workspace`] so that only callers of the full tensors pay for them. Create
+/// it once with [`Model::second_order_workspace`]; [`rnea_second_order`] then allocates
+/// nothing. The embedded `workspace` can be used with every other algorithm.
+///
+/// The tensors are only readable (through [`rnea_second_order`]'s result or the getters):
+/// the algorithm writes the same structurally non-zero entries on every call, so it clears
+/// the `4·nv³` entries only when the tree structure differs from the previous call's (a
+/// saving of O(nv³) per call, which dominates on branched trees).
+#[derive(Clone, Debug)]
+pub struct SecondOrderWorkspace {
+    /// Ordinary scratch (placements, world-frame kinematics, composites).
+    pub workspace: Workspace,
+    d2tau_dq2: Tensor3,
+    d2tau_dv2: Tensor3,
+    d2tau_dqdv: Tensor3,
+    dm_dq: Tensor3,
+    /// `(parent, nv)` of every body of the tree whose non-zero pattern the tensors hold
+    /// (every other entry is zero).
+    structure: Vec<(Option<usize>, usize)>,
+}
+
+impl SecondOrderWorkspace {
+    /// Allocates everything [`rnea_second_order`] needs for `model`.
+    #[must_use]
+    pub fn new(model: &Model) -> Self {
+        let shape = [model.nv; 3];
+        Self {
+            workspace: Workspace::new(model),
+            d2tau_dq2: Tensor3::zeros(shape),
+            d2tau_dv2: Tensor3::zeros(shape),
+            d2tau_dqdv: Tensor3::zeros(shape),
+            dm_dq: Tensor3::zeros(shape),
+            structure: structure(model).collect(),
+        }
+    }
+
+    /// `∂²τ/∂q²` of the last [`rnea_second_order`] call, see [`RneaSecondOrder`].
+    #[must_use]
+    pub fn d2tau_dq2(&self) -> &Tensor3 {
+        &self.d2tau_dq2
+    }
+
+    /// `∂²τ/∂q̇²` of the last call.
+    #[must_use]
+    pub fn d2tau_dv2(&self) -> &Tensor3 {
+        &self.d2tau_dv2
+    }
+
+    /// `∂²τ/∂q∂q̇` of the last call.
+    #[must_use]
+    pub fn d2tau_dqdv(&self) -> &Tensor3 {
+        &self.d2tau_dqdv
+    }
+
+    /// `∂M/∂q` of the last call.
+    #[must_use]
+    pub fn dm_dq(&self) -> &Tensor3 {
+        &self.dm_dq
+    }
+}
+
+fn structure(model: &Model) -> impl Iterator<Item = (Option<usize>, usize)> + '_ {
+    model.parents.iter().zip(&model.joints).map(|(p, j)| (*p, j.nv()))
+}
+
+impl Model {
+    /// A fresh [`SecondOrderWorkspace`] (workspace plus the `(nv, nv, nv)` tensors of
+    /// [`rnea_second_order`]).
+    #[must_use]
+    pub fn second_order_workspace(&self) -> SecondOrderWorkspace {
+        SecondOrderWorkspace::new(self)
+    }
+}
+
+#[inline]
+fn crf(m: &Vector6<f64>) -> Matrix6<f64> {
+    Motion::from_vector(m).cross_force_matrix()
+}
+
+#[inline]
+fn crm(m: &Vector6<f64>) -> Matrix6<f64> {
+    Motion::from_vector(m).cross_motion_matrix()
+}
+
+/// `f ×̄*`, the matrix with `(f ×̄*) m = m ×* f`.
+#[inline]
+fn crossbar(f: &Vector6<f64>) -> Matrix6<f64> {
+    Force::from_vector(f).cross_bar_matrix()
+}
+
+/// `a ×ₘ b`.
+#[inline]
+fn cross_motion(a: &Vector6<f64>, b: &Vector6<f64>) -> Vector6<f64> {
+    Motion::from_vector(a).cross_motion(&Motion::from_vector(b)).to_vector()
+}
+
+/// `m ×* f`.
+#[inline]
+fn cross_force(m: &Vector6<f64>, f: &Vector6<f64>) -> Vector6<f64> {
+    Motion::from_vector(m).cross_force(&Force::from_vector(f)).to_vector()
+}
+
+/// `(s×*)I − I(s×)` for a symmetric `I`: with `P = (s×*)I`, `I(s×) = −Pᵀ`, so it is `P + Pᵀ`.
+#[inline]
+fn inertia_rate(i: &Matrix6<f64>, s: &Vector6<f64>) -> Matrix6<f64> {
+    let p = crf(s) * i;
+    p + p.transpose()
+}
+
+/// World-frame forward pass and composite sums shared by both algorithms: fills
+/// `ws.derivatives.{columns, psi, phi, alpha, velocities, accelerations, composite_*}`
+/// (exactly as [`crate::rnea_derivatives`] does, `B` without the ½) and
+/// `ws.second_order.dof`. O(n).
+fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64]) {
+    placements_unchecked(model, ws, q);
+    let n = model.nbodies();
+    let d = &mut ws.derivatives;
+    let so = &mut ws.second_order;
+    for i in 0..n {
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        let o = &ws.placements[i];
+        let (vp, ap) = match model.parents[i] {
+            Some(p) => (d.velocities[p], d.accelerations[p]),
+            None => (Motion::zero(), -model.gravity),
+        };
+        let mut vi = vp;
+        for c in 0..j.nv() {
+            let col = o.act_motion(&j.subspace_column(c));
+            d.columns[iv + c] = col;
+            vi += col * v[iv + c];
+        }
+        let mut ai = ap;
+        for c in 0..j.nv() {
+            let col = d.columns[iv + c];
+            let phi = vi.cross_motion(&col);
+            let psi = vp.cross_motion(&col);
+            let alpha = ap.cross_motion(&col) - psi.cross_motion(&vp);
+            d.phi[iv + c] = phi;
+            d.psi[iv + c] = psi;
+            d.alpha[iv + c] = alpha;
+            so.dof[iv + c] = [col.to_vector(), psi.to_vector(), alpha.to_vector(), phi.to_vector()];
+            ai += col * a[iv + c] + phi * v[iv + c];
+        }
+        d.velocities[i] = vi;
+        d.accelerations[i] = ai;
+        let inertia = model.inertias[i].transformed(o);
+        let h = inertia.mul_motion(&vi);
+        let im = inertia.to_matrix();
+        d.composite_forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&h);
+        d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
+        d.composite_inertias[i] = im;
+    }
+    for i in (0..n).rev() {
+        if let Some(p) = model.parents[i] {
+            let (f, b, ic) = (d.composite_forces[i], d.composite_b[i], d.composite_inertias[i]);
+            d.composite_forces[p] += f;
+            d.composite_b[p] += b;
+            d.composite_inertias[p] += ic;
+        }
+    }
+}
+
+/// Second-order partial derivatives of `τ = rnea(q, v, a)` by IDSVA-SO (Singh, Russell &
+/// Wensing 2023, Algorithm 1 with the digest's errata), in the world frame:
+/// $$\frac{\partial^2\tau}{\partial q^2},\ \frac{\partial^2\tau}{\partial\dot q^2},\
+///   \frac{\partial^2\tau}{\partial q\,\partial\dot q},\ \frac{\partial M}{\partial q}
+///   \;(=\tfrac{\partial^2\tau}{\partial\ddot q\,\partial q})$$
+/// `q`: (nq,), `v`, `a`: (nv,); four `(nv, nv, nv)` tensors, `[i, j, k]` = torque, inner,
+/// outer derivative, C order (the module documentation states the layout and the manifold
+/// convention precisely). `∂²τ/∂q̈² = ∂²τ/∂q̈∂q̇ = 0` are not returned.
+/// Cost O(N·d²) (d = tree depth); no allocation (the tensors are cleared only when the
+/// workspace is used with a different tree, see [`SecondOrderWorkspace`]).
+/// Errors: wrong lengths, non-finite entries, non-unit quaternions.
+/// Checked against central differences of [`crate::rnea_derivatives`] (and of
+/// [`crate::crba`] for `∂M/∂q`) in `tests::rnea_second_order_matches_differences_of_first_order`.
+pub fn rnea_second_order<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<RneaSecondOrder<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    let nv = model.nv;
+    assert_eq!(ws.d2tau_dq2.shape(), [nv; 3], "rnea_second_order: the workspace was created for a model with another nv");
+    forward_and_composites(model, &mut ws.workspace, q, v, a);
+    let d = &ws.workspace.derivatives;
+    let dof = &ws.workspace.second_order.dof;
+    let hqq = &mut ws.d2tau_dq2.data;
+    let hvv = &mut ws.d2tau_dv2.data;
+    let hqv = &mut ws.d2tau_dqdv.data;
+    let dm = &mut ws.dm_dq.data;
+    if ws.structure.len() != model.nbodies() || !structure(model).eq(ws.structure.iter().copied()) {
+        // another tree: its zero pattern differs, clear everything once
+        hqq.fill(0.0);
+        hvv.fill(0.0);
+        hqv.fill(0.0);
+        dm.fill(0.0);
+        ws.structure.clear();
+        ws.structure.extend(structure(model));
+    }
+    let at = |i: usize, j: usize, k: usize| (i * nv + j) * nv + k;
+    let dofs = |b: usize| model.idx_v[b]..model.idx_v[b] + model.joints[b].nv();
+    for i in 0..model.nbodies() {
+        let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
+        let fc = d.composite_forces[i].to_vector();
+        for p in dofs(i) {
+            let [sp, psip, alphap, phip] = dof[p];
+            // lines 15–24
+            let a1 = inertia_rate(ic, &sp);
+            let a0 = crossbar(&(ic * sp));
+            let bs = a1 + a0;
+            let bpsi = inertia_rate(ic, &psip) + crossbar(&(ic * psip));
+            let a2 = a0 * 2.0 - bs;
+            let a3 = bpsi + crf(&sp) * bc - bc * crm(&sp);
+            let a4 = crossbar(&bc.tr_mul(&sp));
+            let a5 = crossbar(&(bc * psip + ic * alphap + cross_force(&sp, &fc)));
+            let a6 = crf(&sp) * ic + a0;
+            let a7 = crossbar(&(bc * sp + ic * (psip + phip)));
+            let mut jb = Some(i);
+            while let Some(j) = jb {
+                for t in dofs(j) {
+                    let [st, psit, alphat, phit] = dof[t];
+                    // lines 29–36
+                    let u1 = a3.tr_mul(&st);
+                    let u2 = a1.tr_mul(&st);
+                    let u3 = a3 * psit + a1 * alphat + a5 * st;
+                    let u4 = a6 * st;
+                    let u5 = a2 * psit + a4 * st;
+                    let u6 = bs * psit + a7 * st;
+                    let u7 = a3 * st + a1 * (psit + phit);
+                    let u8 = a4 * st - bs.tr_mul(&psit);
+                    let u9 = a0 * st;
+                    let u10 = bs * st;
+                    let u11 = bs.tr_mul(&st);
+                    let u12 = a1 * st;
+                    let mut kb = Some(j);
+                    while let Some(k) = kb {
+                        for r in dofs(k) {
+                            let [sr, psir, alphar, phir] = dof[r];
+                            let p1 = u11.dot(&psir);
+                            let p2 = u8.dot(&psir) + u9.dot(&alphar);
+                            hqq[at(p, t, r)] = p2; // line 44
+                            hqv[at(p, r, t)] = -p1;
+                            if j != i {
+                                let x = u1.dot(&psir) + u2.dot(&alphar); // line 46
+                                hqq[at(t, r, p)] = x;
+                                hqq[at(t, p, r)] = x;
+                                hqv[at(t, p, r)] = u1.dot(&sr) + u2.dot(&(phir + psir)); // 47
+                                hqv[at(t, r, p)] = p1; // 48
+                                let y = u11.dot(&sr); // 49
+                                hvv[at(t, r, p)] = y;
+                                hvv[at(t, p, r)] = y;
+                                let m = sr.dot(&u12); // 50
+                                dm[at(r, t, p)] = m;
+                                dm[at(t, r, p)] = m;
+                            }
+                            if k != j {
+                                hqq[at(p, r, t)] = p2; // line 53
+                                let x = sr.dot(&u3);
+                                hqq[at(r, p, t)] = x;
+                                let y = -u11.dot(&sr); // 54
+                                hvv[at(p, t, r)] = y;
+                                hvv[at(p, r, t)] = y;
+                                hqv[at(p, t, r)] = sr.dot(&u5) + u9.dot(&(phir + psir)); // 55
+                                hqv[at(r, t, p)] = sr.dot(&u6); // 56
+                                let m = sr.dot(&u9); // 57
+                                dm[at(r, p, t)] = m;
+                                dm[at(p, r, t)] = m;
+                                if j != i {
+                                    hqq[at(r, t, p)] = x; // 59
+                                    hqv[at(r, p, t)] = sr.dot(&u7); // 60
+                                    let z = sr.dot(&u10); // 61
+                                    hvv[at(r, p, t)] = z;
+                                    hvv[at(r, t, p)] = z;
+                                } else {
+                                    hvv[at(r, t, p)] = sr.dot(&u4); // 63
+                                }
+                            } else {
+                                hvv[at(p, t, r)] = -u2.dot(&sr); // 66
+                            }
+                        }
+                        kb = model.parents[k];
+                    }
+                }
+                jb = model.parents[j];
+            }
+        }
+    }
+    Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
+}
+
+/// The `λ`-contracted second-order partials of `τ = rnea(q, v, a)`,
+/// $$\sum_i \lambda_i \frac{\partial^2\tau_i}{\partial q^2},\quad
+///   \sum_i \lambda_i \frac{\partial^2\tau_i}{\partial\dot q^2},\quad
+///   \sum_i \lambda_i \frac{\partial^2\tau_i}{\partial q\,\partial\dot q}$$
+/// (`[j, k]` = inner, outer derivative as in [`RneaSecondOrder`]; for the mixed one `j` is q
+/// and `k` is q̇), computed **without forming the tensors** by summing Algorithm 1's writes
+/// over the torque index analytically (module documentation, "Contracted forms").
+/// `q`: (nq,), `v`, `a`, `lambda`: (nv,); three `(nv, nv)` matrices in `ws.second_order`.
+/// Cost O(N·d) like [`crate::rnea_derivatives`] (≈ 1.1–1.5× its time), no allocation.
+/// Overwrites the world-frame kinematic scratch of `ws.derivatives` (not its result
+/// matrices). Checked against the contraction of [`rnea_second_order`]'s tensors in
+/// `tests::rnea_second_order_contracted_matches_contraction`.
+pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64]) -> Result<RneaSecondOrderContracted<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    check_tangent(model, lambda, "lambda")?;
+    forward_and_composites(model, ws, q, v, a);
+    let n = model.nbodies();
+    let d = &ws.derivatives;
+    let so = &mut ws.second_order;
+    let dofs = |b: usize| model.idx_v[b]..model.idx_v[b] + model.joints[b].nv();
+    // σ, Λ̄, κ (forward), then the subtree sums Y, X, W (backward)
+    for b in 0..n {
+        let lbar = match model.parents[b] {
+            Some(p) => so.lambda_parent[p] + so.sigma[p],
+            None => Vector6::zeros(),
+        };
+        so.lambda_parent[b] = lbar;
+        let mut sigma = Vector6::zeros();
+        for c in dofs(b) {
+            let s = so.dof[c][0];
+            sigma += s * lambda[c];
+            so.kappa[c] = cross_motion(&lbar, &s);
+        }
+        so.sigma[b] = sigma;
+        let ic = &d.composite_inertias[b];
+        so.sum_y[b] = ic * sigma;
+        so.sum_x[b] = d.composite_b[b].tr_mul(&sigma);
+        so.sum_w[b] = inertia_rate(ic, &sigma);
+    }
+    for b in (0..n).rev() {
+        if let Some(p) = model.parents[b] {
+            let (y, x, w) = (so.sum_y[b], so.sum_x[b], so.sum_w[b]);
+            so.sum_y[p] += y;
+            so.sum_x[p] += x;
+            so.sum_w[p] += w;
+        }
+    }
+    let (cqq, cvv, cqv) = (&mut so.d2tau_dq2, &mut so.d2tau_dv2, &mut so.d2tau_dqdv);
+    cqq.fill(0.0);
+    cvv.fill(0.0);
+    cqv.fill(0.0);
+    let (dof, kappa) = (&so.dof, &so.kappa);
+    for i in 0..n {
+        let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
+        let fc = d.composite_forces[i].to_vector();
+        let (ysum, xsum, wsum) = (so.sum_y[i], so.sum_x[i], &so.sum_w[i]);
+        let lb = so.lambda_parent[i];
+        let (il, btl) = (ic * lb, bc.tr_mul(&lb));
+        for c in dofs(i) {
+            let [s, psi, alpha, phi] = dof[c];
+            // Σ over the deepest joint (subtree sums), dof c as Algorithm 1's (j, t); with
+            // Z = W + Y×̄* (W symmetric, Y×̄* skew): Zᵀx = Wx − x×*Y, Zx = Wx + x×*Y
+            let (w2, w_psi) = (wsum * s, wsum * psi);
+            let (s_x, s_y, psi_y) = (cross_force(&s, &xsum), cross_force(&s, &ysum), cross_force(&psi, &ysum));
+            let w8 = s_x - w_psi + psi_y;
+            let w9 = s_y;
+            let w11 = w2 - s_y;
+            let w5 = psi_y - w_psi + s_x;
+            // dof c as Algorithm 1's (i, p), contracted with Λ̄_i: A1ᵀΛ̄, BsᵀΛ̄, A3ᵀΛ̄, A6ᵀΛ̄
+            // (from ⟨a×b, f⟩ = −⟨b, a×*f⟩ and (f×̄*)ᵀ = −f×̄*, without forming the matrices)
+            let (is, ipsi) = (ic * s, ic * psi);
+            let i_sxl = ic * cross_motion(&s, &lb);
+            let g1 = cross_force(&s, &il) - i_sxl;
+            let gb = g1 - cross_force(&lb, &is);
+            let g3 = cross_force(&psi, &il) - ic * cross_motion(&psi, &lb) - cross_force(&lb, &ipsi) - bc.tr_mul(&cross_motion(&s, &lb)) + cross_force(&s, &btl);
+            let h6 = -i_sxl - cross_force(&lb, &is);
+            let f5 = bc * psi + ic * alpha + cross_force(&s, &fc); // A5 = f5 ×̄*
+            let f7 = bc * s + ic * (psi + phi); // A7 = f7 ×̄*
+            let (e_psi, e_alpha, e_v, e_s) = (w8 + g3, w9 + g1, gb - w11, w5 + g3);
+            let mut body = Some(i);
+            while let Some(b) = body {
+                for r in dofs(b) {
+                    let [sr, psir, alphar, phir] = dof[r];
+                    let x = e_psi.dot(&psir) + e_alpha.dot(&alphar) + f5.dot(&kappa[r]);
+                    cqq[(c, r)] += x;
+                    cqv[(r, c)] += e_v.dot(&psir) + f7.dot(&kappa[r]);
+                    if b != i {
+                        cqq[(r, c)] += x;
+                        cqv[(c, r)] += e_s.dot(&sr) + e_alpha.dot(&(phir + psir));
+                        let y = e_v.dot(&sr);
+                        cvv[(c, r)] += y;
+                        cvv[(r, c)] += y;
+                    } else {
+                        cvv[(c, r)] -= w2.dot(&sr);
+                        cvv[(r, c)] += h6.dot(&sr);
+                    }
+                }
+                body = model.parents[b];
+            }
+        }
+    }
+    Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
+}
