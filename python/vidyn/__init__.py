@@ -34,6 +34,7 @@ from vidyn._core import (
     VidynError,
     __version__,
     aba,
+    aba_derivatives,
     crba,
     forward_kinematics,
     frame_placement,
@@ -45,6 +46,7 @@ from vidyn._core import (
     nonlinear_effects,
     potential_energy,
     rnea,
+    rnea_derivatives,
 )
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "VidynError",
     "__version__",
     "aba",
+    "aba_derivatives",
     "crba",
     "forward_kinematics",
     "frame_placement",
@@ -71,4 +74,5 @@ __all__ = [
     "nonlinear_effects",
     "potential_energy",
     "rnea",
+    "rnea_derivatives",
 ]

@@ -248,6 +248,20 @@ def aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike) -> _Array:
     q (nq,), v (nv,), tau (nv,) -> a (nv,). Raises ModelError when a subtree has no inertia
     along a joint axis."""
 
+def rnea_derivatives(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> tuple[_Array, _Array, _Array]:
+    """First-order derivatives of inverse dynamics ``(dtau_dq, dtau_dv, dtau_da)``.
+
+    q (nq,), v (nv,), a (nv,) -> three (nv, nv) arrays, row = torque, column = variable;
+    ``dtau_da`` is ``M(q)``. Derivatives in q are along ``integrate(q, h e_k)`` (tangent
+    space, dimension nv), Pinocchio's convention for ``computeRNEADerivatives``."""
+
+def aba_derivatives(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike) -> tuple[_Array, _Array, _Array]:
+    """First-order derivatives of forward dynamics ``(dddq_dq, dddq_dv, dddq_dtau)``.
+
+    q (nq,), v (nv,), tau (nv,) -> three (nv, nv) arrays, row = acceleration, column =
+    variable; ``dddq_dtau`` is ``M(q)⁻¹``. Derivatives in q are along ``integrate(q, h e_k)``,
+    Pinocchio's convention for ``computeABADerivatives``."""
+
 def crba(model: Model, q: _ArrayLike) -> _Array:
     """Joint-space inertia matrix ``M(q)`` (CRBA), full and symmetric. q (nq,) -> (nv, nv)."""
 

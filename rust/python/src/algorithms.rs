@@ -61,6 +61,56 @@ pub fn aba<'py>(
     Ok(convert::vector_out(py, a))
 }
 
+/// First-order derivatives of inverse dynamics: `(dtau_dq, dtau_dv, dtau_da = M)`.
+///
+/// q: (nq,), v: (nv,), a: (nv,) -> three (nv, nv) arrays; row = torque, column = variable;
+/// derivatives in q are along the manifold directions `integrate(q, h e_k)`.
+#[pyfunction]
+pub fn rnea_derivatives<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, a) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(a, "a", m)?,
+    );
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let d = detached(py, move || rbd::rnea_derivatives(m, ws, &q, &v, &a))?;
+    Ok((convert::matrix_out(py, d.dtau_dq), convert::matrix_out(py, d.dtau_dv), convert::matrix_out(py, d.dtau_da)))
+}
+
+/// First-order derivatives of forward dynamics: `(dddq_dq, dddq_dv, dddq_dtau = M^-1)`.
+///
+/// q: (nq,), v: (nv,), tau: (nv,) -> three (nv, nv) arrays; row = acceleration, column =
+/// variable; derivatives in q are along the manifold directions `integrate(q, h e_k)`.
+#[pyfunction]
+pub fn aba_derivatives<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, tau) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(tau, "tau", m)?,
+    );
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let d = detached(py, move || rbd::aba_derivatives(m, ws, &q, &v, &tau))?;
+    Ok((convert::matrix_out(py, d.dddq_dq), convert::matrix_out(py, d.dddq_dv), convert::matrix_out(py, d.dddq_dtau)))
+}
+
 /// Joint-space inertia matrix `M(q)` (CRBA), full and symmetric.
 ///
 /// q: (nq,) -> M: (nv, nv)

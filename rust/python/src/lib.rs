@@ -47,6 +47,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<algorithms::Kinematics>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::aba_derivatives, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::crba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::minverse, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::gravity, m)?)?;
