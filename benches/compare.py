@@ -56,6 +56,7 @@ ROBOTS = [
     ("talos_full", "talos_data/robots/talos_full_v2.urdf", "freeflyer"),
 ]
 CHAIN_SIZES = [5, 10, 20, 50, 100, 200]
+NOISE_SPREAD = 1.15  # max/min of a program's per-round medians above which a row is flagged
 ALGOS = ["fk", "rnea", "aba", "crba", "minverse"]
 ALGO_TITLES = {"fk": "FK (q,v,a)", "rnea": "RNEA", "aba": "ABA", "crba": "CRBA", "minverse": "M⁻¹"}
 
@@ -229,18 +230,29 @@ def check_agreement(exes, urdf, root, model_bin, vid_states, pin_states, mapping
     return errs
 
 
-def time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, passes, min_time) -> list[dict]:
+def time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, passes, min_time, rounds) -> list[dict]:
+    """Times every algorithm with every program, `rounds` times, alternating the order of the
+    programs between rounds; keeps for each program the lowest of its per-round medians (the
+    machine is shared, so the least disturbed round is the most representative)."""
     rows = []
     for algo in algos:
-        for key, exe in exes.items():
-            lib, variant = key.split(":")
-            common = ["--robot", name, "--variant", variant, "--passes", str(passes), "--min-time", str(min_time)]
-            if lib == "vidyn":
-                cmd = [str(exe), "--urdf", str(urdf), "--root", root, "--states", str(vid_states), "--algos", algo]
-            else:
-                pin_algos = algo + (",crba_upper" if algo == "crba" else "")
-                cmd = [str(exe), "--model", str(model_bin), "--states", str(pin_states), "--algos", pin_algos]
-            rows += parse_lines(run(cmd + common))
+        runs: dict[tuple, list[dict]] = {}
+        items = list(exes.items())
+        for rnd in range(rounds):
+            for key, exe in (items if rnd % 2 == 0 else items[::-1]):
+                lib, variant = key.split(":")
+                common = ["--robot", name, "--variant", variant, "--passes", str(passes), "--min-time", str(min_time)]
+                if lib == "vidyn":
+                    cmd = [str(exe), "--urdf", str(urdf), "--root", root, "--states", str(vid_states), "--algos", algo]
+                else:
+                    pin_algos = algo + (",crba_upper" if algo == "crba" else "")
+                    cmd = [str(exe), "--model", str(model_bin), "--states", str(pin_states), "--algos", pin_algos]
+                for r in parse_lines(run(cmd + common)):
+                    runs.setdefault((r["lib"], r["variant"], r["algo"]), []).append(r)
+        for rs in runs.values():
+            best = dict(min(rs, key=lambda r: r["median_ns"]))
+            best["round_medians_ns"] = [r["median_ns"] for r in rs]
+            rows.append(best)
     return rows
 
 
@@ -287,6 +299,13 @@ def fmt_ratio(r: float | None) -> str:
 
 def build_report(results, checks, info, args, robot_nv) -> str:
     med = {(r["lib"], r["variant"], r["robot"], r["algo"]): r["median_ns"] for r in results}
+    spread = {(r["lib"], r["variant"], r["robot"], r["algo"]): max(r["round_medians_ns"]) / min(r["round_medians_ns"])
+              for r in results}
+
+    def noisy(robot, algo, variants) -> str:
+        worst_spread = max(spread.get((lib, var, robot, algo), 1.0) for lib, var in variants)
+        return " †" if worst_spread > NOISE_SPREAD else ""
+
     variants = sorted({(r["lib"], r["variant"]) for r in results})
     native = ("vidyn", "native") in variants and ("pinocchio", "native") in variants
     robots = list(dict.fromkeys(r["robot"] for r in results))
@@ -297,9 +316,12 @@ def build_report(results, checks, info, args, robot_nv) -> str:
         "",
         f"- Machine: {info['cpu']}, {info['nproc']} logical CPUs ({info['flags_native']}); load average at the start: {info['load']}",
         f"- {info['rustc']}; {info['cxx']}; Pinocchio {info['pinocchio']} (pin wheel)",
-        f"- {args.count} random states per robot (seed {args.seed}), median over ≥ {args.passes} passes (and ≥ {args.min_time} s) of the per-call mean",
+        f"- {args.count} random states per robot ({args.large_count} when nv ≥ 50), seed {args.seed}; per program run, the median "
+        f"over ≥ {args.passes} passes (and ≥ {args.min_time} s) of the per-call mean; {args.rounds} runs per program and "
+        "algorithm, alternating the two libraries, keeping the lowest median",
         "",
-        "Times are ns per call; ratio = vidyn / Pinocchio (≤ 1: vidyn is faster; **bold**: slower).",
+        "Times are ns per call; ratio = vidyn / Pinocchio (≤ 1: vidyn is faster; **bold**: slower); "
+        f"† marks a ratio whose runs varied by more than {100 * (NOISE_SPREAD - 1):.0f} % (machine noise).",
         "*portable*: `cargo build --release` vs the wheel's `libpinocchio_default.so` (g++ -O3 caller)."
         + (" *native*: `-C target-cpu=native` vs header-only Pinocchio at `-O3 -march=native`." if native else ""),
         "",
@@ -321,11 +343,13 @@ def build_report(results, checks, info, args, robot_nv) -> str:
             if r is not None:
                 ratios.setdefault(algo, []).append(r)
                 worst.append((r, robot, algo))
-            row = f"| {robot} | {robot_nv[robot]} | {ALGO_TITLES[algo]} | {fmt_ns(v)} | {fmt_ns(p)} | {fmt_ratio(r)} |"
+            mark = noisy(robot, algo, [("vidyn", "portable"), ("pinocchio", "wheel")])
+            row = f"| {robot} | {robot_nv[robot]} | {ALGO_TITLES[algo]} | {fmt_ns(v)} | {fmt_ns(p)} | {fmt_ratio(r)}{mark} |"
             if native:
                 vn, pn = med.get(("vidyn", "native", robot, algo)), med.get(("pinocchio", "native", robot, algo))
                 rn = vn / pn if vn and pn else None
-                row += f" {fmt_ns(vn)} | {fmt_ns(pn)} | {fmt_ratio(rn)} |"
+                mark = noisy(robot, algo, [("vidyn", "native"), ("pinocchio", "native")])
+                row += f" {fmt_ns(vn)} | {fmt_ns(pn)} | {fmt_ratio(rn)}{mark} |"
             lines.append(row)
     lines += ["", "Geometric mean of the portable ratios over all robots and chains:", ""]
     lines += ["| algorithm | geo-mean ratio | best | worst |", "|---|---:|---:|---:|"]
@@ -373,8 +397,12 @@ def main() -> None:
     ap.add_argument("--algos", default=",".join(ALGOS), help="comma-separated subset of " + ",".join(ALGOS))
     ap.add_argument("--count", type=int, default=1000, help="random states per robot (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--passes", type=int, default=21, help="minimum timed passes over the pool (default 21)")
-    ap.add_argument("--min-time", type=float, default=0.3, help="minimum total timed seconds per algorithm (default 0.3)")
+    ap.add_argument("--large-count", type=int, default=256,
+                    help="random states per robot with nv >= 50 (default 256), to bound the run time")
+    ap.add_argument("--passes", type=int, default=11, help="minimum timed passes over the pool (default 11)")
+    ap.add_argument("--min-time", type=float, default=0.2, help="minimum total timed seconds per program run (default 0.2)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs of each program per algorithm, alternating the order; the lowest median is kept (default 3)")
     ap.add_argument("--check-states", type=int, default=3, help="states compared between the libraries (default 3)")
     ap.add_argument("--no-native", action="store_true", help="skip the target-cpu=native / -march=native builds")
     ap.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
@@ -419,16 +447,18 @@ def main() -> None:
             desc = json.loads(run([str(exes["vidyn:portable"]), "--urdf", str(urdf), "--root", root, "--describe"]))
             mapping = Mapping(pin, pmodel, desc)
             robot_nv[name] = pmodel.nv
-            q, v, a, tau = draw_states(pin, pmodel, args.count, args.seed)
+            count = args.count if pmodel.nv < 50 else min(args.count, args.large_count)
+            q, v, a, tau = draw_states(pin, pmodel, count, args.seed)
             pin_states, vid_states = tmp / f"{name}.pin.states", tmp / f"{name}.vidyn.states"
             write_states(pin_states, q, v, a, tau)
             write_states(vid_states, mapping.q_to_vidyn(q), *(mapping.tangent_to_vidyn(x) for x in (v, a, tau)))
             note = "" if mapping.identity else " (coordinates permuted/converted" + (
                 f"; continuous joints {mapping.continuous}" if mapping.continuous else "") + ")"
-            log(f"compare.py: {name}: nq={pmodel.nq} nv={pmodel.nv}{note}")
+            log(f"compare.py: {name}: nq={pmodel.nq} nv={pmodel.nv}, {count} states{note}")
             checks[name] = check_agreement(exes, urdf, root, model_bin, vid_states, pin_states, mapping, args.check_states)
             log("    max |vidyn - pinocchio|: " + ", ".join(f"{k} {checks[name][k]:.2e}" for k in ("rnea", "aba", "crba", "minverse")))
-            rows = time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, args.passes, args.min_time)
+            rows = time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos, args.passes, args.min_time,
+                              args.rounds)
             results += rows
             for algo in algos:
                 v_ns = next((r["median_ns"] for r in rows if r["lib"] == "vidyn" and r["variant"] == "portable" and r["algo"] == algo), None)
