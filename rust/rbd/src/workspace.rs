@@ -34,7 +34,7 @@ pub struct Workspace {
     pub mass_matrix_inv: DMatrix<f64>,
     /// `(6, nv)` Jacobian of the last `jacobian` call.
     pub jacobian: DMatrix<f64>,
-    /// `(n,)` composite rigid-body inertia of the subtree of body i, body frame i. CRBA.
+    /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA.
     pub composite_inertias: Vec<Inertia>,
     /// `(n,)` articulated-body inertia of body i, body frame i. ABA, Minverse.
     pub articulated_inertias: Vec<Matrix6<f64>>,
