@@ -52,8 +52,11 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
         if let Some(p) = model.parents[i] {
             let ia = reduced_inertia(ws, i, j.nv());
             let c = ws.bias_accelerations[i].to_vector();
-            let d_inv_u = ws.d_inv[i] * Vector6::from_column_slice(&u);
-            let pa = ws.bias_forces[i].to_vector() + ia * c + ws.u[i] * d_inv_u;
+            let d_inv_u = mul_live(&ws.d_inv[i], &u, j.nv());
+            let mut pa = ws.bias_forces[i].to_vector() + ia * c;
+            for (k, x) in d_inv_u.iter().take(j.nv()).enumerate() {
+                pa += ws.u[i].column(k) * *x;
+            }
             let li = ws.parent_placements[i];
             ws.articulated_inertias[p] += li.act_inertia_matrix(&ia);
             ws.bias_forces[p] += li.act_force(&Force::from_vector(&pa));
@@ -68,11 +71,14 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
             Some(p) => li.inv_act_motion(&ws.accelerations[p]),
             None => li.inv_act_motion(&minus_gravity),
         } + ws.bias_accelerations[i];
-        let ut_a = ws.u[i].tr_mul(&ap.to_vector());
-        let rhs = Vector6::from_column_slice(&ws.u_bias[i]) - ut_a;
-        let qdd = ws.d_inv[i] * rhs;
-        ws.ddq[iv..iv + nvi].copy_from_slice(&qdd.as_slice()[..nvi]);
-        ws.accelerations[i] = ap + j.motion(&qdd.as_slice()[..nvi]);
+        let apv = ap.to_vector();
+        let mut rhs = ws.u_bias[i];
+        for (k, x) in rhs.iter_mut().take(nvi).enumerate() {
+            *x -= ws.u[i].column(k).dot(&apv);
+        }
+        let qdd = mul_live(&ws.d_inv[i], &rhs, nvi);
+        ws.ddq[iv..iv + nvi].copy_from_slice(&qdd[..nvi]);
+        ws.accelerations[i] = ap + j.motion(&qdd[..nvi]);
     }
     Ok(&ws.ddq)
 }
@@ -125,4 +131,15 @@ pub(crate) fn reduced_inertia(ws: &Workspace, i: usize, nvi: usize) -> Matrix6<f
         ia -= w * u.column(k).transpose();
     }
     ia
+}
+
+/// `D⁻¹ x` restricted to a joint's `nvi` live rows and columns (1 product for a 1-dof joint
+/// instead of 36).
+#[inline]
+pub(crate) fn mul_live(d_inv: &Matrix6<f64>, x: &[f64; 6], nvi: usize) -> [f64; 6] {
+    let mut out = [0.0; 6];
+    for (r, o) in out.iter_mut().take(nvi).enumerate() {
+        *o = (0..nvi).map(|k| d_inv[(r, k)] * x[k]).sum();
+    }
+    out
 }

@@ -1,6 +1,6 @@
 //! Inverse of the joint-space inertia matrix by the articulated-body recursion.
 
-use crate::algorithms::aba::{factor_joint, reduced_inertia};
+use crate::algorithms::aba::{factor_joint, mul_live, reduced_inertia};
 use crate::algorithms::kinematics::parent_placements_unchecked;
 use crate::check::check_configuration;
 use crate::error::Result;
@@ -22,33 +22,40 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
     check_configuration(model, q)?;
     parent_placements_unchecked(model, ws, q);
     let (n, nv) = (model.nbodies(), model.nv);
-    ws.mass_matrix_inv.fill(0.0);
     for i in 0..n {
         ws.articulated_inertias[i] = model.inertias[i].to_matrix();
-        ws.minv_forces[i].fill(0.0);
+        let cols = model.idx_v[i]..model.idx_v[i] + model.nv_subtree[i];
+        ws.minv_forces[i].columns_range_mut(cols).fill(0.0);
     }
     for i in (0..n).rev() {
         let j = model.joints[i];
         let (iv, nvi) = (model.idx_v[i], j.nv());
         factor_joint(model, ws, i)?;
-        let cols = iv..iv + model.nv_subtree[i];
-        for c in cols.clone() {
-            let f = Force::from_vector(&column6(&ws.minv_forces[i], c));
+        let end = iv + model.nv_subtree[i];
+        for c in iv..end {
+            let f = column6(&ws.minv_forces[i], c);
             let mut sf = [0.0; 6];
-            j.project_force(&f, &mut sf);
-            let mut rhs = Vector6::zeros();
+            j.project_force(&Force::from_vector(&f), &mut sf);
             for k in 0..nvi {
-                rhs[k] = if c == iv + k { 1.0 } else { 0.0 } - sf[k];
+                sf[k] = if c == iv + k { 1.0 } else { 0.0 } - sf[k];
             }
-            let row = ws.d_inv[i] * rhs;
+            let row = mul_live(&ws.d_inv[i], &sf, nvi);
             for k in 0..nvi {
                 ws.mass_matrix_inv[(iv + k, c)] = row[k];
             }
             if let Some(p) = model.parents[i] {
-                let pa = column6(&ws.minv_forces[i], c) + ws.u[i] * row;
+                let mut pa = f;
+                for k in 0..nvi {
+                    pa += ws.u[i].column(k) * row[k];
+                }
                 let moved = ws.parent_placements[i].act_force(&Force::from_vector(&pa)).to_vector();
-                let mut dst = ws.minv_forces[p].column_mut(c);
+                let mut dst = ws.minv_forces[p].fixed_view_mut::<6, 1>(0, c);
                 dst += moved;
+            }
+        }
+        for c in end..nv {
+            for k in 0..nvi {
+                ws.mass_matrix_inv[(iv + k, c)] = 0.0;
             }
         }
         if let Some(p) = model.parents[i] {
@@ -64,14 +71,19 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
                 Some(p) => ws.parent_placements[i].inv_act_motion(&Motion::from_vector(&column6(&ws.minv_accelerations[p], c))),
                 None => Motion::zero(),
             };
-            let correction = ws.d_inv[i] * (ws.u[i].transpose() * ap.to_vector());
+            let mut ut_a = [0.0; 6];
+            let apv = ap.to_vector();
+            for (k, x) in ut_a.iter_mut().take(nvi).enumerate() {
+                *x = ws.u[i].column(k).dot(&apv);
+            }
+            let correction = mul_live(&ws.d_inv[i], &ut_a, nvi);
             let mut row = [0.0; 6];
             for k in 0..nvi {
                 ws.mass_matrix_inv[(iv + k, c)] -= correction[k];
                 row[k] = ws.mass_matrix_inv[(iv + k, c)];
             }
             let a = ap + j.motion(&row[..nvi]);
-            ws.minv_accelerations[i].column_mut(c).copy_from(&a.to_vector());
+            ws.minv_accelerations[i].fixed_view_mut::<6, 1>(0, c).copy_from(&a.to_vector());
         }
     }
     for c in 0..nv {
