@@ -47,6 +47,8 @@ from vidyn._core import (
     potential_energy,
     rnea,
     rnea_derivatives,
+    rnea_second_order,
+    rnea_second_order_contracted,
 )
 
 __all__ = [
@@ -75,4 +77,6 @@ __all__ = [
     "potential_energy",
     "rnea",
     "rnea_derivatives",
+    "rnea_second_order",
+    "rnea_second_order_contracted",
 ]

@@ -262,6 +262,21 @@ def aba_derivatives(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike)
     variable; ``dddq_dtau`` is ``M(q)⁻¹``. Derivatives in q are along ``integrate(q, h e_k)``,
     Pinocchio's convention for ``computeABADerivatives``."""
 
+def rnea_second_order(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> tuple[_Array, _Array, _Array, _Array]:
+    """Second-order derivatives of inverse dynamics ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``.
+
+    q (nq,), v (nv,), a (nv,) -> four (nv, nv, nv) arrays in C order with
+    ``T[i, j, k] = d/dx_k (d tau_i / dy_j)``: i = torque, j = inner, k = outer derivative.
+    ``d2tau_dqdv[i, j, k] = d/dv_k (d tau_i / dq_j)``; ``dM_dq[i, j, k] = dM_ij / dq_k``.
+    Derivatives in q are along ``integrate(q, h e_k)``; within one spherical, free-flyer or
+    planar joint the q-q blocks are not symmetric (Lie bracket), see the README."""
+
+def rnea_second_order_contracted(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike
+) -> tuple[_Array, _Array, _Array]:
+    """``sum_i lam[i] * T[i]`` for the three tensors of ``rnea_second_order`` (DDP's term),
+    computed without forming them. q (nq,), v, a, lam (nv,) -> three (nv, nv) arrays."""
+
 def crba(model: Model, q: _ArrayLike) -> _Array:
     """Joint-space inertia matrix ``M(q)`` (CRBA), full and symmetric. q (nq,) -> (nv, nv)."""
 

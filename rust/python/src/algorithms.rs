@@ -111,6 +111,67 @@ pub fn aba_derivatives<'py>(
     Ok((convert::matrix_out(py, d.dddq_dq), convert::matrix_out(py, d.dddq_dv), convert::matrix_out(py, d.dddq_dtau)))
 }
 
+type Array3<'py> = Bound<'py, PyArray3<f64>>;
+
+/// Second-order derivatives of inverse dynamics `(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)`.
+///
+/// q: (nq,), v: (nv,), a: (nv,) -> four (nv, nv, nv) arrays with `[i, j, k]` =
+/// d/dx_k (d tau_i / dy_j): torque, inner, outer derivative (`d2tau_dqdv`: j is q, k is v;
+/// `dM_dq[i, j, k] = dM_ij/dq_k`).
+#[pyfunction]
+pub fn rnea_second_order<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, a) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(a, "a", m)?,
+    );
+    let mut ws = detached(py, move || Ok(m.second_order_workspace()))?;
+    let wsr = &mut ws;
+    let d = detached(py, move || rbd::rnea_second_order(m, wsr, &q, &v, &a))?;
+    Ok((
+        convert::tensor_out(py, d.d2tau_dq2),
+        convert::tensor_out(py, d.d2tau_dv2),
+        convert::tensor_out(py, d.d2tau_dqdv),
+        convert::tensor_out(py, d.dm_dq),
+    ))
+}
+
+/// Second-order derivatives of inverse dynamics contracted with a co-vector `lam`:
+/// `(sum_i lam_i d2tau_i/dq2, sum_i lam_i d2tau_i/dv2, sum_i lam_i d2tau_i/dqdv)`.
+///
+/// q: (nq,), v: (nv,), a: (nv,), lam: (nv,) -> three (nv, nv) arrays (same j, k meaning as
+/// `rnea_second_order`), computed without forming the tensors.
+#[pyfunction]
+pub fn rnea_second_order_contracted<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    lam: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, a, lam) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(a, "a", m)?,
+        convert::tangent(lam, "lam", m)?,
+    );
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let d = detached(py, move || rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam))?;
+    Ok((convert::matrix_out(py, d.d2tau_dq2), convert::matrix_out(py, d.d2tau_dv2), convert::matrix_out(py, d.d2tau_dqdv)))
+}
+
 /// Joint-space inertia matrix `M(q)` (CRBA), full and symmetric.
 ///
 /// q: (nq,) -> M: (nv, nv)

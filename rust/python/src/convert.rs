@@ -193,6 +193,14 @@ pub fn matrix_out<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2
     Array2::from_shape_fn(m.shape(), |(i, j)| m[(i, j)]).into_pyarray(py)
 }
 
+/// A C-order 3-index tensor as an `(n0, n1, n2)` array (a copy of its contiguous data).
+pub fn tensor_out<'py>(py: Python<'py>, t: &vidyn_rbd::Tensor3) -> Bound<'py, PyArray3<f64>> {
+    let [n0, n1, n2] = t.shape();
+    Array3::from_shape_vec((n0, n1, n2), t.as_slice().to_vec())
+        .expect("Tensor3 data length equals the product of its shape")
+        .into_pyarray(py)
+}
+
 /// A placement as a `(4, 4)` homogeneous matrix.
 pub fn placement_out<'py>(py: Python<'py>, m: &Se3) -> Bound<'py, PyArray2<f64>> {
     Array2::from_shape_fn((4, 4), |(i, j)| homogeneous(m, i, j)).into_pyarray(py)
