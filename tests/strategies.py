@@ -290,6 +290,46 @@ def models(max_bodies: int = 30, **kwargs):
 
 
 # ------------------------------------------------------------------------------------------
+# Known library bugs.  Each is pinned by a strict-xfail regression test in
+# test_configuration.py; while it is present the property tests step around its trigger (so
+# that they keep testing everything else), and once it is fixed the flags turn False by
+# themselves and the full strength returns.
+
+
+def _single_freeflyer():
+    b = vidyn.ModelBuilder("freeflyer")
+    b.add_body(None, "root", "freeflyer", placement=np.eye(4), mass=1.0, com=np.zeros(3), inertia=np.eye(3))
+    return b.build()
+
+
+def _freeflyer_pi_bug() -> bool:
+    """Free-flyer ⊕ turns some rotations of exactly π into the identity."""
+    q = np.array([0.0, 0.0, 0.0, -0.2634616722330583, 0.2176488869954818, -0.9397962062350478, 0.0])
+    out = _single_freeflyer().integrate(q, np.zeros(6))
+    return abs(abs(float(np.dot(out[3:], q[3:]))) - 1.0) > 1e-12
+
+
+def _freeflyer_sign_bug() -> bool:
+    """Free-flyer ⊕ returns −quaternion (Pinocchio keeps ⟨q_out, q_in⟩ ≥ 0)."""
+    q = np.array([0.0, 0.0, 0.0, 0.6, 0.0, 0.0, -0.8])
+    return float(np.dot(_single_freeflyer().integrate(q, np.zeros(6))[3:], q[3:])) < 0
+
+
+def _spherical_sign_bug() -> bool:
+    """Spherical ⊕ flips the quaternion to ⟨q_out, q_in⟩ ≥ 0; Pinocchio's SO(3) integrate does
+    not (only its SE(3) one does): q = identity, v = (0, 0, 4) gives (0, 0, sin 2, cos 2)."""
+    b = vidyn.ModelBuilder("spherical")
+    b.add_body(None, "root", "spherical", placement=np.eye(4), mass=1.0, com=np.zeros(3), inertia=np.eye(3))
+    out = b.build().integrate(np.array([0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 4.0]))
+    return bool(out[3] > 0)
+
+
+FREEFLYER_PI_BUG = _freeflyer_pi_bug()
+FREEFLYER_SIGN_BUG = _freeflyer_sign_bug()
+SPHERICAL_SIGN_BUG = _spherical_sign_bug()
+
+
+# ------------------------------------------------------------------------------------------
 # States
 
 #: Special cases mixed into `states`: uniform sampling never produces them.
@@ -360,7 +400,9 @@ def special_configuration(model, q: np.ndarray, case: str, rng: np.random.Genera
             elif kind == "spherical":
                 blk[:] = [*axis, 0.0]  # rotation by exactly π
             elif kind == "freeflyer":
-                blk[3:] = [*axis, 0.0]
+                # exactly π, or 1e-12 short of it while FREEFLYER_PI_BUG is open
+                w = 1e-12 if FREEFLYER_PI_BUG else 0.0
+                blk[3:] = [*(axis * np.sqrt(1.0 - w * w)), w]
             elif kind == "planar":
                 blk[2:] = [-1.0, sign * 0.0]  # θ = ±π exactly (cos = −1, sin = ±0)
         q[sq] = blk

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vidyn
-from strategies import KIND_DIMS, _kind_of, joint_blocks, model_specs, quat_from_rotvec, states, to_pinocchio
-from tolerances import CONFIG_ATOL, CONFIG_NEAR_PI_ATOL, FD_RTOL, assert_close
+from strategies import FREEFLYER_PI_BUG, FREEFLYER_SIGN_BUG, KIND_DIMS, SPHERICAL_SIGN_BUG, _kind_of, joint_blocks, model_specs, quat_from_rotvec, states, to_pinocchio
+from tolerances import CONFIG_ATOL, CONFIG_NEAR_PI_ATOL, CONFIG_ROUND_TRIP_ATOL, FD_RTOL, assert_close
 
 try:
     import pinocchio as pin
@@ -38,6 +38,18 @@ def same_configuration(model, qa, qb, atol, what=""):
                 b[qs] *= -1
         err = float(np.max(np.abs(a - b)))
         assert err <= atol, f"{what}: joint block {sq} ({kind}) differs by {err:.2e} > {atol:.1e}: {a} vs {b}"
+
+
+def _align_quaternions(model, q, reference, kinds):
+    """q with the quaternions of joints of `kinds` sign-flipped to the hemisphere of
+    `reference`'s (only used while a *_SIGN_BUG is open)."""
+    q = np.array(q, dtype=float)
+    for kind, sq, _ in joint_blocks(model):
+        if _kind_of(kind, sq) in kinds:
+            qs = slice(sq.stop - 4, sq.stop)
+            if np.dot(q[qs], reference[qs]) < 0:
+                q[qs] *= -1
+    return q
 
 
 def small_velocity(model, rng, size=1.0):
@@ -154,7 +166,7 @@ def test_integrate_difference_round_trip(data):
     d = model.difference(s0.q, s1.q)
     assert d.shape == (model.nv,)
     near_pi = "angles_at_pi" in (s0.case, s1.case)
-    atol = CONFIG_NEAR_PI_ATOL if near_pi else 1e-9
+    atol = CONFIG_NEAR_PI_ATOL if near_pi else CONFIG_ROUND_TRIP_ATOL
     same_configuration(model, model.integrate(s0.q, d), s1.q, atol, what="q ⊕ (q1 ⊖ q)")
 
 
@@ -168,7 +180,7 @@ def test_difference_of_integrate_is_identity(data):
     scale = data.draw(st.sampled_from([1.0, 1e-3, 1e-8]), label="|v|")
     v = small_velocity(model, rng, scale)
     q1 = model.integrate(s.q, v)
-    assert_close(model.difference(s.q, q1), v, 1e-12 / scale if scale < 1 else 1e-9, scale=1.0, what="(q ⊕ v) ⊖ q")
+    assert_close(model.difference(s.q, q1), v, CONFIG_ATOL, scale=1.0, what=f"(q ⊕ v) ⊖ q, |v| ≤ {scale}")
     np.testing.assert_allclose(model.difference(s.q, s.q), 0.0, atol=CONFIG_ATOL)
     same_configuration(model, model.integrate(s.q, np.zeros(model.nv)), s.q, CONFIG_ATOL, what="q ⊕ 0")
 
@@ -182,6 +194,8 @@ def test_integrate_is_continuous_in_coordinates(data):
     s = data.draw(states(model), label="state")
     v = small_velocity(model, np.random.default_rng(s.seed), 1e-6)
     q1 = model.integrate(s.q, v)
+    if FREEFLYER_SIGN_BUG:  # pinned by test_regression_freeflyer_integrate_keeps_quaternion_hemisphere
+        q1 = _align_quaternions(model, q1, s.q, ("freeflyer",))
     # each coordinate moves by at most ~|v|·(1 + |translation|) (quaternion coordinates: ½|ω|)
     bound = 1e-6 * 10 * (1 + np.max(np.abs(s.q)))
     err = np.max(np.abs(q1 - s.q))
@@ -257,8 +271,13 @@ def test_integrate_difference_match_pinocchio_on_random_trees(data):
     q0p, q1p = cmap.q_to_pin(s0.q), cmap.q_to_pin(s1.q)
     # ⊕ with a large velocity (several turns): coordinates must agree, quaternion sign included
     v = cmap.v_to_pin(s0.v)
-    got = cmap.q_to_pin(model.integrate(s0.q, s0.v))
     expected = pin.integrate(pm, q0p, v)
+    got_vd = model.integrate(s0.q, s0.v)
+    # while a sign bug is open (pinned by the regression tests below), compare those quaternions
+    # up to sign and keep testing everything else
+    sign_bugs = ("freeflyer",) * FREEFLYER_SIGN_BUG + ("spherical",) * SPHERICAL_SIGN_BUG
+    got_vd = _align_quaternions(model, got_vd, cmap.q_to_vidyn(expected), sign_bugs)
+    got = cmap.q_to_pin(got_vd)
     assert_close(got, expected, 1e-11, scale=float(np.max(np.abs(expected))) * (1 + float(np.max(np.abs(s0.v)))), what="integrate vs pin")
     # ⊖ between random configurations (relative rotations away from π with probability 1)
     got_d = cmap.v_to_pin(model.difference(s0.q, s1.q))
@@ -291,7 +310,11 @@ def test_urdf_configuration_maps_match_pinocchio(robot, floating_base):
         q0, q1 = model.random_configuration(rng), model.random_configuration(rng)
         v = rng.uniform(-2, 2, model.nv)
         np.testing.assert_allclose(cmap.q_to_vidyn(cmap.q_to_pin(q0)), q0, atol=1e-15, rtol=0)
-        assert_close(cmap.q_to_pin(model.integrate(q0, v)), pin.integrate(pm, cmap.q_to_pin(q0), v), 1e-12, what=f"{robot} integrate")
+        expected = pin.integrate(pm, cmap.q_to_pin(q0), v)
+        got = model.integrate(q0, v)
+        if FREEFLYER_SIGN_BUG:  # pinned by test_regression_freeflyer_integrate_keeps_quaternion_hemisphere
+            got = _align_quaternions(model, got, cmap.q_to_vidyn(expected), ("freeflyer",))
+        assert_close(cmap.q_to_pin(got), expected, 1e-12, what=f"{robot} integrate")
         d_pin = pin.difference(pm, cmap.q_to_pin(q0), cmap.q_to_pin(q1))
         d_vd = model.difference(q0, q1)
         # revolute-unbounded: Pinocchio's ⊖ is the shortest angle, vidyn's the plain θ1 − θ0;
@@ -314,6 +337,7 @@ def _single_joint_model(kind):
     return b.build()
 
 
+@pytest.mark.xfail(FREEFLYER_PI_BUG, strict=True, reason="vidyn bug: free-flyer integrate maps some exact-π rotations to the identity (reported to the lead)")
 def test_regression_freeflyer_integrate_at_rotation_pi():
     """Found by test_difference_of_integrate_is_identity (case angles_at_pi): a free-flyer whose
     rotation is exactly π about this axis integrated by v = 0 came back as the identity
@@ -325,6 +349,7 @@ def test_regression_freeflyer_integrate_at_rotation_pi():
     assert abs(model.integrate(_FF_PI, v)[6]) < 1e-15
 
 
+@pytest.mark.xfail(FREEFLYER_SIGN_BUG, strict=True, reason="vidyn differs from Pinocchio: free-flyer integrate may return -quaternion (reported to the lead)")
 def test_regression_freeflyer_integrate_keeps_quaternion_hemisphere():
     """Found by test_integrate_is_continuous_in_coordinates: Pinocchio's free-flyer ⊕ returns the
     quaternion with ⟨q_out, q_in⟩ ≥ 0, so q ⊕ 0 = q coordinate-wise; vidyn returned −q for
@@ -334,3 +359,13 @@ def test_regression_freeflyer_integrate_keeps_quaternion_hemisphere():
     np.testing.assert_allclose(model.integrate(q, np.zeros(6)), q, atol=1e-15)
     v = np.array([0.0, 0.0, 0.0, 1e-3, 0.0, 0.0])
     assert np.dot(model.integrate(q, v)[3:], q[3:]) > 0
+
+
+@pytest.mark.xfail(SPHERICAL_SIGN_BUG, strict=True, reason="vidyn differs from Pinocchio: spherical integrate flips the quaternion to <q_out, q> >= 0, Pinocchio's SO(3) integrate does not (reported to the lead)")
+def test_regression_spherical_integrate_matches_pinocchio_sign():
+    """Found by test_integrate_difference_match_pinocchio_on_random_trees after commit 4f7cf5a:
+    Pinocchio's spherical (SO(3)) ⊕ is q ⊗ exp(ω) with no sign choice (only its SE(3) ⊕ keeps
+    ⟨q_out, q⟩ ≥ 0), so identity ⊕ (0, 0, 4) = (0, 0, sin 2, cos 2) = (0, 0, 0.909, −0.416)."""
+    model = _single_joint_model("spherical")
+    out = model.integrate(np.array([0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 4.0]))
+    np.testing.assert_allclose(out, [0.0, 0.0, np.sin(2.0), np.cos(2.0)], atol=1e-15)

@@ -130,7 +130,8 @@ def match_frames(vd, pm, oMf_vd, oMf_pin):
 
 
 def compare_model(vd, pm, seeds=range(N_STATES)):
-    """{quantity: (worst relative error, tolerance)} over `seeds` states; raises on structure."""
+    """{quantity: (worst relative error, tolerance)} over the `seeds` states and the neutral
+    configuration; raises on structural mismatches."""
     cmap = ConfigurationMap(vd, pm)
     pd = pm.createData()
     results: dict[str, tuple[float, float]] = {}
@@ -140,9 +141,11 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
         if prev is None or err / tol > prev[0] / prev[1]:
             results[key] = (err, tol)
 
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        q = vd.random_configuration(rng)
+    for seed in [*seeds, "neutral"]:
+        rng = np.random.default_rng(N_STATES if seed == "neutral" else seed)
+        # seeded random configurations within the URDF limits, plus the neutral configuration
+        # (aligned axes, singular Jacobians) with random velocities
+        q = vd.neutral() if seed == "neutral" else vd.random_configuration(rng)
         v, a, tau = (rng.standard_normal(vd.nv) for _ in range(3))
         qp, vp, ap, taup = cmap.q_to_pin(q), cmap.v_to_pin(v), cmap.v_to_pin(a), cmap.v_to_pin(tau)
 
