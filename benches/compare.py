@@ -297,6 +297,21 @@ def fmt_ratio(r: float | None) -> str:
     return f"**{r:.2f}**" if r > 1.0 else f"{r:.2f}"
 
 
+def reproducing_args(argv: list[str]) -> list[str]:
+    """`argv` without the options that only choose where output goes."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--json-out",):
+            skip = True
+        elif a.startswith("--json-out=") or a in ("--keep-tmp", "--no-write"):
+            pass
+        else:
+            out.append(a)
+    return out
+
+
 def build_report(results, checks, info, args, robot_nv) -> str:
     med = {(r["lib"], r["variant"], r["robot"], r["algo"]): r["median_ns"] for r in results}
     spread = {(r["lib"], r["variant"], r["robot"], r["algo"]): max(r["round_medians_ns"]) / min(r["round_medians_ns"])
@@ -310,7 +325,7 @@ def build_report(results, checks, info, args, robot_nv) -> str:
     native = ("vidyn", "native") in variants and ("pinocchio", "native") in variants
     robots = list(dict.fromkeys(r["robot"] for r in results))
     lines = []
-    cmd = "python3 benches/compare.py" + (" " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "")
+    cmd = "python3 benches/compare.py" + "".join(" " + shlex.quote(a) for a in reproducing_args(sys.argv[1:]))
     lines += [
         f"Run of {info['date']} at commit `{info['commit']}`, reproduced by `{cmd}`.",
         "",
