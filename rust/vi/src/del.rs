@@ -1,0 +1,133 @@
+//! The discrete Euler–Lagrange (DEL) equations of one step and their derivatives.
+//!
+//! With the control points `q^0 = q_k, q^1, …, q^s` of step k (`q^s = q_{k+1}`), the discrete
+//! Lagrangian `L_d = Δt Σ_α w_α L(q^α, q̇^α)` and the discrete forces
+//! `Q^α = w_α Δt (u − d ⊙ q̇^α − κ ⊙ (q^α − q_rest))` (controls held constant over the step,
+//! joint damping `d`, joint springs `κ`), the DEL equations are (Fan, Schultz & Murphey 2018,
+//! eq. 5, discrete Lagrange–d'Alembert):
+//! * `r^0 = p_k + D_1 L_d + Q^0 = 0`, `r^ϱ = D_{ϱ+1} L_d + Q^ϱ = 0` for `ϱ = 1..s−1`,
+//! * `p_{k+1} = D_{s+1} L_d + Q^s`,
+//!
+//! where `D_{α+1} L_d = Δt w_α (K_q − V_q)^α + Σ_β w_β b[β][α] (K_q̇)^β` (eq. 4 differentiated,
+//! energy gradients from [`crate::point`]). Their second derivatives are the blocks
+//! `H(α, β) = ∂(D_{α+1}L_d + Q^α)/∂q^β`:
+//!
+//! `δ_αβ w_α Δt (K_qq − V_qq)^α + w_α b[α][β] (K_q̇q^α)ᵀ + w_β b[β][α] K_q̇q^β
+//!  + (1/Δt) Σ_γ w_γ b[γ][α] b[γ][β] K_q̇q̇^γ − w_α diag(b[α][β] d + δ_αβ Δt κ)`
+//!
+//! (the chain rule of the digest's §6.4, checked against finite differences in the tests).
+
+use crate::hessians::EnergyHessians;
+use crate::point::PointState;
+use crate::scheme::Scheme;
+use nalgebra::{DMatrix, DMatrixViewMut};
+use vidyn_rbd::Model;
+
+/// Joint forces that depend only on the joint's own coordinate and rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointForces {
+    /// `(n,)` viscous damping `d` (N·m·s/rad or N·s/m).
+    pub damping: Vec<f64>,
+    /// `(n,)` spring stiffness `κ`.
+    pub stiffness: Vec<f64>,
+    /// `(n,)` spring rest positions.
+    pub rest: Vec<f64>,
+}
+
+impl JointForces {
+    /// No damping, no springs.
+    #[must_use]
+    pub fn none(n: usize) -> Self {
+        Self { damping: vec![0.0; n], stiffness: vec![0.0; n], rest: vec![0.0; n] }
+    }
+}
+
+/// Everything evaluated at the `s + 1` control points of one step.
+#[derive(Clone, Debug)]
+pub struct StepPoints {
+    /// `(s+1)` configurations `q^α`, each `(n,)`.
+    pub q: Vec<Vec<f64>>,
+    /// `(s+1)` velocities `q̇^α = (1/Δt) Σ_β b[α][β] q^β`.
+    pub qdot: Vec<Vec<f64>>,
+    pub states: Vec<PointState>,
+    pub hessians: Vec<EnergyHessians>,
+}
+
+impl StepPoints {
+    pub(crate) fn new(n: usize, points: usize) -> Self {
+        Self {
+            q: vec![vec![0.0; n]; points],
+            qdot: vec![vec![0.0; n]; points],
+            states: (0..points).map(|_| PointState::new(n)).collect(),
+            hessians: (0..points).map(|_| EnergyHessians::new(n)).collect(),
+        }
+    }
+
+    /// Sets `q^0 = q_k` and `q^γ = z[(γ−1)n..γn]`, then the velocities and point states. O(s²n).
+    pub(crate) fn set(&mut self, model: &Model, scheme: &Scheme, dt: f64, q_k: &[f64], z: &[f64]) {
+        let n = q_k.len();
+        self.q[0].copy_from_slice(q_k);
+        for g in 1..scheme.points() {
+            self.q[g].copy_from_slice(&z[(g - 1) * n..g * n]);
+        }
+        for a in 0..scheme.points() {
+            for i in 0..n {
+                self.qdot[a][i] = (0..scheme.points()).map(|b| scheme.b(a, b) * self.q[b][i]).sum::<f64>() / dt;
+            }
+            self.states[a].update(model, &self.q[a], &self.qdot[a]);
+        }
+    }
+
+    /// Energy Hessians at every control point. O(s n d).
+    pub(crate) fn update_hessians(&mut self, model: &Model) {
+        for (h, st) in self.hessians.iter_mut().zip(&self.states) {
+            h.update(model, st);
+        }
+    }
+
+    /// `D_{α+1} L_d + Q^α` for joint `i` (the residual row without `p_k`).
+    pub(crate) fn del_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], alpha: usize, i: usize) -> f64 {
+        let w = &scheme.weights;
+        let st = &self.states[alpha];
+        let mut r = dt * w[alpha] * (st.dk_dq[i] - st.dv_dq[i]);
+        for beta in 0..scheme.points() {
+            r += w[beta] * scheme.b(beta, alpha) * self.states[beta].dk_dqdot[i];
+        }
+        let joint_force = u[i] - forces.damping[i] * self.qdot[alpha][i] - forces.stiffness[i] * (self.q[alpha][i] - forces.rest[i]);
+        r + w[alpha] * dt * joint_force
+    }
+
+    /// Writes the DEL Hessian block `H(α, β)` (see the module docs) into `out` (n×n).
+    /// Element loops, no temporaries: O((s+1) n²), no allocation.
+    pub(crate) fn del_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+        let w = &scheme.weights;
+        let (ha, hb) = (&self.hessians[alpha], &self.hessians[beta]);
+        let c0 = if alpha == beta { w[alpha] * dt } else { 0.0 };
+        let c1 = w[alpha] * scheme.b(alpha, beta);
+        let c2 = w[beta] * scheme.b(beta, alpha);
+        let n = out.nrows();
+        for c in 0..n {
+            for r in 0..n {
+                let mut x = c0 * (ha.kqq[(r, c)] - ha.vqq[(r, c)]) + c1 * ha.kvq[(c, r)] + c2 * hb.kvq[(r, c)];
+                for g in 0..scheme.points() {
+                    x += w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt * self.hessians[g].kvv[(r, c)];
+                }
+                out[(r, c)] = x;
+            }
+        }
+        for i in 0..n {
+            let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
+            out[(i, i)] -= w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
+        }
+    }
+}
+
+/// Assembles the Newton Jacobian `J = [H(ϱ, γ)]` (ϱ = 0..s−1 rows, γ = 1..s columns).
+pub(crate) fn assemble_jacobian(pts: &StepPoints, scheme: &Scheme, dt: f64, forces: &JointForces, n: usize, jac: &mut DMatrix<f64>) {
+    for rho in 0..scheme.s {
+        for gamma in 1..=scheme.s {
+            let mut block = jac.view_mut((rho * n, (gamma - 1) * n), (n, n));
+            pts.del_block(scheme, dt, forces, rho, gamma, &mut block);
+        }
+    }
+}

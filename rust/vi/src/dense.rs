@@ -1,0 +1,87 @@
+//! In-place LU factorisation with partial pivoting on preallocated storage (no allocation).
+//! Used for the DEL Jacobian, whose `sn × sn` system is solved once per Newton iteration and
+//! then reused for every right-hand side of the linearisation.
+
+use nalgebra::DMatrix;
+
+/// Factors `a = P L U` in place (unit-diagonal `L` below, `U` on and above the diagonal);
+/// `pivots[k]` is the row swapped with row `k`. Returns `false` when a pivot is below
+/// `1e-14 · max|a|` (numerically singular).
+pub(crate) fn lu_factor(a: &mut DMatrix<f64>, pivots: &mut [usize]) -> bool {
+    let n = a.nrows();
+    let scale = a.amax().max(f64::MIN_POSITIVE);
+    for k in 0..n {
+        let (mut p, mut best) = (k, a[(k, k)].abs());
+        for r in k + 1..n {
+            if a[(r, k)].abs() > best {
+                best = a[(r, k)].abs();
+                p = r;
+            }
+        }
+        pivots[k] = p;
+        if best <= 1e-14 * scale {
+            return false;
+        }
+        if p != k {
+            a.swap_rows(k, p);
+        }
+        let pivot = a[(k, k)];
+        for r in k + 1..n {
+            a[(r, k)] /= pivot;
+        }
+        for c in k + 1..n {
+            let akc = a[(k, c)];
+            if akc != 0.0 {
+                for r in k + 1..n {
+                    a[(r, c)] -= a[(r, k)] * akc;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Solves `A x = b` in place (`b` becomes `x`) with the factors of [`lu_factor`].
+pub(crate) fn lu_solve(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
+    let n = lu.nrows();
+    for k in 0..n {
+        b.swap(k, pivots[k]);
+    }
+    for c in 0..n {
+        let x = b[c];
+        if x != 0.0 {
+            for r in c + 1..n {
+                b[r] -= lu[(r, c)] * x;
+            }
+        }
+    }
+    for c in (0..n).rev() {
+        b[c] /= lu[(c, c)];
+        let x = b[c];
+        for r in 0..c {
+            b[r] -= lu[(r, c)] * x;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solves_a_random_system() {
+        let n = 7;
+        let a = DMatrix::from_fn(n, n, |i, j| ((i * 7 + j * 3) % 11) as f64 - 5.0 + if i == j { 0.5 } else { 0.0 });
+        let x = nalgebra::DVector::from_fn(n, |i, _| i as f64 - 2.0);
+        let mut b = (&a * &x).as_slice().to_vec();
+        let mut lu = a.clone();
+        let mut piv = vec![0; n];
+        assert!(lu_factor(&mut lu, &mut piv));
+        lu_solve(&lu, &piv, &mut b);
+        for (got, want) in b.iter().zip(x.iter()) {
+            assert!((got - want).abs() < 1e-12);
+        }
+        let mut singular = DMatrix::from_element(3, 3, 1.0);
+        assert!(!lu_factor(&mut singular, &mut [0; 3]));
+    }
+}

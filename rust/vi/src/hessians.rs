@@ -1,0 +1,66 @@
+//! Second derivatives of the kinetic and potential energies at one control point, O(n²)
+//! (Fan, Schultz & Murphey 2018, Algorithms 2 and 3, translated to `[linear; angular]`).
+//!
+//! With `𝓜ᴬ_i = 𝓜_i S̄_i` and `𝓜ᴮ_i = 𝓜_i ψ_i + S̄_i ×* μ_i` (Algorithm 2; the paper's
+//! `−ad^D(μ) S̄` is `S̄ ×* μ` in Featherstone's notation), for every `j ⪯ i`:
+//! * `K_q̇q̇[i, j] = K_q̇q̇[j, i] = S̄_jᵀ 𝓜ᴬ_i` (the mass matrix),
+//! * `K_q̇q[i, j] = ψ_jᵀ 𝓜ᴬ_i` and `K_q̇q[j, i] = S̄_jᵀ 𝓜ᴮ_i`, where `K_q̇q[a, b] = ∂/∂q_b ∂K/∂q̇_a`,
+//! * `K_qq[i, j] = K_qq[j, i] = ψ_jᵀ 𝓜ᴮ_i`;
+//!
+//! and for gravity (our derivation of Algorithm 3 for bodies whose frame is not at the CoM):
+//! differentiating `∂V/∂q_i = −gᵀ w_i` with `w_i = ω_i × σp_i + σm_i v_i` along `S̄_j` gives,
+//! after the Jacobi identity, `V_qq[i, j] = V_qq[j, i] = ω_j · (g × w_i)` for `j ⪯ i`.
+//! Entries for joints not on one path to the root are zero.
+
+use crate::point::PointState;
+use nalgebra::DMatrix;
+use vidyn_rbd::Model;
+
+/// The four n×n energy Hessians at one control point.
+#[derive(Clone, Debug)]
+pub struct EnergyHessians {
+    /// `K_qq[a, b] = ∂²K/∂q_a∂q_b`.
+    pub kqq: DMatrix<f64>,
+    /// `K_q̇q[a, b] = ∂/∂q_b (∂K/∂q̇_a)`; its transpose is `K_qq̇`.
+    pub kvq: DMatrix<f64>,
+    /// `K_q̇q̇ = M(q)`.
+    pub kvv: DMatrix<f64>,
+    /// `V_qq[a, b] = ∂²V/∂q_a∂q_b`.
+    pub vqq: DMatrix<f64>,
+}
+
+impl EnergyHessians {
+    pub(crate) fn new(n: usize) -> Self {
+        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n) }
+    }
+
+    /// Fills the Hessians from a [`PointState`] updated at the same point. O(n·d).
+    pub(crate) fn update(&mut self, model: &Model, pt: &PointState) {
+        for m in [&mut self.kqq, &mut self.kvq, &mut self.kvv, &mut self.vqq] {
+            m.fill(0.0);
+        }
+        let g = model.gravity.linear;
+        for i in 0..model.nbodies() {
+            let comp = &pt.composites[i];
+            let ma = comp.mul_motion(&pt.columns[i]);
+            let mb = comp.mul_motion(&pt.column_rates[i]) + pt.columns[i].cross_force(&pt.momenta[i]);
+            let g_cross_w = g.cross(&pt.gravity_lever[i]);
+            let mut body = Some(i);
+            while let Some(j) = body {
+                let (sj, psij) = (&pt.columns[j], &pt.column_rates[j]);
+                let mvv = sj.dot(&ma);
+                self.kvv[(i, j)] = mvv;
+                self.kvv[(j, i)] = mvv;
+                self.kvq[(i, j)] = psij.dot(&ma);
+                self.kvq[(j, i)] = sj.dot(&mb);
+                let kqq = psij.dot(&mb);
+                self.kqq[(i, j)] = kqq;
+                self.kqq[(j, i)] = kqq;
+                let vqq = sj.angular.dot(&g_cross_w);
+                self.vqq[(i, j)] = vqq;
+                self.vqq[(j, i)] = vqq;
+                body = model.parents[j];
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! World-frame kinematics, momenta and energy gradients at one control point, O(n).
+//!
+//! Notation (world frame, `[linear; angular]`, Fan, Schultz & Murphey 2018 §2 translated):
+//! `S̄_i = ⁰X_i S_i` the joint column, `v̄_i = v̄_λ + S̄_i q̇_i` the body twist,
+//! `ψ_i = v̄_λ × S̄_i = Ṡ̄_i` its time derivative, `I_i` the world-frame inertia,
+//! `μ_i = Σ_{j ⪰ i} I_j v̄_j` the subtree momentum, `𝓜_i = Σ_{j ⪰ i} I_j` the composite
+//! inertia, and for gravity the subtree mass `σm_i` and first moment `σp_i = Σ m_j c_j`.
+//! Then (Fan et al. eqs. D.8–D.9, and the gradient of `V = −Σ m_j gᵀ c_j`):
+//! `∂K/∂q̇_i = S̄_iᵀ μ_i`, `∂K/∂q_i = ψ_iᵀ μ_i`, `∂V/∂q_i = −gᵀ(ω_i × σp_i + σm_i v_i)` with
+//! `S̄_i = [v_i; ω_i]`.
+
+use nalgebra::Vector3;
+use vidyn_rbd::Model;
+use vidyn_spatial::{Force, Inertia, Motion, Se3};
+
+/// Everything known at one control point `(q, q̇)`. Sizes: `n` bodies (= dofs).
+#[derive(Clone, Debug)]
+pub struct PointState {
+    /// `(n,)` world placements `oMi`.
+    pub placements: Vec<Se3>,
+    /// `(n,)` world-frame joint columns `S̄_i`.
+    pub columns: Vec<Motion>,
+    /// `(n,)` `ψ_i = v̄_λ × S̄_i` (= `Ṡ̄_i` for a 1-dof joint).
+    pub column_rates: Vec<Motion>,
+    /// `(n,)` world-frame body twists `v̄_i`.
+    pub twists: Vec<Motion>,
+    /// `(n,)` subtree momenta `μ_i`.
+    pub momenta: Vec<Force>,
+    /// `(n,)` world-frame composite inertias `𝓜_i`.
+    pub composites: Vec<Inertia>,
+    /// `(n,)` `w_i = ω_i × σp_i + σm_i v_i`, so that `∂V/∂q_i = −gᵀ w_i`.
+    pub gravity_lever: Vec<Vector3<f64>>,
+    /// `(n,)` `∂K/∂q̇`.
+    pub dk_dqdot: Vec<f64>,
+    /// `(n,)` `∂K/∂q`.
+    pub dk_dq: Vec<f64>,
+    /// `(n,)` `∂V/∂q`.
+    pub dv_dq: Vec<f64>,
+    sigma_m: Vec<f64>,
+    sigma_p: Vec<Vector3<f64>>,
+}
+
+impl PointState {
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            placements: vec![Se3::identity(); n],
+            columns: vec![Motion::zero(); n],
+            column_rates: vec![Motion::zero(); n],
+            twists: vec![Motion::zero(); n],
+            momenta: vec![Force::zero(); n],
+            composites: vec![Inertia::zero(); n],
+            gravity_lever: vec![Vector3::zeros(); n],
+            dk_dqdot: vec![0.0; n],
+            dk_dq: vec![0.0; n],
+            dv_dq: vec![0.0; n],
+            sigma_m: vec![0.0; n],
+            sigma_p: vec![Vector3::zeros(); n],
+        }
+    }
+
+    /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
+    pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
+        let n = model.nbodies();
+        for i in 0..n {
+            let joint = &model.joints[i];
+            let local = model.joint_placements[i] * joint.transform(&q[i..=i]);
+            let (parent_placement, parent_twist) = match model.parents[i] {
+                Some(p) => (self.placements[p], self.twists[p]),
+                None => (Se3::identity(), Motion::zero()),
+            };
+            let o = parent_placement * local;
+            let col = o.act_motion(&joint.subspace_column(0));
+            self.placements[i] = o;
+            self.columns[i] = col;
+            self.column_rates[i] = parent_twist.cross_motion(&col);
+            self.twists[i] = parent_twist + col * qdot[i];
+            let inertia = model.inertias[i].transformed(&o);
+            self.momenta[i] = inertia.mul_motion(&self.twists[i]);
+            self.composites[i] = inertia;
+            self.sigma_m[i] = inertia.mass;
+            self.sigma_p[i] = inertia.com * inertia.mass;
+        }
+        for i in (0..n).rev() {
+            if let Some(p) = model.parents[i] {
+                let (mu, comp, sm, sp) = (self.momenta[i], self.composites[i], self.sigma_m[i], self.sigma_p[i]);
+                self.momenta[p] += mu;
+                self.composites[p] = self.composites[p] + comp;
+                self.sigma_m[p] += sm;
+                self.sigma_p[p] += sp;
+            }
+        }
+        let g = model.gravity.linear;
+        for i in 0..n {
+            let col = &self.columns[i];
+            let lever = col.angular.cross(&self.sigma_p[i]) + col.linear * self.sigma_m[i];
+            self.gravity_lever[i] = lever;
+            self.dk_dqdot[i] = col.dot(&self.momenta[i]);
+            self.dk_dq[i] = self.column_rates[i].dot(&self.momenta[i]);
+            self.dv_dq[i] = -g.dot(&lever);
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Galerkin–Lobatto discretisations: control points, quadrature weights and the
+//! differentiation matrix of the interpolating polynomial (Fan, Schultz & Murphey 2018, §2).
+//!
+//! On one step the trajectory is the degree-s polynomial through the control points
+//! `q^α = q(t_k + c_α Δt)`, `α = 0..s`, with `c` the Gauss–Lobatto nodes on `[0, 1]`
+//! (`c_0 = 0`, `c_s = 1`). Its velocity at the nodes is `q̇^α = (1/Δt) Σ_β b[α][β] q^β` with
+//! `b[α][β] = ℓ'_β(c_α)` (Lagrange basis), and the action integral is approximated by Lobatto
+//! quadrature with weights `w` (`Σ w = 1`) at the same nodes. The resulting variational
+//! integrator has order `2s` (Ober-Blöbaum & Saake 2015).
+
+use crate::error::{Result, ViError};
+
+/// Coefficients of one Galerkin–Lobatto scheme with `s + 1` control points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheme {
+    /// Number of intervals between control points (the scheme has order `2s`).
+    pub s: usize,
+    /// `(s+1,)` nodes on `[0, 1]`, increasing, `c[0] = 0`, `c[s] = 1`.
+    pub nodes: Vec<f64>,
+    /// `(s+1,)` quadrature weights, summing to 1.
+    pub weights: Vec<f64>,
+    /// `(s+1, s+1)` differentiation matrix, row-major: `b[α·(s+1) + β] = ℓ'_β(c_α)`.
+    pub diff: Vec<f64>,
+}
+
+impl Scheme {
+    /// The Lobatto scheme with `s + 1` points (`s ≥ 1`; `s ≤ 12` keeps the nodes accurate).
+    pub fn lobatto(s: usize) -> Result<Self> {
+        if !(1..=12).contains(&s) {
+            return Err(ViError::InvalidScheme(format!("Lobatto order parameter s = {s}; expected 1 ≤ s ≤ 12")));
+        }
+        let x = lobatto_nodes(s);
+        let nodes: Vec<f64> = x.iter().map(|xi| 0.5 * (xi + 1.0)).collect();
+        let ns = s as f64;
+        let weights: Vec<f64> = x.iter().map(|&xi| 1.0 / (ns * (ns + 1.0) * legendre(s, xi).0.powi(2))).collect();
+        Ok(Self { s, diff: differentiation_matrix(&nodes), nodes, weights })
+    }
+
+    /// The trapezoidal variational integrator (`s = 1`, order 2).
+    #[must_use]
+    pub fn trapezoid() -> Self {
+        Self::lobatto(1).expect("s = 1 is valid")
+    }
+
+    /// The Simpson variational integrator (`s = 2`, order 4).
+    #[must_use]
+    pub fn simpson() -> Self {
+        Self::lobatto(2).expect("s = 2 is valid")
+    }
+
+    /// Scheme by name: `"trapezoid"`, `"simpson"` or `"lobatto"` with an explicit `s`.
+    pub fn by_name(name: &str, s: Option<usize>) -> Result<Self> {
+        match (name, s) {
+            ("trapezoid", None | Some(1)) => Ok(Self::trapezoid()),
+            ("simpson", None | Some(2)) => Ok(Self::simpson()),
+            ("lobatto", Some(s)) => Self::lobatto(s),
+            ("lobatto", None) => Err(ViError::InvalidScheme("scheme 'lobatto' needs s (number of intervals per step)".into())),
+            (other, _) => Err(ViError::InvalidScheme(format!(
+                "unknown scheme '{other}' (with s = {s:?}); expected 'trapezoid', 'simpson' or 'lobatto' with s"
+            ))),
+        }
+    }
+
+    /// Number of control points, `s + 1`.
+    #[inline]
+    #[must_use]
+    pub fn points(&self) -> usize {
+        self.s + 1
+    }
+
+    /// `b[α][β] = ℓ'_β(c_α)`.
+    #[inline]
+    #[must_use]
+    pub fn b(&self, alpha: usize, beta: usize) -> f64 {
+        self.diff[alpha * (self.s + 1) + beta]
+    }
+
+    /// Order of accuracy of the integrator, `2s`.
+    #[must_use]
+    pub fn order(&self) -> usize {
+        2 * self.s
+    }
+}
+
+/// `(P_n(x), P_{n−1}(x))` by the three-term recurrence.
+fn legendre(n: usize, x: f64) -> (f64, f64) {
+    let (mut p0, mut p1) = (1.0, x);
+    if n == 0 {
+        return (1.0, 0.0);
+    }
+    for k in 1..n {
+        let kf = k as f64;
+        let p2 = ((2.0 * kf + 1.0) * x * p1 - kf * p0) / (kf + 1.0);
+        p0 = p1;
+        p1 = p2;
+    }
+    (p1, p0)
+}
+
+/// Gauss–Lobatto nodes on `[−1, 1]`: `±1` and the roots of `P_s'`, by Newton's method on
+/// `(1 − x²) P_s'(x) = s (P_{s−1}(x) − x P_s(x))` from Chebyshev–Lobatto starting points.
+fn lobatto_nodes(s: usize) -> Vec<f64> {
+    let pi = std::f64::consts::PI;
+    let mut x: Vec<f64> = (0..=s).map(|k| -(pi * k as f64 / s as f64).cos()).collect();
+    for xi in x.iter_mut().take(s).skip(1) {
+        for _ in 0..100 {
+            let (p, pm1) = legendre(s, *xi);
+            // f = P_{s−1} − x P_s ∝ (1 − x²) P_s';  f' = −s(s+1)/(1−x²)·... use the identity
+            // d/dx [P_{s−1} − x P_s] = −(s + 1) P_s  (from the Legendre recurrences)
+            let f = pm1 - *xi * p;
+            let df = -((s + 1) as f64) * p;
+            let step = f / df;
+            *xi -= step;
+            if step.abs() < 1e-16 {
+                break;
+            }
+        }
+    }
+    x
+}
+
+/// Differentiation matrix of the Lagrange basis at its own nodes (barycentric form).
+fn differentiation_matrix(c: &[f64]) -> Vec<f64> {
+    let m = c.len();
+    let lambda: Vec<f64> = (0..m).map(|j| 1.0 / (0..m).filter(|&k| k != j).map(|k| c[j] - c[k]).product::<f64>()).collect();
+    let mut d = vec![0.0; m * m];
+    for a in 0..m {
+        let mut diag = 0.0;
+        for b in 0..m {
+            if a != b {
+                let x = (lambda[b] / lambda[a]) / (c[a] - c[b]);
+                d[a * m + b] = x;
+                diag -= x;
+            }
+        }
+        d[a * m + a] = diag;
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trapezoid_and_simpson_match_the_tables() {
+        let t = Scheme::trapezoid();
+        assert_eq!(t.nodes, [0.0, 1.0]);
+        assert!((t.weights[0] - 0.5).abs() < 1e-15 && (t.weights[1] - 0.5).abs() < 1e-15);
+        for (got, want) in t.diff.iter().zip([-1.0, 1.0, -1.0, 1.0]) {
+            assert!((got - want).abs() < 1e-14);
+        }
+        let s = Scheme::simpson();
+        for (got, want) in s.nodes.iter().zip([0.0, 0.5, 1.0]) {
+            assert!((got - want).abs() < 1e-15);
+        }
+        for (got, want) in s.weights.iter().zip([1.0 / 6.0, 4.0 / 6.0, 1.0 / 6.0]) {
+            assert!((got - want).abs() < 1e-15);
+        }
+        for (got, want) in s.diff.iter().zip([-3.0, 4.0, -1.0, -1.0, 0.0, 1.0, 1.0, -4.0, 3.0]) {
+            assert!((got - want).abs() < 1e-13, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn four_point_lobatto_matches_the_closed_form() {
+        let l = Scheme::lobatto(3).unwrap();
+        let r5 = 5f64.sqrt();
+        for (got, want) in l.nodes.iter().zip([0.0, (5.0 - r5) / 10.0, (5.0 + r5) / 10.0, 1.0]) {
+            assert!((got - want).abs() < 1e-15);
+        }
+        for (got, want) in l.weights.iter().zip([1.0 / 12.0, 5.0 / 12.0, 5.0 / 12.0, 1.0 / 12.0]) {
+            assert!((got - want).abs() < 1e-15);
+        }
+    }
+
+    #[test]
+    fn quadrature_and_differentiation_are_exact_on_polynomials() {
+        for s in 1..=8 {
+            let sc = Scheme::lobatto(s).unwrap();
+            // Lobatto with s+1 points integrates degree ≤ 2s − 1 exactly
+            for deg in 0..2 * s {
+                let integral: f64 = sc.nodes.iter().zip(&sc.weights).map(|(c, w)| w * c.powi(deg as i32)).sum();
+                assert!((integral - 1.0 / (deg as f64 + 1.0)).abs() < 1e-13, "s={s} deg={deg}");
+            }
+            // the differentiation matrix is exact on degree ≤ s
+            for deg in 0..=s {
+                for a in 0..=s {
+                    let d: f64 = (0..=s).map(|b| sc.b(a, b) * sc.nodes[b].powi(deg as i32)).sum();
+                    let exact = if deg == 0 { 0.0 } else { deg as f64 * sc.nodes[a].powi(deg as i32 - 1) };
+                    assert!((d - exact).abs() < 1e-9, "s={s} deg={deg}: {d} vs {exact}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_errors() {
+        assert_eq!(Scheme::by_name("simpson", None).unwrap().s, 2);
+        assert_eq!(Scheme::by_name("lobatto", Some(4)).unwrap().order(), 8);
+        assert!(Scheme::by_name("lobatto", None).is_err());
+        assert!(Scheme::by_name("rk4", None).is_err());
+        assert!(Scheme::lobatto(0).is_err());
+    }
+}
