@@ -20,11 +20,14 @@ PUBLIC = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "Trajectory",
     "UnknownNameError",
     "UrdfError",
+    "VariationalIntegrator",
     "VidynError",
     "__version__",
     "aba",
+    "aba_derivatives",
     "crba",
     "forward_kinematics",
     "frame_placement",
@@ -37,6 +40,9 @@ PUBLIC = [
     "nonlinear_effects",
     "potential_energy",
     "rnea",
+    "rnea_derivatives",
+    "rnea_second_order",
+    "rnea_second_order_contracted",
 ]
 
 

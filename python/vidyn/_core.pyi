@@ -19,10 +19,13 @@ __all__ = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "Trajectory",
     "UnknownNameError",
     "UrdfError",
+    "VariationalIntegrator",
     "VidynError",
     "aba",
+    "aba_derivatives",
     "acrobot",
     "binary_tree",
     "cartpole",
@@ -39,6 +42,9 @@ __all__ = [
     "potential_energy",
     "random_tree",
     "rnea",
+    "rnea_derivatives",
+    "rnea_second_order",
+    "rnea_second_order_contracted",
 ]
 
 __version__: Final[str]
@@ -232,6 +238,89 @@ class Kinematics:
     def accelerations(self) -> _Array:
         """(nbodies, 6) spatial acceleration of each body in its own frame, [linear; angular],
         gravity excluded."""
+
+@final
+class Trajectory:
+    """A simulated trajectory of N steps (returned by ``VariationalIntegrator.rollout``)."""
+
+    @property
+    def q(self) -> _Array:
+        """(N+1, n) configurations."""
+    @property
+    def p(self) -> _Array:
+        """(N+1, n) discrete momenta."""
+    @property
+    def u(self) -> _Array:
+        """(N, n) controls (generalised forces, constant over each step)."""
+    @property
+    def iterations(self) -> npt.NDArray[np.uintp]:
+        """(N,) Newton iterations of each step."""
+    @property
+    def steps(self) -> int:
+        """Number of steps N."""
+    def __len__(self) -> int: ...
+
+@final
+class VariationalIntegrator:
+    """Galerkin–Lobatto variational integrator of order 2s (Fan, Schultz & Murphey 2018) for
+    a model whose joints are all revolute or prismatic.
+
+    The state is ``(q, p)`` with ``p`` the discrete momentum; ``momentum(q, v)`` gives the
+    ``p`` of an initial velocity. Controls ``u`` (one generalised force per joint) are held
+    constant over a step. ``scheme``: ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
+    (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
+    joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
+    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot."""
+
+    def __new__(
+        cls,
+        model: Model,
+        dt: float,
+        scheme: str = "trapezoid",
+        s: int | None = None,
+        damping: _ArrayLike | None = None,
+        stiffness: _ArrayLike | None = None,
+        rest: _ArrayLike | None = None,
+        tolerance: float = 1e-12,
+        max_iterations: int = 30,
+    ) -> VariationalIntegrator: ...
+    @property
+    def dt(self) -> float: ...
+    @property
+    def scheme(self) -> str: ...
+    @property
+    def s(self) -> int: ...
+    @property
+    def order(self) -> int:
+        """Order of accuracy, 2s."""
+    @property
+    def n(self) -> int:
+        """Degrees of freedom."""
+    def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
+        """Legendre transform ``p = M(q) v``. (n,), (n,) -> (n,)."""
+    def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:
+        """Inverse Legendre transform ``v = M(q)⁻¹ p``. (n,), (n,) -> (n,)."""
+    def energy(self, q: _ArrayLike, p: _ArrayLike) -> float | _Array:
+        """``½ pᵀ M⁻¹ p + V(q)`` of one state (n,) -> float, or of each row of (N, n) arrays -> (N,)."""
+    def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None) -> tuple[_Array, _Array]:
+        """One step ``(q, p, u) -> (q_next, p_next)``, each (n,)."""
+    def rollout(
+        self,
+        q0: _ArrayLike,
+        v0: _ArrayLike | None = None,
+        u: _ArrayLike | None = None,
+        *,
+        p0: _ArrayLike | None = None,
+        steps: int | None = None,
+    ) -> Trajectory:
+        """Simulate from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) under controls
+        ``u`` (N, n) (or ``steps`` zero-control steps)."""
+    def linearize(
+        self, traj_or_q: Trajectory | _ArrayLike, p: _ArrayLike | None = None, u: _ArrayLike | None = None
+    ) -> tuple[_Array, _Array]:
+        """Exact linearisation of every step, computed in parallel with the GIL released:
+        ``A`` (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k), ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k.
+        Takes a Trajectory, or q (N+1, n), p (N+1, n) and u (N, n)."""
 
 # ----------------------------------------------------------------------------------------
 # Algorithms

@@ -133,7 +133,7 @@ pub fn rnea_second_order<'py>(
         convert::tangent(v, "v", m)?,
         convert::tangent(a, "a", m)?,
     );
-    let mut ws = detached(py, move || Ok(m.second_order_workspace()))?;
+    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
     let wsr = &mut ws;
     let d = detached(py, move || rbd::rnea_second_order(m, wsr, &q, &v, &a))?;
     Ok((
@@ -361,7 +361,7 @@ pub fn frame_placement<'py>(
     detached(py, move || {
         rbd::placements(m, w, &q)?;
         rbd::update_frame_placements(m, w);
-        Ok(())
+        Ok::<(), rbd::RbdError>(())
     })?;
     Ok(convert::placement_out(py, &ws.frame_placements[f]))
 }
@@ -383,7 +383,7 @@ pub fn frame_placements<'py>(
     detached(py, move || {
         rbd::placements(m, w, &q)?;
         rbd::update_frame_placements(m, w);
-        Ok(())
+        Ok::<(), rbd::RbdError>(())
     })?;
     Ok(convert::placements_out(py, &ws.frame_placements))
 }

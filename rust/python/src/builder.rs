@@ -212,7 +212,7 @@ fn body_count(n: i128, name: &str) -> PyResult<usize> {
 pub fn pendulum_chain(py: Python<'_>, n: i128, planar: bool) -> PyResult<PyModel> {
     let n = body_count(n, "n")?;
     crate::detached(py, move || {
-        Ok(PyModel::new(rbd::builders::pendulum_chain(n, planar)))
+        Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::pendulum_chain(n, planar)))
     })
 }
 
@@ -227,7 +227,7 @@ pub fn binary_tree(py: Python<'_>, depth: i128) -> PyResult<PyModel> {
         )));
     }
     crate::detached(py, move || {
-        Ok(PyModel::new(rbd::builders::binary_tree(depth)))
+        Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::binary_tree(depth)))
     })
 }
 
@@ -254,6 +254,6 @@ pub fn random_tree(py: Python<'_>, n: i128, seed: i128) -> PyResult<PyModel> {
         .map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
     crate::detached(py, move || {
         let m = rbd::builders::random_tree(n, seed, &Joint::examples());
-        Ok(PyModel::new(m))
+        Ok::<_, rbd::RbdError>(PyModel::new(m))
     })
 }

@@ -120,6 +120,21 @@ pub fn read(
     Ok(data)
 }
 
+/// A 2-D array with `ncols` columns and any number of rows: `(entries in C order, rows)`.
+pub fn read_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str) -> PyResult<(Vec<f64>, usize)> {
+    let shape = as_array(x, name)?.shape().to_vec();
+    let rows = match shape.as_slice() {
+        [rows, c] if *c == ncols => *rows,
+        _ => {
+            return Err(INPUT_ERROR.err(format!(
+                "{name} has shape {}, expected (N, {desc}) = (N, {ncols})",
+                shape_str(&shape)
+            )))
+        }
+    };
+    Ok((read(x, name, &[rows, ncols], None)?, rows))
+}
+
 /// A configuration `(model.nq,)`. Unit quaternions are checked by the core.
 pub fn configuration(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
     read(x, name, &[model.nq], Some("(model.nq,)"))

@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use vidyn_rbd::RbdError;
+use vidyn_vi::ViError;
 
 /// Bases of an exception class, resolved when the class is first created.
 type Bases = for<'py> fn(Python<'py>) -> PyResult<Vec<Bound<'py, PyType>>>;
@@ -160,6 +161,35 @@ pub fn to_pyerr(e: &RbdError) -> PyErr {
         RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
         // `RbdError` is non-exhaustive: a variant added later lands on the base class until
         // it gets its own arm (and its own test).
+        #[allow(unreachable_patterns)]
+        _ => VIDYN_ERROR.err(e.to_string()),
+    }
+}
+
+/// Core errors of any vidyn crate, mapped to their exception class.
+pub trait CoreError: Send {
+    fn to_pyerr(&self) -> PyErr;
+}
+
+impl CoreError for RbdError {
+    fn to_pyerr(&self) -> PyErr {
+        to_pyerr(self)
+    }
+}
+
+impl CoreError for ViError {
+    fn to_pyerr(&self) -> PyErr {
+        vi_to_pyerr(self)
+    }
+}
+
+/// The mapping of the variational integrators' errors (model errors keep their class).
+pub fn vi_to_pyerr(e: &ViError) -> PyErr {
+    match e {
+        ViError::Model(inner) => to_pyerr(inner),
+        ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
+        ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
+        ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. } => CONVERGENCE_ERROR.err(e.to_string()),
         #[allow(unreachable_patterns)]
         _ => VIDYN_ERROR.err(e.to_string()),
     }

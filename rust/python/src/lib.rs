@@ -9,6 +9,7 @@ mod builder;
 mod convert;
 mod errors;
 mod model;
+mod vi;
 
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -19,14 +20,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Inputs are validated before the call, so `f` should not panic; if it does anyway (a bug),
 /// the panic is caught here and raised as `VidynError` instead of `PanicException`, which
 /// ordinary `except Exception` handlers would not catch.
-pub(crate) fn detached<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+pub(crate) fn detached<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
-    F: Send + FnOnce() -> vidyn_rbd::Result<T>,
+    F: Send + FnOnce() -> Result<T, E>,
     T: Send,
+    E: errors::CoreError,
 {
     match py.detach(move || catch_unwind(AssertUnwindSafe(f))) {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(errors::PyVidynErr(e).into()),
+        Ok(Err(e)) => Err(e.to_pyerr()),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<&str>()
@@ -45,6 +47,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::PyModel>()?;
     m.add_class::<builder::PyModelBuilder>()?;
     m.add_class::<algorithms::Kinematics>()?;
+    m.add_class::<vi::PyVariationalIntegrator>()?;
+    m.add_class::<vi::PyTrajectory>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;

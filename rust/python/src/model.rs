@@ -297,7 +297,7 @@ impl PyModel {
         let mut r = ChaCha8Rng::seed_from_u64(seed_from(rng)?);
         let m = &*self.inner;
         check_sampling_limits(m)?;
-        let q = detached(py, move || Ok(rbd::random_configuration(m, &mut r)))?;
+        let q = detached(py, move || Ok::<_, rbd::RbdError>(rbd::random_configuration(m, &mut r)))?;
         Ok(convert::vector_out(py, &q))
     }
 

@@ -1,0 +1,275 @@
+//! The Python `VariationalIntegrator` and `Trajectory`: conversion only, the maths is
+//! `vidyn_vi`. Every call runs detached from the interpreter.
+
+use crate::convert;
+use crate::detached;
+use crate::errors::INPUT_ERROR;
+use crate::model::PyModel;
+use numpy::ndarray::{Array2, Array3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
+use pyo3::prelude::*;
+use std::sync::Arc;
+use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
+
+/// A Galerkin–Lobatto variational integrator (order 2s) for a model with revolute and
+/// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
+/// constant over each step).
+#[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
+pub struct PyVariationalIntegrator {
+    inner: Arc<VariationalIntegrator>,
+    scheme_name: String,
+}
+
+/// A simulated trajectory: `q`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`.
+#[pyclass(frozen, module = "vidyn", name = "Trajectory")]
+pub struct PyTrajectory {
+    inner: vidyn_vi::Trajectory,
+}
+
+fn rows_out<'py>(py: Python<'py>, data: &[f64], rows: usize, cols: usize) -> Bound<'py, PyArray2<f64>> {
+    Array2::from_shape_vec((rows, cols), data.to_vec()).expect("row-major data of the stated shape").into_pyarray(py)
+}
+
+#[pymethods]
+impl PyTrajectory {
+    /// Configurations, (N+1, n).
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let t = &self.inner;
+        rows_out(py, &t.q, t.steps + 1, t.n)
+    }
+    /// Discrete momenta, (N+1, n).
+    #[getter]
+    fn p<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let t = &self.inner;
+        rows_out(py, &t.p, t.steps + 1, t.n)
+    }
+    /// Controls, (N, n).
+    #[getter]
+    fn u<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let t = &self.inner;
+        rows_out(py, &t.u, t.steps, t.n)
+    }
+    /// Newton iterations of each step, (N,).
+    #[getter]
+    fn iterations<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<usize>> {
+        PyArray1::from_slice(py, &self.inner.iterations)
+    }
+    /// Number of steps N.
+    #[getter]
+    fn steps(&self) -> usize {
+        self.inner.steps
+    }
+    fn __len__(&self) -> usize {
+        self.inner.steps
+    }
+    fn __repr__(&self) -> String {
+        format!("Trajectory(steps={}, n={})", self.inner.steps, self.inner.n)
+    }
+}
+
+impl PyVariationalIntegrator {
+    fn dofs(&self) -> usize {
+        self.inner.n()
+    }
+    fn vector(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        convert::read(x, name, &[self.dofs()], Some("(n,)"))
+    }
+}
+
+#[pymethods]
+impl PyVariationalIntegrator {
+    #[new]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        model: &Bound<'_, PyModel>,
+        dt: f64,
+        scheme: &str,
+        s: Option<usize>,
+        damping: Option<&Bound<'_, PyAny>>,
+        stiffness: Option<&Bound<'_, PyAny>>,
+        rest: Option<&Bound<'_, PyAny>>,
+        tolerance: f64,
+        max_iterations: usize,
+    ) -> PyResult<Self> {
+        let m = model.get().inner.clone();
+        let n = m.nv;
+        let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
+            Some(x) => convert::read(x, name, &[n], Some("(model.nv,)")),
+            None => Ok(default),
+        };
+        let forces = JointForces {
+            damping: read(damping, "damping", m.limits.damping.clone())?,
+            stiffness: read(stiffness, "stiffness", vec![0.0; n])?,
+            rest: read(rest, "rest", vec![0.0; n])?,
+        };
+        let build = || -> Result<VariationalIntegrator, ViError> {
+            let sc = Scheme::by_name(scheme, s)?;
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)
+        };
+        let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
+        Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
+    }
+
+    /// Time step.
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.inner.dt()
+    }
+    /// Scheme name ("trapezoid", "simpson" or "lobatto").
+    #[getter]
+    fn scheme(&self) -> &str {
+        &self.scheme_name
+    }
+    /// Intervals per step s (s + 1 control points).
+    #[getter]
+    fn s(&self) -> usize {
+        self.inner.scheme().s
+    }
+    /// Order of accuracy, 2s.
+    #[getter]
+    fn order(&self) -> usize {
+        self.inner.scheme().order()
+    }
+    /// Degrees of freedom n.
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n()
+    }
+
+    /// Legendre transform `p = M(q) v`: (n,), (n,) -> (n,).
+    fn momentum<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, v) = (self.vector(q, "q")?, self.vector(v, "v")?);
+        let vi = &*self.inner;
+        let p = detached(py, move || {
+            let mut p = vec![0.0; q.len()];
+            vi.momentum(&mut vi.workspace(), &q, &v, &mut p).map(|()| p)
+        })?;
+        Ok(PyArray1::from_vec(py, p))
+    }
+
+    /// Inverse Legendre transform `v = M(q)⁻¹ p`: (n,), (n,) -> (n,).
+    fn velocity<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let vi = &*self.inner;
+        let v = detached(py, move || {
+            let mut v = vec![0.0; q.len()];
+            vi.velocity(&mut vi.workspace(), &q, &p, &mut v).map(|()| v)
+        })?;
+        Ok(PyArray1::from_vec(py, v))
+    }
+
+    /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` of one state, or of every row of `(N, n)` arrays.
+    fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        let n = self.dofs();
+        if let (Ok(qv), Ok(pv)) = (self.vector(q, "q"), self.vector(p, "p")) {
+            let vi = &*self.inner;
+            let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
+            return Ok(e.into_pyobject(py)?.into_any().unbind());
+        }
+        let (qs, rows) = convert::read_rows(q, "q", n, "n")?;
+        let (ps, prow) = convert::read_rows(p, "p", n, "n")?;
+        if prow != rows {
+            return Err(INPUT_ERROR.err(format!("q has {rows} rows but p has {prow}")));
+        }
+        let vi = &*self.inner;
+        let e = detached(py, move || {
+            let mut ws: ViWorkspace = vi.workspace();
+            (0..rows).map(|k| vi.energy(&mut ws, &qs[k * n..(k + 1) * n], &ps[k * n..(k + 1) * n])).collect::<Result<Vec<f64>, ViError>>()
+        })?;
+        Ok(PyArray1::from_vec(py, e).into_any().unbind())
+    }
+
+    /// One step from `(q, p)` under control `u` (zeros if omitted): -> `(q_next, p_next)`.
+    #[pyo3(signature = (q, p, u = None))]
+    fn step<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let u = match u {
+            Some(u) => self.vector(u, "u")?,
+            None => vec![0.0; self.dofs()],
+        };
+        let vi = &*self.inner;
+        let (qn, pn) = detached(py, move || {
+            let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; q.len()]);
+            vi.step(&mut vi.workspace(), 0, &q, &p, &u, None, &mut qn, &mut pn).map(|_| (qn, pn))
+        })?;
+        Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, pn)))
+    }
+
+    /// Simulates `N = len(u)` steps from `q0` with initial velocity `v0` (converted by the
+    /// Legendre transform) or initial momentum `p0`. u: (N, n). -> Trajectory.
+    #[pyo3(signature = (q0, v0 = None, u = None, *, p0 = None, steps = None))]
+    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, p0: Option<&Bound<'_, PyAny>>, steps: Option<usize>) -> PyResult<PyTrajectory> {
+        let n = self.dofs();
+        let q0 = self.vector(q0, "q0")?;
+        let start = match (v0, p0) {
+            (Some(v), None) => Start::Velocity(self.vector(v, "v0")?),
+            (None, Some(p)) => Start::Momentum(self.vector(p, "p0")?),
+            (None, None) => Start::Velocity(vec![0.0; n]),
+            (Some(_), Some(_)) => return Err(INPUT_ERROR.err("give either v0 or p0, not both")),
+        };
+        let u = match (u, steps) {
+            (Some(u), None) => convert::read_rows(u, "u", n, "n")?.0,
+            (None, Some(steps)) => vec![0.0; steps * n],
+            (Some(u), Some(steps)) => {
+                let (data, rows) = convert::read_rows(u, "u", n, "n")?;
+                if rows != steps {
+                    return Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {steps}")));
+                }
+                data
+            }
+            (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, n) or the number of steps")),
+        };
+        let vi = &*self.inner;
+        let traj = detached(py, move || {
+            let p0 = match start {
+                Start::Momentum(p) => p,
+                Start::Velocity(v) => {
+                    let mut p = vec![0.0; n];
+                    vi.momentum(&mut vi.workspace(), &q0, &v, &mut p)?;
+                    p
+                }
+            };
+            rollout(vi, &q0, &p0, &u)
+        })?;
+        Ok(PyTrajectory { inner: traj })
+    }
+
+    /// Exact linearisation of every step of a trajectory, computed in parallel:
+    /// `linearize(traj)` or `linearize(q, p, u)` with q, p (N+1, n) and u (N, n) ->
+    /// `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and B (N, 2n, n).
+    #[pyo3(signature = (traj_or_q, p = None, u = None))]
+    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>)> {
+        let n = self.dofs();
+        let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
+            t.get().inner.clone()
+        } else {
+            let (Some(p), Some(u)) = (p, u) else {
+                return Err(INPUT_ERROR.err("linearize takes a Trajectory, or q (N+1, n), p (N+1, n) and u (N, n)"));
+            };
+            let (q, qrows) = convert::read_rows(traj_or_q, "q", n, "n")?;
+            let (p, prows) = convert::read_rows(p, "p", n, "n")?;
+            let (u, urows) = convert::read_rows(u, "u", n, "n")?;
+            if prows != qrows || urows + 1 != qrows {
+                return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
+            }
+            vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: vec![0; urows] }
+        };
+        let vi = &*self.inner;
+        let lin = detached(py, move || linearize_trajectory(vi, &traj))?;
+        let steps = lin.a.len();
+        let a = Array3::from_shape_fn((steps, 2 * n, 2 * n), |(k, i, j)| lin.a[k][(i, j)]);
+        let b = Array3::from_shape_fn((steps, 2 * n, n), |(k, i, j)| lin.b[k][(i, j)]);
+        Ok((a.into_pyarray(py), b.into_pyarray(py)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("VariationalIntegrator(scheme='{}', s={}, dt={}, n={})", self.scheme_name, self.inner.scheme().s, self.inner.dt(), self.dofs())
+    }
+}
+
+enum Start {
+    Velocity(Vec<f64>),
+    Momentum(Vec<f64>),
+}

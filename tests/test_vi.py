@@ -1,0 +1,168 @@
+"""Variational integrators (Fan, Schultz & Murphey 2018): the properties every VI must have,
+checked from Python on random trees of revolute/prismatic joints and on chains.
+
+* the exact linearisation equals central differences of the Newton-solved step;
+* the unforced linearised flow is symplectic, AᵀJA = J;
+* a coordinate whose rotation leaves the Lagrangian invariant keeps its momentum (Noether);
+* energy oscillates without drift over 10⁵ steps of a double pendulum;
+* the measured order of accuracy is 2s; steps are time-reversible;
+* errors: unsupported joints, bad shapes, a step Newton cannot solve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vidyn
+from strategies import model_specs
+
+ONE_DOF = ("revolute", "prismatic")
+
+
+def symplectic_form(n: int) -> np.ndarray:
+    return np.block([[np.zeros((n, n)), np.eye(n)], [-np.eye(n), np.zeros((n, n))]])
+
+
+def initial_state(vi, model, seed):
+    rng = np.random.default_rng(seed)
+    q0 = rng.uniform(-1, 1, model.nv)
+    v0 = rng.uniform(-1, 1, model.nv)
+    return q0, vi.momentum(q0, v0)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_linearisation_matches_finite_differences(data):
+    model = data.draw(model_specs(max_bodies=6, kinds=ONE_DOF), label="spec").build()
+    scheme = data.draw(st.sampled_from(["trapezoid", "simpson"]), label="scheme")
+    n = model.nv
+    vi = vidyn.VariationalIntegrator(model, 0.01, scheme=scheme, damping=np.full(n, 0.2), stiffness=np.full(n, 0.5))
+    q, p = initial_state(vi, model, data.draw(st.integers(0, 2**16), label="seed"))
+    u = np.linspace(-0.5, 0.5, n)
+    traj = vi.rollout(q, u=u[None, :], p0=p)
+    a, b = vi.linearize(traj)
+    h = 1e-6  # central differences: truncation ~h², round-off ~ε|x|/h ≈ 2e-10; see tolerances.FD_STEP
+    x0 = np.concatenate([q, p])
+
+    def f(x, u):
+        return np.concatenate(vi.step(x[:n], x[n:], u))
+
+    fd_a = np.column_stack([(f(x0 + h * e, u) - f(x0 - h * e, u)) / (2 * h) for e in np.eye(2 * n)])
+    fd_b = np.column_stack([(f(x0, u + h * e) - f(x0, u - h * e)) / (2 * h) for e in np.eye(n)])
+    np.testing.assert_allclose(a[0], fd_a, rtol=0, atol=1e-6 * max(1.0, np.abs(fd_a).max()))
+    np.testing.assert_allclose(b[0], fd_b, rtol=0, atol=1e-6 * max(1.0, np.abs(fd_b).max()))
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_unforced_linearised_flow_is_symplectic(data):
+    model = data.draw(model_specs(max_bodies=8, kinds=ONE_DOF), label="spec").build()
+    scheme = data.draw(st.sampled_from(["trapezoid", "simpson"]), label="scheme")
+    vi = vidyn.VariationalIntegrator(model, 0.02, scheme=scheme, damping=np.zeros(model.nv))
+    q, p = initial_state(vi, model, data.draw(st.integers(0, 2**16), label="seed"))
+    a, _ = vi.linearize(vi.rollout(q, p0=p, steps=5))
+    j = symplectic_form(model.nv)
+    for ak in a:
+        err = np.abs(ak.T @ j @ ak - j).max()
+        assert err <= 1e-10 * max(1.0, np.abs(ak).max() ** 2), err
+
+
+def yaw_symmetric_chain():
+    """First joint about world z, gravity along z: the Lagrangian does not change when the
+    whole chain turns about z, so that joint's discrete momentum is conserved."""
+    b = vidyn.ModelBuilder("yaw chain")
+    inertia = np.diag([0.02, 0.03, 0.01])
+    parent = b.add_body(None, "yaw", "revolute", axis=[0, 0, 1], mass=1.0, com=[0.3, 0.1, -0.4], inertia=inertia)
+    for k, axis in enumerate(([1, 0, 0], [0, 1, 0], [1, 0, 0])):
+        placement = np.eye(4)
+        placement[:3, 3] = [0.2, 0.0, -0.5]
+        parent = b.add_body(parent, f"j{k}", "revolute", placement=placement, axis=axis, mass=0.7, com=[0.3, 0.1, -0.4], inertia=inertia)
+    return b.build()
+
+
+@pytest.mark.parametrize("scheme", ["trapezoid", "simpson"])
+def test_symmetric_momentum_is_conserved(scheme):
+    model = yaw_symmetric_chain()
+    vi = vidyn.VariationalIntegrator(model, 0.01, scheme=scheme)
+    q, p = initial_state(vi, model, 3)
+    traj = vi.rollout(q, p0=p, steps=2000)
+    drift = np.abs(traj.p[:, 0] - p[0]).max()
+    assert drift <= 1e-10 * max(1.0, abs(p[0])), drift
+
+
+def test_energy_is_bounded_over_1e5_steps_of_a_double_pendulum():
+    model = vidyn.models.pendulum_chain(2)
+    vi = vidyn.VariationalIntegrator(model, 0.01, scheme="trapezoid")
+    q0 = np.array([1.2, -0.7])
+    traj = vi.rollout(q0, np.zeros(2), steps=100_000)
+    e = vi.energy(traj.q, traj.p) - vi.energy(q0, vi.momentum(q0, np.zeros(2)))
+    quarter = len(e) // 4
+    first, last = np.abs(e[:quarter]).max(), np.abs(e[-quarter:]).max()
+    # a variational integrator's energy error oscillates with an O(Δt²) amplitude and no
+    # secular trend: the last quarter is no worse than the first (×1.5 for the chaotic
+    # motion visiting other regions), and the amplitude is small against the energy scale
+    assert last <= 1.5 * first, (first, last)
+    assert first < 1e-2 * 2 * 9.81 * 1.0, first
+
+
+def test_convergence_order_is_2s():
+    model = vidyn.models.pendulum_chain(3, planar=False)
+    t_end = 0.5
+    ref = vidyn.VariationalIntegrator(model, t_end / 200, scheme="lobatto", s=4)
+    q0 = np.array([0.4, -0.3, 0.6])
+    p0 = ref.momentum(q0, np.array([0.5, -0.2, 0.1]))
+    exact = ref.rollout(q0, p0=p0, steps=200)
+    x_ref = np.concatenate([exact.q[-1], exact.p[-1]])
+    for scheme, s, coarse, expected in (("trapezoid", None, 20, 2), ("simpson", None, 10, 4), ("lobatto", 3, 5, 6)):
+        errors = []
+        for steps in (coarse, 2 * coarse):
+            vi = vidyn.VariationalIntegrator(model, t_end / steps, scheme=scheme, s=s)
+            t = vi.rollout(q0, p0=p0, steps=steps)
+            errors.append(np.abs(np.concatenate([t.q[-1], t.p[-1]]) - x_ref).max())
+        order = np.log2(errors[0] / errors[1])
+        assert abs(order - expected) < 0.3, (scheme, s, order)
+
+
+def test_time_reversibility():
+    model = vidyn.models.acrobot()
+    vi = vidyn.VariationalIntegrator(model, 0.02, scheme="simpson")
+    q, p = np.array([0.3, 0.2]), vi.momentum(np.array([0.3, 0.2]), np.array([1.0, -0.5]))
+    fwd = vi.rollout(q, p0=p, steps=100)
+    back = vi.rollout(fwd.q[-1], p0=-fwd.p[-1], steps=100)
+    np.testing.assert_allclose(back.q[-1], q, atol=1e-9)
+    np.testing.assert_allclose(back.p[-1], -p, atol=1e-9)
+
+
+def test_controls_and_damping_enter_as_forces():
+    """With damping, energy decreases monotonically; a constant torque does work."""
+    model = vidyn.models.pendulum_chain(2)
+    damped = vidyn.VariationalIntegrator(model, 0.01, damping=[0.5, 0.5])
+    traj = damped.rollout(np.array([1.0, 0.5]), np.zeros(2), steps=500)
+    e = damped.energy(traj.q, traj.p)
+    assert np.all(np.diff(e) < 1e-9), "damping must dissipate"
+    free = vidyn.VariationalIntegrator(model, 0.01)
+    pushed = free.rollout(np.zeros(2), np.zeros(2), np.tile([2.0, 0.0], (50, 1)))
+    assert free.energy(pushed.q[-1], pushed.p[-1]) > free.energy(np.zeros(2), np.zeros(2))
+
+
+def test_errors_are_python_exceptions():
+    with pytest.raises(vidyn.ModelError, match="freeflyer"):
+        vidyn.VariationalIntegrator(vidyn.models.random_tree(3, seed=1), 0.01)
+    model = vidyn.models.pendulum_chain(2)
+    with pytest.raises(vidyn.InputError, match="scheme"):
+        vidyn.VariationalIntegrator(model, 0.01, scheme="rk4")
+    with pytest.raises(ValueError, match="dt"):
+        vidyn.VariationalIntegrator(model, -0.1)
+    vi = vidyn.VariationalIntegrator(model, 0.01)
+    with pytest.raises(vidyn.InputError, match=r"q has shape \(3,\)"):
+        vi.step(np.zeros(3), np.zeros(2))
+    with pytest.raises(vidyn.InputError, match="not finite"):
+        vi.step(np.array([0.0, np.nan]), np.zeros(2))
+    with pytest.raises(vidyn.InputError, match="u has shape"):
+        vi.rollout(np.zeros(2), np.zeros(2), np.zeros((5, 3)))
+    coarse = vidyn.VariationalIntegrator(model, 5.0, max_iterations=3)
+    with pytest.raises(vidyn.ConvergenceError, match="step 0"):
+        coarse.step(np.array([0.3, -2.0]), np.array([40.0, -30.0]))
