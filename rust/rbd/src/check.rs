@@ -2,6 +2,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::model::Model;
+use vidyn_spatial::Force;
 
 /// Checks that `x` has `expected` entries, all finite.
 pub fn check_vector(x: &[f64], arg: &'static str, expected: usize, field: &'static str) -> Result<()> {
@@ -27,4 +28,19 @@ pub fn check_configuration(model: &Model, q: &[f64]) -> Result<()> {
 /// Checks a tangent vector (velocity, acceleration, torque): length `nv`, finite.
 pub fn check_tangent(model: &Model, x: &[f64], arg: &'static str) -> Result<()> {
     check_vector(x, arg, model.nv, "model.nv")
+}
+
+/// Checks per-body external wrenches: one per body (`model.nbodies()`), all finite. A
+/// non-finite entry is reported at its flat index `6·body + k` (`k` in `[linear; angular]`).
+pub fn check_forces(model: &Model, fext: &[Force], arg: &'static str) -> Result<()> {
+    if fext.len() != model.nbodies() {
+        return Err(RbdError::Dimension { arg, got: fext.len(), expected: model.nbodies(), field: "model.nbodies" });
+    }
+    for (b, f) in fext.iter().enumerate() {
+        let x = f.to_vector();
+        if let Some((k, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(RbdError::NonFinite { arg, index: 6 * b + k, value });
+        }
+    }
+    Ok(())
 }

@@ -459,3 +459,242 @@ fn second_order_workspace_can_be_reused_across_trees() {
     assert_eq!(reused.d2tau_dv2(), fresh.d2tau_dv2());
     assert_eq!(reused.dm_dq(), fresh.dm_dq());
 }
+
+// ---------------------------------------------------------------------------------------
+// External forces (algorithms/external_forces.rs and the `_ext` variants)
+
+fn random_wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<vidyn_spatial::Force> {
+    (0..n).map(|_| vidyn_spatial::Force::from_vector(&nalgebra::Vector6::from_iterator(random_vec(rng, 6)))).collect()
+}
+
+#[test]
+fn external_forces_enter_rnea_and_aba_as_joint_torques() {
+    for model in models() {
+        let mut ws = model.workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(30);
+        for s in states(&model, 30).iter().take(2) {
+            let fext = random_wrenches(&mut rng, model.nbodies());
+            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().to_vec();
+            let tau_ext = rnea_ext(&model, &mut ws, &s.q, &s.v, &s.a, &fext).unwrap().to_vec();
+            let mut jtf = vec![0.0; model.nv];
+            external_joint_torques(&model, &mut ws, &s.q, &fext, &mut jtf).unwrap();
+            let expected: Vec<f64> = tau.iter().zip(&jtf).map(|(t, e)| t - e).collect();
+            assert!(rel_err(&tau_ext, &expected) < 1e-12, "{}", model.name);
+            // Σ Jᵢᵀ fᵢ against the body Jacobians: a wrench on body b does virtual work
+            // fᵀ(J_b δq) with J_b the local Jacobian of b, whose columns are the body-frame
+            // joint axes of b's ancestors (checked through unit velocities and FK)
+            let a = aba_ext(&model, &mut ws, &s.q, &s.v, &tau_ext, &fext).unwrap().to_vec();
+            assert!(rel_err(&a, &s.a) < 1e-8, "{}: aba_ext inverts rnea_ext ({})", model.name, rel_err(&a, &s.a));
+            let zero = vec![0.0; model.nv];
+            for k in 0..model.nv {
+                let mut e = zero.clone();
+                e[k] = 1.0;
+                forward_kinematics(&model, &mut ws, &s.q, &e, &zero).unwrap();
+                let power: f64 = (0..model.nbodies()).map(|b| ws.velocities[b].dot(&fext[b])).sum();
+                assert!((power - jtf[k]).abs() < 1e-12 * (1.0 + power.abs()), "{} dof {k}", model.name);
+            }
+        }
+    }
+    let model = random_tree(4, 3, &[]);
+    let mut ws = model.workspace();
+    let q = neutral(&model);
+    let v = vec![0.0; model.nv];
+    let mut fext = vec![vidyn_spatial::Force::zero(); model.nbodies()];
+    assert!(matches!(rnea_ext(&model, &mut ws, &q, &v, &v, &fext[1..]), Err(RbdError::Dimension { arg: "fext", .. })));
+    fext[1].angular.y = f64::INFINITY;
+    assert!(matches!(aba_ext(&model, &mut ws, &q, &v, &v, &fext), Err(RbdError::NonFinite { arg: "fext", index: 10, .. })));
+}
+
+#[test]
+fn external_force_derivatives_match_finite_differences() {
+    for model in models() {
+        let mut ws = model.workspace();
+        let mut ws2 = model.workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        for s in states(&model, 31).iter().take(2) {
+            let fext = random_wrenches(&mut rng, model.nbodies());
+            let d = rnea_derivatives_ext(&model, &mut ws, &s.q, &s.v, &s.a, &fext).unwrap();
+            let (dq, dv, da) = (d.dtau_dq.clone(), d.dtau_dv.clone(), d.dtau_da.clone());
+            let expected = rnea_ext(&model, &mut ws2, &s.q, &s.v, &s.a, &fext).unwrap().to_vec();
+            assert!(rel_err(&ws.tau, &expected) < 1e-12, "{}: tau", model.name);
+            let fd_q = central_difference(model.nv, |e| rnea_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().to_vec());
+            assert_close(&format!("{} dtau/dq with fext", model.name), &dq, &fd_q, 1e-6);
+            // q̇ and q̈ derivatives do not see the wrenches
+            let plain = rnea_derivatives(&model, &mut ws2, &s.q, &s.v, &s.a).unwrap();
+            assert_close(&format!("{} dtau/dv with fext", model.name), &dv, plain.dtau_dv, 1e-12);
+            assert_close(&format!("{} dtau/da with fext", model.name), &da, plain.dtau_da, 1e-12);
+            let tau = s.a.clone();
+            let d = aba_derivatives_ext(&model, &mut ws, &s.q, &s.v, &tau, &fext).unwrap();
+            let (dq, dv) = (d.dddq_dq.clone(), d.dddq_dv.clone());
+            let fd_q = central_difference(model.nv, |e| aba_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &tau, &fext).unwrap().to_vec());
+            let fd_v = central_difference(model.nv, |e| {
+                let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
+                aba_ext(&model, &mut ws2, &s.q, &v, &tau, &fext).unwrap().to_vec()
+            });
+            assert_close(&format!("{} dddq/dq with fext", model.name), &dq, &fd_q, 1e-5);
+            assert_close(&format!("{} dddq/dv with fext", model.name), &dv, &fd_v, 1e-5);
+        }
+    }
+}
+
+/// Same error budget as `rnea_second_order_matches_differences_of_first_order`.
+#[test]
+fn external_force_second_order_matches_differences() {
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.second_order_workspace();
+        let mut ws = model.workspace();
+        let mut ws2 = model.workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(32);
+        for s in states(&model, 32).iter().take(2) {
+            let fext = random_wrenches(&mut rng, model.nbodies());
+            let d2 = rnea_second_order_ext(&model, &mut so, &s.q, &s.v, &s.a, &fext).unwrap();
+            let hqq = tensor_pages(d2.d2tau_dq2);
+            let fd_qq = central_difference(nv, |e| rnea_derivatives_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().dtau_dq.as_slice().to_vec());
+            assert_close(&format!("{} d2tau/dq2 with fext", model.name), &hqq, &fd_qq, 1e-6);
+            let (hvv, hqv, dm) = (d2.d2tau_dv2.clone(), d2.d2tau_dqdv.clone(), d2.dm_dq.clone());
+            let plain = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            assert_eq!((&hvv, &hqv, &dm), (plain.d2tau_dv2, plain.d2tau_dqdv, plain.dm_dq), "{}: only d2tau/dq2 sees fext", model.name);
+            let lambda = random_vec(&mut rng, nv);
+            let full = rnea_second_order_ext(&model, &mut so, &s.q, &s.v, &s.a, &fext).unwrap();
+            let c = rnea_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &s.a, &lambda, &fext).unwrap();
+            let mut expected = DMatrix::zeros(nv, nv);
+            for (name, t, got) in [("qq", full.d2tau_dq2, c.d2tau_dq2), ("vv", full.d2tau_dv2, c.d2tau_dv2), ("qv", full.d2tau_dqdv, c.d2tau_dqdv)] {
+                t.contract_first(&lambda, &mut expected);
+                assert_close(&format!("{} contracted {name} with fext", model.name), got, &expected, 1e-12);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Second-order forward dynamics (algorithms/aba_second_order.rs)
+
+/// FD-SO against central differences (h = 1e-6) of the analytic first-order ABA derivatives
+/// (and of M⁻¹ for ∂²q̈/∂τ∂q). Error budget, relative to max(1, |T|∞): the first-order
+/// derivatives carry a relative round-off ≈ cond(M)·ε·depth, which the difference quotient
+/// divides by h: ≈ 1e3·2e-16·30/1e-6 ≈ 6e-6·|∂q̈| in the worst case here (observed ≤ 1.5e-8);
+/// truncation h²·|∂³q̈| is negligible. 1e-5 relative to max(1, |T|, |∂q̈|) keeps a margin
+/// over the observed errors while index or formula mistakes are O(1) (checked by mutation).
+fn check_aba_second_order(model: &Model, s: &State, tau: &[f64], fext: Option<&[vidyn_spatial::Force]>, so: &mut AbaSecondOrderWorkspace) {
+    let nv = model.nv;
+    let mut ws2 = model.workspace();
+    let d2 = match fext {
+        Some(f) => aba_second_order_ext(model, so, &s.q, &s.v, tau, f),
+        None => aba_second_order(model, so, &s.q, &s.v, tau),
+    }
+    .unwrap();
+    let (tqq, tvv, tqv, ttq) = (tensor_pages(d2.d2ddq_dq2), tensor_pages(d2.d2ddq_dv2), tensor_pages(d2.d2ddq_dqdv), tensor_pages(d2.d2ddq_dtaudq));
+    let mut first = |q: &[f64], v: &[f64]| {
+        let d = match fext {
+            Some(f) => aba_derivatives_ext(model, &mut ws2, q, v, tau, f),
+            None => aba_derivatives(model, &mut ws2, q, v, tau),
+        }
+        .unwrap();
+        (d.dddq_dq.as_slice().to_vec(), d.dddq_dv.as_slice().to_vec(), d.dddq_dtau.as_slice().to_vec())
+    };
+    let scale = {
+        let (a, b, _) = first(&s.q, &s.v);
+        a.iter().chain(&b).fold(1.0_f64, |m, x| m.max(x.abs()))
+    };
+    let along_q = |e: &[f64]| integrate(model, &s.q, e).unwrap();
+    let along_v = |e: &[f64]| s.v.iter().zip(e).map(|(a, b)| a + b).collect::<Vec<f64>>();
+    let fd_qq = central_difference(nv, |e| first(&along_q(e), &s.v).0);
+    let fd_vv = central_difference(nv, |e| first(&s.q, &along_v(e)).1);
+    let fd_qv = central_difference(nv, |e| first(&s.q, &along_v(e)).0);
+    let fd_tq = central_difference(nv, |e| first(&along_q(e), &s.v).2);
+    let name = format!("{}{}", model.name, if fext.is_some() { " with fext" } else { "" });
+    for (what, t, fd) in [("d2ddq/dq2", &tqq, &fd_qq), ("d2ddq/dv2", &tvv, &fd_vv), ("d2ddq/dqdv", &tqv, &fd_qv), ("d2ddq/dtaudq", &ttq, &fd_tq)] {
+        let err = (t - fd).amax() / t.amax().max(scale);
+        assert!(err < 1e-5, "{name} {what}: relative error {err:e}");
+    }
+    // symmetries: q̇ derivatives commute, M⁻¹ is symmetric
+    let (tv, tt) = (d2.d2ddq_dv2, d2.d2ddq_dtaudq);
+    let sv = tv.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    let st = tt.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    for i in 0..nv {
+        for j in 0..nv {
+            for k in 0..nv {
+                assert!((tv[[i, j, k]] - tv[[i, k, j]]).abs() <= 1e-10 * sv, "{name} d2ddq/dv2 symmetric");
+                assert!((tt[[i, j, k]] - tt[[j, i, k]]).abs() <= 1e-10 * st, "{name} d2ddq/dtaudq symmetric");
+            }
+        }
+    }
+}
+
+#[test]
+fn aba_second_order_matches_differences_of_first_order() {
+    for model in models() {
+        let mut so = model.aba_second_order_workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(33);
+        for s in states(&model, 33).iter().take(1) {
+            let tau = random_vec(&mut rng, model.nv);
+            check_aba_second_order(&model, s, &tau, None, &mut so);
+            let fext = random_wrenches(&mut rng, model.nbodies());
+            check_aba_second_order(&model, s, &tau, Some(&fext), &mut so);
+        }
+    }
+}
+
+#[test]
+fn aba_second_order_is_the_implicit_function_of_rnea_second_order() {
+    // M · ∂²q̈/∂q̇² = −∂²τ/∂q̇² at q̈ (47), and ∂²q̈/∂τ∂q = −M⁻¹ (∂M/∂q) M⁻¹ (44), against
+    // the inverse-dynamics tensors left in the workspace.
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.aba_second_order_workspace();
+        let mut ws = model.workspace();
+        for s in states(&model, 34).iter().take(1) {
+            let d2 = aba_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let (tvv, ttq) = (d2.d2ddq_dv2.clone(), d2.d2ddq_dtaudq.clone());
+            let m = crba(&model, &mut ws, &s.q).unwrap().clone();
+            let minv = minverse(&model, &mut ws, &s.q).unwrap().clone();
+            let (hvv, dm) = (so.inverse.d2tau_dv2(), so.inverse.dm_dq());
+            let scale = hvv.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+            for j in 0..nv {
+                for k in 0..nv {
+                    let col = DVector::from_fn(nv, |i, _| tvv[[i, j, k]]);
+                    let h = DVector::from_fn(nv, |i, _| hvv[[i, j, k]]);
+                    assert!((&m * col + h).amax() < 1e-9 * scale, "{} (47)", model.name);
+                }
+                let dmk = DMatrix::from_fn(nv, nv, |a, b| dm[[a, b, j]]);
+                let expected = -(&minv * dmk * &minv);
+                let got = DMatrix::from_fn(nv, nv, |a, b| ttq[[a, b, j]]);
+                assert!((&got - &expected).amax() < 1e-9 * expected.amax().max(1.0), "{} (44)", model.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn aba_second_order_contracted_matches_contraction() {
+    for model in models() {
+        let nv = model.nv;
+        let mut so = model.aba_second_order_workspace();
+        let mut ws = model.workspace();
+        let mut rng = ChaCha8Rng::seed_from_u64(35);
+        for s in states(&model, 35).iter().take(2) {
+            let lambda = random_vec(&mut rng, nv);
+            let tau = random_vec(&mut rng, nv);
+            let fext = random_wrenches(&mut rng, model.nbodies());
+            for with_fext in [false, true] {
+                let (full, c) = if with_fext {
+                    (aba_second_order_ext(&model, &mut so, &s.q, &s.v, &tau, &fext).unwrap(), aba_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &tau, &lambda, &fext).unwrap())
+                } else {
+                    (aba_second_order(&model, &mut so, &s.q, &s.v, &tau).unwrap(), aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda).unwrap())
+                };
+                let mut expected = DMatrix::zeros(nv, nv);
+                for (name, t, got) in [("qq", full.d2ddq_dq2, c.d2ddq_dq2), ("vv", full.d2ddq_dv2, c.d2ddq_dv2), ("qv", full.d2ddq_dqdv, c.d2ddq_dqdv), ("tq", full.d2ddq_dtaudq, c.d2ddq_dtaudq)] {
+                    t.contract_first(&lambda, &mut expected);
+                    // two routes through M⁻¹ (LᵀDL solve vs the ABA-based M⁻¹): cond(M)·ε
+                    assert_close(&format!("{} contracted FD-SO {name} (fext: {with_fext})", model.name), got, &expected, 1e-9);
+                }
+            }
+        }
+    }
+    let model = random_tree(4, 3, &[]);
+    let mut ws = model.workspace();
+    let q = neutral(&model);
+    let v = vec![0.0; model.nv];
+    assert!(matches!(aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lambda", .. })));
+}

@@ -75,3 +75,24 @@ fn second_order_derivatives_do_not_allocate_once_the_workspace_exists() {
     assert_eq!(allocations(|| rnea_second_order(&model, &mut so, &q, &v, &v).map(|_| ())), 0, "rnea second order");
     assert_eq!(allocations(|| rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v).map(|_| ())), 0, "contracted");
 }
+
+#[test]
+fn external_forces_and_forward_second_order_do_not_allocate_once_the_workspace_exists() {
+    let model = random_tree(20, 7, &Joint::examples());
+    let mut ws = model.workspace();
+    let mut aso = model.aba_second_order_workspace();
+    let mut so = model.second_order_workspace();
+    let q = neutral(&model);
+    let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
+    let fext: Vec<vidyn_spatial::Force> = (0..model.nbodies()).map(|b| vidyn_spatial::Force::from_vector(&nalgebra::Vector6::repeat(0.1 * b as f64))).collect();
+    assert_eq!(allocations(|| rnea_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_ext");
+    assert_eq!(allocations(|| aba_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "aba_ext");
+    assert_eq!(allocations(|| rnea_derivatives_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_derivatives_ext");
+    assert_eq!(allocations(|| aba_derivatives_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "aba_derivatives_ext");
+    assert_eq!(allocations(|| rnea_second_order_ext(&model, &mut so, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_second_order_ext");
+    assert_eq!(allocations(|| rnea_second_order_contracted_ext(&model, &mut ws, &q, &v, &v, &v, &fext).map(|_| ())), 0, "contracted ext");
+    assert_eq!(allocations(|| aba_second_order(&model, &mut aso, &q, &v, &v).map(|_| ())), 0, "aba_second_order");
+    assert_eq!(allocations(|| aba_second_order_ext(&model, &mut aso, &q, &v, &v, &fext).map(|_| ())), 0, "aba_second_order_ext");
+    assert_eq!(allocations(|| aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v).map(|_| ())), 0, "aba_second_order_contracted");
+    assert_eq!(allocations(|| aba_second_order_contracted_ext(&model, &mut ws, &q, &v, &v, &v, &fext).map(|_| ())), 0, "aba_second_order_contracted_ext");
+}

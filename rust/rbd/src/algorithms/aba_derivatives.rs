@@ -1,10 +1,13 @@
 //! First-order partial derivatives of forward dynamics.
 
-use crate::algorithms::{aba::aba, minverse::minverse, rnea_derivatives::rnea_derivatives};
+use crate::algorithms::external_forces::aba_ext;
+use crate::algorithms::rnea_derivatives::rnea_derivatives_unchecked;
+use crate::algorithms::{aba::aba, minverse::minverse};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::DMatrix;
+use vidyn_spatial::Force;
 
 /// The three first-order partials of forward dynamics, borrowed from the workspace.
 #[derive(Debug)]
@@ -28,22 +31,42 @@ pub struct AbaDerivatives<'w> {
 /// Checked against central differences of [`crate::aba`] in `tests::aba_derivatives_match_finite_differences`.
 pub fn aba_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<AbaDerivatives<'w>> {
     aba(model, ws, q, v, tau)?;
+    aba_derivatives_after_aba(model, ws, q, v, None)?;
+    let d = &ws.derivatives;
+    Ok(AbaDerivatives { dddq_dq: &d.dddq_dq, dddq_dv: &d.dddq_dv, dddq_dtau: &ws.mass_matrix_inv })
+}
+
+/// [`aba_derivatives`] of [`crate::aba_ext`]: forward dynamics with per-body external wrenches
+/// `fext` (`(nbodies,)`, each in its body frame, `[linear; angular]`, Pinocchio's convention).
+/// The same implicit-function formulas with `∂τ/∂q` of [`crate::rnea_derivatives_ext`], which
+/// includes the turning of the body-fixed wrenches. Leaves `q̈` in `ws.ddq`.
+/// Checked against central differences of [`crate::aba_ext`] in
+/// `tests::external_force_derivatives_match_finite_differences`.
+pub fn aba_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], fext: &[Force]) -> Result<AbaDerivatives<'w>> {
+    aba_ext(model, ws, q, v, tau, fext)?;
+    aba_derivatives_after_aba(model, ws, q, v, Some(fext))?;
+    let d = &ws.derivatives;
+    Ok(AbaDerivatives { dddq_dq: &d.dddq_dq, dddq_dv: &d.dddq_dv, dddq_dtau: &ws.mass_matrix_inv })
+}
+
+/// The derivatives once `ws.ddq` holds `q̈` (inputs already checked): RNEA derivatives at
+/// `q̈`, `M⁻¹`, and the two products into `ws.derivatives.{dddq_dq, dddq_dv}`.
+pub(crate) fn aba_derivatives_after_aba(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], fext: Option<&[Force]>) -> Result<()> {
     let ddq = std::mem::take(&mut ws.ddq);
-    let result = rnea_derivatives(model, ws, q, v, &ddq).map(|_| ());
+    rnea_derivatives_unchecked(model, ws, q, v, &ddq, true, fext);
     ws.ddq = ddq;
-    result?;
     minverse(model, ws, q)?;
     let d = &mut ws.derivatives;
     mul_by_tree_sparse(model, &ws.mass_matrix_inv, &d.dtau_dq, -1.0, &mut d.dddq_dq);
     mul_by_tree_sparse(model, &ws.mass_matrix_inv, &d.dtau_dv, -1.0, &mut d.dddq_dv);
-    Ok(AbaDerivatives { dddq_dq: &d.dddq_dq, dddq_dv: &d.dddq_dv, dddq_dtau: &ws.mass_matrix_inv })
+    Ok(())
 }
 
 /// `out = s · A · D` for a dense `A` and a `D` whose entry `(k, c)` can be non-zero only when
 /// dofs `k` and `c` lie on one path to the root (the pattern of `∂τ/∂q`, `∂τ/∂q̇`): column
 /// `c` reads the ancestors of its body and its subtree (a contiguous range). Column-major
 /// axpy loops, no allocation (a dense `gemm` would allocate packing buffers).
-fn mul_by_tree_sparse(model: &Model, a: &DMatrix<f64>, d: &DMatrix<f64>, s: f64, out: &mut DMatrix<f64>) {
+pub(crate) fn mul_by_tree_sparse(model: &Model, a: &DMatrix<f64>, d: &DMatrix<f64>, s: f64, out: &mut DMatrix<f64>) {
     out.fill(0.0);
     for body in 0..model.nbodies() {
         let first = model.idx_v[body];

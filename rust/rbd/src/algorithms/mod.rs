@@ -3,8 +3,10 @@
 
 pub mod aba;
 pub mod aba_derivatives;
+pub mod aba_second_order;
 pub mod crba;
 pub mod energy;
+pub mod external_forces;
 pub mod jacobian;
 pub mod kinematics;
 pub mod minverse;

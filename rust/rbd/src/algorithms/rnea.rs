@@ -1,9 +1,10 @@
 //! Inverse dynamics by the recursive Newton–Euler algorithm.
 
-use crate::check::{check_configuration, check_tangent};
+use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
+use vidyn_spatial::Force;
 
 /// Inverse dynamics (Featherstone 2008, Table 5.1), body frames:
 /// $$\tau = M(q)\,\ddot q + C(q,\dot q)\dot q + g(q)$$
@@ -16,11 +17,27 @@ pub fn rnea<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    rnea_unchecked(model, ws, q, v, a);
+    rnea_unchecked(model, ws, q, v, a, None);
     Ok(&ws.tau)
 }
 
-pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64]) {
+/// [`rnea`] with external wrenches acting on the bodies:
+/// $$\tau = M(q)\,\ddot q + C(q,\dot q)\dot q + g(q) - \sum_i J_i(q)^T f^{ext}_i$$
+/// `fext[i]` is the wrench applied to body `i` (`[linear; angular]`: force, and moment about
+/// the body frame's origin), expressed in body frame `i` — the joint frame of joint `i`, i.e.
+/// Pinocchio's `fext` of `rnea(model, data, q, v, a, fext)` (which has one more entry, for the
+/// universe). Each body force becomes `f_i = I_i a_i + v_i ×* I_i v_i − f^ext_i`.
+/// `fext`: (nbodies,). O(n), no allocation.
+pub fn rnea_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<&'w [f64]> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    check_forces(model, fext, "fext")?;
+    rnea_unchecked(model, ws, q, v, a, Some(fext));
+    Ok(&ws.tau)
+}
+
+pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     let minus_gravity = -model.gravity;
     for i in 0..model.nbodies() {
         let j = &model.joints[i];
@@ -38,6 +55,9 @@ pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[
         ws.accelerations[i] = ai;
         let inertia = &model.inertias[i];
         ws.forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&inertia.mul_motion(&vi));
+        if let Some(f) = fext {
+            ws.forces[i] -= f[i];
+        }
     }
     for i in (0..model.nbodies()).rev() {
         let j = &model.joints[i];
@@ -55,7 +75,7 @@ pub fn gravity<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'
     check_configuration(model, q)?;
     ws.scratch_nv.fill(0.0);
     let zero = std::mem::take(&mut ws.scratch_nv);
-    rnea_unchecked(model, ws, q, &zero, &zero);
+    rnea_unchecked(model, ws, q, &zero, &zero, None);
     ws.scratch_nv = zero;
     Ok(&ws.tau)
 }
@@ -66,7 +86,7 @@ pub fn nonlinear_effects<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v:
     check_tangent(model, v, "v")?;
     ws.scratch_nv.fill(0.0);
     let zero = std::mem::take(&mut ws.scratch_nv);
-    rnea_unchecked(model, ws, q, v, &zero);
+    rnea_unchecked(model, ws, q, v, &zero, None);
     ws.scratch_nv = zero;
     Ok(&ws.tau)
 }

@@ -23,9 +23,30 @@
 //! * zero when `j` and `k` are not on one path to the root.
 //!
 //! Cost O(n + nv·d) (d = depth), plus O(nv²) to clear the outputs.
+//!
+//! # External forces ([`rnea_derivatives_ext`])
+//! A wrench `f^ext_i` given in body frame `i` (Pinocchio's `fext` convention, see
+//! [`crate::rnea_ext`]) is attached to the body: its world-frame value
+//! `F^ext_i = ⁰X*_i f^ext_i` turns with the body. Under the perturbation of `q_k` the subtree
+//! of `k` turns rigidly about `J_k`, so
+//! * `∂F^ext_i/∂q_k = J_k ×* F^ext_i` for `k ⪯ i` (zero otherwise), and `F^ext` depends on
+//!   neither `q̇` nor `q̈`.
+//!
+//! That is exactly the `J_k ×* F_i` term of `∂F_i/∂q_k` above, so every formula holds with
+//! `F_i ← F_i − F^ext_i` (hence `F^C ← F^C − F^{ext,C}`, the subtree sum). Explicitly, the
+//! wrenches add
+//! * `−J_jᵀ (J_k ×* F^{ext,C}_k)` to `∂τ_j/∂q_k` for `j ≺ k` (a wrench on the subtree of `k`,
+//!   turned by `q_k`, changes the torque of every ancestor joint `j`);
+//! * nothing for `k ⪯ j`: `−J_jᵀ F^{ext,C}_j` is invariant when the subtree of `j` turns
+//!   rigidly (`∂J_j/∂q_k = J_k × J_j` cancels `J_k ×* F^{ext,C}_j`), and nothing to
+//!   `∂τ/∂q̇`, `M`.
+//!
+//! A wrench fixed in the *world* frame instead would not turn, and would add
+//! `+J_jᵀ(J_k ×* F^{ext,C}_{max(j,k)})` to every pair on a common path; vidyn (like Pinocchio)
+//! takes body-frame wrenches, so that case is the caller's change of frame.
 
 use crate::algorithms::kinematics::placements_unchecked;
-use crate::check::{check_configuration, check_tangent};
+use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
@@ -52,7 +73,33 @@ pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: 
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
+    rnea_derivatives_unchecked(model, ws, q, v, a, true, None);
+    let d = &ws.derivatives;
+    Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
+}
+
+/// [`rnea_derivatives`] of [`crate::rnea_ext`]: with per-body external wrenches `fext`
+/// (`(nbodies,)`, each in its body frame, `[linear; angular]`), whose turning with the bodies
+/// adds to `∂τ/∂q` (module documentation, "External forces"). Also leaves `τ` in `ws.tau`.
+/// Checked against central differences of [`crate::rnea_ext`] in
+/// `tests::external_force_derivatives_match_finite_differences`.
+pub fn rnea_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<RneaDerivatives<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    check_forces(model, fext, "fext")?;
+    rnea_derivatives_unchecked(model, ws, q, v, a, true, Some(fext));
+    let d = &ws.derivatives;
+    Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
+}
+
+/// The recursion of [`rnea_derivatives`] without argument checks; `with_gravity = false`
+/// drops gravity (then `∂τ/∂q` at `v = 0`, `a = μ` is `Σ_l ∂M_{·l}/∂q · μ_l`, the IDFOZA
+/// product of Singh et al. (52)). Results in `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}`
+/// and `ws.tau`.
+pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], with_gravity: bool, fext: Option<&[Force]>) {
     placements_unchecked(model, ws, q);
+    let root_acceleration = if with_gravity { -model.gravity } else { Motion::zero() };
     let n = model.nbodies();
     let d = &mut ws.derivatives;
     for i in 0..n {
@@ -61,7 +108,7 @@ pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: 
         let o = &ws.placements[i];
         let (vp, ap) = match model.parents[i] {
             Some(p) => (d.velocities[p], d.accelerations[p]),
-            None => (Motion::zero(), -model.gravity),
+            None => (Motion::zero(), root_acceleration),
         };
         let mut vi = vp;
         for c in 0..j.nv() {
@@ -85,6 +132,9 @@ pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: 
         let h = inertia.mul_motion(&vi);
         let im = inertia.to_matrix();
         d.composite_forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&h);
+        if let Some(f) = fext {
+            d.composite_forces[i] -= o.act_force(&f[i]);
+        }
         d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
         d.composite_inertias[i] = im;
     }
@@ -127,7 +177,6 @@ pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: 
             }
         }
     }
-    Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
 }
 
 /// World-frame scratch and results of [`rnea_derivatives`]. Sizes: `n` bodies, `nv` dofs.

@@ -83,6 +83,18 @@
 //! blocks are filled. Cost O(N·d²) (d = tree depth). Every call writes the same set of
 //! (structurally non-zero) entries, so the tensors are cleared only when the tree changes.
 //!
+//! # External forces ([`rnea_second_order_ext`], [`rnea_second_order_contracted_ext`])
+//! Body-frame wrenches `f^ext_i` (the convention of [`crate::rnea_ext`]) turn with their
+//! bodies: `∂F^ext_i/∂q_k = J_k ×* F^ext_i` for `k ⪯ i`, independent of `q̇`, `q̈`
+//! ([`crate::rnea_derivatives`], "External forces"). This is the `f_i ×̄* S_k` term of the
+//! paper's K11, so K11–K12 keep their form with `f_i ← f_i − F^ext_i`, and the composite force
+//! enters Algorithm 1 only through them (line 22, `A5`): replacing `F^C_i` by
+//! `F^C_i − F^{ext,C}_i` is the whole change. The second derivative of a wrench term,
+//! `∂²(J_jᵀ F^{ext,C})/∂q∂q`, is thereby included (it is the `s_p ×* F^C` part of `A5`, and of
+//! `f₅` in the contracted form); `∂²τ/∂q̇²`, `∂²τ/∂q∂q̇` and `∂M/∂q` do not change.
+//! Checked by differences of [`crate::rnea_derivatives_ext`] in
+//! `tests::external_force_second_order_matches_differences`.
+//!
 //! # Contracted forms without the tensors
 //! `C_qq[j, k] = Σ_i λ_i ∂²τ_i/∂q_j∂q_k` (and `C_vv`, `C_qv` alike, same `(j, k)` meaning as
 //! the tensors) are obtained by summing Algorithm 1's writes over the torque index
@@ -110,7 +122,7 @@
 //! `(c, r)` for `C_qq` and `C_vv` (different joints commute).
 
 use crate::algorithms::kinematics::placements_unchecked;
-use crate::check::{check_configuration, check_tangent};
+use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
@@ -255,6 +267,18 @@ pub struct SecondOrderScratch {
     pub d2tau_dv2: DMatrix<f64>,
     /// `(nv, nv)` `λᵀ ∂²τ/∂q∂q̇`. Contracted forms.
     pub d2tau_dqdv: DMatrix<f64>,
+    /// `(nv,)` `μ = M⁻¹λ`. Contracted forward-dynamics forms.
+    pub mu: Vec<f64>,
+    /// `(nv, nv)` `λᵀ ∂²q̈/∂q²`. [`crate::aba_second_order_contracted`].
+    pub d2ddq_dq2: DMatrix<f64>,
+    /// `(nv, nv)` `λᵀ ∂²q̈/∂q̇²`. [`crate::aba_second_order_contracted`].
+    pub d2ddq_dv2: DMatrix<f64>,
+    /// `(nv, nv)` `λᵀ ∂²q̈/∂q∂q̇`. [`crate::aba_second_order_contracted`].
+    pub d2ddq_dqdv: DMatrix<f64>,
+    /// `(nv, nv)` `λᵀ ∂²q̈/∂τ∂q`. [`crate::aba_second_order_contracted`].
+    pub d2ddq_dtaudq: DMatrix<f64>,
+    /// `(nv, nv)` scratch of [`crate::aba_second_order_contracted`].
+    pub scratch: [DMatrix<f64>; 2],
 }
 
 impl SecondOrderScratch {
@@ -271,6 +295,12 @@ impl SecondOrderScratch {
             d2tau_dq2: DMatrix::zeros(nv, nv),
             d2tau_dv2: DMatrix::zeros(nv, nv),
             d2tau_dqdv: DMatrix::zeros(nv, nv),
+            mu: vec![0.0; nv],
+            d2ddq_dq2: DMatrix::zeros(nv, nv),
+            d2ddq_dv2: DMatrix::zeros(nv, nv),
+            d2ddq_dqdv: DMatrix::zeros(nv, nv),
+            d2ddq_dtaudq: DMatrix::zeros(nv, nv),
+            scratch: [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)],
         }
     }
 }
@@ -390,7 +420,7 @@ fn inertia_rate(i: &Matrix6<f64>, s: &Vector6<f64>) -> Matrix6<f64> {
 /// `ws.derivatives.{columns, psi, phi, alpha, velocities, accelerations, composite_*}`
 /// (exactly as [`crate::rnea_derivatives`] does, `B` without the ½) and
 /// `ws.second_order.dof`. O(n).
-fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64]) {
+fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     placements_unchecked(model, ws, q);
     let n = model.nbodies();
     let d = &mut ws.derivatives;
@@ -427,6 +457,9 @@ fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64
         let h = inertia.mul_motion(&vi);
         let im = inertia.to_matrix();
         d.composite_forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&h);
+        if let Some(f) = fext {
+            d.composite_forces[i] -= o.act_force(&f[i]);
+        }
         d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
         d.composite_inertias[i] = im;
     }
@@ -457,9 +490,27 @@ pub fn rnea_second_order<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q:
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
+    rnea_second_order_unchecked(model, ws, q, v, a, None);
+    Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
+}
+
+/// [`rnea_second_order`] of [`crate::rnea_ext`]: with per-body external wrenches `fext`
+/// (`(nbodies,)`, body frames, `[linear; angular]`); they change `∂²τ/∂q²` only (module
+/// documentation, "External forces").
+pub fn rnea_second_order_ext<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<RneaSecondOrder<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    check_forces(model, fext, "fext")?;
+    rnea_second_order_unchecked(model, ws, q, v, a, Some(fext));
+    Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
+}
+
+/// Algorithm 1 without argument checks (results in the workspace's tensors).
+pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWorkspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     let nv = model.nv;
     assert_eq!(ws.d2tau_dq2.shape(), [nv; 3], "rnea_second_order: the workspace was created for a model with another nv");
-    forward_and_composites(model, &mut ws.workspace, q, v, a);
+    forward_and_composites(model, &mut ws.workspace, q, v, a, fext);
     let d = &ws.workspace.derivatives;
     let dof = &ws.workspace.second_order.dof;
     let hqq = &mut ws.d2tau_dq2.data;
@@ -563,7 +614,6 @@ pub fn rnea_second_order<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q:
             }
         }
     }
-    Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
 }
 
 /// The `λ`-contracted second-order partials of `τ = rnea(q, v, a)`,
@@ -583,7 +633,27 @@ pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q:
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
     check_tangent(model, lambda, "lambda")?;
-    forward_and_composites(model, ws, q, v, a);
+    rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, None);
+    let so = &ws.second_order;
+    Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
+}
+
+/// [`rnea_second_order_contracted`] of [`crate::rnea_ext`]: with per-body external wrenches
+/// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
+pub fn rnea_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64], fext: &[Force]) -> Result<RneaSecondOrderContracted<'w>> {
+    check_configuration(model, q)?;
+    check_tangent(model, v, "v")?;
+    check_tangent(model, a, "a")?;
+    check_tangent(model, lambda, "lambda")?;
+    check_forces(model, fext, "fext")?;
+    rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, Some(fext));
+    let so = &ws.second_order;
+    Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
+}
+
+/// The contracted forms without argument checks (results in `ws.second_order.d2tau_*`).
+pub(crate) fn rnea_second_order_contracted_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64], fext: Option<&[Force]>) {
+    forward_and_composites(model, ws, q, v, a, fext);
     let n = model.nbodies();
     let d = &ws.derivatives;
     let so = &mut ws.second_order;
@@ -669,5 +739,4 @@ pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q:
             }
         }
     }
-    Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
 }

@@ -1,0 +1,432 @@
+//! Second-order partial derivatives of forward dynamics, `∂²q̈/∂q²`, `∂²q̈/∂q̇²`,
+//! `∂²q̈/∂q∂q̇`, `∂²q̈/∂τ∂q` (FDSVA-SO, Singh, Russell & Wensing 2023, §VI, eqs. 44–49), and
+//! their contractions `λᵀ∂²q̈` computed without the tensors.
+//!
+//! # Layout
+//! As for inverse dynamics ([`crate::rnea_second_order`]): `(nv, nv, nv)` [`Tensor3`]s in
+//! NumPy C order with `T[i, j, k] = ∂/∂x_k (∂q̈_i/∂y_j)` — `i` the acceleration, `j` the
+//! inner and `k` the outer derivative, q-derivatives along `q ⊕ δ e_k` with the outer
+//! perturbation applied first. So `d2ddq_dqdv[i, j, k] = ∂/∂q̇_k (∂q̈_i/∂q_j)` (`j` is q, `k`
+//! is q̇; the two commute), and `d2ddq_dtaudq[i, j, k] = ∂/∂q_k (∂q̈_i/∂τ_j) = ∂(M⁻¹)_ij/∂q_k`.
+//! `∂²q̈/∂τ² = ∂²q̈/∂τ∂q̇ = 0`. Same-joint q–q blocks of spherical, free-flyer and planar joints
+//! are not symmetric (the Lie bracket, as for `∂²τ/∂q²`).
+//!
+//! # Formulas (implicit function theorem)
+//! Write `ID(q, q̇, q̈)` for inverse dynamics, `FD(q, q̇, τ)` for forward dynamics, all
+//! inverse-dynamics quantities evaluated at `q̈ = FD(q, q̇, τ)`, `M⁻¹ = ∂FD/∂τ` and
+//! `FD_u = ∂FD/∂u = −M⁻¹ ∂ID/∂u` (first order, [`crate::aba_derivatives`]). Differentiating
+//! the identity `∂ID/∂u_b + M ∂FD/∂u_b = 0` (which holds at every `(q, q̇)`) along `w_c`, with
+//! `∂(∂ID/∂u_b)/∂q̈_l = ∂M_{·l}/∂u_b` (a and q derivatives commute) and `∂M/∂q̇ = 0`, gives
+//! (46):
+//! $$\frac{\partial^2 FD}{\partial u_b\,\partial w_c} = -M^{-1}\Big(\frac{\partial^2 ID}{\partial u_b\,\partial w_c}
+//!   + \sum_l \frac{\partial M_{\cdot l}}{\partial w_c}\,FD_{u,lb} + \sum_l \frac{\partial M_{\cdot l}}{\partial u_b}\,FD_{w,lc}\Big)$$
+//! * `∂²q̈/∂q²[:, b, c] = −M⁻¹(Hqq[:, b, c] + Σ_l dM[:, l, c] FD_q[l, b] + Σ_l dM[:, l, b] FD_q[l, c])`;
+//! * `∂²q̈/∂q̇² = −M⁻¹ Hvv` (47);
+//! * `∂²q̈/∂q∂q̇[:, b, c] = −M⁻¹(Hqv[:, b, c] + Σ_l dM[:, l, b] FD_v[l, c])` (49);
+//! * `∂²q̈/∂τ∂q[:, j, k] = −(M⁻¹ ∂M/∂q_k M⁻¹)[:, j]` (44),
+//!
+//! where `Hqq`, `Hvv`, `Hqv`, `dM` are [`crate::rnea_second_order`]'s tensors at
+//! `q̈ = FD(q, q̇, τ)` (with the same external wrenches, if any: they enter `Hqq` and the first
+//! order terms, never `M`).
+//!
+//! # Implementation of the full tensors
+//! "Inner terms" (the bracket): for each acceleration row `l`, the products with `dM[l, ·, ·]`
+//! visit only its non-zero entries (three length-`nv` axpys each: `FD_q`, `FD_v` and `M⁻¹` rows),
+//! O(nv·nnz(dM)) = O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product
+//! with `M⁻¹` (O(nv⁴) per tensor), each tensor is solved in place with the sparse
+//! `M = LᵀDL` factorisation (Featherstone 2008, §6.5; `L` has the tree's sparsity), all
+//! `nv²` right-hand sides at once: the rows `T[i, ·, ·]` are contiguous in C order, so every
+//! step of the two triangular substitutions is one axpy of length `nv²`. Cost
+//! O(nv²·Σ_i depth_i) per tensor — O(nv⁴) for a chain, a few times less for humanoids. No
+//! allocation once the [`AbaSecondOrderWorkspace`] exists.
+//!
+//! # Contracted forms
+//! With `μ = M⁻¹λ` (M is symmetric, so `λᵀM⁻¹ = μᵀ`), contracting (44)–(49) with `λ`:
+//! * `λᵀ∂²q̈/∂q² = −(μᵀHqq + FD_qᵀP + PᵀFD_q)`, `λᵀ∂²q̈/∂q̇² = −μᵀHvv`,
+//!   `λᵀ∂²q̈/∂q∂q̇ = −(μᵀHqv + PᵀFD_v)`, `λᵀ∂²q̈/∂τ∂q = −M⁻¹P`,
+//!
+//! where `P[l, c] = Σ_a μ_a ∂M_al/∂q_c = ∂(Mμ)_l/∂q_c` is the first-order `∂τ/∂q` of inverse
+//! dynamics at `(q, q̇ = 0, q̈ = μ)` without gravity (IDFOZA, (52)), computed by the O(N·d)
+//! first-order recursion, and `μᵀH` are [`crate::rnea_second_order_contracted`]'s forms
+//! (O(N·d), no tensors). `P` has the tree sparsity of `∂τ/∂q`, so the three products cost
+//! O(nv²·d). Total: ABA derivatives + two O(N·d) recursions + O(nv²·d).
+
+use crate::algorithms::aba::aba;
+use crate::algorithms::aba_derivatives::{aba_derivatives_after_aba, mul_by_tree_sparse};
+use crate::algorithms::external_forces::aba_ext;
+use crate::algorithms::rnea_derivatives::rnea_derivatives_unchecked;
+use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace, Tensor3};
+use crate::check::check_tangent;
+use crate::error::Result;
+use crate::model::Model;
+use crate::workspace::Workspace;
+use nalgebra::DMatrix;
+use vidyn_spatial::Force;
+
+/// The four second-order partials of forward dynamics, borrowed from an
+/// [`AbaSecondOrderWorkspace`]. Layout: module documentation (`[i, j, k]` = acceleration,
+/// inner, outer derivative; C order).
+#[derive(Debug)]
+pub struct AbaSecondOrder<'w> {
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q_k (∂q̈_i/∂q_j)`.
+    pub d2ddq_dq2: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q̇_k (∂q̈_i/∂q̇_j)`, symmetric in `j, k`.
+    pub d2ddq_dv2: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q̇_k (∂q̈_i/∂q_j)` — `j` is q, `k` is q̇.
+    pub d2ddq_dqdv: &'w Tensor3,
+    /// `(nv, nv, nv)`: `[i, j, k] = ∂/∂q_k (∂q̈_i/∂τ_j) = ∂(M⁻¹)_ij/∂q_k`, symmetric in `i, j`.
+    pub d2ddq_dtaudq: &'w Tensor3,
+}
+
+/// The `λ`-contracted second-order partials of forward dynamics, borrowed from the
+/// [`Workspace`]: `[j, k] = Σ_i λ_i T[i, j, k]` for each tensor `T` of [`AbaSecondOrder`].
+#[derive(Debug)]
+pub struct AbaSecondOrderContracted<'w> {
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q_k (∂q̈_i/∂q_j)`.
+    pub d2ddq_dq2: &'w DMatrix<f64>,
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q̇_k (∂q̈_i/∂q̇_j)`, symmetric.
+    pub d2ddq_dv2: &'w DMatrix<f64>,
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂/∂q̇_k (∂q̈_i/∂q_j)` — `j` is q, `k` is q̇.
+    pub d2ddq_dqdv: &'w DMatrix<f64>,
+    /// `(nv, nv)`: `[j, k] = Σ_i λ_i ∂(M⁻¹)_ij/∂q_k`.
+    pub d2ddq_dtaudq: &'w DMatrix<f64>,
+}
+
+/// Workspace of [`aba_second_order`]: a [`SecondOrderWorkspace`] (ordinary workspace plus the
+/// inverse-dynamics tensors, which are evaluated at `q̈` and readable after the call) plus the
+/// four forward-dynamics tensors and O(nv²) scratch: `8·nv³` doubles in all (2.9 MB at
+/// nv = 36). Create it once with [`Model::aba_second_order_workspace`]; [`aba_second_order`]
+/// then allocates nothing.
+#[derive(Clone, Debug)]
+pub struct AbaSecondOrderWorkspace {
+    /// Inverse-dynamics second-order workspace; after [`aba_second_order`] its tensors hold
+    /// `∂²τ` at `q̈ = FD(q, q̇, τ)` and its `workspace` the first-order results (`ddq`,
+    /// `derivatives.dddq_dq`, `derivatives.dddq_dv`, `mass_matrix_inv`).
+    pub inverse: SecondOrderWorkspace,
+    d2ddq_dq2: Tensor3,
+    d2ddq_dv2: Tensor3,
+    d2ddq_dqdv: Tensor3,
+    d2ddq_dtaudq: Tensor3,
+    /// `∂q̈/∂q`, `∂q̈/∂q̇`, `M⁻¹` in row-major order (rows contiguous).
+    rows_dq: Vec<f64>,
+    rows_dv: Vec<f64>,
+    rows_minv: Vec<f64>,
+    /// `(nv, nv)` row-major scratch of the inner terms (`Xᵀ`, `Zᵀ`).
+    xt: Vec<f64>,
+    zt: Vec<f64>,
+    /// `M = LᵀDL`, row-major: `D` on the diagonal, `L[k, i]` below it (`i` an ancestor dof).
+    ltdl: Vec<f64>,
+    /// Parent dof of each dof (`usize::MAX` at a root).
+    dof_parent: Vec<usize>,
+}
+
+impl AbaSecondOrderWorkspace {
+    /// Allocates everything [`aba_second_order`] needs for `model`.
+    #[must_use]
+    pub fn new(model: &Model) -> Self {
+        let nv = model.nv;
+        let shape = [nv; 3];
+        Self {
+            inverse: SecondOrderWorkspace::new(model),
+            d2ddq_dq2: Tensor3::zeros(shape),
+            d2ddq_dv2: Tensor3::zeros(shape),
+            d2ddq_dqdv: Tensor3::zeros(shape),
+            d2ddq_dtaudq: Tensor3::zeros(shape),
+            rows_dq: vec![0.0; nv * nv],
+            rows_dv: vec![0.0; nv * nv],
+            rows_minv: vec![0.0; nv * nv],
+            xt: vec![0.0; nv * nv],
+            zt: vec![0.0; nv * nv],
+            ltdl: vec![0.0; nv * nv],
+            dof_parent: vec![usize::MAX; nv],
+        }
+    }
+
+    /// `∂²q̈/∂q²` of the last [`aba_second_order`] call.
+    #[must_use]
+    pub fn d2ddq_dq2(&self) -> &Tensor3 {
+        &self.d2ddq_dq2
+    }
+
+    /// `∂²q̈/∂q̇²` of the last call.
+    #[must_use]
+    pub fn d2ddq_dv2(&self) -> &Tensor3 {
+        &self.d2ddq_dv2
+    }
+
+    /// `∂²q̈/∂q∂q̇` of the last call.
+    #[must_use]
+    pub fn d2ddq_dqdv(&self) -> &Tensor3 {
+        &self.d2ddq_dqdv
+    }
+
+    /// `∂²q̈/∂τ∂q` of the last call.
+    #[must_use]
+    pub fn d2ddq_dtaudq(&self) -> &Tensor3 {
+        &self.d2ddq_dtaudq
+    }
+}
+
+impl Model {
+    /// A fresh [`AbaSecondOrderWorkspace`] for [`aba_second_order`].
+    #[must_use]
+    pub fn aba_second_order_workspace(&self) -> AbaSecondOrderWorkspace {
+        AbaSecondOrderWorkspace::new(self)
+    }
+}
+
+/// Second-order partial derivatives of forward dynamics `q̈ = aba(q, v, τ)`:
+/// $$\frac{\partial^2\ddot q}{\partial q^2},\ \frac{\partial^2\ddot q}{\partial\dot q^2},\
+///   \frac{\partial^2\ddot q}{\partial q\,\partial\dot q},\ \frac{\partial^2\ddot q}{\partial\tau\,\partial q}$$
+/// by the implicit-function formulas (44)–(49) of Singh et al. from [`crate::rnea_second_order`]
+/// at `q̈`, [`crate::aba_derivatives`] and the sparse `LᵀDL` factorisation of `M` (module
+/// documentation). `q`: (nq,), `v`, `tau`: (nv,); four `(nv, nv, nv)` tensors, `[i, j, k]` =
+/// acceleration, inner, outer derivative, C order. No allocation.
+/// Errors: those of [`crate::aba`] (bad inputs, singular `M`).
+/// Checked against central differences of [`crate::aba_derivatives`] in
+/// `tests::aba_second_order_matches_differences_of_first_order`.
+pub fn aba_second_order<'w>(model: &Model, ws: &'w mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<AbaSecondOrder<'w>> {
+    aba_second_order_impl(model, ws, q, v, tau, None)?;
+    Ok(ws.result())
+}
+
+/// [`aba_second_order`] of [`crate::aba_ext`]: with per-body external wrenches `fext`
+/// (`(nbodies,)`, body frames, `[linear; angular]`, Pinocchio's convention).
+pub fn aba_second_order_ext<'w>(model: &Model, ws: &'w mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: &[Force]) -> Result<AbaSecondOrder<'w>> {
+    aba_second_order_impl(model, ws, q, v, tau, Some(fext))?;
+    Ok(ws.result())
+}
+
+impl AbaSecondOrderWorkspace {
+    fn result(&self) -> AbaSecondOrder<'_> {
+        AbaSecondOrder { d2ddq_dq2: &self.d2ddq_dq2, d2ddq_dv2: &self.d2ddq_dv2, d2ddq_dqdv: &self.d2ddq_dqdv, d2ddq_dtaudq: &self.d2ddq_dtaudq }
+    }
+}
+
+fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<()> {
+    let nv = model.nv;
+    assert_eq!(ws.d2ddq_dq2.shape(), [nv; 3], "aba_second_order: the workspace was created for a model with another nv");
+    // first order: q̈, FD_q, FD_v, M⁻¹ (and M in derivatives.dtau_da)
+    let w = &mut ws.inverse.workspace;
+    match fext {
+        Some(f) => aba_ext(model, w, q, v, tau, f)?,
+        None => aba(model, w, q, v, tau)?,
+    };
+    aba_derivatives_after_aba(model, w, q, v, fext)?;
+    // inverse-dynamics second order at q̈
+    let ddq = std::mem::take(&mut ws.inverse.workspace.ddq);
+    rnea_second_order_unchecked(model, &mut ws.inverse, q, v, &ddq, fext);
+    ws.inverse.workspace.ddq = ddq;
+
+    let w = &ws.inverse.workspace;
+    let d = &w.derivatives;
+    for r in 0..nv {
+        for c in 0..nv {
+            ws.rows_dq[r * nv + c] = d.dddq_dq[(r, c)];
+            ws.rows_dv[r * nv + c] = d.dddq_dv[(r, c)];
+            ws.rows_minv[r * nv + c] = w.mass_matrix_inv[(r, c)];
+            ws.ltdl[r * nv + c] = d.dtau_da[(r, c)];
+        }
+    }
+    dof_parents(model, &mut ws.dof_parent);
+    ltdl_factor(&mut ws.ltdl, &ws.dof_parent, nv);
+
+    // inner terms, row l of every tensor at a time
+    let nv2 = nv * nv;
+    let (hqq, hvv, hqv, dm) = (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
+    let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
+    let (xt, zt) = (&mut ws.xt, &mut ws.zt);
+    for l in 0..nv {
+        let block = l * nv2..(l + 1) * nv2;
+        xt.fill(0.0);
+        zt.fill(0.0);
+        let yqv = &mut oqv[block.clone()];
+        yqv.copy_from_slice(&hqv[block.clone()]);
+        for m in 0..nv {
+            let row = &dm[(l * nv + m) * nv..(l * nv + m + 1) * nv];
+            let (fq, fv, mi) = (&ws.rows_dq[m * nv..(m + 1) * nv], &ws.rows_dv[m * nv..(m + 1) * nv], &ws.rows_minv[m * nv..(m + 1) * nv]);
+            for (x, &e) in row.iter().enumerate() {
+                if e == 0.0 {
+                    continue;
+                }
+                let at = x * nv..(x + 1) * nv;
+                axpy(&mut xt[at.clone()], e, fq); // Xᵀ[x, b] += dM[l, m, x] FD_q[m, b]
+                axpy(&mut zt[at.clone()], e, mi); // Zᵀ[x, j] += dM[l, m, x] M⁻¹[m, j]
+                axpy(&mut yqv[at], e, fv); //        Y[x, c] += dM[l, m, x] FD_v[m, c]
+            }
+        }
+        let (tqq, ttq) = (&mut oqq[block.clone()], &mut otq[block.clone()]);
+        let hqq_l = &hqq[block.clone()];
+        for b in 0..nv {
+            for c in 0..nv {
+                tqq[b * nv + c] = hqq_l[b * nv + c] + xt[c * nv + b] + xt[b * nv + c];
+                ttq[b * nv + c] = zt[c * nv + b];
+            }
+        }
+        ovv[block.clone()].copy_from_slice(&hvv[block]);
+    }
+    // outer term: T ← −M⁻¹ T, by the LᵀDL factorisation
+    for t in [oqq, ovv, oqv, otq] {
+        ltdl_solve_rows(&ws.ltdl, &ws.dof_parent, nv, nv2, -1.0, t);
+    }
+    Ok(())
+}
+
+/// `y += a·x` over equal-length slices.
+#[inline]
+fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
+    }
+}
+
+/// Parent dof of every dof: the previous dof of the same joint, else the last dof of the
+/// parent body (`usize::MAX` for the first dof of a root body).
+fn dof_parents(model: &Model, out: &mut [usize]) {
+    for b in 0..model.nbodies() {
+        let iv = model.idx_v[b];
+        for c in 0..model.joints[b].nv() {
+            out[iv + c] = if c > 0 {
+                iv + c - 1
+            } else {
+                match model.parents[b] {
+                    Some(p) => model.idx_v[p] + model.joints[p].nv() - 1,
+                    None => usize::MAX,
+                }
+            };
+        }
+    }
+}
+
+/// In-place `LᵀDL` factorisation of the symmetric row-major `h` (nv × nv) with the tree's
+/// sparsity (Featherstone 2008, Table 6.3): afterwards `h[k, k] = D_k` and, for each ancestor
+/// dof `i` of `k`, `h[k, i] = L_ki` (`L` unit lower triangular), `M = LᵀDL`. O(Σ depth²).
+fn ltdl_factor(h: &mut [f64], parent: &[usize], nv: usize) {
+    for k in (0..nv).rev() {
+        let mut i = parent[k];
+        while i != usize::MAX {
+            let a = h[k * nv + i] / h[k * nv + k];
+            let mut j = i;
+            while j != usize::MAX {
+                h[i * nv + j] -= a * h[k * nv + j];
+                j = parent[j];
+            }
+            h[k * nv + i] = a;
+            i = parent[i];
+        }
+    }
+}
+
+/// Solves `M X = s·B` in place for the `nv` row blocks `B[i] = t[i·len .. (i+1)·len]` (all
+/// `len` right-hand sides at once) with the factorisation of [`ltdl_factor`]:
+/// `Lᵀ Y = B` (leaves to root), `Z = s·D⁻¹ Y`, `L X = Z` (root to leaves).
+fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t: &mut [f64]) {
+    for i in (0..nv).rev() {
+        let (lo, hi) = t.split_at_mut(i * len);
+        let bi = &hi[..len];
+        let mut j = parent[i];
+        while j != usize::MAX {
+            axpy(&mut lo[j * len..(j + 1) * len], -h[i * nv + j], bi);
+            j = parent[j];
+        }
+    }
+    for i in 0..nv {
+        let f = s / h[i * nv + i];
+        for x in &mut t[i * len..(i + 1) * len] {
+            *x *= f;
+        }
+    }
+    for i in 0..nv {
+        let (lo, hi) = t.split_at_mut(i * len);
+        let bi = &mut hi[..len];
+        let mut j = parent[i];
+        while j != usize::MAX {
+            axpy(bi, -h[i * nv + j], &lo[j * len..(j + 1) * len]);
+            j = parent[j];
+        }
+    }
+}
+
+/// The `λ`-contracted second-order partials of forward dynamics `q̈ = aba(q, v, τ)`,
+/// $$\sum_i \lambda_i \frac{\partial^2\ddot q_i}{\partial q^2},\
+///   \sum_i \lambda_i \frac{\partial^2\ddot q_i}{\partial\dot q^2},\
+///   \sum_i \lambda_i \frac{\partial^2\ddot q_i}{\partial q\,\partial\dot q},\
+///   \sum_i \lambda_i \frac{\partial^2\ddot q_i}{\partial\tau\,\partial q}$$
+/// (`[j, k]` as in [`AbaSecondOrder`]), computed without any tensor from `μ = M⁻¹λ`, the
+/// contracted inverse-dynamics forms at `q̈` and `P = μᵀ∂M/∂q` (module documentation).
+/// `q`: (nq,), `v`, `tau`, `lambda`: (nv,); four `(nv, nv)` matrices in `ws.second_order`.
+/// Cost: [`crate::aba_derivatives`] + two O(N·d) recursions + O(nv²·d). No allocation.
+/// Leaves the first-order results of [`crate::aba_derivatives`] in the workspace
+/// (`ddq`, `derivatives.dddq_dq`, `derivatives.dddq_dv`, `mass_matrix_inv`); overwrites
+/// `derivatives.dtau_*` with scratch.
+/// Checked against the contraction of [`aba_second_order`]'s tensors in
+/// `tests::aba_second_order_contracted_matches_contraction`.
+pub fn aba_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64]) -> Result<AbaSecondOrderContracted<'w>> {
+    check_tangent(model, lambda, "lambda")?;
+    aba(model, ws, q, v, tau)?;
+    aba_second_order_contracted_impl(model, ws, q, v, lambda, None)?;
+    Ok(contracted_result(ws))
+}
+
+/// [`aba_second_order_contracted`] of [`crate::aba_ext`]: with per-body external wrenches
+/// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
+pub fn aba_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64], fext: &[Force]) -> Result<AbaSecondOrderContracted<'w>> {
+    check_tangent(model, lambda, "lambda")?;
+    aba_ext(model, ws, q, v, tau, fext)?;
+    aba_second_order_contracted_impl(model, ws, q, v, lambda, Some(fext))?;
+    Ok(contracted_result(ws))
+}
+
+fn contracted_result(ws: &Workspace) -> AbaSecondOrderContracted<'_> {
+    let so = &ws.second_order;
+    AbaSecondOrderContracted { d2ddq_dq2: &so.d2ddq_dq2, d2ddq_dv2: &so.d2ddq_dv2, d2ddq_dqdv: &so.d2ddq_dqdv, d2ddq_dtaudq: &so.d2ddq_dtaudq }
+}
+
+/// Once `ws.ddq` holds `q̈` (inputs checked).
+fn aba_second_order_contracted_impl(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], lambda: &[f64], fext: Option<&[Force]>) -> Result<()> {
+    let nv = model.nv;
+    aba_derivatives_after_aba(model, ws, q, v, fext)?;
+    // μ = M⁻¹λ
+    let mut mu = std::mem::take(&mut ws.second_order.mu);
+    for (r, m) in mu.iter_mut().enumerate() {
+        *m = (0..nv).map(|c| ws.mass_matrix_inv[(r, c)] * lambda[c]).sum();
+    }
+    // μᵀ∂²ID at q̈ (with the wrenches), then P = ∂(Mμ)/∂q into derivatives.dtau_dq
+    let ddq = std::mem::take(&mut ws.ddq);
+    rnea_second_order_contracted_unchecked(model, ws, q, v, &ddq, &mu, fext);
+    ws.ddq = ddq;
+    let mut zero = std::mem::take(&mut ws.scratch_nv);
+    zero.fill(0.0);
+    rnea_derivatives_unchecked(model, ws, q, &zero, &mu, false, None);
+    ws.scratch_nv = zero;
+    ws.second_order.mu = mu;
+
+    let d = &ws.derivatives;
+    let so = &mut ws.second_order;
+    let p = &d.dtau_dq;
+    let [tr, prod] = &mut so.scratch;
+    // λᵀ∂²q̈/∂q² = −(μᵀHqq + FD_qᵀP + PᵀFD_q)
+    d.dddq_dq.transpose_to(tr);
+    mul_by_tree_sparse(model, tr, p, 1.0, prod);
+    for c in 0..nv {
+        for b in 0..nv {
+            so.d2ddq_dq2[(b, c)] = -(so.d2tau_dq2[(b, c)] + prod[(b, c)] + prod[(c, b)]);
+        }
+    }
+    // λᵀ∂²q̈/∂q∂q̇ = −(μᵀHqv + PᵀFD_v)
+    d.dddq_dv.transpose_to(tr);
+    mul_by_tree_sparse(model, tr, p, 1.0, prod);
+    for c in 0..nv {
+        for b in 0..nv {
+            so.d2ddq_dqdv[(b, c)] = -(so.d2tau_dqdv[(b, c)] + prod[(c, b)]);
+        }
+    }
+    // λᵀ∂²q̈/∂q̇² = −μᵀHvv, λᵀ∂²q̈/∂τ∂q = −M⁻¹P
+    for c in 0..nv {
+        for b in 0..nv {
+            so.d2ddq_dv2[(b, c)] = -so.d2tau_dv2[(b, c)];
+        }
+    }
+    mul_by_tree_sparse(model, &ws.mass_matrix_inv, p, -1.0, &mut so.d2ddq_dtaudq);
+    Ok(())
+}
