@@ -87,20 +87,35 @@ def cargo_target_dir() -> Path:
     return Path(meta["target_directory"])
 
 
-def build(native: bool) -> dict[str, Path]:
-    """Builds the timing programs; returns {variant: executable}."""
+def build(native: bool, rev: str | None, tmp: Path) -> dict[str, Path]:
+    """Builds the timing programs; returns {"lib:variant": executable}.
+
+    Without `rev`, vidyn is built from the working tree. With `rev`, from `git archive rev`
+    unpacked in `tmp`, in target directories of its own (other work in progress in the tree
+    does not leak into the numbers)."""
     target = cargo_target_dir()
-    log("compare.py: cargo build --release -p vidyn-benches")
-    run(["cargo", "build", "--release", "-p", "vidyn-benches", "--bin", "vidyn_timings"], capture=False)
-    exes = {"vidyn:portable": target / "release" / "vidyn_timings"}
+    src = ROOT
+    if rev:
+        src = tmp / "src"
+        src.mkdir()
+        log(f"compare.py: git archive {rev} -> {src}")
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    builds = [("portable", target / ("bench-rev" if rev else ""), "")]
     if native:
-        native_dir = target / "bench-native"
+        builds.append(("native", target / ("bench-rev-native" if rev else "bench-native"), "-C target-cpu=native"))
+    exes = {}
+    for variant, tdir, flags in builds:
         env = dict(os.environ)
-        env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " -C target-cpu=native").strip()
-        log(f"compare.py: RUSTFLAGS='-C target-cpu=native' cargo build --release --target-dir {native_dir}")
-        run(["cargo", "build", "--release", "-p", "vidyn-benches", "--bin", "vidyn_timings", "--target-dir", str(native_dir)],
-            env=env, capture=False)
-        exes["vidyn:native"] = native_dir / "release" / "vidyn_timings"
+        if flags:
+            env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " " + flags).strip()
+        log(f"compare.py: {'RUSTFLAGS=' + shlex.quote(flags) + ' ' if flags else ''}cargo build --release -p vidyn-benches"
+            f" --target-dir {tdir}" + (f" (in {src})" if rev else ""))
+        cmd = ["cargo", "build", "--release", "-p", "vidyn-benches", "--bin", "vidyn_timings", "--target-dir", str(tdir)]
+        res = subprocess.run(cmd, cwd=src, env=env)
+        if res.returncode != 0:
+            raise SystemExit(f"cargo build failed ({res.returncode}) in {src}")
+        exes[f"vidyn:{variant}"] = tdir / "release" / "vidyn_timings"
     log("compare.py: benches/peer/build.sh")
     peer = Path(run(["bash", str(ROOT / "benches" / "peer" / "build.sh"), str(target / "peer")]).strip().splitlines()[-1])
     exes["pinocchio:wheel"] = peer / "pinocchio_timings_wheel"
@@ -256,7 +271,7 @@ def time_robot(exes, urdf, root, model_bin, vid_states, pin_states, name, algos,
     return rows
 
 
-def machine_info() -> dict[str, str]:
+def machine_info(rev: str | None) -> dict[str, str]:
     def sh(cmd: str) -> str:
         try:
             return subprocess.run(cmd, shell=True, text=True, capture_output=True, cwd=ROOT).stdout.strip()
@@ -269,9 +284,14 @@ def machine_info() -> dict[str, str]:
             model = line.split(":", 1)[1].strip()
     import pinocchio
 
-    commit = sh("git rev-parse --short HEAD")
-    if sh("git status --porcelain --untracked-files=no -- rust benches Cargo.toml"):
-        commit += " (+ uncommitted changes in rust/ or benches/)"
+    if rev:
+        commit = sh(f"git rev-parse --short {shlex.quote(rev)}^{{commit}}")
+        if not commit:
+            raise SystemExit(f"unknown revision {rev}")
+    else:
+        commit = sh("git rev-parse --short HEAD")
+        if sh("git status --porcelain -- rust benches Cargo.toml Cargo.lock"):
+            commit += " + uncommitted changes in rust/, benches/ or Cargo.*"
     return {
         "cpu": model or platform.processor(),
         "nproc": sh("nproc"),
@@ -297,18 +317,24 @@ def fmt_ratio(r: float | None) -> str:
     return f"**{r:.2f}**" if r > 1.0 else f"{r:.2f}"
 
 
-def reproducing_args(argv: list[str]) -> list[str]:
-    """`argv` without the options that only choose where output goes."""
-    out, skip = [], False
+def reproducing_args(argv: list[str], rev: str | None = None) -> list[str]:
+    """`argv` without the options that only choose where output goes, with `--rev` resolved."""
+    out, skip, is_rev = [], False, False
     for a in argv:
         if skip:
             skip = False
-        elif a in ("--json-out",):
+        elif is_rev:
+            out.append(rev or a)
+            is_rev = False
+        elif a == "--json-out":
             skip = True
         elif a.startswith("--json-out=") or a in ("--keep-tmp", "--no-write"):
             pass
+        elif a.startswith("--rev="):
+            out.append("--rev=" + (rev or a[6:]))
         else:
             out.append(a)
+            is_rev = a == "--rev"
     return out
 
 
@@ -325,9 +351,11 @@ def build_report(results, checks, info, args, robot_nv) -> str:
     native = ("vidyn", "native") in variants and ("pinocchio", "native") in variants
     robots = list(dict.fromkeys(r["robot"] for r in results))
     lines = []
-    cmd = "python3 benches/compare.py" + "".join(" " + shlex.quote(a) for a in reproducing_args(sys.argv[1:]))
+    cmd = "python3 benches/compare.py" + "".join(" " + shlex.quote(a) for a in reproducing_args(sys.argv[1:], info["commit"] if args.rev else None))
     lines += [
-        f"Run of {info['date']} at commit `{info['commit']}`, reproduced by `{cmd}`.",
+        f"Run of {info['date']}, vidyn built from "
+        + (f"commit `{info['commit']}` (git archive)" if args.rev else f"the working tree at `{info['commit']}`")
+        + f"; reproduced by `{cmd}`.",
         "",
         f"- Machine: {info['cpu']}, {info['nproc']} logical CPUs ({info['flags_native']}); load average at the start: {info['load']}",
         f"- {info['rustc']}; {info['cxx']}; Pinocchio {info['pinocchio']} (pin wheel)",
@@ -423,6 +451,7 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     ap.add_argument("--json-out", type=Path, help="also write the raw JSON lines here")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the state files and models")
+    ap.add_argument("--rev", help="build vidyn from this git revision (git archive) instead of the working tree")
     ap.add_argument("--print-robots-dir", action="store_true", help="print example-robot-data's robots/ directory and exit")
     args = ap.parse_args()
 
@@ -444,11 +473,11 @@ def main() -> None:
             raise SystemExit(f"unknown robots {sorted(unknown)}")
         all_robots = [r for r in all_robots if r[0] in wanted]
 
-    info = machine_info()
-    exes = build(native=not args.no_native)
+    info = machine_info(args.rev)
     tmp = Path(tempfile.mkdtemp(prefix="vidyn_compare_"))
     results, checks, robot_nv = [], {}, {}
     try:
+        exes = build(not args.no_native, args.rev, tmp)
         for name, urdf, root in all_robots:
             if urdf is None:
                 urdf = tmp / f"{name}.urdf"
