@@ -95,7 +95,7 @@ impl Joint {
     #[must_use]
     pub fn transform(&self, q: &[f64]) -> Se3 {
         match self {
-            Joint::Revolute { axis } => Se3::new(so3::exp3(&(axis * q[0])), Vector3::zeros()),
+            Joint::Revolute { axis } => Se3::new(so3::rotation_about(axis, q[0]), Vector3::zeros()),
             Joint::Prismatic { axis } => Se3::new(Matrix3::identity(), axis * q[0]),
             Joint::Spherical => Se3::new(quaternion_rotation(&q[0..4]), Vector3::zeros()),
             Joint::FreeFlyer => Se3::new(quaternion_rotation(&q[3..7]), Vector3::new(q[0], q[1], q[2])),

@@ -37,6 +37,28 @@ pub fn exp3(w: &Vector3<f64>) -> Matrix3<f64> {
     Matrix3::identity() + wx * a + wx * wx * b
 }
 
+/// Rotation by `angle` about the unit vector `axis`:
+/// `R = cos θ 1 + sin θ (a×) + (1 − cos θ) a aᵀ` (no square root, no Taylor branch needed).
+/// The caller guarantees `|axis| = 1`; equals `exp3(axis · angle)`.
+#[inline]
+#[must_use]
+pub fn rotation_about(axis: &Vector3<f64>, angle: f64) -> Matrix3<f64> {
+    let (s, c) = angle.sin_cos();
+    let t = 1.0 - c;
+    let (x, y, z) = (axis.x, axis.y, axis.z);
+    Matrix3::new(
+        c + t * x * x,
+        t * x * y - s * z,
+        t * x * z + s * y,
+        t * x * y + s * z,
+        c + t * y * y,
+        t * y * z - s * x,
+        t * x * z - s * y,
+        t * y * z + s * x,
+        c + t * z * z,
+    )
+}
+
 /// Rotation vector `ω = log(R)` with `|ω| ∈ [0, π]`; exact inverse of [`exp3`].
 ///
 /// The angle is `atan2(|s|, (tr R − 1)/2)` with `s = vee(R − Rᵀ)/2 = sin θ · u`, which is
@@ -118,6 +140,15 @@ mod tests {
         }
         let half_turn = exp3(&(Vector3::x() * std::f64::consts::PI));
         assert!((exp3(&log3(&half_turn)) - half_turn).norm() < 1e-14);
+    }
+
+    #[test]
+    fn rotation_about_a_unit_axis_is_the_exponential() {
+        let mut r = rng(8);
+        for theta in [-3.0, -0.5, 0.0, 1e-9, 0.7, 3.1] {
+            let a = vec3(&mut r).normalize();
+            assert!((rotation_about(&a, theta) - exp3(&(a * theta))).norm() < 1e-15);
+        }
     }
 
     #[test]
