@@ -28,6 +28,8 @@ PUBLIC = [
     "__version__",
     "aba",
     "aba_derivatives",
+    "aba_second_order",
+    "aba_second_order_contracted",
     "crba",
     "forward_kinematics",
     "frame_placement",
@@ -58,8 +60,14 @@ def test_public_names():
 def test_signatures_and_docstrings():
     """help() shows a signature and a docstring for every function (text_signature)."""
     expected = {
-        "rnea": "(model, q, v, a)",
-        "aba": "(model, q, v, tau)",
+        "rnea": "(model, q, v, a, fext=None)",
+        "aba": "(model, q, v, tau, fext=None)",
+        "rnea_derivatives": "(model, q, v, a, fext=None)",
+        "aba_derivatives": "(model, q, v, tau, fext=None)",
+        "rnea_second_order": "(model, q, v, a, fext=None)",
+        "rnea_second_order_contracted": "(model, q, v, a, lam, fext=None)",
+        "aba_second_order": "(model, q, v, tau, fext=None)",
+        "aba_second_order_contracted": "(model, q, v, tau, lam, fext=None)",
         "crba": "(model, q)",
         "minverse": "(model, q)",
         "gravity": "(model, q)",

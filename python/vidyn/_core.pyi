@@ -26,6 +26,8 @@ __all__ = [
     "VidynError",
     "aba",
     "aba_derivatives",
+    "aba_second_order",
+    "aba_second_order_contracted",
     "acrobot",
     "binary_tree",
     "cartpole",
@@ -326,45 +328,102 @@ class VariationalIntegrator:
 # Algorithms
 # ----------------------------------------------------------------------------------------
 
-def rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> _Array:
-    """Inverse dynamics (RNEA): ``tau = M(q) a + C(q, v) v + g(q)``.
+def rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, fext: _ArrayLike | None = None) -> _Array:
+    """Inverse dynamics (RNEA): ``tau = M(q) a + C(q, v) v + g(q) - sum_i J_i(q)^T fext[i]``.
 
-    q (nq,), v (nv,), a (nv,) -> tau (nv,)."""
+    q (nq,), v (nv,), a (nv,) -> tau (nv,).
 
-def aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike) -> _Array:
-    """Forward dynamics (ABA): ``a = M(q)⁻¹ (tau - C(q, v) v - g(q))``.
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry), ``J_i`` the
+    local Jacobian of body i."""
+
+def aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, fext: _ArrayLike | None = None) -> _Array:
+    """Forward dynamics (ABA): ``a = M(q)⁻¹ (tau + sum_i J_i(q)^T fext[i] - C(q, v) v - g(q))``.
 
     q (nq,), v (nv,), tau (nv,) -> a (nv,). Raises ModelError when a subtree has no inertia
-    along a joint axis."""
+    along a joint axis.
 
-def rnea_derivatives(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> tuple[_Array, _Array, _Array]:
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry)."""
+
+def rnea_derivatives(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, fext: _ArrayLike | None = None
+) -> tuple[_Array, _Array, _Array]:
     """First-order derivatives of inverse dynamics ``(dtau_dq, dtau_dv, dtau_da)``.
 
     q (nq,), v (nv,), a (nv,) -> three (nv, nv) arrays, row = torque, column = variable;
     ``dtau_da`` is ``M(q)``. Derivatives in q are along ``integrate(q, h e_k)`` (tangent
-    space, dimension nv), Pinocchio's convention for ``computeRNEADerivatives``."""
+    space, dimension nv), Pinocchio's convention for ``computeRNEADerivatives``.
 
-def aba_derivatives(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike) -> tuple[_Array, _Array, _Array]:
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry); the
+    wrenches turn with their bodies, which adds to ``dtau_dq`` (as in Pinocchio)."""
+
+def aba_derivatives(
+    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, fext: _ArrayLike | None = None
+) -> tuple[_Array, _Array, _Array]:
     """First-order derivatives of forward dynamics ``(dddq_dq, dddq_dv, dddq_dtau)``.
 
     q (nq,), v (nv,), tau (nv,) -> three (nv, nv) arrays, row = acceleration, column =
     variable; ``dddq_dtau`` is ``M(q)⁻¹``. Derivatives in q are along ``integrate(q, h e_k)``,
-    Pinocchio's convention for ``computeABADerivatives``."""
+    Pinocchio's convention for ``computeABADerivatives``.
 
-def rnea_second_order(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike) -> tuple[_Array, _Array, _Array, _Array]:
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry)."""
+
+def rnea_second_order(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, fext: _ArrayLike | None = None
+) -> tuple[_Array, _Array, _Array, _Array]:
     """Second-order derivatives of inverse dynamics ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``.
 
     q (nq,), v (nv,), a (nv,) -> four (nv, nv, nv) arrays in C order with
     ``T[i, j, k] = d/dx_k (d tau_i / dy_j)``: i = torque, j = inner, k = outer derivative.
     ``d2tau_dqdv[i, j, k] = d/dv_k (d tau_i / dq_j)``; ``dM_dq[i, j, k] = dM_ij / dq_k``.
     Derivatives in q are along ``integrate(q, h e_k)``; within one spherical, free-flyer or
-    planar joint the q-q blocks are not symmetric (Lie bracket), see the README."""
+    planar joint the q-q blocks are not symmetric (Lie bracket), see the README.
+    Same layout as Pinocchio's C++ ``ComputeRNEASecondOrderDerivatives``.
+
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry); they
+    change ``d2tau_dq2`` only."""
 
 def rnea_second_order_contracted(
-    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike, fext: _ArrayLike | None = None
 ) -> tuple[_Array, _Array, _Array]:
     """``sum_i lam[i] * T[i]`` for the three tensors of ``rnea_second_order`` (DDP's term),
-    computed without forming them. q (nq,), v, a, lam (nv,) -> three (nv, nv) arrays."""
+    computed without forming them. q (nq,), v, a, lam (nv,) -> three (nv, nv) arrays
+    ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv)`` contracted; ``fext`` as in ``rnea``."""
+
+def aba_second_order(
+    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, fext: _ArrayLike | None = None
+) -> tuple[_Array, _Array, _Array, _Array]:
+    """Second-order derivatives of forward dynamics
+    ``(d2ddq_dq2, d2ddq_dv2, d2ddq_dqdv, d2ddq_dtaudq)``.
+
+    q (nq,), v (nv,), tau (nv,) -> four (nv, nv, nv) arrays in C order with
+    ``T[i, j, k] = d/dx_k (d ddq_i / dy_j)``: i = acceleration, j = inner, k = outer
+    derivative (the layout of ``rnea_second_order``). ``d2ddq_dqdv[i, j, k] =
+    d/dv_k (d ddq_i / dq_j)``; ``d2ddq_dtaudq[i, j, k] = d/dq_k (d ddq_i / dtau_j) =
+    d(M⁻¹)_ij / dq_k``. Derivatives in q are along ``integrate(q, h e_k)``. Computed from
+    ``rnea_second_order`` at ``ddq = aba(q, v, tau)`` by the implicit function theorem
+    (Singh, Russell & Wensing 2023, eqs. 44-49).
+
+    ``fext``: optional (nbodies, 6) external wrenches, row i acting on body i: ``[force;
+    moment about body i's origin]`` expressed in body frame i (Pinocchio's ``fext`` in the
+    local joint frames, without its universe entry)."""
+
+def aba_second_order_contracted(
+    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, lam: _ArrayLike, fext: _ArrayLike | None = None
+) -> tuple[_Array, _Array, _Array, _Array]:
+    """``sum_i lam[i] * T[i]`` for the four tensors of ``aba_second_order``, computed without
+    forming them (from ``mu = M⁻¹ lam`` and the contracted inverse-dynamics forms).
+    q (nq,), v, tau, lam (nv,) -> four (nv, nv) arrays
+    ``(d2ddq_dq2, d2ddq_dv2, d2ddq_dqdv, d2ddq_dtaudq)`` contracted; ``fext`` as in ``aba``."""
 
 def crba(model: Model, q: _ArrayLike) -> _Array:
     """Joint-space inertia matrix ``M(q)`` (CRBA), full and symmetric. q (nq,) -> (nv, nv)."""

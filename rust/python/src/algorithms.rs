@@ -12,52 +12,75 @@ use vidyn_rbd::ReferenceFrame;
 
 type Array1<'py> = PyResult<Bound<'py, PyArray1<f64>>>;
 type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
+type Matrices3<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+);
 
-/// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q)`.
+/// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i`.
 ///
 /// q: (nq,), v: (nv,), a: (nv,) -> tau: (nv,)
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, a, fext = None))]
 pub fn rnea<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     a: &Bound<'py, PyAny>,
+    fext: Option<&Bound<'py, PyAny>>,
 ) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a) = (
+    let (q, v, a, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(a, "a", m)?,
+        convert::forces(fext, "fext", m)?,
     );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
-    let tau = detached(py, move || rbd::rnea(m, ws, &q, &v, &a))?;
+    let tau = detached(py, move || match &fext {
+        Some(f) => rbd::rnea_ext(m, ws, &q, &v, &a, f),
+        None => rbd::rnea(m, ws, &q, &v, &a),
+    })?;
     Ok(convert::vector_out(py, tau))
 }
 
-/// Forward dynamics (ABA): `a = M(q)^-1 (tau - C(q, v) v - g(q))`.
+/// Forward dynamics (ABA): `a = M(q)^-1 (tau + sum_i J_i^T fext_i - C(q, v) v - g(q))`.
 ///
 /// q: (nq,), v: (nv,), tau: (nv,) -> a: (nv,)
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, tau, fext = None))]
 pub fn aba<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     tau: &Bound<'py, PyAny>,
+    fext: Option<&Bound<'py, PyAny>>,
 ) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau) = (
+    let (q, v, tau, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(tau, "tau", m)?,
+        convert::forces(fext, "fext", m)?,
     );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
-    let a = detached(py, move || rbd::aba(m, ws, &q, &v, &tau))?;
+    let a = detached(py, move || match &fext {
+        Some(f) => rbd::aba_ext(m, ws, &q, &v, &tau, f),
+        None => rbd::aba(m, ws, &q, &v, &tau),
+    })?;
     Ok(convert::vector_out(py, a))
 }
 
@@ -65,50 +88,77 @@ pub fn aba<'py>(
 ///
 /// q: (nq,), v: (nv,), a: (nv,) -> three (nv, nv) arrays; row = torque, column = variable;
 /// derivatives in q are along the manifold directions `integrate(q, h e_k)`.
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
+/// The body-frame wrenches turn with their bodies, which adds to `dtau_dq`.
 #[pyfunction]
+#[pyo3(signature = (model, q, v, a, fext = None))]
 pub fn rnea_derivatives<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     a: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fext: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Matrices3<'py>> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a) = (
+    let (q, v, a, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(a, "a", m)?,
+        convert::forces(fext, "fext", m)?,
     );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
-    let d = detached(py, move || rbd::rnea_derivatives(m, ws, &q, &v, &a))?;
-    Ok((convert::matrix_out(py, d.dtau_dq), convert::matrix_out(py, d.dtau_dv), convert::matrix_out(py, d.dtau_da)))
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::rnea_derivatives_ext(m, ws, &q, &v, &a, f),
+        None => rbd::rnea_derivatives(m, ws, &q, &v, &a),
+    })?;
+    Ok((
+        convert::matrix_out(py, d.dtau_dq),
+        convert::matrix_out(py, d.dtau_dv),
+        convert::matrix_out(py, d.dtau_da),
+    ))
 }
 
 /// First-order derivatives of forward dynamics: `(dddq_dq, dddq_dv, dddq_dtau = M^-1)`.
 ///
 /// q: (nq,), v: (nv,), tau: (nv,) -> three (nv, nv) arrays; row = acceleration, column =
 /// variable; derivatives in q are along the manifold directions `integrate(q, h e_k)`.
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, tau, fext = None))]
 pub fn aba_derivatives<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     tau: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fext: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Matrices3<'py>> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau) = (
+    let (q, v, tau, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(tau, "tau", m)?,
+        convert::forces(fext, "fext", m)?,
     );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
-    let d = detached(py, move || rbd::aba_derivatives(m, ws, &q, &v, &tau))?;
-    Ok((convert::matrix_out(py, d.dddq_dq), convert::matrix_out(py, d.dddq_dv), convert::matrix_out(py, d.dddq_dtau)))
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::aba_derivatives_ext(m, ws, &q, &v, &tau, f),
+        None => rbd::aba_derivatives(m, ws, &q, &v, &tau),
+    })?;
+    Ok((
+        convert::matrix_out(py, d.dddq_dq),
+        convert::matrix_out(py, d.dddq_dv),
+        convert::matrix_out(py, d.dddq_dtau),
+    ))
 }
 
 type Array3<'py> = Bound<'py, PyArray3<f64>>;
@@ -118,24 +168,35 @@ type Array3<'py> = Bound<'py, PyArray3<f64>>;
 /// q: (nq,), v: (nv,), a: (nv,) -> four (nv, nv, nv) arrays with `[i, j, k]` =
 /// d/dx_k (d tau_i / dy_j): torque, inner, outer derivative (`d2tau_dqdv`: j is q, k is v;
 /// `dM_dq[i, j, k] = dM_ij/dq_k`).
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, a, fext = None))]
 pub fn rnea_second_order<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     a: &Bound<'py, PyAny>,
+    fext: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a) = (
+    let (q, v, a, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(a, "a", m)?,
+        convert::forces(fext, "fext", m)?,
     );
-    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
+    let mut ws = detached(py, move || {
+        Ok::<_, rbd::RbdError>(m.second_order_workspace())
+    })?;
     let wsr = &mut ws;
-    let d = detached(py, move || rbd::rnea_second_order(m, wsr, &q, &v, &a))?;
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::rnea_second_order_ext(m, wsr, &q, &v, &a, f),
+        None => rbd::rnea_second_order(m, wsr, &q, &v, &a),
+    })?;
     Ok((
         convert::tensor_out(py, d.d2tau_dq2),
         convert::tensor_out(py, d.d2tau_dv2),
@@ -149,7 +210,11 @@ pub fn rnea_second_order<'py>(
 ///
 /// q: (nq,), v: (nv,), a: (nv,), lam: (nv,) -> three (nv, nv) arrays (same j, k meaning as
 /// `rnea_second_order`), computed without forming the tensors.
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, a, lam, fext = None))]
 pub fn rnea_second_order_contracted<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
@@ -157,19 +222,120 @@ pub fn rnea_second_order_contracted<'py>(
     v: &Bound<'py, PyAny>,
     a: &Bound<'py, PyAny>,
     lam: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fext: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Matrices3<'py>> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a, lam) = (
+    let (q, v, a, lam, fext) = (
         convert::configuration(q, "q", m)?,
         convert::tangent(v, "v", m)?,
         convert::tangent(a, "a", m)?,
         convert::tangent(lam, "lam", m)?,
+        convert::forces(fext, "fext", m)?,
     );
     let mut ws = pm.workspace();
     let ws = &mut *ws;
-    let d = detached(py, move || rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam))?;
-    Ok((convert::matrix_out(py, d.d2tau_dq2), convert::matrix_out(py, d.d2tau_dv2), convert::matrix_out(py, d.d2tau_dqdv)))
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::rnea_second_order_contracted_ext(m, ws, &q, &v, &a, &lam, f),
+        None => rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam),
+    })?;
+    Ok((
+        convert::matrix_out(py, d.d2tau_dq2),
+        convert::matrix_out(py, d.d2tau_dv2),
+        convert::matrix_out(py, d.d2tau_dqdv),
+    ))
+}
+
+/// Second-order derivatives of forward dynamics
+/// `(d2ddq_dq2, d2ddq_dv2, d2ddq_dqdv, d2ddq_dtaudq)`.
+///
+/// q: (nq,), v: (nv,), tau: (nv,) -> four (nv, nv, nv) arrays with `[i, j, k]` =
+/// d/dx_k (d ddq_i / dy_j): acceleration, inner, outer derivative (`d2ddq_dqdv`: j is q, k is
+/// v; `d2ddq_dtaudq[i, j, k] = d(M^-1)_ij/dq_k`).
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
+#[pyfunction]
+#[pyo3(signature = (model, q, v, tau, fext = None))]
+pub fn aba_second_order<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+    fext: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, tau, fext) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(tau, "tau", m)?,
+        convert::forces(fext, "fext", m)?,
+    );
+    let mut ws = detached(py, move || {
+        Ok::<_, rbd::RbdError>(m.aba_second_order_workspace())
+    })?;
+    let wsr = &mut ws;
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::aba_second_order_ext(m, wsr, &q, &v, &tau, f),
+        None => rbd::aba_second_order(m, wsr, &q, &v, &tau),
+    })?;
+    Ok((
+        convert::tensor_out(py, d.d2ddq_dq2),
+        convert::tensor_out(py, d.d2ddq_dv2),
+        convert::tensor_out(py, d.d2ddq_dqdv),
+        convert::tensor_out(py, d.d2ddq_dtaudq),
+    ))
+}
+
+type Matrices4<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+);
+
+/// Second-order derivatives of forward dynamics contracted with a co-vector `lam`:
+/// `sum_i lam_i T[i]` for the four tensors of `aba_second_order`.
+///
+/// q: (nq,), v: (nv,), tau: (nv,), lam: (nv,) -> four (nv, nv) arrays, computed without
+/// forming the tensors.
+///
+/// fext: optional (nbodies, 6) external wrenches, row i acting on body i, `[force; moment]`
+/// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
+#[pyfunction]
+#[pyo3(signature = (model, q, v, tau, lam, fext = None))]
+pub fn aba_second_order_contracted<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+    lam: &Bound<'py, PyAny>,
+    fext: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Matrices4<'py>> {
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, v, tau, lam, fext) = (
+        convert::configuration(q, "q", m)?,
+        convert::tangent(v, "v", m)?,
+        convert::tangent(tau, "tau", m)?,
+        convert::tangent(lam, "lam", m)?,
+        convert::forces(fext, "fext", m)?,
+    );
+    let mut ws = pm.workspace();
+    let ws = &mut *ws;
+    let d = detached(py, move || match &fext {
+        Some(f) => rbd::aba_second_order_contracted_ext(m, ws, &q, &v, &tau, &lam, f),
+        None => rbd::aba_second_order_contracted(m, ws, &q, &v, &tau, &lam),
+    })?;
+    Ok((
+        convert::matrix_out(py, d.d2ddq_dq2),
+        convert::matrix_out(py, d.d2ddq_dv2),
+        convert::matrix_out(py, d.d2ddq_dqdv),
+        convert::matrix_out(py, d.d2ddq_dtaudq),
+    ))
 }
 
 /// Joint-space inertia matrix `M(q)` (CRBA), full and symmetric.

@@ -19,7 +19,7 @@ use numpy::{
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use vidyn_rbd::Model;
-use vidyn_spatial::{Motion, Se3};
+use vidyn_spatial::{Force, Motion, Se3};
 
 /// Tolerance on `max |RᵀR − I|` and `|det R − 1|` of a placement's rotation (the core's).
 pub const ROTATION_TOL: f64 = 1e-9;
@@ -121,7 +121,12 @@ pub fn read(
 }
 
 /// A 2-D array with `ncols` columns and any number of rows: `(entries in C order, rows)`.
-pub fn read_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str) -> PyResult<(Vec<f64>, usize)> {
+pub fn read_rows(
+    x: &Bound<'_, PyAny>,
+    name: &str,
+    ncols: usize,
+    desc: &str,
+) -> PyResult<(Vec<f64>, usize)> {
     let shape = as_array(x, name)?.shape().to_vec();
     let rows = match shape.as_slice() {
         [rows, c] if *c == ncols => *rows,
@@ -155,6 +160,30 @@ pub fn tangent_or_zero(
         Some(x) if !x.is_none() => tangent(x, name, model),
         _ => Ok(vec![0.0; model.nv]),
     }
+}
+
+/// Optional per-body external wrenches `(model.nbodies, 6)`, rows `[linear; angular]` (body
+/// frames); `None` (or a missing argument) gives `None`.
+pub fn forces(
+    x: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    model: &Model,
+) -> PyResult<Option<Vec<Force>>> {
+    let Some(x) = x.filter(|x| !x.is_none()) else {
+        return Ok(None);
+    };
+    let n = model.nbodies();
+    let data = read(x, name, &[n, 6], Some("(model.nbodies, 6)"))?;
+    Ok(Some(
+        data.chunks_exact(6)
+            .map(|r| {
+                Force::new(
+                    Vector3::new(r[0], r[1], r[2]),
+                    Vector3::new(r[3], r[4], r[5]),
+                )
+            })
+            .collect(),
+    ))
 }
 
 pub fn vector3(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vector3<f64>> {

@@ -55,6 +55,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms::aba_derivatives, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_second_order, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_second_order_contracted, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::aba_second_order, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::aba_second_order_contracted, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::crba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::minverse, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::gravity, m)?)?;
