@@ -209,15 +209,15 @@ impl Joint {
     /// `q ⊕ v`: the configuration reached from `q` by following the constant joint velocity
     /// `v` for unit time, `M(q_out) = M(q) exp(S v)` (right, local-frame convention).
     /// Rotations are composed as quaternions, `q_out = q ⊗ exp(ω/2)`, never through a rotation
-    /// matrix (whose conversion back is ill-posed at half turns); the result's sign is chosen
-    /// so that `⟨q_out, q⟩ ≥ 0`, as Pinocchio does.
+    /// matrix (whose conversion back is ill-posed at half turns). As in Pinocchio, the
+    /// free-flyer result's sign is chosen so that `⟨q_out, q⟩ ≥ 0`, while the spherical joint
+    /// keeps the plain product `q ⊗ exp(ω/2)`.
     pub fn integrate(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
         match self {
             Joint::Revolute { .. } | Joint::Prismatic { .. } => out[0] = q[0] + v[0],
             Joint::Spherical => {
-                let q0 = quaternion(&q[0..4]);
-                let r = q0 * UnitQuaternion::from_scaled_axis(Vector3::new(v[0], v[1], v[2]));
-                write_quaternion(&same_hemisphere(r, &q0), &mut out[0..4]);
+                let r = quaternion(&q[0..4]) * UnitQuaternion::from_scaled_axis(Vector3::new(v[0], v[1], v[2]));
+                write_quaternion(&r, &mut out[0..4]);
             }
             Joint::FreeFlyer => {
                 let step = exp6(&self.motion(v));

@@ -1,100 +1,155 @@
 //! Inverse of the joint-space inertia matrix by the articulated-body recursion.
 
-use crate::algorithms::aba::{factor_joint, mul_live, reduced_inertia};
-use crate::algorithms::kinematics::parent_placements_unchecked;
+use crate::algorithms::aba::mul_live;
+use crate::algorithms::kinematics::placements_unchecked;
 use crate::check::check_configuration;
-use crate::error::Result;
+use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::{DMatrix, Vector6};
-use vidyn_spatial::{Force, Motion};
+use nalgebra::{DMatrix, Matrix6, Vector6};
 
 /// `M(q)⁻¹` without forming or factoring `M` (Carpentier & Mansard 2018, §III-C): ABA with
-/// `v = 0`, no gravity and all `nv` unit torques as simultaneous right-hand sides.
+/// `v = 0`, no gravity and all `nv` unit torques as simultaneous right-hand sides, written in
+/// the world frame so that passing a column to the parent needs no transform (every spatial
+/// quantity below is a world-frame 6-vector; `S̄_i = ⁰X_i S_i`).
 ///
-/// Backward, per body i with subtree columns `R_i`: `M⁻¹[i, R_i] = D_i⁻¹(E_i − S_iᵀ F_i)`,
-/// `F_λ[:, R_i] += λX*_i (F_i + U_i M⁻¹[i, R_i])`, `I^A_λ += λX*_i (I^A_i − U_i D_i⁻¹ U_iᵀ) iX_λ`.
-/// Forward, with columns `C_i = idx_v[i]..nv`: `M⁻¹[i, C_i] −= D_i⁻¹ U_iᵀ iX_λ P_λ[:, C_i]`,
-/// `P_i[:, C_i] = iX_λ P_λ[:, C_i] + S_i M⁻¹[i, C_i]`; the lower triangle is mirrored.
-/// `q`: (nq,); returns M⁻¹ (nv, nv), full and symmetric. O(n·nv), no allocation.
+/// Backward, per body i with subtree columns `R_i`: `U_i = I^A_i S̄_i`, `D_i = S̄_iᵀ U_i`,
+/// `M⁻¹[i, R_i] = D_i⁻¹(E_i − S̄_iᵀ F_i)`, `F_λ[:, R_i] += F_i + U_i M⁻¹[i, R_i]`,
+/// `I^A_λ += I^A_i − U_i D_i⁻¹ U_iᵀ`.
+/// Forward, with columns `C_i = idx_v[i]..nv`: `M⁻¹[i, C_i] −= D_i⁻¹ U_iᵀ P_λ[:, C_i]`,
+/// `P_i[:, C_i] = P_λ[:, C_i] + S̄_i M⁻¹[i, C_i]`; the lower triangle is mirrored.
+/// About 40 flops per (body, column) pair for a 1-dof joint. `q`: (nq,); returns M⁻¹
+/// (nv, nv), full and symmetric. O(n·nv), no allocation.
 /// `crba(q) · minverse(q) = I`; checked by `tests::minverse_inverts_crba`.
+/// Errors: `NotPositiveDefinite` when a subtree has no inertia along a joint axis.
 pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     check_configuration(model, q)?;
-    parent_placements_unchecked(model, ws, q);
+    placements_unchecked(model, ws, q);
     let (n, nv) = (model.nbodies(), model.nv);
+    let columns = &mut ws.derivatives.columns;
     for i in 0..n {
-        ws.articulated_inertias[i] = model.inertias[i].to_matrix();
-        let cols = model.idx_v[i]..model.idx_v[i] + model.nv_subtree[i];
-        ws.minv_forces[i].columns_range_mut(cols).fill(0.0);
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        for k in 0..j.nv() {
+            columns[iv + k] = ws.placements[i].act_motion(&j.subspace_column(k));
+        }
+        ws.articulated_inertias[i] = model.inertias[i].transformed(&ws.placements[i]).to_matrix();
+        ws.minv_forces[i].columns_range_mut(iv..iv + model.nv_subtree[i]).fill(0.0);
     }
+    // Column-major raw storage: entry (r, c) of an (rows × cols) matrix is at c·rows + r.
+    let minv = ws.mass_matrix_inv.as_mut_slice();
     for i in (0..n).rev() {
-        let j = model.joints[i];
-        let (iv, nvi) = (model.idx_v[i], j.nv());
-        factor_joint(model, ws, i)?;
+        let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
+        let mut s = Matrix6::zeros();
+        for k in 0..nvi {
+            s.set_column(k, &columns[iv + k].to_vector());
+        }
+        let (u, d_inv) = factor_world(&ws.articulated_inertias[i], &s, nvi).ok_or_else(|| RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() })?;
         let end = iv + model.nv_subtree[i];
+        let (lower, upper) = ws.minv_forces.split_at_mut(i);
+        let f_i = upper[0].as_slice();
+        let mut f_parent = model.parents[i].map(|p| lower[p].as_mut_slice());
         for c in iv..end {
-            let f = column6(&ws.minv_forces[i], c);
-            let mut sf = [0.0; 6];
-            j.project_force(&Force::from_vector(&f), &mut sf);
+            let f = &f_i[6 * c..6 * c + 6];
+            let mut rhs = [0.0; 6];
             for k in 0..nvi {
-                sf[k] = if c == iv + k { 1.0 } else { 0.0 } - sf[k];
+                let sf: f64 = (0..6).map(|r| s[(r, k)] * f[r]).sum();
+                rhs[k] = if c == iv + k { 1.0 } else { 0.0 } - sf;
             }
-            let row = mul_live(&ws.d_inv[i], &sf, nvi);
+            let row = mul_live(&d_inv, &rhs, nvi);
             for k in 0..nvi {
-                ws.mass_matrix_inv[(iv + k, c)] = row[k];
+                minv[c * nv + iv + k] = row[k];
             }
-            if let Some(p) = model.parents[i] {
-                let mut pa = f;
-                for k in 0..nvi {
-                    pa += ws.u[i].column(k) * row[k];
+            if let Some(fp) = f_parent.as_deref_mut() {
+                for r in 0..6 {
+                    let mut x = f[r];
+                    for k in 0..nvi {
+                        x += u[(r, k)] * row[k];
+                    }
+                    fp[6 * c + r] += x;
                 }
-                let moved = ws.parent_placements[i].act_force(&Force::from_vector(&pa)).to_vector();
-                let mut dst = ws.minv_forces[p].fixed_view_mut::<6, 1>(0, c);
-                dst += moved;
             }
         }
         for c in end..nv {
             for k in 0..nvi {
-                ws.mass_matrix_inv[(iv + k, c)] = 0.0;
+                minv[c * nv + iv + k] = 0.0;
             }
         }
         if let Some(p) = model.parents[i] {
-            let ia = reduced_inertia(ws, i, nvi);
-            ws.articulated_inertias[p] += ws.parent_placements[i].act_inertia_matrix(&ia);
+            let mut ia = ws.articulated_inertias[i];
+            for k in 0..nvi {
+                let mut w = Vector6::zeros();
+                for l in 0..nvi {
+                    w += u.column(l) * d_inv[(l, k)];
+                }
+                ia -= w * u.column(k).transpose();
+            }
+            ws.articulated_inertias[p] += ia;
         }
+        ws.u[i] = u;
+        ws.d_inv[i] = d_inv;
     }
     for i in 0..n {
-        let j = model.joints[i];
-        let (iv, nvi) = (model.idx_v[i], j.nv());
+        let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
+        let (lower, upper) = ws.minv_accelerations.split_at_mut(i);
+        let p_i = upper[0].as_mut_slice();
+        let p_parent = model.parents[i].map(|p| lower[p].as_slice());
+        let (u, d_inv) = (&ws.u[i], &ws.d_inv[i]);
         for c in iv..nv {
-            let ap = match model.parents[i] {
-                Some(p) => ws.parent_placements[i].inv_act_motion(&Motion::from_vector(&column6(&ws.minv_accelerations[p], c))),
-                None => Motion::zero(),
-            };
+            let mut a = [0.0; 6];
+            if let Some(pp) = p_parent {
+                a.copy_from_slice(&pp[6 * c..6 * c + 6]);
+            }
             let mut ut_a = [0.0; 6];
-            let apv = ap.to_vector();
-            for (k, x) in ut_a.iter_mut().take(nvi).enumerate() {
-                *x = ws.u[i].column(k).dot(&apv);
-            }
-            let correction = mul_live(&ws.d_inv[i], &ut_a, nvi);
-            let mut row = [0.0; 6];
             for k in 0..nvi {
-                ws.mass_matrix_inv[(iv + k, c)] -= correction[k];
-                row[k] = ws.mass_matrix_inv[(iv + k, c)];
+                ut_a[k] = (0..6).map(|r| u[(r, k)] * a[r]).sum();
             }
-            let a = ap + j.motion(&row[..nvi]);
-            ws.minv_accelerations[i].fixed_view_mut::<6, 1>(0, c).copy_from(&a.to_vector());
+            let correction = mul_live(d_inv, &ut_a, nvi);
+            for k in 0..nvi {
+                let m = minv[c * nv + iv + k] - correction[k];
+                minv[c * nv + iv + k] = m;
+                let col = &columns[iv + k];
+                for r in 0..3 {
+                    a[r] += col.linear[r] * m;
+                    a[r + 3] += col.angular[r] * m;
+                }
+            }
+            p_i[6 * c..6 * c + 6].copy_from_slice(&a);
         }
     }
     for c in 0..nv {
         for r in (c + 1)..nv {
-            ws.mass_matrix_inv[(r, c)] = ws.mass_matrix_inv[(c, r)];
+            minv[c * nv + r] = minv[r * nv + c];
         }
     }
     Ok(&ws.mass_matrix_inv)
 }
 
-#[inline]
-fn column6(m: &DMatrix<f64>, c: usize) -> Vector6<f64> {
-    m.fixed_view::<6, 1>(0, c).into_owned()
+/// `U = I^A S̄` and `D⁻¹ = (S̄ᵀ U)⁻¹` for a joint with `nvi` world-frame columns in `s`;
+/// `None` when a pivot is below `1e-12 · max|I^A|` (massless subtree).
+fn factor_world(ia: &Matrix6<f64>, s: &Matrix6<f64>, nvi: usize) -> Option<(Matrix6<f64>, Matrix6<f64>)> {
+    let mut u = Matrix6::zeros();
+    for k in 0..nvi {
+        u.set_column(k, &(ia * s.column(k)));
+    }
+    let tiny = 1e-12 * ia.amax();
+    let mut d_inv = Matrix6::zeros();
+    if nvi == 1 {
+        let d = s.column(0).dot(&u.column(0));
+        if d.is_nan() || d <= tiny {
+            return None;
+        }
+        d_inv[(0, 0)] = 1.0 / d;
+    } else {
+        let mut d = Matrix6::identity();
+        for r in 0..nvi {
+            for c in 0..nvi {
+                d[(r, c)] = s.column(r).dot(&u.column(c));
+            }
+        }
+        let chol = d.cholesky().filter(|ch| ch.l().diagonal().iter().take(nvi).all(|x| x * x > tiny))?;
+        let inv = chol.inverse();
+        d_inv.view_mut((0, 0), (nvi, nvi)).copy_from(&inv.view((0, 0), (nvi, nvi)));
+    }
+    Some((u, d_inv))
 }
