@@ -20,6 +20,9 @@ vidyn's, ``T(i, j, k) = d/dx_k (d tau_i / dy_j)``:
   match what the code stores, ``dtau_dqdv_(ip, kr, jq) = -p1`` as Algorithm 1's line 44);
 * ``dtau_dadq(i, j, k) = dM_ij / dq_k``.
 
+Random trees with every joint kind (spherical and planar included), built identically in
+both libraries (``strategies.to_pinocchio``), are compared as well.
+
 So the only mapping is the permutation of velocity indices between the two models' joint
 orders (``pin_layout.ConfigurationMap``), applied to all three axes.  Agreement is required to
 ``ORACLE_RTOL`` relative to max(1, |T|_inf) (same reasoning as the first-order oracle: both
@@ -36,8 +39,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import vidyn
+from strategies import model_specs, states, to_pinocchio
 from tolerances import ORACLE_RTOL, relative_error
 
 pin = pytest.importorskip("pinocchio")
@@ -140,6 +146,22 @@ def test_rnea_second_order_matches_pinocchio_cpp(robot, floating_base, pin_secon
     print(f"\n{robot} ({'free' if floating_base else 'fixed'}, nv={vd.nv}): " + ", ".join(f"{k} {e:.1e}" for k, e in worst.items()))
     for name, err in worst.items():
         assert err <= ORACLE_RTOL, f"{robot}: {name} relative error {err:.2e} > {ORACLE_RTOL:.0e}"
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_trees_match_pinocchio_cpp(pin_second_order, tmp_path_factory, data):
+    """Every joint kind (spherical and planar joints appear in no URDF), trees built
+    identically in both libraries."""
+    spec = data.draw(model_specs(max_bodies=10), label="spec")
+    vd, pm = spec.build(), to_pinocchio(spec)
+    cmap = ConfigurationMap(vd, pm)
+    s = data.draw(states(vd), label="state")
+    (tau_pin, tensors), = pin_tensors(pin_second_order, pm, [(cmap.q_to_pin(s.q), cmap.v_to_pin(s.v), cmap.v_to_pin(s.a))], tmp_path_factory.mktemp("tree"))
+    assert relative_error(vidyn.rnea(vd, s.q, s.v, s.a), cmap.v_to_vidyn(tau_pin)) <= ORACLE_RTOL, "tau"
+    for name, mine, t in zip(NAMES, vidyn.rnea_second_order(vd, s.q, s.v, s.a), tensors):
+        err = relative_error(mine, tensor_to_vidyn(cmap, t))
+        assert err <= ORACLE_RTOL, f"{spec.name}: {name} relative error {err:.2e}"
 
 
 def test_oracle_coverage():
