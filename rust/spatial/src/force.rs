@@ -1,7 +1,6 @@
 //! Spatial force vectors (wrenches, momenta).
 
 use crate::{skew, Matrix6, Vector3, Vector6};
-use std::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// A spatial force vector `f = [f; n]` in F⁶: force, then moment about the frame origin.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -54,48 +53,7 @@ impl Force {
     }
 }
 
-impl Add for Force {
-    type Output = Force;
-    #[inline]
-    fn add(self, o: Force) -> Force {
-        Force::new(self.linear + o.linear, self.angular + o.angular)
-    }
-}
-impl Sub for Force {
-    type Output = Force;
-    #[inline]
-    fn sub(self, o: Force) -> Force {
-        Force::new(self.linear - o.linear, self.angular - o.angular)
-    }
-}
-impl AddAssign for Force {
-    #[inline]
-    fn add_assign(&mut self, o: Force) {
-        self.linear += o.linear;
-        self.angular += o.angular;
-    }
-}
-impl SubAssign for Force {
-    #[inline]
-    fn sub_assign(&mut self, o: Force) {
-        self.linear -= o.linear;
-        self.angular -= o.angular;
-    }
-}
-impl Neg for Force {
-    type Output = Force;
-    #[inline]
-    fn neg(self) -> Force {
-        Force::new(-self.linear, -self.angular)
-    }
-}
-impl Mul<f64> for Force {
-    type Output = Force;
-    #[inline]
-    fn mul(self, s: f64) -> Force {
-        Force::new(self.linear * s, self.angular * s)
-    }
-}
+crate::impl_linear_ops!(Force);
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,56 @@
 //! Small operations are `#[inline]`; singular branches switch to Taylor series below
 //! the thresholds documented next to them and are tested on both sides.
 
+/// The vector-space operations (`+`, `−`, `+=`, `−=`, unary `−`, `· f64`) of a 6-vector type
+/// stored as `linear` and `angular` 3-vector halves, written once for [`Motion`] and [`Force`].
+macro_rules! impl_linear_ops {
+    ($t:ident) => {
+        impl std::ops::Add for $t {
+            type Output = $t;
+            #[inline]
+            fn add(self, o: $t) -> $t {
+                $t::new(self.linear + o.linear, self.angular + o.angular)
+            }
+        }
+        impl std::ops::Sub for $t {
+            type Output = $t;
+            #[inline]
+            fn sub(self, o: $t) -> $t {
+                $t::new(self.linear - o.linear, self.angular - o.angular)
+            }
+        }
+        impl std::ops::AddAssign for $t {
+            #[inline]
+            fn add_assign(&mut self, o: $t) {
+                self.linear += o.linear;
+                self.angular += o.angular;
+            }
+        }
+        impl std::ops::SubAssign for $t {
+            #[inline]
+            fn sub_assign(&mut self, o: $t) {
+                self.linear -= o.linear;
+                self.angular -= o.angular;
+            }
+        }
+        impl std::ops::Neg for $t {
+            type Output = $t;
+            #[inline]
+            fn neg(self) -> $t {
+                $t::new(-self.linear, -self.angular)
+            }
+        }
+        impl std::ops::Mul<f64> for $t {
+            type Output = $t;
+            #[inline]
+            fn mul(self, s: f64) -> $t {
+                $t::new(self.linear * s, self.angular * s)
+            }
+        }
+    };
+}
+pub(crate) use impl_linear_ops;
+
 mod force;
 mod inertia;
 mod motion;

@@ -1,7 +1,6 @@
 //! Spatial motion vectors (twists, spatial velocities and accelerations).
 
 use crate::{skew, Force, Matrix6, Vector3, Vector6};
-use std::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// A spatial motion vector `m = [v; ω]` in M⁶ (linear part first, see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -85,48 +84,7 @@ impl Motion {
     }
 }
 
-impl Add for Motion {
-    type Output = Motion;
-    #[inline]
-    fn add(self, o: Motion) -> Motion {
-        Motion::new(self.linear + o.linear, self.angular + o.angular)
-    }
-}
-impl Sub for Motion {
-    type Output = Motion;
-    #[inline]
-    fn sub(self, o: Motion) -> Motion {
-        Motion::new(self.linear - o.linear, self.angular - o.angular)
-    }
-}
-impl AddAssign for Motion {
-    #[inline]
-    fn add_assign(&mut self, o: Motion) {
-        self.linear += o.linear;
-        self.angular += o.angular;
-    }
-}
-impl SubAssign for Motion {
-    #[inline]
-    fn sub_assign(&mut self, o: Motion) {
-        self.linear -= o.linear;
-        self.angular -= o.angular;
-    }
-}
-impl Neg for Motion {
-    type Output = Motion;
-    #[inline]
-    fn neg(self) -> Motion {
-        Motion::new(-self.linear, -self.angular)
-    }
-}
-impl Mul<f64> for Motion {
-    type Output = Motion;
-    #[inline]
-    fn mul(self, s: f64) -> Motion {
-        Motion::new(self.linear * s, self.angular * s)
-    }
-}
+crate::impl_linear_ops!(Motion);
 
 #[cfg(test)]
 mod tests {

@@ -50,7 +50,7 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
         }
         ws.u_bias[i] = u;
         if let Some(p) = model.parents[i] {
-            let ia = reduced_inertia(ws, i, j.nv());
+            let ia = reduced_inertia(&ws.articulated_inertias[i], &ws.u[i], &ws.d_inv[i], j.nv());
             let c = ws.bias_accelerations[i].to_vector();
             let d_inv_u = mul_live(&ws.d_inv[i], &u, j.nv());
             let mut pa = ws.bias_forces[i].to_vector() + ia * c;
@@ -118,19 +118,18 @@ pub(crate) fn factor_joint(model: &Model, ws: &mut Workspace, i: usize) -> Resul
     Ok(())
 }
 
-/// `I^a = I^A_i − U_i D_i⁻¹ U_iᵀ` for body `i`, summing only the `nv_i` live columns.
+/// `I^a = I^A − U D⁻¹ Uᵀ`, summing only a joint's `nvi` live columns (ABA, Minverse).
 #[inline]
-pub(crate) fn reduced_inertia(ws: &Workspace, i: usize, nvi: usize) -> Matrix6<f64> {
-    let (u, d_inv) = (&ws.u[i], &ws.d_inv[i]);
-    let mut ia = ws.articulated_inertias[i];
+pub(crate) fn reduced_inertia(ia: &Matrix6<f64>, u: &Matrix6<f64>, d_inv: &Matrix6<f64>, nvi: usize) -> Matrix6<f64> {
+    let mut out = *ia;
     for k in 0..nvi {
         let mut w = Vector6::zeros();
         for l in 0..nvi {
             w += u.column(l) * d_inv[(l, k)];
         }
-        ia -= w * u.column(k).transpose();
+        out -= w * u.column(k).transpose();
     }
-    ia
+    out
 }
 
 /// `D⁻¹ x` restricted to a joint's `nvi` live rows and columns (1 product for a 1-dof joint

@@ -1,12 +1,12 @@
 //! Inverse of the joint-space inertia matrix by the articulated-body recursion.
 
-use crate::algorithms::aba::mul_live;
+use crate::algorithms::aba::{mul_live, reduced_inertia};
 use crate::algorithms::kinematics::placements_unchecked;
 use crate::check::check_configuration;
 use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::{DMatrix, Matrix6, Vector6};
+use nalgebra::{DMatrix, Matrix6};
 
 /// `M(q)⁻¹` without forming or factoring `M` (Carpentier & Mansard 2018, §III-C): ABA with
 /// `v = 0`, no gravity and all `nv` unit torques as simultaneous right-hand sides, written in
@@ -76,14 +76,7 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
             }
         }
         if let Some(p) = model.parents[i] {
-            let mut ia = ws.articulated_inertias[i];
-            for k in 0..nvi {
-                let mut w = Vector6::zeros();
-                for l in 0..nvi {
-                    w += u.column(l) * d_inv[(l, k)];
-                }
-                ia -= w * u.column(k).transpose();
-            }
+            let ia = reduced_inertia(&ws.articulated_inertias[i], &u, &d_inv, nvi);
             ws.articulated_inertias[p] += ia;
         }
         ws.u[i] = u;
