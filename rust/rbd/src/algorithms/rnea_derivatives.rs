@@ -93,13 +93,12 @@ pub fn rnea_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64],
     Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
 }
 
-/// The recursion of [`rnea_derivatives`] without argument checks; `with_gravity = false`
-/// drops gravity (then `∂τ/∂q` at `v = 0`, `a = μ` is `Σ_l ∂M_{·l}/∂q · μ_l`, the IDFOZA
-/// product of Singh et al. (52)). Results in `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}`
-/// and `ws.tau`.
-pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], with_gravity: bool, fext: Option<&[Force]>) {
+/// World-frame forward pass and subtree sums shared by the first- and second-order
+/// derivatives: fills `ws.placements` and `ws.derivatives.{columns, psi, phi, alpha,
+/// velocities, accelerations, composite_forces, composite_b, composite_inertias}` (module
+/// documentation; the world accelerates at `root_acceleration`, `−g` or 0). O(n).
+pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], root_acceleration: Motion, fext: Option<&[Force]>) {
     placements_unchecked(model, ws, q);
-    let root_acceleration = if with_gravity { -model.gravity } else { Motion::zero() };
     let n = model.nbodies();
     let d = &mut ws.derivatives;
     for i in 0..n {
@@ -146,6 +145,17 @@ pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &
             d.composite_inertias[p] += ic;
         }
     }
+}
+
+/// The recursion of [`rnea_derivatives`] without argument checks; `with_gravity = false`
+/// drops gravity (then `∂τ/∂q` at `v = 0`, `a = μ` is `Σ_l ∂M_{·l}/∂q · μ_l`, the IDFOZA
+/// product of Singh et al. (52)). Results in `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}`
+/// and `ws.tau`.
+pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], with_gravity: bool, fext: Option<&[Force]>) {
+    let root_acceleration = if with_gravity { -model.gravity } else { Motion::zero() };
+    world_forward_pass(model, ws, q, v, a, root_acceleration, fext);
+    let n = model.nbodies();
+    let d = &mut ws.derivatives;
     d.dtau_dq.fill(0.0);
     d.dtau_dv.fill(0.0);
     d.dtau_da.fill(0.0);

@@ -123,7 +123,7 @@
 //! six-vector dot products per pair; no `nv³` storage. For `b ≠ i` the result is symmetric in
 //! `(c, r)` for `C_qq` and `C_vv` (different joints commute).
 
-use crate::algorithms::kinematics::placements_unchecked;
+use crate::algorithms::rnea_derivatives::world_forward_pass;
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
@@ -423,55 +423,10 @@ fn inertia_rate(i: &Matrix6<f64>, s: &Vector6<f64>) -> Matrix6<f64> {
 /// (exactly as [`crate::rnea_derivatives`] does, `B` without the ½) and
 /// `ws.second_order.dof`. O(n).
 fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
-    placements_unchecked(model, ws, q);
-    let n = model.nbodies();
-    let d = &mut ws.derivatives;
-    let so = &mut ws.second_order;
-    for i in 0..n {
-        let j = &model.joints[i];
-        let iv = model.idx_v[i];
-        let o = &ws.placements[i];
-        let (vp, ap) = match model.parents[i] {
-            Some(p) => (d.velocities[p], d.accelerations[p]),
-            None => (Motion::zero(), -model.gravity),
-        };
-        let mut vi = vp;
-        for c in 0..j.nv() {
-            let col = o.act_motion(&j.subspace_column(c));
-            d.columns[iv + c] = col;
-            vi += col * v[iv + c];
-        }
-        let mut ai = ap;
-        for c in 0..j.nv() {
-            let col = d.columns[iv + c];
-            let phi = vi.cross_motion(&col);
-            let psi = vp.cross_motion(&col);
-            let alpha = ap.cross_motion(&col) - psi.cross_motion(&vp);
-            d.phi[iv + c] = phi;
-            d.psi[iv + c] = psi;
-            d.alpha[iv + c] = alpha;
-            so.dof[iv + c] = [col.to_vector(), psi.to_vector(), alpha.to_vector(), phi.to_vector()];
-            ai += col * a[iv + c] + phi * v[iv + c];
-        }
-        d.velocities[i] = vi;
-        d.accelerations[i] = ai;
-        let inertia = model.inertias[i].transformed(o);
-        let h = inertia.mul_motion(&vi);
-        let im = inertia.to_matrix();
-        d.composite_forces[i] = inertia.mul_motion(&ai) + vi.cross_force(&h);
-        if let Some(f) = fext {
-            d.composite_forces[i] -= o.act_force(&f[i]);
-        }
-        d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
-        d.composite_inertias[i] = im;
-    }
-    for i in (0..n).rev() {
-        if let Some(p) = model.parents[i] {
-            let (f, b, ic) = (d.composite_forces[i], d.composite_b[i], d.composite_inertias[i]);
-            d.composite_forces[p] += f;
-            d.composite_b[p] += b;
-            d.composite_inertias[p] += ic;
-        }
+    world_forward_pass(model, ws, q, v, a, -model.gravity, fext);
+    let d = &ws.derivatives;
+    for (k, dof) in ws.second_order.dof.iter_mut().enumerate() {
+        *dof = [d.columns[k].to_vector(), d.psi[k].to_vector(), d.alpha[k].to_vector(), d.phi[k].to_vector()];
     }
 }
 
