@@ -12,33 +12,6 @@ pub struct Force {
 }
 
 impl Force {
-    #[inline]
-    #[must_use]
-    pub const fn new(linear: Vector3<f64>, angular: Vector3<f64>) -> Self {
-        Self { linear, angular }
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn zero() -> Self {
-        Self::default()
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn from_vector(x: &Vector6<f64>) -> Self {
-        Self::new(x.fixed_rows::<3>(0).into(), x.fixed_rows::<3>(3).into())
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn to_vector(&self) -> Vector6<f64> {
-        let mut x = Vector6::zeros();
-        x.fixed_rows_mut::<3>(0).copy_from(&self.linear);
-        x.fixed_rows_mut::<3>(3).copy_from(&self.angular);
-        x
-    }
-
     /// The cross-bar operator of Singh, Russell & Wensing (2023, Table I):
     /// the 6×6 matrix `f ×̄*` with `(f ×̄*)·m = m ×* f` for every motion `m`.
     /// In our `[linear; angular]` order it is `[[0, -f×], [-f×, -n×]]`.
@@ -53,7 +26,7 @@ impl Force {
     }
 }
 
-crate::impl_linear_ops!(Force);
+crate::impl_spatial_vector!(Force);
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,42 @@
 //! Small operations are `#[inline]`; singular branches switch to Taylor series below
 //! the thresholds documented next to them and are tested on both sides.
 
-/// The vector-space operations (`+`, `−`, `+=`, `−=`, unary `−`, `· f64`) of a 6-vector type
-/// stored as `linear` and `angular` 3-vector halves, written once for [`Motion`] and [`Force`].
-macro_rules! impl_linear_ops {
+/// Construction, conversion to and from `[linear; angular]` 6-vectors and the vector-space
+/// operations (`+`, `−`, `+=`, `−=`, unary `−`, `· f64`) of a spatial vector type stored as
+/// `linear` and `angular` 3-vector halves, written once for [`Motion`] and [`Force`].
+macro_rules! impl_spatial_vector {
     ($t:ident) => {
+        impl $t {
+            #[inline]
+            #[must_use]
+            pub const fn new(linear: Vector3<f64>, angular: Vector3<f64>) -> Self {
+                Self { linear, angular }
+            }
+
+            #[inline]
+            #[must_use]
+            pub fn zero() -> Self {
+                Self::default()
+            }
+
+            /// From a `[linear; angular]` 6-vector.
+            #[inline]
+            #[must_use]
+            pub fn from_vector(x: &Vector6<f64>) -> Self {
+                Self::new(x.fixed_rows::<3>(0).into(), x.fixed_rows::<3>(3).into())
+            }
+
+            /// As a `[linear; angular]` 6-vector.
+            #[inline]
+            #[must_use]
+            pub fn to_vector(&self) -> Vector6<f64> {
+                let mut x = Vector6::zeros();
+                x.fixed_rows_mut::<3>(0).copy_from(&self.linear);
+                x.fixed_rows_mut::<3>(3).copy_from(&self.angular);
+                x
+            }
+        }
+
         impl std::ops::Add for $t {
             type Output = $t;
             #[inline]
@@ -62,7 +94,7 @@ macro_rules! impl_linear_ops {
         }
     };
 }
-pub(crate) use impl_linear_ops;
+pub(crate) use impl_spatial_vector;
 
 mod force;
 mod inertia;

@@ -12,33 +12,6 @@ pub struct Motion {
 }
 
 impl Motion {
-    #[inline]
-    #[must_use]
-    pub const fn new(linear: Vector3<f64>, angular: Vector3<f64>) -> Self {
-        Self { linear, angular }
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn zero() -> Self {
-        Self::default()
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn from_vector(x: &Vector6<f64>) -> Self {
-        Self::new(x.fixed_rows::<3>(0).into(), x.fixed_rows::<3>(3).into())
-    }
-
-    #[inline]
-    #[must_use]
-    pub fn to_vector(&self) -> Vector6<f64> {
-        let mut x = Vector6::zeros();
-        x.fixed_rows_mut::<3>(0).copy_from(&self.linear);
-        x.fixed_rows_mut::<3>(3).copy_from(&self.angular);
-        x
-    }
-
     /// Motion cross product `self ×ₘ m = [ω×v_m + v×ω_m; ω×ω_m]` (Featherstone 2008, eq. 2.31).
     #[inline]
     #[must_use]
@@ -84,7 +57,7 @@ impl Motion {
     }
 }
 
-crate::impl_linear_ops!(Motion);
+crate::impl_spatial_vector!(Motion);
 
 #[cfg(test)]
 mod tests {
