@@ -40,6 +40,7 @@ PUBLIC = [
     "minverse",
     "models",
     "nonlinear_effects",
+    "optim",
     "potential_energy",
     "rnea",
     "rnea_derivatives",

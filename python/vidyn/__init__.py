@@ -21,7 +21,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import models
+from vidyn import models, optim
 from vidyn._core import (
     ConvergenceError,
     InputError,
@@ -82,6 +82,7 @@ __all__ = [
     "minverse",
     "models",
     "nonlinear_effects",
+    "optim",
     "potential_energy",
     "rnea",
     "rnea_derivatives",

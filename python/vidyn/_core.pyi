@@ -8,6 +8,7 @@ accepts; results are new float64 arrays.
 
 import os
 from typing import Final, Literal, NoReturn, final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -488,3 +489,63 @@ def random_tree(n: int, seed: int = 0) -> Model:
 
 def _raise_core_error(variant: str) -> NoReturn:
     """Raises the exception a core error variant maps to (tests of the mapping only)."""
+
+# ----------------------------------------------------------------------------------------
+# Optimisation (vidyn.optim wraps the private functions; see its docstring)
+# ----------------------------------------------------------------------------------------
+
+def _optim_lqr(a: _ArrayLike, b: _ArrayLike, q: _ArrayLike, r: _ArrayLike, qn: _ArrayLike) -> tuple[_Array, _Array]:
+    """A (N, nx, nx), B (N, nx, nu), Q (N, nx, nx), R (N, nu, nu), QN (nx, nx) -> (K (N, nu, nx), P (N+1, nx, nx))."""
+
+def _optim_dlqr(a: _ArrayLike, b: _ArrayLike, q: _ArrayLike, r: _ArrayLike, tolerance: float, max_iterations: int) -> tuple[_Array, _Array, int]:
+    """A (nx, nx), B (nx, nu), Q (nx, nx), R (nu, nu) -> (K (nu, nx), P (nx, nx), iterations)."""
+
+def _optim_closed_loop(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    p0: _ArrayLike,
+    x_ref: _ArrayLike,
+    u_ref: _ArrayLike,
+    gains: _ArrayLike,
+    actuated: list[int] | None = None,
+) -> tuple[_Array, _Array, _Array]:
+    """q0, p0 (n,), x_ref (N+1, 2n), u_ref (N, m), K (N, m, 2n) -> (q (N+1, n), p (N+1, n), u (N, n))."""
+
+def _optim_ilqr(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    p0: _ArrayLike,
+    u_init: _ArrayLike,
+    q: _ArrayLike,
+    r: _ArrayLike,
+    qn: _ArrayLike,
+    x_ref: _ArrayLike,
+    u_ref: _ArrayLike,
+    u_min: _ArrayLike | None = None,
+    u_max: _ArrayLike | None = None,
+    actuated: list[int] | None = None,
+    velocity_cost: bool = False,
+    method: str = "ilqr",
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+) -> dict[str, Any]:
+    """iLQR on the VI; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
+
+def _optim_ilqr_linear(
+    a: _ArrayLike,
+    b: _ArrayLike,
+    x0: _ArrayLike,
+    u_init: _ArrayLike,
+    q: _ArrayLike,
+    r: _ArrayLike,
+    qn: _ArrayLike,
+    x_ref: _ArrayLike,
+    u_ref: _ArrayLike,
+    u_min: list[float] | None = None,
+    u_max: list[float] | None = None,
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+) -> dict[str, Any]:
+    """iLQR on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""

@@ -9,6 +9,7 @@ mod builder;
 mod convert;
 mod errors;
 mod model;
+mod optim;
 mod vi;
 
 use pyo3::prelude::*;
@@ -73,6 +74,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builder::acrobot, m)?)?;
     m.add_function(wrap_pyfunction!(builder::random_tree, m)?)?;
     m.add_function(wrap_pyfunction!(errors::raise_core_error, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_lqr, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_dlqr, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_ilqr, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
     // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
     let mut public: Vec<String> = m
         .dict()

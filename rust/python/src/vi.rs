@@ -16,7 +16,7 @@ use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIn
 /// constant over each step).
 #[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
 pub struct PyVariationalIntegrator {
-    inner: Arc<VariationalIntegrator>,
+    pub(crate) inner: Arc<VariationalIntegrator>,
     scheme_name: String,
 }
 

@@ -1,0 +1,435 @@
+"""Trajectory optimisation and regulation on the exact derivatives of the variational integrator.
+
+Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
+
+    import numpy as np, vidyn as vd
+    from vidyn import optim
+
+    vi = vd.VariationalIntegrator(vd.models.cartpole(), dt=0.02)
+    res = optim.ilqr(vi, q0=[0, 0], U_init=np.zeros((125, 1)), actuated=[0],
+                     Q=1e-4, R=1e-3, QN=[100, 100, 10, 10],
+                     x_ref=[0, np.pi, 0, 0], cost_state="velocity")
+    res.converged, res.iterations, res.trajectory.q[-1]
+
+* :func:`lqr` — time-varying finite-horizon Riccati recursion (symmetrised each step).
+* :func:`dlqr` — steady-state DLQR of an equilibrium (Riccati map iterated to convergence).
+* :func:`tracking_lqr` and :func:`closed_loop_rollout` — the tracking controller
+  ``u_k = u_ref,k − K_k (x_k − x_ref,k)`` about a trajectory, simulated with the VI step.
+* :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
+  Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
+  limits (projected-Newton box QP, Tassa et al. 2014), convergence report.
+
+Conventions
+    The VI state is ``x = (q, p)`` (``p`` the discrete momentum; ``vi.momentum(q, v)``
+    converts a velocity), ``nx = 2n``. Controls are the generalised forces of the
+    ``actuated`` joints (all by default; the others get zero force), ``m`` of them. Costs
+    follow the ½ convention of trep and crocoddyl::
+
+        J = Σ_k ½ (x_k − x_ref,k)ᵀ Q_k (x_k − x_ref,k) + ½ (u_k − u_ref,k)ᵀ R_k (u_k − u_ref,k)
+            + ½ (x_N − x_ref,N)ᵀ QN (x_N − x_ref,N)
+
+    With ``cost_state="velocity"`` the same formula applies to ``y = (q, v)``, ``v = M(q)⁻¹ p``
+    (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``.
+    Weights may be a scalar (times identity), a vector (diagonal), a matrix, or a stack
+    ``(N, d, d)`` of per-step matrices.
+
+Not implemented yet: full DDP (``method="ddp"`` raises ``NotImplementedError``: it needs the
+second-order VI flow-map derivatives contracted with the value gradient) and Johnson's
+projection-operator method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from vidyn import _core
+from vidyn._core import InputError, Trajectory, VariationalIntegrator
+
+__all__ = [
+    "ClosedLoopRollout",
+    "DlqrSolution",
+    "IlqrResult",
+    "LqrSolution",
+    "closed_loop_rollout",
+    "dlqr",
+    "ilqr",
+    "ilqr_linear",
+    "lqr",
+    "tracking_lqr",
+]
+
+_Array = npt.NDArray[np.float64]
+_ArrayLike = npt.ArrayLike
+
+
+class LqrSolution(NamedTuple):
+    """Gains ``K`` (N, nu, nx) — the optimal control is ``u_k = −K_k x_k`` — and costs-to-go
+    ``P`` (N+1, nx, nx) (optimal cost ``x_0ᵀ P_0 x_0`` for ``Σ xᵀQx + uᵀRu + x_NᵀQN x_N``)."""
+
+    K: _Array
+    P: _Array
+
+
+class DlqrSolution(NamedTuple):
+    """Steady-state gain ``K`` (nu, nx), Riccati solution ``P`` (nx, nx), Riccati iterations."""
+
+    K: _Array
+    P: _Array
+    iterations: int
+
+
+class ClosedLoopRollout(NamedTuple):
+    """A closed-loop simulation: ``q``, ``p`` (N+1, n) and the applied forces ``u`` (N, n)."""
+
+    q: _Array
+    p: _Array
+    u: _Array
+
+
+@dataclass(frozen=True)
+class IlqrResult:
+    """Outcome of :func:`ilqr`.
+
+    ``trajectory`` is ``vi.rollout(q0, p0=p0, u=U)``, the final controls re-simulated open
+    loop (dynamically feasible by construction); ``q``, ``p``, ``x`` are the optimiser's own
+    final states (they agree with it to the Newton tolerance). ``U`` (N, n) holds the forces of
+    every joint, ``u`` (N, m) those of the actuated ones; ``k`` (N, m) and ``K`` (N, m, 2n) are
+    the feed-forward terms and feedback gains of the last backward pass (at the final trajectory
+    when converged): ``u = u* + K (x − x*)`` is a local tracking controller.
+    ``cost_history[0]`` is the initial cost, one entry per accepted step follows. ``log``:
+    per-iteration arrays ``cost``, ``expected_reduction`` (full step), ``expected_reduction_alpha``
+    and ``actual_reduction`` (accepted step), ``alpha``, ``mu``, ``gradient_norm`` (‖∂J/∂u‖ of
+    the open-loop cost, projected on the control limits), ``time`` (s since the start).
+    ``status``: ``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``.
+    From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
+
+    trajectory: Trajectory | None
+    q: _Array
+    p: _Array
+    x: _Array
+    U: _Array
+    u: _Array
+    k: _Array
+    K: _Array
+    cost: float
+    cost_history: _Array
+    iterations: int
+    converged: bool
+    status: str
+    message: str
+    wall_time: float
+    timing: dict[str, float]
+    log: dict[str, _Array]
+
+
+def _f64(x: _ArrayLike) -> _Array:
+    a = np.asarray(x, dtype=np.float64)
+    return a if a.ndim == 0 else np.ascontiguousarray(a)  # ascontiguousarray makes 0-d 1-d
+
+
+def _weight(w: _ArrayLike | None, d: int, steps: int | None, name: str, default: float) -> _Array:
+    """A weight as (steps, d, d) (or (d, d) when ``steps`` is None)."""
+    a = _f64(default if w is None else w)
+    if a.ndim == 0:
+        m = float(a) * np.eye(d)
+    elif a.ndim == 1:
+        if a.shape != (d,):
+            raise InputError(f"{name} has shape {a.shape}, expected a scalar, ({d},), ({d}, {d}) or (N, {d}, {d})")
+        m = np.diag(a)
+    elif a.ndim == 2:
+        if a.shape != (d, d):
+            raise InputError(f"{name} has shape {a.shape}, expected ({d}, {d})")
+        m = a
+    elif a.ndim == 3 and steps is not None:
+        if a.shape != (steps, d, d):
+            raise InputError(f"{name} has shape {a.shape}, expected (N, {d}, {d}) = ({steps}, {d}, {d})")
+        return _f64(a)
+    else:
+        raise InputError(f"{name} has shape {a.shape}, expected a scalar, ({d},) or ({d}, {d})")
+    if steps is None:
+        return _f64(m)
+    return _f64(np.broadcast_to(m, (steps, d, d)))
+
+
+def _rows(x: _ArrayLike | None, rows: int, d: int, name: str) -> _Array:
+    """A reference as (rows, d) from None (zeros), (d,) or (rows, d)."""
+    if x is None:
+        return np.zeros((rows, d))
+    a = _f64(x)
+    if a.shape == (d,):
+        return _f64(np.broadcast_to(a, (rows, d)))
+    if a.shape != (rows, d):
+        raise InputError(f"{name} has shape {a.shape}, expected ({d},) or ({rows}, {d})")
+    return a
+
+
+def lqr(A: _ArrayLike, B: _ArrayLike, Q: _ArrayLike, R: _ArrayLike, QN: _ArrayLike) -> LqrSolution:
+    """Time-varying finite-horizon LQR by the Riccati recursion (Johnson 2012, App. B.2.2):
+    ``Γ = R + BᵀP'B``, ``K = Γ⁻¹BᵀP'A``, ``P = Q + AᵀP'A − KᵀΓK``, symmetrised each step.
+
+    A (N, nx, nx), B (N, nx, nu); Q, R per step or constant (scalar, diagonal, matrix or
+    (N, d, d)); QN terminal. Raises InputError when ``R + BᵀPB`` is not positive definite."""
+    a, b = _f64(A), _f64(B)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[1] != a.shape[2] or b.shape[1] != a.shape[1]:
+        raise InputError(f"A must be (N, nx, nx) and B (N, nx, nu); got {a.shape} and {b.shape}")
+    steps, nx, nu = a.shape[0], a.shape[1], b.shape[2]
+    k, p = _core._optim_lqr(a, b, _weight(Q, nx, steps, "Q", 0.0), _weight(R, nu, steps, "R", 0.0), _weight(QN, nx, None, "QN", 0.0))
+    return LqrSolution(k, p)
+
+
+def dlqr(
+    A: _ArrayLike, B: _ArrayLike, Q: _ArrayLike, R: _ArrayLike, *, tolerance: float = 1e-12, max_iterations: int = 100_000
+) -> DlqrSolution:
+    """Steady-state discrete LQR: iterates the Riccati map from ``P = Q`` until
+    ``max|ΔP| ≤ tolerance·max(1, max|P|)``. Raises ConvergenceError (with the last change)
+    when it does not converge within ``max_iterations`` — e.g. ``(A, B)`` not stabilisable."""
+    a, b = _f64(A), _f64(B)
+    if a.ndim != 2 or b.ndim != 2:
+        raise InputError(f"A must be (nx, nx) and B (nx, nu); got {a.shape} and {b.shape}")
+    nx, nu = a.shape[0], b.shape[1]
+    k, p, it = _core._optim_dlqr(a, b, _weight(Q, nx, None, "Q", 0.0), _weight(R, nu, None, "R", 0.0), tolerance, max_iterations)
+    return DlqrSolution(k, p, it)
+
+
+def _actuated(vi: VariationalIntegrator, actuated: Sequence[int] | None) -> tuple[list[int] | None, int]:
+    if actuated is None:
+        return None, vi.n
+    act = [int(i) for i in actuated]
+    return act, len(act)
+
+
+def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0: _ArrayLike | None) -> tuple[_Array, _Array]:
+    q = _f64(q0)
+    if v0 is not None and p0 is not None:
+        raise InputError("give either v0 or p0, not both")
+    if p0 is not None:
+        return q, _f64(p0)
+    v = np.zeros(vi.n) if v0 is None else _f64(v0)
+    return q, _f64(vi.momentum(q, v))
+
+
+def tracking_lqr(
+    vi: VariationalIntegrator,
+    traj: Trajectory,
+    Q: _ArrayLike | None = None,
+    R: _ArrayLike | None = None,
+    QN: _ArrayLike | None = None,
+    *,
+    actuated: Sequence[int] | None = None,
+) -> LqrSolution:
+    """Time-varying LQR about a trajectory: linearises every step in parallel
+    (``vi.linearize``) and solves the Riccati recursion. Defaults ``Q = R = QN = I`` (the
+    thesis's choice). Returns gains (N, m, 2n) for the ``actuated`` joints."""
+    act, m = _actuated(vi, actuated)
+    a, b = vi.linearize(traj)
+    if act is not None:
+        b = b[:, :, act]
+    n2 = 2 * vi.n
+    return lqr(a, b, _weight(Q, n2, len(traj), "Q", 1.0), _weight(R, m, len(traj), "R", 1.0), _weight(QN, n2, None, "QN", 1.0))
+
+
+def closed_loop_rollout(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    v0: _ArrayLike | None = None,
+    *,
+    p0: _ArrayLike | None = None,
+    x_ref: _ArrayLike,
+    K: _ArrayLike,
+    u_ref: _ArrayLike | None = None,
+    actuated: Sequence[int] | None = None,
+    steps: int | None = None,
+) -> ClosedLoopRollout:
+    """Simulates ``u_k = u_ref,k − K_k (x_k − x_ref,k)`` with the VI step (Newton solve per
+    step), ``x = (q, p)``. ``x_ref``: (N+1, 2n) or (2n,) (an equilibrium; then give
+    ``steps``); ``K``: (N, m, 2n) or (m, 2n) (time-invariant, e.g. from :func:`dlqr`);
+    ``u_ref``: (N, m), (m,) or None (zero)."""
+    act, m = _actuated(vi, actuated)
+    n2 = 2 * vi.n
+    q, p = _start(vi, q0, v0, p0)
+    xr = _f64(x_ref)
+    gains = _f64(K)
+    if steps is None:
+        if xr.ndim == 2:
+            steps = xr.shape[0] - 1
+        elif gains.ndim == 3:
+            steps = gains.shape[0]
+        else:
+            raise InputError("constant x_ref and K: give the number of steps")
+    xr = _rows(xr, steps + 1, n2, "x_ref")
+    if gains.ndim == 2:
+        gains = _f64(np.broadcast_to(gains, (steps, *gains.shape)))
+    qs, ps, us = _core._optim_closed_loop(vi, q, p, xr, _rows(u_ref, steps, m, "u_ref"), gains, act)
+    return ClosedLoopRollout(qs, ps, us)
+
+
+def ilqr(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    v0: _ArrayLike | None = None,
+    U_init: _ArrayLike | None = None,
+    *,
+    p0: _ArrayLike | None = None,
+    steps: int | None = None,
+    Q: _ArrayLike | None = None,
+    R: _ArrayLike | None = None,
+    QN: _ArrayLike | None = None,
+    x_ref: _ArrayLike | None = None,
+    u_ref: _ArrayLike | None = None,
+    u_min: _ArrayLike | None = None,
+    u_max: _ArrayLike | None = None,
+    actuated: Sequence[int] | None = None,
+    cost_state: Literal["momentum", "velocity"] = "momentum",
+    method: Literal["ilqr", "ddp"] = "ilqr",
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+) -> IlqrResult:
+    """iLQR from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) and initial controls
+    ``U_init`` (N, m) (zeros for ``steps`` steps if omitted; (N, n) is accepted when the
+    unactuated columns are zero).
+
+    Cost (module docstring): ``Q`` (running state weight, default 0), ``R`` (control, default
+    1), ``QN`` (terminal, default 0), references ``x_ref`` ((2n,) or (N+1, 2n); in ``(q, v)``
+    when ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)). ``u_min``, ``u_max``: (m,)
+    control limits (``±inf`` allowed). Stops when the expected decrease of a full step is at
+    most ``tolerance·max(1, |J|)``. ``method="ddp"`` raises NotImplementedError (the
+    second-order VI derivatives DDP needs do not exist yet). The Newton solve failing on the
+    *initial* rollout raises ConvergenceError; later failures only shorten the line search."""
+    act, m = _actuated(vi, actuated)
+    n, n2 = vi.n, 2 * vi.n
+    q, p = _start(vi, q0, v0, p0)
+    if U_init is None:
+        if steps is None:
+            raise InputError("give U_init (N, m) or the number of steps")
+        u0 = np.zeros((steps, m))
+    else:
+        u0 = _f64(U_init)
+        if u0.ndim == 2 and act is not None and u0.shape[1] == n and m != n:
+            others = [i for i in range(n) if i not in act]
+            if np.any(u0[:, others] != 0):
+                raise InputError("U_init has nonzero forces on unactuated joints")
+            u0 = _f64(u0[:, act])
+        if u0.ndim != 2 or u0.shape[1] != m:
+            raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
+        if steps is not None and u0.shape[0] != steps:
+            raise InputError(f"U_init has {u0.shape[0]} rows but steps = {steps}")
+    if cost_state not in ("momentum", "velocity"):
+        raise InputError(f"cost_state must be 'momentum' or 'velocity', got {cost_state!r}")
+    N = u0.shape[0]
+
+    def limit(b: _ArrayLike | None, name: str) -> _Array | None:
+        if b is None:
+            return None
+        a = np.asarray(b, dtype=np.float64)
+        if a.ndim == 0:
+            a = np.full(m, float(a))
+        if a.shape != (m,):
+            raise InputError(f"{name} has shape {a.shape}, expected (m,) = ({m},)")
+        return np.ascontiguousarray(a)
+
+    d: dict[str, Any] = _core._optim_ilqr(
+        vi,
+        q,
+        p,
+        u0,
+        _weight(Q, n2, N, "Q", 0.0),
+        _weight(R, m, N, "R", 1.0),
+        _weight(QN, n2, None, "QN", 0.0),
+        _rows(x_ref, N + 1, n2, "x_ref"),
+        _rows(u_ref, N, m, "u_ref"),
+        limit(u_min, "u_min"),
+        limit(u_max, "u_max"),
+        act,
+        cost_state == "velocity",
+        method,
+        max_iterations,
+        tolerance,
+        mu_init,
+    )
+    traj = vi.rollout(q, p0=p, u=d["U"])
+    return _result(d, traj)
+
+
+def _result(d: dict[str, Any], traj: Trajectory | None) -> IlqrResult:
+    log_keys = ("expected_reduction", "expected_reduction_alpha", "actual_reduction", "alpha", "mu", "gradient_norm", "time")
+    log = {"cost": d["log_cost"], **{k: d[k] for k in log_keys}}
+    empty = np.zeros((0, 0))
+    return IlqrResult(
+        trajectory=traj,
+        q=d.get("q", empty),
+        p=d.get("p", empty),
+        x=d["x"],
+        U=d["U"],
+        u=d["u"],
+        k=d["k"],
+        K=d["K"],
+        cost=float(d["cost"]),
+        cost_history=d["cost_history"],
+        iterations=int(d["iterations"]),
+        converged=bool(d["converged"]),
+        status=str(d["status"]),
+        message=str(d["message"]),
+        wall_time=float(d["wall_time"]),
+        timing={k: float(d["time_" + k]) for k in ("linearize", "backward", "forward")},
+        log=log,
+    )
+
+
+def ilqr_linear(
+    A: _ArrayLike,
+    B: _ArrayLike,
+    x0: _ArrayLike,
+    U_init: _ArrayLike,
+    *,
+    Q: _ArrayLike | None = None,
+    R: _ArrayLike | None = None,
+    QN: _ArrayLike | None = None,
+    x_ref: _ArrayLike | None = None,
+    u_ref: _ArrayLike | None = None,
+    u_min: _ArrayLike | None = None,
+    u_max: _ArrayLike | None = None,
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+) -> IlqrResult:
+    """The same iLQR on a time-varying linear system ``x_{k+1} = A_k x_k + B_k u_k``
+    (A (N, nx, nx) or (nx, nx), B likewise): an LQ (or box-constrained LQ) solver, e.g. for a
+    VI linearised once and held fixed. Without control limits it converges in one step."""
+    u0 = _f64(U_init)
+    if u0.ndim != 2:
+        raise InputError(f"U_init has shape {u0.shape}, expected (N, nu)")
+    N, nu = u0.shape
+    a, b = _f64(A), _f64(B)
+    if a.ndim == 2:
+        a = _f64(np.broadcast_to(a, (N, *a.shape)))
+    if b.ndim == 2:
+        b = _f64(np.broadcast_to(b, (N, *b.shape)))
+    if a.ndim != 3 or b.ndim != 3:
+        raise InputError(f"A must be (N, nx, nx) and B (N, nx, nu); got {a.shape} and {b.shape}")
+    nx = a.shape[1]
+
+    def limit(v: _ArrayLike | None) -> list[float] | None:
+        return None if v is None else [float(t) for t in np.broadcast_to(np.asarray(v, dtype=np.float64), (nu,))]
+
+    d: dict[str, Any] = _core._optim_ilqr_linear(
+        a,
+        b,
+        _f64(x0),
+        u0,
+        _weight(Q, nx, N, "Q", 0.0),
+        _weight(R, nu, N, "R", 1.0),
+        _weight(QN, nx, None, "QN", 0.0),
+        _rows(x_ref, N + 1, nx, "x_ref"),
+        _rows(u_ref, N, nu, "u_ref"),
+        limit(u_min),
+        limit(u_max),
+        max_iterations,
+        tolerance,
+        mu_init,
+    )
+    return _result(d, None)

@@ -1,0 +1,225 @@
+//! The discrete-time dynamics the optimisers work on: `x_{k+1} = f_k(x_k, u_k)` with its exact
+//! first-order linearisation along a trajectory.
+//!
+//! [`ViDynamics`] wraps a [`VariationalIntegrator`] (state `x = (q, p)`, `nx = 2n`; controls
+//! the generalised forces of the actuated joints, `nu = m ≤ n`); [`LinearDynamics`] is a
+//! (time-varying) linear system `x_{k+1} = A_k x_k + B_k u_k`, for tests and for LQ problems.
+//!
+//! Trajectories are stored row-major: `x[k·nx + i]` for `k = 0..=N`, `u[k·nu + j]` for
+//! `k = 0..N`.
+
+use crate::error::{OptimError, Result};
+use nalgebra::DMatrix;
+use vidyn_vi::{linearize_trajectory, Trajectory, VariationalIntegrator};
+
+/// A control law `policy(k, x_k, u_k)` writing `u_k` from the state.
+pub type Policy<'a> = dyn FnMut(usize, &[f64], &mut [f64]) + 'a;
+/// Per-step Jacobians `(A_k, B_k)`.
+pub type Jacobians = (Vec<DMatrix<f64>>, Vec<DMatrix<f64>>);
+
+/// A discrete-time system with exact Jacobians. Implementations must be deterministic.
+pub trait Dynamics: Sync {
+    /// State dimension.
+    fn nx(&self) -> usize;
+    /// Control dimension.
+    fn nu(&self) -> usize;
+    /// Simulates `steps` steps from `x0`; before step `k` `policy(k, x_k, u_k)` writes the
+    /// control `u_k` (length `nu`) from the current state. Returns `(x, u)` row-major,
+    /// `(steps + 1)·nx` and `steps·nu` entries. Fails when a step cannot be taken.
+    fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)>;
+    /// `A_k = ∂f/∂x` (nx×nx) and `B_k = ∂f/∂u` (nx×nu) at every step of `(x, u)`.
+    fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians>;
+}
+
+/// Open-loop rollout of the controls `u` (`steps·nu` entries, row-major).
+pub fn rollout_open_loop<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], u: &[f64]) -> Result<(Vec<f64>, Vec<f64>)> {
+    let nu = dynamics.nu();
+    check_multiple(u.len(), nu, "u")?;
+    let steps = u.len().checked_div(nu).unwrap_or(0);
+    dynamics.rollout(x0, steps, &mut |k, _x, uk| uk.copy_from_slice(&u[k * nu..(k + 1) * nu]))
+}
+
+pub(crate) fn check_multiple(len: usize, n: usize, name: &str) -> Result<()> {
+    if n == 0 || !len.is_multiple_of(n) {
+        return Err(OptimError::InvalidInput(format!("{name} has {len} entries, not a multiple of {n}")));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_finite(x: &[f64], name: &str) -> Result<()> {
+    if let Some((i, v)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(OptimError::InvalidInput(format!("{name}[{i}] is not finite ({v})")));
+    }
+    Ok(())
+}
+
+/// A time-varying linear system `x_{k+1} = A_k x_k + B_k u_k` (`A_k`, `B_k` of one step
+/// repeated when a single matrix is given).
+#[derive(Clone, Debug)]
+pub struct LinearDynamics {
+    pub a: Vec<DMatrix<f64>>,
+    pub b: Vec<DMatrix<f64>>,
+}
+
+impl LinearDynamics {
+    /// Checks that every `A_k` is nx×nx and every `B_k` nx×nu, and that the lists have the
+    /// same length (or one of them length 1).
+    pub fn new(a: Vec<DMatrix<f64>>, b: Vec<DMatrix<f64>>) -> Result<Self> {
+        if a.is_empty() || b.is_empty() {
+            return Err(OptimError::InvalidInput("A and B need at least one matrix each".into()));
+        }
+        let (nx, nu) = (a[0].nrows(), b[0].ncols());
+        if a.iter().any(|m| m.shape() != (nx, nx)) || b.iter().any(|m| m.shape() != (nx, nu)) {
+            return Err(OptimError::InvalidInput(format!("A must be {nx}×{nx} and B {nx}×{nu} at every step")));
+        }
+        if a.len() != b.len() && a.len() != 1 && b.len() != 1 {
+            return Err(OptimError::InvalidInput(format!("A has {} steps and B {}", a.len(), b.len())));
+        }
+        Ok(Self { a, b })
+    }
+    fn a_at(&self, k: usize) -> &DMatrix<f64> {
+        &self.a[k.min(self.a.len() - 1)]
+    }
+    fn b_at(&self, k: usize) -> &DMatrix<f64> {
+        &self.b[k.min(self.b.len() - 1)]
+    }
+}
+
+impl Dynamics for LinearDynamics {
+    fn nx(&self) -> usize {
+        self.a[0].nrows()
+    }
+    fn nu(&self) -> usize {
+        self.b[0].ncols()
+    }
+    fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (nx, nu) = (self.nx(), self.nu());
+        if x0.len() != nx {
+            return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected {nx}", x0.len())));
+        }
+        let mut x = vec![0.0; (steps + 1) * nx];
+        let mut u = vec![0.0; steps * nu];
+        x[..nx].copy_from_slice(x0);
+        for k in 0..steps {
+            let (done, rest) = x.split_at_mut((k + 1) * nx);
+            let xk = &done[k * nx..];
+            let uk = &mut u[k * nu..(k + 1) * nu];
+            policy(k, xk, uk);
+            let (a, b) = (self.a_at(k), self.b_at(k));
+            for i in 0..nx {
+                rest[i] = (0..nx).map(|j| a[(i, j)] * xk[j]).sum::<f64>() + (0..nu).map(|j| b[(i, j)] * uk[j]).sum::<f64>();
+            }
+            check_finite(&rest[..nx], "x")?;
+        }
+        Ok((x, u))
+    }
+    fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        let steps = u.len() / self.nu();
+        let _ = x;
+        Ok(((0..steps).map(|k| self.a_at(k).clone()).collect(), (0..steps).map(|k| self.b_at(k).clone()).collect()))
+    }
+}
+
+/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), and the controls are
+/// the generalised forces of the `actuated` joints (nu = m; the other joints get zero force).
+///
+/// Rollouts warm-start each Newton solve from the previous step's motion, as
+/// [`vidyn_vi::rollout`] does; linearisations go through [`vidyn_vi::linearize_trajectory`]
+/// (every step in parallel, exact `A`, `B`), keeping the actuated columns of `B`.
+#[derive(Clone, Debug)]
+pub struct ViDynamics<'a> {
+    pub vi: &'a VariationalIntegrator,
+    actuated: Vec<usize>,
+}
+
+impl<'a> ViDynamics<'a> {
+    /// `actuated`: indices of the controlled joints (strictly increasing, `< n`); `None` for all.
+    pub fn new(vi: &'a VariationalIntegrator, actuated: Option<Vec<usize>>) -> Result<Self> {
+        let n = vi.n();
+        let actuated = actuated.unwrap_or_else(|| (0..n).collect());
+        if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
+            return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
+        }
+        Ok(Self { vi, actuated })
+    }
+    /// The actuated joints.
+    #[must_use]
+    pub fn actuated(&self) -> &[usize] {
+        &self.actuated
+    }
+    /// Full generalised forces `(N, n)` from actuated controls `(N, m)`.
+    #[must_use]
+    pub fn full_controls(&self, u: &[f64]) -> Vec<f64> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let steps = u.len() / m;
+        let mut full = vec![0.0; steps * n];
+        for k in 0..steps {
+            for (j, &i) in self.actuated.iter().enumerate() {
+                full[k * n + i] = u[k * m + j];
+            }
+        }
+        full
+    }
+    /// The state trajectory `x` and actuated controls `u` as a [`Trajectory`] (full controls).
+    #[must_use]
+    pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Trajectory {
+        let n = self.vi.n();
+        let steps = x.len() / (2 * n) - 1;
+        let mut traj = Trajectory { n, steps, q: Vec::with_capacity((steps + 1) * n), p: Vec::with_capacity((steps + 1) * n), u: self.full_controls(u), iterations: vec![0; steps] };
+        for k in 0..=steps {
+            traj.q.extend_from_slice(&x[k * 2 * n..k * 2 * n + n]);
+            traj.p.extend_from_slice(&x[k * 2 * n + n..(k + 1) * 2 * n]);
+        }
+        traj
+    }
+}
+
+impl Dynamics for ViDynamics<'_> {
+    fn nx(&self) -> usize {
+        2 * self.vi.n()
+    }
+    fn nu(&self) -> usize {
+        self.actuated.len()
+    }
+    fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let nx = 2 * n;
+        if x0.len() != nx {
+            return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected 2n = {nx}", x0.len())));
+        }
+        let mut x = vec![0.0; (steps + 1) * nx];
+        let mut u = vec![0.0; steps * m];
+        x[..nx].copy_from_slice(x0);
+        let mut ws = self.vi.workspace();
+        let (mut guess, mut full, mut qn, mut pn) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        for k in 0..steps {
+            let (done, rest) = x.split_at_mut((k + 1) * nx);
+            let xk = &done[k * nx..];
+            let uk = &mut u[k * m..(k + 1) * m];
+            policy(k, xk, uk);
+            check_finite(uk, "u")?;
+            for (j, &i) in self.actuated.iter().enumerate() {
+                full[i] = uk[j];
+            }
+            let warm = if k > 0 {
+                for i in 0..n {
+                    guess[i] = 2.0 * xk[i] - done[(k - 1) * nx + i];
+                }
+                Some(guess.as_slice())
+            } else {
+                None
+            };
+            self.vi.step(&mut ws, k, &xk[..n], &xk[n..], &full, warm, &mut qn, &mut pn)?;
+            rest[..n].copy_from_slice(&qn);
+            rest[n..nx].copy_from_slice(&pn);
+        }
+        Ok((x, u))
+    }
+    fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        let traj = self.to_trajectory(x, u);
+        let lin = linearize_trajectory(self.vi, &traj)?;
+        let n = self.vi.n();
+        let b = if self.actuated.len() == n { lin.b } else { lin.b.iter().map(|b| b.select_columns(self.actuated.iter())).collect() };
+        Ok((lin.a, b))
+    }
+}

@@ -1,0 +1,311 @@
+//! Private functions behind `vidyn.optim` (python/vidyn/optim.py normalises the arguments:
+//! every array arrives as a C-contiguous float64 ndarray of the final shape). Conversion
+//! only; the maths is `vidyn_optim`, run with the interpreter detached.
+
+use crate::convert;
+use crate::detached;
+use crate::errors::{vi_to_pyerr, CoreError, CONVERGENCE_ERROR, INPUT_ERROR};
+use crate::vi::PyVariationalIntegrator;
+use nalgebra::DMatrix;
+use numpy::ndarray::{Array1, Array2, Array3};
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::PyNotImplementedError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use vidyn_optim::{closed_loop_rollout, dlqr, ilqr, lqr, IlqrOptions, LinearDynamics, Method, OptimError, QuadraticCost, TrackingController, VelocityCost, ViDynamics};
+
+impl CoreError for OptimError {
+    fn to_pyerr(&self) -> PyErr {
+        match self {
+            OptimError::Dynamics(e) => vi_to_pyerr(e),
+            OptimError::InvalidInput(_) | OptimError::NotPositiveDefinite(_) => INPUT_ERROR.err(self.to_string()),
+            OptimError::NotConverged(_) => CONVERGENCE_ERROR.err(self.to_string()),
+            OptimError::NotImplemented(_) => PyNotImplementedError::new_err(self.to_string()),
+            #[allow(unreachable_patterns)]
+            _ => crate::errors::VIDYN_ERROR.err(self.to_string()),
+        }
+    }
+}
+
+fn shape(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<usize>> {
+    x.getattr("shape").and_then(|s| s.extract::<Vec<usize>>()).map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array")))
+}
+
+/// A stack `(N, r, c)` of matrices (`expect`: the wanted `(r, c)`, if known).
+fn read_stack(x: &Bound<'_, PyAny>, name: &str, expect: Option<(usize, usize)>) -> PyResult<Vec<DMatrix<f64>>> {
+    let s = shape(x, name)?;
+    let [n, r, c] = s[..] else {
+        return Err(INPUT_ERROR.err(format!("{name} must be 3-D (N, rows, cols), got shape {s:?}")));
+    };
+    if let Some((er, ec)) = expect {
+        if (r, c) != (er, ec) {
+            return Err(INPUT_ERROR.err(format!("{name} has shape {s:?}, expected (N, {er}, {ec})")));
+        }
+    }
+    let data = convert::read(x, name, &[n, r, c], None)?;
+    Ok((0..n).map(|k| DMatrix::from_row_slice(r, c, &data[k * r * c..(k + 1) * r * c])).collect())
+}
+
+fn read_matrix(x: &Bound<'_, PyAny>, name: &str, r: usize, c: usize) -> PyResult<DMatrix<f64>> {
+    Ok(DMatrix::from_row_slice(r, c, &convert::read(x, name, &[r, c], None)?))
+}
+
+fn stack_out<'py>(py: Python<'py>, ms: &[DMatrix<f64>], r: usize, c: usize) -> Bound<'py, numpy::PyArray3<f64>> {
+    Array3::from_shape_fn((ms.len(), r, c), |(k, i, j)| ms[k][(i, j)]).into_pyarray(py)
+}
+
+fn rows_out<'py>(py: Python<'py>, data: &[f64], cols: usize) -> Bound<'py, numpy::PyArray2<f64>> {
+    let rows = data.len().checked_div(cols).unwrap_or(0);
+    Array2::from_shape_vec((rows, cols), data.to_vec()).expect("row-major data").into_pyarray(py)
+}
+
+/// Time-varying LQR: A (N, nx, nx), B (N, nx, nu), Q (N, nx, nx), R (N, nu, nu), QN (nx, nx)
+/// -> (K (N, nu, nx), P (N+1, nx, nx)).
+#[pyfunction]
+#[pyo3(name = "_optim_lqr")]
+pub fn optim_lqr<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>, q: &Bound<'py, PyAny>, r: &Bound<'py, PyAny>, qn: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let a = read_stack(a, "A", None)?;
+    let nx = a.first().map_or(0, |m| m.nrows());
+    if a.first().is_some_and(|m| m.ncols() != nx) {
+        return Err(INPUT_ERROR.err("A must be square (N, nx, nx)"));
+    }
+    let b = read_stack(b, "B", None)?;
+    let nu = b.first().map_or(0, |m| m.ncols());
+    let q = read_stack(q, "Q", Some((nx, nx)))?;
+    let r = read_stack(r, "R", Some((nu, nu)))?;
+    let qn = read_matrix(qn, "QN", nx, nx)?;
+    let sol = detached(py, move || lqr(&a, &b, &q, &r, &qn))?;
+    Ok((stack_out(py, &sol.k, nu, nx), stack_out(py, &sol.p, nx, nx)).into_pyobject(py)?.into_any())
+}
+
+/// Steady-state DLQR: A (nx, nx), B (nx, nu), Q (nx, nx), R (nu, nu) -> (K, P, iterations).
+#[pyfunction]
+#[pyo3(name = "_optim_dlqr")]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_dlqr<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>, q: &Bound<'py, PyAny>, r: &Bound<'py, PyAny>, tolerance: f64, max_iterations: usize) -> PyResult<Bound<'py, PyAny>> {
+    let sa = shape(a, "A")?;
+    let sb = shape(b, "B")?;
+    let (&[nx, nx2], &[nxb, nu]) = (&sa[..], &sb[..]) else {
+        return Err(INPUT_ERROR.err(format!("A must be (nx, nx) and B (nx, nu); got {sa:?} and {sb:?}")));
+    };
+    if nx != nx2 || nxb != nx {
+        return Err(INPUT_ERROR.err(format!("A must be (nx, nx) and B (nx, nu); got {sa:?} and {sb:?}")));
+    }
+    let a = read_matrix(a, "A", nx, nx)?;
+    let b = read_matrix(b, "B", nx, nu)?;
+    let q = read_matrix(q, "Q", nx, nx)?;
+    let r = read_matrix(r, "R", nu, nu)?;
+    let (k, p, it) = detached(py, move || dlqr(&a, &b, &q, &r, tolerance, max_iterations))?;
+    Ok((convert::matrix_out(py, &k), convert::matrix_out(py, &p), it).into_pyobject(py)?.into_any())
+}
+
+fn actuated_list(actuated: Option<Vec<i64>>, n: usize) -> PyResult<Option<Vec<usize>>> {
+    actuated
+        .map(|v| {
+            v.into_iter()
+                .map(|i| usize::try_from(i).ok().filter(|&i| i < n).ok_or_else(|| INPUT_ERROR.err(format!("actuated index {i} out of range 0..{n}"))))
+                .collect::<PyResult<Vec<usize>>>()
+        })
+        .transpose()
+}
+
+/// Closed-loop rollout of `u_k = u_ref,k − K_k (x_k − x_ref,k)` with the VI step.
+/// q0, p0 (n,), x_ref (N+1, 2n), u_ref (N, m), K (N, m, 2n) -> (q (N+1, n), p (N+1, n), u (N, n)).
+#[pyfunction]
+#[pyo3(name = "_optim_closed_loop", signature = (vi, q0, p0, x_ref, u_ref, gains, actuated = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_closed_loop<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, q0: &Bound<'py, PyAny>, p0: &Bound<'py, PyAny>, x_ref: &Bound<'py, PyAny>, u_ref: &Bound<'py, PyAny>, gains: &Bound<'py, PyAny>, actuated: Option<Vec<i64>>) -> PyResult<Bound<'py, PyAny>> {
+    let vi = vi.get().inner.clone();
+    let n = vi.n();
+    let actuated = actuated_list(actuated, n)?;
+    let m = actuated.as_ref().map_or(n, Vec::len);
+    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+    let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
+    let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", 2 * n, "2n")?;
+    let steps = rows.saturating_sub(1);
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
+    if gains.len() != steps {
+        return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
+    }
+    let (x, u) = detached(py, move || {
+        let dynamics = ViDynamics::new(&vi, actuated)?;
+        let ctrl = TrackingController::new(x_ref, u_ref, gains)?;
+        let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
+        let (x, u) = closed_loop_rollout(&dynamics, &x0, &ctrl, steps)?;
+        Ok::<_, OptimError>((x, dynamics.full_controls(&u)))
+    })?;
+    let (q, p) = split_state(&x, n);
+    Ok((rows_out(py, &q, n), rows_out(py, &p, n), rows_out(py, &u, n)).into_pyobject(py)?.into_any())
+}
+
+fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len() / (2 * n);
+    let mut q = Vec::with_capacity(rows * n);
+    let mut p = Vec::with_capacity(rows * n);
+    for k in 0..rows {
+        q.extend_from_slice(&x[2 * n * k..2 * n * k + n]);
+        p.extend_from_slice(&x[2 * n * k + n..2 * n * (k + 1)]);
+    }
+    (q, p)
+}
+
+/// iLQR on the VI (see vidyn/optim.py for the arguments). Returns a dict.
+#[pyfunction]
+#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0))]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_ilqr<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    q0: &Bound<'py, PyAny>,
+    p0: &Bound<'py, PyAny>,
+    u_init: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    qn: &Bound<'py, PyAny>,
+    x_ref: &Bound<'py, PyAny>,
+    u_ref: &Bound<'py, PyAny>,
+    u_min: Option<&Bound<'py, PyAny>>,
+    u_max: Option<&Bound<'py, PyAny>>,
+    actuated: Option<Vec<i64>>,
+    velocity_cost: bool,
+    method: &str,
+    max_iterations: usize,
+    tolerance: f64,
+    mu_init: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let vi = vi.get().inner.clone();
+    let n = vi.n();
+    let method = match method {
+        "ilqr" => Method::Ilqr,
+        "ddp" => Method::Ddp,
+        other => return Err(INPUT_ERROR.err(format!("method must be 'ilqr' or 'ddp', got {other:?}"))),
+    };
+    let actuated = actuated_list(actuated, n)?;
+    let m = actuated.as_ref().map_or(n, Vec::len);
+    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+    let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
+    let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
+    let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
+    let rs = read_stack(r, "R", Some((m, m)))?;
+    let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
+    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
+        b.map(|b| {
+            let a = convert::read(b, name, &[m], Some("(m,)"));
+            // ±inf allowed: read() rejects non-finite entries, so fall back to extract
+            a.or_else(|_| b.call_method0("tolist")?.extract::<Vec<f64>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be (m,) floats"))))
+        })
+        .transpose()
+    };
+    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min: bound(u_min, "u_min")?, u_max: bound(u_max, "u_max")?, ..IlqrOptions::default() };
+    if let (Some(lo), Some(hi)) = (&options.u_min, &options.u_max) {
+        if lo.len() != m || hi.len() != m {
+            return Err(INPUT_ERROR.err(format!("u_min and u_max must have shape (m,) = ({m},)")));
+        }
+    }
+    let res = detached(py, move || {
+        let dynamics = ViDynamics::new(&vi, actuated)?;
+        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
+        quad.check_horizon(steps)?;
+        let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
+        let res = if velocity_cost {
+            let cost = VelocityCost::new(vi.model().clone(), quad)?;
+            ilqr(&dynamics, &cost, &x0, &u_init, &options)?
+        } else {
+            ilqr(&dynamics, &quad, &x0, &u_init, &options)?
+        };
+        let full = dynamics.full_controls(&res.u);
+        Ok::<_, OptimError>((res, full))
+    })?;
+    let (res, full) = res;
+    let d = result_dict(py, &res, &full, n, m)?;
+    let (qq, pp) = split_state(&res.x, n);
+    d.set_item("q", rows_out(py, &qq, n))?;
+    d.set_item("p", rows_out(py, &pp, n))?;
+    Ok(d)
+}
+
+/// The result dict of an iLQR run (`nx` state, `n` full controls, `m` optimised ones).
+fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64], n: usize, m: usize) -> PyResult<Bound<'py, PyDict>> {
+    let nx = res.x.len() / (res.u.len() / m.max(1) + 1);
+    let d = PyDict::new(py);
+    d.set_item("x", rows_out(py, &res.x, nx))?;
+    d.set_item("U", rows_out(py, full, n))?;
+    d.set_item("u", rows_out(py, &res.u, m))?;
+    let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
+    d.set_item("k", rows_out(py, &kff, m))?;
+    d.set_item("K", stack_out(py, &res.gains, m, nx))?;
+    d.set_item("cost", res.cost)?;
+    d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
+    let col = |f: &dyn Fn(&vidyn_optim::IterationLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
+    d.set_item("log_cost", col(&|l| l.cost))?;
+    d.set_item("expected_reduction", col(&|l| l.expected_reduction))?;
+    d.set_item("expected_reduction_alpha", col(&|l| l.expected_reduction_alpha))?;
+    d.set_item("actual_reduction", col(&|l| l.actual_reduction))?;
+    d.set_item("alpha", col(&|l| l.alpha))?;
+    d.set_item("mu", col(&|l| l.mu))?;
+    d.set_item("gradient_norm", col(&|l| l.gradient_norm))?;
+    d.set_item("time", col(&|l| l.time))?;
+    d.set_item("iterations", res.iterations)?;
+    d.set_item("converged", res.converged)?;
+    let status = match res.status {
+        vidyn_optim::IlqrStatus::Converged => "converged",
+        vidyn_optim::IlqrStatus::MaxIterations => "max_iterations",
+        vidyn_optim::IlqrStatus::RegularisationLimit => "regularisation_limit",
+    };
+    d.set_item("status", status)?;
+    d.set_item("message", res.message.clone())?;
+    d.set_item("wall_time", res.wall_time)?;
+    d.set_item("time_linearize", res.time_linearize)?;
+    d.set_item("time_backward", res.time_backward)?;
+    d.set_item("time_forward", res.time_forward)?;
+    Ok(d)
+}
+
+/// iLQR on a time-varying linear system `x_{k+1} = A_k x_k + B_k u_k` (A (N, nx, nx),
+/// B (N, nx, nu)) with the quadratic cost; returns the same dict as `_optim_ilqr` (no q, p).
+#[pyfunction]
+#[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0))]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_ilqr_linear<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    x0: &Bound<'py, PyAny>,
+    u_init: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    qn: &Bound<'py, PyAny>,
+    x_ref: &Bound<'py, PyAny>,
+    u_ref: &Bound<'py, PyAny>,
+    u_min: Option<Vec<f64>>,
+    u_max: Option<Vec<f64>>,
+    max_iterations: usize,
+    tolerance: f64,
+    mu_init: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let a = read_stack(a, "A", None)?;
+    let nx = a.first().map_or(0, |m| m.nrows());
+    let b = read_stack(b, "B", None)?;
+    let nu = b.first().map_or(0, |m| m.ncols());
+    let x0 = convert::read(x0, "x0", &[nx], Some("(nx,)"))?;
+    let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "nu")?;
+    let qs = read_stack(q, "Q", Some((nx, nx)))?;
+    let rs = read_stack(r, "R", Some((nu, nu)))?;
+    let qn = read_matrix(qn, "QN", nx, nx)?;
+    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
+    let options = IlqrOptions { max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
+    let res = detached(py, move || {
+        if a.len() != steps || b.len() != steps {
+            return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
+        }
+        let dynamics = LinearDynamics::new(a, b)?;
+        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
+        quad.check_horizon(steps)?;
+        ilqr(&dynamics, &quad, &x0, &u_init, &options)
+    })?;
+    result_dict(py, &res, &res.u, nu, nu)
+}

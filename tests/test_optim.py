@@ -1,0 +1,221 @@
+"""vidyn.optim: LQR against a dense KKT solve, DLQR, tracking in closed loop, iLQR on an LQ
+problem (one step to the KKT solution) and on the cart-pole swing-up (convergence, dynamic
+feasibility of the result, control limits, the expected vs actual decrease)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vidyn as vd
+from vidyn import optim
+
+DT = 0.02
+STEPS = 125
+GOAL = np.array([0.0, np.pi, 0.0, 0.0])
+
+
+def kkt(A, B, Q, R, QN, x0, x_ref, u_ref):
+    """Dense KKT solve of min Σ ½|x_k − r_k|²_Q + ½|u_k − s_k|²_R + ½|x_N − r_N|²_QN."""
+    N, nx, nu = B.shape
+    nz = (N + 1) * nx + N * nu
+    nc = (N + 1) * nx
+    H = np.zeros((nz, nz))
+    h = np.zeros(nz)
+    C = np.zeros((nc, nz))
+    d = np.zeros(nc)
+    for k in range(N + 1):
+        W = Q[k] if k < N else QN
+        H[k * nx : (k + 1) * nx, k * nx : (k + 1) * nx] = W
+        h[k * nx : (k + 1) * nx] = W @ x_ref[k]
+    for k in range(N):
+        i = (N + 1) * nx + k * nu
+        H[i : i + nu, i : i + nu] = R[k]
+        h[i : i + nu] = R[k] @ u_ref[k]
+    C[:nx, :nx] = np.eye(nx)
+    d[:nx] = x0
+    for k in range(N):
+        r = (k + 1) * nx
+        C[r : r + nx, (k + 1) * nx : (k + 2) * nx] = np.eye(nx)
+        C[r : r + nx, k * nx : (k + 1) * nx] = -A[k]
+        i = (N + 1) * nx + k * nu
+        C[r : r + nx, i : i + nu] = -B[k]
+    K = np.block([[H, C.T], [C, np.zeros((nc, nc))]])
+    z = np.linalg.solve(K, np.concatenate([h, d]))
+    return z[: (N + 1) * nx].reshape(N + 1, nx), z[(N + 1) * nx : nz].reshape(N, nu)
+
+
+def random_lq(seed, nx=4, nu=2, N=30):
+    rng = np.random.default_rng(seed)
+    A = np.eye(nx) + 0.2 * rng.uniform(-1, 1, (N, nx, nx))
+    B = rng.uniform(-1, 1, (N, nx, nu))
+    M = rng.uniform(-1, 1, (N, nx, nx))
+    Q = 0.5 * M @ M.transpose(0, 2, 1)
+    S = rng.uniform(-1, 1, (N, nu, nu))
+    R = S @ S.transpose(0, 2, 1) + 0.1 * np.eye(nu)
+    QN = np.eye(nx) * 2.0
+    return A, B, Q, R, QN, rng.uniform(-1, 1, nx)
+
+
+@pytest.fixture(scope="module")
+def cartpole_vi():
+    return vd.VariationalIntegrator(vd.models.cartpole(), dt=DT)
+
+
+def swing_up(vi, **kw):
+    args = dict(
+        U_init=np.zeros((STEPS, 1)),
+        actuated=[0],
+        Q=DT * np.array([1.0, 1.0, 0.1, 0.1]),
+        R=DT * 1e-2,
+        QN=1e3,
+        x_ref=GOAL,
+        cost_state="velocity",
+        max_iterations=400,
+        tolerance=1e-9,
+    )
+    args.update(kw)
+    return optim.ilqr(vi, [0.0, 0.0], **args)
+
+
+@pytest.fixture(scope="module")
+def swing(cartpole_vi):
+    return swing_up(cartpole_vi)
+
+
+def test_lqr_matches_kkt():
+    for seed in range(3):
+        A, B, Q, R, QN, x0 = random_lq(seed)
+        sol = optim.lqr(A, B, Q, R, QN)
+        N = len(A)
+        xs, us = [x0], []
+        for k in range(N):
+            us.append(-sol.K[k] @ xs[k])
+            xs.append(A[k] @ xs[k] + B[k] @ us[k])
+        xk, uk = kkt(A, B, Q, R, QN, x0, np.zeros((N + 1, 4)), np.zeros((N, 2)))
+        assert np.abs(np.array(xs) - xk).max() < 1e-9
+        assert np.abs(np.array(us) - uk).max() < 1e-9
+        cost = sum(xs[k] @ Q[k] @ xs[k] + us[k] @ R[k] @ us[k] for k in range(N)) + xs[N] @ QN @ xs[N]
+        assert x0 @ sol.P[0] @ x0 == pytest.approx(cost, rel=1e-9)
+        assert np.array_equal(sol.P, sol.P.transpose(0, 2, 1))
+
+
+def test_ilqr_linear_one_step_to_kkt_on_a_fixed_vi_linearisation(cartpole_vi):
+    """The VI linearised once about the upright equilibrium and held fixed: an LQ problem."""
+    vi = cartpole_vi
+    traj = vi.rollout([0.0, np.pi], [0.0, 0.0], np.zeros((1, 2)))
+    A1, B1 = vi.linearize(traj)
+    N = 60
+    A = np.repeat(A1, N, axis=0)
+    B = np.repeat(B1[:, :, :1], N, axis=0)
+    rng = np.random.default_rng(3)
+    x_ref = rng.uniform(-0.2, 0.2, (N + 1, 4))
+    Q = np.broadcast_to(np.diag([1.0, 10.0, 0.1, 0.1]), (N, 4, 4))
+    R = np.broadcast_to(np.eye(1) * 0.01, (N, 1, 1))
+    QN = np.eye(4) * 100
+    x0 = np.array([0.1, -0.2, 0.05, 0.0])
+    res = optim.ilqr_linear(A, B, x0, rng.uniform(-1, 1, (N, 1)), Q=Q, R=R, QN=QN, x_ref=x_ref)
+    xk, uk = kkt(A, B, Q, R, QN, x0, x_ref, np.zeros((N, 1)))
+    assert res.converged and res.iterations == 1 and res.log["alpha"][0] == 1.0
+    scale = max(1.0, np.abs(uk).max())
+    assert np.abs(res.x - xk).max() < 1e-9 * scale
+    assert np.abs(res.u - uk).max() < 1e-9 * scale
+    # exact quadratic model: expected == actual decrease
+    assert res.log["actual_reduction"][0] == pytest.approx(res.log["expected_reduction"][0], rel=1e-9)
+
+
+def test_dlqr_stabilises_the_upright_cartpole(cartpole_vi):
+    vi = cartpole_vi
+    traj = vi.rollout([0.0, np.pi], [0.0, 0.0], np.zeros((1, 2)))
+    A, B = vi.linearize(traj)
+    sol = optim.dlqr(A[0], B[0][:, :1], np.eye(4), np.eye(1))
+    P = sol.P
+    G = 1.0 + B[0][:, :1].T @ P @ B[0][:, :1]
+    residual = np.eye(4) + A[0].T @ P @ A[0] - A[0].T @ P @ B[0][:, :1] @ np.linalg.solve(G, B[0][:, :1].T @ P @ A[0]) - P
+    assert np.abs(residual).max() < 1e-8 * np.abs(P).max()
+    assert np.abs(np.linalg.eigvals(A[0] - B[0][:, :1] @ sol.K)).max() < 1.0
+    # nonlinear closed loop from a perturbed state returns upright; open loop falls
+    x_ref = np.array([0.0, np.pi, 0.0, 0.0])
+    cl = optim.closed_loop_rollout(vi, [0.2, np.pi - 0.3], [0.0, 0.0], x_ref=x_ref, K=sol.K, actuated=[0], steps=400)
+    assert abs(cl.q[-1, 1] - np.pi) < 1e-3 and abs(cl.q[-1, 0]) < 1e-2
+    ol = vi.rollout([0.2, np.pi - 0.3], [0.0, 0.0], np.zeros((400, 2)))
+    assert np.abs(ol.q[:, 1] - np.pi).max() > 1.0
+    assert np.all(cl.u[:, 1] == 0.0)
+
+
+def test_dlqr_reports_non_convergence():
+    with pytest.raises(vd.ConvergenceError, match="did not converge"):
+        optim.dlqr(np.diag([1.5, 0.5]), np.array([[0.0], [1.0]]), np.eye(2), np.eye(1), max_iterations=2000)
+    with pytest.raises(vd.InputError):
+        optim.dlqr(np.eye(2), np.ones((2, 1)), np.eye(2), -np.eye(1))
+
+
+def test_swing_up_converges(swing):
+    assert swing.converged, swing.message
+    assert swing.status == "converged"
+    assert swing.iterations < 200
+    np.testing.assert_allclose(swing.q[-1], [0.0, np.pi], atol=2e-3)
+    assert np.all(np.diff(swing.cost_history) < 0)  # monotone decrease
+    assert swing.cost_history[0] > 10 * swing.cost
+    assert swing.U.shape == (STEPS, 2) and np.all(swing.U[:, 1] == 0.0)
+    assert swing.K.shape == (STEPS, 1, 4) and swing.k.shape == (STEPS, 1)
+    assert set(swing.timing) == {"linearize", "backward", "forward"}
+
+
+def test_swing_up_is_dynamically_feasible(cartpole_vi, swing):
+    """Re-simulating the returned controls reproduces the optimiser's states (Newton tolerance)."""
+    again = cartpole_vi.rollout([0.0, 0.0], [0.0, 0.0], swing.U)
+    assert np.abs(again.q - swing.q).max() < 1e-10
+    assert np.abs(again.p - swing.p).max() < 1e-10
+    assert np.array_equal(swing.trajectory.q, again.q)
+
+
+def test_expected_and_actual_decrease_near_convergence(swing):
+    """Near the optimum both decrease linearly and stay in a fixed ratio: the Gauss–Newton
+    model of iLQR drops the dynamics' curvature (DDP would make the ratio → 1). The gradient
+    norm goes to zero."""
+    log = swing.log
+    full = log["alpha"] == 1.0
+    ratio = log["actual_reduction"][full] / log["expected_reduction_alpha"][full]
+    tail = ratio[-5:]
+    assert np.all(tail > 0.5) and np.all(tail < 2.5)
+    assert np.ptp(tail) < 0.05 * np.mean(tail)  # a constant ratio
+    assert log["gradient_norm"][-1] < 1e-3 * log["gradient_norm"][0]
+    assert log["expected_reduction"][-1] <= 1e-9 * max(1.0, swing.cost)
+
+
+def test_control_limits(cartpole_vi, swing):
+    res = swing_up(cartpole_vi, u_min=-20.0, u_max=20.0)
+    assert res.converged, res.message
+    assert np.abs(res.U).max() <= 20.0 + 1e-12
+    assert np.isclose(np.abs(res.U[:, 0]).max(), 20.0)  # the limit is active
+    assert res.cost > swing.cost  # constrained optimum costs more
+    np.testing.assert_allclose(res.q[-1], [0.0, np.pi], atol=5e-3)
+
+
+def test_tracking_lqr_rejects_a_perturbation(cartpole_vi, swing):
+    vi = cartpole_vi
+    gains = optim.tracking_lqr(vi, swing.trajectory, actuated=[0])
+    x_ref = np.hstack([swing.q, swing.p])
+    q0 = np.array([0.05, 0.1])
+    cl = optim.closed_loop_rollout(vi, q0, p0=[0.0, 0.0], x_ref=x_ref, K=gains.K, u_ref=swing.u, actuated=[0])
+    ol = vi.rollout(q0, p0=[0.0, 0.0], u=swing.U)
+    err_cl = np.abs(cl.q[-1] - swing.q[-1]).max()
+    err_ol = np.abs(ol.q[-1] - swing.q[-1]).max()
+    assert err_cl < 0.05 and err_ol > 10 * err_cl
+
+
+def test_ddp_not_implemented(cartpole_vi):
+    with pytest.raises(NotImplementedError, match="second-order"):
+        swing_up(cartpole_vi, method="ddp")
+
+
+def test_bad_inputs(cartpole_vi):
+    with pytest.raises(vd.InputError):
+        swing_up(cartpole_vi, Q=np.ones(3))
+    with pytest.raises(vd.InputError):
+        swing_up(cartpole_vi, x_ref=np.zeros((STEPS, 4)))
+    with pytest.raises(vd.InputError):
+        optim.ilqr(cartpole_vi, [0.0, 0.0], U_init=np.ones((5, 2)), actuated=[0])
+    with pytest.raises(vd.InputError):
+        swing_up(cartpole_vi, u_min=1.0, u_max=-1.0)
