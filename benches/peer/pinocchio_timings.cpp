@@ -5,8 +5,29 @@
 //   - "native": -O3 -march=native, header-only (every template instantiated here).
 //
 // Usage: pinocchio_timings --model MODEL.bin --states STATES.bin --robot NAME
-//            [--variant NAME] [--passes N] [--min-time SECONDS] [--algos fk,rnea,aba,crba,minverse]
-//            [--check K]
+//            [--variant NAME] [--passes N] [--min-time SECONDS] [--algos LIST] [--limit N]
+//            [--check K] [--check-tensors K2]
+//
+// Algorithms: fk, rnea, aba, crba, crba_upper, minverse (see below), and the derivatives
+//   rnea_d        computeRNEADerivatives(model, data, q, v, a) + copy of M's upper triangle
+//                 into the lower one (Pinocchio fills only the upper triangle of data.M,
+//                 vidyn returns M in full), as for crba;
+//   rnea_d_upper  computeRNEADerivatives alone (M upper triangle only);
+//   aba_d         computeABADerivatives(model, data, q, v, tau): ddq_dq, ddq_dv and Minv; Pinocchio
+//                 already symmetrises Minv inside the call (and so does vidyn), nothing added;
+//   rnea_so       ComputeRNEASecondOrderDerivatives(model, data, q, v, a, d2tau_dqdq, d2tau_dvdv,
+//                 dtau_dqdv, dtau_dadq) into data's four tensors, zeroed once before the timing:
+//                 the algorithm assigns the same structurally non-zero entries on every call,
+//                 so this is the same work as vidyn's rnea_second_order, which does not clear
+//                 its tensors either (checked by --check on states that follow another one);
+//   rnea_so_zero  the documented 5-argument overload ComputeRNEASecondOrderDerivatives(model,
+//                 data, q, v, a), which setZero()s the four nv^3 tensors before every call.
+// The wheel has no explicit instantiation of the second-order derivatives: they are compiled
+// here from the headers (like computeMinverse), at the harness's flags.
+// --limit N times only the first N states. --check K prints the results of the first K states
+// for the algorithms of --algos that have a check (rnea, aba, crba, minverse, rnea_d, aba_d,
+// rnea_so), tensors (C order, entry (i, j, k) read with Eigen::Tensor::operator()) only for the
+// first K2 states.
 //
 // MODEL.bin is written by pinocchio's Python API (`model.saveToBinary`), so the model timed
 // here is exactly the one the driver built. The state file format is documented in
@@ -27,6 +48,9 @@
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
+#include <pinocchio/algorithm/aba-derivatives.hpp>
+#include <pinocchio/algorithm/rnea-second-order-derivatives.hpp>
 #include <pinocchio/serialization.hpp>
 
 #include <algorithm>
@@ -148,13 +172,21 @@ namespace
   {
     m.triangularView<Eigen::StrictlyLower>() = m.transpose();
   }
+
+  void second_order_no_zero(
+    const pinocchio::Model & model, pinocchio::Data & data, const Eigen::VectorXd & q, const Eigen::VectorXd & v,
+    const Eigen::VectorXd & a)
+  {
+    pinocchio::ComputeRNEASecondOrderDerivatives(
+      model, data, q, v, a, data.d2tau_dqdq, data.d2tau_dvdv, data.d2tau_dqdv, data.d2tau_dadq);
+  }
 } // namespace
 
 int main(int argc, char ** argv)
 {
   std::string model_path, states_path, robot = "robot", variant = VARIANT_NAME;
   std::string algos = "fk,rnea,aba,crba,crba_upper,minverse";
-  std::size_t passes = 21, check = 0;
+  std::size_t passes = 21, check = 0, limit = static_cast<std::size_t>(-1), check_tensors = static_cast<std::size_t>(-1);
   double min_time = 0.3;
   for (int i = 1; i < argc; ++i)
   {
@@ -178,8 +210,12 @@ int main(int argc, char ** argv)
       min_time = std::stod(next());
     else if (arg == "--algos")
       algos = next();
+    else if (arg == "--limit")
+      limit = std::stoul(next());
     else if (arg == "--check")
       check = std::stoul(next());
+    else if (arg == "--check-tensors")
+      check_tensors = std::stoul(next());
     else
     {
       std::cerr << "unknown argument " << arg << "\n";
@@ -189,7 +225,7 @@ int main(int argc, char ** argv)
   if (model_path.empty() || states_path.empty())
   {
     std::cerr << "usage: pinocchio_timings --model MODEL.bin --states STATES.bin --robot NAME [--variant V] "
-                 "[--passes N] [--min-time S] [--algos LIST] [--check K]\n";
+                 "[--passes N] [--min-time S] [--algos LIST] [--limit N] [--check K] [--check-tensors K2]\n";
     return 2;
   }
 
@@ -204,9 +240,32 @@ int main(int argc, char ** argv)
   }
   const std::size_t nv = s.nv;
 
+  std::vector<std::string> algo_list;
+  {
+    std::stringstream list(algos);
+    std::string a;
+    while (std::getline(list, a, ','))
+      if (!a.empty())
+        algo_list.push_back(a);
+  }
+  auto wants = [&](const char * name) {
+    return std::find(algo_list.begin(), algo_list.end(), name) != algo_list.end();
+  };
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
   if (check > 0)
   {
     const std::size_t K = std::min(check, s.count);
+    const std::size_t KT = std::min(check_tensors, K);
+    std::vector<double> buf;
+    if (wants("rnea_so"))
+    { // stale entries from another state, as in the timing loop
+      data.d2tau_dqdq.setZero();
+      data.d2tau_dvdv.setZero();
+      data.d2tau_dqdv.setZero();
+      data.d2tau_dadq.setZero();
+      second_order_no_zero(model, data, s.q[s.count - 1], s.v[s.count - 1], s.a[s.count - 1]);
+    }
     for (std::size_t k = 0; k < K; ++k)
     {
       auto emit = [&](const char * algo, const double * x, std::size_t n) {
@@ -217,19 +276,64 @@ int main(int argc, char ** argv)
         os << "}";
         std::cout << os.str() << "\n";
       };
-      pinocchio::rnea(model, data, s.q[k], s.v[k], s.a[k]);
-      emit("rnea", data.tau.data(), nv);
-      pinocchio::aba(model, data, s.q[k], s.v[k], s.tau[k]);
-      emit("aba", data.ddq.data(), nv);
-      pinocchio::crba(model, data, s.q[k]);
-      fill_lower(data.M);
-      Eigen::MatrixXd M = data.M; // column-major; emit row-major
-      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Mr = M;
-      emit("crba", Mr.data(), nv * nv);
-      pinocchio::computeMinverse(model, data, s.q[k]);
-      fill_lower(data.Minv);
-      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Mi = data.Minv;
-      emit("minverse", Mi.data(), nv * nv);
+      auto emit_matrix = [&](const char * algo, const auto & m) {
+        const RowMatrix r = m;
+        emit(algo, r.data(), nv * nv);
+      };
+      auto emit_tensor = [&](const char * algo, const auto & t) {
+        buf.resize(nv * nv * nv);
+        std::size_t at = 0;
+        for (Eigen::Index i = 0; i < static_cast<Eigen::Index>(nv); ++i)
+          for (Eigen::Index j = 0; j < static_cast<Eigen::Index>(nv); ++j)
+            for (Eigen::Index l = 0; l < static_cast<Eigen::Index>(nv); ++l)
+              buf[at++] = t(i, j, l);
+        emit(algo, buf.data(), buf.size());
+      };
+      if (wants("rnea"))
+      {
+        pinocchio::rnea(model, data, s.q[k], s.v[k], s.a[k]);
+        emit("rnea", data.tau.data(), nv);
+      }
+      if (wants("aba"))
+      {
+        pinocchio::aba(model, data, s.q[k], s.v[k], s.tau[k]);
+        emit("aba", data.ddq.data(), nv);
+      }
+      if (wants("crba"))
+      {
+        pinocchio::crba(model, data, s.q[k]);
+        fill_lower(data.M);
+        emit_matrix("crba", data.M);
+      }
+      if (wants("minverse"))
+      {
+        pinocchio::computeMinverse(model, data, s.q[k]);
+        fill_lower(data.Minv);
+        emit_matrix("minverse", data.Minv);
+      }
+      if (wants("rnea_d"))
+      {
+        pinocchio::computeRNEADerivatives(model, data, s.q[k], s.v[k], s.a[k]);
+        fill_lower(data.M);
+        emit_matrix("rnea_d:dtau_dq", data.dtau_dq);
+        emit_matrix("rnea_d:dtau_dv", data.dtau_dv);
+        emit_matrix("rnea_d:dtau_da", data.M);
+      }
+      if (wants("aba_d"))
+      {
+        pinocchio::computeABADerivatives(model, data, s.q[k], s.v[k], s.tau[k]);
+        emit_matrix("aba_d:ddq_dq", data.ddq_dq);
+        emit_matrix("aba_d:ddq_dv", data.ddq_dv);
+        emit_matrix("aba_d:ddq_dtau", data.Minv);
+      }
+      if (wants("rnea_so") && k < KT)
+      {
+        second_order_no_zero(model, data, s.q[k], s.v[k], s.a[k]);
+        emit_tensor("rnea_so:d2tau_dq2", data.d2tau_dqdq);
+        emit_tensor("rnea_so:d2tau_dv2", data.d2tau_dvdv);
+        emit_tensor("rnea_so:d2tau_dqdv", data.d2tau_dqdv);
+        emit_tensor("rnea_so:dm_dq", data.d2tau_dadq);
+      }
     }
     std::cout.flush();
     return 0;
@@ -245,11 +349,9 @@ int main(int argc, char ** argv)
     std::cout << buf << std::endl;
   };
 
-  std::stringstream list(algos);
-  std::string algo;
-  while (std::getline(list, algo, ','))
+  for (const std::string & algo : algo_list)
   {
-    const std::size_t n = s.count;
+    const std::size_t n = std::max<std::size_t>(1, std::min(s.count, limit));
     if (algo == "fk")
       report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
                pinocchio::forwardKinematics(model, data, s.q[k], s.v[k], s.a[k]);
@@ -278,6 +380,50 @@ int main(int argc, char ** argv)
                pinocchio::computeMinverse(model, data, s.q[k]);
                fill_lower(data.Minv);
                escape(data.Minv.data());
+             }));
+    else if (algo == "rnea_d")
+      report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
+               pinocchio::computeRNEADerivatives(model, data, s.q[k], s.v[k], s.a[k]);
+               fill_lower(data.M);
+               escape(data.dtau_dq.data());
+               escape(data.dtau_dv.data());
+               escape(data.M.data());
+             }));
+    else if (algo == "rnea_d_upper")
+      report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
+               pinocchio::computeRNEADerivatives(model, data, s.q[k], s.v[k], s.a[k]);
+               escape(data.dtau_dq.data());
+               escape(data.dtau_dv.data());
+               escape(data.M.data());
+             }));
+    else if (algo == "aba_d")
+      report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
+               pinocchio::computeABADerivatives(model, data, s.q[k], s.v[k], s.tau[k]);
+               escape(data.ddq_dq.data());
+               escape(data.ddq_dv.data());
+               escape(data.Minv.data());
+             }));
+    else if (algo == "rnea_so")
+    {
+      data.d2tau_dqdq.setZero();
+      data.d2tau_dvdv.setZero();
+      data.d2tau_dqdv.setZero();
+      data.d2tau_dadq.setZero();
+      report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
+               second_order_no_zero(model, data, s.q[k], s.v[k], s.a[k]);
+               escape(data.d2tau_dqdq.data());
+               escape(data.d2tau_dvdv.data());
+               escape(data.d2tau_dqdv.data());
+               escape(data.d2tau_dadq.data());
+             }));
+    }
+    else if (algo == "rnea_so_zero")
+      report(algo, time_passes(n, passes, min_time, [&](std::size_t k) {
+               pinocchio::ComputeRNEASecondOrderDerivatives(model, data, s.q[k], s.v[k], s.a[k]);
+               escape(data.d2tau_dqdq.data());
+               escape(data.d2tau_dvdv.data());
+               escape(data.d2tau_dqdv.data());
+               escape(data.d2tau_dadq.data());
              }));
     else
     {
