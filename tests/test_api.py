@@ -30,10 +30,12 @@ PUBLIC = [
     "aba_derivatives",
     "aba_second_order",
     "aba_second_order_contracted",
+    "batch",
     "crba",
     "forward_kinematics",
     "frame_placement",
     "frame_placements",
+    "get_num_threads",
     "gravity",
     "jacobian",
     "kinetic_energy",
@@ -46,6 +48,7 @@ PUBLIC = [
     "rnea_derivatives",
     "rnea_second_order",
     "rnea_second_order_contracted",
+    "set_num_threads",
 ]
 
 

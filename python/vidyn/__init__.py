@@ -21,7 +21,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import models, optim
+from vidyn import batch, models, optim
 from vidyn._core import (
     ConvergenceError,
     InputError,
@@ -43,6 +43,7 @@ from vidyn._core import (
     forward_kinematics,
     frame_placement,
     frame_placements,
+    get_num_threads,
     gravity,
     jacobian,
     kinetic_energy,
@@ -53,6 +54,7 @@ from vidyn._core import (
     rnea_derivatives,
     rnea_second_order,
     rnea_second_order_contracted,
+    set_num_threads,
 )
 
 __all__ = [
@@ -72,10 +74,12 @@ __all__ = [
     "aba_derivatives",
     "aba_second_order",
     "aba_second_order_contracted",
+    "batch",
     "crba",
     "forward_kinematics",
     "frame_placement",
     "frame_placements",
+    "get_num_threads",
     "gravity",
     "jacobian",
     "kinetic_energy",
@@ -88,4 +92,5 @@ __all__ = [
     "rnea_derivatives",
     "rnea_second_order",
     "rnea_second_order_contracted",
+    "set_num_threads",
 ]

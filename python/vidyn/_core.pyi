@@ -7,7 +7,7 @@ accepts; results are new float64 arrays.
 """
 
 import os
-from typing import Final, Literal, NoReturn, final
+from typing import Callable, Final, Literal, NoReturn, final
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ __all__ = [
     "forward_kinematics",
     "frame_placement",
     "frame_placements",
+    "get_num_threads",
     "gravity",
     "jacobian",
     "kinetic_energy",
@@ -48,6 +49,7 @@ __all__ = [
     "rnea_derivatives",
     "rnea_second_order",
     "rnea_second_order_contracted",
+    "set_num_threads",
 ]
 
 __version__: Final[str]
@@ -489,6 +491,69 @@ def random_tree(n: int, seed: int = 0) -> Model:
 
 def _raise_core_error(variant: str) -> NoReturn:
     """Raises the exception a core error variant maps to (tests of the mapping only)."""
+
+# ----------------------------------------------------------------------------------------
+# Batch engine (vidyn.batch wraps the private functions; see its docstring)
+# ----------------------------------------------------------------------------------------
+
+_Progress = Callable[[int, int], object] | None
+_Failures = list[tuple[int, BaseException]]
+
+def set_num_threads(k: int) -> None:
+    """Sets the number of threads of vidyn's batch engine (``vidyn.batch``); ``k = 0`` restores
+    the default (``VIDYN_NUM_THREADS`` if set, else the number of CPUs). Batches already
+    running keep their threads. Raises InputError for a negative ``k``."""
+
+def get_num_threads() -> int:
+    """Number of threads of vidyn's batch engine."""
+
+def _batch_rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+    """q (B, nq), v, a (B, nv) -> (tau (B, nv), [(row, exception)])."""
+
+def _batch_aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+    """q (B, nq), v, tau (B, nv) -> (ddq (B, nv), [(row, exception)])."""
+
+def _batch_crba(model: Model, q: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+    """q (B, nq) -> (M (B, nv, nv), [(row, exception)])."""
+
+def _batch_minverse(model: Model, q: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+    """q (B, nq) -> (Minv (B, nv, nv), [(row, exception)])."""
+
+def _batch_rnea_derivatives(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None
+) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
+    """q (B, nq), v, a (B, nv) -> ((dtau_dq, dtau_dv, dtau_da) each (B, nv, nv), [(row, exception)])."""
+
+def _batch_aba_derivatives(
+    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None
+) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
+    """q (B, nq), v, tau (B, nv) -> ((dddq_dq, dddq_dv, dddq_dtau) each (B, nv, nv), [(row, exception)])."""
+
+def _batch_rnea_second_order(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None
+) -> tuple[tuple[_Array, _Array, _Array, _Array], _Failures]:
+    """q (B, nq), v, a (B, nv) -> (four (B, nv, nv, nv) tensors, [(row, exception)])."""
+
+def _batch_rnea_second_order_contracted(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike, progress: _Progress = None
+) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
+    """q (B, nq), v, a, lam (B, nv) -> (three (B, nv, nv) arrays, [(row, exception)])."""
+
+def _batch_rollout(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    v0: _ArrayLike | None,
+    p0: _ArrayLike | None,
+    u: _ArrayLike,
+    progress: _Progress = None,
+) -> tuple[_Array, _Array, npt.NDArray[np.int64], _Failures]:
+    """q0 (B, n), one of v0 / p0 (B, n), u (B, N, n) -> (q (B, N+1, n), p (B, N+1, n),
+    iterations (B, N), [(trajectory, exception)])."""
+
+def _batch_linearize(
+    vi: VariationalIntegrator, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike, progress: _Progress = None
+) -> tuple[_Array, _Array, _Failures]:
+    """q, p (B, N+1, n), u (B, N, n) -> (A (B, N, 2n, 2n), B (B, N, 2n, n), [(trajectory, exception)])."""
 
 # ----------------------------------------------------------------------------------------
 # Optimisation (vidyn.optim wraps the private functions; see its docstring)

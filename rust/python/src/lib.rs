@@ -5,6 +5,7 @@
 //! the typed interface with docstrings is `python/vidyn/_core.pyi`.
 
 mod algorithms;
+mod batch;
 mod builder;
 mod convert;
 mod errors;
@@ -74,6 +75,18 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builder::acrobot, m)?)?;
     m.add_function(wrap_pyfunction!(builder::random_tree, m)?)?;
     m.add_function(wrap_pyfunction!(errors::raise_core_error, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_rnea, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_aba, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_crba, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_minverse, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_rnea_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_aba_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_rnea_second_order, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_rnea_second_order_contracted, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_rollout, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_linearize, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_lqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_dlqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;

@@ -1,0 +1,194 @@
+//! [`DiscreteDynamics`]: what the engine needs from a discrete-time system, and its
+//! implementation for the minimal-coordinate [`VariationalIntegrator`].
+//!
+//! # State convention
+//! A state is a pair `(q, p)`: `q` has `nq` coordinates on a configuration manifold whose
+//! tangent space has dimension `nv`, and `p` (momentum or velocity) has `np` coordinates;
+//! a control `u` has `nu`. Linearisations are taken in the tangent state space of dimension
+//! `ndx = nv + np` (perturbations of `q` along the manifold, as everywhere in vidyn):
+//! `A = ∂x_{k+1}/∂x_k` `(ndx, ndx)`, `B = ∂x_{k+1}/∂u_k` `(ndx, nu)`, written row-major
+//! (C order) into caller slices. Second-order terms are tensors `[i, j, k] = ∂²x'_i/∂y_j∂z_k`
+//! in C order.
+//!
+//! The minimal-coordinate VI has `nq = nv = np = nu = n` and `p` the discrete momentum. A
+//! maximal-coordinate integrator (poses `nq = 7·bodies`, tangent `nv = 6·bodies`) fits the
+//! same trait; so does a plain explicit integrator of ABA with `p = v`.
+
+use crate::error::BatchError;
+use nalgebra::DMatrix;
+use vidyn_vi::{VariationalIntegrator, ViError, ViWorkspace};
+
+/// Output slices of the full second-order terms of one step, C order:
+/// `fxx` `(ndx, ndx, ndx)`, `fxu` `(ndx, ndx, nu)` (`[i, j, k]`: `j` state, `k` control),
+/// `fuu` `(ndx, nu, nu)`.
+pub struct SecondOrderTerms<'a> {
+    pub fxx: &'a mut [f64],
+    pub fxu: &'a mut [f64],
+    pub fuu: &'a mut [f64],
+}
+
+/// Output slices of the second-order terms contracted with a co-state `λ` `(ndx,)`
+/// (`Σ_i λ_i ∂²x'_i`), C order: `xx` `(ndx, ndx)`, `xu` `(ndx, nu)`, `uu` `(nu, nu)`.
+pub struct ContractedTerms<'a> {
+    pub xx: &'a mut [f64],
+    pub xu: &'a mut [f64],
+    pub uu: &'a mut [f64],
+}
+
+/// A discrete-time system `x_{k+1} = f(x_k, u_k)` with `x = (q, p)` (see the module docs).
+///
+/// Implementations must be deterministic (the same inputs give the same bits, whatever the
+/// workspace held before): the engine's bit-for-bit guarantee rests on it.
+pub trait DiscreteDynamics: Sync {
+    /// Per-thread scratch, created once per thread by [`DiscreteDynamics::workspace`].
+    type Workspace: Send;
+    /// The system's own error (shapes, NaN, convergence …).
+    type Error: std::error::Error + Clone + Send + Sync + 'static;
+
+    /// Name used in error messages.
+    fn name(&self) -> &'static str;
+    /// Configuration coordinates.
+    fn nq(&self) -> usize;
+    /// Dimension of the configuration's tangent space.
+    fn nv(&self) -> usize;
+    /// Coordinates of the momentum (or velocity) part of the state.
+    fn np(&self) -> usize {
+        self.nv()
+    }
+    /// Controls per step.
+    fn nu(&self) -> usize;
+    /// Tangent state dimension `nv + np` (rows and columns of `A`).
+    fn ndx(&self) -> usize {
+        self.nv() + self.np()
+    }
+    /// Fresh scratch.
+    fn workspace(&self) -> Self::Workspace;
+
+    /// The momentum part `p` `(np,)` of the state at configuration `q` moving with velocity
+    /// `v` `(nv,)` (the Legendre transform for a VI; a copy when `p = v`).
+    ///
+    /// # Errors
+    /// Invalid inputs.
+    fn momentum(&self, ws: &mut Self::Workspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<Self::Error>>;
+
+    /// Writes an estimate of `q_{k+1}` from `q_{k−1}` and `q_k` into `guess` for an implicit
+    /// step, and returns `true`; the default (no estimate) returns `false`.
+    fn warm_start(&self, q_prev: &[f64], q: &[f64], guess: &mut [f64]) -> bool {
+        let _ = (q_prev, q, guess);
+        false
+    }
+
+    /// One step `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`. `step` (= k) only labels errors;
+    /// `guess` is an estimate of `q_{k+1}` for implicit systems. Returns the number of solver
+    /// iterations (0 for explicit systems).
+    ///
+    /// # Errors
+    /// Invalid inputs, or a solver that fails.
+    #[allow(clippy::too_many_arguments)]
+    fn step(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
+
+    /// First-order linearisation of the step from `(q_k, p_k, u_k)`: `a` `(ndx, ndx)` and
+    /// `b` `(ndx, nu)`, C order. `guess` as for [`DiscreteDynamics::step`] (the engine passes
+    /// the stored `q_{k+1}`). Returns the solver iterations.
+    ///
+    /// # Errors
+    /// As [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
+
+    /// Full second-order terms of the step (see [`SecondOrderTerms`]). Optional: the default
+    /// reports [`BatchError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize_second_order(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, guess, out);
+        Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order" })
+    }
+
+    /// Second-order terms contracted with `lam` `(ndx,)` (see [`ContractedTerms`]), the
+    /// product DDP needs, ideally without forming the tensors. Optional: the default reports
+    /// [`BatchError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize_second_order_contracted(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, guess, lam, out);
+        Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order_contracted" })
+    }
+}
+
+/// Per-thread scratch of a [`VariationalIntegrator`] in the engine: its own workspace plus
+/// the nalgebra `A`, `B` and next state that [`VariationalIntegrator::linearize`] fills.
+pub struct ViBatchWorkspace {
+    pub vi: ViWorkspace,
+    a: DMatrix<f64>,
+    b: DMatrix<f64>,
+    q_next: Vec<f64>,
+    p_next: Vec<f64>,
+}
+
+/// After a failed step the VI workspace is replaced by a fresh one (an allocation on the
+/// error path only): an early error return inside `vidyn_vi` may leave scratch buffers
+/// taken (`std::mem::take`) and not restored, which the next row would trip over.
+trait FreshAfterError {
+    fn fresh_after_error<T>(&self, ws: &mut ViBatchWorkspace, r: Result<T, ViError>) -> Result<T, ViError>;
+}
+
+impl FreshAfterError for VariationalIntegrator {
+    fn fresh_after_error<T>(&self, ws: &mut ViBatchWorkspace, r: Result<T, ViError>) -> Result<T, ViError> {
+        if r.is_err() {
+            ws.vi = VariationalIntegrator::workspace(self);
+        }
+        r
+    }
+}
+
+impl DiscreteDynamics for VariationalIntegrator {
+    type Workspace = ViBatchWorkspace;
+    type Error = ViError;
+
+    fn name(&self) -> &'static str {
+        "VariationalIntegrator"
+    }
+    fn nq(&self) -> usize {
+        self.n()
+    }
+    fn nv(&self) -> usize {
+        self.n()
+    }
+    fn nu(&self) -> usize {
+        self.n()
+    }
+    fn workspace(&self) -> ViBatchWorkspace {
+        let n = self.n();
+        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n] }
+    }
+
+    fn momentum(&self, ws: &mut ViBatchWorkspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<ViError>> {
+        Ok(VariationalIntegrator::momentum(self, &mut ws.vi, q, v, p)?)
+    }
+
+    /// Linear extrapolation `2 q_k − q_{k−1}`, as [`vidyn_vi::rollout`] does.
+    fn warm_start(&self, q_prev: &[f64], q: &[f64], guess: &mut [f64]) -> bool {
+        for ((g, qk), qp) in guess.iter_mut().zip(q).zip(q_prev) {
+            *g = 2.0 * qk - qp;
+        }
+        true
+    }
+
+    fn step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+        let r = VariationalIntegrator::step(self, &mut ws.vi, step, q, p, u, guess, q_next, p_next);
+        Ok(self.fresh_after_error(ws, r)?)
+    }
+
+    fn linearize(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+        let r = VariationalIntegrator::linearize(self, &mut ws.vi, step, q, p, u, guess, &mut ws.a, &mut ws.b, &mut ws.q_next, &mut ws.p_next);
+        let it = self.fresh_after_error(ws, r)?;
+        crate::dynamics::matrix_to_rows(&ws.a, a);
+        crate::dynamics::matrix_to_rows(&ws.b, b);
+        Ok(it)
+    }
+}

@@ -1,0 +1,65 @@
+//! "No allocation per row", tested: with a counting global allocator, a batch of 4000 rows
+//! allocates about as much as a batch of 40 (the per-thread workspaces and rayon's
+//! bookkeeping per split), far from one allocation per row.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use vidyn_batch::{dynamics, trajectories, Control, RolloutOut, Start};
+
+struct Counting;
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        COUNT.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = COUNT.load(Ordering::Relaxed);
+    f();
+    COUNT.load(Ordering::Relaxed) - before
+}
+
+#[test]
+fn batches_do_not_allocate_per_row() {
+    let model = vidyn_rbd::builders::pendulum_chain(4, true);
+    let nv = model.nv;
+    let _ = vidyn_batch::pool(); // start the threads outside the measurement
+    let count = |b: usize| {
+        let (q, v) = (vec![0.3; b * nv], vec![0.1; b * nv]);
+        let mut tau = vec![0.0; b * nv];
+        let mut mass = vec![0.0; b * nv * nv];
+        allocations(|| {
+            assert!(dynamics::rnea(&model, &Control::new(), b, &q, &v, &v, &mut tau).unwrap().is_empty());
+            assert!(dynamics::crba(&model, &Control::new(), b, &q, &mut mass).unwrap().is_empty());
+        })
+    };
+    count(10); // warm up
+    let (small, large) = (count(40), count(4000));
+    eprintln!("rows: 40 -> {small} allocations, 4000 -> {large}");
+    assert!(large < small + 400, "40 rows: {small} allocations, 4000 rows: {large}");
+
+    let vi = vidyn_vi::VariationalIntegrator::new(Arc::new(model), vidyn_vi::Scheme::trapezoid(), 0.01, None).unwrap();
+    let steps = 20;
+    let roll = |b: usize| {
+        let (q0, u) = (vec![0.2; b * nv], vec![0.0; b * steps * nv]);
+        let (mut q, mut p, mut it) = (vec![0.0; b * (steps + 1) * nv], vec![0.0; b * (steps + 1) * nv], vec![0; b * steps]);
+        allocations(|| {
+            let f = trajectories::rollout(&vi, &Control::new(), b, steps, &q0, Start::Momentum(&u[..b * nv]), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
+            assert!(f.is_empty());
+        })
+    };
+    roll(4);
+    let (small, large) = (roll(8), roll(800));
+    eprintln!("trajectories: 8 -> {small} allocations, 800 -> {large}");
+    assert!(large < small + 400, "8 trajectories: {small} allocations, 800: {large}");
+}
