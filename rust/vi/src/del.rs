@@ -50,6 +50,8 @@ pub struct StepPoints {
     /// `(s+1)` velocities `q̇^α = (1/Δt) Σ_β b[α][β] q^β`.
     pub qdot: Vec<Vec<f64>>,
     pub states: Vec<PointState>,
+    /// Energy Hessians per control point: only the dense reference path and the tests use
+    /// them, so they are allocated by the first [`StepPoints::update_hessians`].
     pub hessians: Vec<EnergyHessians>,
 }
 
@@ -59,7 +61,7 @@ impl StepPoints {
             q: vec![vec![0.0; n]; points],
             qdot: vec![vec![0.0; n]; points],
             states: (0..points).map(|_| PointState::new(n)).collect(),
-            hessians: (0..points).map(|_| EnergyHessians::new(n)).collect(),
+            hessians: Vec::new(),
         }
     }
 
@@ -78,8 +80,12 @@ impl StepPoints {
         }
     }
 
-    /// Energy Hessians at every control point. O(s n d).
+    /// Energy Hessians at every control point (allocated on first use). O(s n d).
     pub(crate) fn update_hessians(&mut self, model: &Model) {
+        if self.hessians.len() != self.states.len() {
+            let n = model.nbodies();
+            self.hessians = (0..self.states.len()).map(|_| EnergyHessians::new(n)).collect();
+        }
         for (h, st) in self.hessians.iter_mut().zip(&self.states) {
             h.update(model, st);
         }

@@ -1,9 +1,14 @@
 //! The one-step flow map `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` of a Galerkin–Lobatto
 //! variational integrator, its Newton solve and its exact linearisation.
+//!
+//! Neither path forms the `sn × sn` DEL Jacobian: the Newton direction comes from the O(s³ n)
+//! factorisation of Algorithms B.1/B.2 (`crate::newton_direction`), and the linearisation
+//! reuses that factorisation for its `3n` right-hand sides, O(s² n²) per step. The dense
+//! path (form `J`, LU) survives only as a test and benchmark oracle (`crate::reference`).
 
-use crate::del::{assemble_jacobian, JointForces, StepPoints};
-use crate::dense::{lu_factor, lu_solve};
+use crate::del::{JointForces, StepPoints};
 use crate::error::{Result, ViError};
+use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
 use nalgebra::DMatrix;
 use std::sync::Arc;
@@ -33,15 +38,20 @@ pub struct ViWorkspace {
     pub(crate) points: StepPoints,
     /// `(s·n,)` unknown control points `q^1..q^s`.
     pub(crate) z: Vec<f64>,
-    /// `(s·n,)` residual.
+    /// `(s·n,)` residual, row `ϱ·n + i`.
     pub(crate) residual: Vec<f64>,
-    /// `(s·n, s·n)` Newton Jacobian, then its LU factors.
-    pub(crate) jacobian: DMatrix<f64>,
-    pub(crate) pivots: Vec<usize>,
-    /// `(s·n, 3n)` right-hand sides / solutions of the linearisation.
-    pub(crate) sensitivities: DMatrix<f64>,
-    /// `(n, n)` scratch block.
-    pub(crate) block: DMatrix<f64>,
+    /// `(s·n,)` Newton direction / one column of `J⁻¹ (·)`, entry `(γ−1)·n + i`.
+    pub(crate) direction: Vec<f64>,
+    /// The B.1/B.2 factorisation of the DEL Jacobian at the current iterate, O(s² n) storage.
+    pub(crate) newton: NewtonFactorization,
+    /// Linearisation, `LANES` columns at a time: right-hand sides `(s·n)`, solutions `(s·n)`,
+    /// control-point variations `δq^α` and DEL-row variations `((s+1)·n)`, and the momentum
+    /// row `(n)`.
+    pub(crate) lane_rhs: Vec<Lanes>,
+    pub(crate) lane_sol: Vec<Lanes>,
+    pub(crate) lane_dq: Vec<Lanes>,
+    pub(crate) lane_rows: Vec<Lanes>,
+    pub(crate) lane_momentum: Vec<Lanes>,
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
     /// Newton iterations of the last step.
@@ -109,10 +119,13 @@ impl VariationalIntegrator {
             points: StepPoints::new(n, s + 1),
             z: vec![0.0; s * n],
             residual: vec![0.0; s * n],
-            jacobian: DMatrix::zeros(s * n, s * n),
-            pivots: vec![0; s * n],
-            sensitivities: DMatrix::zeros(s * n, 3 * n),
-            block: DMatrix::zeros(n, n),
+            direction: vec![0.0; s * n],
+            newton: NewtonFactorization::new(n, s),
+            lane_rhs: vec![[0.0; LANES]; s * n],
+            lane_sol: vec![[0.0; LANES]; s * n],
+            lane_dq: vec![[0.0; LANES]; (s + 1) * n],
+            lane_rows: vec![[0.0; LANES]; (s + 1) * n],
+            lane_momentum: vec![[0.0; LANES]; n],
             rbd: self.model.workspace(),
             scratch: vec![0.0; n],
             last_iterations: 0,
@@ -150,17 +163,81 @@ impl VariationalIntegrator {
         result
     }
 
-    fn check_inputs(&self, q: &[f64], p: &[f64], u: &[f64]) -> Result<()> {
+    pub(crate) fn check_inputs(&self, q: &[f64], p: &[f64], u: &[f64]) -> Result<()> {
         check_configuration(&self.model, q)?;
         check_tangent(&self.model, p, "p")?;
         check_tangent(&self.model, u, "u")?;
         Ok(())
     }
 
-    /// One step: solves the DEL equations for `q_{k+1}` by Newton's method (dense Jacobian,
-    /// LU) and evaluates `p_{k+1}`. `guess`: an estimate of `q_{k+1}` (e.g. from the previous
-    /// trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used; interior points are interpolated.
-    /// `step` only labels errors.
+    /// The DEL residual at unknown control points `z = (q^1, …, q^s)` (`(s·n,)`, entry
+    /// `(γ−1)·n + i`): `r^0 = p_k + D_1 L_d + Q^0`, `r^ϱ = D_{ϱ+1} L_d + Q^ϱ` (Fan et al.
+    /// eq. 5a–b by Algorithm 1), written to `r` (`(s·n,)`, row `ϱ·n + i`). Returns `max |r|`.
+    /// O(s² n), no allocation.
+    pub fn residual(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], z: &[f64], r: &mut [f64]) -> Result<f64> {
+        self.check_inputs(q, p, u)?;
+        self.check_unknowns(z)?;
+        ws.points.set(&self.model, &self.scheme, self.dt, q, z);
+        Ok(self.fill_residual(ws, p, u, r))
+    }
+
+    /// The exact Newton direction `δz = −J⁻¹ r` at unknown control points `z` (layouts as in
+    /// [`Self::residual`]) by Algorithms B.1/B.2, O(s³ n), without forming `J`. Errors with
+    /// [`ViError::SingularJacobian`] (labelled `step`) when some per-body `Λ_i` is singular.
+    pub fn newton_direction(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], z: &[f64], dz: &mut [f64]) -> Result<()> {
+        self.check_inputs(q, p, u)?;
+        self.check_unknowns(z)?;
+        if dz.len() != z.len() {
+            return Err(ViError::InvalidParameter(format!("dz has length {}, expected s·n = {}", dz.len(), z.len())));
+        }
+        ws.points.set(&self.model, &self.scheme, self.dt, q, z);
+        let mut r = std::mem::take(&mut ws.residual);
+        self.fill_residual(ws, p, u, &mut r);
+        for x in &mut r {
+            *x = -*x;
+        }
+        let ok = ws.newton.factorize(&self.model, &self.scheme, self.dt, &self.forces, &ws.points, false);
+        if ok {
+            ws.newton.solve(&self.model, &self.scheme, self.dt, &r, dz);
+        }
+        ws.residual = r;
+        if ok {
+            Ok(())
+        } else {
+            Err(ViError::SingularJacobian { step })
+        }
+    }
+
+    pub(crate) fn check_unknowns(&self, z: &[f64]) -> Result<()> {
+        let want = self.scheme.s * self.n();
+        if z.len() != want || z.iter().any(|x| !x.is_finite()) {
+            return Err(ViError::InvalidParameter(format!("z has length {} (or non-finite entries), expected s·n = {want} finite entries", z.len())));
+        }
+        Ok(())
+    }
+
+    /// Residual rows at the points currently set in `ws.points`; returns `max |r|`.
+    pub(crate) fn fill_residual(&self, ws: &ViWorkspace, p: &[f64], u: &[f64], r: &mut [f64]) -> f64 {
+        let (n, sc) = (self.n(), &self.scheme);
+        let mut rmax = 0.0_f64;
+        for rho in 0..sc.s {
+            for i in 0..n {
+                let mut x = ws.points.del_row(sc, self.dt, &self.forces, u, rho, i);
+                if rho == 0 {
+                    x += p[i];
+                }
+                r[rho * n + i] = x;
+                rmax = if x.is_nan() { f64::NAN } else { rmax.max(x.abs()) };
+            }
+        }
+        rmax
+    }
+
+    /// One step: solves the DEL equations for `q_{k+1}` by Newton's method and evaluates
+    /// `p_{k+1}`. Each iteration costs O(s³ n): the residual by Algorithm 1 and the exact
+    /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `guess`: an estimate
+    /// of `q_{k+1}` (e.g. from the previous trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used;
+    /// interior points are interpolated. `step` only labels errors.
     pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         self.check_inputs(q, p, u)?;
         let n = self.n();
@@ -172,19 +249,12 @@ impl VariationalIntegrator {
         // set when the last Newton update was at round-off level: the residual cannot shrink
         // further, so it is accepted if it is at least small (√ε relative)
         let mut stalled = false;
+        let mut r = std::mem::take(&mut ws.residual);
+        let mut dz = std::mem::take(&mut ws.direction);
+        let mut outcome = Err(ViError::NewtonDiverged { step, iterations: self.max_iterations, residual, tolerance: tol });
         for it in 0..=self.max_iterations {
             ws.points.set(&self.model, sc, self.dt, q, &ws.z);
-            residual = 0.0;
-            for rho in 0..sc.s {
-                for i in 0..n {
-                    let mut r = ws.points.del_row(sc, self.dt, &self.forces, u, rho, i);
-                    if rho == 0 {
-                        r += p[i];
-                    }
-                    ws.residual[rho * n + i] = r;
-                    residual = residual.max(r.abs());
-                }
-            }
+            residual = self.fill_residual(ws, p, u, &mut r);
             if !residual.is_finite() {
                 break;
             }
@@ -194,26 +264,34 @@ impl VariationalIntegrator {
                 for (i, pn) in p_next.iter_mut().enumerate() {
                     *pn = ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i);
                 }
-                return Ok(it);
+                outcome = Ok(it);
+                break;
             }
             if it == self.max_iterations {
                 break;
             }
-            ws.points.update_hessians(&self.model);
-            assemble_jacobian(&ws.points, sc, self.dt, &self.forces, n, &mut ws.jacobian);
-            if !lu_factor(&mut ws.jacobian, &mut ws.pivots) {
-                return Err(ViError::SingularJacobian { step });
+            if !ws.newton.factorize(&self.model, sc, self.dt, &self.forces, &ws.points, false) {
+                outcome = Err(ViError::SingularJacobian { step });
+                break;
             }
-            lu_solve(&ws.jacobian, &ws.pivots, &mut ws.residual);
+            for x in &mut r {
+                *x = -*x;
+            }
+            ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
             let (mut dmax, mut zmax) = (0.0_f64, 0.0_f64);
-            for (z, d) in ws.z.iter_mut().zip(&ws.residual) {
-                *z -= d;
+            for (z, d) in ws.z.iter_mut().zip(&dz) {
+                *z += d;
                 dmax = dmax.max(d.abs());
                 zmax = zmax.max(z.abs());
             }
             stalled = dmax <= 8.0 * f64::EPSILON * (1.0 + zmax);
         }
-        Err(ViError::NewtonDiverged { step, iterations: self.max_iterations, residual, tolerance: tol })
+        ws.residual = r;
+        ws.direction = dz;
+        if let Err(ViError::NewtonDiverged { residual: res, .. }) = &mut outcome {
+            *res = residual;
+        }
+        outcome
     }
 
     fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
@@ -248,78 +326,70 @@ impl VariationalIntegrator {
     /// Exact first-order linearisation of the step from `(q, p, u)` (solving it first):
     /// `A = ∂(q_{k+1}, p_{k+1})/∂(q_k, p_k)` (2n×2n) and `B = ∂(q_{k+1}, p_{k+1})/∂u_k` (2n×n),
     /// by the implicit-function theorem on the DEL equations (Fan et al. 2018 digest §6.5):
-    /// `dz/dx = −J⁻¹ ∂R/∂x` with one LU of `J` for all `3n` right-hand sides, then
-    /// `dq_{k+1} = dz_s` and `dp_{k+1} = ∂P/∂x + Σ_γ H(s, γ) dz_γ`. Writes the next state too.
+    /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = dz_s` and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
+    ///
+    /// O(s² n²) per step, no `sn × sn` matrix: one B.1/B.2 factorisation of `J` at the solution
+    /// (`crate::newton_direction`, O(s³ n)), carrying the momentum row `P = D_{s+1} L_d + Q^s`
+    /// too, is applied to each of the `3n` columns in O(s² n) (8 columns per sweep), and that
+    /// solve also returns `Σ_γ ∂P/∂q^γ dz_γ`. The `n` columns of `∂R/∂q_k` (and `∂P/∂q_k`)
+    /// are DEL Jacobian–vector products with `δq^0 = e_c`, O(s² n) each. The first call on a
+    /// workspace allocates the batched sweeps' scratch, O(s n); later calls allocate nothing. The explicit parts are
+    /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = w_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = w_s Δt 1`
+    /// (controls constant over the step). Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        let n = self.n();
+        if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) {
+            return Err(ViError::InvalidParameter(format!("A is {:?} and B is {:?}; expected ({m}, {m}) and ({m}, {n})", a.shape(), b.shape(), m = 2 * n)));
+        }
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
-        let (n, s, dt) = (self.n(), self.scheme.s, self.dt);
-        let sc = &self.scheme;
-        let pts = &mut ws.points;
-        pts.set(&self.model, sc, dt, q, &ws.z);
-        pts.update_hessians(&self.model);
-        assemble_jacobian(pts, sc, dt, &self.forces, n, &mut ws.jacobian);
-        if !lu_factor(&mut ws.jacobian, &mut ws.pivots) {
+        let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
+        ws.points.set(&self.model, sc, dt, q, &ws.z);
+        if !ws.newton.factorize(&self.model, sc, dt, forces, &ws.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
-        // right-hand sides ∂R/∂x for x = (q_k, p_k, u): columns [0, n), [n, 2n), [2n, 3n)
-        let rhs = &mut ws.sensitivities;
-        rhs.fill(0.0);
-        for rho in 0..s {
-            let mut blk = rhs.view_mut((rho * n, 0), (n, n));
-            pts.del_block(sc, dt, &self.forces, rho, 0, &mut blk);
-            for i in 0..n {
-                rhs[(rho * n + i, 2 * n + i)] = sc.weights[rho] * dt;
-            }
-        }
-        for i in 0..n {
-            rhs[(i, n + i)] = 1.0;
-        }
-        for c in 0..3 * n {
-            let mut col = rhs.column_mut(c);
-            lu_solve(&ws.jacobian, &ws.pivots, col.as_mut_slice());
-            col.neg_mut();
-        }
-        // q_{k+1} = z_s
+        ws.newton.ensure_lanes();
         let last = (s - 1) * n;
-        for r in 0..n {
-            for c in 0..2 * n {
-                a[(r, c)] = rhs[(last + r, c)];
-            }
-            for c in 0..n {
-                b[(r, c)] = rhs[(last + r, 2 * n + c)];
-            }
-        }
-        // p_{k+1} = P(q^0, …, q^s, u)
-        for r in 0..n {
-            for c in 0..2 * n {
-                a[(n + r, c)] = 0.0;
-            }
-            for c in 0..n {
-                b[(n + r, c)] = if r == c { sc.weights[s] * dt } else { 0.0 };
-            }
-        }
-        let blk = &mut ws.block;
-        pts.del_block(sc, dt, &self.forces, s, 0, &mut blk.view_mut((0, 0), (n, n)));
-        for r in 0..n {
-            for c in 0..n {
-                a[(n + r, c)] += blk[(r, c)];
-            }
-        }
-        for gamma in 1..=s {
-            pts.del_block(sc, dt, &self.forces, s, gamma, &mut blk.view_mut((0, 0), (n, n)));
-            let off = (gamma - 1) * n;
-            for r in 0..n {
-                for k in 0..n {
-                    let h = blk[(r, k)];
-                    if h == 0.0 {
-                        continue;
+        let zero = [0.0; LANES];
+        // the 3n columns of x = (q_k, p_k, u), LANES at a time
+        for c0 in (0..3 * n).step_by(LANES) {
+            let lanes = LANES.min(3 * n - c0);
+            let (f, rows, dq) = (&mut ws.lane_rhs, &mut ws.lane_rows, &mut ws.lane_dq);
+            // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the q_k columns by the DEL
+            // Jacobian–vector product with δq^0 = e_c, the others explicitly
+            if c0 < n {
+                dq.fill(zero);
+                for l in 0..lanes.min(n - c0) {
+                    dq[c0 + l][l] = 1.0;
+                }
+                ws.newton.del_jvp_lanes(&self.model, sc, dt, forces, dq, rows);
+                for (fi, ri) in f.iter_mut().zip(&rows[..s * n]) {
+                    for c in 0..LANES {
+                        fi[c] = -ri[c];
                     }
-                    for c in 0..2 * n {
-                        a[(n + r, c)] += h * rhs[(off + k, c)];
+                }
+            } else {
+                f.fill(zero);
+                rows[s * n..].fill(zero);
+            }
+            for l in 0..lanes {
+                let c = c0 + l;
+                if (n..2 * n).contains(&c) {
+                    f[c - n][l] = -1.0;
+                } else if c >= 2 * n {
+                    for rho in 0..s {
+                        f[rho * n + c - 2 * n][l] = -sc.weights[rho] * dt;
                     }
-                    for c in 0..n {
-                        b[(n + r, c)] += h * rhs[(off + k, 2 * n + c)];
-                    }
+                    rows[s * n + c - 2 * n][l] = sc.weights[s] * dt;
+                }
+            }
+            // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ
+            ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+            for l in 0..lanes {
+                let c = c0 + l;
+                let (m, col) = if c < 2 * n { (&mut *a, c) } else { (&mut *b, c - 2 * n) };
+                for r in 0..n {
+                    m[(r, col)] = ws.lane_sol[last + r][l];
+                    m[(n + r, col)] = ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l];
                 }
             }
         }

@@ -36,8 +36,12 @@ pub struct PointState {
     pub dk_dq: Vec<f64>,
     /// `(n,)` `∂V/∂q`.
     pub dv_dq: Vec<f64>,
-    sigma_m: Vec<f64>,
-    sigma_p: Vec<Vector3<f64>>,
+    /// `(n,)` world-frame inertia `M̄_i` of body `i` alone.
+    pub(crate) body_inertias: Vec<Inertia>,
+    /// `(n,)` subtree mass `σm_i = Σ_{j ⪰ i} m_j`.
+    pub(crate) sigma_m: Vec<f64>,
+    /// `(n,)` subtree first moment `σp_i = Σ_{j ⪰ i} m_j c_j` (world frame).
+    pub(crate) sigma_p: Vec<Vector3<f64>>,
 }
 
 impl PointState {
@@ -53,6 +57,7 @@ impl PointState {
             dk_dqdot: vec![0.0; n],
             dk_dq: vec![0.0; n],
             dv_dq: vec![0.0; n],
+            body_inertias: vec![Inertia::zero(); n],
             sigma_m: vec![0.0; n],
             sigma_p: vec![Vector3::zeros(); n],
         }
@@ -77,6 +82,7 @@ impl PointState {
             let inertia = model.inertias[i].transformed(&o);
             self.momenta[i] = inertia.mul_motion(&self.twists[i]);
             self.composites[i] = inertia;
+            self.body_inertias[i] = inertia;
             self.sigma_m[i] = inertia.mass;
             self.sigma_p[i] = inertia.com * inertia.mass;
         }

@@ -1,0 +1,79 @@
+//! The simulation and linearisation paths allocate nothing once the workspace exists: a
+//! counting global allocator wraps the system one (per thread, so the harness's own threads
+//! cannot disturb the count), as in `rust/rbd/tests/no_alloc.rs`.
+
+use nalgebra::DMatrix;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+use vidyn_rbd::builders::random_tree;
+use vidyn_rbd::Joint;
+use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
+
+struct CountingAlloc;
+
+thread_local! {
+    static COUNT: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() -> usize {
+    COUNT.with(Cell::get)
+}
+
+fn bump() {
+    COUNT.with(|c| c.set(c.get() + 1));
+}
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        bump();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        bump();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+fn allocations<T>(f: impl FnOnce() -> T) -> usize {
+    let before = count();
+    std::hint::black_box(f());
+    count() - before
+}
+
+#[test]
+fn step_newton_direction_and_linearisation_do_not_allocate() {
+    let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+    let model = Arc::new(random_tree(12, 5, &kinds));
+    let n = model.nv;
+    for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+        let s = sc.s;
+        let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap();
+        let mut ws = vi.workspace();
+        let q: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 0.4).collect();
+        let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
+        let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
+        let mut p = vec![0.0; n];
+        vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
+        let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+        let z: Vec<f64> = (0..s * n).map(|k| q[k % n] + 0.01).collect();
+        let (mut r, mut dz) = (vec![0.0; s * n], vec![0.0; s * n]);
+        // warm-up (first use of every code path), then count
+        vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
+        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step s={s}");
+        let guess = qn.clone();
+        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
+        assert_eq!(allocations(|| vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap()), 0, "residual s={s}");
+        assert_eq!(allocations(|| vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
+        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
+    }
+}
