@@ -333,7 +333,7 @@ def test_ctrl_c_interrupts_a_long_batch():
 
 
 def test_the_gil_is_released_during_a_batch():
-    vi, q0, v0, u = long_batch(chain_integrator(8), batch=8, steps=1000)
+    vi, q0, v0, u = long_batch(chain_integrator(8), batch=8, steps=3000)
     ticks = 0
     running = True
 

@@ -407,3 +407,21 @@ fn thread_count_setting() {
     assert_eq!(with_pool(&pool, crate::num_threads), 3);
     assert!(crate::default_num_threads() >= 1);
 }
+
+#[test]
+fn a_failed_row_does_not_poison_the_thread_workspace() {
+    // vidyn-vi's initial guess takes a scratch buffer and returns early on a bad guess without
+    // putting it back; the VI implementation replaces the workspace after any failure, so the
+    // next row on the same thread (one thread here) still computes normally.
+    let vi = integrator(2);
+    let (n, batch, steps) = (2, 3, 4);
+    let mut q = vec![0.1; batch * (steps + 1) * n];
+    let p = vec![0.0; batch * (steps + 1) * n];
+    let u = vec![0.0; batch * steps * n];
+    q[n] = f64::NAN; // q_1 of trajectory 0: the guess of pair (0, 0) and the state of pair (0, 1)
+    let (mut a, mut b) = (vec![0.0; batch * steps * 4 * n * n], vec![0.0; batch * steps * 2 * n * n]);
+    let f = with_pool(&new_pool(1).unwrap(), || trajectories::linearize(&vi, &Control::new(), batch, steps, &q, &p, &u, &mut a, &mut b).unwrap());
+    assert_eq!(f.iter().map(|(r, _)| *r).collect::<Vec<_>>(), vec![0, 1], "{f:?}");
+    assert!(f.iter().all(|(_, e)| matches!(e, BatchError::Core(_))), "{f:?}");
+    assert!(a[2 * 4 * n * n..].iter().all(|x| x.is_finite()));
+}

@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Batch engine benchmarks: parallel efficiency, Python overhead, and peers in the same run.
+
+    python benches/batch_compare.py                      # everything; prints a markdown report
+    python benches/batch_compare.py --quick              # fewer rounds (a smoke run)
+    python benches/batch_compare.py --write              # also puts the report at the end of BENCHMARKS.md
+
+What is measured (pendulum chains `vidyn.models.pendulum_chain(n, planar=False)`: unit rods,
+joints alternating about y and x; the same chain as URDF for Pinocchio and as MJCF for MuJoCo):
+
+1. Parallel efficiency of `vidyn.batch.rollout` and `vidyn.batch.linearize` for B = 64
+   trajectories x N = 200 steps (trapezoidal VI, dt = 0.01): T(1 thread) / T(k threads) for
+   k = 1 .. cores, thread counts alternated round by round, min over the rounds.
+2. Python overhead: the same batched calls timed through `vidyn.batch` and from Rust alone
+   (`cargo run --release -p vidyn-batch --example batch_timing`, identical inputs by formula;
+   both allocate their outputs inside the timed call), min over repetitions, the two
+   alternated round by round: overhead = T_python / T_rust - 1.
+3. Peers, where installed:
+   * Pinocchio (`pin`): batched RNEA/ABA over B = 1000 states as a Python loop of `pin.rnea` /
+     `pin.aba`, and `pin.rneaInParallel` / `pin.abaInParallel` with a `ModelPool` (pin >= 3.x);
+     agreement with vidyn is checked first.
+   * MuJoCo (`mujoco`): `mujoco.rollout.rollout` of the same B x N controls (1 and k threads)
+     and `mujoco.mjd_transitionFD` (centred finite differences) at every (trajectory, step)
+     state, against `vidyn.batch.rollout` / `vidyn.batch.linearize`. Not the same
+     discretisation: MuJoCo steps explicit RK4 (four forward dynamics per step), vidyn the
+     implicit trapezoidal variational integrator (a Newton solve per step, exact
+     derivatives); the rows compare the cost of the same task on the same chain.
+
+The machine is shared and noisy (2 cores; other jobs may run): every number is a minimum over
+rounds, and the load average is printed with the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import vidyn
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+BEGIN = "<!-- BEGIN batch_compare.py output (generated; do not edit by hand) -->"
+END = "<!-- END batch_compare.py output -->"
+HEADING = "## Batch engine (issue 5)"
+DT = 0.01
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def inputs(length: int, scale: float, freq: float, phase: float) -> np.ndarray:
+    """The formula of rust/batch/examples/batch_timing.rs (`input`)."""
+    return scale * np.sin(freq * np.arange(length, dtype=np.float64) + phase)
+
+
+def problem(links: int, batch: int, steps: int):
+    n = links
+    q = inputs(batch * n, 0.5, 0.1, 0.3).reshape(batch, n)
+    v = inputs(batch * n, 0.7, 0.13, 0.1).reshape(batch, n)
+    a = inputs(batch * n, 1.0, 0.17, 0.2).reshape(batch, n)
+    u = inputs(batch * steps * n, 0.5, 0.07, 0.4).reshape(batch, steps, n)
+    return q, v, a, u
+
+
+def best(f, reps: int, min_time: float = 0.0) -> float:
+    """Minimum wall time of f() over `reps` calls (at least `min_time` seconds in all)."""
+    times = []
+    start = time.perf_counter()
+    while len(times) < reps or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+# ------------------------------------------------------------------------------------------
+# 1. parallel efficiency
+
+
+def efficiency(links_list, batch, steps, rounds, threads_list):
+    rows = []
+    for links in links_list:
+        model = vidyn.models.pendulum_chain(links, planar=False)
+        vi = vidyn.VariationalIntegrator(model, DT)
+        q, v, _, u = problem(links, batch, steps)
+        roll = vidyn.batch.rollout(vi, q, v, u)
+        t = {("rollout", k): float("inf") for k in threads_list} | {("linearize", k): float("inf") for k in threads_list}
+        for _ in range(rounds):
+            for k in threads_list:
+                vidyn.set_num_threads(k)
+                t["rollout", k] = min(t["rollout", k], best(lambda: vidyn.batch.rollout(vi, q, v, u), 1))
+                t["linearize", k] = min(t["linearize", k], best(lambda: vidyn.batch.linearize(vi, roll), 1))
+        for op in ("rollout", "linearize"):
+            for k in threads_list:
+                rows.append((op, links, k, t[op, 1], t[op, k]))
+        log(f"efficiency: {links} links done")
+    vidyn.set_num_threads(0)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------
+# 2. Python overhead
+
+
+def rust_timing_binary() -> Path:
+    log("cargo build --release -p vidyn-batch --example batch_timing")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "vidyn-batch", "--example", "batch_timing"], cwd=ROOT, check=True)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "release" / "examples" / "batch_timing"
+
+
+def rust_time(exe: Path, op: str, links: int, batch: int, steps: int, threads: int, reps: int) -> float:
+    out = subprocess.run([str(exe), op, str(links), str(batch), str(steps), str(threads), str(reps)], check=True, capture_output=True, text=True).stdout
+    return min(json.loads(out.strip().splitlines()[-1])["times"])
+
+
+def python_call(op: str, links: int, batch: int, steps: int):
+    model = vidyn.models.pendulum_chain(links, planar=False)
+    vi = vidyn.VariationalIntegrator(model, DT)
+    q, v, a, u = problem(links, batch, steps)
+    if op == "rnea":
+        return lambda: vidyn.batch.rnea(model, q, v, a)
+    if op == "aba":
+        return lambda: vidyn.batch.aba(model, q, v, a)
+    if op == "crba":
+        return lambda: vidyn.batch.crba(model, q)
+    if op == "rnea_derivatives":
+        return lambda: vidyn.batch.rnea_derivatives(model, q, v, a)
+    if op == "rollout":
+        return lambda: vidyn.batch.rollout(vi, q, v, u)
+    if op == "linearize":
+        roll = vidyn.batch.rollout(vi, q, v, u)
+        return lambda: vidyn.batch.linearize(vi, roll)
+    raise ValueError(op)
+
+
+def overhead(exe: Path, cases, threads_list, rounds: int):
+    rows = []
+    for op, links, batch, steps, reps in cases:
+        f = python_call(op, links, batch, steps)
+        for k in threads_list:
+            vidyn.set_num_threads(k)
+            t_py, t_rs = float("inf"), float("inf")
+            for _ in range(rounds):  # alternate the two so both see the same load
+                t_rs = min(t_rs, rust_time(exe, op, links, batch, steps, k, reps))
+                t_py = min(t_py, best(f, reps))
+            rows.append((op, links, batch, steps, k, t_rs, t_py))
+        log(f"overhead: {op} done")
+    vidyn.set_num_threads(0)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------
+# 3. peers
+
+
+def chain_urdf(n: int) -> str:
+    """URDF of vidyn.models.pendulum_chain(n, planar=False)."""
+    inertia = 1.0 / 12.0
+    parts = ['<?xml version="1.0"?>', f'<robot name="chain{n}">', '  <link name="base"/>']
+    for k in range(1, n + 1):
+        parent = "base" if k == 1 else f"link{k - 1}"
+        z = 0.0 if k == 1 else -1.0
+        axis = "0 1 0" if k % 2 == 1 else "1 0 0"
+        parts += [
+            f'  <joint name="joint{k}" type="revolute"><parent link="{parent}"/><child link="link{k}"/>',
+            f'    <origin xyz="0 0 {z}" rpy="0 0 0"/><axis xyz="{axis}"/>',
+            '    <limit lower="-3.14159265358979" upper="3.14159265358979" effort="100" velocity="10"/></joint>',
+            f'  <link name="link{k}"><inertial><origin xyz="0 0 -0.5" rpy="0 0 0"/><mass value="1"/>',
+            f'    <inertia ixx="{inertia!r}" ixy="0" ixz="0" iyy="{inertia!r}" iyz="0" izz="0"/></inertial></link>',
+        ]
+    parts.append("</robot>")
+    return "\n".join(parts) + "\n"
+
+
+def chain_mjcf(n: int) -> str:
+    """MJCF of the same chain (no contacts, one motor per joint, dt = 0.01, RK4: semi-implicit
+    Euler blows up on the 12-link chain at this step under these controls)."""
+    inertia = 1.0 / 12.0
+    body = ""
+    for k in range(n, 0, -1):
+        axis = "0 1 0" if k % 2 == 1 else "1 0 0"
+        pos = "0 0 0" if k == 1 else "0 0 -1"
+        body = (
+            f'<body name="link{k}" pos="{pos}"><joint name="joint{k}" type="hinge" axis="{axis}"/>'
+            f'<inertial pos="0 0 -0.5" mass="1" diaginertia="{inertia!r} {inertia!r} 1e-9"/>{body}</body>'
+        )
+    motors = "".join(f'<motor joint="joint{k}" gear="1"/>' for k in range(1, n + 1))
+    return (
+        f'<mujoco model="chain{n}"><option timestep="{DT}" integrator="RK4"><flag contact="disable"/></option>'
+        f"<worldbody>{body}</worldbody><actuator>{motors}</actuator></mujoco>"
+    )
+
+
+def pinocchio_rows(links: int, batch: int, threads_list, rounds: int):
+    try:
+        import pinocchio as pin
+    except ImportError:
+        log("pinocchio not installed: skipped")
+        return [], "not installed"
+    model = pin.buildModelFromXML(chain_urdf(links))
+    data = model.createData()
+    vm = vidyn.models.pendulum_chain(links, planar=False)
+    q, v, a, _ = problem(links, batch, 0)
+    tau = vidyn.batch.rnea(vm, q, v, a)
+    ref = np.array([pin.rnea(model, data, q[i], v[i], a[i]) for i in range(batch)])
+    err = float(np.abs(tau - ref).max())
+    ddq = vidyn.batch.aba(vm, q, v, tau)
+    ref_aba = np.array([pin.aba(model, data, q[i], v[i], tau[i]) for i in range(batch)])
+    err = max(err, float(np.abs(ddq - ref_aba).max()))
+    rows = []
+    parallel = hasattr(pin, "rneaInParallel") and hasattr(pin, "ModelPool")
+    pool = pin.ModelPool(model, max(threads_list)) if parallel else None
+    qt, vt, at, taut = (np.asfortranarray(x.T) for x in (q, v, a, tau))
+
+    def loop_rnea():
+        for i in range(batch):
+            pin.rnea(model, data, q[i], v[i], a[i])
+
+    def loop_aba():
+        for i in range(batch):
+            pin.aba(model, data, q[i], v[i], tau[i])
+
+    for algo, loop, vid, par in (
+        ("rnea", loop_rnea, lambda: vidyn.batch.rnea(vm, q, v, a), (lambda k: pin.rneaInParallel(k, pool, qt, vt, at)) if parallel else None),
+        ("aba", loop_aba, lambda: vidyn.batch.aba(vm, q, v, tau), (lambda k: pin.abaInParallel(k, pool, qt, vt, taut)) if parallel else None),
+    ):
+        t_loop = min(best(loop, 3) for _ in range(rounds))
+        rows.append((algo, "pin Python loop", 1, t_loop))
+        for k in threads_list:
+            vidyn.set_num_threads(k)
+            t_vid, t_par = float("inf"), float("inf")
+            for _ in range(rounds):
+                t_vid = min(t_vid, best(vid, 20))
+                if par is not None:
+                    t_par = min(t_par, best(lambda: par(k), 20))
+            rows.append((algo, "vidyn.batch", k, t_vid))
+            if par is not None:
+                rows.append((algo, f"pin.{algo}InParallel", k, t_par))
+    vidyn.set_num_threads(0)
+    log("pinocchio done")
+    return rows, f"pin {pin.__version__}, max |vidyn - pin| over RNEA and ABA = {err:.1e}"
+
+
+def mujoco_rows(links: int, batch: int, steps: int, threads_list, rounds: int, fd_pairs: int):
+    try:
+        import mujoco
+        from mujoco import rollout as mj_rollout
+    except ImportError:
+        log("mujoco not installed: skipped")
+        return [], "not installed"
+    m = mujoco.MjModel.from_xml_string(chain_mjcf(links))
+    d = mujoco.MjData(m)
+    q, v, _, u = problem(links, batch, steps)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    nstate = mujoco.mj_stateSize(m, spec)
+    x0 = np.zeros((batch, nstate))
+    for i in range(batch):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = q[i]
+        d.qvel[:] = v[i]
+        mujoco.mj_getState(m, d, x0[i], spec)
+    vm = vidyn.models.pendulum_chain(links, planar=False)
+    vi = vidyn.VariationalIntegrator(vm, DT)
+    rows = []
+    datas = [mujoco.MjData(m) for _ in range(max(threads_list))]
+    for k in threads_list:
+        vidyn.set_num_threads(k)
+        t_mj, t_vid = float("inf"), float("inf")
+        for _ in range(rounds):
+            t_mj = min(t_mj, best(lambda: mj_rollout.rollout(m, datas[:k], x0, u, nstep=steps), 1))
+            t_vid = min(t_vid, best(lambda: vidyn.batch.rollout(vi, q, v, u), 1))
+        rows.append(("rollout", f"{batch}x{steps}", "mujoco.rollout", k, t_mj))
+        rows.append(("rollout", f"{batch}x{steps}", "vidyn.batch.rollout", k, t_vid))
+    # linearisation at every (trajectory, step) state: mjd_transitionFD in a Python loop over a
+    # subset of `fd_pairs` states (extrapolated to B*N), vidyn over all of them
+    states = mj_rollout.rollout(m, datas[:1], x0, u, nstep=steps)[0]  # (B, N, nstate), states after each step
+    pairs = batch * steps
+    nv = m.nv
+    a_fd = np.zeros((2 * nv + m.na, 2 * nv + m.na))
+    b_fd = np.zeros((2 * nv + m.na, m.nu))
+    sub = [(i % batch, (i * 7) % steps) for i in range(min(fd_pairs, pairs))]
+
+    def fd_loop():
+        for bb, kk in sub:
+            st = x0[bb] if kk == 0 else states[bb, kk - 1]
+            mujoco.mj_setState(m, d, st, spec)
+            d.ctrl[:] = u[bb, kk]
+            mujoco.mjd_transitionFD(m, d, 1e-6, True, a_fd, b_fd, None, None)
+
+    t_fd = min(best(fd_loop, 1) for _ in range(rounds)) * pairs / len(sub)
+    rows.append(("linearize", f"{batch}x{steps}", f"mujoco.mjd_transitionFD loop (centred; timed on {len(sub)} states, scaled)", 1, t_fd))
+    roll = vidyn.batch.rollout(vi, q, v, u)
+    for k in threads_list:
+        vidyn.set_num_threads(k)
+        t_vid = min(best(lambda: vidyn.batch.linearize(vi, roll), 1) for _ in range(rounds))
+        rows.append(("linearize", f"{batch}x{steps}", "vidyn.batch.linearize (exact)", k, t_vid))
+    vidyn.set_num_threads(0)
+    log("mujoco done")
+    return rows, f"mujoco {mujoco.__version__}"
+
+
+# ------------------------------------------------------------------------------------------
+# report
+
+
+def ms(t: float) -> str:
+    return f"{t * 1e3:.3f} ms" if t < 0.1 else f"{t * 1e3:.0f} ms"
+
+
+def report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command: str) -> str:
+    cores = os.cpu_count()
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    out = [
+        f"Run {_dt.date.today().isoformat()} on {platform.machine()}, {cores} cores "
+        f"({platform.processor() or platform.platform()}); load average after the run "
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1/5/15 min) - a shared, noisy machine: "
+        f"every time is the minimum over {args.rounds} rounds. Command:",
+        "",
+        f"    {command}",
+        "",
+        f"### Parallel efficiency (B = {args.batch} trajectories x N = {args.steps} steps, trapezoidal VI)",
+        "",
+        "| operation | links | threads | T(1 thread) | T(k threads) | speed-up T1/Tk | efficiency T1/(k Tk) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for op, links, k, t1, tk in eff:
+        out.append(f"| {op} | {links} | {k} | {ms(t1)} | {ms(tk)} | {t1 / tk:.2f} | {100 * t1 / (k * tk):.0f} % |")
+    out += [
+        "",
+        "### Python overhead (vidyn.batch vs the same engine call from Rust)",
+        "",
+        "| operation | links | B | N | threads | Rust | Python | overhead |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for op, links, batch, steps, k, t_rs, t_py in ovh:
+        out.append(f"| {op} | {links} | {batch} | {steps or '-'} | {k} | {ms(t_rs)} | {ms(t_py)} | {100 * (t_py / t_rs - 1):+.1f} % |")
+    out += ["", f"### Pinocchio, batched RNEA/ABA ({args.peer_links}-link chain, B = {args.peer_batch}; {pin_note})", ""]
+    if pin_rows:
+        out += ["| algorithm | implementation | threads | time | per state | vs vidyn.batch (same threads) |", "|---|---|---:|---:|---:|---:|"]
+        vid = {(algo, k): t for algo, impl, k, t in pin_rows if impl == "vidyn.batch"}
+        for algo, impl, k, t in pin_rows:
+            ref = vid.get((algo, k), vid.get((algo, 1)))
+            out.append(f"| {algo} | {impl} | {k} | {ms(t)} | {t / args.peer_batch * 1e9:.0f} ns | {t / ref:.2f}x |")
+    out += ["", f"### MuJoCo, rollouts and linearisations ({args.peer_links}-link chain; {mj_note})", ""]
+    if mj_rows:
+        out += ["| task | B x N | implementation | threads | time | per step |", "|---|---|---|---:|---:|---:|"]
+        for task, size, impl, k, t in mj_rows:
+            out.append(f"| {task} | {size} | {impl} | {k} | {ms(t)} | {t / (args.batch * args.steps) * 1e6:.2f} us |")
+    return "\n".join(out) + "\n"
+
+
+def write(section: str) -> None:
+    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else ""
+    block = f"{BEGIN}\n{section}{END}\n"
+    if BEGIN in text and END in text:
+        pre, rest = text.split(BEGIN, 1)
+        _, post = rest.split(END, 1)
+        text = pre + block + post.lstrip("\n")
+    else:
+        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{block}"
+    BENCHMARKS_MD.write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--links", default="4,8,12", help="chains for the parallel efficiency (longer ones need dt < 0.01 for these initial velocities)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--peer-links", type=int, default=12)
+    ap.add_argument("--peer-batch", type=int, default=1000)
+    ap.add_argument("--fd-pairs", type=int, default=1000, help="states timed for mjd_transitionFD (scaled to B*N)")
+    ap.add_argument("--quick", action="store_true", help="2 rounds, fewer chains")
+    ap.add_argument("--write", action="store_true", help="put the report at the end of BENCHMARKS.md")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.links = 2, "12"
+    command = "python benches/batch_compare.py " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--write")
+    cores = os.cpu_count() or 1
+    threads_list = sorted({1, *range(2, cores + 1)})
+    links_list = [int(x) for x in args.links.split(",")]
+
+    eff = efficiency(links_list, args.batch, args.steps, args.rounds, threads_list)
+    exe = rust_timing_binary()
+    pl = args.peer_links
+    cases = [
+        ("rnea", pl, 1000, 0, 50),
+        ("crba", pl, 1000, 0, 50),
+        ("rnea_derivatives", pl, 1000, 0, 20),
+        ("rollout", pl, args.batch, args.steps, 2),
+        ("linearize", pl, args.batch, args.steps, 2),
+    ]
+    ovh = overhead(exe, cases, threads_list, args.rounds)
+    pin_rows, pin_note = pinocchio_rows(pl, args.peer_batch, threads_list, args.rounds)
+    mj_rows, mj_note = mujoco_rows(pl, args.batch, args.steps, threads_list, args.rounds, args.fd_pairs)
+    text = report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command)
+    print(text)
+    if args.write:
+        write(text)
+        log(f"wrote {BENCHMARKS_MD}")
+
+
+if __name__ == "__main__":
+    main()
