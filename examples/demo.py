@@ -56,7 +56,7 @@ def main() -> None:
     t0 = time.perf_counter()
     traj = vi.rollout(q0, v0, np.zeros((steps, model.nv)))
     t_sim = time.perf_counter() - t0
-    energy = vi.energy(traj.q, traj.p) + 0.5 * np.sum(stiffness * (traj.q - rest) ** 2, axis=1)
+    energy = vi.energy(traj.q, traj.p)  # includes the finger springs' potential
     drift = np.abs(energy - energy[0])
     print(f"simulated {args.seconds:g} s = {steps} steps of {args.dt:g} s ({vi}) in {t_sim * 1e3:.1f} ms, "
           f"{traj.iterations.mean():.2f} Newton iterations per step")

@@ -306,7 +306,8 @@ class VariationalIntegrator:
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:
         """Inverse Legendre transform ``v = M(q)⁻¹ p``. (n,), (n,) -> (n,)."""
     def energy(self, q: _ArrayLike, p: _ArrayLike) -> float | _Array:
-        """``½ pᵀ M⁻¹ p + V(q)`` of one state (n,) -> float, or of each row of (N, n) arrays -> (N,)."""
+        """``½ pᵀ M⁻¹ p + V(q)`` (gravity plus the joint springs ``½ κ (q − rest)²``) of one
+        state (n,) -> float, or of each row of (N, n) arrays -> (N,)."""
     def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None) -> tuple[_Array, _Array]:
         """One step ``(q, p, u) -> (q_next, p_next)``, each (n,)."""
     def rollout(

@@ -160,7 +160,8 @@ impl PyVariationalIntegrator {
         Ok(PyArray1::from_vec(py, v))
     }
 
-    /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` of one state, or of every row of `(N, n)` arrays.
+    /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` (gravity and joint springs) of one state, or of
+    /// every row of `(N, n)` arrays.
     fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         let n = self.dofs();
         if let (Ok(qv), Ok(pv)) = (self.vector(q, "q"), self.vector(p, "p")) {

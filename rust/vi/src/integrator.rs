@@ -42,6 +42,8 @@ pub struct ViWorkspace {
     pub(crate) residual: Vec<f64>,
     /// `(s·n,)` Newton direction / one column of `J⁻¹ (·)`, entry `(γ−1)·n + i`.
     pub(crate) direction: Vec<f64>,
+    /// `(s·n,)` the iterate at the start of a line search.
+    pub(crate) z_start: Vec<f64>,
     /// The B.1/B.2 factorisation of the DEL Jacobian at the current iterate, O(s² n) storage.
     pub(crate) newton: NewtonFactorization,
     /// Linearisation, `LANES` columns at a time: right-hand sides `(s·n)`, solutions `(s·n)`,
@@ -120,6 +122,7 @@ impl VariationalIntegrator {
             z: vec![0.0; s * n],
             residual: vec![0.0; s * n],
             direction: vec![0.0; s * n],
+            z_start: vec![0.0; s * n],
             newton: NewtonFactorization::new(n, s),
             lane_rhs: vec![[0.0; LANES]; s * n],
             lane_sol: vec![[0.0; LANES]; s * n],
@@ -152,12 +155,15 @@ impl VariationalIntegrator {
         Ok(())
     }
 
-    /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` of a state.
+    /// Mechanical energy `½ pᵀ M⁻¹ p + V(q) + Σ ½ κ_i (q_i − rest_i)²` (gravity and the joint
+    /// springs) of a state.
     pub fn energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<f64> {
         let mut v = std::mem::take(&mut ws.scratch);
         let result = self.velocity(ws, q, p, &mut v).and_then(|()| {
             let t = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
-            Ok(t + vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)?)
+            let f = &self.forces;
+            let springs: f64 = (0..q.len()).map(|i| 0.5 * f.stiffness[i] * (q[i] - f.rest[i]).powi(2)).sum();
+            Ok(t + vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs)
         });
         ws.scratch = v;
         result
@@ -278,10 +284,10 @@ impl VariationalIntegrator {
                 *x = -*x;
             }
             ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+            let alpha = self.line_search(ws, q, p, u, &dz, &mut r);
             let (mut dmax, mut zmax) = (0.0_f64, 0.0_f64);
-            for (z, d) in ws.z.iter_mut().zip(&dz) {
-                *z += d;
-                dmax = dmax.max(d.abs());
+            for (z, d) in ws.z.iter().zip(&dz) {
+                dmax = dmax.max((alpha * d).abs());
                 zmax = zmax.max(z.abs());
             }
             stalled = dmax <= 8.0 * f64::EPSILON * (1.0 + zmax);
@@ -292,6 +298,33 @@ impl VariationalIntegrator {
             *res = residual;
         }
         outcome
+    }
+
+    /// Backtracking on the merit `½|r|²`, for which the Newton direction `dz` is a descent
+    /// direction: from `z₀` (the current `ws.z`, whose residual is `−r` on entry) accept the
+    /// first `α = 1, ½, ¼, …` (at most 12 halvings) with `|r(z₀ + α dz)|² ≤ (1 − 2·10⁻⁴ α)
+    /// |r(z₀)|²` (Armijo); if none does, take the full step, which lets Newton leave a
+    /// region where the merit is flat. Leaves `ws.z = z₀ + α dz`; returns `α`. `r` is scratch.
+    fn line_search(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], dz: &[f64], r: &mut [f64]) -> f64 {
+        let merit0: f64 = r.iter().map(|x| x * x).sum();
+        ws.z_start.copy_from_slice(&ws.z);
+        let mut alpha = 1.0;
+        for _ in 0..=12 {
+            for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
+                *z = z0 + alpha * d;
+            }
+            ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
+            self.fill_residual(ws, p, u, r);
+            let merit: f64 = r.iter().map(|x| x * x).sum();
+            if merit <= (1.0 - 2e-4 * alpha) * merit0 {
+                return alpha;
+            }
+            alpha *= 0.5;
+        }
+        for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
+            *z = z0 + d;
+        }
+        1.0
     }
 
     fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
