@@ -67,7 +67,7 @@ pub(crate) fn aba_derivatives_after_aba(model: &Model, ws: &mut Workspace, q: &[
 /// `c` reads the ancestors of its body and its subtree (a contiguous range). Column-major
 /// axpy loops, no allocation (a dense `gemm` would allocate packing buffers).
 pub(crate) fn mul_by_tree_sparse(model: &Model, a: &DMatrix<f64>, d: &DMatrix<f64>, s: f64, out: &mut DMatrix<f64>) {
-    out.fill(0.0);
+    out.as_mut_slice().fill(0.0);
     for body in 0..model.nbodies() {
         let first = model.idx_v[body];
         for c in first..first + model.joints[body].nv() {

@@ -32,7 +32,7 @@ pub fn frame_jacobian<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], frame
         None => fr.placement,
     };
     ws.frame_placements[frame] = of;
-    ws.jacobian.fill(0.0);
+    ws.jacobian.as_mut_slice().fill(0.0);
     let mut body = fr.parent;
     while let Some(b) = body {
         let j = &model.joints[b];

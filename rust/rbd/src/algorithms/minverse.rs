@@ -34,7 +34,7 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
             columns[iv + k] = ws.placements[i].act_motion(&j.subspace_column(k));
         }
         ws.articulated_inertias[i] = model.inertias[i].transformed(&ws.placements[i]).to_matrix();
-        ws.minv_forces[i].columns_range_mut(iv..iv + model.nv_subtree[i]).fill(0.0);
+        ws.minv_forces[i].as_mut_slice()[6 * iv..6 * (iv + model.nv_subtree[i])].fill(0.0);
     }
     // Column-major raw storage: entry (r, c) of an (rows × cols) matrix is at c·rows + r.
     let minv = ws.mass_matrix_inv.as_mut_slice();

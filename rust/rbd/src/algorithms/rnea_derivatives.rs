@@ -156,9 +156,9 @@ pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &
     world_forward_pass(model, ws, q, v, a, root_acceleration, fext);
     let n = model.nbodies();
     let d = &mut ws.derivatives;
-    d.dtau_dq.fill(0.0);
-    d.dtau_dv.fill(0.0);
-    d.dtau_da.fill(0.0);
+    d.dtau_dq.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
+    d.dtau_dv.as_mut_slice().fill(0.0);
+    d.dtau_da.as_mut_slice().fill(0.0);
     for i in 0..n {
         let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
         let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);

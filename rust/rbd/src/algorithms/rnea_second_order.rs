@@ -643,9 +643,9 @@ pub(crate) fn rnea_second_order_contracted_unchecked(model: &Model, ws: &mut Wor
         }
     }
     let (cqq, cvv, cqv) = (&mut so.d2tau_dq2, &mut so.d2tau_dv2, &mut so.d2tau_dqdv);
-    cqq.fill(0.0);
-    cvv.fill(0.0);
-    cqv.fill(0.0);
+    cqq.as_mut_slice().fill(0.0);
+    cvv.as_mut_slice().fill(0.0);
+    cqv.as_mut_slice().fill(0.0);
     let (dof, kappa) = (&so.dof, &so.kappa);
     for i in 0..n {
         let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
