@@ -5,6 +5,9 @@
     python benches/batch_compare.py --quick              # fewer rounds (a smoke run)
     python benches/batch_compare.py --write              # also puts the report at the end of BENCHMARKS.md
 
+It first rebuilds the extension (`maturin develop --release`, so run it inside the project's
+virtualenv) and the Rust timing binary from the same tree, then reruns itself.
+
 What is measured (pendulum chains `vidyn.models.pendulum_chain(n, planar=False)`: unit rods,
 joints alternating about y and x; the same chain as URDF for Pinocchio and as MJCF for MuJoCo):
 
@@ -12,9 +15,11 @@ joints alternating about y and x; the same chain as URDF for Pinocchio and as MJ
    trajectories x N = 200 steps (trapezoidal VI, dt = 0.01): T(1 thread) / T(k threads) for
    k = 1 .. cores, thread counts alternated round by round, min over the rounds.
 2. Python overhead: the same batched calls timed through `vidyn.batch` and from Rust alone
-   (`cargo run --release -p vidyn-batch --example batch_timing`, identical inputs by formula;
-   both allocate their outputs inside the timed call), min over repetitions, the two
-   alternated round by round: overhead = T_python / T_rust - 1.
+   (`cargo run --release -p vidyn-batch --example batch_timing`, identical inputs by formula),
+   min over repetitions, the two alternated round by round: overhead = T_python / T_rust - 1.
+   The Rust side writes into outputs allocated once outside the timed region (the engine
+   alone); the Python side allocates its NumPy outputs in every call, as a user sees it, so
+   the overhead includes the output allocation (the conservative comparison).
 3. Peers, where installed:
    * Pinocchio (`pin`): batched RNEA/ABA over B = 1000 states as a Python loop of `pin.rnea` /
      `pin.aba`, and `pin.rneaInParallel` / `pin.abaInParallel` with a `ModelPool` (pin >= 3.x);
@@ -184,9 +189,11 @@ def chain_urdf(n: int) -> str:
     return "\n".join(parts) + "\n"
 
 
-def chain_mjcf(n: int) -> str:
-    """MJCF of the same chain (no contacts, one motor per joint, dt = 0.01, RK4: semi-implicit
-    Euler blows up on the 12-link chain at this step under these controls)."""
+def chain_mjcf(n: int, integrator: str = "RK4") -> str:
+    """MJCF of the same chain (no contacts, one motor per joint, dt = 0.01). RK4 for the
+    rollouts (semi-implicit Euler blows up on the 12-link chain at this step under these
+    controls); `mjd_transitionFD` does not support RK4, so the linearisation uses
+    "implicitfast" (one forward dynamics per step: the cheapest FD MuJoCo offers)."""
     inertia = 1.0 / 12.0
     body = ""
     for k in range(n, 0, -1):
@@ -198,7 +205,7 @@ def chain_mjcf(n: int) -> str:
         )
     motors = "".join(f'<motor joint="joint{k}" gear="1"/>' for k in range(1, n + 1))
     return (
-        f'<mujoco model="chain{n}"><option timestep="{DT}" integrator="RK4"><flag contact="disable"/></option>'
+        f'<mujoco model="chain{n}"><option timestep="{DT}" integrator="{integrator}"><flag contact="disable"/></option>'
         f"<worldbody>{body}</worldbody><actuator>{motors}</actuator></mujoco>"
     )
 
@@ -281,11 +288,13 @@ def mujoco_rows(links: int, batch: int, steps: int, threads_list, rounds: int, f
         for _ in range(rounds):
             t_mj = min(t_mj, best(lambda: mj_rollout.rollout(m, datas[:k], x0, u, nstep=steps), 1))
             t_vid = min(t_vid, best(lambda: vidyn.batch.rollout(vi, q, v, u), 1))
-        rows.append(("rollout", f"{batch}x{steps}", "mujoco.rollout", k, t_mj))
+        rows.append(("rollout", f"{batch}x{steps}", "mujoco.rollout (RK4)", k, t_mj))
         rows.append(("rollout", f"{batch}x{steps}", "vidyn.batch.rollout", k, t_vid))
     # linearisation at every (trajectory, step) state: mjd_transitionFD in a Python loop over a
     # subset of `fd_pairs` states (extrapolated to B*N), vidyn over all of them
     states = mj_rollout.rollout(m, datas[:1], x0, u, nstep=steps)[0]  # (B, N, nstate), states after each step
+    m = mujoco.MjModel.from_xml_string(chain_mjcf(links, "implicitfast"))
+    d = mujoco.MjData(m)
     pairs = batch * steps
     nv = m.nv
     a_fd = np.zeros((2 * nv + m.na, 2 * nv + m.na))
@@ -300,7 +309,7 @@ def mujoco_rows(links: int, batch: int, steps: int, threads_list, rounds: int, f
             mujoco.mjd_transitionFD(m, d, 1e-6, True, a_fd, b_fd, None, None)
 
     t_fd = min(best(fd_loop, 1) for _ in range(rounds)) * pairs / len(sub)
-    rows.append(("linearize", f"{batch}x{steps}", f"mujoco.mjd_transitionFD loop (centred; timed on {len(sub)} states, scaled)", 1, t_fd))
+    rows.append(("linearize", f"{batch}x{steps}", f"mujoco.mjd_transitionFD loop (centred, implicitfast; timed on {len(sub)} states, scaled)", 1, t_fd))
     roll = vidyn.batch.rollout(vi, q, v, u)
     for k in threads_list:
         vidyn.set_num_threads(k)
@@ -384,10 +393,19 @@ def main() -> None:
     ap.add_argument("--fd-pairs", type=int, default=1000, help="states timed for mjd_transitionFD (scaled to B*N)")
     ap.add_argument("--quick", action="store_true", help="2 rounds, fewer chains")
     ap.add_argument("--write", action="store_true", help="put the report at the end of BENCHMARKS.md")
+    ap.add_argument("--no-build", action="store_true", help="skip rebuilding the extension and the Rust timing binary")
     args = ap.parse_args()
+    if not args.no_build:
+        # The extension and the Rust binary must be built from the same tree, or the overhead
+        # rows compare two versions of the library: rebuild both, then rerun in a fresh process
+        # (this one has already imported the old extension).
+        log("maturin develop --release")
+        subprocess.run(["maturin", "develop", "--release", "--quiet"], cwd=ROOT, check=True, stdout=sys.stderr)
+        rust_timing_binary()
+        os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:], "--no-build"])
     if args.quick:
         args.rounds, args.links = 2, "12"
-    command = "python benches/batch_compare.py " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--write")
+    command = "python benches/batch_compare.py " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a not in ("--write", "--no-build"))
     cores = os.cpu_count() or 1
     threads_list = sorted({1, *range(2, cores + 1)})
     links_list = [int(x) for x in args.links.split(",")]
@@ -404,7 +422,10 @@ def main() -> None:
     ]
     ovh = overhead(exe, cases, threads_list, args.rounds)
     pin_rows, pin_note = pinocchio_rows(pl, args.peer_batch, threads_list, args.rounds)
-    mj_rows, mj_note = mujoco_rows(pl, args.batch, args.steps, threads_list, args.rounds, args.fd_pairs)
+    try:
+        mj_rows, mj_note = mujoco_rows(pl, args.batch, args.steps, threads_list, args.rounds, args.fd_pairs)
+    except Exception as e:  # a peer failing must not lose the rest of the report
+        mj_rows, mj_note = [], f"failed: {type(e).__name__}: {e}"
     text = report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command)
     print(text)
     if args.write:
