@@ -368,3 +368,51 @@ def test_env_var_sets_the_default_thread_count():
     r = subprocess.run([sys.executable, "-c", "import vidyn; print(vidyn.get_num_threads())"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "3"
+
+
+def test_out_arrays_are_filled_in_place():
+    model = vidyn.models.pendulum_chain(3)
+    q, v, a = batch_inputs(model, 6, 3)
+    tau = np.full((6, 3), 7.0)
+    assert vidyn.batch.rnea(model, q, v, a, out=tau) is tau
+    assert same(tau, vidyn.batch.rnea(model, q, v, a))
+    mats = tuple(np.empty((6, 3, 3)) for _ in range(3))
+    res = vidyn.batch.aba_derivatives(model, q, v, a, out=mats)
+    assert all(r is m for r, m in zip(res, mats))
+    for x, y in zip(res, vidyn.batch.aba_derivatives(model, q, v, a)):
+        assert same(x, y)
+    part = vidyn.batch.rnea_derivatives(model, q, v, a, out=(None, mats[0], None))
+    assert part[1] is mats[0] and part[0] is not mats[0]
+    vi = chain_integrator(3)
+    u = np.zeros((6, 4, 3))
+    bufs = (np.empty((6, 5, 3)), np.empty((6, 5, 3)), np.empty((6, 4), dtype=np.int64))
+    roll = vidyn.batch.rollout(vi, q, v, u, out=bufs)
+    assert roll.q is bufs[0] and roll.iterations is bufs[2]
+    assert same(roll.q, vidyn.batch.rollout(vi, q, v, u).q)
+    ab = (np.empty((6, 4, 6, 6)), np.empty((6, 4, 6, 3)))
+    a_lin, b_lin = vidyn.batch.linearize(vi, roll, out=ab)
+    assert a_lin is ab[0] and b_lin is ab[1]
+    ref_a, ref_b = vidyn.batch.linearize(vi, roll)
+    assert same(a_lin, ref_a) and same(b_lin, ref_b)
+
+
+def test_bad_out_arrays_are_refused():
+    model = vidyn.models.pendulum_chain(3)
+    q, v, a = batch_inputs(model, 4, 0)
+    with pytest.raises(vidyn.InputError, match=r"out has shape \(4, 2\), expected \(4, 3\)"):
+        vidyn.batch.rnea(model, q, v, a, out=np.empty((4, 2)))
+    with pytest.raises(vidyn.InputError, match="dtype float64"):
+        vidyn.batch.rnea(model, q, v, a, out=np.empty((4, 3), dtype=np.float32))
+    with pytest.raises(vidyn.InputError, match="C-contiguous"):
+        vidyn.batch.rnea(model, q, v, a, out=np.empty((3, 4)).T)
+    frozen = np.empty((4, 3))
+    frozen.setflags(write=False)
+    with pytest.raises(vidyn.InputError, match="cannot be written"):
+        vidyn.batch.rnea(model, q, v, a, out=frozen)
+    with pytest.raises(vidyn.InputError, match="overlaps an input"):
+        vidyn.batch.rnea(model, q, v, a, out=v)
+    with pytest.raises(vidyn.InputError, match="expected 3"):
+        vidyn.batch.rnea_derivatives(model, q, v, a, out=(np.empty((4, 3, 3)),) * 2)
+    with pytest.raises(vidyn.InputError, match="overlaps"):
+        same_buffer = np.empty((4, 3, 3))
+        vidyn.batch.rnea_derivatives(model, q, v, a, out=(same_buffer, same_buffer, None))

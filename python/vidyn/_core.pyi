@@ -499,6 +499,8 @@ def _raise_core_error(variant: str) -> NoReturn:
 
 _Progress = Callable[[int, int], object] | None
 _Failures = list[tuple[int, BaseException]]
+# None, one array, or a tuple/list with one array (or None) per result (filled in place)
+_Out = npt.NDArray[np.float64] | npt.NDArray[np.int64] | tuple[npt.NDArray[np.float64] | npt.NDArray[np.int64] | None, ...] | list[npt.NDArray[np.float64] | npt.NDArray[np.int64] | None] | None
 
 def set_num_threads(k: int) -> None:
     """Sets the number of threads of vidyn's batch engine (``vidyn.batch``); ``k = 0`` restores
@@ -508,35 +510,35 @@ def set_num_threads(k: int) -> None:
 def get_num_threads() -> int:
     """Number of threads of vidyn's batch engine."""
 
-def _batch_rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+def _batch_rnea(model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
     """q (B, nq), v, a (B, nv) -> (tau (B, nv), [(row, exception)])."""
 
-def _batch_aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+def _batch_aba(model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
     """q (B, nq), v, tau (B, nv) -> (ddq (B, nv), [(row, exception)])."""
 
-def _batch_crba(model: Model, q: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+def _batch_crba(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
     """q (B, nq) -> (M (B, nv, nv), [(row, exception)])."""
 
-def _batch_minverse(model: Model, q: _ArrayLike, progress: _Progress = None) -> tuple[_Array, _Failures]:
+def _batch_minverse(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
     """q (B, nq) -> (Minv (B, nv, nv), [(row, exception)])."""
 
 def _batch_rnea_derivatives(
-    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
     """q (B, nq), v, a (B, nv) -> ((dtau_dq, dtau_dv, dtau_da) each (B, nv, nv), [(row, exception)])."""
 
 def _batch_aba_derivatives(
-    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None
+    model: Model, q: _ArrayLike, v: _ArrayLike, tau: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
     """q (B, nq), v, tau (B, nv) -> ((dddq_dq, dddq_dv, dddq_dtau) each (B, nv, nv), [(row, exception)])."""
 
 def _batch_rnea_second_order(
-    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[tuple[_Array, _Array, _Array, _Array], _Failures]:
     """q (B, nq), v, a (B, nv) -> (four (B, nv, nv, nv) tensors, [(row, exception)])."""
 
 def _batch_rnea_second_order_contracted(
-    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike, progress: _Progress = None
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, lam: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[tuple[_Array, _Array, _Array], _Failures]:
     """q (B, nq), v, a, lam (B, nv) -> (three (B, nv, nv) arrays, [(row, exception)])."""
 
@@ -547,12 +549,13 @@ def _batch_rollout(
     p0: _ArrayLike | None,
     u: _ArrayLike,
     progress: _Progress = None,
+    out: _Out = None,
 ) -> tuple[_Array, _Array, npt.NDArray[np.int64], _Failures]:
     """q0 (B, n), one of v0 / p0 (B, n), u (B, N, n) -> (q (B, N+1, n), p (B, N+1, n),
     iterations (B, N), [(trajectory, exception)])."""
 
 def _batch_linearize(
-    vi: VariationalIntegrator, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike, progress: _Progress = None
+    vi: VariationalIntegrator, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[_Array, _Array, _Failures]:
     """q, p (B, N+1, n), u (B, N, n) -> (A (B, N, 2n, 2n), B (B, N, 2n, n), [(trajectory, exception)])."""
 

@@ -52,6 +52,13 @@ Progress
         bar = tqdm(total=B * N)
         roll = vd.batch.rollout(vi, q0, v0, u, progress=lambda d, t: bar.update(d - bar.n))
 
+Preallocated outputs
+    ``out=`` takes the arrays to fill instead of allocating new ones (one array, or a tuple
+    with one array or None per result: ``out=(A, B)`` for :func:`linearize`, ``out=(q, p,
+    iterations)`` for :func:`rollout`, iterations int64): exact shape, the result's dtype,
+    C-contiguous and writeable, not overlapping an input (refused with ``InputError``). The
+    same arrays are returned. A loop that reuses its buffers then allocates nothing per call.
+
 Inputs must not be modified by other Python threads while a batch runs (they are read in
 place, without a copy, when they are C-contiguous float64 arrays).
 """
@@ -59,7 +66,7 @@ place, without a copy, when they are C-contiguous float64 arrays).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, NamedTuple, TypeVar, overload
+from typing import Any, Callable, Literal, NamedTuple, Optional, TypeVar, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -89,6 +96,9 @@ ArrayLike = npt.ArrayLike
 Errors = Literal["raise", "return"]
 #: ``callback(done, total)``, called from the calling thread while a batch runs.
 Progress = Callable[[int, int], object]
+#: Preallocated outputs: one array (functions with one result) or a tuple with one array (or
+#: None) per result, of the result's dtype and exact shape, C-contiguous and writeable.
+Out = Union[npt.NDArray[Any], tuple[Optional[npt.NDArray[Any]], ...], None]
 _Failures = list[tuple[int, BaseException]]
 _T = TypeVar("_T")
 
@@ -175,46 +185,46 @@ def _rows(x: Any) -> int:
 
 
 @overload
-def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> Array: ...
+def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
 @overload
-def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[Array, BatchStatus]: ...
-def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> Array | tuple[Array, BatchStatus]:
+def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
     """Inverse dynamics of every row: q (B, nq), v (B, nv), a (B, nv) -> tau (B, nv)."""
     _check_errors(errors)
-    tau, failures = _core._batch_rnea(model, q, v, a, progress)
+    tau, failures = _core._batch_rnea(model, q, v, a, progress, out)
     return _finish(tau, len(tau), failures, errors)
 
 
 @overload
-def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> Array: ...
+def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
 @overload
-def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[Array, BatchStatus]: ...
-def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> Array | tuple[Array, BatchStatus]:
+def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
     """Forward dynamics of every row: q (B, nq), v (B, nv), tau (B, nv) -> ddq (B, nv)."""
     _check_errors(errors)
-    ddq, failures = _core._batch_aba(model, q, v, tau, progress)
+    ddq, failures = _core._batch_aba(model, q, v, tau, progress, out)
     return _finish(ddq, len(ddq), failures, errors)
 
 
 @overload
-def crba(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> Array: ...
+def crba(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
 @overload
-def crba(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[Array, BatchStatus]: ...
-def crba(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> Array | tuple[Array, BatchStatus]:
+def crba(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def crba(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
     """Joint-space inertia of every row: q (B, nq) -> M (B, nv, nv), full and symmetric."""
     _check_errors(errors)
-    m, failures = _core._batch_crba(model, q, progress)
+    m, failures = _core._batch_crba(model, q, progress, out)
     return _finish(m, len(m), failures, errors)
 
 
 @overload
-def minverse(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> Array: ...
+def minverse(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
 @overload
-def minverse(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[Array, BatchStatus]: ...
-def minverse(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> Array | tuple[Array, BatchStatus]:
+def minverse(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def minverse(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
     """Inverse joint-space inertia of every row: q (B, nq) -> M⁻¹ (B, nv, nv)."""
     _check_errors(errors)
-    m, failures = _core._batch_minverse(model, q, progress)
+    m, failures = _core._batch_minverse(model, q, progress, out)
     return _finish(m, len(m), failures, errors)
 
 
@@ -223,48 +233,48 @@ _Four = tuple[Array, Array, Array, Array]
 
 
 @overload
-def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> _Three: ...
+def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> _Three: ...
 @overload
-def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[_Three, BatchStatus]: ...
-def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> _Three | tuple[_Three, BatchStatus]:
+def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[_Three, BatchStatus]: ...
+def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> _Three | tuple[_Three, BatchStatus]:
     """``(dtau_dq, dtau_dv, dtau_da)`` of every row, each (B, nv, nv) (see ``vidyn.rnea_derivatives``)."""
     _check_errors(errors)
-    out, failures = _core._batch_rnea_derivatives(model, q, v, a, progress)
-    return _finish(out, len(out[0]), failures, errors)
+    res, failures = _core._batch_rnea_derivatives(model, q, v, a, progress, out)
+    return _finish(res, len(res[0]), failures, errors)
 
 
 @overload
-def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> _Three: ...
+def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> _Three: ...
 @overload
-def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[_Three, BatchStatus]: ...
-def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> _Three | tuple[_Three, BatchStatus]:
+def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[_Three, BatchStatus]: ...
+def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> _Three | tuple[_Three, BatchStatus]:
     """``(dddq_dq, dddq_dv, dddq_dtau)`` of every row, each (B, nv, nv) (see ``vidyn.aba_derivatives``)."""
     _check_errors(errors)
-    out, failures = _core._batch_aba_derivatives(model, q, v, tau, progress)
-    return _finish(out, len(out[0]), failures, errors)
+    res, failures = _core._batch_aba_derivatives(model, q, v, tau, progress, out)
+    return _finish(res, len(res[0]), failures, errors)
 
 
 @overload
-def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> _Four: ...
+def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> _Four: ...
 @overload
-def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[_Four, BatchStatus]: ...
-def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> _Four | tuple[_Four, BatchStatus]:
+def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[_Four, BatchStatus]: ...
+def rnea_second_order(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> _Four | tuple[_Four, BatchStatus]:
     """``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)`` of every row, each (B, nv, nv, nv) (see
     ``vidyn.rnea_second_order`` for the index meaning)."""
     _check_errors(errors)
-    out, failures = _core._batch_rnea_second_order(model, q, v, a, progress)
-    return _finish(out, len(out[0]), failures, errors)
+    res, failures = _core._batch_rnea_second_order(model, q, v, a, progress, out)
+    return _finish(res, len(res[0]), failures, errors)
 
 
 @overload
-def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ...) -> _Three: ...
+def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> _Three: ...
 @overload
-def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ...) -> tuple[_Three, BatchStatus]: ...
-def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None) -> _Three | tuple[_Three, BatchStatus]:
+def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[_Three, BatchStatus]: ...
+def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, lam: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> _Three | tuple[_Three, BatchStatus]:
     """``sum_i lam[b, i] * T[b, i]`` for the three tensors of every row, each (B, nv, nv)."""
     _check_errors(errors)
-    out, failures = _core._batch_rnea_second_order_contracted(model, q, v, a, lam, progress)
-    return _finish(out, len(out[0]), failures, errors)
+    res, failures = _core._batch_rnea_second_order_contracted(model, q, v, a, lam, progress, out)
+    return _finish(res, len(res[0]), failures, errors)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,11 +283,11 @@ def rnea_second_order_contracted(model: Model, q: ArrayLike, v: ArrayLike, a: Ar
 
 @overload
 def rollout(
-    vi: VariationalIntegrator, q0: ArrayLike, v0: ArrayLike | None = ..., u: ArrayLike | None = ..., *, p0: ArrayLike | None = ..., steps: int | None = ..., errors: Literal["raise"] = ..., progress: Progress | None = ...
+    vi: VariationalIntegrator, q0: ArrayLike, v0: ArrayLike | None = ..., u: ArrayLike | None = ..., *, p0: ArrayLike | None = ..., steps: int | None = ..., errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...
 ) -> Rollout: ...
 @overload
 def rollout(
-    vi: VariationalIntegrator, q0: ArrayLike, v0: ArrayLike | None = ..., u: ArrayLike | None = ..., *, p0: ArrayLike | None = ..., steps: int | None = ..., errors: Literal["return"], progress: Progress | None = ...
+    vi: VariationalIntegrator, q0: ArrayLike, v0: ArrayLike | None = ..., u: ArrayLike | None = ..., *, p0: ArrayLike | None = ..., steps: int | None = ..., errors: Literal["return"], progress: Progress | None = ..., out: Out = ...
 ) -> tuple[Rollout, BatchStatus]: ...
 def rollout(
     vi: VariationalIntegrator,
@@ -289,6 +299,7 @@ def rollout(
     steps: int | None = None,
     errors: Errors = "raise",
     progress: Progress | None = None,
+    out: Out = None,
 ) -> Rollout | tuple[Rollout, BatchStatus]:
     """Simulates B trajectories in parallel (steps of one trajectory in sequence).
 
@@ -310,18 +321,18 @@ def rollout(
         raise _core.InputError(f"u has {np.shape(u)[1]} steps but steps = {steps}")
     if v0 is None and p0 is None:
         v0 = np.zeros((_rows(q0), n))
-    q, p, iterations, failures = _core._batch_rollout(vi, q0, v0, p0, u, progress)
+    q, p, iterations, failures = _core._batch_rollout(vi, q0, v0, p0, u, progress, out)
     result = Rollout(q=q, p=p, u=np.ascontiguousarray(u, dtype=np.float64), iterations=iterations)
     return _finish(result, len(q), failures, errors)
 
 
 @overload
 def linearize(
-    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, errors: Literal["raise"] = ..., progress: Progress | None = ...
+    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...
 ) -> tuple[Array, Array]: ...
 @overload
 def linearize(
-    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, errors: Literal["return"], progress: Progress | None = ...
+    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...
 ) -> tuple[tuple[Array, Array], BatchStatus]: ...
 def linearize(
     vi: VariationalIntegrator,
@@ -331,6 +342,7 @@ def linearize(
     *,
     errors: Errors = "raise",
     progress: Progress | None = None,
+    out: Out = None,
 ) -> tuple[Array, Array] | tuple[tuple[Array, Array], BatchStatus]:
     """Exact linearisation of every step of B trajectories, in parallel over all (trajectory,
     step) pairs: ``linearize(vi, rollout)`` or ``linearize(vi, q, p, u)`` with q, p
@@ -347,6 +359,6 @@ def linearize(
         q, p, u = roll.q, roll.p, roll.u
     elif p is None or u is None:
         raise _core.InputError("linearize takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
-    a, b, failures = _core._batch_linearize(vi, q, p, u, progress)
+    a, b, failures = _core._batch_linearize(vi, q, p, u, progress, out)
     return _finish((a, b), len(a), failures, errors)
 

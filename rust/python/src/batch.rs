@@ -20,7 +20,7 @@ use crate::errors::{CoreError, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use crate::vi::PyVariationalIntegrator;
 use numpy::ndarray::IxDyn;
-use numpy::{Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
@@ -143,20 +143,57 @@ fn slice<'a>(a: &'a PyReadonlyArrayDyn<'_, f64>) -> PyResult<&'a [f64]> {
     a.as_slice().map_err(|e| INPUT_ERROR.err(format!("an input array cannot be read in place: {e}")))
 }
 
-/// A new zero-filled C-order array of `shape`.
-fn output<'py, T: Element>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<T>> {
-    PyArrayDyn::<T>::zeros(py, IxDyn(shape), false)
+/// The `out=` argument of a batched call: `None`, one array (functions with one result) or a
+/// tuple/list with one array (or `None`) per result. Given arrays must have the result's
+/// dtype and exact shape and be C-contiguous, aligned and writeable; they are filled in place
+/// and returned (so a loop can reuse its buffers: no allocation per call).
+struct OutArg<'py> {
+    items: Vec<Option<Bound<'py, PyAny>>>,
 }
 
-/// The data of an array made by [`output`], writable.
-///
-/// # Safety
-/// `a` must come from [`output`] (C-contiguous, not yet shared with Python) and this must be
-/// the only reference to its data while the returned slice lives (call it once per array).
-#[allow(clippy::mut_from_ref)] // the contract above is what makes this sound
-unsafe fn data<'a, T: Element>(a: &'a Bound<'_, PyArrayDyn<T>>) -> &'a mut [T] {
-    // SAFETY: per the contract above, no other reference to the data exists.
-    unsafe { a.as_slice_mut().expect("new arrays are contiguous") }
+impl<'py> OutArg<'py> {
+    fn new(out: Option<&Bound<'py, PyAny>>, count: usize) -> PyResult<Self> {
+        let Some(out) = out.filter(|o| !o.is_none()) else {
+            return Ok(Self { items: vec![None; count] });
+        };
+        let seq = out.cast::<pyo3::types::PyTuple>().map(|t| t.iter().collect::<Vec<_>>()).or_else(|_| out.cast::<PyList>().map(|l| l.iter().collect::<Vec<_>>()));
+        let items: Vec<Bound<'py, PyAny>> = match seq {
+            Ok(items) => items,
+            Err(_) if count == 1 => vec![out.clone()],
+            Err(_) => return Err(INPUT_ERROR.err(format!("out must be a tuple of {count} arrays (or None)"))),
+        };
+        if items.len() != count {
+            return Err(INPUT_ERROR.err(format!("out has {} entries, expected {count} (one array or None per result)", items.len())));
+        }
+        Ok(Self { items: items.into_iter().map(|x| (!x.is_none()).then_some(x)).collect() })
+    }
+
+    /// Result `i`: the given array after its checks, or a new zero-filled C-order array.
+    fn array<T: Element>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+        let name = if self.items.len() == 1 { "out".to_string() } else { format!("out[{i}]") };
+        let Some(x) = &self.items[i] else {
+            return Ok(PyArrayDyn::<T>::zeros(py, IxDyn(shape), false));
+        };
+        let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), crate::convert::type_name(x))))?;
+        if a.shape() != shape {
+            return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {}", shape_str(a.shape()), shape_str(shape))));
+        }
+        if !a.is_c_contiguous() {
+            return Err(INPUT_ERROR.err(format!("{name} must be C-contiguous")));
+        }
+        Ok(a.clone())
+    }
+}
+
+/// Borrows an output array for writing (refused when it is not writeable, or when it overlaps
+/// an input or another output, which are borrowed too).
+fn writable<'py, T: Element>(a: &Bound<'py, PyArrayDyn<T>>) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
+    a.try_readwrite().map_err(|e| INPUT_ERROR.err(format!("an out array cannot be written (read-only, or it overlaps an input or another output): {e}")))
+}
+
+/// The data of a borrowed output.
+fn data<'a, T: Element>(w: &'a mut PyReadwriteArrayDyn<'_, T>) -> PyResult<&'a mut [T]> {
+    w.as_slice_mut().map_err(|e| INPUT_ERROR.err(format!("an out array cannot be written in place (unaligned?): {e}")))
 }
 
 /// Per-row failures as `[(row, exception instance)]`, messages prefixed by `label(row)`.
@@ -254,125 +291,132 @@ pub fn get_num_threads(py: Python<'_>) -> PyResult<usize> {
 
 type Arr<'py> = Bound<'py, PyArrayDyn<f64>>;
 type Fails<'py> = Bound<'py, PyList>;
+type Any<'a, 'py> = &'a Bound<'py, PyAny>;
 
 /// Batched inverse dynamics: q (B, nq), v (B, nv), a (B, nv) -> (tau (B, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_rnea", signature = (model, q, v, a, progress = None))]
-pub fn batch_rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+#[pyo3(name = "_batch_rnea", signature = (model, q, v, a, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
     let a = s.read(a, "a", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
     let b = s.batch.unwrap_or(0);
-    let tau = output::<f64>(py, &[b, m.nv]);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let (q, v, a, out) = (slice(&q)?, slice(&v)?, slice(&a)?, unsafe { data(&tau) });
-    let f = run(py, progress, b, |c| vb::dynamics::rnea(m, c, b, q, v, a, out))?;
+    let tau = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv])?;
+    let mut w = writable(&tau)?;
+    let (q, v, a, o) = (slice(&q)?, slice(&v)?, slice(&a)?, data(&mut w)?);
+    let f = run(py, progress, b, |c| vb::dynamics::rnea(m, c, b, q, v, a, o))?;
+    drop(w);
     Ok((tau, failures_out(py, rows(call(f)?))?))
 }
 
 /// Batched forward dynamics: q (B, nq), v (B, nv), tau (B, nv) -> (ddq (B, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_aba", signature = (model, q, v, tau, progress = None))]
-pub fn batch_aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, tau: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+#[pyo3(name = "_batch_aba", signature = (model, q, v, tau, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, tau: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
     let tau = s.read(tau, "tau", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
     let b = s.batch.unwrap_or(0);
-    let ddq = output::<f64>(py, &[b, m.nv]);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let (q, v, tau, out) = (slice(&q)?, slice(&v)?, slice(&tau)?, unsafe { data(&ddq) });
-    let f = run(py, progress, b, |c| vb::dynamics::aba(m, c, b, q, v, tau, out))?;
+    let ddq = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv])?;
+    let mut w = writable(&ddq)?;
+    let (q, v, tau, o) = (slice(&q)?, slice(&v)?, slice(&tau)?, data(&mut w)?);
+    let f = run(py, progress, b, |c| vb::dynamics::aba(m, c, b, q, v, tau, o))?;
+    drop(w);
     Ok((ddq, failures_out(py, rows(call(f)?))?))
 }
 
 /// Batched joint-space inertia: q (B, nq) -> (M (B, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_crba", signature = (model, q, progress = None))]
-pub fn batch_crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+#[pyo3(name = "_batch_crba", signature = (model, q, progress = None, out = None))]
+pub fn batch_crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
-    let mass = output::<f64>(py, &[b, m.nv, m.nv]);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let (q, out) = (slice(&q)?, unsafe { data(&mass) });
-    let f = run(py, progress, b, |c| vb::dynamics::crba(m, c, b, q, out))?;
+    let mass = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
+    let mut w = writable(&mass)?;
+    let (q, o) = (slice(&q)?, data(&mut w)?);
+    let f = run(py, progress, b, |c| vb::dynamics::crba(m, c, b, q, o))?;
+    drop(w);
     Ok((mass, failures_out(py, rows(call(f)?))?))
 }
 
 /// Batched inverse inertia: q (B, nq) -> (Minv (B, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_minverse", signature = (model, q, progress = None))]
-pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+#[pyo3(name = "_batch_minverse", signature = (model, q, progress = None, out = None))]
+pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
-    let minv = output::<f64>(py, &[b, m.nv, m.nv]);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let (q, out) = (slice(&q)?, unsafe { data(&minv) });
-    let f = run(py, progress, b, |c| vb::dynamics::minverse(m, c, b, q, out))?;
+    let minv = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
+    let mut w = writable(&minv)?;
+    let (q, o) = (slice(&q)?, data(&mut w)?);
+    let f = run(py, progress, b, |c| vb::dynamics::minverse(m, c, b, q, o))?;
+    drop(w);
     Ok((minv, failures_out(py, rows(call(f)?))?))
 }
 
 type Three<'py> = (Arr<'py>, Arr<'py>, Arr<'py>);
+type DynJob<'j> = &'j (dyn Fn(&vidyn_rbd::Model, &Control, usize, &[f64], &[&[f64]], vb::dynamics::Matrices3<'_>) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>> + Sync);
 
 /// Shared body of the functions returning three (B, nv, nv) arrays from q and two or three
 /// tangent inputs.
-fn three_matrices<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    tangents: &[(&Bound<'py, PyAny>, &str)],
-    progress: Option<&Bound<'py, PyAny>>,
-    job: impl FnOnce(&vidyn_rbd::Model, &Control, usize, &[f64], &[&[f64]], vb::dynamics::Matrices3<'_>) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>> + Send,
-) -> PyResult<(Three<'py>, Fails<'py>)> {
+fn three_matrices<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, tangents: &[(Any<'_, 'py>, &str)], progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>, job: DynJob<'_>) -> PyResult<(Three<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let t = tangents.iter().map(|(x, name)| s.read(x, name, &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")).collect::<PyResult<Vec<_>>>()?;
     let b = s.batch.unwrap_or(0);
-    let outs = (output::<f64>(py, &[b, m.nv, m.nv]), output::<f64>(py, &[b, m.nv, m.nv]), output::<f64>(py, &[b, m.nv, m.nv]));
+    let o = OutArg::new(out, 3)?;
+    let shape = [b, m.nv, m.nv];
+    let outs = (o.array::<f64>(py, 0, &shape)?, o.array::<f64>(py, 1, &shape)?, o.array::<f64>(py, 2, &shape)?);
+    let (mut w0, mut w1, mut w2) = (writable(&outs.0)?, writable(&outs.1)?, writable(&outs.2)?);
     let q = slice(&q)?;
     let t: Vec<&[f64]> = t.iter().map(slice).collect::<PyResult<_>>()?;
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let mats = vb::dynamics::Matrices3 { first: unsafe { data(&outs.0) }, second: unsafe { data(&outs.1) }, third: unsafe { data(&outs.2) } };
+    let mats = vb::dynamics::Matrices3 { first: data(&mut w0)?, second: data(&mut w1)?, third: data(&mut w2)? };
     let f = run(py, progress, b, |c| job(m, c, b, q, &t, mats))?;
+    drop((w0, w1, w2));
     Ok((outs, failures_out(py, rows(call(f)?))?))
 }
 
 /// Batched first-order derivatives of inverse dynamics: q (B, nq), v, a (B, nv) ->
 /// ((dtau_dq, dtau_dv, dtau_da) each (B, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_rnea_derivatives", signature = (model, q, v, a, progress = None))]
-pub fn batch_rnea_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Three<'py>, Fails<'py>)> {
-    three_matrices(py, model, q, &[(v, "v"), (a, "a")], progress, |m, c, b, q, t, out| vb::dynamics::rnea_derivatives(m, c, b, q, t[0], t[1], out))
+#[pyo3(name = "_batch_rnea_derivatives", signature = (model, q, v, a, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_rnea_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
+    three_matrices(py, model, q, &[(v, "v"), (a, "a")], progress, out, &|m, c, b, q, t, o| vb::dynamics::rnea_derivatives(m, c, b, q, t[0], t[1], o))
 }
 
 /// Batched first-order derivatives of forward dynamics: q (B, nq), v, tau (B, nv) ->
 /// ((dddq_dq, dddq_dv, dddq_dtau) each (B, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_aba_derivatives", signature = (model, q, v, tau, progress = None))]
-pub fn batch_aba_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, tau: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Three<'py>, Fails<'py>)> {
-    three_matrices(py, model, q, &[(v, "v"), (tau, "tau")], progress, |m, c, b, q, t, out| vb::dynamics::aba_derivatives(m, c, b, q, t[0], t[1], out))
+#[pyo3(name = "_batch_aba_derivatives", signature = (model, q, v, tau, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_aba_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, tau: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
+    three_matrices(py, model, q, &[(v, "v"), (tau, "tau")], progress, out, &|m, c, b, q, t, o| vb::dynamics::aba_derivatives(m, c, b, q, t[0], t[1], o))
 }
 
 /// Batched contracted second-order derivatives of inverse dynamics: q (B, nq), v, a, lam
 /// (B, nv) -> ((d2tau_dq2, d2tau_dv2, d2tau_dqdv) each (B, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_rnea_second_order_contracted", signature = (model, q, v, a, lam, progress = None))]
+#[pyo3(name = "_batch_rnea_second_order_contracted", signature = (model, q, v, a, lam, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_rnea_second_order_contracted<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>, lam: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Three<'py>, Fails<'py>)> {
-    three_matrices(py, model, q, &[(v, "v"), (a, "a"), (lam, "lam")], progress, |m, c, b, q, t, out| vb::dynamics::rnea_second_order_contracted(m, c, b, q, t[0], t[1], t[2], out))
+pub fn batch_rnea_second_order_contracted<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, lam: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
+    three_matrices(py, model, q, &[(v, "v"), (a, "a"), (lam, "lam")], progress, out, &|m, c, b, q, t, o| vb::dynamics::rnea_second_order_contracted(m, c, b, q, t[0], t[1], t[2], o))
 }
 
 /// Batched second-order derivatives of inverse dynamics: q (B, nq), v, a (B, nv) ->
 /// ((d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq) each (B, nv, nv, nv), failures).
 #[pyfunction]
-#[pyo3(name = "_batch_rnea_second_order", signature = (model, q, v, a, progress = None))]
-pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, a: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<((Arr<'py>, Arr<'py>, Arr<'py>, Arr<'py>), Fails<'py>)> {
+#[pyo3(name = "_batch_rnea_second_order", signature = (model, q, v, a, progress = None, out = None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<((Arr<'py>, Arr<'py>, Arr<'py>, Arr<'py>), Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
@@ -380,11 +424,13 @@ pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>
     let a = s.read(a, "a", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
     let b = s.batch.unwrap_or(0);
     let shape = [b, m.nv, m.nv, m.nv];
-    let outs = (output::<f64>(py, &shape), output::<f64>(py, &shape), output::<f64>(py, &shape), output::<f64>(py, &shape));
+    let o = OutArg::new(out, 4)?;
+    let outs = (o.array::<f64>(py, 0, &shape)?, o.array::<f64>(py, 1, &shape)?, o.array::<f64>(py, 2, &shape)?, o.array::<f64>(py, 3, &shape)?);
+    let (mut w0, mut w1, mut w2, mut w3) = (writable(&outs.0)?, writable(&outs.1)?, writable(&outs.2)?, writable(&outs.3)?);
     let (q, v, a) = (slice(&q)?, slice(&v)?, slice(&a)?);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let t = vb::dynamics::Tensors4 { d2tau_dq2: unsafe { data(&outs.0) }, d2tau_dv2: unsafe { data(&outs.1) }, d2tau_dqdv: unsafe { data(&outs.2) }, dm_dq: unsafe { data(&outs.3) } };
+    let t = vb::dynamics::Tensors4 { d2tau_dq2: data(&mut w0)?, d2tau_dv2: data(&mut w1)?, d2tau_dqdv: data(&mut w2)?, dm_dq: data(&mut w3)? };
     let f = run(py, progress, b, |c| vb::dynamics::rnea_second_order(m, c, b, q, v, a, t))?;
+    drop((w0, w1, w2, w3));
     Ok((outs, failures_out(py, rows(call(f)?))?))
 }
 
@@ -394,8 +440,8 @@ pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>
 /// Batched rollouts: q0 (B, n), exactly one of v0 / p0 (B, n), u (B, N, n) ->
 /// (q (B, N+1, n), p (B, N+1, n), iterations (B, N) int64, failures per trajectory).
 #[pyfunction]
-#[pyo3(name = "_batch_rollout", signature = (vi, q0, v0, p0, u, progress = None))]
-#[allow(clippy::type_complexity)]
+#[pyo3(name = "_batch_rollout", signature = (vi, q0, v0, p0, u, progress = None, out = None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn batch_rollout<'py>(
     py: Python<'py>,
     vi: &Bound<'py, PyVariationalIntegrator>,
@@ -404,6 +450,7 @@ pub fn batch_rollout<'py>(
     p0: Option<&Bound<'py, PyAny>>,
     u: &Bound<'py, PyAny>,
     progress: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Bound<'py, PyArrayDyn<i64>>, Fails<'py>)> {
     let sys = &*vi.get().inner;
     let n = sys.n();
@@ -416,18 +463,18 @@ pub fn batch_rollout<'py>(
     };
     let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
     let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
-    let q = output::<f64>(py, &[b, steps + 1, n]);
-    let p = output::<f64>(py, &[b, steps + 1, n]);
-    let it = output::<i64>(py, &[b, steps]);
+    let o = OutArg::new(out, 3)?;
+    let (q, p, it) = (o.array::<f64>(py, 0, &[b, steps + 1, n])?, o.array::<f64>(py, 1, &[b, steps + 1, n])?, o.array::<i64>(py, 2, &[b, steps])?);
+    let (mut wq, mut wp, mut wi) = (writable(&q)?, writable(&p)?, writable(&it)?);
     let start = match (&v0, &p0) {
         (Some(v), _) => vb::Start::Velocity(slice(v)?),
         (_, Some(p)) => vb::Start::Momentum(slice(p)?),
         _ => unreachable!("checked above"),
     };
     let (q0s, us) = (slice(&q0)?, slice(&u)?);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let out = vb::RolloutOut { q: unsafe { data(&q) }, p: unsafe { data(&p) }, iterations: unsafe { data(&it) } };
-    let f = run(py, progress, b * steps, |c| vb::rollout(sys, c, b, steps, q0s, start, us, out))?;
+    let dest = vb::RolloutOut { q: data(&mut wq)?, p: data(&mut wp)?, iterations: data(&mut wi)? };
+    let f = run(py, progress, b * steps, |c| vb::rollout(sys, c, b, steps, q0s, start, us, dest))?;
+    drop((wq, wp, wi));
     let failures = call(f)?.into_iter().map(|(t, e)| (t, format!("trajectory {t}"), e)).collect();
     Ok((q, p, it, failures_out(py, failures)?))
 }
@@ -435,8 +482,9 @@ pub fn batch_rollout<'py>(
 /// Batched linearisation of every step: q, p (B, N+1, n), u (B, N, n) ->
 /// (A (B, N, 2n, 2n), B (B, N, 2n, n), failures per trajectory (first failed step)).
 #[pyfunction]
-#[pyo3(name = "_batch_linearize", signature = (vi, q, p, u, progress = None))]
-pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Arr<'py>, Fails<'py>)> {
+#[pyo3(name = "_batch_linearize", signature = (vi, q, p, u, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>, out: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Arr<'py>, Fails<'py>)> {
     let sys = &*vi.get().inner;
     let n = sys.n();
     let mut s = Sizes::default();
@@ -444,11 +492,12 @@ pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegr
     let p = s.read(p, "p", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
     let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
     let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
-    let a_out = output::<f64>(py, &[b, steps, 2 * n, 2 * n]);
-    let b_out = output::<f64>(py, &[b, steps, 2 * n, n]);
-    // SAFETY: arrays just made by `output`, each borrowed once here.
-    let (qs, ps, us, ad, bd) = (slice(&q)?, slice(&p)?, slice(&u)?, unsafe { data(&a_out) }, unsafe { data(&b_out) });
+    let o = OutArg::new(out, 2)?;
+    let (a_out, b_out) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?);
+    let (mut wa, mut wb) = (writable(&a_out)?, writable(&b_out)?);
+    let (qs, ps, us, ad, bd) = (slice(&q)?, slice(&p)?, slice(&u)?, data(&mut wa)?, data(&mut wb)?);
     let f = run(py, progress, b * steps, |c| vb::linearize(sys, c, b, steps, qs, ps, us, ad, bd))?;
+    drop((wa, wb));
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((a_out, b_out, failures_out(py, failures)?))
 }
