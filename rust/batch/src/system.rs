@@ -131,8 +131,9 @@ pub struct ViBatchWorkspace {
 }
 
 /// After a failed step the VI workspace is replaced by a fresh one (an allocation on the
-/// error path only): an early error return inside `vidyn_vi` may leave scratch buffers
-/// taken (`std::mem::take`) and not restored, which the next row would trip over.
+/// error path only), so that no state of a failed row can reach the next row on the same
+/// thread, whatever the failure (vidyn-vi once left a scratch buffer taken on an early
+/// error return; `vidyn_vi::tests::a_rejected_guess_leaves_the_workspace_usable` pins that fix).
 trait FreshAfterError {
     fn fresh_after_error<T>(&self, ws: &mut ViBatchWorkspace, r: Result<T, ViError>) -> Result<T, ViError>;
 }

@@ -410,9 +410,8 @@ fn thread_count_setting() {
 
 #[test]
 fn a_failed_row_does_not_poison_the_thread_workspace() {
-    // vidyn-vi's initial guess takes a scratch buffer and returns early on a bad guess without
-    // putting it back; the VI implementation replaces the workspace after any failure, so the
-    // next row on the same thread (one thread here) still computes normally.
+    // A bad guess fails its row; the next row on the same thread (one thread here) must still
+    // compute normally (the engine also replaces the VI workspace after any failure).
     let vi = integrator(2);
     let (n, batch, steps) = (2, 3, 4);
     let mut q = vec![0.1; batch * (steps + 1) * n];

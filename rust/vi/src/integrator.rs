@@ -329,12 +329,12 @@ impl VariationalIntegrator {
 
     fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
         let n = self.n();
+        if let Some(g) = guess {
+            check_configuration(&self.model, g)?; // before taking the scratch out of `ws`
+        }
         let mut end = std::mem::take(&mut ws.scratch);
         match guess {
-            Some(g) => {
-                check_configuration(&self.model, g)?;
-                end.copy_from_slice(g);
-            }
+            Some(g) => end.copy_from_slice(g),
             None => {
                 let r = self.velocity(ws, q, p, &mut end);
                 if let Err(e) = r {

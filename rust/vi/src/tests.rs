@@ -276,3 +276,13 @@ fn parallel_linearisation_equals_sequential_and_is_thread_count_independent() {
     }
     assert!(par.max_defect < 1e-9, "{}", par.max_defect);
 }
+
+#[test]
+fn a_rejected_guess_leaves_the_workspace_usable() {
+    let vi = VariationalIntegrator::new(Arc::new(pendulum_chain(2, true)), Scheme::trapezoid(), 0.01, None).unwrap();
+    let mut ws = vi.workspace();
+    let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
+    let bad = [f64::NAN, 0.0];
+    assert!(vi.step(&mut ws, 0, &[0.1, 0.2], &[0.0; 2], &[0.0; 2], Some(&bad), &mut qn, &mut pn).is_err());
+    vi.step(&mut ws, 1, &[0.1, 0.2], &[0.0; 2], &[0.0; 2], None, &mut qn, &mut pn).unwrap();
+}
