@@ -257,7 +257,11 @@ fn run<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, tota
     if let Some(cb) = progress {
         cb.call1((control.done(), total))?;
     }
-    let result = finished.0.into_inner().unwrap_or_else(PoisonError::into_inner).expect("the batch job stores its result before notifying");
+    let result = finished
+        .0
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .ok_or_else(|| VIDYN_ERROR.err("internal error in vidyn.batch (please report): the batch job finished without a result"))?;
     result.map_err(|p| {
         let msg = p.downcast_ref::<&str>().map(ToString::to_string).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".to_string());
         VIDYN_ERROR.err(format!("internal error in vidyn.batch (please report): {msg}"))

@@ -240,9 +240,14 @@ pub fn matrix_out<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2
 /// A C-order 3-index tensor as an `(n0, n1, n2)` array (a copy of its contiguous data).
 pub fn tensor_out<'py>(py: Python<'py>, t: &vidyn_rbd::Tensor3) -> Bound<'py, PyArray3<f64>> {
     let [n0, n1, n2] = t.shape();
-    Array3::from_shape_vec((n0, n1, n2), t.as_slice().to_vec())
-        .expect("Tensor3 data length equals the product of its shape")
-        .into_pyarray(py)
+    let data = t.as_slice();
+    Array3::from_shape_fn((n0, n1, n2), |(i, j, k)| data[(i * n1 + j) * n2 + k]).into_pyarray(py)
+}
+
+/// Row-major data with `cols` columns as a `(len / cols, cols)` array.
+pub fn rows_out<'py>(py: Python<'py>, data: &[f64], cols: usize) -> Bound<'py, PyArray2<f64>> {
+    let rows = data.len().checked_div(cols).unwrap_or(0);
+    Array2::from_shape_fn((rows, cols), |(i, j)| data[i * cols + j]).into_pyarray(py)
 }
 
 /// A placement as a `(4, 4)` homogeneous matrix.

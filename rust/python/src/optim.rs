@@ -7,7 +7,7 @@ use crate::detached;
 use crate::errors::{vi_to_pyerr, CoreError, CONVERGENCE_ERROR, INPUT_ERROR};
 use crate::vi::PyVariationalIntegrator;
 use nalgebra::DMatrix;
-use numpy::ndarray::{Array1, Array2, Array3};
+use numpy::ndarray::{Array1, Array3};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
@@ -54,10 +54,6 @@ fn stack_out<'py>(py: Python<'py>, ms: &[DMatrix<f64>], r: usize, c: usize) -> B
     Array3::from_shape_fn((ms.len(), r, c), |(k, i, j)| ms[k][(i, j)]).into_pyarray(py)
 }
 
-fn rows_out<'py>(py: Python<'py>, data: &[f64], cols: usize) -> Bound<'py, numpy::PyArray2<f64>> {
-    let rows = data.len().checked_div(cols).unwrap_or(0);
-    Array2::from_shape_vec((rows, cols), data.to_vec()).expect("row-major data").into_pyarray(py)
-}
 
 /// Time-varying LQR: A (N, nx, nx), B (N, nx, nu), Q (N, nx, nx), R (N, nu, nu), QN (nx, nx)
 /// -> (K (N, nu, nx), P (N+1, nx, nx)).
@@ -136,7 +132,7 @@ pub fn optim_closed_loop<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalInte
         Ok::<_, OptimError>((x, dynamics.full_controls(&u)))
     })?;
     let (q, p) = split_state(&x, n);
-    Ok((rows_out(py, &q, n), rows_out(py, &p, n), rows_out(py, &u, n)).into_pyobject(py)?.into_any())
+    Ok((convert::rows_out(py, &q, n), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
 }
 
 fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -222,8 +218,8 @@ pub fn optim_ilqr<'py>(
     let (res, full) = res;
     let d = result_dict(py, &res, &full, n, m)?;
     let (qq, pp) = split_state(&res.x, n);
-    d.set_item("q", rows_out(py, &qq, n))?;
-    d.set_item("p", rows_out(py, &pp, n))?;
+    d.set_item("q", convert::rows_out(py, &qq, n))?;
+    d.set_item("p", convert::rows_out(py, &pp, n))?;
     Ok(d)
 }
 
@@ -231,11 +227,11 @@ pub fn optim_ilqr<'py>(
 fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64], n: usize, m: usize) -> PyResult<Bound<'py, PyDict>> {
     let nx = res.x.len() / (res.u.len() / m.max(1) + 1);
     let d = PyDict::new(py);
-    d.set_item("x", rows_out(py, &res.x, nx))?;
-    d.set_item("U", rows_out(py, full, n))?;
-    d.set_item("u", rows_out(py, &res.u, m))?;
+    d.set_item("x", convert::rows_out(py, &res.x, nx))?;
+    d.set_item("U", convert::rows_out(py, full, n))?;
+    d.set_item("u", convert::rows_out(py, &res.u, m))?;
     let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
-    d.set_item("k", rows_out(py, &kff, m))?;
+    d.set_item("k", convert::rows_out(py, &kff, m))?;
     d.set_item("K", stack_out(py, &res.gains, m, nx))?;
     d.set_item("cost", res.cost)?;
     d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;

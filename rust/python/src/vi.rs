@@ -5,11 +5,14 @@ use crate::convert;
 use crate::detached;
 use crate::errors::INPUT_ERROR;
 use crate::model::PyModel;
-use numpy::ndarray::{Array2, Array3};
+use numpy::ndarray::Array3;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use std::sync::Arc;
 use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
+
+/// Two arrays returned together (`(q, p)` or `(A, B)`).
+type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
 
 /// A Galerkin–Lobatto variational integrator (order 2s) for a model with revolute and
 /// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
@@ -26,9 +29,6 @@ pub struct PyTrajectory {
     inner: vidyn_vi::Trajectory,
 }
 
-fn rows_out<'py>(py: Python<'py>, data: &[f64], rows: usize, cols: usize) -> Bound<'py, PyArray2<f64>> {
-    Array2::from_shape_vec((rows, cols), data.to_vec()).expect("row-major data of the stated shape").into_pyarray(py)
-}
 
 #[pymethods]
 impl PyTrajectory {
@@ -36,19 +36,19 @@ impl PyTrajectory {
     #[getter]
     fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         let t = &self.inner;
-        rows_out(py, &t.q, t.steps + 1, t.n)
+        convert::rows_out(py, &t.q, t.n)
     }
     /// Discrete momenta, (N+1, n).
     #[getter]
     fn p<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         let t = &self.inner;
-        rows_out(py, &t.p, t.steps + 1, t.n)
+        convert::rows_out(py, &t.p, t.n)
     }
     /// Controls, (N, n).
     #[getter]
     fn u<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         let t = &self.inner;
-        rows_out(py, &t.u, t.steps, t.n)
+        convert::rows_out(py, &t.u, t.n)
     }
     /// Newton iterations of each step, (N,).
     #[getter]
@@ -184,7 +184,7 @@ impl PyVariationalIntegrator {
 
     /// One step from `(q, p)` under control `u` (zeros if omitted): -> `(q_next, p_next)`.
     #[pyo3(signature = (q, p, u = None))]
-    fn step<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    fn step<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<Pair<'py, PyArray1<f64>>> {
         let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
         let u = match u {
             Some(u) => self.vector(u, "u")?,
@@ -241,7 +241,7 @@ impl PyVariationalIntegrator {
     /// `linearize(traj)` or `linearize(q, p, u)` with q, p (N+1, n) and u (N, n) ->
     /// `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and B (N, 2n, n).
     #[pyo3(signature = (traj_or_q, p = None, u = None))]
-    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>)> {
+    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>) -> PyResult<Pair<'py, PyArray3<f64>>> {
         let n = self.dofs();
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
             t.get().inner.clone()
