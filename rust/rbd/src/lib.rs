@@ -28,7 +28,7 @@ pub use algorithms::minverse::minverse;
 pub use algorithms::rnea::{gravity, nonlinear_effects, rnea, rnea_ext};
 pub use algorithms::rnea_derivatives::{rnea_derivatives, rnea_derivatives_ext, RneaDerivatives};
 pub use algorithms::rnea_second_order::{
-    rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace, Tensor3,
+    rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace,
 };
 pub use check::{check_configuration, check_forces, check_tangent};
 pub use configuration::{difference, integrate, neutral, random_configuration};
@@ -36,6 +36,7 @@ pub use error::{RbdError, Result};
 pub use joint::Joint;
 pub use model::{Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
 pub use workspace::Workspace;
+pub use vidyn_spatial::Tensor3;
 
 #[cfg(test)]
 mod tests;

@@ -102,12 +102,14 @@ mod motion;
 mod se3;
 mod se3_exp;
 pub mod so3;
+pub mod tensor;
 
 pub use force::Force;
 pub use inertia::Inertia;
 pub use motion::Motion;
 pub use se3::Se3;
 pub use se3_exp::{exp6, jexp6, jlog6, log6};
+pub use tensor::Tensor3;
 
 pub use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector3, Vector6};
 

@@ -129,93 +129,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::{DMatrix, Matrix6, Vector6};
-use std::ops::{Index, IndexMut};
-use vidyn_spatial::{Force, Motion};
-
-/// A dense 3-index tensor of `f64` stored contiguously in NumPy C (row-major) order:
-/// entry `[i, j, k]` of a `(n0, n1, n2)` tensor is `as_slice()[(i·n1 + j)·n2 + k]`, so
-/// `numpy.asarray(t.as_slice()).reshape(t.shape())` is the same tensor.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tensor3 {
-    data: Vec<f64>,
-    shape: [usize; 3],
-}
-
-impl Tensor3 {
-    /// A tensor of zeros with the given shape.
-    #[must_use]
-    pub fn zeros(shape: [usize; 3]) -> Self {
-        Self { data: vec![0.0; shape[0] * shape[1] * shape[2]], shape }
-    }
-
-    /// `[n0, n1, n2]`.
-    #[inline]
-    #[must_use]
-    pub fn shape(&self) -> [usize; 3] {
-        self.shape
-    }
-
-    /// All entries in C order.
-    #[inline]
-    #[must_use]
-    pub fn as_slice(&self) -> &[f64] {
-        &self.data
-    }
-
-    /// All entries in C order, mutable.
-    #[inline]
-    pub fn as_mut_slice(&mut self) -> &mut [f64] {
-        &mut self.data
-    }
-
-    /// Position of `[i, j, k]` in [`Self::as_slice`].
-    #[inline]
-    #[must_use]
-    pub fn offset(&self, i: usize, j: usize, k: usize) -> usize {
-        debug_assert!(i < self.shape[0] && j < self.shape[1] && k < self.shape[2]);
-        (i * self.shape[1] + j) * self.shape[2] + k
-    }
-
-    /// Sets every entry to `x`.
-    pub fn fill(&mut self, x: f64) {
-        self.data.fill(x);
-    }
-
-    /// `out[j, k] = Σ_i λ_i T[i, j, k]` (the contraction over the first index). `out` must be
-    /// `(n1, n2)` and `lambda` of length `n0`. No allocation.
-    pub fn contract_first(&self, lambda: &[f64], out: &mut DMatrix<f64>) {
-        let [n0, n1, n2] = self.shape;
-        assert!(lambda.len() == n0 && out.nrows() == n1 && out.ncols() == n2, "contract_first: shape mismatch");
-        out.fill(0.0);
-        for (i, &l) in lambda.iter().enumerate() {
-            if l == 0.0 {
-                continue;
-            }
-            let page = &self.data[i * n1 * n2..(i + 1) * n1 * n2];
-            for j in 0..n1 {
-                for k in 0..n2 {
-                    out[(j, k)] += l * page[j * n2 + k];
-                }
-            }
-        }
-    }
-}
-
-impl Index<[usize; 3]> for Tensor3 {
-    type Output = f64;
-    #[inline]
-    fn index(&self, [i, j, k]: [usize; 3]) -> &f64 {
-        &self.data[self.offset(i, j, k)]
-    }
-}
-
-impl IndexMut<[usize; 3]> for Tensor3 {
-    #[inline]
-    fn index_mut(&mut self, [i, j, k]: [usize; 3]) -> &mut f64 {
-        let o = self.offset(i, j, k);
-        &mut self.data[o]
-    }
-}
+use vidyn_spatial::{Force, Motion, Tensor3};
 
 /// The four second-order partials of inverse dynamics, borrowed from a
 /// [`SecondOrderWorkspace`]. Layout: see the module documentation (`[i, j, k]` = torque,
@@ -470,10 +384,10 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
     forward_and_composites(model, &mut ws.workspace, q, v, a, fext);
     let d = &ws.workspace.derivatives;
     let dof = &ws.workspace.second_order.dof;
-    let hqq = &mut ws.d2tau_dq2.data;
-    let hvv = &mut ws.d2tau_dv2.data;
-    let hqv = &mut ws.d2tau_dqdv.data;
-    let dm = &mut ws.dm_dq.data;
+    let hqq = ws.d2tau_dq2.as_mut_slice();
+    let hvv = ws.d2tau_dv2.as_mut_slice();
+    let hqv = ws.d2tau_dqdv.as_mut_slice();
+    let dm = ws.dm_dq.as_mut_slice();
     if ws.structure.len() != model.nbodies() || !structure(model).eq(ws.structure.iter().copied()) {
         // another tree: its zero pattern differs, clear everything once
         hqq.fill(0.0);
