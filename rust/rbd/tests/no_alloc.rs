@@ -2,47 +2,15 @@
 //! and every algorithm is run once its workspace exists. The count is per thread, so the
 //! test harness's own threads cannot disturb it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use vidyn_rbd::builders::random_tree;
 use vidyn_rbd::*;
 
-struct CountingAlloc;
-
-thread_local! {
-    static COUNT: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() -> usize {
-    COUNT.with(Cell::get)
-}
-
-fn bump() {
-    COUNT.with(|c| c.set(c.get() + 1));
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        bump();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        bump();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{allocations, CountingAlloc};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
-
-fn allocations<T>(f: impl FnOnce() -> T) -> usize {
-    let before = count();
-    std::hint::black_box(f());
-    count() - before
-}
 
 #[test]
 fn algorithms_do_not_allocate_once_the_workspace_exists() {
