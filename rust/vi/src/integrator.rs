@@ -246,7 +246,6 @@ impl VariationalIntegrator {
     /// interior points are interpolated. `step` only labels errors.
     pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         self.check_inputs(q, p, u)?;
-        let n = self.n();
         self.initial_guess(ws, q, p, guess)?;
         let sc = &self.scheme;
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
@@ -266,7 +265,7 @@ impl VariationalIntegrator {
             }
             if residual <= tol || (stalled && residual <= 1.5e-8 * scale) {
                 ws.last_iterations = it;
-                q_next.copy_from_slice(&ws.z[(sc.s - 1) * n..]);
+                sc.endpoint_from(q, &ws.z, q_next);
                 for (i, pn) in p_next.iter_mut().enumerate() {
                     *pn = ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i);
                 }
@@ -359,7 +358,7 @@ impl VariationalIntegrator {
     /// Exact first-order linearisation of the step from `(q, p, u)` (solving it first):
     /// `A = ∂(q_{k+1}, p_{k+1})/∂(q_k, p_k)` (2n×2n) and `B = ∂(q_{k+1}, p_{k+1})/∂u_k` (2n×n),
     /// by the implicit-function theorem on the DEL equations (Fan et al. 2018 digest §6.5):
-    /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = dz_s` and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
+    /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = Σ_α endpoint[α] dq^α` (`= dz_s` for Lobatto) and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
     ///
     /// O(s² n²) per step, no `sn × sn` matrix: one B.1/B.2 factorisation of `J` at the solution
     /// (`crate::newton_direction`, O(s³ n)), carrying the momentum row `P = D_{s+1} L_d + Q^s`
@@ -367,7 +366,8 @@ impl VariationalIntegrator {
     /// solve also returns `Σ_γ ∂P/∂q^γ dz_γ`. The `n` columns of `∂R/∂q_k` (and `∂P/∂q_k`)
     /// are DEL Jacobian–vector products with `δq^0 = e_c`, O(s² n) each. The first call on a
     /// workspace allocates the batched sweeps' scratch, O(s n); later calls allocate nothing. The explicit parts are
-    /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = w_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = w_s Δt 1`
+    /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = c_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = c_s Δt 1`
+    /// with `c_x = Σ_α mix[x][α] w_α` ([`Scheme::control_weight`])
     /// (controls constant over the step). Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         let n = self.n();
@@ -381,7 +381,6 @@ impl VariationalIntegrator {
             return Err(ViError::SingularJacobian { step });
         }
         ws.newton.ensure_lanes();
-        let last = (s - 1) * n;
         let zero = [0.0; LANES];
         // the 3n columns of x = (q_k, p_k, u), LANES at a time
         for c0 in (0..3 * n).step_by(LANES) {
@@ -410,9 +409,9 @@ impl VariationalIntegrator {
                     f[c - n][l] = -1.0;
                 } else if c >= 2 * n {
                     for rho in 0..s {
-                        f[rho * n + c - 2 * n][l] = -sc.weights[rho] * dt;
+                        f[rho * n + c - 2 * n][l] = -sc.control_weight(rho) * dt;
                     }
-                    rows[s * n + c - 2 * n][l] = sc.weights[s] * dt;
+                    rows[s * n + c - 2 * n][l] = sc.control_weight(s) * dt;
                 }
             }
             // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ
@@ -421,7 +420,9 @@ impl VariationalIntegrator {
                 let c = c0 + l;
                 let (m, col) = if c < 2 * n { (&mut *a, c) } else { (&mut *b, c - 2 * n) };
                 for r in 0..n {
-                    m[(r, col)] = ws.lane_sol[last + r][l];
+                    // q_{k+1} = Σ_α endpoint[α] q^α with δq^0 = e_c for the q_k columns
+                    let own = if c == r { sc.endpoint(0) } else { 0.0 };
+                    m[(r, col)] = own + (1..=s).map(|g| sc.endpoint(g) * ws.lane_sol[(g - 1) * n + r][l]).sum::<f64>();
                     m[(n + r, col)] = ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l];
                 }
             }
