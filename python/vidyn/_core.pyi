@@ -267,12 +267,14 @@ class Trajectory:
 
 @final
 class VariationalIntegrator:
-    """Galerkin–Lobatto variational integrator of order 2s (Fan, Schultz & Murphey 2018) for
-    a model whose joints are all revolute or prismatic.
+    """Variational integrator for a model whose joints are all revolute or prismatic: the
+    midpoint rule (Johnson 2012, as in trep) or a Galerkin–Lobatto scheme of order 2s (Fan,
+    Schultz & Murphey 2018).
 
     The state is ``(q, p)`` with ``p`` the discrete momentum; ``momentum(q, v)`` gives the
     ``p`` of an initial velocity. Controls ``u`` (one generalised force per joint) are held
-    constant over a step. ``scheme``: ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
+    constant over a step. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
+    at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
     ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot."""

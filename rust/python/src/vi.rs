@@ -14,7 +14,7 @@ use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIn
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
 
-/// A Galerkin–Lobatto variational integrator (order 2s) for a model with revolute and
+/// A variational integrator (midpoint rule or Galerkin–Lobatto of order 2s) for a model with revolute and
 /// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
 /// constant over each step).
 #[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
@@ -117,7 +117,7 @@ impl PyVariationalIntegrator {
     fn dt(&self) -> f64 {
         self.inner.dt()
     }
-    /// Scheme name ("trapezoid", "simpson" or "lobatto").
+    /// Scheme name ("midpoint", "trapezoid", "simpson" or "lobatto").
     #[getter]
     fn scheme(&self) -> &str {
         &self.scheme_name

@@ -94,6 +94,14 @@
 //! linearisation column costs one solve, plus one Jacobian–vector product for the columns of
 //! `∂(R, P)/∂q_k`.
 //!
+//! # Mixed rows (the midpoint rule)
+//!
+//! When the DEL rows are combinations `Σ_α mix[x][α] (D_{α+1}L_d + Q^α)` of the control-point
+//! rows ([`Scheme::mix`], upper triangular), everything above stays per control point except
+//! the row coefficients: the impulse recursion carries all `s + 1` control-point rows, and the
+//! per-body `Θ̄, Ξ̄` (and `ξ̄` in the sweeps, and the joint-force terms of `Λ`) are mixed before
+//! `Λ` is formed. The unknowns stay the control points `q^1..q^s`.
+//!
 //! # Singularity
 //!
 //! The method needs every per-body `Λ_i` to be invertible; a numerically singular one (pivot
@@ -165,6 +173,8 @@ pub(crate) struct NewtonFactorization {
     theta: Vec<V6>,
     xi: Vec<V6>,
     small: Vec<f64>,
+    /// `ξ̄^α` of the control-point rows (solve), `(s+1,)`.
+    xi_rows: Vec<f64>,
     dots: Vec<f64>,
     // per-right-hand-side sweeps
     l: Vec<V6>,
@@ -219,6 +229,7 @@ impl NewtonFactorization {
             theta: vec![z6; p * p],
             xi: vec![z6; p * s],
             small: vec![0.0; s],
+            xi_rows: vec![0.0; p],
             dots: vec![0.0; p],
             l: vec![z6; n * p],
             zeta: vec![z6; n * p],
@@ -261,7 +272,9 @@ impl NewtonFactorization {
     pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &StepPoints, momentum_row: bool) -> bool {
         self.prepare(model, sc, dt, pts);
         let (n, s, p) = (self.n, self.s, sc.points());
-        let rows = if momentum_row { p } else { s };
+        // a mixing scheme (midpoint) needs every control-point row, momentum or not
+        let mixing = sc.mixes_rows();
+        let rows = if momentum_row || mixing { p } else { s };
         self.rows = rows;
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
@@ -348,6 +361,9 @@ impl NewtonFactorization {
                     self.xi[r * s + nu] = t;
                 }
             }
+            if mixing {
+                self.mix_rows(sc);
+            }
             if momentum_row {
                 self.theta_s[kp..kp + p].copy_from_slice(&self.theta[s * p..(s + 1) * p]);
                 self.xi_s[i * s..(i + 1) * s].copy_from_slice(&self.xi[s * s..(s + 1) * s]);
@@ -361,7 +377,7 @@ impl NewtonFactorization {
                     for c in 0..p {
                         v += sc.b(c, gm) * inv_dt * self.theta[r * p + c].dot(&self.col[kp + c]);
                     }
-                    v -= w[r] * (sc.b(r, gm) * forces.damping[i] + if r == gm { dt * forces.stiffness[i] } else { 0.0 });
+                    v -= joint_force_derivative(sc, dt, forces, i, r, gm);
                     lam[r * s + gm - 1] = v;
                     lmax = lmax.max(v.abs());
                 }
@@ -415,6 +431,21 @@ impl NewtonFactorization {
         scale.is_finite() && self.lam_pivot.iter().all(|&pv| pv > 1e-14 * scale)
     }
 
+    /// Replaces the control-point rows `Θ̄^{αρ}`, `Ξ̄^{αν}` of the current body by the rows of
+    /// the step variables, `Σ_{α ≥ x} mix[x][α] (·)^α` ([`Scheme::mix`]), in place (ascending
+    /// `x` only reads rows not yet replaced). Only the midpoint rule needs it.
+    fn mix_rows(&mut self, sc: &Scheme) {
+        let (s, p) = (self.s, self.s + 1);
+        for x in 0..p {
+            for c in 0..p {
+                self.theta[x * p + c] = (x..p).map(|a| self.theta[a * p + c] * sc.mix(x, a)).sum();
+            }
+            for nu in 0..s {
+                self.xi[x * s + nu] = (x..p).map(|a| self.xi[a * s + nu] * sc.mix(x, a)).sum();
+            }
+        }
+    }
+
     /// `D_λ^{αρ} += D_i^{αρ} + Σ_γ Ĥ_i^{αγ} X_i^{γρ}` and the same for `G` (with `Y`), `Π`,
     /// `Ψ` (with `Φ̂`): B.1a–b, B.3a–b, where `Ĥ^{αγ} = H^{αγ} + δ_{αγ} ū^α` and
     /// `Φ̂^{ϱγ} = Φ^{ϱγ} + δ_{ϱγ} ē^ϱ` carry the `[α≥1] ū X` and `[ϱ≥1] ē X` terms. O(s³) 6×6 work.
@@ -461,7 +492,7 @@ impl NewtonFactorization {
     /// `LANES` right-hand sides, with the momentum row.)
     pub(crate) fn solve(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
         let (n, s, p) = (self.n, self.s, sc.points());
-        let rows = s;
+        let rows = if sc.mixes_rows() { p } else { s };
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
         self.l.fill(V6::zeros());
@@ -477,7 +508,11 @@ impl NewtonFactorization {
                 for beta in 0..p {
                     xi += w[beta] * sc.b(beta, r) * self.dots[beta];
                 }
-                self.small[r] = f[r * n + i] - xi;
+                self.xi_rows[r] = xi;
+            }
+            for x in 0..s {
+                let xi: f64 = if rows == s { self.xi_rows[x] } else { (x..p).map(|a| sc.mix(x, a) * self.xi_rows[a]).sum() };
+                self.small[x] = f[x * n + i] - xi;
             }
             let inv = &self.inv[i * s * s..(i + 1) * s * s];
             for gm in 0..s {
@@ -676,6 +711,8 @@ pub(crate) struct LaneScratch {
     y: Vec<Lanes>,
     xis: Vec<Lanes>,
     small: Vec<Lanes>,
+    /// `ξ̄^α` of the control-point rows, `(s+1,)`.
+    xi_rows: Vec<Lanes>,
     dq: Vec<Lanes>,
     dots: Vec<Lanes>,
     /// `M̄_i^α` as 6×6 matrices, `[i·P + α]`.
@@ -696,6 +733,7 @@ impl NewtonFactorization {
                 y: vec![ZERO_LANES; n * s],
                 xis: vec![ZERO_LANES; n],
                 small: vec![ZERO_LANES; s],
+                xi_rows: vec![ZERO_LANES; p],
                 dq: vec![ZERO_LANES; p],
                 dots: vec![ZERO_LANES; p],
                 inertia: vec![M6::zeros(); n * p],
@@ -734,10 +772,23 @@ impl NewtonFactorization {
                         xi[c] += coef * ls.dots[beta][c];
                     }
                 }
-                if r < s {
-                    let fr = &f[r * n + i];
+                ls.xi_rows[r] = xi;
+            }
+            // the step-variable rows (identity for Lobatto schemes)
+            for x in 0..rows {
+                let mut xi = ZERO_LANES;
+                for a in x..rows {
+                    let m = sc.mix(x, a);
+                    if m != 0.0 {
+                        for c in 0..LANES {
+                            xi[c] += m * ls.xi_rows[a][c];
+                        }
+                    }
+                }
+                if x < s {
+                    let fr = &f[x * n + i];
                     for c in 0..LANES {
-                        ls.small[r][c] = fr[c] - xi[c];
+                        ls.small[x][c] = fr[c] - xi[c];
                     }
                 } else {
                     ls.xis[i] = xi;
@@ -830,18 +881,18 @@ impl NewtonFactorization {
                         v[c] += t[c];
                     }
                 }
-                let mut rate_dq = ZERO_LANES;
                 for nu in 0..s {
                     let t = dot_l6(&self.xi_s[i * s + nu], &ls.eta[kp + nu + 1]);
-                    let coef = sc.b(s, nu + 1);
                     for c in 0..LANES {
                         v[c] += t[c];
-                        rate_dq[c] += coef * ls.dq[nu][c];
                     }
                 }
-                let (ks, ds) = (w[s] * dt * forces.stiffness[i], w[s] * forces.damping[i]);
-                for c in 0..LANES {
-                    v[c] -= ks * ls.dq[s - 1][c] + ds * rate_dq[c];
+                // δQ of the momentum row
+                for gm in 1..=s {
+                    let coef = joint_force_derivative(sc, dt, forces, i, s, gm);
+                    for c in 0..LANES {
+                        v[c] -= coef * ls.dq[gm - 1][c];
+                    }
                 }
                 out[i] = v;
             }
@@ -850,8 +901,8 @@ impl NewtonFactorization {
 
     /// The DEL Jacobian–vector product (module docs, "Variations") for `LANES` directions at
     /// once, O(s² n) each: `dq` `((s+1)·n)` rows of lanes indexed `α·n + i` (`α = 0`
-    /// included); writes the variation of every DEL row `D_{α+1} L_d + Q^α` (`α = 0..s`, row
-    /// `s` is `p_{k+1}`) to `out` (same layout). Uses the kinematics of the last
+    /// included); writes the variation of every DEL row `Σ_α mix[x][α] (D_{α+1} L_d + Q^α)`
+    /// (`x = 0..s`, row `s` is `p_{k+1}`) to `out` (same layout). Uses the kinematics of the last
     /// [`Self::factorize`]; call [`Self::ensure_lanes`] first.
     pub(crate) fn del_jvp_lanes(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, dq: &[Lanes], out: &mut [Lanes]) {
         let (n, p) = (self.n, sc.points());
@@ -957,5 +1008,33 @@ impl NewtonFactorization {
                 }
             }
         }
+        if sc.mixes_rows() {
+            // the step-variable rows, in place (ascending x reads unreplaced rows only)
+            for x in 0..p {
+                for i in 0..n {
+                    let mut r = ZERO_LANES;
+                    for a in x..p {
+                        let m = sc.mix(x, a);
+                        for c in 0..LANES {
+                            r[c] += m * out[a * n + i][c];
+                        }
+                    }
+                    out[x * n + i] = r;
+                }
+            }
+        }
     }
+}
+
+/// `−∂(row x of Q_i)/∂q_i^γ = Σ_α mix[x][α] w_α (d_i b[α][γ] + Δt κ_i δ_{αγ})`: the joint
+/// damping and spring part of the DEL Jacobian for joint `i` (`Q^α = w_α Δt (u − d q̇^α −
+/// κ (q^α − rest))`, module docs).
+#[inline]
+fn joint_force_derivative(sc: &Scheme, dt: f64, forces: &JointForces, i: usize, x: usize, gamma: usize) -> f64 {
+    (x..sc.points())
+        .map(|a| {
+            let spring = if a == gamma { dt * forces.stiffness[i] } else { 0.0 };
+            sc.mix(x, a) * sc.weights[a] * (sc.b(a, gamma) * forces.damping[i] + spring)
+        })
+        .sum()
 }

@@ -93,6 +93,7 @@ impl Scheme {
     /// explicit `s`.
     pub fn by_name(name: &str, s: Option<usize>) -> Result<Self> {
         match (name, s) {
+            ("midpoint", None | Some(1)) => Ok(Self::midpoint()),
             ("trapezoid", None | Some(1)) => Ok(Self::trapezoid()),
             ("simpson", None | Some(2)) => Ok(Self::simpson()),
             ("lobatto", Some(s)) => Self::lobatto(s),
