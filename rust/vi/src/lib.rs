@@ -16,6 +16,7 @@
 //! `3n` right-hand sides. The dense Jacobian + LU path is kept only as a test and benchmark
 //! oracle (module `reference`, hidden from the docs).
 
+pub mod constraints;
 mod del;
 mod dense;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod reference;
 pub mod scheme;
 mod trajectory;
 
+pub use constraints::{BodyPoint, Constraint};
 pub use del::JointForces;
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;
