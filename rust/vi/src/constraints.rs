@@ -218,7 +218,7 @@ mod tests {
         for seed in 0..6 {
             let model = random_tree(7, seed, &joints);
             let n = model.nv;
-            let mut pick = |rng: &mut ChaCha8Rng| {
+            let pick = |rng: &mut ChaCha8Rng| {
                 let body = if rng.random_range(0.0..1.0) < 0.2 { None } else { Some(rng.random_range(0..n)) };
                 BodyPoint { body, point: Vector3::from_fn(|_, _| rng.random_range(-0.5..0.5)) }
             };

@@ -6,6 +6,8 @@
 //! reuses that factorisation for its `3n` right-hand sides, O(s² n²) per step. The dense
 //! path (form `J`, LU) survives only as a test and benchmark oracle (`crate::reference`).
 
+use crate::constrained::ConstraintWork;
+use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
@@ -21,14 +23,16 @@ use vidyn_rbd::{check_configuration, check_tangent, Joint, Model, Workspace};
 /// Controls `u` (one per joint, generalised forces) are held constant over each step.
 #[derive(Clone, Debug)]
 pub struct VariationalIntegrator {
-    model: Arc<Model>,
-    scheme: Scheme,
-    dt: f64,
-    forces: JointForces,
+    pub(crate) model: Arc<Model>,
+    pub(crate) scheme: Scheme,
+    pub(crate) dt: f64,
+    pub(crate) forces: JointForces,
     /// Newton stops when `|r|∞ ≤ tolerance · max(1, |p_k|∞)`, or when its update has reached
     /// round-off (`|δz|∞ ≤ 8ε(1 + |z|∞)`) with `|r|∞ ≤ 1.5e-8 · max(1, |p_k|∞)`.
     tolerance: f64,
     max_iterations: usize,
+    /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
+    pub(crate) constraints: Vec<Constraint>,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -56,6 +60,10 @@ pub struct ViWorkspace {
     pub(crate) lane_momentum: Vec<Lanes>,
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
+    /// `(n,)` zeros (the velocity of a kinematics-only point state).
+    pub(crate) scratch_zero: Vec<f64>,
+    /// Multipliers, constraint Jacobians and the Schur complement of the constrained step.
+    pub(crate) constraint: ConstraintWork,
     /// Newton iterations of the last step.
     pub last_iterations: usize,
 }
@@ -77,7 +85,31 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30 })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new() })
+    }
+
+    /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
+    /// (Johnson 2012 §4.5; [`crate::constrained`]). Only the one-interval schemes (midpoint,
+    /// trapezoid) take constraints; the initial configuration should satisfy them (the first
+    /// step lands on them regardless).
+    pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
+        if !constraints.is_empty() && self.scheme.s != 1 {
+            return Err(ViError::InvalidParameter(format!(
+                "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
+                self.scheme.s
+            )));
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            c.validate(self.model.nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
+        }
+        self.constraints = constraints;
+        Ok(self)
+    }
+
+    /// The holonomic constraints of this integrator.
+    #[must_use]
+    pub fn constraints(&self) -> &[Constraint] {
+        &self.constraints
     }
 
     /// Sets the Newton tolerance (relative to `max(1, |p_k|∞)`) and iteration cap.
@@ -131,6 +163,8 @@ impl VariationalIntegrator {
             lane_momentum: vec![[0.0; LANES]; n],
             rbd: self.model.workspace(),
             scratch: vec![0.0; n],
+            scratch_zero: vec![0.0; n],
+            constraint: ConstraintWork::new(n, self.constraints.len()),
             last_iterations: 0,
         }
     }
@@ -222,10 +256,10 @@ impl VariationalIntegrator {
         Ok(())
     }
 
-    /// Residual rows at the points currently set in `ws.points`; returns `max |r|`.
+    /// Residual rows at the points currently set in `ws.points` (with the constraint impulse
+    /// `−Dh(q_k)ᵀλ` on the first row when there are constraints); returns `max |r|`.
     pub(crate) fn fill_residual(&self, ws: &ViWorkspace, p: &[f64], u: &[f64], r: &mut [f64]) -> f64 {
         let (n, sc) = (self.n(), &self.scheme);
-        let mut rmax = 0.0_f64;
         for rho in 0..sc.s {
             for i in 0..n {
                 let mut x = ws.points.del_row(sc, self.dt, &self.forces, u, rho, i);
@@ -233,10 +267,21 @@ impl VariationalIntegrator {
                     x += p[i];
                 }
                 r[rho * n + i] = x;
-                rmax = if x.is_nan() { f64::NAN } else { rmax.max(x.abs()) };
             }
         }
-        rmax
+        if !self.constraints.is_empty() {
+            self.add_constraint_impulse(ws, r);
+        }
+        r.iter().fold(0.0_f64, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
+    }
+
+    /// Sets the points at `ws.z`, fills the residual `r` and, with constraints, `h(q_{k+1})`.
+    /// Returns `(max |r|, max |h|)`.
+    fn evaluate(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], r: &mut [f64]) -> (f64, f64) {
+        ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
+        let rmax = self.fill_residual(ws, p, u, r);
+        let hmax = if self.constraints.is_empty() { 0.0 } else { self.endpoint_constraint_values(ws, q) };
+        (rmax, hmax)
     }
 
     /// One step: solves the DEL equations for `q_{k+1}` by Newton's method and evaluates
@@ -248,6 +293,11 @@ impl VariationalIntegrator {
         self.check_inputs(q, p, u)?;
         self.initial_guess(ws, q, p, guess)?;
         let sc = &self.scheme;
+        let constrained = !self.constraints.is_empty();
+        if constrained {
+            ws.points.set(&self.model, sc, self.dt, q, &ws.z);
+            self.begin_constrained_step(ws);
+        }
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
         let tol = self.tolerance * scale;
         let mut residual = f64::INFINITY;
@@ -258,8 +308,9 @@ impl VariationalIntegrator {
         let mut dz = std::mem::take(&mut ws.direction);
         let mut outcome = Err(ViError::NewtonDiverged { step, iterations: self.max_iterations, residual, tolerance: tol });
         for it in 0..=self.max_iterations {
-            ws.points.set(&self.model, sc, self.dt, q, &ws.z);
-            residual = self.fill_residual(ws, p, u, &mut r);
+            let (rmax, hmax) = self.evaluate(ws, q, p, u, &mut r);
+            // constraint values are judged against the tolerance in their own units
+            residual = rmax.max(hmax * scale);
             if !residual.is_finite() {
                 break;
             }
@@ -283,6 +334,10 @@ impl VariationalIntegrator {
                 *x = -*x;
             }
             ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+            if constrained && !self.constrain_direction(ws, &mut dz) {
+                outcome = Err(ViError::DegenerateConstraints { step });
+                break;
+            }
             let alpha = self.line_search(ws, q, p, u, &dz, &mut r);
             let (mut dmax, mut zmax) = (0.0_f64, 0.0_f64);
             for (z, d) in ws.z.iter().zip(&dz) {
@@ -299,31 +354,36 @@ impl VariationalIntegrator {
         outcome
     }
 
-    /// Backtracking on the merit `½|r|²`, for which the Newton direction `dz` is a descent
-    /// direction: from `z₀` (the current `ws.z`, whose residual is `−r` on entry) accept the
-    /// first `α = 1, ½, ¼, …` (at most 12 halvings) with `|r(z₀ + α dz)|² ≤ (1 − 2·10⁻⁴ α)
-    /// |r(z₀)|²` (Armijo); if none does, take the full step, which lets Newton leave a
-    /// region where the merit is flat. Leaves `ws.z = z₀ + α dz`; returns `α`. `r` is scratch.
+    /// Backtracking on the merit `½(|r|² + |h|²)`, for which the Newton direction `(dz, δλ)`
+    /// is a descent direction: from `z₀` (the current `ws.z`, whose residual is `−r` on
+    /// entry) accept the first `α = 1, ½, ¼, …` (at most 12 halvings) with
+    /// `merit(z₀ + α dz) ≤ (1 − 2·10⁻⁴ α) merit(z₀)` (Armijo); if none does, take the full
+    /// step, which lets Newton leave a region where the merit is flat. Leaves
+    /// `ws.z = z₀ + α dz` (and `λ = λ₀ + α δλ`); returns `α`. `r` is scratch.
     fn line_search(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], dz: &[f64], r: &mut [f64]) -> f64 {
-        let merit0: f64 = r.iter().map(|x| x * x).sum();
+        let merit = |r: &[f64], h: &[f64]| r.iter().chain(h).map(|x| x * x).sum::<f64>();
+        let merit0 = merit(r, &ws.constraint.h);
         ws.z_start.copy_from_slice(&ws.z);
+        self.save_multipliers(ws);
         let mut alpha = 1.0;
         for _ in 0..=12 {
-            for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
-                *z = z0 + alpha * d;
-            }
-            ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
-            self.fill_residual(ws, p, u, r);
-            let merit: f64 = r.iter().map(|x| x * x).sum();
-            if merit <= (1.0 - 2e-4 * alpha) * merit0 {
+            self.move_to(ws, dz, alpha);
+            self.evaluate(ws, q, p, u, r);
+            if merit(r, &ws.constraint.h) <= (1.0 - 2e-4 * alpha) * merit0 {
                 return alpha;
             }
             alpha *= 0.5;
         }
-        for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
-            *z = z0 + d;
-        }
+        self.move_to(ws, dz, 1.0);
         1.0
+    }
+
+    /// `z = z_start + α dz`, `λ = λ_start + α δλ`.
+    fn move_to(&self, ws: &mut ViWorkspace, dz: &[f64], alpha: f64) {
+        for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
+            *z = z0 + alpha * d;
+        }
+        self.move_multipliers(ws, alpha);
     }
 
     fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
@@ -368,7 +428,8 @@ impl VariationalIntegrator {
     /// workspace allocates the batched sweeps' scratch, O(s n); later calls allocate nothing. The explicit parts are
     /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = c_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = c_s Δt 1`
     /// with `c_x = Σ_α mix[x][α] w_α` ([`Scheme::control_weight`])
-    /// (controls constant over the step). Writes the next state too.
+    /// (controls constant over the step). With holonomic constraints the columns go through the
+    /// KKT system of [`crate::constrained`]. Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         let n = self.n();
         if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) {
@@ -381,6 +442,13 @@ impl VariationalIntegrator {
             return Err(ViError::SingularJacobian { step });
         }
         ws.newton.ensure_lanes();
+        let constrained = !self.constraints.is_empty();
+        if constrained {
+            self.endpoint_constraint_values(ws, q);
+            if !self.prepare_constrained_linearization(ws) {
+                return Err(ViError::DegenerateConstraints { step });
+            }
+        }
         let zero = [0.0; LANES];
         // the 3n columns of x = (q_k, p_k, u), LANES at a time
         for c0 in (0..3 * n).step_by(LANES) {
@@ -414,8 +482,14 @@ impl VariationalIntegrator {
                     rows[s * n + c - 2 * n][l] = sc.control_weight(s) * dt;
                 }
             }
-            // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ
+            // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ (through the KKT system with constraints)
+            if constrained {
+                self.constrained_rhs(ws, c0, lanes);
+            }
             ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+            if constrained {
+                self.constrained_solution(ws, c0, lanes);
+            }
             for l in 0..lanes {
                 let c = c0 + l;
                 let (m, col) = if c < 2 * n { (&mut *a, c) } else { (&mut *b, c - 2 * n) };

@@ -16,6 +16,7 @@
 //! `3n` right-hand sides. The dense Jacobian + LU path is kept only as a test and benchmark
 //! oracle (module `reference`, hidden from the docs).
 
+mod constrained;
 pub mod constraints;
 mod del;
 mod dense;
@@ -38,6 +39,8 @@ pub use point::PointState;
 pub use scheme::Scheme;
 pub use trajectory::{linearize_trajectory, rollout, Linearization, Trajectory};
 
+#[cfg(test)]
+mod constraint_tests;
 #[cfg(test)]
 mod newton_tests;
 #[cfg(test)]
