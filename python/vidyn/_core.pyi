@@ -15,11 +15,13 @@ import numpy.typing as npt
 
 __all__ = [
     "ConvergenceError",
+    "Distance",
     "InputError",
     "Kinematics",
     "Model",
     "ModelBuilder",
     "ModelError",
+    "PointOnPlane",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -266,6 +268,24 @@ class Trajectory:
     def __len__(self) -> int: ...
 
 @final
+class PointOnPlane:
+    """Holonomic constraint ``n·(p_b − p_a) = 0``: ``point_b`` (in ``frame_b``) stays on the
+    plane through ``point_a`` (in ``frame_a``) with normal ``normal`` (in ``frame_a``). Frames
+    are named frames of the model; ``None`` or ``"world"`` is the world. Two planes make a
+    point-on-line, three a coincident point (a loop closure)."""
+
+    def __new__(
+        cls, frame_a: str | None, point_a: _ArrayLike, normal: _ArrayLike, frame_b: str | None, point_b: _ArrayLike
+    ) -> PointOnPlane: ...
+
+@final
+class Distance:
+    """Holonomic constraint ``|p_b − p_a|² − length² = 0`` between ``point_a`` of ``frame_a``
+    and ``point_b`` of ``frame_b`` (``length > 0``; ``None`` or ``"world"`` is the world)."""
+
+    def __new__(cls, frame_a: str | None, point_a: _ArrayLike, frame_b: str | None, point_b: _ArrayLike, length: float) -> Distance: ...
+
+@final
 class VariationalIntegrator:
     """Variational integrator for a model whose joints are all revolute or prismatic: the
     midpoint rule (Johnson 2012, as in trep) or a Galerkin–Lobatto scheme of order 2s (Fan,
@@ -277,7 +297,10 @@ class VariationalIntegrator:
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
-    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot."""
+    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot.
+    ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
+    exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
+    schemes; ConvergenceError when they are redundant."""
 
     def __new__(
         cls,
@@ -290,6 +313,7 @@ class VariationalIntegrator:
         rest: _ArrayLike | None = None,
         tolerance: float = 1e-12,
         max_iterations: int = 30,
+        constraints: list[PointOnPlane | Distance] | None = None,
     ) -> VariationalIntegrator: ...
     @property
     def dt(self) -> float: ...
@@ -303,6 +327,11 @@ class VariationalIntegrator:
     @property
     def n(self) -> int:
         """Degrees of freedom."""
+    @property
+    def constraint_count(self) -> int:
+        """Number of holonomic constraints m."""
+    def constraint_values(self, q: _ArrayLike) -> _Array:
+        """The constraint values ``h(q)``: (n,) -> (m,)."""
     def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
         """Legendre transform ``p = M(q) v``. (n,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:

@@ -63,8 +63,11 @@ impl Scheme {
     }
 
     /// The midpoint rule `L_d(q_k, q_{k+1}) = Δt L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt)`
-    /// (Johnson 2012 eq. 3.9, the discretisation of `trep`; order 2), with the forcing
-    /// `Q = Δt/2 (u − d q̇ − κ (q̄ − rest))` on each end, evaluated at the midpoint.
+    /// (Johnson 2012 eq. 4.8, the discretisation of `trep`; order 2), with the forcing
+    /// `Q = Δt/2 (u − d q̇ − κ (q̄ − rest))` on each end, evaluated at the midpoint. trep puts
+    /// the whole impulse `Δt f` on the left end (`f⁺ = 0`); we split it evenly, as the Lobatto
+    /// schemes do. Both are second-order discrete Lagrange–d'Alembert forces; the trajectories
+    /// `q_k` differ at O(Δt²) and the momenta `p_k` by `Δt f/2`.
     #[must_use]
     pub fn midpoint() -> Self {
         Self {
