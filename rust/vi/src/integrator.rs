@@ -33,6 +33,8 @@ pub struct VariationalIntegrator {
     max_iterations: usize,
     /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
     pub(crate) constraints: Vec<Constraint>,
+    /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
+    pub(crate) prescribed: Vec<bool>,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -85,7 +87,7 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new() })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n] })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -104,6 +106,44 @@ impl VariationalIntegrator {
         }
         self.constraints = constraints;
         Ok(self)
+    }
+
+    /// Makes the listed joints kinematic (Johnson 2012 §4.7): their trajectory is an input of
+    /// the step instead of a solution of it (an ideal actuator), their DEL rows are dropped,
+    /// and the interface keeps its shapes by reusing the slots of such a joint `i`:
+    ///
+    /// * `q_i` is its coordinate `ρ_k`, as for any joint;
+    /// * `p_i` holds its velocity `v_k = (ρ_k − ρ_{k−1})/Δt` (it has no discrete momentum);
+    /// * `u_i` holds the prescribed next coordinate `ρ_{k+1}` (not a force).
+    ///
+    /// The step then returns `q_{k+1,i} = ρ_{k+1}` and `p_{k+1,i} = (ρ_{k+1} − ρ_k)/Δt`, and the
+    /// linearisation's columns for `u_i` are `∂/∂ρ_{k+1}` — the state and input of the thesis's
+    /// App. A.2 (`x = (q, ρ, p, v)`, `u = (u, ρ_{k+1})`) in one vector each. Only the
+    /// one-interval schemes (midpoint, trapezoid) take kinematic joints; at least one joint must
+    /// stay dynamic.
+    pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
+        let n = self.n();
+        if !joints.is_empty() && self.scheme.s != 1 {
+            return Err(ViError::InvalidParameter(format!("kinematic joints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}", self.scheme.s)));
+        }
+        let mut prescribed = vec![false; n];
+        for &j in joints {
+            if j >= n {
+                return Err(ViError::InvalidParameter(format!("kinematic joint index {j} out of range (n = {n})")));
+            }
+            prescribed[j] = true;
+        }
+        if n > 0 && prescribed.iter().all(|&k| k) {
+            return Err(ViError::InvalidParameter("every joint is kinematic: nothing is left to simulate".into()));
+        }
+        self.prescribed = prescribed;
+        Ok(self)
+    }
+
+    /// `(n,)` which joints are kinematic ([`Self::with_kinematic`]).
+    #[must_use]
+    pub fn kinematic(&self) -> &[bool] {
+        &self.prescribed
     }
 
     /// The holonomic constraints of this integrator.
@@ -149,13 +189,15 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn workspace(&self) -> ViWorkspace {
         let (n, s) = (self.n(), self.scheme.s);
+        let mut newton = NewtonFactorization::new(n, s);
+        newton.set_prescribed(&self.prescribed);
         ViWorkspace {
             points: StepPoints::new(n, s + 1),
             z: vec![0.0; s * n],
             residual: vec![0.0; s * n],
             direction: vec![0.0; s * n],
             z_start: vec![0.0; s * n],
-            newton: NewtonFactorization::new(n, s),
+            newton,
             lane_rhs: vec![[0.0; LANES]; s * n],
             lane_sol: vec![[0.0; LANES]; s * n],
             lane_dq: vec![[0.0; LANES]; (s + 1) * n],
@@ -169,17 +211,18 @@ impl VariationalIntegrator {
         }
     }
 
-    /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity).
+    /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity); the
+    /// entries of kinematic joints are their velocities ([`Self::with_kinematic`]).
     pub fn momentum(&self, ws: &mut ViWorkspace, q: &[f64], qdot: &[f64], p: &mut [f64]) -> Result<()> {
         check_tangent(&self.model, qdot, "v")?;
         let m = vidyn_rbd::crba(&self.model, &mut ws.rbd, q)?;
         for (i, pi) in p.iter_mut().enumerate() {
-            *pi = (0..qdot.len()).map(|j| m[(i, j)] * qdot[j]).sum();
+            *pi = if self.prescribed[i] { qdot[i] } else { (0..qdot.len()).map(|j| m[(i, j)] * qdot[j]).sum() };
         }
         Ok(())
     }
 
-    /// Inverse Legendre transform `q̇ = M(q)⁻¹ p`.
+    /// Inverse Legendre transform `q̇ = M(q)⁻¹ p` (of a system without kinematic joints).
     pub fn velocity(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], qdot: &mut [f64]) -> Result<()> {
         check_tangent(&self.model, p, "p")?;
         let minv = vidyn_rbd::minverse(&self.model, &mut ws.rbd, q)?;
@@ -272,6 +315,11 @@ impl VariationalIntegrator {
         if !self.constraints.is_empty() {
             self.add_constraint_impulse(ws, r);
         }
+        for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
+            for rho in 0..sc.s {
+                r[rho * n + i] = 0.0; // a kinematic joint has no DEL row
+            }
+        }
         r.iter().fold(0.0_f64, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
     }
 
@@ -291,7 +339,7 @@ impl VariationalIntegrator {
     /// interior points are interpolated. `step` only labels errors.
     pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         self.check_inputs(q, p, u)?;
-        self.initial_guess(ws, q, p, guess)?;
+        self.initial_guess(ws, q, p, u, guess)?;
         let sc = &self.scheme;
         let constrained = !self.constraints.is_empty();
         if constrained {
@@ -318,7 +366,7 @@ impl VariationalIntegrator {
                 ws.last_iterations = it;
                 sc.endpoint_from(q, &ws.z, q_next);
                 for (i, pn) in p_next.iter_mut().enumerate() {
-                    *pn = ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i);
+                    *pn = if self.prescribed[i] { (u[i] - q[i]) / self.dt } else { ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i) };
                 }
                 outcome = Ok(it);
                 break;
@@ -386,7 +434,7 @@ impl VariationalIntegrator {
         self.move_multipliers(ws, alpha);
     }
 
-    fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
+    fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
         let n = self.n();
         if let Some(g) = guess {
             check_configuration(&self.model, g)?; // before taking the scratch out of `ws`
@@ -410,6 +458,11 @@ impl VariationalIntegrator {
             for i in 0..n {
                 ws.z[(g - 1) * n + i] = q[i] + c * (end[i] - q[i]);
             }
+        }
+        // kinematic joints: the control point that puts q_{k+1} at ρ_{k+1} = u_i (s = 1)
+        let (e0, e1) = (self.scheme.endpoint(0), self.scheme.endpoint(self.scheme.s));
+        for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
+            ws.z[i] = (u[i] - e0 * q[i]) / e1;
         }
         ws.scratch = end;
         Ok(())
@@ -454,12 +507,21 @@ impl VariationalIntegrator {
         for c0 in (0..3 * n).step_by(LANES) {
             let lanes = LANES.min(3 * n - c0);
             let (f, rows, dq) = (&mut ws.lane_rhs, &mut ws.lane_rows, &mut ws.lane_dq);
-            // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the q_k columns by the DEL
-            // Jacobian–vector product with δq^0 = e_c, the others explicitly
-            if c0 < n {
+            // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the columns that move control
+            // points by the DEL Jacobian–vector product — q_k (δq^0 = e_c, and for a kinematic
+            // joint its prescribed point δz_c = −e_0/e_1) and the kinematic inputs ρ_{k+1}
+            // (δz_c = 1/e_1) —, the others explicitly
+            let moves_points = |c: usize| c < n || (c >= 2 * n && self.prescribed[c - 2 * n]);
+            if (c0..c0 + lanes).any(moves_points) {
                 dq.fill(zero);
-                for l in 0..lanes.min(n - c0) {
-                    dq[c0 + l][l] = 1.0;
+                for l in 0..lanes {
+                    let c = c0 + l;
+                    if c < n {
+                        dq[c][l] = 1.0;
+                    }
+                    if let Some(dz) = prescribed_point_variation(&self.prescribed, sc, n, c) {
+                        dq[n + c % n][l] = dz;
+                    }
                 }
                 ws.newton.del_jvp_lanes(&self.model, sc, dt, forces, dq, rows);
                 for (fi, ri) in f.iter_mut().zip(&rows[..s * n]) {
@@ -475,7 +537,7 @@ impl VariationalIntegrator {
                 let c = c0 + l;
                 if (n..2 * n).contains(&c) {
                     f[c - n][l] = -1.0;
-                } else if c >= 2 * n {
+                } else if c >= 2 * n && !self.prescribed[c - 2 * n] {
                     for rho in 0..s {
                         f[rho * n + c - 2 * n][l] = -sc.control_weight(rho) * dt;
                     }
@@ -487,6 +549,12 @@ impl VariationalIntegrator {
                 self.constrained_rhs(ws, c0, lanes);
             }
             ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+            // the prescribed part of δz (the solve returns 0 for kinematic joints)
+            for l in 0..lanes {
+                if let Some(dz) = prescribed_point_variation(&self.prescribed, sc, n, c0 + l) {
+                    ws.lane_sol[(c0 + l) % n][l] += dz;
+                }
+            }
             if constrained {
                 self.constrained_solution(ws, c0, lanes);
             }
@@ -497,10 +565,35 @@ impl VariationalIntegrator {
                     // q_{k+1} = Σ_α endpoint[α] q^α with δq^0 = e_c for the q_k columns
                     let own = if c == r { sc.endpoint(0) } else { 0.0 };
                     m[(r, col)] = own + (1..=s).map(|g| sc.endpoint(g) * ws.lane_sol[(g - 1) * n + r][l]).sum::<f64>();
-                    m[(n + r, col)] = ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l];
+                    m[(n + r, col)] = if self.prescribed[r] {
+                        // v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
+                        if c == r {
+                            -1.0 / dt
+                        } else if c == 2 * n + r {
+                            1.0 / dt
+                        } else {
+                            0.0
+                        }
+                    } else {
+                        ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l]
+                    };
                 }
             }
         }
         Ok(iterations)
+    }
+}
+
+/// The variation of a kinematic joint's control point `z_j = (ρ_{k+1} − e_0 ρ_k)/e_1`
+/// (`s = 1`) along input column `c` of `x = (q_k, p_k, u)`: `−e_0/e_1` for `c = ρ_k`,
+/// `1/e_1` for `c = u_j = ρ_{k+1}`, `None` for every other column.
+fn prescribed_point_variation(prescribed: &[bool], sc: &Scheme, n: usize, c: usize) -> Option<f64> {
+    let (e0, e1) = (sc.endpoint(0), sc.endpoint(sc.s));
+    if c < n && prescribed[c] {
+        Some(-e0 / e1)
+    } else if c >= 2 * n && prescribed[c - 2 * n] {
+        Some(1.0 / e1)
+    } else {
+        None
     }
 }

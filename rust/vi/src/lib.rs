@@ -42,6 +42,8 @@ pub use trajectory::{linearize_trajectory, rollout, Linearization, Trajectory};
 #[cfg(test)]
 mod constraint_tests;
 #[cfg(test)]
+mod kinematic_tests;
+#[cfg(test)]
 mod newton_tests;
 #[cfg(test)]
 mod tests;

@@ -163,6 +163,8 @@ pub(crate) struct NewtonFactorization {
     /// per body: `max |Λ_i|` and its smallest `|pivot|`.
     lam_max: Vec<f64>,
     lam_pivot: Vec<f64>,
+    /// per body: a prescribed (kinematic) joint, whose coordinate is an input of the step.
+    prescribed: Vec<bool>,
     /// per body: whether a child has written its blocks in the current factorisation.
     touched: Vec<bool>,
     // per-body temporaries of the factorisation
@@ -221,6 +223,7 @@ impl NewtonFactorization {
             piv: vec![0; n * s],
             lam_max: vec![0.0; n],
             lam_pivot: vec![0.0; n],
+            prescribed: vec![false; n],
             touched: vec![false; n],
             ds: vec![z6; p * p],
             std: vec![z6; p * p],
@@ -239,6 +242,12 @@ impl NewtonFactorization {
             dq: vec![0.0; s],
             lanes: LaneScratch::default(),
         }
+    }
+
+    /// Marks the prescribed (kinematic) joints: their DEL rows are dropped and their control
+    /// points are inputs, so every solve returns `δq_i = 0` for them.
+    pub(crate) fn set_prescribed(&mut self, prescribed: &[bool]) {
+        self.prescribed.copy_from_slice(prescribed);
     }
 
     /// Copies the per-point kinematics of `pts` (set at the current iterate) into 6-vector
@@ -368,51 +377,61 @@ impl NewtonFactorization {
                 self.theta_s[kp..kp + p].copy_from_slice(&self.theta[s * p..(s + 1) * p]);
                 self.xi_s[i * s..(i + 1) * s].copy_from_slice(&self.xi[s * s..(s + 1) * s]);
             }
-            // Λ (s×s), its LU factors, Λ̄ = Λ⁻¹
-            let lam = &mut self.lam[i * s * s..(i + 1) * s * s];
-            let mut lmax = 0.0_f64;
-            for r in 0..s {
-                for gm in 1..=s {
-                    let mut v = self.theta[r * p + gm].dot(&self.rate[kp + gm]) + self.xi[r * s + gm - 1].dot(&self.col[kp + gm]);
-                    for c in 0..p {
-                        v += sc.b(c, gm) * inv_dt * self.theta[r * p + c].dot(&self.col[kp + c]);
-                    }
-                    v -= joint_force_derivative(sc, dt, forces, i, r, gm);
-                    lam[r * s + gm - 1] = v;
-                    lmax = lmax.max(v.abs());
-                }
-            }
-            let piv = &mut self.piv[i * s..(i + 1) * s];
-            let min_pivot = small_lu(lam, s, piv);
-            self.lam_max[i] = if lmax.is_finite() { lmax } else { f64::INFINITY };
-            self.lam_pivot[i] = min_pivot;
-            if !(min_pivot > 0.0 && min_pivot.is_finite()) {
-                return false;
-            }
-            let inv = &mut self.inv[i * s * s..(i + 1) * s * s];
-            for c in 0..s {
-                self.small.fill(0.0);
-                self.small[c] = 1.0;
-                small_solve(lam, s, piv, &mut self.small);
+            if self.prescribed[i] {
+                // a prescribed (kinematic) joint: its rows are dropped and its δq is zero, so it
+                // hands its subtree to the parent as if it were welded (X = Y = 0, Λ̄ = 0)
+                self.lam_max[i] = 0.0;
+                self.lam_pivot[i] = f64::INFINITY;
+                self.inv[i * s * s..(i + 1) * s * s].fill(0.0);
+                self.x[i * p * s..(i + 1) * p * s].fill(V6::zeros());
+                self.y[i * s * s..(i + 1) * s * s].fill(V6::zeros());
+            } else {
+                // Λ (s×s), its LU factors, Λ̄ = Λ⁻¹
+                let lam = &mut self.lam[i * s * s..(i + 1) * s * s];
+                let mut lmax = 0.0_f64;
                 for r in 0..s {
-                    inv[r * s + c] = self.small[r];
-                }
-            }
-            // X = −Λ̄ Θ̄, Y = −Λ̄ Ξ̄ (rows ϱ < s only)
-            for gm in 0..s {
-                for c in 0..p {
-                    let mut t = V6::zeros();
-                    for r in 0..s {
-                        t -= self.theta[r * p + c] * inv[gm * s + r];
+                    for gm in 1..=s {
+                        let mut v = self.theta[r * p + gm].dot(&self.rate[kp + gm]) + self.xi[r * s + gm - 1].dot(&self.col[kp + gm]);
+                        for c in 0..p {
+                            v += sc.b(c, gm) * inv_dt * self.theta[r * p + c].dot(&self.col[kp + c]);
+                        }
+                        v -= joint_force_derivative(sc, dt, forces, i, r, gm);
+                        lam[r * s + gm - 1] = v;
+                        lmax = lmax.max(v.abs());
                     }
-                    self.x[(i * p + c) * s + gm] = t;
                 }
-                for nu in 0..s {
-                    let mut t = V6::zeros();
+                let piv = &mut self.piv[i * s..(i + 1) * s];
+                let min_pivot = small_lu(lam, s, piv);
+                self.lam_max[i] = if lmax.is_finite() { lmax } else { f64::INFINITY };
+                self.lam_pivot[i] = min_pivot;
+                if !(min_pivot > 0.0 && min_pivot.is_finite()) {
+                    return false;
+                }
+                let inv = &mut self.inv[i * s * s..(i + 1) * s * s];
+                for c in 0..s {
+                    self.small.fill(0.0);
+                    self.small[c] = 1.0;
+                    small_solve(lam, s, piv, &mut self.small);
                     for r in 0..s {
-                        t -= self.xi[r * s + nu] * inv[gm * s + r];
+                        inv[r * s + c] = self.small[r];
                     }
-                    self.y[(i * s + nu) * s + gm] = t;
+                }
+                // X = −Λ̄ Θ̄, Y = −Λ̄ Ξ̄ (rows ϱ < s only)
+                for gm in 0..s {
+                    for c in 0..p {
+                        let mut t = V6::zeros();
+                        for r in 0..s {
+                            t -= self.theta[r * p + c] * inv[gm * s + r];
+                        }
+                        self.x[(i * p + c) * s + gm] = t;
+                    }
+                    for nu in 0..s {
+                        let mut t = V6::zeros();
+                        for r in 0..s {
+                            t -= self.xi[r * s + nu] * inv[gm * s + r];
+                        }
+                        self.y[(i * s + nu) * s + gm] = t;
+                    }
                 }
             }
             // Ĥ^{αα} = H^{αα} + ū^α, Φ̂^{ϱϱ} = Φ^{ϱϱ} + ē^ϱ (α, ϱ ≥ 1): the child terms of B.1/B.3

@@ -28,10 +28,12 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     vidyn_rbd::placements(&model, &mut rbd, &q).unwrap();
     let length = (rbd.placements[n - 1].translation - anchor).norm();
     let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(n - 1), point: nalgebra::Vector3::zeros() }, length };
-    for (sc, constraints) in [(Scheme::midpoint(), vec![]), (Scheme::trapezoid(), vec![]), (Scheme::simpson(), vec![]), (Scheme::lobatto(3).unwrap(), vec![]), (Scheme::midpoint(), vec![tether])] {
+    // ... and one with a kinematic joint as well
+    let cases = [(Scheme::midpoint(), vec![], vec![]), (Scheme::trapezoid(), vec![], vec![]), (Scheme::simpson(), vec![], vec![]), (Scheme::lobatto(3).unwrap(), vec![], vec![]), (Scheme::midpoint(), vec![tether.clone()], vec![]), (Scheme::midpoint(), vec![tether], vec![0])];
+    for (sc, constraints, kinematic) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap();
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap();
         let mut ws = vi.workspace();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
