@@ -1,6 +1,7 @@
-"""Holonomic constraints in the variational integrator (Johnson 2012 §4.5): a four-bar linkage
-built as an open tree plus a loop closure stays closed at solver tolerance, its linearisation
-matches central differences, and bad constraints raise clear errors."""
+"""Holonomic constraints and kinematic joints in the variational integrator (Johnson 2012 §4.5,
+§4.7): a four-bar linkage built as an open tree plus a loop closure stays closed at solver
+tolerance, a prescribed cart follows its input, the linearisations match central differences,
+and bad constraints raise clear errors."""
 
 from __future__ import annotations
 
@@ -125,3 +126,32 @@ def test_constraint_errors():
     redundant = vidyn.VariationalIntegrator(model, 0.01, scheme="midpoint", constraints=closure(((1, 0, 0), (0, 0, 1), (0, 1, 0))))
     with pytest.raises(vidyn.ConvergenceError, match="redundant"):
         redundant.step(closed_configuration(model, 0.2), np.zeros(3))
+
+
+def test_kinematic_cart_follows_its_input_and_linearises_exactly():
+    """The cart of a cart-pole prescribed (Johnson 2012 §4.7): q[cart] follows u[cart], p[cart]
+    is its velocity, and A, B (with B's cart column = d/d rho_{k+1}) match central differences."""
+    model = vidyn.models.cartpole()
+    cart = model.joint_names.index("cart")
+    vi = vidyn.VariationalIntegrator(model, 0.02, scheme="midpoint", kinematic=["cart"])
+    assert list(vi.kinematic) == [j == cart for j in range(2)]
+    q, p = np.array([0.1, 0.4]), np.array([0.3, -0.2])
+    u = np.array([0.0, 0.0])
+    u[cart] = q[cart] + 0.02 * 0.5
+    q1, p1 = vi.step(q, p, u)
+    assert q1[cart] == pytest.approx(u[cart], abs=1e-15)
+    assert p1[cart] == pytest.approx((u[cart] - q[cart]) / 0.02, rel=1e-12)
+    a, b = vi.linearize(np.stack([q, q1]), np.stack([p, p1]), u[None])
+    h = 1e-6  # central differences of the solved step, as in the other FD tests
+    x0 = np.concatenate([q, p, u])
+    fd = np.zeros((4, 6))
+    for k in range(6):
+        e = np.zeros(6)
+        e[k] = h
+        plus, minus = x0 + e, x0 - e
+        fd[:, k] = (np.concatenate(vi.step(plus[:2], plus[2:4], plus[4:])) - np.concatenate(vi.step(minus[:2], minus[2:4], minus[4:]))) / (2 * h)
+    np.testing.assert_allclose(np.hstack([a[0], b[0]]), fd, atol=1e-7, rtol=1e-6)
+    with pytest.raises(vidyn.UnknownNameError):
+        vidyn.VariationalIntegrator(model, 0.02, scheme="midpoint", kinematic=["wheel"])
+    with pytest.raises(vidyn.InputError, match="every joint"):
+        vidyn.VariationalIntegrator(model, 0.02, scheme="midpoint", kinematic=["cart", "pole"])

@@ -300,7 +300,11 @@ class VariationalIntegrator:
     ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot.
     ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
     exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
-    schemes; ConvergenceError when they are redundant."""
+    schemes; ConvergenceError when they are redundant. ``kinematic``: names of joints whose
+    trajectory is prescribed (Johnson 2012 §4.7; midpoint and trapezoid): for such a joint
+    ``i`` the slot ``p[i]`` holds its velocity ``(ρ_k − ρ_{k−1})/dt`` and ``u[i]`` its next
+    coordinate ``ρ_{k+1}`` (not a force), so ``A``/``B`` keep their shapes and the ``u[i]``
+    columns of ``B`` are derivatives with respect to ``ρ_{k+1}``."""
 
     def __new__(
         cls,
@@ -314,6 +318,7 @@ class VariationalIntegrator:
         tolerance: float = 1e-12,
         max_iterations: int = 30,
         constraints: list[PointOnPlane | Distance] | None = None,
+        kinematic: list[str] | None = None,
     ) -> VariationalIntegrator: ...
     @property
     def dt(self) -> float: ...
@@ -327,6 +332,9 @@ class VariationalIntegrator:
     @property
     def n(self) -> int:
         """Degrees of freedom."""
+    @property
+    def kinematic(self) -> npt.NDArray[np.bool_]:
+        """(n,) which joints are kinematic (prescribed)."""
     @property
     def constraint_count(self) -> int:
         """Number of holonomic constraints m."""

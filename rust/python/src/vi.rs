@@ -80,7 +80,7 @@ impl PyVariationalIntegrator {
 #[pymethods]
 impl PyVariationalIntegrator {
     #[new]
-    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None))]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Bound<'_, PyModel>,
@@ -93,8 +93,14 @@ impl PyVariationalIntegrator {
         tolerance: f64,
         max_iterations: usize,
         constraints: Option<Vec<Bound<'_, PyAny>>>,
+        kinematic: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let m = model.get().inner.clone();
+        let kinematic = kinematic
+            .unwrap_or_default()
+            .iter()
+            .map(|name| m.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e)))
+            .collect::<PyResult<Vec<usize>>>()?;
         let constraints = crate::constraints::resolve(&m, constraints.as_deref().unwrap_or(&[]))?;
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
@@ -108,7 +114,7 @@ impl PyVariationalIntegrator {
         };
         let build = || -> Result<VariationalIntegrator, ViError> {
             let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)
         };
         let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
@@ -138,6 +144,12 @@ impl PyVariationalIntegrator {
     #[getter]
     fn n(&self) -> usize {
         self.inner.n()
+    }
+
+    /// (n,) booleans: which joints are kinematic (prescribed).
+    #[getter]
+    fn kinematic<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        PyArray1::from_slice(py, self.inner.kinematic())
     }
 
     /// Number of holonomic constraints m.
