@@ -71,10 +71,11 @@ pub trait DiscreteDynamics: Sync {
     /// Invalid inputs.
     fn momentum(&self, ws: &mut Self::Workspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<Self::Error>>;
 
-    /// Writes an estimate of `q_{k+1}` from `q_{k−1}` and `q_k` into `guess` for an implicit
-    /// step, and returns `true`; the default (no estimate) returns `false`.
-    fn warm_start(&self, q_prev: &[f64], q: &[f64], guess: &mut [f64]) -> bool {
-        let _ = (q_prev, q, guess);
+    /// Writes an estimate of `q_{k+1}` from the configurations so far, `past` = `(q_0, …, q_k)`
+    /// row-major `(k+1, nq)`, into `guess` for an implicit step, and returns `true`; the
+    /// default (no estimate) returns `false`.
+    fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
+        let _ = (past, guess);
         false
     }
 
@@ -172,12 +173,9 @@ impl DiscreteDynamics for VariationalIntegrator {
         Ok(VariationalIntegrator::momentum(self, &mut ws.vi, q, v, p)?)
     }
 
-    /// Linear extrapolation `2 q_k − q_{k−1}`, as [`vidyn_vi::rollout`] does.
-    fn warm_start(&self, q_prev: &[f64], q: &[f64], guess: &mut [f64]) -> bool {
-        for ((g, qk), qp) in guess.iter_mut().zip(q).zip(q_prev) {
-            *g = 2.0 * qk - qp;
-        }
-        true
+    /// [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`] does.
+    fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
+        vidyn_vi::predict_next(past, self.n(), guess)
     }
 
     fn step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {

@@ -109,7 +109,7 @@ pub fn rollout<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, st
             let (done, rest) = qs.split_at_mut((k + 1) * nq);
             let (pd, pr) = ps.split_at_mut((k + 1) * np);
             let qk = &done[k * nq..];
-            let warm = k > 0 && sys.warm_start(&done[(k - 1) * nq..k * nq], qk, guess);
+            let warm = sys.warm_start(done, guess);
             let uk = &u[(b * steps + k) * nu..(b * steps + k + 1) * nu];
             let it = sys.step(ws, k, qk, &pd[k * np..], uk, warm.then_some(guess.as_slice()), &mut rest[..nq], &mut pr[..np])?;
             t.iterations[k] = i64::try_from(it).unwrap_or(i64::MAX);

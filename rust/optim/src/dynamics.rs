@@ -201,14 +201,7 @@ impl Dynamics for ViDynamics<'_> {
             for (j, &i) in self.actuated.iter().enumerate() {
                 full[i] = uk[j];
             }
-            let warm = if k > 0 {
-                for i in 0..n {
-                    guess[i] = 2.0 * xk[i] - done[(k - 1) * nx + i];
-                }
-                Some(guess.as_slice())
-            } else {
-                None
-            };
+            let warm = vidyn_vi::predict_next(done, nx, &mut guess).then_some(guess.as_slice());
             self.vi.step(&mut ws, k, &xk[..n], &xk[n..], &full, warm, &mut qn, &mut pn)?;
             rest[..n].copy_from_slice(&qn);
             rest[n..nx].copy_from_slice(&pn);

@@ -355,8 +355,13 @@ impl VariationalIntegrator {
         let mut r = std::mem::take(&mut ws.residual);
         let mut dz = std::mem::take(&mut ws.direction);
         let mut outcome = Err(ViError::NewtonDiverged { step, iterations: self.max_iterations, residual, tolerance: tol });
+        // the residual at ws.z when the line search has just evaluated it there
+        let mut evaluated: Option<(f64, f64)> = None;
         for it in 0..=self.max_iterations {
-            let (rmax, hmax) = self.evaluate(ws, q, p, u, &mut r);
+            let (rmax, hmax) = match evaluated.take() {
+                Some(known) => known,
+                None => self.evaluate(ws, q, p, u, &mut r),
+            };
             // constraint values are judged against the tolerance in their own units
             residual = rmax.max(hmax * scale);
             if !residual.is_finite() {
@@ -386,7 +391,8 @@ impl VariationalIntegrator {
                 outcome = Err(ViError::DegenerateConstraints { step });
                 break;
             }
-            let alpha = self.line_search(ws, q, p, u, &dz, &mut r);
+            let (alpha, at_new_point) = self.line_search(ws, q, p, u, &dz, &mut r);
+            evaluated = at_new_point;
             let (mut dmax, mut zmax) = (0.0_f64, 0.0_f64);
             for (z, d) in ws.z.iter().zip(&dz) {
                 dmax = dmax.max((alpha * d).abs());
@@ -407,8 +413,10 @@ impl VariationalIntegrator {
     /// entry) accept the first `α = 1, ½, ¼, …` (at most 12 halvings) with
     /// `merit(z₀ + α dz) ≤ (1 − 2·10⁻⁴ α) merit(z₀)` (Armijo); if none does, take the full
     /// step, which lets Newton leave a region where the merit is flat. Leaves
-    /// `ws.z = z₀ + α dz` (and `λ = λ₀ + α δλ`); returns `α`. `r` is scratch.
-    fn line_search(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], dz: &[f64], r: &mut [f64]) -> f64 {
+    /// `ws.z = z₀ + α dz` (and `λ = λ₀ + α δλ`); returns `α` and, when the step was accepted
+    /// by the test, `(max |r|, max |h|)` there (`r`, `ws.points` and `h` then hold that point's
+    /// values, so the next iteration need not evaluate them again).
+    fn line_search(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], dz: &[f64], r: &mut [f64]) -> (f64, Option<(f64, f64)>) {
         let merit = |r: &[f64], h: &[f64]| r.iter().chain(h).map(|x| x * x).sum::<f64>();
         let merit0 = merit(r, &ws.constraint.h);
         ws.z_start.copy_from_slice(&ws.z);
@@ -416,14 +424,14 @@ impl VariationalIntegrator {
         let mut alpha = 1.0;
         for _ in 0..=12 {
             self.move_to(ws, dz, alpha);
-            self.evaluate(ws, q, p, u, r);
+            let maxima = self.evaluate(ws, q, p, u, r);
             if merit(r, &ws.constraint.h) <= (1.0 - 2e-4 * alpha) * merit0 {
-                return alpha;
+                return (alpha, Some(maxima));
             }
             alpha *= 0.5;
         }
         self.move_to(ws, dz, 1.0);
-        1.0
+        (1.0, None)
     }
 
     /// `z = z_start + α dz`, `λ = λ_start + α δλ`.

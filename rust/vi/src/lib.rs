@@ -37,7 +37,7 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
-pub use trajectory::{linearize_trajectory, rollout, Linearization, Trajectory};
+pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 
 #[cfg(test)]
 mod constraint_tests;
