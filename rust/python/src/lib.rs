@@ -11,6 +11,7 @@ mod convert;
 mod errors;
 mod model;
 mod optim;
+mod single_dof;
 mod vi;
 
 use pyo3::prelude::*;
@@ -51,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<algorithms::Kinematics>()?;
     m.add_class::<vi::PyVariationalIntegrator>()?;
     m.add_class::<vi::PyTrajectory>()?;
+    m.add_class::<single_dof::PySingleDofMap>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;
