@@ -20,6 +20,7 @@ PUBLIC = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "SingleDofMap",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
