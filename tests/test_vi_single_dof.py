@@ -143,28 +143,41 @@ def _qdot(model: vidyn.Model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     for kind, iq, iv in zip(model.joint_kinds, model.idx_q, model.idx_v):
         if kind in ("revolute", "prismatic"):
             out[iq] = v[iv]
-        elif kind == "freeflyer":
-            quat, w = q[iq + 3 : iq + 7], v[iv + 3 : iv + 6]
-            out[iq : iq + 3] = _rotation(quat / np.linalg.norm(quat)) @ v[iv : iv + 3]
+        elif kind in ("freeflyer", "spherical"):
+            at = iq + 3 if kind == "freeflyer" else iq
+            w = v[iv + 3 : iv + 6] if kind == "freeflyer" else v[iv : iv + 3]
+            quat = q[at : at + 4]
+            if kind == "freeflyer":
+                out[iq : iq + 3] = _rotation(quat / np.linalg.norm(quat)) @ v[iv : iv + 3]
             u, s = quat[:3], quat[3]
-            out[iq + 3 : iq + 6] = 0.5 * (s * w + np.cross(u, w))
-            out[iq + 6] = -0.5 * u @ w
+            out[at : at + 3] = 0.5 * (s * w + np.cross(u, w))
+            out[at + 3] = -0.5 * u @ w
+        elif kind == "planar":
+            c, s = q[iq + 2], q[iq + 3]
+            out[iq : iq + 2] = np.array([[c, -s], [s, c]]) @ v[iv : iv + 2]
+            out[iq + 2 : iq + 4] = v[iv + 2] * np.array([-s, c])
         else:
             raise NotImplementedError(kind)
     return out
 
 
+def _normalise(model: vidyn.Model, q: np.ndarray) -> None:
+    """Unit quaternions and (cos, sin) pairs, in place."""
+    for kind, iq in zip(model.joint_kinds, model.idx_q):
+        sl = {"freeflyer": slice(iq + 3, iq + 7), "spherical": slice(iq, iq + 4), "planar": slice(iq + 2, iq + 4)}.get(kind)
+        if sl is not None:
+            q[sl] /= np.linalg.norm(q[sl])
+
+
 def _rk4_reference(model: vidyn.Model, q: np.ndarray, v: np.ndarray, t_end: float, steps: int) -> np.ndarray:
-    """Classical RK4 on (q, v) with q in the embedding (quaternions renormalised after each
-    step, which keeps order 4), forward dynamics by ABA with zero torque."""
+    """Classical RK4 on (q, v) with q in the embedding (quaternions and cos/sin pairs
+    renormalised after each step, which keeps order 4), forward dynamics by ABA, zero torque."""
     h = t_end / steps
     tau = np.zeros(model.nv)
 
     def f(q, v):
         qn = q.copy()
-        for kind, iq in zip(model.joint_kinds, model.idx_q):
-            if kind == "freeflyer":
-                qn[iq + 3 : iq + 7] /= np.linalg.norm(qn[iq + 3 : iq + 7])
+        _normalise(model, qn)
         return _qdot(model, qn, v), vidyn.aba(model, qn, v, tau)
 
     for _ in range(steps):
@@ -174,9 +187,7 @@ def _rk4_reference(model: vidyn.Model, q: np.ndarray, v: np.ndarray, t_end: floa
         k4q, k4v = f(q + h * k3q, v + h * k3v)
         q = q + h / 6 * (k1q + 2 * k2q + 2 * k3q + k4q)
         v = v + h / 6 * (k1v + 2 * k2v + 2 * k3v + k4v)
-        for kind, iq in zip(model.joint_kinds, model.idx_q):
-            if kind == "freeflyer":
-                q[iq + 3 : iq + 7] /= np.linalg.norm(q[iq + 3 : iq + 7])
+        _normalise(model, q)
     return q
 
 
@@ -233,6 +244,33 @@ def test_solo12_floating_base_energy_and_order_2_against_aba_rk4():
     # changes it by less than 1% of the smallest VI error
     q_ref2 = _rk4_reference(model, q0.copy(), v0.copy(), t_end, 800)
     assert np.abs(model.difference(q_ref, q_ref2)).max() < 1e-2 * min(min(e) for e in errors)
+
+
+@pytest.mark.parametrize("seed", [18, 22, 31])  # trees with every composite kind
+def test_random_trees_with_every_joint_kind_converge_at_order_2(seed):
+    """random_tree draws every joint kind (revolute and prismatic on random axes, spherical,
+    free-flyer, planar); after expansion the midpoint VI converges at order 2 to ABA + RK4 on
+    the original model, from a random state away from gimbal lock."""
+    model = models.random_tree(6, seed=seed)
+    assert {"spherical", "freeflyer", "planar"} <= set(model.joint_kinds)
+    expanded, m = model.to_single_dof()
+    rng = np.random.default_rng(seed)
+    while True:
+        q0 = model.random_configuration(rng)
+        theta0 = m.q_to_single_dof(q0)
+        pitches = [theta0[e] for e, name in enumerate(expanded.joint_names) if name.endswith("_ry")]
+        if all(abs(np.cos(b)) > 0.3 for b in pitches):
+            break
+    v0 = rng.uniform(-0.5, 0.5, model.nv)
+    t_end = 0.1
+    q_ref = _rk4_reference(model, q0.copy(), v0.copy(), t_end, 400)
+    errs = []
+    for steps in (10, 20, 40):
+        vi = vidyn.VariationalIntegrator(expanded, t_end / steps, scheme="midpoint")
+        t = vi.rollout(theta0, m.v_to_single_dof(q0, v0), steps=steps)
+        errs.append(np.abs(model.difference(q_ref, m.q_from_single_dof(t.q[-1]))).max())
+    orders = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
+    assert np.all(np.abs(orders - 2.0) < 0.3), (errs, orders)
 
 
 @pytest.mark.parametrize("scheme", ["midpoint", "trapezoid"])
