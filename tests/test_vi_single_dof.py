@@ -64,6 +64,30 @@ def test_expansion_through_python():
     assert abs(e_big - e_small) <= 1e-12 * max(1.0, abs(e_big))
 
 
+@pytest.mark.parametrize("name", ["solo12", "anymal", "talos", "panda"])
+def test_expansion_of_example_robots(name):
+    """URDF robots (floating or fixed base, merged fixed links, many frames): every frame's
+    placement and the energy agree, and M_θ = Jᵀ M J."""
+    try:
+        model = models.example_robot(name)
+    except (FileNotFoundError, KeyError) as e:
+        pytest.skip(str(e))
+    expanded, m = model.to_single_dof()
+    assert expanded.frame_names == model.frame_names and expanded.total_mass == pytest.approx(model.total_mass, rel=1e-14)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = model.random_configuration(rng)
+        v = rng.standard_normal(model.nv)
+        theta, theta_dot = m.q_to_single_dof(q), m.v_to_single_dof(q, v)
+        np.testing.assert_allclose(vidyn.frame_placements(expanded, theta), vidyn.frame_placements(model, q), rtol=0, atol=1e-12)
+        e_big = vidyn.kinetic_energy(model, q, v) + vidyn.potential_energy(model, q)
+        e_small = vidyn.kinetic_energy(expanded, theta, theta_dot) + vidyn.potential_energy(expanded, theta)
+        assert abs(e_big - e_small) <= 1e-12 * max(1.0, abs(e_big))
+        j = m.velocity_map(theta)
+        big = j.T @ vidyn.crba(model, q) @ j
+        np.testing.assert_allclose(vidyn.crba(expanded, theta), big, rtol=0, atol=1e-12 * np.abs(big).max())
+
+
 def test_map_errors():
     _, m = floating_pendulum(gravity=True).to_single_dof()
     with pytest.raises(vidyn.InputError, match=r"q has shape \(3,\), expected \(nq,\) = \(12,\)"):
