@@ -8,12 +8,18 @@
 //!     [--dt 0.01] [--amplitude 0.5]
 //! ```
 //!
-//! Systems (n = 40 dofs, revolute joints, no damping, default gravity):
-//! - `chain`: `pendulum_chain(40, false)`, a 3-D chain of unit rods (joints alternately about
+//! Systems (no damping, default gravity):
+//! - `chain`: `pendulum_chain(40, false)` (`--n` changes 40 here and for `tree`), a 3-D chain of unit rods (joints alternately about
 //!   y and x);
 //! - `tree`: `random_tree(40, 3, [revolute])`, a branched tree with random axes, placements and
 //!   inertias (ChaCha8 seed 3): a forest of 5 trees hanging from the world, depth 6 (printed
 //!   to stderr).
+//!
+//! - `talos (expanded)`, only when `VIDYN_ROBOTS_DIR` names example-robot-data's `robots/`
+//!   directory (`VIDYN_ROBOTS_DIR=$(python3 benches/compare.py --print-robots-dir)`): the
+//!   Talos humanoid (`talos_reduced.urdf`) on a floating base, expanded by
+//!   `vidyn_rbd::to_single_dof` to 38 one-dof joints (base translations and Z-Y-X angles);
+//!   the closest thing here to the thesis's humanoid marionette (free-falling, no strings).
 //!
 //! Schemes: the midpoint rule (the thesis's discretisation), trapezoid and Simpson.
 //! Inputs: `pool` seeded states with q, q̇ uniform in `[−amplitude, amplitude]` and controls
@@ -35,7 +41,7 @@ use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
-use vidyn_benches::time_passes;
+use vidyn_benches::{load_robot, time_passes, ROBOTS};
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{Joint, Model};
 use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
@@ -103,14 +109,22 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let n = args.n;
-    let systems: Vec<(&str, Model)> = vec![("chain", pendulum_chain(n, false)), ("tree", random_tree(n, 3, &[Joint::Revolute { axis: nalgebra::Vector3::z() }]))];
+    let mut systems: Vec<(&str, Model)> = vec![("chain", pendulum_chain(args.n, false)), ("tree", random_tree(args.n, 3, &[Joint::Revolute { axis: nalgebra::Vector3::z() }]))];
+    if let Some(spec) = ROBOTS.iter().find(|r| r.name == "talos") {
+        if let Some(talos) = load_robot(spec) {
+            match talos.to_single_dof() {
+                Ok((expanded, _)) => systems.push(("talos (expanded)", expanded)),
+                Err(e) => eprintln!("vi_40dof: talos cannot be expanded: {e}"),
+            }
+        }
+    }
     let schemes = [("midpoint", Scheme::midpoint()), ("trapezoid", Scheme::trapezoid()), ("simpson", Scheme::simpson())];
     println!("| system | scheme | Newton iterations | step (µs) | step + linearisation (µs) | first order (µs) | thesis step / ours | thesis first order / ours |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for (name, model) in &systems {
         let roots = model.parents.iter().filter(|p| p.is_none()).count();
         eprintln!("{name}: n = {}, depth {}, {roots} root(s)", model.nv, depth(model));
+        let n = model.nv;
         let model = Arc::new(model.clone());
         for (label, scheme) in &schemes {
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), args.dt, Some(JointForces::none(n))).expect("valid integrator");
