@@ -22,6 +22,7 @@ PUBLIC = [
     "ModelBuilder",
     "ModelError",
     "PointOnPlane",
+    "SingleDofMap",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",

@@ -64,6 +64,7 @@ CORE_VARIANTS = {
     "InvalidModel": (vidyn.ModelError, "invalid model: sample"),
     "Urdf": (vidyn.UrdfError, "URDF error: sample"),
     "NotPositiveDefinite": (vidyn.ModelError, "joint 'j1' is not positive definite"),
+    "Singular": (vidyn.InputError, "joint 'ball': gimbal lock"),
 }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "ModelBuilder",
     "ModelError",
     "PointOnPlane",
+    "SingleDofMap",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -191,6 +192,21 @@ class Model:
     def joint_index(self, name: str) -> int:
         """Index of the body moved by the joint called ``name``. Raises UnknownNameError."""
 
+    def to_single_dof(self) -> tuple[Model, SingleDofMap]:
+        """This model with every composite joint replaced by a chain of 1-dof joints through
+        massless intermediate bodies, and the maps between the two coordinate sets.
+
+        planar ``j`` → prismatic ``j_tx``, ``j_ty``, revolute ``j_rz`` (x, y, φ); spherical ``j``
+        → revolutes ``j_rz``, ``j_ry``, ``j_rx`` (Z-Y-X Euler angles α, β, γ with
+        ``R = Rz(α) Ry(β) Rx(γ)``); free-flyer ``j`` → prismatic ``j_tx``, ``j_ty``, ``j_tz``
+        then the spherical chain. Revolute and prismatic joints are unchanged. Frames keep their
+        names and move to the last body of their chain; inertias too. The expanded model is what
+        ``VariationalIntegrator`` needs. Singular at gimbal lock, pitch ``β = ±π/2``: there
+        ``v_to_single_dof`` raises InputError, the mass matrix is singular (ABA and the
+        integrator raise ModelError "not positive definite" for a configuration exactly on it)
+        and ill-conditioned next to it. Raises ModelError for rotational or anisotropic translational
+        damping / friction of a composite joint (no per-coordinate equivalent)."""
+
 @final
 class ModelBuilder:
     """Builds a Model body by body; ``build()`` consumes it (later calls raise VidynError)."""
@@ -247,6 +263,42 @@ class Kinematics:
         gravity excluded."""
 
 @final
+class SingleDofMap:
+    """Coordinate maps between a model (``q`` (nq,), ``v`` (nv,), Pinocchio's layouts) and its
+    single-dof expansion (``theta``, ``theta_dot`` (n,)), from ``Model.to_single_dof``.
+
+    ``v = J(theta) theta_dot`` with ``J`` block diagonal: 1 for a 1-dof joint,
+    ``diag(R₂(φ)ᵀ, 1)`` planar, ``E(β, γ)`` spherical and ``diag(Rᵀ, E)`` free-flyer, where
+    ``E`` maps Euler-angle rates to the body angular velocity (``det E = −cos β``). The
+    expanded mass matrix is ``Jᵀ M J`` and momenta map as ``p_theta = Jᵀ p``."""
+
+    @property
+    def nq(self) -> int:
+        """nq of the original model."""
+    @property
+    def nv(self) -> int:
+        """nv of the original model."""
+    @property
+    def n(self) -> int:
+        """nq = nv of the expanded model."""
+    @property
+    def bodies(self) -> list[int]:
+        """(nbodies,) body of the expanded model that carries each original body."""
+    def q_to_single_dof(self, q: _ArrayLike) -> _Array:
+        """Expanded coordinates (n,) of a configuration ``q`` (nq,): α, γ in (−π, π],
+        β in [−π/2, π/2], planar ``φ = atan2(sin, cos)``."""
+    def q_from_single_dof(self, theta: _ArrayLike) -> _Array:
+        """The configuration (nq,) of expanded coordinates ``theta`` (n,) (any angles;
+        quaternions with ``qw >= 0``)."""
+    def v_to_single_dof(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
+        """Expanded rates (n,) of a velocity ``v`` (nv,) at ``q`` (nq,). Raises InputError at
+        gimbal lock (``|cos β| < 1e-9``)."""
+    def v_from_single_dof(self, theta: _ArrayLike, theta_dot: _ArrayLike) -> _Array:
+        """The velocity ``v = J(theta) theta_dot`` (nv,); theta, theta_dot (n,)."""
+    def velocity_map(self, theta: _ArrayLike) -> _Array:
+        """``J(theta)`` (nv, n) with ``v = J theta_dot``."""
+
+@final
 class Trajectory:
     """A simulated trajectory of N steps (returned by ``VariationalIntegrator.rollout``)."""
 
@@ -287,7 +339,8 @@ class Distance:
 
 @final
 class VariationalIntegrator:
-    """Variational integrator for a model whose joints are all revolute or prismatic: the
+    """Variational integrator for a model whose joints are all revolute or prismatic
+    (expand other joints with ``Model.to_single_dof``): the
     midpoint rule (Johnson 2012, as in trep) or a Galerkin–Lobatto scheme of order 2s (Fan,
     Schultz & Murphey 2018).
 

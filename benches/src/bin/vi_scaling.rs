@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p vidyn-benches --bin vi_scaling -- [--sizes 5,10,20,50,100,200]
-//!     [--schemes 1,2] [--pool 8] [--min-time 1.0] [--dense-max 200] [--dt 0.005]
+//!     [--schemes 1,2] (Lobatto s, or `midpoint`) [--pool 8] [--min-time 1.0] [--dense-max 200] [--dt 0.005]
 //!     [--amplitude 0.1]
 //! ```
 //!
@@ -33,7 +33,8 @@ use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
 
 struct Args {
     sizes: Vec<usize>,
-    schemes: Vec<usize>,
+    /// `midpoint` or a Lobatto `s`.
+    schemes: Vec<String>,
     pool: usize,
     min_time: f64,
     dense_max: usize,
@@ -46,13 +47,13 @@ fn parse_list(s: &str) -> Result<Vec<usize>, String> {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { sizes: vec![5, 10, 20, 50, 100, 200], schemes: vec![1, 2], pool: 8, min_time: 1.0, dense_max: 200, dt: 0.005, amplitude: 0.1 };
+    let mut a = Args { sizes: vec![5, 10, 20, 50, 100, 200], schemes: vec!["1".into(), "2".into()], pool: 8, min_time: 1.0, dense_max: 200, dt: 0.005, amplitude: 0.1 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--sizes" => a.sizes = parse_list(&val()?)?,
-            "--schemes" => a.schemes = parse_list(&val()?)?,
+            "--schemes" => a.schemes = val()?.split(',').map(|x| x.trim().to_string()).collect(),
             "--pool" => a.pool = val()?.parse().map_err(|e| format!("--pool: {e}"))?,
             "--min-time" => a.min_time = val()?.parse().map_err(|e| format!("--min-time: {e}"))?,
             "--dense-max" => a.dense_max = val()?.parse().map_err(|e| format!("--dense-max: {e}"))?,
@@ -95,13 +96,24 @@ fn main() -> std::process::ExitCode {
     let dt = args.dt;
     // results[s][op] = [(n, ns)]
     let mut results: Vec<Vec<Vec<(usize, f64)>>> = vec![vec![Vec::new(); OPS.len()]; args.schemes.len()];
-    let mut agreement: Vec<(usize, usize, [f64; 3])> = Vec::new();
+    let mut agreement: Vec<(String, usize, [f64; 3])> = Vec::new();
     println!("| s | n | {} |", OPS.join(" | "));
     println!("|---|---:|{}", "---:|".repeat(OPS.len()));
-    for (si, &s) in args.schemes.iter().enumerate() {
+    for (si, label) in args.schemes.iter().enumerate() {
+        let scheme = match label.as_str() {
+            "midpoint" => Scheme::midpoint(),
+            other => match other.parse::<usize>().map_err(|e| e.to_string()).and_then(|s| Scheme::lobatto(s).map_err(|e| e.to_string())) {
+                Ok(sc) => sc,
+                Err(e) => {
+                    eprintln!("vi_scaling: --schemes entry '{other}': expected 'midpoint' or a Lobatto s ({e})");
+                    return std::process::ExitCode::FAILURE;
+                }
+            },
+        };
+        let s = scheme.s;
         for &n in &args.sizes {
             let model = Arc::new(pendulum_chain(n, false));
-            let vi = VariationalIntegrator::new(model, Scheme::lobatto(s).expect("valid s"), dt, Some(JointForces::none(n))).expect("valid integrator");
+            let vi = VariationalIntegrator::new(model, scheme.clone(), dt, Some(JointForces::none(n))).expect("valid integrator");
             let mut ws = vi.workspace();
             let mut rng = ChaCha8Rng::seed_from_u64(1000 + n as u64);
             let sc = vi.scheme().clone();
@@ -109,7 +121,7 @@ fn main() -> std::process::ExitCode {
             let mut draws = 0;
             while cases.len() < args.pool {
                 draws += 1;
-                assert!(draws <= 100 * args.pool, "n = {n}, s = {s}: steps keep failing to converge; try a smaller --dt");
+                assert!(draws <= 100 * args.pool, "n = {n}, scheme {label}: steps keep failing to converge; try a smaller --dt");
                 let amp = args.amplitude;
                 let q: Vec<f64> = (0..n).map(|_| rng.random_range(-amp..amp)).collect();
                 let v: Vec<f64> = (0..n).map(|_| rng.random_range(-amp..amp)).collect();
@@ -147,7 +159,7 @@ fn main() -> std::process::ExitCode {
                         worst[slot] = worst[slot].max(amax(&back) / amax(&r));
                     }
                 }
-                agreement.push((s, n, worst));
+                agreement.push((label.clone(), n, worst));
             }
             // each state timed on its own (one call per pass, best pass), then the median over
             // the pool: robust to other load on the machine
@@ -188,7 +200,7 @@ fn main() -> std::process::ExitCode {
             });
             let times = [Some(t_res), Some(t_b1), t_dense, Some(t_lin), t_lin_dense];
             let cells: Vec<String> = times.iter().map(|t| t.map_or("—".into(), |t| format!("{t:.0}"))).collect();
-            println!("| {s} | {n} | {} |", cells.join(" | "));
+            println!("| {label} | {n} | {} |", cells.join(" | "));
             for (op, t) in times.iter().enumerate() {
                 if let Some(t) = t {
                     results[si][op].push((n, *t));
@@ -201,7 +213,7 @@ fn main() -> std::process::ExitCode {
     println!();
     println!("| s | {} |", OPS.join(" | "));
     println!("|---|{}", "---:|".repeat(OPS.len()));
-    for (si, &s) in args.schemes.iter().enumerate() {
+    for (si, label) in args.schemes.iter().enumerate() {
         let cells: Vec<String> = results[si]
             .iter()
             .map(|pts| {
@@ -212,15 +224,15 @@ fn main() -> std::process::ExitCode {
                 format!("{all} / {upper} / {top}")
             })
             .collect();
-        println!("| {s} | {} |", cells.join(" | "));
+        println!("| {label} | {} |", cells.join(" | "));
     }
     println!();
     println!("B.1 vs dense Newton direction, worst over the pool: relative difference |δz_B1 − δz_LU|∞ / |δz_LU|∞, and backward errors |J δz + r|∞ / |r|∞:");
     println!();
     println!("| s | n | relative difference | backward error B.1 | backward error dense LU |");
     println!("|---|---:|---:|---:|---:|");
-    for (s, n, [d, b1, lu]) in agreement {
-        println!("| {s} | {n} | {d:.1e} | {b1:.1e} | {lu:.1e} |");
+    for (label, n, [d, b1, lu]) in agreement {
+        println!("| {label} | {n} | {d:.1e} | {b1:.1e} | {lu:.1e} |");
     }
     std::process::ExitCode::SUCCESS
 }

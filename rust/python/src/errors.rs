@@ -5,7 +5,8 @@
 //! └── VidynError
 //!     ├── ModelError              invalid model, not positive definite
 //!     │   └── UrdfError           URDF that cannot be turned into a model
-//!     ├── InputError (ValueError) wrong shape, NaN/inf, non-unit quaternion, bad index
+//!     ├── InputError (ValueError) wrong shape, NaN/inf, non-unit quaternion, bad index,
+//!     │                           singular coordinate change (gimbal lock)
 //!     ├── UnknownNameError (KeyError)   unknown frame or joint name
 //!     └── ConvergenceError        reserved for iterative solvers and integrators
 //! ```
@@ -153,7 +154,8 @@ pub fn to_pyerr(e: &RbdError) -> PyErr {
         )),
         RbdError::NonFinite { .. }
         | RbdError::NotNormalized { .. }
-        | RbdError::IndexOutOfRange { .. } => INPUT_ERROR.err(e.to_string()),
+        | RbdError::IndexOutOfRange { .. }
+        | RbdError::Singular { .. } => INPUT_ERROR.err(e.to_string()),
         RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
         RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => {
             MODEL_ERROR.err(e.to_string())
@@ -231,6 +233,10 @@ pub fn raise_core_error(variant: &str) -> PyResult<()> {
         "InvalidModel" => RbdError::InvalidModel("sample".into()),
         "Urdf" => RbdError::Urdf("sample".into()),
         "NotPositiveDefinite" => RbdError::NotPositiveDefinite { joint: "j1".into() },
+        "Singular" => RbdError::Singular {
+            joint: "ball".into(),
+            detail: "gimbal lock".into(),
+        },
         other => return Err(INPUT_ERROR.err(format!("unknown RbdError variant '{other}'"))),
     };
     Err(to_pyerr(&e))

@@ -12,6 +12,7 @@ mod convert;
 mod errors;
 mod model;
 mod optim;
+mod single_dof;
 mod vi;
 
 use pyo3::prelude::*;
@@ -54,6 +55,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vi::PyTrajectory>()?;
     m.add_class::<constraints::PyPointOnPlane>()?;
     m.add_class::<constraints::PyDistance>()?;
+    m.add_class::<single_dof::PySingleDofMap>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;

@@ -334,6 +334,12 @@ impl PyModel {
         Ok(convert::vector_out(py, &out))
     }
 
+    /// This model with every spherical, planar and free-flyer joint replaced by a chain of
+    /// 1-dof joints (Z-Y-X Euler angles), and the coordinate maps: `(model, SingleDofMap)`.
+    fn to_single_dof(&self, py: Python<'_>) -> PyResult<(PyModel, crate::single_dof::PySingleDofMap)> {
+        crate::single_dof::to_single_dof(py, self)
+    }
+
     /// Index of the frame called `name` (raises UnknownNameError).
     fn frame_index(&self, name: &str) -> PyResult<usize> {
         self.inner

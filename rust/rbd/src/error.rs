@@ -27,6 +27,10 @@ pub enum RbdError {
     /// A URDF document that cannot be turned into a model.
     #[error("URDF error: {0}")]
     Urdf(String),
+    /// A change of coordinates is singular at this configuration (e.g. Euler angles at
+    /// gimbal lock, [`crate::single_dof`]).
+    #[error("joint '{joint}': {detail}")]
+    Singular { joint: String, detail: String },
     /// The joint-space inertia (or an articulated-body pivot) is not positive definite.
     #[error("articulated inertia of joint '{joint}' is not positive definite (massless subtree?)")]
     NotPositiveDefinite { joint: String },

@@ -13,6 +13,7 @@ pub mod configuration;
 pub mod error;
 pub mod joint;
 pub mod model;
+pub mod single_dof;
 pub mod urdf;
 mod workspace;
 
@@ -35,6 +36,7 @@ pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};
 pub use joint::Joint;
 pub use model::{Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
+pub use single_dof::{to_single_dof, SingleDofMap};
 pub use workspace::Workspace;
 pub use vidyn_spatial::Tensor3;
 

@@ -10,7 +10,7 @@ pub enum ViError {
     #[error(transparent)]
     Model(#[from] vidyn_rbd::RbdError),
     /// A joint kind the integrator does not support.
-    #[error("joint '{joint}' is {kind}: the minimal-coordinate variational integrator supports revolute and prismatic joints only (build spherical / floating joints as chains of 1-dof joints)")]
+    #[error("joint '{joint}' is {kind}: the minimal-coordinate variational integrator supports revolute and prismatic joints only; expand spherical, planar and free-flyer joints into chains of 1-dof joints with `vidyn_rbd::to_single_dof` (Python: `model.to_single_dof()`, which also returns the coordinate maps)")]
     UnsupportedJoint { joint: String, kind: &'static str },
     /// A bad scheme name or order.
     #[error("invalid scheme: {0}")]

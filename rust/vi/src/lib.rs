@@ -7,7 +7,9 @@
 //! `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` for trajectory optimisation.
 //!
 //! Joints: revolute and prismatic (any axis); fixed joints are merged by the model.
-//! Spherical and floating joints are rejected with [`ViError::UnsupportedJoint`].
+//! Spherical, planar and floating joints are rejected with [`ViError::UnsupportedJoint`];
+//! `vidyn_rbd::to_single_dof` rewrites them as chains of 1-dof joints (Z-Y-X Euler angles,
+//! with a gimbal-lock singularity at pitch ±π/2) and converts the coordinates.
 //!
 //! Cost per step (n dofs, s + 1 control points): the DEL residual is O(s² n) (Fan et al.
 //! Algorithm 1), each Newton iteration O(s³ n) — the exact direction `−J⁻¹ r` comes from
