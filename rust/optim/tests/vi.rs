@@ -111,3 +111,40 @@ fn ddp_and_newton_model_on_a_vi_are_not_implemented_yet() {
     let e = projection_optimize(&dynamics, &cost, &[0.0; 4], &[0.0; 10], None, &ProjectionOptions { model: DescentModel::Newton, ..ProjectionOptions::default() }).unwrap_err();
     assert!(matches!(&e, OptimError::NotImplemented(m) if m.contains("variational integrator")), "{e}");
 }
+
+#[test]
+fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
+    use vidyn_optim::{ilqr, FramePositionCost, IlqrOptions, ViDynamics};
+    use vidyn_vi::{Scheme, VariationalIntegrator};
+    let model = Arc::new(vidyn_rbd::builders::acrobot());
+    let tip = model.frame_index("tip").unwrap();
+    let target = [1.2, 0.0, 0.8];
+    let inner = QuadraticCost::new(vec![DMatrix::identity(4, 4) * 1e-3], vec![DMatrix::identity(2, 2) * 1e-3], DMatrix::zeros(4, 4), vec![0.0; 4], vec![]).unwrap();
+    let cost = FramePositionCost::new(model.clone(), inner, 4, tip, target, 0.1, 1e3).unwrap();
+    let x = [0.4, 1.1, 0.7, -0.3];
+    let u = [0.2, -0.1];
+    let mut d = StageDerivatives::zeros(4, 2);
+    cost.running_derivatives(0, &x, &u, &mut d).unwrap();
+    assert!((d.l - cost.running_value(0, &x, &u).unwrap()).abs() < 1e-15);
+    let h = 1e-6;
+    for i in 0..4 {
+        let (mut xp, mut xm) = (x, x);
+        xp[i] += h;
+        xm[i] -= h;
+        let fd = (cost.running_value(0, &xp, &u).unwrap() - cost.running_value(0, &xm, &u).unwrap()) / (2.0 * h);
+        assert!((fd - d.lx[i]).abs() < 1e-7 * (1.0 + fd.abs()), "{i}: {fd} vs {}", d.lx[i]);
+    }
+    // Gauss–Newton Hessian: w JᵀJ + the inner Hessian, symmetric positive semi-definite
+    assert!((&d.lxx - d.lxx.transpose()).amax() == 0.0);
+    assert!(d.lxx.symmetric_eigenvalues().iter().all(|&e| e >= -1e-12));
+    // the tip reaches the target
+    let dt = 0.02;
+    let steps = 100;
+    let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    let dynamics = ViDynamics::new(&vi, None).unwrap();
+    let res = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; 2 * steps], &IlqrOptions { max_iterations: 200, ..IlqrOptions::default() }).unwrap();
+    let p = cost.position(&res.x[4 * steps..4 * steps + 2]).unwrap();
+    println!("{}: tip at {:?}", res.message, p.as_slice());
+    assert!(res.converged, "{}", res.message);
+    assert!((p - nalgebra::Vector3::from(target)).norm() < 1e-2, "{p:?}");
+}
