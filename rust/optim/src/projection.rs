@@ -334,6 +334,9 @@ pub fn lq_model<D: Dynamics + ?Sized>(
     }
 }
 
+/// A descent direction `(δx (N+1 vectors), δu (N vectors), Dh∘δξ)`.
+pub type Direction = (Vec<DVector<f64>>, Vec<DVector<f64>>, f64);
+
 /// Solves the descent LQ problem for `model`; `None` when `Γ_k` is not positive definite
 /// (an indefinite Newton model). Returns `(δx, δu, Dh∘δξ)`.
 #[must_use]
@@ -343,7 +346,7 @@ pub fn lq_descent(
     model: &LqModel,
     d: &[StageDerivatives],
     term: &StageDerivatives,
-) -> Option<(Vec<DVector<f64>>, Vec<DVector<f64>>, f64)> {
+) -> Option<Direction> {
     let steps = a.len();
     let mut p = model.qn.clone();
     symmetrise(&mut p);
