@@ -144,6 +144,8 @@ class Model:
     @property
     def gravity(self) -> _Array:
         """(3,) gravity in the world frame, m/s²."""
+    def with_gravity(self, g: _ArrayLike) -> Model:
+        """A copy of the model with gravity ``g`` (3,) in the world frame, m/s²."""
     @property
     def lower_position_limit(self) -> _Array:
         """(nq,) lower position limits (-inf when unbounded)."""
