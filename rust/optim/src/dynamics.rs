@@ -267,9 +267,18 @@ impl Dynamics for ViDynamics<'_> {
         let b = if self.actuated.len() == n { lin.b } else { lin.b.iter().map(|b| b.select_columns(self.actuated.iter())).collect() };
         Ok((lin.a, b))
     }
-    /// Not yet: `vidyn_vi` has no second-order flow-map derivatives. When it has, this calls
-    /// the VI's value-gradient-contracted second-order linearisation of step `k` (with the
-    /// full controls) and keeps the actuated rows/columns of the `u` blocks.
+    /// Not yet: `vidyn_vi` has no second-order flow-map derivatives. The hook expects from the
+    /// VI, for one step `(q_k, p_k, u_k) ↦ x_{k+1} = (q_{k+1}, p_{k+1})` and a co-vector
+    /// `w = (w_q, w_p)` (2n),
+    /// ```text
+    /// VariationalIntegrator::linearize2_contracted(&self, ws: &mut ViWorkspace, step: usize,
+    ///     q: &[f64], p: &[f64], u: &[f64] /* n, full controls */, guess: Option<&[f64]>,
+    ///     w: &[f64] /* 2n */, hxx: &mut DMatrix<f64> /* 2n×2n, x = (q, p) */,
+    ///     hux: &mut DMatrix<f64> /* n×2n */, huu: &mut DMatrix<f64> /* n×n */) -> Result<usize>
+    /// ```
+    /// writing `Σ_i w_i ∂²x_{k+1,i}/∂(x_k, u_k)²` (in the same coordinates as
+    /// `linearize`'s `A`, `B`); this method then keeps the actuated rows of `hux` and the
+    /// actuated rows and columns of `huu`, and reports `has_second_order() == true`.
     fn second_order_contracted(&self, _k: usize, _x: &[f64], _u: &[f64], _w: &[f64], _out: &mut SecondOrder) -> Result<()> {
         Err(OptimError::NotImplemented(
             "the variational integrator does not provide second-order flow-map derivatives yet, so full DDP and the projection method's Newton model are unavailable on a VI; use method=\"ilqr\" / the quasi-Newton model".into(),
