@@ -519,8 +519,8 @@ def projection(
     """Projection-operator trajectory optimisation (Johnson 2012, Ch. 6, Alg. 1 and 3).
 
     Same problem arguments as :func:`ilqr` (no control limits). The first iterate is the
-    open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, 2n), e.g. the desired
-    trajectory ``x_ref``), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
+    open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, 2n) in the VI state ``(q, p)``,
+    e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
     ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
     the descent direction of the LQ model ``model`` (``"auto"``: quasi-Newton, then Newton after
     ``newton_after`` iterations when the dynamics have second derivatives — never on the VI
