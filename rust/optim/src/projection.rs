@@ -27,7 +27,7 @@
 //! z_N = m_x,   z_k = ℓ_x − K_kᵀℓ_u + (A_k − B_k K_k)ᵀ z_{k+1}     (K: projection gain),
 //! ```
 //! which makes the model the exact second derivative of `g(ξ̄) = h(P(ξ̄))` on the tangent space
-//! (checked against finite differences in `tests/projection.rs`).
+//! (checked against finite differences in `tests/second_order.rs`).
 //!
 //! **Line search** (Alg. 3): `λ = β^m`, `ξ_n = P(ξ_i + λ δξ)` with the *same* `K`; accepted when
 //! the projection succeeds (the dynamics' step did not fail, the cost is finite) and
@@ -446,11 +446,12 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         }
     }
     if o.model == DescentModel::Newton && !dynamics.has_second_order() {
-        return dynamics
-            .second_order_contracted(0, x0, &u_init[..nu], x0, &mut SecondOrder::zeros(nx, nu))
-            .and(Err(OptimError::NotImplemented(
-                "the Newton model needs second derivatives of the dynamics".into(),
-            )));
+        // the dynamics' own message says why (e.g. the VI's)
+        let probe = dynamics.second_order_contracted(0, x0, &u_init[..nu], x0, &mut SecondOrder::zeros(nx, nu));
+        return Err(match probe {
+            Err(e) => e,
+            Ok(()) => OptimError::NotImplemented("the Newton model needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
+        });
     }
     let start = Instant::now();
     let (mut x, mut u) = match x_guess {
