@@ -15,11 +15,13 @@ from vidyn import models
 
 PUBLIC = [
     "ConvergenceError",
+    "Distance",
     "InputError",
     "Kinematics",
     "Model",
     "ModelBuilder",
     "ModelError",
+    "PointOnPlane",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",

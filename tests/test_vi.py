@@ -37,7 +37,7 @@ def initial_state(vi, model, seed):
 @given(st.data())
 def test_linearisation_matches_finite_differences(data):
     model = data.draw(model_specs(max_bodies=6, kinds=ONE_DOF), label="spec").build()
-    scheme = data.draw(st.sampled_from(["trapezoid", "simpson"]), label="scheme")
+    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid", "simpson"]), label="scheme")
     n = model.nv
     vi = vidyn.VariationalIntegrator(model, 0.01, scheme=scheme, damping=np.full(n, 0.2), stiffness=np.full(n, 0.5))
     q, p = initial_state(vi, model, data.draw(st.integers(0, 2**16), label="seed"))
@@ -60,7 +60,7 @@ def test_linearisation_matches_finite_differences(data):
 @given(st.data())
 def test_unforced_linearised_flow_is_symplectic(data):
     model = data.draw(model_specs(max_bodies=8, kinds=ONE_DOF), label="spec").build()
-    scheme = data.draw(st.sampled_from(["trapezoid", "simpson"]), label="scheme")
+    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid", "simpson"]), label="scheme")
     vi = vidyn.VariationalIntegrator(model, 0.02, scheme=scheme, damping=np.zeros(model.nv))
     q, p = initial_state(vi, model, data.draw(st.integers(0, 2**16), label="seed"))
     a, _ = vi.linearize(vi.rollout(q, p0=p, steps=5))
@@ -83,7 +83,7 @@ def yaw_symmetric_chain():
     return b.build()
 
 
-@pytest.mark.parametrize("scheme", ["trapezoid", "simpson"])
+@pytest.mark.parametrize("scheme", ["midpoint", "trapezoid", "simpson"])
 def test_symmetric_momentum_is_conserved(scheme):
     model = yaw_symmetric_chain()
     vi = vidyn.VariationalIntegrator(model, 0.01, scheme=scheme)
@@ -116,7 +116,7 @@ def test_convergence_order_is_2s():
     p0 = ref.momentum(q0, np.array([0.5, -0.2, 0.1]))
     exact = ref.rollout(q0, p0=p0, steps=200)
     x_ref = np.concatenate([exact.q[-1], exact.p[-1]])
-    for scheme, s, coarse, expected in (("trapezoid", None, 20, 2), ("simpson", None, 10, 4), ("lobatto", 3, 5, 6)):
+    for scheme, s, coarse, expected in (("midpoint", None, 20, 2), ("trapezoid", None, 20, 2), ("simpson", None, 10, 4), ("lobatto", 3, 5, 6)):
         errors = []
         for steps in (coarse, 2 * coarse):
             vi = vidyn.VariationalIntegrator(model, t_end / steps, scheme=scheme, s=s)

@@ -24,11 +24,13 @@ from __future__ import annotations
 from vidyn import batch, models, optim
 from vidyn._core import (
     ConvergenceError,
+    Distance,
     InputError,
     Kinematics,
     Model,
     ModelBuilder,
     ModelError,
+    PointOnPlane,
     UnknownNameError,
     UrdfError,
     Trajectory,
@@ -59,11 +61,13 @@ from vidyn._core import (
 
 __all__ = [
     "ConvergenceError",
+    "Distance",
     "InputError",
     "Kinematics",
     "Model",
     "ModelBuilder",
     "ModelError",
+    "PointOnPlane",
     "UnknownNameError",
     "UrdfError",
     "Trajectory",

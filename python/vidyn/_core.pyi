@@ -15,11 +15,13 @@ import numpy.typing as npt
 
 __all__ = [
     "ConvergenceError",
+    "Distance",
     "InputError",
     "Kinematics",
     "Model",
     "ModelBuilder",
     "ModelError",
+    "PointOnPlane",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -268,16 +270,43 @@ class Trajectory:
     def __len__(self) -> int: ...
 
 @final
+class PointOnPlane:
+    """Holonomic constraint ``n·(p_b − p_a) = 0``: ``point_b`` (in ``frame_b``) stays on the
+    plane through ``point_a`` (in ``frame_a``) with normal ``normal`` (in ``frame_a``). Frames
+    are named frames of the model; ``None`` or ``"world"`` is the world. Two planes make a
+    point-on-line, three a coincident point (a loop closure)."""
+
+    def __new__(
+        cls, frame_a: str | None, point_a: _ArrayLike, normal: _ArrayLike, frame_b: str | None, point_b: _ArrayLike
+    ) -> PointOnPlane: ...
+
+@final
+class Distance:
+    """Holonomic constraint ``|p_b − p_a|² − length² = 0`` between ``point_a`` of ``frame_a``
+    and ``point_b`` of ``frame_b`` (``length > 0``; ``None`` or ``"world"`` is the world)."""
+
+    def __new__(cls, frame_a: str | None, point_a: _ArrayLike, frame_b: str | None, point_b: _ArrayLike, length: float) -> Distance: ...
+
+@final
 class VariationalIntegrator:
-    """Galerkin–Lobatto variational integrator of order 2s (Fan, Schultz & Murphey 2018) for
-    a model whose joints are all revolute or prismatic.
+    """Variational integrator for a model whose joints are all revolute or prismatic: the
+    midpoint rule (Johnson 2012, as in trep) or a Galerkin–Lobatto scheme of order 2s (Fan,
+    Schultz & Murphey 2018).
 
     The state is ``(q, p)`` with ``p`` the discrete momentum; ``momentum(q, v)`` gives the
     ``p`` of an initial velocity. Controls ``u`` (one generalised force per joint) are held
-    constant over a step. ``scheme``: ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
+    constant over a step. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
+    at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
-    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot."""
+    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot.
+    ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
+    exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
+    schemes; ConvergenceError when they are redundant. ``kinematic``: names of joints whose
+    trajectory is prescribed (Johnson 2012 §4.7; midpoint and trapezoid): for such a joint
+    ``i`` the slot ``p[i]`` holds its velocity ``(ρ_k − ρ_{k−1})/dt`` and ``u[i]`` its next
+    coordinate ``ρ_{k+1}`` (not a force), so ``A``/``B`` keep their shapes and the ``u[i]``
+    columns of ``B`` are derivatives with respect to ``ρ_{k+1}``."""
 
     def __new__(
         cls,
@@ -290,6 +319,8 @@ class VariationalIntegrator:
         rest: _ArrayLike | None = None,
         tolerance: float = 1e-12,
         max_iterations: int = 30,
+        constraints: list[PointOnPlane | Distance] | None = None,
+        kinematic: list[str] | None = None,
     ) -> VariationalIntegrator: ...
     @property
     def dt(self) -> float: ...
@@ -303,6 +334,14 @@ class VariationalIntegrator:
     @property
     def n(self) -> int:
         """Degrees of freedom."""
+    @property
+    def kinematic(self) -> npt.NDArray[np.bool_]:
+        """(n,) which joints are kinematic (prescribed)."""
+    @property
+    def constraint_count(self) -> int:
+        """Number of holonomic constraints m."""
+    def constraint_values(self, q: _ArrayLike) -> _Array:
+        """The constraint values ``h(q)``: (n,) -> (m,)."""
     def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
         """Legendre transform ``p = M(q) v``. (n,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:

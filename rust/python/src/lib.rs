@@ -7,6 +7,7 @@
 mod algorithms;
 mod batch;
 mod builder;
+mod constraints;
 mod convert;
 mod errors;
 mod model;
@@ -51,6 +52,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<algorithms::Kinematics>()?;
     m.add_class::<vi::PyVariationalIntegrator>()?;
     m.add_class::<vi::PyTrajectory>()?;
+    m.add_class::<constraints::PyPointOnPlane>()?;
+    m.add_class::<constraints::PyDistance>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;

@@ -14,7 +14,7 @@ use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIn
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
 
-/// A Galerkin–Lobatto variational integrator (order 2s) for a model with revolute and
+/// A variational integrator (midpoint rule or Galerkin–Lobatto of order 2s) for a model with revolute and
 /// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
 /// constant over each step).
 #[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
@@ -80,7 +80,7 @@ impl PyVariationalIntegrator {
 #[pymethods]
 impl PyVariationalIntegrator {
     #[new]
-    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30))]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Bound<'_, PyModel>,
@@ -92,8 +92,16 @@ impl PyVariationalIntegrator {
         rest: Option<&Bound<'_, PyAny>>,
         tolerance: f64,
         max_iterations: usize,
+        constraints: Option<Vec<Bound<'_, PyAny>>>,
+        kinematic: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let m = model.get().inner.clone();
+        let kinematic = kinematic
+            .unwrap_or_default()
+            .iter()
+            .map(|name| m.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e)))
+            .collect::<PyResult<Vec<usize>>>()?;
+        let constraints = crate::constraints::resolve(&m, constraints.as_deref().unwrap_or(&[]))?;
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
             Some(x) => convert::read(x, name, &[n], Some("(model.nv,)")),
@@ -106,7 +114,7 @@ impl PyVariationalIntegrator {
         };
         let build = || -> Result<VariationalIntegrator, ViError> {
             let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)
         };
         let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
@@ -117,7 +125,7 @@ impl PyVariationalIntegrator {
     fn dt(&self) -> f64 {
         self.inner.dt()
     }
-    /// Scheme name ("trapezoid", "simpson" or "lobatto").
+    /// Scheme name ("midpoint", "trapezoid", "simpson" or "lobatto").
     #[getter]
     fn scheme(&self) -> &str {
         &self.scheme_name
@@ -136,6 +144,29 @@ impl PyVariationalIntegrator {
     #[getter]
     fn n(&self) -> usize {
         self.inner.n()
+    }
+
+    /// (n,) booleans: which joints are kinematic (prescribed).
+    #[getter]
+    fn kinematic<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        PyArray1::from_slice(py, self.inner.kinematic())
+    }
+
+    /// Number of holonomic constraints m.
+    #[getter]
+    fn constraint_count(&self) -> usize {
+        self.inner.constraints().len()
+    }
+
+    /// The constraint values `h(q)`: (n,) -> (m,).
+    fn constraint_values<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = self.vector(q, "q")?;
+        let vi = &*self.inner;
+        let h = detached(py, move || {
+            let mut h = vec![0.0; vi.constraints().len()];
+            vi.constraint_values(&mut vi.workspace(), &q, &mut h).map(|()| h)
+        })?;
+        Ok(PyArray1::from_vec(py, h))
     }
 
     /// Legendre transform `p = M(q) v`: (n,), (n,) -> (n,).

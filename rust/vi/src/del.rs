@@ -91,8 +91,8 @@ impl StepPoints {
         }
     }
 
-    /// `D_{α+1} L_d + Q^α` for joint `i` (the residual row without `p_k`).
-    pub(crate) fn del_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], alpha: usize, i: usize) -> f64 {
+    /// `D_{α+1} L_d + Q^α` for joint `i` at control point `α` (no mixing, no `p_k`).
+    pub(crate) fn point_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], alpha: usize, i: usize) -> f64 {
         let w = &scheme.weights;
         let st = &self.states[alpha];
         let mut r = dt * w[alpha] * (st.dk_dq[i] - st.dv_dq[i]);
@@ -103,9 +103,28 @@ impl StepPoints {
         r + w[alpha] * dt * joint_force
     }
 
-    /// Writes the DEL Hessian block `H(α, β)` (see the module docs) into `out` (n×n).
-    /// Element loops, no temporaries: O((s+1) n²), no allocation.
-    pub(crate) fn del_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+    /// The DEL row of step variable `x` for joint `i` (without `p_k`):
+    /// `Σ_α mix[x][α] (D_{α+1} L_d + Q^α)` ([`Scheme::mix`]; the control-point row itself for
+    /// Lobatto schemes). `x = s` gives `p_{k+1}`.
+    pub(crate) fn del_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], x: usize, i: usize) -> f64 {
+        (x..scheme.points()).filter(|&a| scheme.mix(x, a) != 0.0).map(|a| scheme.mix(x, a) * self.point_row(scheme, dt, forces, u, a, i)).sum()
+    }
+
+    /// Writes the DEL Hessian block `∂(row x)/∂q^β = Σ_α mix[x][α] H(α, β)` (see the module
+    /// docs for `H`) into `out` (n×n). Element loops, no temporaries: O((s+1)² n²), no
+    /// allocation.
+    pub(crate) fn del_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, x: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+        out.fill(0.0);
+        for alpha in x..scheme.points() {
+            let m = scheme.mix(x, alpha);
+            if m != 0.0 {
+                self.add_point_block(scheme, dt, forces, m, alpha, beta, out);
+            }
+        }
+    }
+
+    /// `out += m · H(α, β)`.
+    fn add_point_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
         let w = &scheme.weights;
         let (ha, hb) = (&self.hessians[alpha], &self.hessians[beta]);
         let c0 = if alpha == beta { w[alpha] * dt } else { 0.0 };
@@ -118,17 +137,17 @@ impl StepPoints {
                 for g in 0..scheme.points() {
                     x += w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt * self.hessians[g].kvv[(r, c)];
                 }
-                out[(r, c)] = x;
+                out[(r, c)] += m * x;
             }
         }
         for i in 0..n {
             let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
-            out[(i, i)] -= w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
+            out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
         }
     }
 }
 
-/// Assembles the Newton Jacobian `J = [H(ϱ, γ)]` (ϱ = 0..s−1 rows, γ = 1..s columns).
+/// Assembles the Newton Jacobian `J = [∂(row ϱ)/∂q^γ]` (ϱ = 0..s−1 rows, γ = 1..s columns).
 pub(crate) fn assemble_jacobian(pts: &StepPoints, scheme: &Scheme, dt: f64, forces: &JointForces, n: usize, jac: &mut DMatrix<f64>) {
     for rho in 0..scheme.s {
         for gamma in 1..=scheme.s {

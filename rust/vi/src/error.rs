@@ -24,6 +24,10 @@ pub enum ViError {
     /// The DEL Jacobian is singular (e.g. a massless subtree).
     #[error("the discrete Euler–Lagrange Jacobian is singular at step {step} (massless subtree or degenerate configuration)")]
     SingularJacobian { step: usize },
+    /// The constraint Jacobians make the step's KKT system singular (redundant constraints,
+    /// or a configuration where they lose rank).
+    #[error("the holonomic constraints are redundant or degenerate at step {step}: Dh(q_(k+1)) J⁻¹ Dh(q_k)ᵀ is singular")]
+    DegenerateConstraints { step: usize },
 }
 
 pub type Result<T> = std::result::Result<T, ViError>;

@@ -6,6 +6,8 @@
 //! reuses that factorisation for its `3n` right-hand sides, O(s² n²) per step. The dense
 //! path (form `J`, LU) survives only as a test and benchmark oracle (`crate::reference`).
 
+use crate::constrained::ConstraintWork;
+use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
@@ -21,14 +23,18 @@ use vidyn_rbd::{check_configuration, check_tangent, Joint, Model, Workspace};
 /// Controls `u` (one per joint, generalised forces) are held constant over each step.
 #[derive(Clone, Debug)]
 pub struct VariationalIntegrator {
-    model: Arc<Model>,
-    scheme: Scheme,
-    dt: f64,
-    forces: JointForces,
+    pub(crate) model: Arc<Model>,
+    pub(crate) scheme: Scheme,
+    pub(crate) dt: f64,
+    pub(crate) forces: JointForces,
     /// Newton stops when `|r|∞ ≤ tolerance · max(1, |p_k|∞)`, or when its update has reached
     /// round-off (`|δz|∞ ≤ 8ε(1 + |z|∞)`) with `|r|∞ ≤ 1.5e-8 · max(1, |p_k|∞)`.
     tolerance: f64,
     max_iterations: usize,
+    /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
+    pub(crate) constraints: Vec<Constraint>,
+    /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
+    pub(crate) prescribed: Vec<bool>,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -56,6 +62,10 @@ pub struct ViWorkspace {
     pub(crate) lane_momentum: Vec<Lanes>,
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
+    /// `(n,)` zeros (the velocity of a kinematics-only point state).
+    pub(crate) scratch_zero: Vec<f64>,
+    /// Multipliers, constraint Jacobians and the Schur complement of the constrained step.
+    pub(crate) constraint: ConstraintWork,
     /// Newton iterations of the last step.
     pub last_iterations: usize,
 }
@@ -77,7 +87,69 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30 })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n] })
+    }
+
+    /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
+    /// (Johnson 2012 §4.5; [`crate::constrained`]). Only the one-interval schemes (midpoint,
+    /// trapezoid) take constraints; the initial configuration should satisfy them (the first
+    /// step lands on them regardless).
+    pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
+        if !constraints.is_empty() && self.scheme.s != 1 {
+            return Err(ViError::InvalidParameter(format!(
+                "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
+                self.scheme.s
+            )));
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            c.validate(self.model.nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
+        }
+        self.constraints = constraints;
+        Ok(self)
+    }
+
+    /// Makes the listed joints kinematic (Johnson 2012 §4.7): their trajectory is an input of
+    /// the step instead of a solution of it (an ideal actuator), their DEL rows are dropped,
+    /// and the interface keeps its shapes by reusing the slots of such a joint `i`:
+    ///
+    /// * `q_i` is its coordinate `ρ_k`, as for any joint;
+    /// * `p_i` holds its velocity `v_k = (ρ_k − ρ_{k−1})/Δt` (it has no discrete momentum);
+    /// * `u_i` holds the prescribed next coordinate `ρ_{k+1}` (not a force).
+    ///
+    /// The step then returns `q_{k+1,i} = ρ_{k+1}` and `p_{k+1,i} = (ρ_{k+1} − ρ_k)/Δt`, and the
+    /// linearisation's columns for `u_i` are `∂/∂ρ_{k+1}` — the state and input of the thesis's
+    /// App. A.2 (`x = (q, ρ, p, v)`, `u = (u, ρ_{k+1})`) in one vector each. Only the
+    /// one-interval schemes (midpoint, trapezoid) take kinematic joints; at least one joint must
+    /// stay dynamic.
+    pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
+        let n = self.n();
+        if !joints.is_empty() && self.scheme.s != 1 {
+            return Err(ViError::InvalidParameter(format!("kinematic joints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}", self.scheme.s)));
+        }
+        let mut prescribed = vec![false; n];
+        for &j in joints {
+            if j >= n {
+                return Err(ViError::InvalidParameter(format!("kinematic joint index {j} out of range (n = {n})")));
+            }
+            prescribed[j] = true;
+        }
+        if n > 0 && prescribed.iter().all(|&k| k) {
+            return Err(ViError::InvalidParameter("every joint is kinematic: nothing is left to simulate".into()));
+        }
+        self.prescribed = prescribed;
+        Ok(self)
+    }
+
+    /// `(n,)` which joints are kinematic ([`Self::with_kinematic`]).
+    #[must_use]
+    pub fn kinematic(&self) -> &[bool] {
+        &self.prescribed
+    }
+
+    /// The holonomic constraints of this integrator.
+    #[must_use]
+    pub fn constraints(&self) -> &[Constraint] {
+        &self.constraints
     }
 
     /// Sets the Newton tolerance (relative to `max(1, |p_k|∞)`) and iteration cap.
@@ -117,13 +189,15 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn workspace(&self) -> ViWorkspace {
         let (n, s) = (self.n(), self.scheme.s);
+        let mut newton = NewtonFactorization::new(n, s);
+        newton.set_prescribed(&self.prescribed);
         ViWorkspace {
             points: StepPoints::new(n, s + 1),
             z: vec![0.0; s * n],
             residual: vec![0.0; s * n],
             direction: vec![0.0; s * n],
             z_start: vec![0.0; s * n],
-            newton: NewtonFactorization::new(n, s),
+            newton,
             lane_rhs: vec![[0.0; LANES]; s * n],
             lane_sol: vec![[0.0; LANES]; s * n],
             lane_dq: vec![[0.0; LANES]; (s + 1) * n],
@@ -131,21 +205,24 @@ impl VariationalIntegrator {
             lane_momentum: vec![[0.0; LANES]; n],
             rbd: self.model.workspace(),
             scratch: vec![0.0; n],
+            scratch_zero: vec![0.0; n],
+            constraint: ConstraintWork::new(n, self.constraints.len()),
             last_iterations: 0,
         }
     }
 
-    /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity).
+    /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity); the
+    /// entries of kinematic joints are their velocities ([`Self::with_kinematic`]).
     pub fn momentum(&self, ws: &mut ViWorkspace, q: &[f64], qdot: &[f64], p: &mut [f64]) -> Result<()> {
         check_tangent(&self.model, qdot, "v")?;
         let m = vidyn_rbd::crba(&self.model, &mut ws.rbd, q)?;
         for (i, pi) in p.iter_mut().enumerate() {
-            *pi = (0..qdot.len()).map(|j| m[(i, j)] * qdot[j]).sum();
+            *pi = if self.prescribed[i] { qdot[i] } else { (0..qdot.len()).map(|j| m[(i, j)] * qdot[j]).sum() };
         }
         Ok(())
     }
 
-    /// Inverse Legendre transform `q̇ = M(q)⁻¹ p`.
+    /// Inverse Legendre transform `q̇ = M(q)⁻¹ p` (of a system without kinematic joints).
     pub fn velocity(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], qdot: &mut [f64]) -> Result<()> {
         check_tangent(&self.model, p, "p")?;
         let minv = vidyn_rbd::minverse(&self.model, &mut ws.rbd, q)?;
@@ -222,10 +299,10 @@ impl VariationalIntegrator {
         Ok(())
     }
 
-    /// Residual rows at the points currently set in `ws.points`; returns `max |r|`.
+    /// Residual rows at the points currently set in `ws.points` (with the constraint impulse
+    /// `−Dh(q_k)ᵀλ` on the first row when there are constraints); returns `max |r|`.
     pub(crate) fn fill_residual(&self, ws: &ViWorkspace, p: &[f64], u: &[f64], r: &mut [f64]) -> f64 {
         let (n, sc) = (self.n(), &self.scheme);
-        let mut rmax = 0.0_f64;
         for rho in 0..sc.s {
             for i in 0..n {
                 let mut x = ws.points.del_row(sc, self.dt, &self.forces, u, rho, i);
@@ -233,10 +310,26 @@ impl VariationalIntegrator {
                     x += p[i];
                 }
                 r[rho * n + i] = x;
-                rmax = if x.is_nan() { f64::NAN } else { rmax.max(x.abs()) };
             }
         }
-        rmax
+        if !self.constraints.is_empty() {
+            self.add_constraint_impulse(ws, r);
+        }
+        for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
+            for rho in 0..sc.s {
+                r[rho * n + i] = 0.0; // a kinematic joint has no DEL row
+            }
+        }
+        r.iter().fold(0.0_f64, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
+    }
+
+    /// Sets the points at `ws.z`, fills the residual `r` and, with constraints, `h(q_{k+1})`.
+    /// Returns `(max |r|, max |h|)`.
+    fn evaluate(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], r: &mut [f64]) -> (f64, f64) {
+        ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
+        let rmax = self.fill_residual(ws, p, u, r);
+        let hmax = if self.constraints.is_empty() { 0.0 } else { self.endpoint_constraint_values(ws, q) };
+        (rmax, hmax)
     }
 
     /// One step: solves the DEL equations for `q_{k+1}` by Newton's method and evaluates
@@ -246,9 +339,13 @@ impl VariationalIntegrator {
     /// interior points are interpolated. `step` only labels errors.
     pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         self.check_inputs(q, p, u)?;
-        let n = self.n();
-        self.initial_guess(ws, q, p, guess)?;
+        self.initial_guess(ws, q, p, u, guess)?;
         let sc = &self.scheme;
+        let constrained = !self.constraints.is_empty();
+        if constrained {
+            ws.points.set(&self.model, sc, self.dt, q, &ws.z);
+            self.begin_constrained_step(ws);
+        }
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
         let tol = self.tolerance * scale;
         let mut residual = f64::INFINITY;
@@ -259,16 +356,17 @@ impl VariationalIntegrator {
         let mut dz = std::mem::take(&mut ws.direction);
         let mut outcome = Err(ViError::NewtonDiverged { step, iterations: self.max_iterations, residual, tolerance: tol });
         for it in 0..=self.max_iterations {
-            ws.points.set(&self.model, sc, self.dt, q, &ws.z);
-            residual = self.fill_residual(ws, p, u, &mut r);
+            let (rmax, hmax) = self.evaluate(ws, q, p, u, &mut r);
+            // constraint values are judged against the tolerance in their own units
+            residual = rmax.max(hmax * scale);
             if !residual.is_finite() {
                 break;
             }
             if residual <= tol || (stalled && residual <= 1.5e-8 * scale) {
                 ws.last_iterations = it;
-                q_next.copy_from_slice(&ws.z[(sc.s - 1) * n..]);
+                sc.endpoint_from(q, &ws.z, q_next);
                 for (i, pn) in p_next.iter_mut().enumerate() {
-                    *pn = ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i);
+                    *pn = if self.prescribed[i] { (u[i] - q[i]) / self.dt } else { ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i) };
                 }
                 outcome = Ok(it);
                 break;
@@ -284,6 +382,10 @@ impl VariationalIntegrator {
                 *x = -*x;
             }
             ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+            if constrained && !self.constrain_direction(ws, &mut dz) {
+                outcome = Err(ViError::DegenerateConstraints { step });
+                break;
+            }
             let alpha = self.line_search(ws, q, p, u, &dz, &mut r);
             let (mut dmax, mut zmax) = (0.0_f64, 0.0_f64);
             for (z, d) in ws.z.iter().zip(&dz) {
@@ -300,34 +402,39 @@ impl VariationalIntegrator {
         outcome
     }
 
-    /// Backtracking on the merit `½|r|²`, for which the Newton direction `dz` is a descent
-    /// direction: from `z₀` (the current `ws.z`, whose residual is `−r` on entry) accept the
-    /// first `α = 1, ½, ¼, …` (at most 12 halvings) with `|r(z₀ + α dz)|² ≤ (1 − 2·10⁻⁴ α)
-    /// |r(z₀)|²` (Armijo); if none does, take the full step, which lets Newton leave a
-    /// region where the merit is flat. Leaves `ws.z = z₀ + α dz`; returns `α`. `r` is scratch.
+    /// Backtracking on the merit `½(|r|² + |h|²)`, for which the Newton direction `(dz, δλ)`
+    /// is a descent direction: from `z₀` (the current `ws.z`, whose residual is `−r` on
+    /// entry) accept the first `α = 1, ½, ¼, …` (at most 12 halvings) with
+    /// `merit(z₀ + α dz) ≤ (1 − 2·10⁻⁴ α) merit(z₀)` (Armijo); if none does, take the full
+    /// step, which lets Newton leave a region where the merit is flat. Leaves
+    /// `ws.z = z₀ + α dz` (and `λ = λ₀ + α δλ`); returns `α`. `r` is scratch.
     fn line_search(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], dz: &[f64], r: &mut [f64]) -> f64 {
-        let merit0: f64 = r.iter().map(|x| x * x).sum();
+        let merit = |r: &[f64], h: &[f64]| r.iter().chain(h).map(|x| x * x).sum::<f64>();
+        let merit0 = merit(r, &ws.constraint.h);
         ws.z_start.copy_from_slice(&ws.z);
+        self.save_multipliers(ws);
         let mut alpha = 1.0;
         for _ in 0..=12 {
-            for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
-                *z = z0 + alpha * d;
-            }
-            ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
-            self.fill_residual(ws, p, u, r);
-            let merit: f64 = r.iter().map(|x| x * x).sum();
-            if merit <= (1.0 - 2e-4 * alpha) * merit0 {
+            self.move_to(ws, dz, alpha);
+            self.evaluate(ws, q, p, u, r);
+            if merit(r, &ws.constraint.h) <= (1.0 - 2e-4 * alpha) * merit0 {
                 return alpha;
             }
             alpha *= 0.5;
         }
-        for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
-            *z = z0 + d;
-        }
+        self.move_to(ws, dz, 1.0);
         1.0
     }
 
-    fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], guess: Option<&[f64]>) -> Result<()> {
+    /// `z = z_start + α dz`, `λ = λ_start + α δλ`.
+    fn move_to(&self, ws: &mut ViWorkspace, dz: &[f64], alpha: f64) {
+        for ((z, z0), d) in ws.z.iter_mut().zip(&ws.z_start).zip(dz) {
+            *z = z0 + alpha * d;
+        }
+        self.move_multipliers(ws, alpha);
+    }
+
+    fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
         let n = self.n();
         if let Some(g) = guess {
             check_configuration(&self.model, g)?; // before taking the scratch out of `ws`
@@ -352,6 +459,11 @@ impl VariationalIntegrator {
                 ws.z[(g - 1) * n + i] = q[i] + c * (end[i] - q[i]);
             }
         }
+        // kinematic joints: the control point that puts q_{k+1} at ρ_{k+1} = u_i (s = 1)
+        let (e0, e1) = (self.scheme.endpoint(0), self.scheme.endpoint(self.scheme.s));
+        for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
+            ws.z[i] = (u[i] - e0 * q[i]) / e1;
+        }
         ws.scratch = end;
         Ok(())
     }
@@ -359,7 +471,7 @@ impl VariationalIntegrator {
     /// Exact first-order linearisation of the step from `(q, p, u)` (solving it first):
     /// `A = ∂(q_{k+1}, p_{k+1})/∂(q_k, p_k)` (2n×2n) and `B = ∂(q_{k+1}, p_{k+1})/∂u_k` (2n×n),
     /// by the implicit-function theorem on the DEL equations (Fan et al. 2018 digest §6.5):
-    /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = dz_s` and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
+    /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = Σ_α endpoint[α] dq^α` (`= dz_s` for Lobatto) and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
     ///
     /// O(s² n²) per step, no `sn × sn` matrix: one B.1/B.2 factorisation of `J` at the solution
     /// (`crate::newton_direction`, O(s³ n)), carrying the momentum row `P = D_{s+1} L_d + Q^s`
@@ -367,8 +479,10 @@ impl VariationalIntegrator {
     /// solve also returns `Σ_γ ∂P/∂q^γ dz_γ`. The `n` columns of `∂R/∂q_k` (and `∂P/∂q_k`)
     /// are DEL Jacobian–vector products with `δq^0 = e_c`, O(s² n) each. The first call on a
     /// workspace allocates the batched sweeps' scratch, O(s n); later calls allocate nothing. The explicit parts are
-    /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = w_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = w_s Δt 1`
-    /// (controls constant over the step). Writes the next state too.
+    /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = c_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = c_s Δt 1`
+    /// with `c_x = Σ_α mix[x][α] w_α` ([`Scheme::control_weight`])
+    /// (controls constant over the step). With holonomic constraints the columns go through the
+    /// KKT system of [`crate::constrained`]. Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         let n = self.n();
         if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) {
@@ -381,18 +495,33 @@ impl VariationalIntegrator {
             return Err(ViError::SingularJacobian { step });
         }
         ws.newton.ensure_lanes();
-        let last = (s - 1) * n;
+        let constrained = !self.constraints.is_empty();
+        if constrained {
+            self.endpoint_constraint_values(ws, q);
+            if !self.prepare_constrained_linearization(ws) {
+                return Err(ViError::DegenerateConstraints { step });
+            }
+        }
         let zero = [0.0; LANES];
         // the 3n columns of x = (q_k, p_k, u), LANES at a time
         for c0 in (0..3 * n).step_by(LANES) {
             let lanes = LANES.min(3 * n - c0);
             let (f, rows, dq) = (&mut ws.lane_rhs, &mut ws.lane_rows, &mut ws.lane_dq);
-            // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the q_k columns by the DEL
-            // Jacobian–vector product with δq^0 = e_c, the others explicitly
-            if c0 < n {
+            // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the columns that move control
+            // points by the DEL Jacobian–vector product — q_k (δq^0 = e_c, and for a kinematic
+            // joint its prescribed point δz_c = −e_0/e_1) and the kinematic inputs ρ_{k+1}
+            // (δz_c = 1/e_1) —, the others explicitly
+            let moves_points = |c: usize| c < n || (c >= 2 * n && self.prescribed[c - 2 * n]);
+            if (c0..c0 + lanes).any(moves_points) {
                 dq.fill(zero);
-                for l in 0..lanes.min(n - c0) {
-                    dq[c0 + l][l] = 1.0;
+                for l in 0..lanes {
+                    let c = c0 + l;
+                    if c < n {
+                        dq[c][l] = 1.0;
+                    }
+                    if let Some(dz) = prescribed_point_variation(&self.prescribed, sc, n, c) {
+                        dq[n + c % n][l] = dz;
+                    }
                 }
                 ws.newton.del_jvp_lanes(&self.model, sc, dt, forces, dq, rows);
                 for (fi, ri) in f.iter_mut().zip(&rows[..s * n]) {
@@ -408,24 +537,63 @@ impl VariationalIntegrator {
                 let c = c0 + l;
                 if (n..2 * n).contains(&c) {
                     f[c - n][l] = -1.0;
-                } else if c >= 2 * n {
+                } else if c >= 2 * n && !self.prescribed[c - 2 * n] {
                     for rho in 0..s {
-                        f[rho * n + c - 2 * n][l] = -sc.weights[rho] * dt;
+                        f[rho * n + c - 2 * n][l] = -sc.control_weight(rho) * dt;
                     }
-                    rows[s * n + c - 2 * n][l] = sc.weights[s] * dt;
+                    rows[s * n + c - 2 * n][l] = sc.control_weight(s) * dt;
                 }
             }
-            // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ
+            // dz = J⁻¹ f and Σ_γ ∂P/∂q^γ dz_γ (through the KKT system with constraints)
+            if constrained {
+                self.constrained_rhs(ws, c0, lanes);
+            }
             ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+            // the prescribed part of δz (the solve returns 0 for kinematic joints)
+            for l in 0..lanes {
+                if let Some(dz) = prescribed_point_variation(&self.prescribed, sc, n, c0 + l) {
+                    ws.lane_sol[(c0 + l) % n][l] += dz;
+                }
+            }
+            if constrained {
+                self.constrained_solution(ws, c0, lanes);
+            }
             for l in 0..lanes {
                 let c = c0 + l;
                 let (m, col) = if c < 2 * n { (&mut *a, c) } else { (&mut *b, c - 2 * n) };
                 for r in 0..n {
-                    m[(r, col)] = ws.lane_sol[last + r][l];
-                    m[(n + r, col)] = ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l];
+                    // q_{k+1} = Σ_α endpoint[α] q^α with δq^0 = e_c for the q_k columns
+                    let own = if c == r { sc.endpoint(0) } else { 0.0 };
+                    m[(r, col)] = own + (1..=s).map(|g| sc.endpoint(g) * ws.lane_sol[(g - 1) * n + r][l]).sum::<f64>();
+                    m[(n + r, col)] = if self.prescribed[r] {
+                        // v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
+                        if c == r {
+                            -1.0 / dt
+                        } else if c == 2 * n + r {
+                            1.0 / dt
+                        } else {
+                            0.0
+                        }
+                    } else {
+                        ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l]
+                    };
                 }
             }
         }
         Ok(iterations)
+    }
+}
+
+/// The variation of a kinematic joint's control point `z_j = (ρ_{k+1} − e_0 ρ_k)/e_1`
+/// (`s = 1`) along input column `c` of `x = (q_k, p_k, u)`: `−e_0/e_1` for `c = ρ_k`,
+/// `1/e_1` for `c = u_j = ρ_{k+1}`, `None` for every other column.
+fn prescribed_point_variation(prescribed: &[bool], sc: &Scheme, n: usize, c: usize) -> Option<f64> {
+    let (e0, e1) = (sc.endpoint(0), sc.endpoint(sc.s));
+    if c < n && prescribed[c] {
+        Some(-e0 / e1)
+    } else if c >= 2 * n && prescribed[c - 2 * n] {
+        Some(1.0 / e1)
+    } else {
+        None
     }
 }

@@ -1,7 +1,7 @@
 //! Minimal-coordinate variational integrators (VIs) for kinematic trees.
 //!
 //! Galerkin–Lobatto discrete Lagrangians of any order (trapezoid `s = 1`, Simpson `s = 2`,
-//! order `2s`; Fan, Schultz & Murphey 2018), the discrete Euler–Lagrange equations with
+//! order `2s`; Fan, Schultz & Murphey 2018) and the midpoint rule (Johnson 2012), the discrete Euler–Lagrange equations with
 //! controls, joint damping and springs (discrete Lagrange–d'Alembert), their energy Hessians,
 //! a Newton solver per step and the exact linearisation of the one-step flow map
 //! `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` for trajectory optimisation.
@@ -16,6 +16,8 @@
 //! `3n` right-hand sides. The dense Jacobian + LU path is kept only as a test and benchmark
 //! oracle (module `reference`, hidden from the docs).
 
+mod constrained;
+pub mod constraints;
 mod del;
 mod dense;
 pub mod error;
@@ -28,6 +30,7 @@ pub mod reference;
 pub mod scheme;
 mod trajectory;
 
+pub use constraints::{BodyPoint, Constraint};
 pub use del::JointForces;
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;
@@ -36,6 +39,10 @@ pub use point::PointState;
 pub use scheme::Scheme;
 pub use trajectory::{linearize_trajectory, rollout, Linearization, Trajectory};
 
+#[cfg(test)]
+mod constraint_tests;
+#[cfg(test)]
+mod kinematic_tests;
 #[cfg(test)]
 mod newton_tests;
 #[cfg(test)]

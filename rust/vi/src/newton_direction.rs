@@ -94,6 +94,14 @@
 //! linearisation column costs one solve, plus one Jacobian–vector product for the columns of
 //! `∂(R, P)/∂q_k`.
 //!
+//! # Mixed rows (the midpoint rule)
+//!
+//! When the DEL rows are combinations `Σ_α mix[x][α] (D_{α+1}L_d + Q^α)` of the control-point
+//! rows ([`Scheme::mix`], upper triangular), everything above stays per control point except
+//! the row coefficients: the impulse recursion carries all `s + 1` control-point rows, and the
+//! per-body `Θ̄, Ξ̄` (and `ξ̄` in the sweeps, and the joint-force terms of `Λ`) are mixed before
+//! `Λ` is formed. The unknowns stay the control points `q^1..q^s`.
+//!
 //! # Singularity
 //!
 //! The method needs every per-body `Λ_i` to be invertible; a numerically singular one (pivot
@@ -155,6 +163,8 @@ pub(crate) struct NewtonFactorization {
     /// per body: `max |Λ_i|` and its smallest `|pivot|`.
     lam_max: Vec<f64>,
     lam_pivot: Vec<f64>,
+    /// per body: a prescribed (kinematic) joint, whose coordinate is an input of the step.
+    prescribed: Vec<bool>,
     /// per body: whether a child has written its blocks in the current factorisation.
     touched: Vec<bool>,
     // per-body temporaries of the factorisation
@@ -165,6 +175,8 @@ pub(crate) struct NewtonFactorization {
     theta: Vec<V6>,
     xi: Vec<V6>,
     small: Vec<f64>,
+    /// `ξ̄^α` of the control-point rows (solve), `(s+1,)`.
+    xi_rows: Vec<f64>,
     dots: Vec<f64>,
     // per-right-hand-side sweeps
     l: Vec<V6>,
@@ -211,6 +223,7 @@ impl NewtonFactorization {
             piv: vec![0; n * s],
             lam_max: vec![0.0; n],
             lam_pivot: vec![0.0; n],
+            prescribed: vec![false; n],
             touched: vec![false; n],
             ds: vec![z6; p * p],
             std: vec![z6; p * p],
@@ -219,6 +232,7 @@ impl NewtonFactorization {
             theta: vec![z6; p * p],
             xi: vec![z6; p * s],
             small: vec![0.0; s],
+            xi_rows: vec![0.0; p],
             dots: vec![0.0; p],
             l: vec![z6; n * p],
             zeta: vec![z6; n * p],
@@ -228,6 +242,12 @@ impl NewtonFactorization {
             dq: vec![0.0; s],
             lanes: LaneScratch::default(),
         }
+    }
+
+    /// Marks the prescribed (kinematic) joints: their DEL rows are dropped and their control
+    /// points are inputs, so every solve returns `δq_i = 0` for them.
+    pub(crate) fn set_prescribed(&mut self, prescribed: &[bool]) {
+        self.prescribed.copy_from_slice(prescribed);
     }
 
     /// Copies the per-point kinematics of `pts` (set at the current iterate) into 6-vector
@@ -261,7 +281,9 @@ impl NewtonFactorization {
     pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &StepPoints, momentum_row: bool) -> bool {
         self.prepare(model, sc, dt, pts);
         let (n, s, p) = (self.n, self.s, sc.points());
-        let rows = if momentum_row { p } else { s };
+        // a mixing scheme (midpoint) needs every control-point row, momentum or not
+        let mixing = sc.mixes_rows();
+        let rows = if momentum_row || mixing { p } else { s };
         self.rows = rows;
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
@@ -348,55 +370,68 @@ impl NewtonFactorization {
                     self.xi[r * s + nu] = t;
                 }
             }
+            if mixing {
+                self.mix_rows(sc);
+            }
             if momentum_row {
                 self.theta_s[kp..kp + p].copy_from_slice(&self.theta[s * p..(s + 1) * p]);
                 self.xi_s[i * s..(i + 1) * s].copy_from_slice(&self.xi[s * s..(s + 1) * s]);
             }
-            // Λ (s×s), its LU factors, Λ̄ = Λ⁻¹
-            let lam = &mut self.lam[i * s * s..(i + 1) * s * s];
-            let mut lmax = 0.0_f64;
-            for r in 0..s {
-                for gm in 1..=s {
-                    let mut v = self.theta[r * p + gm].dot(&self.rate[kp + gm]) + self.xi[r * s + gm - 1].dot(&self.col[kp + gm]);
-                    for c in 0..p {
-                        v += sc.b(c, gm) * inv_dt * self.theta[r * p + c].dot(&self.col[kp + c]);
-                    }
-                    v -= w[r] * (sc.b(r, gm) * forces.damping[i] + if r == gm { dt * forces.stiffness[i] } else { 0.0 });
-                    lam[r * s + gm - 1] = v;
-                    lmax = lmax.max(v.abs());
-                }
-            }
-            let piv = &mut self.piv[i * s..(i + 1) * s];
-            let min_pivot = small_lu(lam, s, piv);
-            self.lam_max[i] = if lmax.is_finite() { lmax } else { f64::INFINITY };
-            self.lam_pivot[i] = min_pivot;
-            if !(min_pivot > 0.0 && min_pivot.is_finite()) {
-                return false;
-            }
-            let inv = &mut self.inv[i * s * s..(i + 1) * s * s];
-            for c in 0..s {
-                self.small.fill(0.0);
-                self.small[c] = 1.0;
-                small_solve(lam, s, piv, &mut self.small);
+            if self.prescribed[i] {
+                // a prescribed (kinematic) joint: its rows are dropped and its δq is zero, so it
+                // hands its subtree to the parent as if it were welded (X = Y = 0, Λ̄ = 0)
+                self.lam_max[i] = 0.0;
+                self.lam_pivot[i] = f64::INFINITY;
+                self.inv[i * s * s..(i + 1) * s * s].fill(0.0);
+                self.x[i * p * s..(i + 1) * p * s].fill(V6::zeros());
+                self.y[i * s * s..(i + 1) * s * s].fill(V6::zeros());
+            } else {
+                // Λ (s×s), its LU factors, Λ̄ = Λ⁻¹
+                let lam = &mut self.lam[i * s * s..(i + 1) * s * s];
+                let mut lmax = 0.0_f64;
                 for r in 0..s {
-                    inv[r * s + c] = self.small[r];
-                }
-            }
-            // X = −Λ̄ Θ̄, Y = −Λ̄ Ξ̄ (rows ϱ < s only)
-            for gm in 0..s {
-                for c in 0..p {
-                    let mut t = V6::zeros();
-                    for r in 0..s {
-                        t -= self.theta[r * p + c] * inv[gm * s + r];
+                    for gm in 1..=s {
+                        let mut v = self.theta[r * p + gm].dot(&self.rate[kp + gm]) + self.xi[r * s + gm - 1].dot(&self.col[kp + gm]);
+                        for c in 0..p {
+                            v += sc.b(c, gm) * inv_dt * self.theta[r * p + c].dot(&self.col[kp + c]);
+                        }
+                        v -= joint_force_derivative(sc, dt, forces, i, r, gm);
+                        lam[r * s + gm - 1] = v;
+                        lmax = lmax.max(v.abs());
                     }
-                    self.x[(i * p + c) * s + gm] = t;
                 }
-                for nu in 0..s {
-                    let mut t = V6::zeros();
+                let piv = &mut self.piv[i * s..(i + 1) * s];
+                let min_pivot = small_lu(lam, s, piv);
+                self.lam_max[i] = if lmax.is_finite() { lmax } else { f64::INFINITY };
+                self.lam_pivot[i] = min_pivot;
+                if !(min_pivot > 0.0 && min_pivot.is_finite()) {
+                    return false;
+                }
+                let inv = &mut self.inv[i * s * s..(i + 1) * s * s];
+                for c in 0..s {
+                    self.small.fill(0.0);
+                    self.small[c] = 1.0;
+                    small_solve(lam, s, piv, &mut self.small);
                     for r in 0..s {
-                        t -= self.xi[r * s + nu] * inv[gm * s + r];
+                        inv[r * s + c] = self.small[r];
                     }
-                    self.y[(i * s + nu) * s + gm] = t;
+                }
+                // X = −Λ̄ Θ̄, Y = −Λ̄ Ξ̄ (rows ϱ < s only)
+                for gm in 0..s {
+                    for c in 0..p {
+                        let mut t = V6::zeros();
+                        for r in 0..s {
+                            t -= self.theta[r * p + c] * inv[gm * s + r];
+                        }
+                        self.x[(i * p + c) * s + gm] = t;
+                    }
+                    for nu in 0..s {
+                        let mut t = V6::zeros();
+                        for r in 0..s {
+                            t -= self.xi[r * s + nu] * inv[gm * s + r];
+                        }
+                        self.y[(i * s + nu) * s + gm] = t;
+                    }
                 }
             }
             // Ĥ^{αα} = H^{αα} + ū^α, Φ̂^{ϱϱ} = Φ^{ϱϱ} + ē^ϱ (α, ϱ ≥ 1): the child terms of B.1/B.3
@@ -413,6 +448,21 @@ impl NewtonFactorization {
         }
         let scale = self.lam_max.iter().fold(0.0_f64, |m, &x| m.max(x));
         scale.is_finite() && self.lam_pivot.iter().all(|&pv| pv > 1e-14 * scale)
+    }
+
+    /// Replaces the control-point rows `Θ̄^{αρ}`, `Ξ̄^{αν}` of the current body by the rows of
+    /// the step variables, `Σ_{α ≥ x} mix[x][α] (·)^α` ([`Scheme::mix`]), in place (ascending
+    /// `x` only reads rows not yet replaced). Only the midpoint rule needs it.
+    fn mix_rows(&mut self, sc: &Scheme) {
+        let (s, p) = (self.s, self.s + 1);
+        for x in 0..p {
+            for c in 0..p {
+                self.theta[x * p + c] = (x..p).map(|a| self.theta[a * p + c] * sc.mix(x, a)).sum();
+            }
+            for nu in 0..s {
+                self.xi[x * s + nu] = (x..p).map(|a| self.xi[a * s + nu] * sc.mix(x, a)).sum();
+            }
+        }
     }
 
     /// `D_λ^{αρ} += D_i^{αρ} + Σ_γ Ĥ_i^{αγ} X_i^{γρ}` and the same for `G` (with `Y`), `Π`,
@@ -461,7 +511,7 @@ impl NewtonFactorization {
     /// `LANES` right-hand sides, with the momentum row.)
     pub(crate) fn solve(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
         let (n, s, p) = (self.n, self.s, sc.points());
-        let rows = s;
+        let rows = if sc.mixes_rows() { p } else { s };
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
         self.l.fill(V6::zeros());
@@ -477,7 +527,11 @@ impl NewtonFactorization {
                 for beta in 0..p {
                     xi += w[beta] * sc.b(beta, r) * self.dots[beta];
                 }
-                self.small[r] = f[r * n + i] - xi;
+                self.xi_rows[r] = xi;
+            }
+            for x in 0..s {
+                let xi: f64 = if rows == s { self.xi_rows[x] } else { (x..p).map(|a| sc.mix(x, a) * self.xi_rows[a]).sum() };
+                self.small[x] = f[x * n + i] - xi;
             }
             let inv = &self.inv[i * s * s..(i + 1) * s * s];
             for gm in 0..s {
@@ -676,6 +730,8 @@ pub(crate) struct LaneScratch {
     y: Vec<Lanes>,
     xis: Vec<Lanes>,
     small: Vec<Lanes>,
+    /// `ξ̄^α` of the control-point rows, `(s+1,)`.
+    xi_rows: Vec<Lanes>,
     dq: Vec<Lanes>,
     dots: Vec<Lanes>,
     /// `M̄_i^α` as 6×6 matrices, `[i·P + α]`.
@@ -696,6 +752,7 @@ impl NewtonFactorization {
                 y: vec![ZERO_LANES; n * s],
                 xis: vec![ZERO_LANES; n],
                 small: vec![ZERO_LANES; s],
+                xi_rows: vec![ZERO_LANES; p],
                 dq: vec![ZERO_LANES; p],
                 dots: vec![ZERO_LANES; p],
                 inertia: vec![M6::zeros(); n * p],
@@ -734,10 +791,23 @@ impl NewtonFactorization {
                         xi[c] += coef * ls.dots[beta][c];
                     }
                 }
-                if r < s {
-                    let fr = &f[r * n + i];
+                ls.xi_rows[r] = xi;
+            }
+            // the step-variable rows (identity for Lobatto schemes)
+            for x in 0..rows {
+                let mut xi = ZERO_LANES;
+                for a in x..rows {
+                    let m = sc.mix(x, a);
+                    if m != 0.0 {
+                        for c in 0..LANES {
+                            xi[c] += m * ls.xi_rows[a][c];
+                        }
+                    }
+                }
+                if x < s {
+                    let fr = &f[x * n + i];
                     for c in 0..LANES {
-                        ls.small[r][c] = fr[c] - xi[c];
+                        ls.small[x][c] = fr[c] - xi[c];
                     }
                 } else {
                     ls.xis[i] = xi;
@@ -830,18 +900,18 @@ impl NewtonFactorization {
                         v[c] += t[c];
                     }
                 }
-                let mut rate_dq = ZERO_LANES;
                 for nu in 0..s {
                     let t = dot_l6(&self.xi_s[i * s + nu], &ls.eta[kp + nu + 1]);
-                    let coef = sc.b(s, nu + 1);
                     for c in 0..LANES {
                         v[c] += t[c];
-                        rate_dq[c] += coef * ls.dq[nu][c];
                     }
                 }
-                let (ks, ds) = (w[s] * dt * forces.stiffness[i], w[s] * forces.damping[i]);
-                for c in 0..LANES {
-                    v[c] -= ks * ls.dq[s - 1][c] + ds * rate_dq[c];
+                // δQ of the momentum row
+                for gm in 1..=s {
+                    let coef = joint_force_derivative(sc, dt, forces, i, s, gm);
+                    for c in 0..LANES {
+                        v[c] -= coef * ls.dq[gm - 1][c];
+                    }
                 }
                 out[i] = v;
             }
@@ -850,8 +920,8 @@ impl NewtonFactorization {
 
     /// The DEL Jacobian–vector product (module docs, "Variations") for `LANES` directions at
     /// once, O(s² n) each: `dq` `((s+1)·n)` rows of lanes indexed `α·n + i` (`α = 0`
-    /// included); writes the variation of every DEL row `D_{α+1} L_d + Q^α` (`α = 0..s`, row
-    /// `s` is `p_{k+1}`) to `out` (same layout). Uses the kinematics of the last
+    /// included); writes the variation of every DEL row `Σ_α mix[x][α] (D_{α+1} L_d + Q^α)`
+    /// (`x = 0..s`, row `s` is `p_{k+1}`) to `out` (same layout). Uses the kinematics of the last
     /// [`Self::factorize`]; call [`Self::ensure_lanes`] first.
     pub(crate) fn del_jvp_lanes(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, dq: &[Lanes], out: &mut [Lanes]) {
         let (n, p) = (self.n, sc.points());
@@ -957,5 +1027,33 @@ impl NewtonFactorization {
                 }
             }
         }
+        if sc.mixes_rows() {
+            // the step-variable rows, in place (ascending x reads unreplaced rows only)
+            for x in 0..p {
+                for i in 0..n {
+                    let mut r = ZERO_LANES;
+                    for a in x..p {
+                        let m = sc.mix(x, a);
+                        for c in 0..LANES {
+                            r[c] += m * out[a * n + i][c];
+                        }
+                    }
+                    out[x * n + i] = r;
+                }
+            }
+        }
     }
+}
+
+/// `−∂(row x of Q_i)/∂q_i^γ = Σ_α mix[x][α] w_α (d_i b[α][γ] + Δt κ_i δ_{αγ})`: the joint
+/// damping and spring part of the DEL Jacobian for joint `i` (`Q^α = w_α Δt (u − d q̇^α −
+/// κ (q^α − rest))`, module docs).
+#[inline]
+fn joint_force_derivative(sc: &Scheme, dt: f64, forces: &JointForces, i: usize, x: usize, gamma: usize) -> f64 {
+    (x..sc.points())
+        .map(|a| {
+            let spring = if a == gamma { dt * forces.stiffness[i] } else { 0.0 };
+            sc.mix(x, a) * sc.weights[a] * (sc.b(a, gamma) * forces.damping[i] + spring)
+        })
+        .sum()
 }

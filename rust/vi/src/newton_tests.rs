@@ -50,6 +50,11 @@ fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f
     (q, p, u, z)
 }
 
+/// Every family of schemes: the midpoint rule (mixed rows) and Lobatto s = 1, 2, 3.
+fn schemes() -> Vec<Scheme> {
+    vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
+}
+
 fn rel_err(a: &[f64], b: &[f64]) -> f64 {
     let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(1e-300);
     a.iter().zip(b).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs())) / scale
@@ -60,10 +65,11 @@ fn b1_direction_equals_the_dense_newton_direction() {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut worst = 0.0_f64;
     for model in models() {
-        for s in 1..=3 {
+        for sc in schemes() {
+            let s = sc.s;
             for dt in [0.01, 0.05] {
                 let n = model.nv;
-                let vi = VariationalIntegrator::new(model.clone(), Scheme::lobatto(s).unwrap(), dt, Some(forcing(&mut rng, n))).unwrap();
+                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), dt, Some(forcing(&mut rng, n))).unwrap();
                 let (q, p, u, z) = problem(&vi, &mut rng);
                 let mut ws = vi.workspace();
                 let mut oracle = DenseOracle::new(&vi);
@@ -90,9 +96,9 @@ fn b1_direction_equals_the_dense_newton_direction() {
 fn del_jacobian_vector_product_matches_the_dense_blocks() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for model in models() {
-        for s in 1..=3 {
-            let n = model.nv;
-            let vi = VariationalIntegrator::new(model.clone(), Scheme::lobatto(s).unwrap(), 0.03, Some(forcing(&mut rng, n))).unwrap();
+        for sc in schemes() {
+            let (s, n) = (sc.s, model.nv);
+            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.03, Some(forcing(&mut rng, n))).unwrap();
             let (q, _p, _u, z) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let sc = vi.scheme().clone();
@@ -135,9 +141,9 @@ fn del_jacobian_vector_product_matches_the_dense_blocks() {
 fn newton_converges_quadratically() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     for model in [Arc::new(pendulum_chain(12, false)), Arc::new(random_tree(15, 5, &one_dof()))] {
-        for s in 1..=3 {
-            let n = model.nv;
-            let vi = VariationalIntegrator::new(model.clone(), Scheme::lobatto(s).unwrap(), 0.02, Some(forcing(&mut rng, n))).unwrap();
+        for sc in schemes() {
+            let (s, n) = (sc.s, model.nv);
+            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forcing(&mut rng, n))).unwrap();
             let (q, p, u, _) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
@@ -179,9 +185,9 @@ fn o_n2_linearisation_equals_the_dense_linearisation() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut worst = 0.0_f64;
     for model in models() {
-        for s in 1..=3 {
-            let n = model.nv;
-            let vi = VariationalIntegrator::new(model.clone(), Scheme::lobatto(s).unwrap(), 0.02, Some(forcing(&mut rng, n))).unwrap();
+        for sc in schemes() {
+            let (s, n) = (sc.s, model.nv);
+            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forcing(&mut rng, n))).unwrap();
             let (q, p, u, _) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));

@@ -81,7 +81,7 @@ impl DenseOracle {
             let mut blk = rhs.view_mut((rho * n, 0), (n, n));
             pts.del_block(sc, dt, forces, rho, 0, &mut blk);
             for i in 0..n {
-                rhs[(rho * n + i, 2 * n + i)] = sc.weights[rho] * dt;
+                rhs[(rho * n + i, 2 * n + i)] = sc.control_weight(rho) * dt;
             }
         }
         for i in 0..n {
@@ -92,14 +92,16 @@ impl DenseOracle {
             lu_solve(&self.jacobian, &self.pivots, col.as_mut_slice());
             col.neg_mut();
         }
-        // q_{k+1} = z_s
-        let last = (s - 1) * n;
+        // q_{k+1} = Σ_α endpoint[α] q^α (= z_s for Lobatto schemes)
         for r in 0..n {
-            for c in 0..2 * n {
-                a[(r, c)] = rhs[(last + r, c)];
-            }
-            for c in 0..n {
-                b[(r, c)] = rhs[(last + r, 2 * n + c)];
+            for c in 0..3 * n {
+                let own = if c == r { sc.endpoint(0) } else { 0.0 };
+                let v = own + (1..=s).map(|g| sc.endpoint(g) * rhs[((g - 1) * n + r, c)]).sum::<f64>();
+                if c < 2 * n {
+                    a[(r, c)] = v;
+                } else {
+                    b[(r, c - 2 * n)] = v;
+                }
             }
         }
         // p_{k+1} = P(q^0, …, q^s, u)
@@ -108,7 +110,7 @@ impl DenseOracle {
                 a[(n + r, c)] = 0.0;
             }
             for c in 0..n {
-                b[(n + r, c)] = if r == c { sc.weights[s] * dt } else { 0.0 };
+                b[(n + r, c)] = if r == c { sc.control_weight(s) * dt } else { 0.0 };
             }
         }
         let blk = &mut self.block;

@@ -1,5 +1,5 @@
-//! Galerkin–Lobatto discretisations: control points, quadrature weights and the
-//! differentiation matrix of the interpolating polynomial (Fan, Schultz & Murphey 2018, §2).
+//! Discretisations of the action over one step: Galerkin–Lobatto schemes of any order (Fan,
+//! Schultz & Murphey 2018, §2) and the midpoint rule (Johnson 2012 §3.2, the rule of `trep`).
 //!
 //! On one step the trajectory is the degree-s polynomial through the control points
 //! `q^α = q(t_k + c_α Δt)`, `α = 0..s`, with `c` the Gauss–Lobatto nodes on `[0, 1]`
@@ -7,6 +7,22 @@
 //! `b[α][β] = ℓ'_β(c_α)` (Lagrange basis), and the action integral is approximated by Lobatto
 //! quadrature with weights `w` (`Σ w = 1`) at the same nodes. The resulting variational
 //! integrator has order `2s` (Ober-Blöbaum & Saake 2015).
+//!
+//! # Control points versus step variables
+//!
+//! Both families are written as `L_d = Δt Σ_α w_α L(q^α, q̇^α)` over control points `q^α`
+//! whose velocities are `q̇^α = (1/Δt) Σ_β b[α][β] q^β`. The DEL equations are stationarity
+//! conditions in the *step variables* `x = (q_k, interior points, q_{k+1})`, and the control
+//! points are linear in them, `q^α = Σ_x T[α][x] x`; so the DEL row of step variable `x` is
+//! `Σ_α T[α][x] (D_α L_d + Q^α)` with `D_α` the partial derivative in `q^α` holding the other
+//! control points fixed. [`Scheme::mix`] stores `Tᵀ` and [`Scheme::endpoint`] the row of `T⁻¹`
+//! that gives `q_{k+1}`. For Lobatto schemes the control points are the step variables
+//! (`T = 1`). The midpoint rule `L_d = Δt L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt)` has the
+//! two control points `q^0 = q_k` (weight 0) and `q^1 = q̄ = (q_k + q_{k+1})/2` (weight 1,
+//! velocity `2(q̄ − q_k)/Δt`), so `T = [[1, 0], [½, ½]]`: `r = p_k + D_0 L_d + ½ D_1 L_d`,
+//! `p_{k+1} = ½ D_1 L_d`, `q_{k+1} = 2 q̄ − q_k`. The unknowns of the Newton solve are always
+//! the control points `q^1..q^s`. Every scheme here has `T[α][x] = 0` for `x > α` (a control
+//! point depends on no later step variable), which the Newton factorisation relies on.
 
 use crate::error::{Result, ViError};
 
@@ -21,6 +37,13 @@ pub struct Scheme {
     pub weights: Vec<f64>,
     /// `(s+1, s+1)` differentiation matrix, row-major: `b[α·(s+1) + β] = ℓ'_β(c_α)`.
     pub diff: Vec<f64>,
+    /// `(s+1, s+1)` row mixing `Tᵀ`, row-major: the DEL row of step variable `x` is
+    /// `Σ_α mix[x·(s+1) + α] (D_α L_d + Q^α)` (module docs). Identity for Lobatto schemes;
+    /// always "upper triangular" (`mix[x][α] = 0` for `α < x`), which lets the Newton
+    /// factorisation mix its rows in place.
+    pub mix: Vec<f64>,
+    /// `(s+1,)` `q_{k+1} = Σ_α endpoint[α] q^α` (`e_s` for Lobatto schemes).
+    pub endpoint: Vec<f64>,
 }
 
 impl Scheme {
@@ -33,7 +56,28 @@ impl Scheme {
         let nodes: Vec<f64> = x.iter().map(|xi| 0.5 * (xi + 1.0)).collect();
         let ns = s as f64;
         let weights: Vec<f64> = x.iter().map(|&xi| 1.0 / (ns * (ns + 1.0) * legendre(s, xi).0.powi(2))).collect();
-        Ok(Self { s, diff: differentiation_matrix(&nodes), nodes, weights })
+        let p = s + 1;
+        let mix = (0..p * p).map(|k| if k / p == k % p { 1.0 } else { 0.0 }).collect();
+        let endpoint = (0..p).map(|a| if a == s { 1.0 } else { 0.0 }).collect();
+        Ok(Self { s, diff: differentiation_matrix(&nodes), nodes, weights, mix, endpoint })
+    }
+
+    /// The midpoint rule `L_d(q_k, q_{k+1}) = Δt L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt)`
+    /// (Johnson 2012 eq. 4.8, the discretisation of `trep`; order 2), with the forcing
+    /// `Q = Δt/2 (u − d q̇ − κ (q̄ − rest))` on each end, evaluated at the midpoint. trep puts
+    /// the whole impulse `Δt f` on the left end (`f⁺ = 0`); we split it evenly, as the Lobatto
+    /// schemes do. Both are second-order discrete Lagrange–d'Alembert forces; the trajectories
+    /// `q_k` differ at O(Δt²) and the momenta `p_k` by `Δt f/2`.
+    #[must_use]
+    pub fn midpoint() -> Self {
+        Self {
+            s: 1,
+            nodes: vec![0.0, 0.5],
+            weights: vec![0.0, 1.0],
+            diff: vec![-2.0, 2.0, -2.0, 2.0],
+            mix: vec![1.0, 0.5, 0.0, 0.5],
+            endpoint: vec![-1.0, 2.0],
+        }
     }
 
     /// The trapezoidal variational integrator (`s = 1`, order 2).
@@ -48,15 +92,17 @@ impl Scheme {
         Self::lobatto(2).expect("s = 2 is valid")
     }
 
-    /// Scheme by name: `"trapezoid"`, `"simpson"` or `"lobatto"` with an explicit `s`.
+    /// Scheme by name: `"midpoint"`, `"trapezoid"`, `"simpson"` or `"lobatto"` with an
+    /// explicit `s`.
     pub fn by_name(name: &str, s: Option<usize>) -> Result<Self> {
         match (name, s) {
+            ("midpoint", None | Some(1)) => Ok(Self::midpoint()),
             ("trapezoid", None | Some(1)) => Ok(Self::trapezoid()),
             ("simpson", None | Some(2)) => Ok(Self::simpson()),
             ("lobatto", Some(s)) => Self::lobatto(s),
             ("lobatto", None) => Err(ViError::InvalidScheme("scheme 'lobatto' needs s (number of intervals per step)".into())),
             (other, _) => Err(ViError::InvalidScheme(format!(
-                "unknown scheme '{other}' (with s = {s:?}); expected 'trapezoid', 'simpson' or 'lobatto' with s"
+                "unknown scheme '{other}' (with s = {s:?}); expected 'midpoint', 'trapezoid', 'simpson' or 'lobatto' with s"
             ))),
         }
     }
@@ -73,6 +119,43 @@ impl Scheme {
     #[must_use]
     pub fn b(&self, alpha: usize, beta: usize) -> f64 {
         self.diff[alpha * (self.s + 1) + beta]
+    }
+
+    /// `Tᵀ[x][α]`: weight of control point `α`'s DEL row in step variable `x`'s row.
+    #[inline]
+    #[must_use]
+    pub fn mix(&self, x: usize, alpha: usize) -> f64 {
+        self.mix[x * (self.s + 1) + alpha]
+    }
+
+    /// Whether the DEL rows are combinations of the control-point rows (`T ≠ 1`).
+    #[inline]
+    #[must_use]
+    pub fn mixes_rows(&self) -> bool {
+        let p = self.s + 1;
+        self.mix.iter().enumerate().any(|(k, &m)| m != if k / p == k % p { 1.0 } else { 0.0 })
+    }
+
+    /// `∂(row x)/∂u = Δt · Σ_α mix[x][α] w_α` divided by `Δt` (controls are constant over
+    /// the step and enter each control-point row as `w_α Δt u`).
+    #[must_use]
+    pub fn control_weight(&self, x: usize) -> f64 {
+        (0..=self.s).map(|a| self.mix(x, a) * self.weights[a]).sum()
+    }
+
+    /// `q_{k+1}` (or its variation) from the control points, `q^0 = q_k` first.
+    #[inline]
+    #[must_use]
+    pub fn endpoint(&self, alpha: usize) -> f64 {
+        self.endpoint[alpha]
+    }
+
+    /// Writes `q_{k+1} = endpoint[0] q_k + Σ_{γ≥1} endpoint[γ] z^γ` (`z = (q^1, …, q^s)`).
+    pub fn endpoint_from(&self, q_k: &[f64], z: &[f64], q_next: &mut [f64]) {
+        let n = q_k.len();
+        for (i, out) in q_next.iter_mut().enumerate() {
+            *out = self.endpoint[0] * q_k[i] + (1..=self.s).map(|g| self.endpoint[g] * z[(g - 1) * n + i]).sum::<f64>();
+        }
     }
 
     /// Order of accuracy of the integrator, `2s`.

@@ -90,6 +90,52 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
     }
 }
 
+/// The midpoint rule in its own variables: `p_k + D_1 L_d(q_k, q_{k+1}) + f⁻ = 0` and
+/// `p_{k+1} = D_2 L_d(q_k, q_{k+1}) + f⁺` with `L_d = Δt L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt)`
+/// and `f^± = Δt/2 (u − d q̇ − κ (q̄ − rest))` (Johnson 2012 §3.2), by central differences of
+/// the brute-force `L_d` — an oracle independent of the control-point mixing of `Scheme`.
+#[test]
+fn midpoint_rows_are_the_derivatives_of_the_midpoint_lagrangian() {
+    let (h, dt) = (1e-6, 0.05);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let sc = Scheme::midpoint();
+    for model in models() {
+        let n = model.nv;
+        let mut ws = model.workspace();
+        let mut ld = |qa: &[f64], qb: &[f64]| {
+            let mid: Vec<f64> = qa.iter().zip(qb).map(|(a, b)| 0.5 * (a + b)).collect();
+            let vel: Vec<f64> = qa.iter().zip(qb).map(|(a, b)| (b - a) / dt).collect();
+            dt * (vidyn_rbd::kinetic_energy(&model, &mut ws, &mid, &vel).unwrap() - vidyn_rbd::potential_energy(&model, &mut ws, &mid).unwrap())
+        };
+        let forces = JointForces { damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(), stiffness: random(&mut rng, n, 2.0).iter().map(|x| x.abs()).collect(), rest: random(&mut rng, n, 1.0) };
+        let u = random(&mut rng, n, 1.0);
+        let qa = random(&mut rng, n, 1.0);
+        let qb: Vec<f64> = qa.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect();
+        let z: Vec<f64> = qa.iter().zip(&qb).map(|(a, b)| 0.5 * (a + b)).collect();
+        let mut sp = del::StepPoints::new(n, 2);
+        sp.set(&model, &sc, dt, &qa, &z);
+        for i in 0..n {
+            let vel = (qb[i] - qa[i]) / dt;
+            let force = 0.5 * dt * (u[i] - forces.damping[i] * vel - forces.stiffness[i] * (z[i] - forces.rest[i]));
+            let mut d = |which: usize| {
+                let mut shifted = |e: f64| {
+                    let (mut a, mut b) = (qa.clone(), qb.clone());
+                    if which == 0 { a[i] += e } else { b[i] += e }
+                    ld(&a, &b)
+                };
+                (shifted(h) - shifted(-h)) / (2.0 * h)
+            };
+            let (d1, d2) = (d(0) + force, d(1) + force);
+            let (r0, p1) = (sp.del_row(&sc, dt, &forces, &u, 0, i), sp.del_row(&sc, dt, &forces, &u, 1, i));
+            assert!((r0 - d1).abs() < 1e-6 * (1.0 + d1.abs()), "{}: D_1 L_d row {i}: {r0} vs {d1}", model.name);
+            assert!((p1 - d2).abs() < 1e-6 * (1.0 + d2.abs()), "{}: D_2 L_d row {i}: {p1} vs {d2}", model.name);
+        }
+        let mut qn = vec![0.0; n];
+        sc.endpoint_from(&qa, &z, &mut qn);
+        assert!(qn.iter().zip(&qb).all(|(a, b)| (a - b).abs() < 1e-14));
+    }
+}
+
 fn state(vi: &VariationalIntegrator, seed: u64) -> (Vec<f64>, Vec<f64>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = vi.n();
@@ -104,7 +150,7 @@ fn state(vi: &VariationalIntegrator, seed: u64) -> (Vec<f64>, Vec<f64>) {
 fn linearisation_matches_finite_differences_of_the_solved_step() {
     let h = 1e-6;
     for model in models() {
-        for sc in [Scheme::trapezoid(), Scheme::simpson()] {
+        for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
             let n = model.nv;
             let forces = JointForces { damping: vec![0.3; n], stiffness: vec![1.0; n], rest: vec![0.2; n] };
             let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forces)).unwrap();
@@ -147,7 +193,7 @@ fn linearisation_matches_finite_differences_of_the_solved_step() {
 #[test]
 fn unforced_flow_is_symplectic() {
     for model in models() {
-        for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+        for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
             let n = model.nv;
             let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.03, Some(JointForces::none(n))).unwrap();
             let (q, p) = state(&vi, 3);
@@ -208,7 +254,7 @@ fn symmetric_momentum_is_conserved_and_energy_does_not_drift() {
 #[test]
 fn time_reversibility() {
     let model = Arc::new(pendulum_chain(3, false));
-    for sc in [Scheme::trapezoid(), Scheme::simpson()] {
+    for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
         let vi = VariationalIntegrator::new(model.clone(), sc, 0.02, Some(JointForces::none(3))).unwrap();
         let (q, p) = state(&vi, 9);
         let fwd = rollout(&vi, &q, &p, &[0.0; 3 * 50]).unwrap();
@@ -235,7 +281,7 @@ fn convergence_order_is_2s() {
         [t.q_at(steps).to_vec(), t.p_at(steps).to_vec()].concat()
     };
     let exact = final_state(&reference, 200);
-    for (sc, coarse, expected) in [(Scheme::trapezoid(), 20, 2.0), (Scheme::simpson(), 10, 4.0), (Scheme::lobatto(3).unwrap(), 5, 6.0)] {
+    for (sc, coarse, expected) in [(Scheme::midpoint(), 20, 2.0), (Scheme::trapezoid(), 20, 2.0), (Scheme::simpson(), 10, 4.0), (Scheme::lobatto(3).unwrap(), 5, 6.0)] {
         let err = |steps: usize| {
             let x = final_state(&make(sc.clone(), steps), steps);
             x.iter().zip(&exact).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()))

@@ -6,7 +6,7 @@ use nalgebra::DMatrix;
 use std::sync::Arc;
 use vidyn_rbd::builders::random_tree;
 use vidyn_rbd::Joint;
-use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
+use vidyn_vi::{BodyPoint, Constraint, JointForces, Scheme, VariationalIntegrator};
 
 #[path = "../../rbd/tests/common/counting_alloc.rs"]
 mod counting_alloc;
@@ -20,12 +20,21 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
     let model = Arc::new(random_tree(12, 5, &kinds));
     let n = model.nv;
-    for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+    let q: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 0.4).collect();
+    // the last case: a midpoint integrator with a distance constraint (the constrained step),
+    // satisfied at q
+    let anchor = nalgebra::Vector3::new(0.5, 0.2, -2.0);
+    let mut rbd = model.workspace();
+    vidyn_rbd::placements(&model, &mut rbd, &q).unwrap();
+    let length = (rbd.placements[n - 1].translation - anchor).norm();
+    let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(n - 1), point: nalgebra::Vector3::zeros() }, length };
+    // ... and one with a kinematic joint as well
+    let cases = [(Scheme::midpoint(), vec![], vec![]), (Scheme::trapezoid(), vec![], vec![]), (Scheme::simpson(), vec![], vec![]), (Scheme::lobatto(3).unwrap(), vec![], vec![]), (Scheme::midpoint(), vec![tether.clone()], vec![]), (Scheme::midpoint(), vec![tether], vec![0])];
+    for (sc, constraints, kinematic) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap();
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap();
         let mut ws = vi.workspace();
-        let q: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 0.4).collect();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
         let mut p = vec![0.0; n];

@@ -1,0 +1,280 @@
+//! The constrained step of Johnson (2012) §4.5 (digest §2.3–2.4) on top of the O(n) Newton
+//! factorisation: with multipliers `λ_k` (`m` constraints),
+//!
+//! `R^0 = p_k + D_1 L_d + f⁻ − Dh(q_k)ᵀ λ_k = 0`, `h(q_{k+1}) = 0`, `p_{k+1} = D_2 L_d + f⁺`,
+//!
+//! solved for `(q_{k+1}, λ_k)` so that the constraints hold at every step to solver tolerance
+//! (no drift, no stabilisation parameter). Only the one-interval schemes (midpoint,
+//! trapezoid) take constraints: there the unknown `z` is the single control point `q^1` and
+//! `q_{k+1} = e_0 q_k + e_1 z` ([`crate::Scheme::endpoint`]).
+//!
+//! # Newton direction in O(n m + m³)
+//!
+//! The KKT system `[[J, −C_1ᵀ], [C_2, 0]] (δz, δλ) = −(r, h)` with `C_1 = Dh(q_k)` (fixed over
+//! the step) and `C_2 = e_1 Dh(q_{k+1})` is solved by its Schur complement: `w = −J⁻¹ r` and
+//! `K = J⁻¹ C_1ᵀ` from the B.1/B.2 factorisation (`m + 1` sweeps), then
+//! `(C_2 K) δλ = −h − C_2 w` (m×m LU) and `δz = w + K δλ`. `C_2 K` is singular when the
+//! constraints are redundant (e.g. three point-on-plane constraints on a planar loop), which is
+//! reported as an error rather than regularised.
+//!
+//! # Linearisation
+//!
+//! For an input direction `x` the same elimination applies to the right-hand side
+//! `f_1 = −∂R/∂x`, `f_2 = −∂h(q_{k+1})/∂x`: besides the unconstrained terms, `∂R^0/∂q_k` gains
+//! `−Σ_i λ_i D²h_i(q_k)` and `∂h(q_{k+1})/∂q_k = e_0 Dh(q_{k+1})`. The momentum row
+//! `p_{k+1}` has no multiplier term, so `δp_{k+1} = ∂P/∂x + P_z (w + K δλ)`, where the B.1 sweep
+//! returns `P_z w` and `P_z K` alongside the solutions.
+
+use crate::constraints::{Constraint, ConstraintScratch};
+use crate::dense::{lu_factor, lu_solve};
+use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::newton_direction::LANES;
+use crate::point::PointState;
+use nalgebra::DMatrix;
+
+/// Workspace of the constrained step (empty when the integrator has no constraints).
+#[derive(Clone, Debug)]
+pub(crate) struct ConstraintWork {
+    /// Kinematics at `q_{k+1}` (not a control point of the midpoint rule).
+    end_state: PointState,
+    q_end: Vec<f64>,
+    /// `(m, n)` `C_1 = Dh(q_k)`, fixed over a step.
+    c1: DMatrix<f64>,
+    /// `(m, n)` `C_2 = e_1 Dh(q_{k+1})` at the current iterate.
+    c2: DMatrix<f64>,
+    /// `(m,)` `h(q_{k+1})`, multipliers, their value at the start of a line search, the step.
+    pub(crate) h: Vec<f64>,
+    pub(crate) lambda: Vec<f64>,
+    lambda_start: Vec<f64>,
+    dlambda: Vec<f64>,
+    /// `(n, m)` column-major `K = J⁻¹ C_1ᵀ` and (linearisation) `P_z K`.
+    k: Vec<f64>,
+    k_momentum: Vec<f64>,
+    /// `(m, m)` Schur complement `C_2 K` and its LU pivots.
+    schur: DMatrix<f64>,
+    pivots: Vec<usize>,
+    rhs: Vec<f64>,
+    scratch: ConstraintScratch,
+    /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
+    hessian: DMatrix<f64>,
+}
+
+impl ConstraintWork {
+    pub(crate) fn new(n: usize, m: usize) -> Self {
+        let nm = if m == 0 { 0 } else { n };
+        Self {
+            end_state: PointState::new(nm),
+            q_end: vec![0.0; nm],
+            c1: DMatrix::zeros(m, nm),
+            c2: DMatrix::zeros(m, nm),
+            h: vec![0.0; m],
+            lambda: vec![0.0; m],
+            lambda_start: vec![0.0; m],
+            dlambda: vec![0.0; m],
+            k: vec![0.0; nm * m],
+            k_momentum: vec![0.0; nm * m],
+            schur: DMatrix::zeros(m, m),
+            pivots: vec![0; m],
+            rhs: vec![0.0; nm],
+            scratch: ConstraintScratch::new(nm),
+            hessian: DMatrix::zeros(if m == 0 { 0 } else { n }, nm),
+        }
+    }
+}
+
+fn gradient_rows(c: &[Constraint], model: &vidyn_rbd::Model, st: &PointState, scratch: &mut ConstraintScratch, out: &mut DMatrix<f64>, scale: f64, row: &mut [f64]) {
+    for (i, con) in c.iter().enumerate() {
+        con.gradient(model, st, scratch, row);
+        for (j, g) in row.iter().enumerate() {
+            out[(i, j)] = scale * g;
+        }
+    }
+}
+
+impl VariationalIntegrator {
+    /// `C_1 = Dh(q_k)` from the kinematics of control point 0 (`= q_k`, set by the last
+    /// `points.set`), and `λ = 0`.
+    pub(crate) fn begin_constrained_step(&self, ws: &mut ViWorkspace) {
+        let cw = &mut ws.constraint;
+        gradient_rows(&self.constraints, &self.model, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
+        cw.lambda.fill(0.0);
+    }
+
+    /// The constraint values `h(q)` (`(m,)`), e.g. to check an initial configuration.
+    pub fn constraint_values(&self, ws: &mut ViWorkspace, q: &[f64], h: &mut [f64]) -> crate::Result<()> {
+        vidyn_rbd::check_configuration(&self.model, q)?;
+        if h.len() != self.constraints.len() {
+            return Err(crate::ViError::InvalidParameter(format!("h has length {}, expected the number of constraints {}", h.len(), self.constraints.len())));
+        }
+        let cw = &mut ws.constraint;
+        cw.end_state.update(&self.model, q, &ws.scratch_zero);
+        for (hi, con) in h.iter_mut().zip(&self.constraints) {
+            *hi = con.value(&cw.end_state);
+        }
+        Ok(())
+    }
+
+    /// The multipliers `λ_k` of the last step solved with `ws` (`(m,)`): the constraint
+    /// impulse on the step is `Dh(q_k)ᵀ λ_k`.
+    #[must_use]
+    pub fn multipliers<'a>(&self, ws: &'a ViWorkspace) -> &'a [f64] {
+        &ws.constraint.lambda
+    }
+
+    /// `h(q_{k+1})` at the current iterate (`ws.z`); returns `max |h|`.
+    pub(crate) fn endpoint_constraint_values(&self, ws: &mut ViWorkspace, q: &[f64]) -> f64 {
+        let cw = &mut ws.constraint;
+        self.scheme.endpoint_from(q, &ws.z, &mut cw.q_end);
+        cw.end_state.update(&self.model, &cw.q_end, &ws.scratch_zero);
+        let mut hmax = 0.0_f64;
+        for (hi, con) in cw.h.iter_mut().zip(&self.constraints) {
+            *hi = con.value(&cw.end_state);
+            hmax = if hi.is_nan() { f64::NAN } else { hmax.max(hi.abs()) };
+        }
+        hmax
+    }
+
+    /// `r^0 −= C_1ᵀ λ` (the constraint impulse on the first DEL row).
+    pub(crate) fn add_constraint_impulse(&self, ws: &ViWorkspace, r: &mut [f64]) {
+        let cw = &ws.constraint;
+        for (i, l) in cw.lambda.iter().enumerate() {
+            for j in 0..self.n() {
+                r[j] -= cw.c1[(i, j)] * l;
+            }
+        }
+    }
+
+    /// `K = J⁻¹ C_1ᵀ`, `C_2` and the LU of `C_2 K` at the current factorisation. Returns
+    /// `false` when `C_2 K` is singular (redundant or degenerate constraints).
+    fn factor_schur(&self, ws: &mut ViWorkspace, with_momentum: bool) -> bool {
+        let n = self.n();
+        let m = self.constraints.len();
+        let (sc, dt) = (&self.scheme, self.dt);
+        {
+            let cw = &mut ws.constraint;
+            let e1 = sc.endpoint(1);
+            gradient_rows(&self.constraints, &self.model, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
+        }
+        if with_momentum {
+            // LANES columns of C_1ᵀ at a time, with P_z K
+            let zero = [0.0; LANES];
+            for c0 in (0..m).step_by(LANES) {
+                let lanes = LANES.min(m - c0);
+                ws.lane_rhs.fill(zero);
+                for l in 0..lanes {
+                    for j in 0..n {
+                        ws.lane_rhs[j][l] = ws.constraint.c1[(c0 + l, j)];
+                    }
+                }
+                ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+                let cw = &mut ws.constraint;
+                for l in 0..lanes {
+                    for j in 0..n {
+                        cw.k[(c0 + l) * n + j] = ws.lane_sol[j][l];
+                        cw.k_momentum[(c0 + l) * n + j] = ws.lane_momentum[j][l];
+                    }
+                }
+            }
+        } else {
+            let cw = &mut ws.constraint;
+            for i in 0..m {
+                for j in 0..n {
+                    cw.rhs[j] = cw.c1[(i, j)];
+                }
+                ws.newton.solve(&self.model, sc, dt, &cw.rhs, &mut cw.k[i * n..(i + 1) * n]);
+            }
+        }
+        let cw = &mut ws.constraint;
+        for i in 0..m {
+            for c in 0..m {
+                cw.schur[(i, c)] = (0..n).map(|j| cw.c2[(i, j)] * cw.k[c * n + j]).sum();
+            }
+        }
+        lu_factor(&mut cw.schur, &mut cw.pivots)
+    }
+
+    /// Turns the unconstrained direction `dz = −J⁻¹ r` (factorisation current) into the KKT
+    /// direction and sets `δλ` (module docs). `false` when `C_2 K` is singular.
+    pub(crate) fn constrain_direction(&self, ws: &mut ViWorkspace, dz: &mut [f64]) -> bool {
+        if !self.factor_schur(ws, false) {
+            return false;
+        }
+        let n = self.n();
+        let cw = &mut ws.constraint;
+        for i in 0..cw.h.len() {
+            cw.dlambda[i] = -cw.h[i] - (0..n).map(|j| cw.c2[(i, j)] * dz[j]).sum::<f64>();
+        }
+        lu_solve(&cw.schur, &cw.pivots, &mut cw.dlambda);
+        for (c, dl) in cw.dlambda.iter().enumerate() {
+            for j in 0..n {
+                dz[j] += cw.k[c * n + j] * dl;
+            }
+        }
+        true
+    }
+
+    /// Saves `λ` before a line search.
+    pub(crate) fn save_multipliers(&self, ws: &mut ViWorkspace) {
+        let cw = &mut ws.constraint;
+        cw.lambda_start.copy_from_slice(&cw.lambda);
+    }
+
+    /// `λ = λ_start + α δλ`.
+    pub(crate) fn move_multipliers(&self, ws: &mut ViWorkspace, alpha: f64) {
+        let cw = &mut ws.constraint;
+        for ((l, l0), d) in cw.lambda.iter_mut().zip(&cw.lambda_start).zip(&cw.dlambda) {
+            *l = l0 + alpha * d;
+        }
+    }
+
+    /// Prepares the constrained linearisation at the solved step (factorisation with the
+    /// momentum row current): `K`, `P_z K`, the Schur LU and `Σ λ_i D²h_i(q_k)`.
+    pub(crate) fn prepare_constrained_linearization(&self, ws: &mut ViWorkspace) -> bool {
+        let ok = self.factor_schur(ws, true);
+        let cw = &mut ws.constraint;
+        cw.hessian.fill(0.0);
+        for (con, l) in self.constraints.iter().zip(&cw.lambda) {
+            con.add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, *l, &mut cw.hessian);
+        }
+        ok
+    }
+
+    /// Adds the constraint terms of the `LANES` right-hand sides starting at input column
+    /// `c0` (`x = (q_k, p_k, u)`): `f_1 += Σλ D²h(q_k) e_c` for the `q_k` columns.
+    pub(crate) fn constrained_rhs(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
+        let n = self.n();
+        for l in 0..lanes {
+            let c = c0 + l;
+            if c < n {
+                for j in 0..n {
+                    ws.lane_rhs[j][l] += ws.constraint.hessian[(j, c)];
+                }
+            }
+        }
+    }
+
+    /// Completes the `LANES` solutions `w = J⁻¹ f_1` (and `P_z w`) of the input columns from
+    /// `c0` into the constrained ones: `δλ = (C_2 K)⁻¹ (f_2 − C_2 w)`, `δz = w + K δλ`,
+    /// `P_z δz = P_z w + P_z K δλ`, with `f_2 = −e_0 Dh(q_{k+1}) e_c` for the `q_k` columns.
+    pub(crate) fn constrained_solution(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
+        let n = self.n();
+        let m = self.constraints.len();
+        let ratio = self.scheme.endpoint(0) / self.scheme.endpoint(1);
+        let cw = &mut ws.constraint;
+        for l in 0..lanes {
+            let c = c0 + l;
+            for i in 0..m {
+                // C_2 = e_1 Dh(q_{k+1}), so e_0 Dh(q_{k+1}) e_c = (e_0 / e_1) C_2[i, c]
+                let f2 = if c < n { -ratio * cw.c2[(i, c)] } else { 0.0 };
+                cw.dlambda[i] = f2 - (0..n).map(|j| cw.c2[(i, j)] * ws.lane_sol[j][l]).sum::<f64>();
+            }
+            lu_solve(&cw.schur, &cw.pivots, &mut cw.dlambda);
+            for (i, dl) in cw.dlambda.iter().enumerate() {
+                for j in 0..n {
+                    ws.lane_sol[j][l] += cw.k[i * n + j] * dl;
+                    ws.lane_momentum[j][l] += cw.k_momentum[i * n + j] * dl;
+                }
+            }
+        }
+    }
+}

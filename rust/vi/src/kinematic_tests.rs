@@ -1,0 +1,177 @@
+//! Kinematic (prescribed) joints (Johnson 2012 §4.7): a pendulum on a cart whose motion is
+//! prescribed converges to the continuous solution with the VI's order, the prescribed joint
+//! follows its input exactly, and the linearisation (with and without constraints) matches
+//! central differences.
+
+use crate::*;
+use nalgebra::{DMatrix, Vector3};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use vidyn_rbd::builders::{cartpole, random_tree};
+use vidyn_rbd::Joint;
+
+/// Cart motion `ρ(t) = A sin(ωt)` and its derivatives.
+const AMP: f64 = 0.4;
+const OMEGA: f64 = 3.0;
+fn rho(t: f64) -> (f64, f64, f64) {
+    (AMP * (OMEGA * t).sin(), AMP * OMEGA * (OMEGA * t).cos(), -AMP * OMEGA * OMEGA * (OMEGA * t).sin())
+}
+
+/// The pole's angle at `t_end` from the continuous dynamics with the cart prescribed: the pole
+/// row of `τ = RNEA(q, v, a) = 0` is linear in `θ̈`, integrated by RK4 at a step far below
+/// the VI's (an independent oracle: neither the VI nor its discrete Lagrangian is used).
+fn continuous_pole(model: &vidyn_rbd::Model, theta0: f64, t_end: f64, steps: usize) -> f64 {
+    let mut ws = model.workspace();
+    let (cart, pole) = (model.joint_index("cart").unwrap(), model.joint_index("pole").unwrap());
+    let mut accel = |t: f64, th: f64, om: f64| {
+        let (r, rd, rdd) = rho(t);
+        let mut q = [0.0; 2];
+        let mut v = [0.0; 2];
+        let mut a = [0.0; 2];
+        (q[cart], q[pole], v[cart], v[pole], a[cart]) = (r, th, rd, om, rdd);
+        let bias = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a).unwrap()[pole];
+        a[pole] = 1.0;
+        let with_unit = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a).unwrap()[pole];
+        -bias / (with_unit - bias)
+    };
+    let h = t_end / steps as f64;
+    let (mut th, mut om) = (theta0, 0.0);
+    for k in 0..steps {
+        let t = k as f64 * h;
+        let k1 = (om, accel(t, th, om));
+        let k2 = (om + 0.5 * h * k1.1, accel(t + 0.5 * h, th + 0.5 * h * k1.0, om + 0.5 * h * k1.1));
+        let k3 = (om + 0.5 * h * k2.1, accel(t + 0.5 * h, th + 0.5 * h * k2.0, om + 0.5 * h * k2.1));
+        let k4 = (om + h * k3.1, accel(t + h, th + h * k3.0, om + h * k3.1));
+        th += h / 6.0 * (k1.0 + 2.0 * k2.0 + 2.0 * k3.0 + k4.0);
+        om += h / 6.0 * (k1.1 + 2.0 * k2.1 + 2.0 * k3.1 + k4.1);
+    }
+    th
+}
+
+/// The VI's pole angle at `t_end` with `steps` steps, cart prescribed at the step times.
+fn vi_pole(sc: Scheme, theta0: f64, t_end: f64, steps: usize) -> f64 {
+    let model = Arc::new(cartpole());
+    let (cart, pole) = (model.joint_index("cart").unwrap(), model.joint_index("pole").unwrap());
+    let dt = t_end / steps as f64;
+    let vi = VariationalIntegrator::new(model, sc, dt, Some(JointForces::none(2))).unwrap().with_kinematic(&[cart]).unwrap();
+    let mut q = vec![0.0; 2];
+    q[pole] = theta0;
+    // the pole at rest; the cart's slot of p holds its velocity
+    let mut v = vec![0.0; 2];
+    v[cart] = rho(0.0).1;
+    let mut p = vec![0.0; 2];
+    vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
+    // the pole's momentum must match the pole at rest while the cart moves: p = M v
+    let mut u = vec![0.0; 2 * steps];
+    for k in 0..steps {
+        u[2 * k + cart] = rho((k + 1) as f64 * dt).0;
+    }
+    let traj = rollout(&vi, &q, &p, &u).unwrap();
+    for k in 0..=steps {
+        assert!((traj.q_at(k)[cart] - rho(k as f64 * dt).0).abs() < 1e-15, "the cart follows its input exactly");
+    }
+    traj.q_at(steps)[pole]
+}
+
+#[test]
+fn prescribed_cart_converges_to_the_continuous_solution_at_order_two() {
+    let model = cartpole();
+    let (theta0, t_end) = (0.5, 2.0);
+    let exact = continuous_pole(&model, theta0, t_end, 20_000);
+    for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+        let errors: Vec<f64> = [100, 200, 400].iter().map(|&steps| (vi_pole(sc.clone(), theta0, t_end, steps) - exact).abs()).collect();
+        let orders: Vec<f64> = errors.windows(2).map(|w| (w[0] / w[1]).log2()).collect();
+        println!("kinematic cart: errors {errors:?}, orders {orders:.2?}");
+        for o in &orders {
+            assert!((o - 2.0).abs() < 0.25, "observed order {o} (errors {errors:?})");
+        }
+    }
+}
+
+fn fd_check(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64], label: &str) {
+    let n = vi.n();
+    let mut ws = vi.workspace();
+    let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+    let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+    vi.linearize(&mut ws, 0, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    let mut step = |x: &[f64], u: &[f64]| {
+        let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
+        vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
+        [q1, p1].concat()
+    };
+    // h = 1e-6 central differences of the solved step (as in the unconstrained test)
+    let h = 1e-6;
+    let x0 = [q.to_vec(), p.to_vec()].concat();
+    for k in 0..3 * n {
+        let (fp, fm) = if k < 2 * n {
+            let (mut xp, mut xm) = (x0.clone(), x0.clone());
+            xp[k] += h;
+            xm[k] -= h;
+            (step(&xp, u), step(&xm, u))
+        } else {
+            let (mut up, mut um) = (u.to_vec(), u.to_vec());
+            up[k - 2 * n] += h;
+            um[k - 2 * n] -= h;
+            (step(&x0, &up), step(&x0, &um))
+        };
+        for r in 0..2 * n {
+            let fd = (fp[r] - fm[r]) / (2.0 * h);
+            let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
+            assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{label}: column {k} row {r}: {got} vs {fd}");
+        }
+    }
+}
+
+#[test]
+fn linearisation_with_kinematic_joints_matches_finite_differences() {
+    let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for seed in [3, 11] {
+        let model = Arc::new(random_tree(6, seed, &kinds));
+        let n = model.nv;
+        for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+            let forces = JointForces { damping: vec![0.2; n], stiffness: vec![0.7; n], rest: vec![0.1; n] };
+            // a root-side and a leaf-side joint are prescribed
+            let vi = VariationalIntegrator::new(model.clone(), sc, 0.02, Some(forces)).unwrap().with_kinematic(&[1, n - 1]).unwrap();
+            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let p: Vec<f64> = (0..n).map(|_| rng.random_range(-0.5..0.5)).collect();
+            let mut u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            u[1] = q[1] + 0.01;
+            u[n - 1] = q[n - 1] - 0.02;
+            fd_check(&vi, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
+        }
+    }
+}
+
+/// Both features at once: the four-bar's rocker driven by a prescribed angle would lock the
+/// loop, so here a tethered double pendulum has its first joint prescribed.
+#[test]
+fn kinematic_joints_and_constraints_together_linearise_exactly() {
+    let model = Arc::new(vidyn_rbd::builders::pendulum_chain(3, true));
+    let q = vec![0.3, -0.4, 0.2];
+    // a rigid tether from the tip to a world anchor, of the length it has at q
+    let tip = BodyPoint { body: Some(2), point: Vector3::new(0.0, 0.0, -1.0) };
+    let mut st = crate::point::PointState::new(3);
+    st.update(&model, &q, &[0.0; 3]);
+    let tip_world = st.placements[2].act_point(&tip.point);
+    let anchor = tip_world + Vector3::new(0.8, 0.0, 0.6);
+    let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: tip, length: (tip_world - anchor).norm() };
+    let vi = VariationalIntegrator::new(model, Scheme::midpoint(), 0.01, Some(JointForces { damping: vec![0.1; 3], stiffness: vec![0.0; 3], rest: vec![0.0; 3] }))
+        .unwrap()
+        .with_constraints(vec![tether])
+        .unwrap()
+        .with_kinematic(&[0])
+        .unwrap();
+    fd_check(&vi, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
+}
+
+#[test]
+fn kinematic_errors() {
+    let model = Arc::new(cartpole());
+    let simpson = VariationalIntegrator::new(model.clone(), Scheme::simpson(), 0.01, None).unwrap();
+    assert!(matches!(simpson.with_kinematic(&[0]), Err(ViError::InvalidParameter(_))));
+    let mid = || VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap();
+    assert!(matches!(mid().with_kinematic(&[2]), Err(ViError::InvalidParameter(_))));
+    assert!(matches!(mid().with_kinematic(&[0, 1]), Err(ViError::InvalidParameter(_))));
+}
