@@ -144,6 +144,13 @@ def test_model_properties(model):
     np.testing.assert_array_equal(m.gravity, [0.0, 0.0, -9.81])
     with pytest.raises(AttributeError):
         m.nq = 3  # type: ignore[misc]
+    # with_gravity returns a modified copy
+    m0 = m.with_gravity([0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(m0.gravity, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(m.gravity, [0.0, 0.0, -9.81])
+    assert m0.nq == m.nq and m0.frame_names == m.frame_names
+    with pytest.raises(vidyn.InputError):
+        m.with_gravity([0.0, 1.0])
 
 
 def test_names_and_indices(model):

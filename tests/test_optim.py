@@ -219,3 +219,157 @@ def test_bad_inputs(cartpole_vi):
         optim.ilqr(cartpole_vi, [0.0, 0.0], U_init=np.ones((5, 2)), actuated=[0])
     with pytest.raises(vd.InputError):
         swing_up(cartpole_vi, u_min=1.0, u_max=-1.0)
+
+
+def test_ddp_on_linear_system_one_step_to_kkt():
+    A, B, Q, R, QN, x0 = random_lq(4)
+    N = len(A)
+    rng = np.random.default_rng(8)
+    x_ref = rng.uniform(-1, 1, (N + 1, 4))
+    xk, uk = kkt(A, B, Q, R, QN, x0, x_ref, np.zeros((N, 2)))
+    for method in ("ilqr", "ddp"):
+        res = optim.ilqr_linear(A, B, x0, rng.uniform(-1, 1, (N, 2)), Q=Q, R=R, QN=QN, x_ref=x_ref, method=method)
+        assert res.converged and res.iterations == 1
+        assert np.abs(res.u - uk).max() < 1e-9 * max(1.0, np.abs(uk).max())
+    with pytest.raises(vd.InputError, match="method"):
+        optim.ilqr_linear(A, B, x0, np.zeros((N, 2)), method="newton")
+
+
+def pendulum_on_cart() -> vd.Model:
+    b = vd.ModelBuilder("pendulum_on_cart")
+    cart = b.add_body(None, "cart", "prismatic", axis=[1, 0, 0], mass=10.0)
+    b.add_body(cart, "pendulum", "revolute", axis=[0, 1, 0], mass=1.0, com=[0, 0, -1.0])
+    b.set_gravity([0, 0, -9.8])
+    return b.build()
+
+
+def thesis_problem():
+    """Johnson (2012) §6.7.1: Δt = 0.01 s, 10 s, θ_d up to 130°; trep's weights."""
+    dt, N = 0.01, 1000
+    t = np.arange(N + 1) * dt
+    x_ref = np.zeros((N + 1, 4))
+    x_ref[:, 1] = np.where((t >= 3) & (t <= 7), np.deg2rad(130) * (1 - np.cos(np.pi * (t - 3) / 2)) / 2, 0.0)
+    vi = vd.VariationalIntegrator(pendulum_on_cart(), dt=dt)
+    Q = np.diag([0.01, 100.0, 0.01, 0.01])
+    return vi, dict(U_init=np.zeros((N, 1)), actuated=[0], Q=Q, QN=Q, R=1e-2, x_ref=x_ref)
+
+
+def test_projection_method_on_pendulum_on_cart():
+    vi, kw = thesis_problem()
+    res = optim.projection(vi, [0.0, 0.0], x_guess=np.asarray(kw["x_ref"]), model="quasi", tolerance=1e-6, max_iterations=300, **kw)
+    assert res.status == "converged", res.message
+    assert abs(res.log["slope"][-1]) < 1e-6
+    assert np.all(np.diff(res.cost_history) < 0)  # Armijo: monotone
+    assert res.cost < 0.5 * res.cost_history[0]
+    assert set(res.log["model"]) == {"quasi"}
+    # every iterate is a VI trajectory: the result re-simulates to itself
+    assert np.abs(res.trajectory.q - res.q).max() < 1e-8
+    assert res.K.shape == (1000, 1, 4)
+
+
+def test_projection_is_idempotent(cartpole_vi, swing):
+    vi = cartpole_vi
+    gains = optim.tracking_lqr(vi, swing.trajectory, actuated=[0]).K
+    x = np.hstack([swing.q, swing.p])
+    # a trajectory is a fixed point
+    x1, u1 = optim.project(vi, x, swing.u, gains, actuated=[0])
+    assert np.abs(x1 - x).max() < 1e-9 and np.abs(u1 - swing.u).max() < 1e-9
+    # a curve that is not one: P(P(ξ̄)) = P(ξ̄)
+    rng = np.random.default_rng(0)
+    xb = x + 0.05 * rng.standard_normal(x.shape)
+    xb[0] = x[0]
+    ub = swing.u + 0.5 * rng.standard_normal(swing.u.shape)
+    xp, up = optim.project(vi, xb, ub, gains, actuated=[0])
+    assert np.abs(xp - xb).max() > 1e-2
+    xpp, upp = optim.project(vi, xp, up, gains, actuated=[0])
+    assert np.abs(xpp - xp).max() < 1e-9 and np.abs(upp - up).max() < 1e-9
+    with pytest.raises(vd.InputError):
+        optim.project(vi, xb[:-1], ub, gains, actuated=[0])
+
+
+def test_projection_newton_model_needs_second_order_vi(cartpole_vi):
+    with pytest.raises(NotImplementedError, match="second-order"):
+        optim.projection(cartpole_vi, [0.0, 0.0], steps=10, actuated=[0], model="newton")
+    with pytest.raises(vd.InputError, match="model"):
+        optim.projection(cartpole_vi, [0.0, 0.0], steps=10, actuated=[0], model="bfgs")  # type: ignore[arg-type]
+
+
+def test_frame_cost_acrobot_tip_reaches_target():
+    model = vd.models.acrobot()
+    vi = vd.VariationalIntegrator(model, dt=0.02)
+    target = np.array([1.2, 0.0, 0.8])
+    res = optim.ilqr(vi, [0.0, 0.0], steps=100, Q=1e-3, R=1e-3, frame="tip", frame_target=target, frame_weight=0.1, frame_weight_terminal=1e3, max_iterations=200)
+    assert res.converged, res.message
+    tip = vd.frame_placement(model, res.q[-1], "tip")[:3, 3]
+    start = vd.frame_placement(model, res.q[0], "tip")[:3, 3]
+    assert np.linalg.norm(tip - target) < 1e-2 < np.linalg.norm(start - target)
+    with pytest.raises(KeyError):
+        optim.ilqr(vi, [0.0, 0.0], steps=5, frame="nope", frame_target=target)
+    with pytest.raises(vd.InputError):
+        optim.ilqr(vi, [0.0, 0.0], steps=5, frame="tip")
+
+
+class QuadraticPythonCost:
+    """The built-in quadratic cost written in Python (½ convention)."""
+
+    def __init__(self, Q, R, QN, x_ref, fail_at=None):
+        self.Q, self.R, self.QN, self.x_ref, self.fail_at = Q, R, QN, x_ref, fail_at
+        self.calls = 0
+
+    def running(self, k, x, u):
+        e = x - self.x_ref
+        return 0.5 * e @ self.Q @ e + 0.5 * u @ self.R @ u
+
+    def running_derivatives(self, k, x, u):
+        self.calls += 1
+        if self.fail_at is not None and k == self.fail_at:
+            raise ZeroDivisionError(f"user cost failed at step {k}")
+        e = x - self.x_ref
+        return self.running(k, x, u), self.Q @ e, self.R @ u, self.Q, self.R, np.zeros((len(u), len(x)))
+
+    def terminal(self, x):
+        e = x - self.x_ref
+        return 0.5 * e @ self.QN @ e
+
+    def terminal_derivatives(self, x):
+        e = x - self.x_ref
+        return self.terminal(x), self.QN @ e, self.QN
+
+
+def test_python_cost_matches_builtin_quadratic_cost(cartpole_vi):
+    Q, R, QN = np.diag([1.0, 1.0, 0.1, 0.1]) * DT, np.eye(1) * 1e-2 * DT, np.eye(4) * 1e3
+    kw = dict(U_init=np.zeros((60, 1)), actuated=[0], max_iterations=100, tolerance=1e-9)
+    ref = optim.ilqr(cartpole_vi, [0.0, 0.0], Q=Q, R=R, QN=QN, x_ref=GOAL, **kw)
+    cost = QuadraticPythonCost(Q, R, QN, GOAL)
+    res = optim.ilqr(cartpole_vi, [0.0, 0.0], cost=cost, **kw)
+    assert res.iterations == ref.iterations and cost.calls > 0
+    assert res.cost == pytest.approx(ref.cost, rel=1e-12)
+    assert np.abs(res.u - ref.u).max() < 1e-9
+    proj = optim.projection(cartpole_vi, [0.0, 0.0], cost=cost, model="quasi", max_iterations=3, U_init=np.zeros((60, 1)), actuated=[0])
+    assert proj.cost < proj.cost_history[0]
+
+
+def test_python_cost_errors_propagate(cartpole_vi):
+    Q, R, QN = np.eye(4), np.eye(1), np.eye(4)
+    kw = dict(U_init=np.zeros((20, 1)), actuated=[0], max_iterations=5)
+    with pytest.raises(ZeroDivisionError, match="step 7"):
+        optim.ilqr(cartpole_vi, [0.0, 0.0], cost=QuadraticPythonCost(Q, R, QN, GOAL, fail_at=7), **kw)
+    with pytest.raises(ZeroDivisionError, match="step 3"):
+        optim.projection(cartpole_vi, [0.0, 0.0], cost=QuadraticPythonCost(Q, R, QN, GOAL, fail_at=3), **kw)
+
+    class BadShape(QuadraticPythonCost):
+        def running_derivatives(self, k, x, u):
+            l, lx, lu, lxx, luu, lux = super().running_derivatives(k, x, u)
+            return l, lx[:3], lu, lxx, luu, lux
+
+    with pytest.raises(vd.InputError, match="l_x"):
+        optim.ilqr(cartpole_vi, [0.0, 0.0], cost=BadShape(Q, R, QN, GOAL), **kw)
+
+    class Missing:
+        def running(self, k, x, u):
+            return 0.0
+
+    with pytest.raises(vd.InputError, match="running_derivatives"):
+        optim.ilqr(cartpole_vi, [0.0, 0.0], cost=Missing(), **kw)  # type: ignore[arg-type]
+    with pytest.raises(vd.InputError, match="replaces"):
+        optim.ilqr(cartpole_vi, [0.0, 0.0], cost=QuadraticPythonCost(Q, R, QN, GOAL), Q=Q, **kw)

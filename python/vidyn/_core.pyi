@@ -147,6 +147,8 @@ class Model:
     @property
     def gravity(self) -> _Array:
         """(3,) gravity in the world frame, m/s²."""
+    def with_gravity(self, g: _ArrayLike) -> Model:
+        """A copy of the model with gravity ``g`` (3,) in the world frame, m/s²."""
     @property
     def lower_position_limit(self) -> _Array:
         """(nq,) lower position limits (-inf when unbounded)."""
@@ -690,8 +692,15 @@ def _optim_ilqr(
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
+    frame: str | None = None,
+    frame_target: list[float] | None = None,
+    frame_weights: tuple[float, float] | None = None,
+    cost: Any | None = None,
 ) -> dict[str, Any]:
-    """iLQR on the VI; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
+    """iLQR/DDP on the VI; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result).
+    ``frame``/``frame_target``/``frame_weights``: a frame-position cost added to the quadratic one;
+    ``cost``: an object with ``running``, ``running_derivatives``, ``terminal``,
+    ``terminal_derivatives`` used instead of both (vidyn.optim wraps the user's cost)."""
 
 def _optim_ilqr_linear(
     a: _ArrayLike,
@@ -708,5 +717,38 @@ def _optim_ilqr_linear(
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
+    method: str = "ilqr",
 ) -> dict[str, Any]:
-    """iLQR on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""
+    """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""
+
+def _optim_projection(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    p0: _ArrayLike,
+    u_init: _ArrayLike,
+    q: _ArrayLike,
+    r: _ArrayLike,
+    qn: _ArrayLike,
+    x_ref: _ArrayLike,
+    u_ref: _ArrayLike,
+    x_guess: _ArrayLike | None = None,
+    actuated: list[int] | None = None,
+    velocity_cost: bool = False,
+    frame: str | None = None,
+    frame_target: list[float] | None = None,
+    frame_weights: tuple[float, float] | None = None,
+    cost: Any | None = None,
+    model: str = "auto",
+    newton_after: int = 10,
+    max_iterations: int = 200,
+    tolerance: float = 1e-6,
+    proj_q: _ArrayLike | None = None,
+    proj_r: _ArrayLike | None = None,
+    proj_qn: _ArrayLike | None = None,
+) -> dict[str, Any]:
+    """Johnson's projection-operator optimiser on the VI; a dict (vidyn.optim.projection builds the result)."""
+
+def _optim_project(
+    vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, gains: _ArrayLike, actuated: list[int] | None = None
+) -> tuple[_Array, _Array]:
+    """The projection P(ξ̄): x_bar (N+1, 2n), u_bar (N, m), K (N, m, 2n) -> (x (N+1, 2n), u (N, m))."""

@@ -17,7 +17,18 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
   ``u_k = u_ref,k − K_k (x_k − x_ref,k)`` about a trajectory, simulated with the VI step.
 * :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
   Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
-  limits (projected-Newton box QP, Tassa et al. 2014), convergence report.
+  limits (projected-Newton box QP, Tassa et al. 2014), convergence report. ``method="ddp"``
+  (full DDP) needs second-order dynamics derivatives: available on linear systems
+  (:func:`ilqr_linear`), not yet on the VI (``NotImplementedError``).
+* :func:`projection` — Johnson's (2012, Ch. 6) projection-operator method: every iterate is
+  a VI trajectory ``P(ξ̄)`` (DLQR feedback about the current iterate, eq. 6.10), descent
+  directions from a time-varying LQ problem (steepest / quasi-Newton; Newton needs the
+  second-order VI derivatives), Armijo search with the projection-success check.
+  :func:`project` applies ``P`` to a curve.
+* Costs: the quadratic tracking cost below; plus a Cartesian reaching term
+  ``½ w |p_frame(q) − p*|²`` (``frame=``, ``frame_target=``: exact gradient, Gauss–Newton
+  Hessian from the frame Jacobian, in Rust); or, for prototyping, any Python object
+  following :class:`StageCost` (``cost=``; slow: called once per stage, with the GIL).
 
 Conventions
     The VI state is ``x = (q, p)`` (``p`` the discrete momentum; ``vi.momentum(q, v)``
@@ -33,15 +44,14 @@ Conventions
     Weights may be a scalar (times identity), a vector (diagonal), a matrix, or a stack
     ``(N, d, d)`` of per-step matrices.
 
-Not implemented yet: full DDP (``method="ddp"`` raises ``NotImplementedError``: it needs the
-second-order VI flow-map derivatives contracted with the value gradient) and Johnson's
-projection-operator method.
+Not implemented yet on the VI: full DDP and the projection method's Newton model (they need
+the second-order VI flow-map derivatives contracted with the value gradient / adjoint).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Sequence
+from typing import Any, Literal, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -54,11 +64,15 @@ __all__ = [
     "DlqrSolution",
     "IlqrResult",
     "LqrSolution",
+    "ProjectionResult",
+    "StageCost",
     "closed_loop_rollout",
     "dlqr",
     "ilqr",
     "ilqr_linear",
     "lqr",
+    "project",
+    "projection",
     "tracking_lqr",
 ]
 
@@ -124,6 +138,55 @@ class IlqrResult:
     wall_time: float
     timing: dict[str, float]
     log: dict[str, _Array]
+
+
+class StageCost(Protocol):
+    """A trajectory cost written in Python, ``J = Σ_k ℓ(k, x_k, u_k) + m(x_N)``, for
+    prototyping (pass it as ``cost=`` to :func:`ilqr` or :func:`projection`). ``x`` is the VI
+    state ``(q, p)`` (2n,), ``u`` the actuated controls (m,). Return values are converted to
+    float64 arrays and must have exactly these shapes::
+
+        running(k, x, u) -> float                                   # ℓ
+        running_derivatives(k, x, u) -> (ℓ, ℓ_x (2n,), ℓ_u (m,), ℓ_xx (2n, 2n), ℓ_uu (m, m), ℓ_ux (m, 2n))
+        terminal(x) -> float                                        # m
+        terminal_derivatives(x) -> (m, m_x (2n,), m_xx (2n, 2n))
+
+    Hessians may be Gauss–Newton approximations (iLQR and the quasi-Newton model only use them
+    as the model's curvature); ``ℓ_uu`` must make the backward pass positive definite.
+    Exceptions raised by these methods propagate out of the solver unchanged."""
+
+    def running(self, k: int, x: _Array, u: _Array) -> float: ...
+    def running_derivatives(self, k: int, x: _Array, u: _Array) -> tuple[float, _ArrayLike, _ArrayLike, _ArrayLike, _ArrayLike, _ArrayLike]: ...
+    def terminal(self, x: _Array) -> float: ...
+    def terminal_derivatives(self, x: _Array) -> tuple[float, _ArrayLike, _ArrayLike]: ...
+
+
+class _CostAdapter:
+    """Calls a :class:`StageCost` and converts what it returns (float, float64 arrays)."""
+
+    def __init__(self, cost: StageCost) -> None:
+        for name in ("running", "running_derivatives", "terminal", "terminal_derivatives"):
+            if not callable(getattr(cost, name, None)):
+                raise InputError(f"cost must have a method {name}() (see vidyn.optim.StageCost)")
+        self.cost = cost
+
+    def running(self, k: int, x: _Array, u: _Array) -> float:
+        return float(self.cost.running(k, x, u))
+
+    def terminal(self, x: _Array) -> float:
+        return float(self.cost.terminal(x))
+
+    def running_derivatives(self, k: int, x: _Array, u: _Array) -> tuple[Any, ...]:
+        r: tuple[Any, ...] = tuple(self.cost.running_derivatives(k, x, u))
+        if len(r) != 6:
+            raise InputError(f"running_derivatives() returned {len(r)} items, expected 6: (l, l_x, l_u, l_xx, l_uu, l_ux)")
+        return (float(r[0]), *(np.ascontiguousarray(v, dtype=np.float64) for v in r[1:]))
+
+    def terminal_derivatives(self, x: _Array) -> tuple[Any, ...]:
+        r: tuple[Any, ...] = tuple(self.cost.terminal_derivatives(x))
+        if len(r) != 3:
+            raise InputError(f"terminal_derivatives() returned {len(r)} items, expected 3: (l, l_x, l_xx)")
+        return (float(r[0]), *(np.ascontiguousarray(v, dtype=np.float64) for v in r[1:]))
 
 
 def _f64(x: _ArrayLike) -> _Array:
@@ -267,6 +330,49 @@ def closed_loop_rollout(
     return ClosedLoopRollout(qs, ps, us)
 
 
+def _initial_controls(vi: VariationalIntegrator, act: list[int] | None, m: int, U_init: _ArrayLike | None, steps: int | None) -> _Array:
+    n = vi.n
+    if U_init is None:
+        if steps is None:
+            raise InputError("give U_init (N, m) or the number of steps")
+        return np.zeros((steps, m))
+    u0 = _f64(U_init)
+    if u0.ndim == 2 and act is not None and u0.shape[1] == n and m != n:
+        others = [i for i in range(n) if i not in act]
+        if np.any(u0[:, others] != 0):
+            raise InputError("U_init has nonzero forces on unactuated joints")
+        u0 = _f64(u0[:, act])
+    if u0.ndim != 2 or u0.shape[1] != m:
+        raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
+    if steps is not None and u0.shape[0] != steps:
+        raise InputError(f"U_init has {u0.shape[0]} rows but steps = {steps}")
+    return u0
+
+
+def _frame_args(
+    frame: str | None, frame_target: _ArrayLike | None, frame_weight: float, frame_weight_terminal: float
+) -> tuple[str | None, list[float] | None, tuple[float, float] | None]:
+    if frame is None and frame_target is None:
+        return None, None, None
+    if frame is None or frame_target is None:
+        raise InputError("give both frame and frame_target, or neither")
+    t = np.asarray(frame_target, dtype=np.float64)
+    if t.shape != (3,) or not np.all(np.isfinite(t)):
+        raise InputError(f"frame_target must be 3 finite numbers, got shape {t.shape}")
+    return str(frame), [float(v) for v in t], (float(frame_weight), float(frame_weight_terminal))
+
+
+def _cost_object(cost: StageCost | None, cost_state: str, given: dict[str, Any]) -> _CostAdapter | None:
+    if cost_state not in ("momentum", "velocity"):
+        raise InputError(f"cost_state must be 'momentum' or 'velocity', got {cost_state!r}")
+    if cost is None:
+        return None
+    clash = [k for k, v in given.items() if v is not None]
+    if clash or cost_state != "momentum":
+        raise InputError(f"a Python cost replaces the built-in one: do not also give {', '.join(clash) or 'cost_state'}")
+    return _CostAdapter(cost)
+
+
 def ilqr(
     vi: VariationalIntegrator,
     q0: _ArrayLike,
@@ -284,6 +390,11 @@ def ilqr(
     u_max: _ArrayLike | None = None,
     actuated: Sequence[int] | None = None,
     cost_state: Literal["momentum", "velocity"] = "momentum",
+    frame: str | None = None,
+    frame_target: _ArrayLike | None = None,
+    frame_weight: float = 0.0,
+    frame_weight_terminal: float = 1.0,
+    cost: StageCost | None = None,
     method: Literal["ilqr", "ddp"] = "ilqr",
     max_iterations: int = 100,
     tolerance: float = 1e-8,
@@ -295,31 +406,21 @@ def ilqr(
 
     Cost (module docstring): ``Q`` (running state weight, default 0), ``R`` (control, default
     1), ``QN`` (terminal, default 0), references ``x_ref`` ((2n,) or (N+1, 2n); in ``(q, v)``
-    when ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)). ``u_min``, ``u_max``: (m,)
-    control limits (``±inf`` allowed). Stops when the expected decrease of a full step is at
-    most ``tolerance·max(1, |J|)``. ``method="ddp"`` raises NotImplementedError (the
+    when ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)). ``frame``, ``frame_target``
+    (3,): adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
+    ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
+    frame). ``cost``: a :class:`StageCost` used *instead* of all of these. ``u_min``, ``u_max``:
+    (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
+    at most ``tolerance·max(1, |J|)``. ``method="ddp"`` raises NotImplementedError (the
     second-order VI derivatives DDP needs do not exist yet). The Newton solve failing on the
-    *initial* rollout raises ConvergenceError; later failures only shorten the line search."""
+    *initial* rollout raises ConvergenceError; later failures only shorten the line search.
+    Exceptions raised by a Python ``cost`` propagate."""
     act, m = _actuated(vi, actuated)
-    n, n2 = vi.n, 2 * vi.n
+    n2 = 2 * vi.n
     q, p = _start(vi, q0, v0, p0)
-    if U_init is None:
-        if steps is None:
-            raise InputError("give U_init (N, m) or the number of steps")
-        u0 = np.zeros((steps, m))
-    else:
-        u0 = _f64(U_init)
-        if u0.ndim == 2 and act is not None and u0.shape[1] == n and m != n:
-            others = [i for i in range(n) if i not in act]
-            if np.any(u0[:, others] != 0):
-                raise InputError("U_init has nonzero forces on unactuated joints")
-            u0 = _f64(u0[:, act])
-        if u0.ndim != 2 or u0.shape[1] != m:
-            raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
-        if steps is not None and u0.shape[0] != steps:
-            raise InputError(f"U_init has {u0.shape[0]} rows but steps = {steps}")
-    if cost_state not in ("momentum", "velocity"):
-        raise InputError(f"cost_state must be 'momentum' or 'velocity', got {cost_state!r}")
+    u0 = _initial_controls(vi, act, m, U_init, steps)
+    adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
+    fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
     N = u0.shape[0]
 
     def limit(b: _ArrayLike | None, name: str) -> _Array | None:
@@ -350,9 +451,145 @@ def ilqr(
         max_iterations,
         tolerance,
         mu_init,
+        fr,
+        ft,
+        fw,
+        adapter,
     )
     traj = vi.rollout(q, p0=p, u=d["U"])
     return _result(d, traj)
+
+
+@dataclass(frozen=True)
+class ProjectionResult:
+    """Outcome of :func:`projection`: the final trajectory (``q``, ``p``, ``x`` (N+1, ·), controls
+    ``U`` (N, n) of every joint and ``u`` (N, m) of the actuated ones), the projection gains ``K``
+    (N, m, 2n) about it (a tracking controller ``u = u* − K (x − x*)``), ``cost``,
+    ``cost_history`` (``[0]``: the first iterate), ``log`` (per iteration: ``cost``, ``slope`` =
+    ``Dh∘δξ``, ``step`` λ, Armijo ``trials``, ``time``, and ``model``, the descent model used),
+    ``status`` (``"converged"``: ``|Dh∘δξ| < tolerance``, ``"max_iterations"`` or
+    ``"line_search_failed"``). ``trajectory`` re-simulates ``U`` with ``vi.rollout``."""
+
+    trajectory: Trajectory
+    q: _Array
+    p: _Array
+    x: _Array
+    U: _Array
+    u: _Array
+    K: _Array
+    cost: float
+    cost_history: _Array
+    iterations: int
+    converged: bool
+    status: str
+    message: str
+    wall_time: float
+    log: dict[str, Any]
+
+
+def projection(
+    vi: VariationalIntegrator,
+    q0: _ArrayLike,
+    v0: _ArrayLike | None = None,
+    U_init: _ArrayLike | None = None,
+    *,
+    p0: _ArrayLike | None = None,
+    steps: int | None = None,
+    x_guess: _ArrayLike | None = None,
+    Q: _ArrayLike | None = None,
+    R: _ArrayLike | None = None,
+    QN: _ArrayLike | None = None,
+    x_ref: _ArrayLike | None = None,
+    u_ref: _ArrayLike | None = None,
+    actuated: Sequence[int] | None = None,
+    cost_state: Literal["momentum", "velocity"] = "momentum",
+    frame: str | None = None,
+    frame_target: _ArrayLike | None = None,
+    frame_weight: float = 0.0,
+    frame_weight_terminal: float = 1.0,
+    cost: StageCost | None = None,
+    model: Literal["auto", "steepest", "quasi", "newton"] = "auto",
+    newton_after: int = 10,
+    max_iterations: int = 200,
+    tolerance: float = 1e-6,
+    proj_Q: _ArrayLike | None = None,
+    proj_R: _ArrayLike | None = None,
+    proj_QN: _ArrayLike | None = None,
+) -> ProjectionResult:
+    """Projection-operator trajectory optimisation (Johnson 2012, Ch. 6, Alg. 1 and 3).
+
+    Same problem arguments as :func:`ilqr` (no control limits). The first iterate is the
+    open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, 2n) in the VI state ``(q, p)``,
+    e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
+    ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
+    the descent direction of the LQ model ``model`` (``"auto"``: quasi-Newton, then Newton after
+    ``newton_after`` iterations when the dynamics have second derivatives — never on the VI
+    today; ``"newton"`` raises NotImplementedError on the VI), and the Armijo search
+    ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
+    ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
+    act, m = _actuated(vi, actuated)
+    n2 = 2 * vi.n
+    q, p = _start(vi, q0, v0, p0)
+    u0 = _initial_controls(vi, act, m, U_init, steps)
+    adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
+    fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
+    N = u0.shape[0]
+    d: dict[str, Any] = _core._optim_projection(
+        vi,
+        q,
+        p,
+        u0,
+        _weight(Q, n2, N, "Q", 0.0),
+        _weight(R, m, N, "R", 1.0),
+        _weight(QN, n2, None, "QN", 0.0),
+        _rows(x_ref, N + 1, n2, "x_ref"),
+        _rows(u_ref, N, m, "u_ref"),
+        None if x_guess is None else _f64(x_guess),
+        act,
+        cost_state == "velocity",
+        fr,
+        ft,
+        fw,
+        adapter,
+        model,
+        newton_after,
+        max_iterations,
+        tolerance,
+        None if proj_Q is None else _weight(proj_Q, n2, None, "proj_Q", 1.0),
+        None if proj_R is None else _weight(proj_R, m, None, "proj_R", 1.0),
+        None if proj_QN is None else _weight(proj_QN, n2, None, "proj_QN", 1.0),
+    )
+    traj = vi.rollout(q, p0=p, u=d["U"])
+    log = {"cost": d["log_cost"], "slope": d["slope"], "step": d["step"], "trials": d["trials"], "time": d["time"], "model": list(d["model"])}
+    return ProjectionResult(
+        trajectory=traj,
+        q=d["q"],
+        p=d["p"],
+        x=d["x"],
+        U=d["U"],
+        u=d["u"],
+        K=d["K"],
+        cost=float(d["cost"]),
+        cost_history=d["cost_history"],
+        iterations=int(d["iterations"]),
+        converged=bool(d["converged"]),
+        status=str(d["status"]),
+        message=str(d["message"]),
+        wall_time=float(d["wall_time"]),
+        log=log,
+    )
+
+
+def project(
+    vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, K: _ArrayLike, *, actuated: Sequence[int] | None = None
+) -> tuple[_Array, _Array]:
+    """The projection ``P(ξ̄)`` of a curve ``ξ̄ = (x̄, ū)`` onto VI trajectories (Johnson 2012,
+    eq. 6.10): ``x_0 = x̄_0``, ``u_k = ū_k − K_k (x_k − x̄_k)``, ``x_{k+1}`` the VI step.
+    ``x_bar`` (N+1, 2n) in ``(q, p)``, ``u_bar`` (N, m), ``K`` (N, m, 2n) (e.g.
+    :func:`tracking_lqr`'s gains). Returns ``(x (N+1, 2n), u (N, m))``; ``P(P(ξ̄)) = P(ξ̄)``."""
+    act, _ = _actuated(vi, actuated)
+    x, u = _core._optim_project(vi, _f64(x_bar), _f64(u_bar), _f64(K), act)
+    return x, u
 
 
 def _result(d: dict[str, Any], traj: Trajectory | None) -> IlqrResult:
@@ -396,8 +633,9 @@ def ilqr_linear(
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
+    method: Literal["ilqr", "ddp"] = "ilqr",
 ) -> IlqrResult:
-    """The same iLQR on a time-varying linear system ``x_{k+1} = A_k x_k + B_k u_k``
+    """The same iLQR (or DDP, identical here: the second derivatives of a linear map vanish) on a time-varying linear system ``x_{k+1} = A_k x_k + B_k u_k``
     (A (N, nx, nx) or (nx, nx), B likewise): an LQ (or box-constrained LQ) solver, e.g. for a
     VI linearised once and held fixed. Without control limits it converges in one step."""
     u0 = _f64(U_init)
@@ -431,5 +669,6 @@ def ilqr_linear(
         max_iterations,
         tolerance,
         mu_init,
+        method,
     )
     return _result(d, None)

@@ -39,6 +39,25 @@ pub trait Cost: Sync {
     }
 }
 
+/// A boxed cost is a cost (lets bindings compose costs chosen at run time).
+impl<C: Cost + ?Sized> Cost for Box<C> {
+    fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
+        (**self).running_value(k, x, u)
+    }
+    fn terminal_value(&self, x: &[f64]) -> Result<f64> {
+        (**self).terminal_value(x)
+    }
+    fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        (**self).running_derivatives(k, x, u, out)
+    }
+    fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        (**self).terminal_derivatives(x, out)
+    }
+    fn parallel(&self) -> bool {
+        (**self).parallel()
+    }
+}
+
 /// Total cost of a trajectory (`x`: `(N+1)·nx`, `u`: `N·nu`).
 pub fn total_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<f64> {
     let steps = u.len() / nu;

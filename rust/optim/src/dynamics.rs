@@ -29,6 +29,41 @@ pub trait Dynamics: Sync {
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)>;
     /// `A_k = ∂f/∂x` (nx×nx) and `B_k = ∂f/∂u` (nx×nu) at every step of `(x, u)`.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians>;
+    /// Whether [`Dynamics::second_order_contracted`] is implemented (full DDP and the Newton
+    /// model of the projection-operator method need it).
+    fn has_second_order(&self) -> bool {
+        false
+    }
+    /// The second derivatives of step `k`, `x_{k+1} = f_k(x_k, u_k)`, contracted with a
+    /// co-vector `w` (nx) on the output:
+    /// $$H_{xx} = \sum_i w_i \frac{\partial^2 f_i}{\partial x^2},\quad
+    ///   H_{ux} = \sum_i w_i \frac{\partial^2 f_i}{\partial u\,\partial x},\quad
+    ///   H_{uu} = \sum_i w_i \frac{\partial^2 f_i}{\partial u^2}$$
+    /// written into `out` (`hxx` nx×nx, `hux` nu×nx, `huu` nu×nu; `hxx`, `huu` symmetric).
+    /// DDP calls it with `w = V_x(k+1)` (Jacobson & Mayne 1970; Tassa, Erez & Todorov 2012,
+    /// §II), the projection-operator Newton model with the adjoint `z_{k+1}` (Johnson 2012,
+    /// Prop. 6–7). `x_k`, `u_k` are the states of the trajectory being linearised. The default
+    /// reports [`OptimError::NotImplemented`].
+    fn second_order_contracted(&self, k: usize, x: &[f64], u: &[f64], w: &[f64], out: &mut SecondOrder) -> Result<()> {
+        let _ = (k, x, u, w, out);
+        Err(OptimError::NotImplemented("these dynamics provide no second derivatives (full DDP and the Newton model need Σ_i w_i ∂²f_i/∂(x, u)²)".into()))
+    }
+}
+
+/// Second derivatives of one step contracted with a co-vector (see
+/// [`Dynamics::second_order_contracted`]): `hxx` (nx×nx), `hux` (nu×nx), `huu` (nu×nu).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecondOrder {
+    pub hxx: DMatrix<f64>,
+    pub hux: DMatrix<f64>,
+    pub huu: DMatrix<f64>,
+}
+
+impl SecondOrder {
+    #[must_use]
+    pub fn zeros(nx: usize, nu: usize) -> Self {
+        Self { hxx: DMatrix::zeros(nx, nx), hux: DMatrix::zeros(nu, nx), huu: DMatrix::zeros(nu, nu) }
+    }
 }
 
 /// Open-loop rollout of the controls `u` (`steps·nu` entries, row-major).
@@ -117,6 +152,16 @@ impl Dynamics for LinearDynamics {
         let steps = u.len() / self.nu();
         let _ = x;
         Ok(((0..steps).map(|k| self.a_at(k).clone()).collect(), (0..steps).map(|k| self.b_at(k).clone()).collect()))
+    }
+    fn has_second_order(&self) -> bool {
+        true
+    }
+    /// A linear map has zero second derivatives.
+    fn second_order_contracted(&self, _k: usize, _x: &[f64], _u: &[f64], _w: &[f64], out: &mut SecondOrder) -> Result<()> {
+        out.hxx.fill(0.0);
+        out.hux.fill(0.0);
+        out.huu.fill(0.0);
+        Ok(())
     }
 }
 
@@ -214,5 +259,22 @@ impl Dynamics for ViDynamics<'_> {
         let n = self.vi.n();
         let b = if self.actuated.len() == n { lin.b } else { lin.b.iter().map(|b| b.select_columns(self.actuated.iter())).collect() };
         Ok((lin.a, b))
+    }
+    /// Not yet: `vidyn_vi` has no second-order flow-map derivatives. The hook expects from the
+    /// VI, for one step `(q_k, p_k, u_k) ↦ x_{k+1} = (q_{k+1}, p_{k+1})` and a co-vector
+    /// `w = (w_q, w_p)` (2n),
+    /// ```text
+    /// VariationalIntegrator::linearize2_contracted(&self, ws: &mut ViWorkspace, step: usize,
+    ///     q: &[f64], p: &[f64], u: &[f64] /* n, full controls */, guess: Option<&[f64]>,
+    ///     w: &[f64] /* 2n */, hxx: &mut DMatrix<f64> /* 2n×2n, x = (q, p) */,
+    ///     hux: &mut DMatrix<f64> /* n×2n */, huu: &mut DMatrix<f64> /* n×n */) -> Result<usize>
+    /// ```
+    /// writing `Σ_i w_i ∂²x_{k+1,i}/∂(x_k, u_k)²` (in the same coordinates as
+    /// `linearize`'s `A`, `B`); this method then keeps the actuated rows of `hux` and the
+    /// actuated rows and columns of `huu`, and reports `has_second_order() == true`.
+    fn second_order_contracted(&self, _k: usize, _x: &[f64], _u: &[f64], _w: &[f64], _out: &mut SecondOrder) -> Result<()> {
+        Err(OptimError::NotImplemented(
+            "the variational integrator does not provide second-order flow-map derivatives yet, so full DDP and the projection method's Newton model are unavailable on a VI; use method=\"ilqr\" / the quasi-Newton model".into(),
+        ))
     }
 }

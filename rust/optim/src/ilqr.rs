@@ -24,14 +24,19 @@
 //!   most `tolerance · max(1, |J|)` with `μ ≤ μ_min`. The report also carries the norm of
 //!   the exact (projected) gradient `∂J/∂u` of the open-loop cost, from an adjoint pass.
 //!
-//! Full DDP would add the dynamics' second derivatives contracted with `V_x` to `Q_xx`,
-//! `Q_uu`, `Q_ux`; [`Method::Ddp`] is accepted by the API but returns
-//! [`OptimError::NotImplemented`] until `vidyn_vi` provides the second-order flow-map
-//! derivatives.
+//! **Full DDP** ([`Method::Ddp`]; Jacobson & Mayne 1970) adds the second derivatives of the
+//! dynamics contracted with the value gradient of the next step,
+//! `Q_xx += Σ_i V_x,i(k+1) ∂²f_i/∂x²`, `Q_ux += Σ_i V_x,i ∂²f_i/∂u∂x`,
+//! `Q_uu += Σ_i V_x,i ∂²f_i/∂u²`, from [`Dynamics::second_order_contracted`] (called in the
+//! backward pass, where `V_x(k+1)` is known). The model of the cost-to-go is then the exact
+//! second-order expansion, so near a regular minimum DDP converges quadratically and the
+//! expected decrease matches the actual one; iLQR's Gauss–Newton model converges linearly
+//! when the costate does not vanish at the optimum. Dynamics without second derivatives
+//! (today: the VI) make [`Method::Ddp`] fail with [`OptimError::NotImplemented`].
 
 use crate::boxqp::box_qp;
 use crate::cost::{total_cost, Cost, StageDerivatives};
-use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics};
+use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
 use nalgebra::{DMatrix, DVector};
@@ -152,7 +157,7 @@ struct Bounds {
 }
 
 /// The stage derivatives of the cost along `(x, u)` (stages `0..N`, then the terminal one).
-fn cost_derivatives<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<(Vec<StageDerivatives>, StageDerivatives)> {
+pub(crate) fn cost_derivatives<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<(Vec<StageDerivatives>, StageDerivatives)> {
     let steps = u.len() / nu;
     let eval = |k: usize| -> Result<StageDerivatives> {
         let mut d = StageDerivatives::zeros(nx, nu);
@@ -185,15 +190,29 @@ fn gradient_norm(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives],
     sum.sqrt()
 }
 
-/// Backward pass with regularisation `μ`; `Err(k)` when `Q_uu + μ 1` is not positive
-/// definite at step `k`.
-fn backward_pass(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives], term: &StageDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>]) -> std::result::Result<Backward, usize> {
+/// Why a backward pass stopped.
+enum BackwardError {
+    /// `Q_uu + μ 1` is not positive definite at some step.
+    Indefinite,
+    /// The dynamics' second derivatives failed (DDP).
+    Dynamics(OptimError),
+}
+
+/// The trajectory whose second-order dynamics DDP adds (`None` in the call: iLQR).
+struct SecondOrderAlong<'a, D: ?Sized> {
+    dynamics: &'a D,
+    x: &'a [f64],
+}
+
+/// Backward pass with regularisation `μ`.
+fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives], term: &StageDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>) -> std::result::Result<Backward, BackwardError> {
     let steps = a.len();
     let (nx, nu) = (a.first().map_or(0, |a| a.nrows()), b.first().map_or(0, |b| b.ncols()));
     let mut vx = term.lx.clone();
     let mut vxx = term.lxx.clone();
     symmetrise(&mut vxx);
     let mut out = Backward { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0 };
+    let mut so = SecondOrder::zeros(nx, nu);
     for k in (0..steps).rev() {
         let (ak, bk, dk) = (&a[k], &b[k], &d[k]);
         let at = ak.transpose();
@@ -202,10 +221,18 @@ fn backward_pass(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives],
         let qu = &dk.lu + &bt * &vx;
         let vxx_a = &vxx * ak;
         let vxx_b = &vxx * bk;
-        let qxx = &dk.lxx + &at * &vxx_a;
+        let mut qxx = &dk.lxx + &at * &vxx_a;
         let mut quu = &dk.luu + &bt * &vxx_b;
+        let mut qux = &dk.lux + &bt * &vxx_a;
+        if let Some(s) = ddp {
+            // V_x here is still V_x(k+1)
+            s.dynamics.second_order_contracted(k, &s.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], vx.as_slice(), &mut so).map_err(BackwardError::Dynamics)?;
+            qxx += &so.hxx;
+            quu += &so.huu;
+            qux += &so.hux;
+            symmetrise(&mut qxx);
+        }
         symmetrise(&mut quu);
-        let qux = &dk.lux + &bt * &vxx_a;
         let mut quu_reg = quu.clone();
         for i in 0..nu {
             quu_reg[(i, i)] += mu;
@@ -216,7 +243,7 @@ fn backward_pass(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives],
             let upper = DVector::from_iterator(nu, (0..nu).map(|i| bd.upper[i] - ub[i]));
             let sol = box_qp(&quu_reg, &qu, &lower, &upper, &warm[k]);
             if !sol.status.ok() {
-                return Err(k);
+                return Err(BackwardError::Indefinite);
             }
             let mut gain = DMatrix::zeros(nu, nx);
             if let Some(chol) = &sol.chol_free {
@@ -230,7 +257,7 @@ fn backward_pass(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives],
             (sol.x, gain)
         } else {
             let Some(chol) = quu_reg.cholesky() else {
-                return Err(k);
+                return Err(BackwardError::Indefinite);
             };
             (-chol.solve(&qu), -chol.solve(&qux))
         };
@@ -256,16 +283,20 @@ fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
 }
 
 /// Runs iLQR from `x0` and the initial controls `u_init` (`N·nu`, clamped into the limits).
-/// Errors when the inputs are inconsistent, for [`Method::Ddp`] (not implemented yet), when
-/// the cost fails, or when the initial rollout fails; later rollout failures only shorten the
-/// line search.
+/// Errors when the inputs are inconsistent, for [`Method::Ddp`] on dynamics without second
+/// derivatives, when the cost or the dynamics' second derivatives fail, or when the initial
+/// rollout fails; later rollout failures only shorten the line search.
 pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
-    if options.method == Method::Ddp {
-        return Err(OptimError::NotImplemented(
-            "full DDP needs the second-order flow-map derivatives of the variational integrator contracted with the value gradient V_x (issue 4, item 5), which vidyn_vi does not provide yet; use method=\"ilqr\" (Gauss–Newton: dynamics' second derivatives dropped)".into(),
-        ));
-    }
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    if options.method == Method::Ddp && !dynamics.has_second_order() {
+        // the dynamics' own message says why (e.g. the VI's)
+        let mut so = SecondOrder::zeros(nx, nu);
+        let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), x0, &mut so);
+        return Err(match probe {
+            Err(e) => e,
+            Ok(()) => OptimError::NotImplemented("full DDP needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
+        });
+    }
     if x0.len() != nx {
         return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected nx = {nx}", x0.len())));
     }
@@ -329,9 +360,11 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
             let bw = loop {
-                match backward_pass(&a, &b, &d, &term, &u, bounds, mu, &warm) {
+                let ddp = (o.method == Method::Ddp).then_some(SecondOrderAlong { dynamics, x: &x });
+                match backward_pass(&a, &b, &d, &term, &u, bounds, mu, &warm, ddp.as_ref()) {
                     Ok(bw) => break Some(bw),
-                    Err(_) => {
+                    Err(BackwardError::Dynamics(e)) => return Err(e),
+                    Err(BackwardError::Indefinite) => {
                         delta = delta.max(1.0) * o.mu_factor;
                         mu = (mu * delta).max(o.mu_min);
                         if mu > o.mu_max {

@@ -11,18 +11,29 @@
 //! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)`, controls
 //!   on a chosen set of actuated joints) or [`LinearDynamics`].
 //!
-//! Not yet: full DDP (needs the second-order VI flow-map derivatives; [`Method::Ddp`] returns
-//! [`OptimError::NotImplemented`]) and Johnson's projection-operator method (Ch. 6).
+//! * [`projection_optimize`]: Johnson's discrete projection-operator method (Ch. 6): DLQR
+//!   projection, steepest / quasi-Newton / Newton descent directions from a time-varying LQ
+//!   problem, Armijo search with the projection-success check.
+//! * [`FramePositionCost`]: a Cartesian frame-position (reaching) cost on top of any other
+//!   cost, exact gradient and Gauss–Newton Hessian from the frame Jacobian.
+//!
+//! Full DDP ([`Method::Ddp`]) and the Newton model need [`Dynamics::second_order_contracted`];
+//! [`ViDynamics`] does not provide it yet (the VI has no second-order flow-map derivatives) and
+//! reports [`OptimError::NotImplemented`].
 
 pub mod boxqp;
 pub mod cost;
 pub mod dynamics;
 pub mod error;
+pub mod frame_cost;
 pub mod ilqr;
 pub mod lqr;
+pub mod projection;
 
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
-pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Policy, ViDynamics};
+pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Policy, SecondOrder, ViDynamics};
 pub use error::{OptimError, Result};
+pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};
+pub use projection::{lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog, ProjectionOptions, ProjectionResult, ProjectionStatus};

@@ -122,7 +122,7 @@ fn riccati_matches_kkt() {
 }
 
 #[test]
-fn ilqr_on_lq_problem_converges_in_one_iteration_to_kkt() {
+fn ilqr_and_ddp_on_lq_problem_converge_in_one_iteration_to_kkt() {
     let (nx, nu, steps) = (4, 2, 40);
     let p = problem(7, nx, nu, steps);
     let mut rng = ChaCha8Rng::seed_from_u64(99);
@@ -131,28 +131,53 @@ fn ilqr_on_lq_problem_converges_in_one_iteration_to_kkt() {
     let u_init: Vec<f64> = (0..steps * nu).map(|_| rng.random_range(-1.0..1.0)).collect();
     let dynamics = LinearDynamics::new(p.a.clone(), p.b.clone()).unwrap();
     let cost = QuadraticCost::new(p.q.clone(), p.r.clone(), p.qn.clone(), x_ref.clone(), u_ref.clone()).unwrap();
-    let res = ilqr(&dynamics, &cost, p.x0.as_slice(), &u_init, &IlqrOptions::default()).unwrap();
     let (xk, uk, ck) = kkt(&p, &x_ref, &u_ref);
-    let (ex, eu) = (max_diff(&res.x, &xk), max_diff(&res.u, &uk));
-    println!("iLQR on LQ: {} iteration(s), status {:?}, |x−x_kkt| {ex:.2e}, |u−u_kkt| {eu:.2e}, cost {} vs {ck}", res.iterations, res.status, res.cost);
-    assert!(res.converged, "{}", res.message);
-    assert_eq!(res.iterations, 1, "{:?}", res.log);
-    assert_eq!(res.log[0].alpha, 1.0);
-    // the quadratic model is exact: expected and actual decrease agree
-    let l0 = &res.log[0];
-    assert!((l0.expected_reduction - l0.actual_reduction).abs() < 1e-9 * l0.actual_reduction.max(1.0));
-    assert!(ex < 1e-9 && eu < 1e-9, "{ex} {eu}");
-    assert!((res.cost - ck).abs() < 1e-9 * ck.max(1.0));
+    for method in [Method::Ilqr, Method::Ddp] {
+        let opts = IlqrOptions { method, ..IlqrOptions::default() };
+        let res = ilqr(&dynamics, &cost, p.x0.as_slice(), &u_init, &opts).unwrap();
+        let (ex, eu) = (max_diff(&res.x, &xk), max_diff(&res.u, &uk));
+        println!("{method:?} on LQ: {} iteration(s), status {:?}, |x−x_kkt| {ex:.2e}, |u−u_kkt| {eu:.2e}, cost {} vs {ck}", res.iterations, res.status, res.cost);
+        assert!(res.converged, "{}", res.message);
+        assert_eq!(res.iterations, 1, "{:?}", res.log);
+        assert_eq!(res.log[0].alpha, 1.0);
+        // the quadratic model is exact: expected and actual decrease agree
+        let l0 = &res.log[0];
+        assert!((l0.expected_reduction - l0.actual_reduction).abs() < 1e-9 * l0.actual_reduction.max(1.0));
+        assert!(ex < 1e-9 && eu < 1e-9, "{ex} {eu}");
+        assert!((res.cost - ck).abs() < 1e-9 * ck.max(1.0));
+    }
+}
+
+/// Dynamics with first derivatives only: DDP must refuse them with a clear error.
+struct FirstOrderOnly(LinearDynamics);
+
+impl vidyn_optim::Dynamics for FirstOrderOnly {
+    fn nx(&self) -> usize {
+        self.0.nx()
+    }
+    fn nu(&self) -> usize {
+        self.0.nu()
+    }
+    fn rollout(&self, x0: &[f64], steps: usize, policy: &mut vidyn_optim::Policy<'_>) -> vidyn_optim::Result<(Vec<f64>, Vec<f64>)> {
+        self.0.rollout(x0, steps, policy)
+    }
+    fn linearize(&self, x: &[f64], u: &[f64]) -> vidyn_optim::Result<vidyn_optim::Jacobians> {
+        self.0.linearize(x, u)
+    }
 }
 
 #[test]
-fn ilqr_ddp_is_not_implemented() {
+fn ddp_without_second_derivatives_is_not_implemented() {
+    use vidyn_optim::Dynamics;
     let p = problem(3, 2, 1, 5);
-    let dynamics = LinearDynamics::new(p.a.clone(), p.b.clone()).unwrap();
+    let dynamics = FirstOrderOnly(LinearDynamics::new(p.a.clone(), p.b.clone()).unwrap());
+    assert!(!dynamics.has_second_order());
     let cost = QuadraticCost::new(p.q.clone(), p.r.clone(), p.qn.clone(), vec![0.0; 2], vec![]).unwrap();
     let opts = IlqrOptions { method: Method::Ddp, ..IlqrOptions::default() };
     let e = ilqr(&dynamics, &cost, p.x0.as_slice(), &[0.0; 5], &opts).unwrap_err();
     assert!(matches!(e, OptimError::NotImplemented(_)), "{e}");
+    // iLQR on the same dynamics works
+    assert!(ilqr(&dynamics, &cost, p.x0.as_slice(), &[0.0; 5], &IlqrOptions::default()).unwrap().converged);
 }
 
 #[test]

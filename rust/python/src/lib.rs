@@ -97,6 +97,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_projection, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_project, m)?)?;
     // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
     let mut public: Vec<String> = m
         .dict()

@@ -237,6 +237,14 @@ impl PyModel {
         convert::vector3_out(py, &self.inner.gravity.linear)
     }
 
+    /// A copy of the model with gravity `g` (3,) in the world frame, m/s².
+    fn with_gravity(&self, g: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let g = convert::vector3(g, "g")?;
+        let mut m = (*self.inner).clone();
+        m.gravity.linear = g;
+        Ok(Self::new(m))
+    }
+
     /// (nq,) lower position limits (-inf when unbounded).
     #[getter]
     fn lower_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {

@@ -12,7 +12,10 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use vidyn_optim::{closed_loop_rollout, dlqr, ilqr, lqr, IlqrOptions, LinearDynamics, Method, OptimError, QuadraticCost, TrackingController, VelocityCost, ViDynamics};
+use std::sync::{Arc, Mutex};
+use vidyn_optim::{
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cost, DescentModel, FramePositionCost, IlqrOptions, LinearDynamics, Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
+};
 
 impl CoreError for OptimError {
     fn to_pyerr(&self) -> PyErr {
@@ -148,7 +151,7 @@ fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
 
 /// iLQR on the VI (see vidyn/optim.py for the arguments). Returns a dict.
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0))]
+#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, frame = None, frame_target = None, frame_weights = None, cost = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
@@ -169,14 +172,15 @@ pub fn optim_ilqr<'py>(
     max_iterations: usize,
     tolerance: f64,
     mu_init: f64,
+    frame: Option<String>,
+    frame_target: Option<Vec<f64>>,
+    frame_weights: Option<(f64, f64)>,
+    cost: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let vi = vi.get().inner.clone();
     let n = vi.n();
-    let method = match method {
-        "ilqr" => Method::Ilqr,
-        "ddp" => Method::Ddp,
-        other => return Err(INPUT_ERROR.err(format!("method must be 'ilqr' or 'ddp', got {other:?}"))),
-    };
+    let frame = frame_spec(&vi, frame, frame_target, frame_weights)?;
+    let method = parse_method(method)?;
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
     let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
@@ -201,21 +205,19 @@ pub fn optim_ilqr<'py>(
             return Err(INPUT_ERROR.err(format!("u_min and u_max must have shape (m,) = ({m},)")));
         }
     }
+    let error = Arc::new(Mutex::new(None));
+    let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
     let res = detached(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
-        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
-        quad.check_horizon(steps)?;
+        let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
-        let res = if velocity_cost {
-            let cost = VelocityCost::new(vi.model().clone(), quad)?;
-            ilqr(&dynamics, &cost, &x0, &u_init, &options)?
-        } else {
-            ilqr(&dynamics, &quad, &x0, &u_init, &options)?
-        };
+        let res = ilqr(&dynamics, &cost, &x0, &u_init, &options);
+        let res = res?;
         let full = dynamics.full_controls(&res.u);
         Ok::<_, OptimError>((res, full))
-    })?;
-    let (res, full) = res;
+    });
+    raise_python_error(&error)?;
+    let (res, full) = res?;
     let d = result_dict(py, &res, &full, n, m)?;
     let (qq, pp) = split_state(&res.x, n);
     d.set_item("q", convert::rows_out(py, &qq, n))?;
@@ -263,7 +265,7 @@ fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64]
 /// iLQR on a time-varying linear system `x_{k+1} = A_k x_k + B_k u_k` (A (N, nx, nx),
 /// B (N, nx, nu)) with the quadratic cost; returns the same dict as `_optim_ilqr` (no q, p).
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0))]
+#[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr"))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr_linear<'py>(
     py: Python<'py>,
@@ -281,7 +283,9 @@ pub fn optim_ilqr_linear<'py>(
     max_iterations: usize,
     tolerance: f64,
     mu_init: f64,
+    method: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let method = parse_method(method)?;
     let a = read_stack(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
     let b = read_stack(b, "B", None)?;
@@ -293,7 +297,7 @@ pub fn optim_ilqr_linear<'py>(
     let qn = read_matrix(qn, "QN", nx, nx)?;
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
-    let options = IlqrOptions { max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
+    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
     let res = detached(py, move || {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
@@ -304,4 +308,300 @@ pub fn optim_ilqr_linear<'py>(
         ilqr(&dynamics, &quad, &x0, &u_init, &options)
     })?;
     result_dict(py, &res, &res.u, nu, nu)
+}
+
+fn parse_method(method: &str) -> PyResult<Method> {
+    match method {
+        "ilqr" => Ok(Method::Ilqr),
+        "ddp" => Ok(Method::Ddp),
+        other => Err(INPUT_ERROR.err(format!("method must be 'ilqr' or 'ddp', got {other:?}"))),
+    }
+}
+
+/// `(frame index, target, running weight, terminal weight)` of a Cartesian reaching cost.
+type FrameSpec = (usize, [f64; 3], f64, f64);
+
+fn frame_spec(vi: &vidyn_vi::VariationalIntegrator, frame: Option<String>, target: Option<Vec<f64>>, weights: Option<(f64, f64)>) -> PyResult<Option<FrameSpec>> {
+    match (frame, target) {
+        (None, None) => Ok(None),
+        (Some(name), Some(t)) => {
+            let index = vi.model().frame_index(&name).map_err(|e| crate::errors::to_pyerr(&e))?;
+            let [x, y, z] = t[..] else {
+                return Err(INPUT_ERROR.err(format!("frame_target has {} entries, expected 3", t.len())));
+            };
+            let (wr, wt) = weights.unwrap_or((0.0, 1.0));
+            Ok(Some((index, [x, y, z], wr, wt)))
+        }
+        _ => Err(INPUT_ERROR.err("give both frame and frame_target, or neither")),
+    }
+}
+
+/// What the bindings' cost is built from: the quadratic tracking cost (on `(q, p)` or on
+/// `(q, v)`), optionally plus a frame-position cost, or a Python object instead of both.
+struct CostSpec {
+    qs: Vec<DMatrix<f64>>,
+    rs: Vec<DMatrix<f64>>,
+    qn: DMatrix<f64>,
+    x_ref: Vec<f64>,
+    u_ref: Vec<f64>,
+    velocity_cost: bool,
+    frame: Option<FrameSpec>,
+    python: Option<Py<PyAny>>,
+    error: Arc<Mutex<Option<PyErr>>>,
+}
+
+fn build_cost(model: &Arc<vidyn_rbd::Model>, spec: CostSpec, steps: usize, nx: usize, nu: usize) -> Result<Box<dyn Cost>, OptimError> {
+    if let Some(obj) = spec.python {
+        return Ok(Box::new(PyCost { obj, nx, nu, error: spec.error }));
+    }
+    let quad = QuadraticCost::new(spec.qs, spec.rs, spec.qn, spec.x_ref, spec.u_ref)?;
+    quad.check_horizon(steps)?;
+    let base: Box<dyn Cost> = if spec.velocity_cost { Box::new(VelocityCost::new(model.clone(), quad)?) } else { Box::new(quad) };
+    Ok(match spec.frame {
+        Some((frame, target, wr, wt)) => Box::new(FramePositionCost::new(model.clone(), base, nx, frame, target, wr, wt)?),
+        None => base,
+    })
+}
+
+/// Raises the first exception a Python cost raised during the solve, if any (it wins over
+/// the solver's own error, which only says that the cost failed).
+fn raise_python_error(error: &Mutex<Option<PyErr>>) -> PyResult<()> {
+    match error.lock().ok().and_then(|mut e| e.take()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A stage cost written in Python (vidyn/optim.py wraps the user's object so that every
+/// method returns float64 arrays): `running(k, x, u) -> float`,
+/// `running_derivatives(k, x, u) -> (l, l_x (nx,), l_u (nu,), l_xx (nx, nx), l_uu (nu, nu),
+/// l_ux (nu, nx))`, `terminal(x) -> float`, `terminal_derivatives(x) -> (l, l_x, l_xx)`.
+/// Called with the interpreter attached, one stage at a time (`parallel() == false`). The
+/// first exception is kept in `error` and re-raised when the solver returns.
+struct PyCost {
+    obj: Py<PyAny>,
+    nx: usize,
+    nu: usize,
+    error: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl PyCost {
+    fn call<T>(&self, f: impl FnOnce(Python<'_>, &Bound<'_, PyAny>) -> PyResult<T>) -> vidyn_optim::Result<T> {
+        Python::attach(|py| f(py, self.obj.bind(py))).map_err(|e| {
+            let msg = e.to_string();
+            if let Ok(mut slot) = self.error.lock() {
+                if slot.is_none() {
+                    *slot = Some(e);
+                }
+            }
+            OptimError::InvalidInput(format!("the Python cost raised: {msg}"))
+        })
+    }
+
+    fn value(v: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+        let v: f64 = v.extract().map_err(|_| INPUT_ERROR.err(format!("the Python cost's {what} must return a float")))?;
+        if !v.is_finite() {
+            return Err(INPUT_ERROR.err(format!("the Python cost's {what} returned {v}")));
+        }
+        Ok(v)
+    }
+
+    fn fill(m: &mut DMatrix<f64>, x: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+        let (r, c) = m.shape();
+        let data = convert::read(x, name, &[r, c], None)?;
+        for i in 0..r {
+            for j in 0..c {
+                m[(i, j)] = data[i * c + j];
+            }
+        }
+        Ok(())
+    }
+
+    fn fill_vec(v: &mut nalgebra::DVector<f64>, x: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+        let data = convert::read(x, name, &[v.len()], None)?;
+        v.copy_from_slice(&data);
+        Ok(())
+    }
+}
+
+impl Cost for PyCost {
+    fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> vidyn_optim::Result<f64> {
+        self.call(|py, obj| Self::value(&obj.call_method1("running", (k, PyArray1::from_slice(py, x), PyArray1::from_slice(py, u)))?, "running()"))
+    }
+    fn terminal_value(&self, x: &[f64]) -> vidyn_optim::Result<f64> {
+        self.call(|py, obj| Self::value(&obj.call_method1("terminal", (PyArray1::from_slice(py, x),))?, "terminal()"))
+    }
+    fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> vidyn_optim::Result<()> {
+        let (nx, nu) = (self.nx, self.nu);
+        self.call(|py, obj| {
+            let t = obj.call_method1("running_derivatives", (k, PyArray1::from_slice(py, x), PyArray1::from_slice(py, u)))?;
+            let parts: Vec<Bound<'_, PyAny>> = t.extract().map_err(|_| INPUT_ERROR.err("running_derivatives() must return a tuple (l, l_x, l_u, l_xx, l_uu, l_ux)"))?;
+            let [l, lx, lu, lxx, luu, lux] = &parts[..] else {
+                return Err(INPUT_ERROR.err(format!("running_derivatives() returned {} items, expected 6: (l, l_x, l_u, l_xx, l_uu, l_ux)", parts.len())));
+            };
+            out.l = Self::value(l, "running_derivatives() l")?;
+            Self::fill_vec(&mut out.lx, lx, &format!("l_x (nx = {nx})"))?;
+            Self::fill_vec(&mut out.lu, lu, &format!("l_u (nu = {nu})"))?;
+            Self::fill(&mut out.lxx, lxx, "l_xx")?;
+            Self::fill(&mut out.luu, luu, "l_uu")?;
+            Self::fill(&mut out.lux, lux, "l_ux")?;
+            Ok(())
+        })
+    }
+    fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> vidyn_optim::Result<()> {
+        let nx = self.nx;
+        self.call(|py, obj| {
+            let t = obj.call_method1("terminal_derivatives", (PyArray1::from_slice(py, x),))?;
+            let parts: Vec<Bound<'_, PyAny>> = t.extract().map_err(|_| INPUT_ERROR.err("terminal_derivatives() must return a tuple (l, l_x, l_xx)"))?;
+            let [l, lx, lxx] = &parts[..] else {
+                return Err(INPUT_ERROR.err(format!("terminal_derivatives() returned {} items, expected 3: (l, l_x, l_xx)", parts.len())));
+            };
+            out.l = Self::value(l, "terminal_derivatives() l")?;
+            Self::fill_vec(&mut out.lx, lx, &format!("terminal l_x (nx = {nx})"))?;
+            Self::fill(&mut out.lxx, lxx, "terminal l_xx")?;
+            Ok(())
+        })
+    }
+    fn parallel(&self) -> bool {
+        false
+    }
+}
+
+fn parse_model(model: &str) -> PyResult<DescentModel> {
+    match model {
+        "steepest" => Ok(DescentModel::Steepest),
+        "quasi" | "quasi-newton" => Ok(DescentModel::QuasiNewton),
+        "newton" => Ok(DescentModel::Newton),
+        "auto" => Ok(DescentModel::Auto),
+        other => Err(INPUT_ERROR.err(format!("model must be 'steepest', 'quasi', 'newton' or 'auto', got {other:?}"))),
+    }
+}
+
+fn model_name(model: DescentModel) -> &'static str {
+    match model {
+        DescentModel::Steepest => "steepest",
+        DescentModel::QuasiNewton => "quasi",
+        DescentModel::Newton => "newton",
+        DescentModel::Auto => "auto",
+    }
+}
+
+/// Johnson's projection-operator optimiser on the VI (see vidyn/optim.py). Returns a dict.
+#[pyfunction]
+#[pyo3(name = "_optim_projection", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, x_guess = None, actuated = None, velocity_cost = false, frame = None, frame_target = None, frame_weights = None, cost = None, model = "auto", newton_after = 10, max_iterations = 200, tolerance = 1e-6, proj_q = None, proj_r = None, proj_qn = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_projection<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    q0: &Bound<'py, PyAny>,
+    p0: &Bound<'py, PyAny>,
+    u_init: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    qn: &Bound<'py, PyAny>,
+    x_ref: &Bound<'py, PyAny>,
+    u_ref: &Bound<'py, PyAny>,
+    x_guess: Option<&Bound<'py, PyAny>>,
+    actuated: Option<Vec<i64>>,
+    velocity_cost: bool,
+    frame: Option<String>,
+    frame_target: Option<Vec<f64>>,
+    frame_weights: Option<(f64, f64)>,
+    cost: Option<Py<PyAny>>,
+    model: &str,
+    newton_after: usize,
+    max_iterations: usize,
+    tolerance: f64,
+    proj_q: Option<&Bound<'py, PyAny>>,
+    proj_r: Option<&Bound<'py, PyAny>>,
+    proj_qn: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let vi = vi.get().inner.clone();
+    let n = vi.n();
+    let frame = frame_spec(&vi, frame, frame_target, frame_weights)?;
+    let descent = parse_model(model)?;
+    let actuated = actuated_list(actuated, n)?;
+    let m = actuated.as_ref().map_or(n, Vec::len);
+    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+    let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
+    let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
+    let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
+    let rs = read_stack(r, "R", Some((m, m)))?;
+    let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
+    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
+    let options = ProjectionOptions {
+        model: descent,
+        newton_after,
+        max_iterations,
+        tolerance,
+        proj_q: proj_q.map(|w| read_matrix(w, "proj_Q", 2 * n, 2 * n)).transpose()?,
+        proj_r: proj_r.map(|w| read_matrix(w, "proj_R", m, m)).transpose()?,
+        proj_qn: proj_qn.map(|w| read_matrix(w, "proj_QN", 2 * n, 2 * n)).transpose()?,
+        ..ProjectionOptions::default()
+    };
+    let error = Arc::new(Mutex::new(None));
+    let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
+    let res = detached(py, move || {
+        let dynamics = ViDynamics::new(&vi, actuated)?;
+        let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
+        let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
+        let res = projection_optimize(&dynamics, &cost, &x0, &u_init, x_guess.as_deref(), &options)?;
+        let full = dynamics.full_controls(&res.u);
+        Ok::<_, OptimError>((res, full))
+    });
+    raise_python_error(&error)?;
+    let (res, full) = res?;
+    let nx = 2 * n;
+    let d = PyDict::new(py);
+    d.set_item("x", convert::rows_out(py, &res.x, nx))?;
+    let (qq, pp) = split_state(&res.x, n);
+    d.set_item("q", convert::rows_out(py, &qq, n))?;
+    d.set_item("p", convert::rows_out(py, &pp, n))?;
+    d.set_item("U", convert::rows_out(py, &full, n))?;
+    d.set_item("u", convert::rows_out(py, &res.u, m))?;
+    d.set_item("K", stack_out(py, &res.gains, m, nx))?;
+    d.set_item("cost", res.cost)?;
+    d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
+    let col = |f: &dyn Fn(&vidyn_optim::ProjectionLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
+    d.set_item("log_cost", col(&|l| l.cost))?;
+    d.set_item("slope", col(&|l| l.slope))?;
+    d.set_item("step", col(&|l| l.step))?;
+    d.set_item("trials", col(&|l| l.trials as f64))?;
+    d.set_item("time", col(&|l| l.time))?;
+    d.set_item("model", res.log.iter().map(|l| model_name(l.model)).collect::<Vec<_>>())?;
+    d.set_item("iterations", res.iterations)?;
+    d.set_item("converged", res.converged)?;
+    let status = match res.status {
+        ProjectionStatus::Converged => "converged",
+        ProjectionStatus::MaxIterations => "max_iterations",
+        ProjectionStatus::LineSearchFailed => "line_search_failed",
+    };
+    d.set_item("status", status)?;
+    d.set_item("message", res.message.clone())?;
+    d.set_item("wall_time", res.wall_time)?;
+    Ok(d)
+}
+
+/// The projection `P(ξ̄)` (Johnson 2012, eq. 6.10) on the VI: x_bar (N+1, 2n), u_bar (N, m),
+/// K (N, m, 2n) -> (x (N+1, 2n), u (N, m)).
+#[pyfunction]
+#[pyo3(name = "_optim_project", signature = (vi, x_bar, u_bar, gains, actuated = None))]
+pub fn optim_project<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, x_bar: &Bound<'py, PyAny>, u_bar: &Bound<'py, PyAny>, gains: &Bound<'py, PyAny>, actuated: Option<Vec<i64>>) -> PyResult<Bound<'py, PyAny>> {
+    let vi = vi.get().inner.clone();
+    let n = vi.n();
+    let actuated = actuated_list(actuated, n)?;
+    let m = actuated.as_ref().map_or(n, Vec::len);
+    let (u_bar, steps) = convert::read_rows(u_bar, "u_bar", m, "m")?;
+    let x_bar = convert::read(x_bar, "x_bar", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+    let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
+    if gains.len() != steps {
+        return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
+    }
+    let (x, u) = detached(py, move || {
+        let dynamics = ViDynamics::new(&vi, actuated)?;
+        project(&dynamics, &x_bar, &u_bar, &gains)
+    })?;
+    Ok((convert::rows_out(py, &x, 2 * n), convert::rows_out(py, &u, m)).into_pyobject(py)?.into_any())
 }

@@ -1,0 +1,127 @@
+//! A Cartesian reaching cost: the squared distance of a frame's origin from a target, added
+//! to any other [`Cost`].
+
+use crate::cost::{Cost, StageDerivatives};
+use crate::dynamics::check_finite;
+use crate::error::{OptimError, Result};
+use nalgebra::Vector3;
+use std::sync::{Arc, Mutex};
+use vidyn_rbd::{frame_jacobian, Model, ReferenceFrame, Workspace};
+
+/// `ℓ_k(x, u) = inner.ℓ_k(x, u) + ½ w_run |p_f(q) − p*|²` and
+/// `m(x) = inner.m(x) + ½ w_term |p_f(q) − p*|²`, where `p_f(q)` is the world position of
+/// frame `f` and `q` the first `nv` entries of the state (VI states `x = (q, p)`; every joint
+/// 1-dof, `nq = nv`).
+///
+/// Gradient (exact): `∂/∂q = w J_pᵀ (p_f − p*)`, with `J_p` the linear rows (3×nv) of the
+/// frame Jacobian in `LocalWorldAligned` axes, i.e. `∂p_f/∂q`. Hessian: the Gauss–Newton
+/// term `w J_pᵀ J_p` (the curvature of `p_f(q)` is dropped; it vanishes as the frame reaches
+/// the target) — the same convention as crocoddyl's residual costs, so both solvers optimise
+/// with the same model.
+#[derive(Debug)]
+pub struct FramePositionCost<C: Cost> {
+    pub inner: C,
+    model: Arc<Model>,
+    frame: usize,
+    pub target: Vector3<f64>,
+    pub weight_running: f64,
+    pub weight_terminal: f64,
+    nx: usize,
+    /// Scratch reused across calls (one per concurrent caller).
+    pool: Mutex<Vec<Workspace>>,
+}
+
+impl<C: Cost> FramePositionCost<C> {
+    /// `nx`: the state dimension of `inner` (≥ `model.nv`); `frame`: a frame index of `model`;
+    /// weights ≥ 0 and finite.
+    pub fn new(model: Arc<Model>, inner: C, nx: usize, frame: usize, target: [f64; 3], weight_running: f64, weight_terminal: f64) -> Result<Self> {
+        if model.nq != model.nv || nx < model.nv {
+            return Err(OptimError::InvalidInput(format!("the frame cost needs nq = nv and nx ≥ nv; got nq = {}, nv = {}, nx = {nx}", model.nq, model.nv)));
+        }
+        if frame >= model.frames.len() {
+            return Err(OptimError::InvalidInput(format!("frame index {frame} out of range 0..{}", model.frames.len())));
+        }
+        check_finite(&target, "target")?;
+        if !(weight_running >= 0.0 && weight_terminal >= 0.0 && weight_running.is_finite() && weight_terminal.is_finite()) {
+            return Err(OptimError::InvalidInput(format!("frame cost weights must be finite and ≥ 0; got {weight_running}, {weight_terminal}")));
+        }
+        Ok(Self { inner, model, frame, target: Vector3::from(target), weight_running, weight_terminal, nx, pool: Mutex::new(Vec::new()) })
+    }
+
+    fn with_workspace<T>(&self, f: impl FnOnce(&mut Workspace) -> T) -> T {
+        let ws = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let mut ws = ws.unwrap_or_else(|| self.model.workspace());
+        let out = f(&mut ws);
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(ws);
+        }
+        out
+    }
+
+    /// World position of the frame at configuration `q` (nv entries).
+    pub fn position(&self, q: &[f64]) -> Result<Vector3<f64>> {
+        self.with_workspace(|ws| {
+            frame_jacobian(&self.model, ws, q, self.frame, ReferenceFrame::LocalWorldAligned)?;
+            Ok(ws.frame_placements[self.frame].translation)
+        })
+    }
+
+    fn value(&self, x: &[f64], w: f64) -> Result<f64> {
+        if w == 0.0 {
+            return Ok(0.0);
+        }
+        let e = self.position(&x[..self.model.nv])? - self.target;
+        Ok(0.5 * w * e.norm_squared())
+    }
+
+    /// Adds `½ w |e|²`, `w J_pᵀ e` and `w J_pᵀ J_p` to `out`.
+    fn add_derivatives(&self, x: &[f64], w: f64, out: &mut StageDerivatives) -> Result<()> {
+        if w == 0.0 {
+            return Ok(());
+        }
+        let nv = self.model.nv;
+        self.with_workspace(|ws| {
+            frame_jacobian(&self.model, ws, &x[..nv], self.frame, ReferenceFrame::LocalWorldAligned)?;
+            let (jac, e) = (&ws.jacobian, ws.frame_placements[self.frame].translation - self.target);
+            out.l += 0.5 * w * e.norm_squared();
+            for i in 0..nv {
+                out.lx[i] += w * (0..3).map(|r| jac[(r, i)] * e[r]).sum::<f64>();
+                for j in 0..nv {
+                    out.lxx[(i, j)] += w * (0..3).map(|r| jac[(r, i)] * jac[(r, j)]).sum::<f64>();
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn check(&self, x: &[f64]) -> Result<()> {
+        if x.len() != self.nx {
+            return Err(OptimError::InvalidInput(format!("state has {} entries, expected nx = {}", x.len(), self.nx)));
+        }
+        Ok(())
+    }
+}
+
+impl<C: Cost> Cost for FramePositionCost<C> {
+    fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
+        self.check(x)?;
+        Ok(self.inner.running_value(k, x, u)? + self.value(x, self.weight_running)?)
+    }
+    fn terminal_value(&self, x: &[f64]) -> Result<f64> {
+        self.check(x)?;
+        Ok(self.inner.terminal_value(x)? + self.value(x, self.weight_terminal)?)
+    }
+    fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        self.check(x)?;
+        self.inner.running_derivatives(k, x, u, out)?;
+        self.add_derivatives(x, self.weight_running, out)
+    }
+    fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        self.check(x)?;
+        self.inner.terminal_derivatives(x, out)?;
+        self.add_derivatives(x, self.weight_terminal, out)
+    }
+    fn parallel(&self) -> bool {
+        self.inner.parallel()
+    }
+}
