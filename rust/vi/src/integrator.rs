@@ -488,7 +488,9 @@ impl VariationalIntegrator {
     /// are DEL Jacobian–vector products with `δq^0 = e_c`, O(s² n) each. The first call on a
     /// workspace allocates the batched sweeps' scratch, O(s n); later calls allocate nothing. The explicit parts are
     /// `∂R^ϱ/∂p_k = δ_{ϱ0} 1`, `∂R^ϱ/∂u = c_ϱ Δt 1`, `∂P/∂p_k = 0` and `∂P/∂u = c_s Δt 1`
-    /// with `c_x = Σ_α mix[x][α] w_α` ([`Scheme::control_weight`])
+    /// with `c_x = Σ_α mix[x][α] w_α` ([`Scheme::control_weight`]); for one-interval schemes
+    /// (`s = 1`) the control columns are then `c_0 Δt` times the `p_k` columns plus the explicit
+    /// momentum term, so only `2n` columns are solved
     /// (controls constant over the step). With holonomic constraints the columns go through the
     /// KKT system of [`crate::constrained`]. Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
@@ -511,9 +513,14 @@ impl VariationalIntegrator {
             }
         }
         let zero = [0.0; LANES];
-        // the 3n columns of x = (q_k, p_k, u), LANES at a time
-        for c0 in (0..3 * n).step_by(LANES) {
-            let lanes = LANES.min(3 * n - c0);
+        // With one interval and no kinematic joint, a control enters only the first DEL row,
+        // as a multiple of p_k: its column is the p_k column scaled (below), so only the 2n
+        // columns of (q_k, p_k) are solved.
+        let controls_from_momenta = s == 1 && !self.prescribed.iter().any(|&k| k);
+        let columns = if controls_from_momenta { 2 * n } else { 3 * n };
+        // the columns of x = (q_k, p_k, u), LANES at a time
+        for c0 in (0..columns).step_by(LANES) {
+            let lanes = LANES.min(columns - c0);
             let (f, rows, dq) = (&mut ws.lane_rhs, &mut ws.lane_rows, &mut ws.lane_dq);
             // f = −∂R/∂x e_c and rows[s n..] = ∂P/∂x e_c: the columns that move control
             // points by the DEL Jacobian–vector product — q_k (δq^0 = e_c, and for a kinematic
@@ -586,6 +593,16 @@ impl VariationalIntegrator {
                         ws.lane_rows[s * n + r][l] + ws.lane_momentum[r][l]
                     };
                 }
+            }
+        }
+        if controls_from_momenta {
+            // f_u = c_0 Δt f_p (rows of R) and ∂P/∂u = c_1 Δt 1 explicitly
+            let (cu, cp) = (sc.control_weight(0) * dt, sc.control_weight(1) * dt);
+            for c in 0..n {
+                for r in 0..2 * n {
+                    b[(r, c)] = cu * a[(r, n + c)];
+                }
+                b[(n + c, c)] += cp;
             }
         }
         Ok(iterations)
