@@ -44,6 +44,20 @@ where
     }
 }
 
+/// [`detached`] for computations that fan out over rayon (trajectory linearisations, the
+/// optimisers): they run inside vidyn's thread pool, so `vidyn.set_num_threads` governs them
+/// as it governs `vidyn.batch`. (Plain [`detached`] stays the default: entering the pool costs
+/// a cross-thread hand-off, which single dynamics calls should not pay.)
+pub(crate) fn detached_parallel<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    F: Send + FnOnce() -> Result<T, E>,
+    T: Send,
+    E: errors::CoreError + Send,
+{
+    let pool = vidyn_batch::pool();
+    detached(py, move || pool.install(f))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

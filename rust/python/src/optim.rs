@@ -207,7 +207,7 @@ pub fn optim_ilqr<'py>(
     }
     let error = Arc::new(Mutex::new(None));
     let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
-    let res = detached(py, move || {
+    let res = crate::detached_parallel(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
@@ -298,7 +298,7 @@ pub fn optim_ilqr_linear<'py>(
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
-    let res = detached(py, move || {
+    let res = crate::detached_parallel(py, move || {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
         }
@@ -543,7 +543,7 @@ pub fn optim_projection<'py>(
     };
     let error = Arc::new(Mutex::new(None));
     let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
-    let res = detached(py, move || {
+    let res = crate::detached_parallel(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();

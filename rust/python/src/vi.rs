@@ -289,7 +289,7 @@ impl PyVariationalIntegrator {
             vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: vec![0; urows] }
         };
         let vi = &*self.inner;
-        let lin = detached(py, move || linearize_trajectory(vi, &traj))?;
+        let lin = crate::detached_parallel(py, move || linearize_trajectory(vi, &traj))?;
         let steps = lin.a.len();
         let a = Array3::from_shape_fn((steps, 2 * n, 2 * n), |(k, i, j)| lin.a[k][(i, j)]);
         let b = Array3::from_shape_fn((steps, 2 * n, n), |(k, i, j)| lin.b[k][(i, j)]);
