@@ -203,6 +203,8 @@ impl Cost for QuadraticCost {
 pub struct VelocityCost {
     pub inner: QuadraticCost,
     model: std::sync::Arc<vidyn_rbd::Model>,
+    /// The same model without gravity: `∂(M(q) v)/∂q` is then one RNEA derivative.
+    weightless: vidyn_rbd::Model,
     /// Scratch reused across calls (one per concurrent caller).
     pool: std::sync::Mutex<Vec<vidyn_rbd::Workspace>>,
 }
@@ -213,7 +215,9 @@ impl VelocityCost {
         if model.nq != model.nv || inner.nx() != 2 * model.nv {
             return Err(OptimError::InvalidInput(format!("the velocity cost needs nq = nv and nx = 2nv; got nq = {}, nv = {}, nx = {}", model.nq, model.nv, inner.nx())));
         }
-        Ok(Self { inner, model, pool: std::sync::Mutex::new(Vec::new()) })
+        let mut weightless = (*model).clone();
+        weightless.gravity.linear.fill(0.0);
+        Ok(Self { inner, model, weightless, pool: std::sync::Mutex::new(Vec::new()) })
     }
 
     fn with_workspace<T>(&self, f: impl FnOnce(&mut vidyn_rbd::Workspace) -> T) -> T {
@@ -250,10 +254,9 @@ impl VelocityCost {
         let minv = vidyn_rbd::minverse(&self.model, ws, q)?.clone();
         let p = DVector::from_column_slice(&x[n..]);
         let v = &minv * &p;
+        // ∂(M⁻¹p)/∂q = −M⁻¹ ∂(M(q) v)/∂q, and M(q) v = RNEA(q, 0, v) without gravity
         let zero = vec![0.0; n];
-        let d_mv = vidyn_rbd::rnea_derivatives(&self.model, ws, q, &zero, v.as_slice())?.dtau_dq.clone();
-        let d_g = vidyn_rbd::rnea_derivatives(&self.model, ws, q, &zero, &zero)?.dtau_dq;
-        let dv_dq = -&minv * (d_mv - d_g);
+        let dv_dq = -&minv * vidyn_rbd::rnea_derivatives(&self.weightless, ws, q, &zero, v.as_slice())?.dtau_dq;
         let mut jac = DMatrix::zeros(2 * n, 2 * n);
         jac.view_mut((0, 0), (n, n)).fill_with_identity();
         jac.view_mut((n, 0), (n, n)).copy_from(&dv_dq);
