@@ -333,7 +333,7 @@ impl VariationalIntegrator {
     }
 
     /// One step: solves the DEL equations for `q_{k+1}` by Newton's method and evaluates
-    /// `p_{k+1}`. Each iteration costs O(s³ n): the residual by Algorithm 1 and the exact
+    /// `p_{k+1}`. On success `ws.points` holds the control points of the solution. Each iteration costs O(s³ n): the residual by Algorithm 1 and the exact
     /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `guess`: an estimate
     /// of `q_{k+1}` (e.g. from the previous trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used;
     /// interior points are interpolated. `step` only labels errors.
@@ -500,7 +500,7 @@ impl VariationalIntegrator {
         }
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
         let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
-        ws.points.set(&self.model, sc, dt, q, &ws.z);
+        // a converged step leaves `ws.points` at its solution (its last residual was there)
         if !ws.newton.factorize(&self.model, sc, dt, forces, &ws.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
