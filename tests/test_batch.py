@@ -325,8 +325,13 @@ def test_ctrl_c_interrupts_a_long_batch():
     timer = threading.Timer(0.2, _thread.interrupt_main)
     timer.start()
     start = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
+    try:
         vidyn.batch.rollout(vi, q0, v0, u)
+    except KeyboardInterrupt:
+        pass
+    else:
+        timer.join()
+        pytest.fail(f"not interrupted: the batch ran {time.perf_counter() - start:.2f} s (one-thread estimate {one:.2f} s)")
     elapsed = time.perf_counter() - start
     timer.join()
     assert elapsed < min(0.5 * one, 0.2 + 2.0), (elapsed, one)
