@@ -18,6 +18,7 @@
 
 mod del;
 mod dense;
+mod dual;
 pub mod error;
 mod hessians;
 mod integrator;
@@ -26,6 +27,8 @@ mod point;
 #[doc(hidden)]
 pub mod reference;
 pub mod scheme;
+mod second_order;
+mod state;
 mod trajectory;
 
 pub use del::JointForces;
@@ -34,9 +37,12 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
+pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use trajectory::{linearize_trajectory, rollout, Linearization, Trajectory};
 
 #[cfg(test)]
 mod newton_tests;
+#[cfg(test)]
+mod second_order_tests;
 #[cfg(test)]
 mod tests;
