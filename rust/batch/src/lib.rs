@@ -9,7 +9,8 @@
 //!   `rnea_second_order(_contracted)` over `(batch, nq)` / `(batch, nv)` inputs.
 //! * [`system`]: the [`DiscreteDynamics`] trait (step, linearise to first order, optional
 //!   second-order and contracted terms) and its implementation for the minimal-coordinate
-//!   [`vidyn_vi::VariationalIntegrator`].
+//!   [`vidyn_vi::VariationalIntegrator`] (all of it, second order included; the second-order
+//!   scratch is created on a thread's first second-order row, the only allocation per thread).
 //! * [`trajectories`]: batched rollouts (parallel over trajectories) and linearisations
 //!   (parallel over all `(trajectory, step)` pairs) of any [`DiscreteDynamics`].
 //!
