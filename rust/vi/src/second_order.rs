@@ -37,10 +37,11 @@
 //! n = 40, s = 1; the B.1 factorisation of [`crate::newton_direction`] has no transposed
 //! solve, which the adjoint needs); `Q_y` by `3n` LU solves, O(s² n³); `A`, `B` by one
 //! product; then per contraction one transposed solve O(s² n²), `s + 1` dual Hessian
-//! evaluations O(s n d), the `(s+1)n × (s+1)n` matrix `∇²_Q φ` O(s³ n²) and the two products
-//! `Q_yᵀ (∇²_Q φ Q_y)`, `(3(s+1)² + 9(s+1)) n³` multiply–adds. The full tensors repeat the
-//! contraction for the `2n` outputs: O(s² n⁴). Nothing allocates after the workspace exists,
-//! except the full tensors' storage on the first full call.
+//! evaluations O(s n d), the `(s+1)n × (s+1)n` matrix `∇²_Q φ` O(s³ n²) and
+//! `Q_yᵀ (∇²_Q φ) Q_y` with `Q_y = [E; Z]` (`E = [1 0 0]`, so only `Z` needs products):
+//! `(3s² + 7.5s) n³` multiply–adds (`C₀z Z`, `C_zz Z` and the upper half of `Zᵀ (C_zz Z)`).
+//! The full tensors repeat the contraction for the `2n` outputs: O(s² n⁴). Nothing allocates
+//! after the workspace exists, except the full tensors' storage on the first full call.
 
 use crate::del::assemble_jacobian;
 use crate::dense::{lu_factor, lu_solve, lu_solve_transposed};
@@ -290,9 +291,18 @@ impl VariationalIntegrator {
                 so.zt[(j, r)] = z[j * ld + r];
             }
         }
+        // (symmetric: only the block upper triangle, 4 columns at a time, then mirrored)
         so.hmat.fill(0.0);
-        gemm_nn(m3, m3, sn, so.zt.as_slice(), m3, so.xmat.as_slice(), sn, so.hmat.as_mut_slice(), m3);
+        for jb in (0..m3).step_by(4) {
+            let w = 4.min(m3 - jb);
+            gemm_nn(jb + w, w, sn, so.zt.as_slice(), m3, &so.xmat.as_slice()[jb * sn..], sn, &mut so.hmat.as_mut_slice()[jb * m3..], m3);
+        }
         let h = &mut so.hmat;
+        for j in 0..m3 {
+            for i in j + 1..m3 {
+                h[(i, j)] = h[(j, i)];
+            }
+        }
         for j in 0..m3 {
             for i in 0..n {
                 let t = so.tmat[(i, j)];
