@@ -88,10 +88,13 @@ pub struct FlowDerivatives {
 
 /// Per-thread scratch of the second-order derivatives (create with
 /// [`VariationalIntegrator::second_order_workspace`]). Holds the integrator's own
-/// [`ViWorkspace`] and the results ([`FlowDerivatives`]).
+/// [`ViWorkspace`], the λ-independent data of the last prepared step and the results
+/// ([`FlowDerivatives`]).
 #[derive(Clone, Debug)]
 pub struct SecondOrderWorkspace {
-    pub vi: ViWorkspace,
+    vi: ViWorkspace,
+    /// Whether the fields below hold a step prepared by `second_order_prepare`.
+    prepared: bool,
     /// `(s·n, s·n)` DEL Jacobian, then its LU factors.
     jac: DMatrix<f64>,
     pivots: Vec<usize>,
@@ -119,7 +122,7 @@ pub struct SecondOrderWorkspace {
     pub(crate) hmat: DMatrix<f64>,
     /// `(2n,)` a unit co-state for the full tensors.
     unit: Vec<f64>,
-    pub out: FlowDerivatives,
+    out: FlowDerivatives,
 }
 
 impl VariationalIntegrator {
@@ -132,6 +135,7 @@ impl VariationalIntegrator {
         let np = (s + 1) * n;
         SecondOrderWorkspace {
             vi: self.workspace(),
+            prepared: false,
             jac: DMatrix::zeros(s * n, s * n),
             pivots: vec![0; s * n],
             qy: DMatrix::zeros(np, 3 * n),
@@ -172,6 +176,7 @@ impl VariationalIntegrator {
     pub(crate) fn second_order_prepare(&self, so: &mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), self.model());
         let s = sc.s;
+        so.prepared = false;
         so.out.iterations = self.step(&mut so.vi, step, q, p, u, guess, &mut so.out.q_next, &mut so.out.p_next)?;
         let pts = &mut so.vi.points;
         pts.set(model, sc, dt, q, &so.vi.z);
@@ -218,6 +223,7 @@ impl VariationalIntegrator {
                 m[(n + r, col)] = so.prow[(r, c)] + if c == 2 * n + r { cw } else { 0.0 };
             }
         }
+        so.prepared = true;
         Ok(())
     }
 
@@ -331,11 +337,43 @@ impl VariationalIntegrator {
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
     pub fn linearize_second_order_contracted<'w>(&self, so: &'w mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
+        self.check_co_state(lambda)?;
+        self.second_order_prepare(so, step, q, p, u, guess)?;
+        self.contract_prepared_second_order(so, lambda)
+    }
+
+    fn check_co_state(&self, lambda: &[f64]) -> Result<()> {
         let n = self.n();
         if lambda.len() != 2 * n || lambda.iter().any(|x| !x.is_finite()) {
             return Err(ViError::InvalidParameter(format!("lambda has length {} (or non-finite entries), expected 2n = {} finite entries", lambda.len(), 2 * n)));
         }
+        Ok(())
+    }
+
+    /// The λ-independent part of [`Self::linearize_second_order_contracted`], for DDP's
+    /// sequential backward pass: solves the step from `(q, p, u)` and keeps in `so` everything
+    /// the contraction needs (the DEL Jacobian's LU, the control-point sensitivities, the
+    /// momentum blocks; about two thirds of the cost), and returns `A`, `B` and the next
+    /// state. Prepare the steps in parallel (one workspace per step), then call
+    /// [`Self::contract_prepared_second_order`] with each step's co-state as it becomes known.
+    pub fn prepare_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<&'w FlowDerivatives> {
         self.second_order_prepare(so, step, q, p, u, guess)?;
+        Ok(&so.out)
+    }
+
+    /// `hxx`, `hxu`, `huu` of [`Self::linearize_second_order_contracted`] for the co-state
+    /// `lambda` `(2n,)` at the step last prepared in `so` (by [`Self::prepare_second_order`]
+    /// or any second-order call), without solving it again: one transposed solve, `s + 1`
+    /// dual Hessian evaluations and the O(s² n³) products. May be called repeatedly with
+    /// different co-states. Errors with [`ViError::InvalidParameter`] if `so` holds no
+    /// prepared step (none yet, or the last preparation failed) or `lambda` is not `2n` finite
+    /// numbers.
+    pub fn contract_prepared_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
+        self.check_co_state(lambda)?;
+        if !so.prepared {
+            return Err(ViError::InvalidParameter("no prepared step in this SecondOrderWorkspace: call prepare_second_order first".into()));
+        }
+        let n = self.n();
         self.second_order_contract(so, lambda);
         // the exact H is symmetric; its two computed halves differ by rounding (bounded in
         // `second_order_tests::raw_contraction_is_symmetric_to_rounding`): return their mean

@@ -394,3 +394,26 @@ fn raw_contraction_is_symmetric_to_rounding() {
         }
     }
 }
+
+#[test]
+fn prepared_steps_contract_like_the_one_shot_call() {
+    let (vi, q, p, u) = setup(Arc::new(random_tree(6, 12, &one_dof())), Scheme::simpson(), 8);
+    let n = vi.n();
+    let mut so = vi.second_order_workspace();
+    assert!(matches!(vi.contract_prepared_second_order(&mut so, &vec![1.0; 2 * n]), Err(ViError::InvalidParameter(_))));
+    let a = vi.prepare_second_order(&mut so, 0, &q, &p, &u, None).unwrap().a.clone();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let mut one = vi.second_order_workspace();
+    for _ in 0..3 {
+        let lam = random(&mut rng, 2 * n, 2.0);
+        let got = vi.contract_prepared_second_order(&mut so, &lam).unwrap().clone();
+        let want = vi.linearize_second_order_contracted(&mut one, 0, &q, &p, &u, None, &lam).unwrap();
+        assert_eq!(got.hxx, want.hxx);
+        assert_eq!(got.hxu, want.hxu);
+        assert_eq!(got.huu, want.huu);
+        assert_eq!(got.a, a);
+    }
+    // a failed preparation leaves nothing to contract
+    assert!(vi.prepare_second_order(&mut so, 0, &q, &p, &[f64::NAN; 6], None).is_err());
+    assert!(matches!(vi.contract_prepared_second_order(&mut so, &vec![1.0; 2 * n]), Err(ViError::InvalidParameter(_))));
+}
