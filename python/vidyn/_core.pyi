@@ -606,6 +606,18 @@ def _batch_linearize(
 ) -> tuple[_Array, _Array, _Failures]:
     """q, p (B, N+1, n), u (B, N, n) -> (A (B, N, 2n, 2n), B (B, N, 2n, n), [(trajectory, exception)])."""
 
+def _batch_linearize_contracted(
+    vi: VariationalIntegrator,
+    q: _ArrayLike,
+    p: _ArrayLike,
+    u: _ArrayLike,
+    lam: _ArrayLike,
+    progress: _Progress = None,
+    out: _Out = None,
+) -> tuple[_Array, _Array, _Array, _Failures]:
+    """q, p (B, N+1, n), u (B, N, n), lam (B, N, 2n) -> (hxx (B, N, 2n, 2n), hxu (B, N, 2n, n),
+    huu (B, N, n, n), [(trajectory, exception)])."""
+
 # ----------------------------------------------------------------------------------------
 # Optimisation (vidyn.optim wraps the private functions; see its docstring)
 # ----------------------------------------------------------------------------------------
