@@ -9,7 +9,8 @@
 //! `q_{k+1} = Σ_α endpoint[α] q^α` are *linear* in `p_k`, `u` and (for the endpoint) in `Q`;
 //! damping and springs are linear in `Q` too. So every second derivative comes from the
 //! discrete Lagrangian through `Q`, and by the implicit-function theorem (the second-order
-//! form of Fan et al. 2018 digest §6.5; Johnson 2012 §4.3 for the midpoint rule):
+//! form of the first-order derivation in the Fan et al. 2018 digest §6.5; Johnson 2012 eqs.
+//! 4.24–4.35 give the same structure for the midpoint rule):
 //! * first order: `Q_y = ∂Q/∂y`, with `q^0_y = [1 0 0]` and `z_y = −J⁻¹ ∂R/∂y`;
 //! * second order, along inputs `a, b`: `J z_ab = −R''[Q_a, Q_b]`, and
 //!   `q_{k+1,ab} = Σ_γ endpoint[γ] z_γ,ab`, `p_{k+1,ab} = P''[Q_a, Q_b] + P_z z_ab`.
@@ -34,7 +35,7 @@
 //! Solving the step as [`VariationalIntegrator::step`]; then the energy Hessians at the
 //! control points, O(s n d); the dense `sn × sn` DEL Jacobian `J` and its LU, O(s³ n³)/3
 //! (cheap next to the products below for the sizes of interest, e.g. 21k multiply–adds at
-//! n = 40, s = 1; the B.1 factorisation of [`crate::newton_direction`] has no transposed
+//! n = 40, s = 1; the B.1 factorisation of `crate::newton_direction` has no transposed
 //! solve, which the adjoint needs); `Q_y` by `3n` LU solves, O(s² n³); `A`, `B` by one
 //! product; then per contraction one transposed solve O(s² n²), `s + 1` dual Hessian
 //! evaluations O(s n d), the `(s+1)n × (s+1)n` matrix `∇²_Q φ` O(s³ n²) and
