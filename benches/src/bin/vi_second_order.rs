@@ -14,7 +14,8 @@
 //! step warm-started at its solution (one residual check, no Newton iteration). Columns (ns
 //! per step): first order by the O(n²) B.1 path (`linearize`), first order by the dense
 //! oracle, the λ-contracted second order (`linearize_second_order_contracted`, which also
-//! returns A and B), and the full tensors (`linearize_second_order`). Timing: each state alone;
+//! returns A and B), its λ-dependent part alone on a step prepared once
+//! (`contract_prepared_second_order`, what DDP's sequential backward pass pays), and the full tensors (`linearize_second_order`). Timing: each state alone;
 //! the time is the thread's **on-CPU** time (`/proc/thread-self/schedstat`, ns) over repeated
 //! calls divided by their number, so time spent preempted by other load does not count
 //! (the machine is shared; a 20-ms call is almost always preempted, so the best wall-clock
@@ -99,8 +100,8 @@ fn main() -> std::process::ExitCode {
         }
     };
     let dt = args.dt;
-    println!("| s | n | first order B.1 | first order dense | contracted 2nd order | full 2nd order | contracted / B.1 | full / B.1 |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| s | n | first order B.1 | first order dense | contracted 2nd order | of which contraction (prepared step) | full 2nd order | contracted / B.1 | full / B.1 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &s in &args.schemes {
         for &n in &args.sizes {
             let model = Arc::new(pendulum_chain(n, false));
@@ -147,6 +148,15 @@ fn main() -> std::process::ExitCode {
                 let c = &cases[k];
                 black_box(vi.linearize_second_order_contracted(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &c.lam).expect("contracted").hxx[(0, 0)]);
             });
+            // the λ-dependent part alone, on a step prepared once (DDP's backward pass)
+            let mut prepared: Vec<_> = cases.iter().map(|c| {
+                let mut so = vi.second_order_workspace();
+                vi.prepare_second_order(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next)).expect("prepare");
+                so
+            }).collect();
+            let tcp = per_case(3, &mut |k| {
+                black_box(vi.contract_prepared_second_order(&mut prepared[k], &cases[k].lam).expect("contract").hxx[(0, 0)]);
+            });
             let tf = (n <= args.full_max).then(|| {
                 per_case(1, &mut |k| {
                     let c = &cases[k];
@@ -155,10 +165,11 @@ fn main() -> std::process::ExitCode {
             });
             let us = |t: f64| format!("{:.1} µs", t / 1e3);
             println!(
-                "| {s} | {n} | {} | {} | {} | {} | {:.1}× | {} |",
+                "| {s} | {n} | {} | {} | {} | {} | {} | {:.1}× | {} |",
                 us(t1),
                 us(t1d),
                 us(tc),
+                us(tcp),
                 tf.map_or("—".into(), us),
                 tc / t1,
                 tf.map_or("—".into(), |t| format!("{:.0}×", t / t1))

@@ -113,6 +113,8 @@ pub struct SecondOrderWorkspace {
     dq: Vec<f64>,
     dual: DualHessians,
     third: EnergyHessians,
+    /// `(n, n)` the transpose of `third.kvq`.
+    kvq_t: DMatrix<f64>,
     /// `((s+1)·n, (s+1)·n)` `C = ∇²_Q φ`; `(s·n, 3n)` `C_zz Z`; `(n, 3n)` `C₀z Z`; `(3n, 3n)`
     /// the contraction.
     pub(crate) cmat: DMatrix<f64>,
@@ -149,6 +151,7 @@ impl VariationalIntegrator {
             dq: vec![0.0; n],
             dual: DualHessians::new(n),
             third: EnergyHessians::new(n),
+            kvq_t: DMatrix::zeros(n, n),
             cmat: DMatrix::zeros(np, np),
             xmat: DMatrix::zeros(s * n, 3 * n),
             tmat: DMatrix::zeros(n, 3 * n),
@@ -269,16 +272,25 @@ impl VariationalIntegrator {
             let pts = &so.vi.points;
             so.dual.update(model, &pts.q[al], &pts.qdot[al], &so.dq, &so.vdir[al * n..(al + 1) * n]);
             so.dual.dual_parts(&mut so.third);
-            let t = &so.third;
+            // L_qq = K_qq − V_qq in place, and K_q̇qᵀ, so that every block below is a
+            // combination of contiguous columns
+            so.third.kqq -= &so.third.vqq;
+            so.third.kvq.transpose_to(&mut so.kvq_t);
+            let (t, ld) = (&so.third, np * n);
             for be in 0..np {
                 let (qa, ca) = (if be == al { 1.0 } else { 0.0 }, sc.b(al, be) / dt);
                 for be2 in 0..np {
                     let (qb, cb) = (if be2 == al { 1.0 } else { 0.0 }, sc.b(al, be2) / dt);
                     let (cqq, cqv, cvq, cvv) = (wa * qa * qb, wa * qa * cb, wa * ca * qb, wa * ca * cb);
+                    if cqq == 0.0 && cqv == 0.0 && cvq == 0.0 && cvv == 0.0 {
+                        continue;
+                    }
                     for c in 0..n {
+                        let col = &mut so.cmat.as_mut_slice()[(be2 * n + c) * ld + be * n..][..n];
+                        let cols = c * n..(c + 1) * n;
+                        let (lqq, kvqt, kvq, kvv) = (&t.kqq.as_slice()[cols.clone()], &so.kvq_t.as_slice()[cols.clone()], &t.kvq.as_slice()[cols.clone()], &t.kvv.as_slice()[cols]);
                         for r in 0..n {
-                            let x = cqq * (t.kqq[(r, c)] - t.vqq[(r, c)]) + cqv * t.kvq[(c, r)] + cvq * t.kvq[(r, c)] + cvv * t.kvv[(r, c)];
-                            so.cmat[(be * n + r, be2 * n + c)] += x;
+                            col[r] += cqq * lqq[r] + cqv * kvqt[r] + cvq * kvq[r] + cvv * kvv[r];
                         }
                     }
                 }
