@@ -421,3 +421,25 @@ def test_bad_out_arrays_are_refused():
     with pytest.raises(vidyn.InputError, match="overlaps"):
         same_buffer = np.empty((4, 3, 3))
         vidyn.batch.rnea_derivatives(model, q, v, a, out=(same_buffer, same_buffer, None))
+
+
+def test_contracted_second_order_equals_single_calls():
+    vi = chain_integrator(3, damping=np.full(3, 0.2))
+    rng = np.random.default_rng(4)
+    batch, steps, n = 3, 4, 3
+    q0, v0 = rng.uniform(-1, 1, (batch, n)), rng.uniform(-1, 1, (batch, n))
+    u = rng.uniform(-1, 1, (batch, steps, n))
+    lam = rng.standard_normal((batch, steps, 2 * n))
+    roll = vidyn.batch.rollout(vi, q0, v0, u)
+    xx, xu, uu = for_each_thread_count(lambda: vidyn.batch.linearize_contracted(vi, roll, lam=lam))
+    assert xx.shape == (batch, steps, 2 * n, 2 * n) and xu.shape == (batch, steps, 2 * n, n) and uu.shape == (batch, steps, n, n)
+    for t in range(batch):
+        _, _, hxx, hxu, huu = vi.linearize(roll.q[t], roll.p[t], u[t], order=2, lam=lam[t])
+        assert same(hxx, xx[t]) and same(hxu, xu[t]) and same(huu, uu[t])
+    # non-finite or mis-shaped co-states are input errors of the whole call
+    bad = lam.copy()
+    bad[1, 2, 0] = np.nan
+    with pytest.raises(vidyn.InputError, match="lam"):
+        vidyn.batch.linearize_contracted(vi, roll, lam=bad)
+    with pytest.raises(vidyn.InputError, match="lam has shape"):
+        vidyn.batch.linearize_contracted(vi, roll, lam=lam[:, :, :5])

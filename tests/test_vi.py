@@ -166,3 +166,115 @@ def test_errors_are_python_exceptions():
     coarse = vidyn.VariationalIntegrator(model, 5.0, max_iterations=3)
     with pytest.raises(vidyn.ConvergenceError, match="step 0"):
         coarse.step(np.array([0.3, -2.0]), np.array([40.0, -30.0]))
+
+
+# --- second-order derivatives of the flow map -----------------------------------------------
+
+
+def _first_order(vi, x, u):
+    """Exact A, B of the step from x = (q, p) under u, the step re-solved from scratch."""
+    n = vi.n
+    qn, pn = vi.step(x[:n], x[n:], u)
+    return vi.linearize(np.stack([x[:n], qn]), np.stack([x[n:], pn]), u[None, :])
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.data())
+def test_second_order_tensors_match_differences_of_the_first_order_ones(data):
+    from tolerances import VI_SECOND_ORDER_FD_RTOL, VI_SECOND_ORDER_FD_STEP
+
+    model = data.draw(model_specs(max_bodies=5, kinds=ONE_DOF), label="spec").build()
+    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid", "simpson"]), label="scheme")
+    n = model.nv
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    vi = vidyn.VariationalIntegrator(
+        model, 0.02, scheme=scheme, damping=rng.uniform(0, 0.5, n), stiffness=rng.uniform(0, 3, n),
+        rest=rng.uniform(-0.5, 0.5, n), tolerance=1e-15, max_iterations=60,
+    )
+    q, p = initial_state(vi, model, int(rng.integers(2**16)))
+    u = rng.uniform(-2, 2, n)
+    traj = vi.rollout(q, u=u[None, :], p0=p)
+    a, b, fxx, fxu, fuu = vi.linearize(traj, order=2)
+    m = 2 * n
+    assert a.shape == (1, m, m) and b.shape == (1, m, n)
+    assert fxx.shape == (1, m, m, m) and fxu.shape == (1, m, m, n) and fuu.shape == (1, m, n, n)
+    a1, b1 = vi.linearize(traj)
+    np.testing.assert_allclose(a, a1, rtol=0, atol=1e-11 * max(1.0, np.abs(a1).max()))
+    h = VI_SECOND_ORDER_FD_STEP
+    tol = VI_SECOND_ORDER_FD_RTOL * max(1.0, np.abs(fxx).max(), np.abs(fxu).max(), np.abs(fuu).max())
+    x0 = np.concatenate([q, p])
+    for k in range(m):
+        e = np.eye(m)[k]
+        (ap, bp), (am, bm) = _first_order(vi, x0 + h * e, u), _first_order(vi, x0 - h * e, u)
+        np.testing.assert_allclose(fxx[0][:, :, k], (ap[0] - am[0]) / (2 * h), rtol=0, atol=tol)
+        np.testing.assert_allclose(fxu[0][:, k, :], (bp[0] - bm[0]) / (2 * h), rtol=0, atol=tol)
+    for k in range(n):
+        e = np.eye(n)[k]
+        (ap, bp), (am, bm) = _first_order(vi, x0, u + h * e), _first_order(vi, x0, u - h * e)
+        np.testing.assert_allclose(fxu[0][:, :, k], (ap[0] - am[0]) / (2 * h), rtol=0, atol=tol)
+        np.testing.assert_allclose(fuu[0][:, :, k], (bp[0] - bm[0]) / (2 * h), rtol=0, atol=tol)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_contracted_second_order_is_the_contraction_of_the_tensors(data):
+    model = data.draw(model_specs(max_bodies=8, kinds=ONE_DOF), label="spec").build()
+    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid", "simpson"]), label="scheme")
+    n, m = model.nv, 2 * model.nv
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    vi = vidyn.VariationalIntegrator(model, 0.01, scheme=scheme, damping=np.full(n, 0.3), stiffness=np.full(n, 1.0))
+    q, p = initial_state(vi, model, int(rng.integers(2**16)))
+    traj = vi.rollout(q, u=rng.uniform(-1, 1, (4, n)), p0=p)
+    lam = rng.standard_normal((4, m))
+    a, b, fxx, fxu, fuu = vi.linearize(traj, order=2)
+    a2, b2, hxx, hxu, huu = vi.linearize(traj, order=2, lam=lam)
+    assert hxx.shape == (4, m, m) and hxu.shape == (4, m, n) and huu.shape == (4, n, n)
+    np.testing.assert_array_equal(a, a2)
+    np.testing.assert_array_equal(b, b2)
+    scale = max(1.0, np.abs(fxx).max(), np.abs(fxu).max(), np.abs(fuu).max()) * np.abs(lam).sum(axis=1).max()
+    # the same products summed in another order: rounding only
+    np.testing.assert_allclose(hxx, np.einsum("ki,kijl->kjl", lam, fxx), rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(hxu, np.einsum("ki,kijl->kjl", lam, fxu), rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(huu, np.einsum("ki,kijl->kjl", lam, fuu), rtol=0, atol=1e-12 * scale)
+    # symmetric in the two inputs, exactly: the core returns the mean of the two computed
+    # halves (their raw difference is bounded by the rounding of the products in the Rust test
+    # `second_order_tests::raw_contraction_is_symmetric_to_rounding`)
+    np.testing.assert_array_equal(fxx, fxx.transpose(0, 1, 3, 2))
+    np.testing.assert_array_equal(fuu, fuu.transpose(0, 1, 3, 2))
+    np.testing.assert_array_equal(hxx, hxx.transpose(0, 2, 1))
+
+
+def test_state_conversions_and_their_jacobians():
+    from tolerances import FD_STEP
+
+    model = vidyn.models.pendulum_chain(4)
+    vi = vidyn.VariationalIntegrator(model, 0.01)
+    rng = np.random.default_rng(3)
+    q, v = rng.uniform(-1, 1, 4), rng.uniform(-1, 1, 4)
+    p, jp = vi.momentum_jacobian(q, v)
+    np.testing.assert_allclose(p, vi.momentum(q, v), rtol=1e-12, atol=1e-12)
+    v2, jv = vi.velocity_jacobian(q, p)
+    np.testing.assert_allclose(v2, v, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(jv @ jp, np.eye(8), rtol=0, atol=1e-10 * np.abs(jp).max() * np.abs(jv).max())
+    h = FD_STEP
+    x = np.concatenate([q, v])
+    fd = np.column_stack([(np.concatenate([x[:4] + h * e[:4], vi.momentum(x[:4] + h * e[:4], x[4:] + h * e[4:])])
+                           - np.concatenate([x[:4] - h * e[:4], vi.momentum(x[:4] - h * e[:4], x[4:] - h * e[4:])])) / (2 * h)
+                          for e in np.eye(8)])
+    np.testing.assert_allclose(jp, fd, rtol=0, atol=1e-7 * max(1.0, np.abs(fd).max()))
+
+
+def test_second_order_errors_are_python_exceptions():
+    model = vidyn.models.pendulum_chain(2)
+    vi = vidyn.VariationalIntegrator(model, 0.01)
+    traj = vi.rollout(np.array([0.3, 0.1]), np.zeros(2), steps=3)
+    with pytest.raises(vidyn.InputError, match="order"):
+        vi.linearize(traj, order=3)
+    with pytest.raises(vidyn.InputError, match="order=2"):
+        vi.linearize(traj, lam=np.zeros((3, 4)))
+    with pytest.raises(vidyn.InputError, match=r"lam has shape \(3, 3\)"):
+        vi.linearize(traj, order=2, lam=np.zeros((3, 3)))
+    with pytest.raises(vidyn.InputError, match="lam has 2 rows"):
+        vi.linearize(traj, order=2, lam=np.zeros((2, 4)))
+    with pytest.raises(vidyn.InputError, match="not finite"):
+        vi.linearize(traj, order=2, lam=np.full((3, 4), np.nan))

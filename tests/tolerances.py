@@ -148,3 +148,16 @@ def cond(m: np.ndarray) -> float:
     if m.size == 0:
         return 1.0
     return float(np.linalg.cond(m))
+
+# --- second-order derivatives of the VI flow map ------------------------------------------
+#
+# The tensors are checked against central differences of the exact first-order A, B of steps
+# re-solved to round-off (Newton tolerance 1e-15).  A's momentum rows are sums of DEL-block
+# terms of size ~|M|/Δt that cancel to O(1), so A carries ~1e-12 absolute rounding that a
+# central difference divides by 2h; truncation is ~h²·|f''''|/6.  Measured in the Rust tests
+# (rust/vi/src/second_order_tests.rs, 10-body tree): worst error 1e-6 at h = 1e-6, 4e-7 at
+# h = 1e-5, 5e-8 at h = 1e-4, 3e-7 at h = 1e-3.  So h = 1e-5 and 1e-6 · max(1, |tensor|)
+# (times Σ|λ| for a contraction): ≥ 3× margin over the noise, orders of magnitude below any
+# wrong term.
+VI_SECOND_ORDER_FD_STEP = 1e-5
+VI_SECOND_ORDER_FD_RTOL = 1e-6

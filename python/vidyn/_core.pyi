@@ -7,7 +7,7 @@ accepts; results are new float64 arrays.
 """
 
 import os
-from typing import Callable, Final, Literal, NoReturn, final
+from typing import Callable, Final, Literal, NoReturn, final, overload
 from typing import Any
 
 import numpy as np
@@ -415,12 +415,59 @@ class VariationalIntegrator:
     ) -> Trajectory:
         """Simulate from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) under controls
         ``u`` (N, n) (or ``steps`` zero-control steps)."""
+    @overload
     def linearize(
-        self, traj_or_q: Trajectory | _ArrayLike, p: _ArrayLike | None = None, u: _ArrayLike | None = None
+        self,
+        traj_or_q: Trajectory | _ArrayLike,
+        p: _ArrayLike | None = None,
+        u: _ArrayLike | None = None,
+        *,
+        order: Literal[1] = 1,
+        lam: None = None,
     ) -> tuple[_Array, _Array]:
-        """Exact linearisation of every step, computed in parallel with the GIL released:
-        ``A`` (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k), ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k.
-        Takes a Trajectory, or q (N+1, n), p (N+1, n) and u (N, n)."""
+        """Exact derivatives of every step's flow map ``x_{k+1} = f(x_k, u_k)``, ``x = (q, p)``,
+        computed in parallel with the GIL released. Takes a Trajectory, or q (N+1, n),
+        p (N+1, n) and u (N, n).
+
+        ``order=1`` -> ``(A, B)``: ``A`` (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k),
+        ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k.
+
+        ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
+        ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)
+        ``= d²x_{k+1,i}/dx_j dx_l``, ``fxu`` (N, 2n, 2n, n) ``= d²x_{k+1,i}/dx_j du_l``,
+        ``fuu`` (N, 2n, n, n); symmetric in the two state (or control) inputs.
+
+        ``order=2, lam=`` co-states (N, 2n) (for DDP, the value gradient at step k+1) ->
+        ``(A, B, hxx, hxu, huu)`` with ``hxx[k] = einsum("i,ijl->jl", lam[k], fxx[k])``
+        (N, 2n, 2n), ``hxu`` (N, 2n, n), ``huu`` (N, n, n), computed without forming the
+        tensors (one adjoint solve per step), far cheaper than the full tensors."""
+    @overload
+    def linearize(
+        self,
+        traj_or_q: Trajectory | _ArrayLike,
+        p: _ArrayLike | None = None,
+        u: _ArrayLike | None = None,
+        *,
+        order: Literal[2],
+        lam: _ArrayLike | None = None,
+    ) -> tuple[_Array, _Array, _Array, _Array, _Array]: ...
+    @overload
+    def linearize(
+        self,
+        traj_or_q: Trajectory | _ArrayLike,
+        p: _ArrayLike | None = None,
+        u: _ArrayLike | None = None,
+        *,
+        order: int,
+        lam: _ArrayLike | None = None,
+    ) -> tuple[_Array, ...]: ...
+    def momentum_jacobian(self, q: _ArrayLike, v: _ArrayLike) -> tuple[_Array, _Array]:
+        """``(q, v) -> (p, J)``: the momentum ``p = M(q) v`` (n,) and the Jacobian
+        ``J = d(q, p)/d(q, v) = [[1, 0], [d(M v)/dq, M]]`` (2n, 2n), for optimisers that work
+        with velocities."""
+    def velocity_jacobian(self, q: _ArrayLike, p: _ArrayLike) -> tuple[_Array, _Array]:
+        """``(q, p) -> (v, J)``: the velocity ``v = M(q)⁻¹ p`` (n,) and the Jacobian
+        ``J = d(q, v)/d(q, p) = [[1, 0], [-M⁻¹ d(M v)/dq, M⁻¹]]`` (2n, 2n)."""
 
 # ----------------------------------------------------------------------------------------
 # Algorithms
@@ -652,6 +699,18 @@ def _batch_linearize(
     vi: VariationalIntegrator, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[_Array, _Array, _Failures]:
     """q, p (B, N+1, n), u (B, N, n) -> (A (B, N, 2n, 2n), B (B, N, 2n, n), [(trajectory, exception)])."""
+
+def _batch_linearize_contracted(
+    vi: VariationalIntegrator,
+    q: _ArrayLike,
+    p: _ArrayLike,
+    u: _ArrayLike,
+    lam: _ArrayLike,
+    progress: _Progress = None,
+    out: _Out = None,
+) -> tuple[_Array, _Array, _Array, _Failures]:
+    """q, p (B, N+1, n), u (B, N, n), lam (B, N, 2n) -> (hxx (B, N, 2n, 2n), hxu (B, N, 2n, n),
+    huu (B, N, n, n), [(trajectory, exception)])."""
 
 # ----------------------------------------------------------------------------------------
 # Optimisation (vidyn.optim wraps the private functions; see its docstring)

@@ -82,6 +82,7 @@ __all__ = [
     "crba",
     "get_num_threads",
     "linearize",
+    "linearize_contracted",
     "minverse",
     "rnea",
     "rnea_derivatives",
@@ -361,4 +362,44 @@ def linearize(
         raise _core.InputError("linearize takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
     a, b, failures = _core._batch_linearize(vi, q, p, u, progress, out)
     return _finish((a, b), len(a), failures, errors)
+
+
+
+@overload
+def linearize_contracted(
+    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, lam: ArrayLike, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...
+) -> _Three: ...
+@overload
+def linearize_contracted(
+    vi: VariationalIntegrator, q: Rollout | ArrayLike, p: ArrayLike | None = ..., u: ArrayLike | None = ..., *, lam: ArrayLike, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...
+) -> tuple[_Three, BatchStatus]: ...
+def linearize_contracted(
+    vi: VariationalIntegrator,
+    q: Rollout | ArrayLike,
+    p: ArrayLike | None = None,
+    u: ArrayLike | None = None,
+    *,
+    lam: ArrayLike,
+    errors: Errors = "raise",
+    progress: Progress | None = None,
+    out: Out = None,
+) -> _Three | tuple[_Three, BatchStatus]:
+    """Exact second-order derivatives of every step of B trajectories contracted with the
+    co-states ``lam`` (B, N, 2n) (for DDP, the value gradient at step k+1), in parallel over
+    all (trajectory, step) pairs: ``linearize_contracted(vi, rollout, lam=lam)`` or
+    ``linearize_contracted(vi, q, p, u, lam=lam)`` -> ``(hxx, hxu, huu)``, hxx (B, N, 2n, 2n)
+    ``= sum_i lam[b, k, i] d²x'_i/dx²``, hxu (B, N, 2n, n), huu (B, N, n, n). Row ``[b]``
+    equals ``vi.linearize(q[b], p[b], u[b], order=2, lam=lam[b])[2:]`` bit for bit. A failed
+    pair marks its trajectory (the status reports the first failed step); its blocks are NaN.
+    """
+    _check_errors(errors)
+    if isinstance(q, Rollout):
+        if p is not None or u is not None:
+            raise _core.InputError("linearize_contracted takes a Rollout, or q, p and u — not both")
+        roll = q
+        q, p, u = roll.q, roll.p, roll.u
+    elif p is None or u is None:
+        raise _core.InputError("linearize_contracted takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
+    xx, xu, uu, failures = _core._batch_linearize_contracted(vi, q, p, u, lam, progress, out)
+    return _finish((xx, xu, uu), len(xx), failures, errors)
 

@@ -9,7 +9,8 @@
 //!   `rnea_second_order(_contracted)` over `(batch, nq)` / `(batch, nv)` inputs.
 //! * [`system`]: the [`DiscreteDynamics`] trait (step, linearise to first order, optional
 //!   second-order and contracted terms) and its implementation for the minimal-coordinate
-//!   [`vidyn_vi::VariationalIntegrator`].
+//!   [`vidyn_vi::VariationalIntegrator`] (all of it, second order included; the second-order
+//!   scratch is created on a thread's first second-order row, the only allocation per thread).
 //! * [`trajectories`]: batched rollouts (parallel over trajectories) and linearisations
 //!   (parallel over all `(trajectory, step)` pairs) of any [`DiscreteDynamics`].
 //!
@@ -44,7 +45,7 @@ pub mod trajectories;
 pub use engine::{default_num_threads, new_pool, num_threads, pool, set_num_threads, with_pool, Control, NUM_THREADS_ENV};
 pub use error::{BatchError, Failures};
 pub use system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms, ViBatchWorkspace};
-pub use trajectories::{by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, RolloutOut, Start};
+pub use trajectories::{by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, ContractedOut, RolloutOut, SecondOrderOut, Start};
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@
 
 use crate::error::BatchError;
 use nalgebra::DMatrix;
-use vidyn_vi::{VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_vi::{SecondOrderWorkspace, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Output slices of the full second-order terms of one step, C order:
 /// `fxx` `(ndx, ndx, ndx)`, `fxu` `(ndx, ndx, nu)` (`[i, j, k]`: `j` state, `k` control),
@@ -122,9 +122,11 @@ pub trait DiscreteDynamics: Sync {
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] in the engine: its own workspace plus
-/// the nalgebra `A`, `B` and next state that [`VariationalIntegrator::linearize`] fills.
+/// the nalgebra `A`, `B` and next state that [`VariationalIntegrator::linearize`] fills, and
+/// the second-order scratch (created by the first second-order call on the thread).
 pub struct ViBatchWorkspace {
     pub vi: ViWorkspace,
+    second: Option<SecondOrderWorkspace>,
     a: DMatrix<f64>,
     b: DMatrix<f64>,
     q_next: Vec<f64>,
@@ -166,7 +168,7 @@ impl DiscreteDynamics for VariationalIntegrator {
     }
     fn workspace(&self) -> ViBatchWorkspace {
         let n = self.n();
-        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n] }
+        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), second: None, a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n] }
     }
 
     fn momentum(&self, ws: &mut ViBatchWorkspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<ViError>> {
@@ -189,5 +191,41 @@ impl DiscreteDynamics for VariationalIntegrator {
         crate::dynamics::matrix_to_rows(&ws.a, a);
         crate::dynamics::matrix_to_rows(&ws.b, b);
         Ok(it)
+    }
+
+    /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this
+    /// trait's C-order layouts (`fxu` `[i, j, k]`: `j` state, `k` control).
+    fn linearize_second_order(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<ViError>> {
+        let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
+        match VariationalIntegrator::linearize_second_order(self, so, step, q, p, u, guess) {
+            Ok(d) => {
+                out.fxx.copy_from_slice(&d.fxx);
+                out.fxu.copy_from_slice(&d.fxu);
+                out.fuu.copy_from_slice(&d.fuu);
+                Ok(())
+            }
+            Err(e) => {
+                ws.second = None; // fresh scratch after a failure, as for the first-order path
+                Err(e.into())
+            }
+        }
+    }
+
+    /// [`VariationalIntegrator::linearize_second_order_contracted`] (one adjoint solve, no
+    /// tensor is formed): `xx` `(2n, 2n)`, `xu` `(2n, n)`, `uu` `(n, n)`, C order.
+    fn linearize_second_order_contracted(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<ViError>> {
+        let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
+        match VariationalIntegrator::linearize_second_order_contracted(self, so, step, q, p, u, guess, lam) {
+            Ok(d) => {
+                crate::dynamics::matrix_to_rows(&d.hxx, out.xx);
+                crate::dynamics::matrix_to_rows(&d.hxu, out.xu);
+                crate::dynamics::matrix_to_rows(&d.huu, out.uu);
+                Ok(())
+            }
+            Err(e) => {
+                ws.second = None;
+                Err(e.into())
+            }
+        }
     }
 }

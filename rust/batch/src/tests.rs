@@ -363,17 +363,50 @@ fn toy_system_second_order_and_contraction_agree() {
 }
 
 #[test]
-fn variational_integrator_has_no_second_order_terms_yet() {
-    let vi = integrator(2);
-    let (n, batch, steps) = (2, 2, 3);
-    let q = vec![0.0; batch * (steps + 1) * n];
-    let u = vec![0.0; batch * steps * n];
-    let lam = vec![1.0; batch * steps * 2 * n];
-    let (mut xx, mut xu, mut uu) = (vec![0.0; batch * steps * 16], vec![0.0; batch * steps * 8], vec![0.0; batch * steps * 4]);
-    let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &q, &u, &lam, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
-    assert_eq!(f.len(), batch * steps);
-    assert!(matches!(f[0].1, BatchError::Unsupported { system: "VariationalIntegrator", method: "linearize_second_order_contracted" }));
-    assert!(xx.iter().all(|x| x.is_nan()));
+fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
+    let vi = integrator(3);
+    let (n, batch, steps) = (3, 2, 5);
+    let m = 2 * n;
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut draw = |len: usize, s: f64| (0..len).map(|_| s * rng.random_range(-1.0..1.0)).collect::<Vec<f64>>();
+    let (q0, v0, u, lam) = (draw(batch * n, 1.0), draw(batch * n, 1.0), draw(batch * steps * n, 2.0), draw(batch * steps * m, 1.0));
+    let c = Control::new();
+    let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0; batch * steps]);
+    assert!(trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
+    let run = || {
+        let rows = batch * steps;
+        let (mut fxx, mut fxu, mut fuu) = (vec![0.0; rows * m * m * m], vec![0.0; rows * m * m * n], vec![0.0; rows * m * n * n]);
+        assert!(trajectories::linearize_second_order(&vi, &Control::new(), batch, steps, &q, &p, &u, SecondOrderOut { fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
+        let (mut xx, mut xu, mut uu) = (vec![0.0; rows * m * m], vec![0.0; rows * m * n], vec![0.0; rows * n * n]);
+        assert!(trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &lam, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
+        (bits(&fxx), bits(&fxu), bits(&fuu), bits(&xx), bits(&xu), bits(&uu))
+    };
+    let (fxx, fxu, fuu, xx, xu, uu) = same_for_all_threads(run);
+    let mut so = vi.second_order_workspace();
+    let s1 = steps + 1;
+    for t in 0..batch {
+        for k in 0..steps {
+            let r = t * steps + k;
+            let (qk, pk, uk, qn) = (&q[(t * s1 + k) * n..][..n], &p[(t * s1 + k) * n..][..n], &u[r * n..][..n], &q[(t * s1 + k + 1) * n..][..n]);
+            let d = vi.linearize_second_order(&mut so, k, qk, pk, uk, Some(qn)).unwrap();
+            assert_eq!(bits(&d.fxx), fxx[r * m * m * m..(r + 1) * m * m * m]);
+            assert_eq!(bits(&d.fxu), fxu[r * m * m * n..(r + 1) * m * m * n]);
+            assert_eq!(bits(&d.fuu), fuu[r * m * n * n..(r + 1) * m * n * n]);
+            let d = vi.linearize_second_order_contracted(&mut so, k, qk, pk, uk, Some(qn), &lam[r * m..(r + 1) * m]).unwrap();
+            assert_eq!(bits(&rows_of(&d.hxx)), xx[r * m * m..(r + 1) * m * m]);
+            assert_eq!(bits(&rows_of(&d.hxu)), xu[r * m * n..(r + 1) * m * n]);
+            assert_eq!(bits(&rows_of(&d.huu)), uu[r * n * n..(r + 1) * n * n]);
+        }
+    }
+    // a bad co-state is reported for its row only
+    let mut bad = lam.clone();
+    bad[m + 1] = f64::NAN;
+    let rows = batch * steps;
+    let (mut xx, mut xu, mut uu) = (vec![0.0; rows * m * m], vec![0.0; rows * m * n], vec![0.0; rows * n * n]);
+    let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &bad, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, 1);
+    assert!(matches!(f[0].1, BatchError::Core(ViError::InvalidParameter(_))), "{:?}", f[0].1);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use vidyn_batch::{dynamics, trajectories, Control, RolloutOut, Start};
+use vidyn_batch::{dynamics, trajectories, ContractedOut, Control, RolloutOut, Start};
 
 struct Counting;
 static COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -62,4 +62,19 @@ fn batches_do_not_allocate_per_row() {
     let (small, large) = (roll(8), roll(800));
     eprintln!("trajectories: 8 -> {small} allocations, 800 -> {large}");
     assert!(large < small + 400, "8 trajectories: {small} allocations, 800: {large}");
+
+    // contracted second order: the per-thread scratch is created once per thread, not per row
+    let (q, p) = (vec![0.2; 800 * (steps + 1) * nv], vec![0.0; 800 * (steps + 1) * nv]);
+    let (u, lam) = (vec![0.0; 800 * steps * nv], vec![0.5; 800 * steps * 2 * nv]);
+    let contract = |b: usize| {
+        let (mut xx, mut xu, mut uu) = (vec![0.0; b * steps * 4 * nv * nv], vec![0.0; b * steps * 2 * nv * nv], vec![0.0; b * steps * nv * nv]);
+        allocations(|| {
+            let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), b, steps, &q[..b * (steps + 1) * nv], &p[..b * (steps + 1) * nv], &u[..b * steps * nv], &lam[..b * steps * 2 * nv], ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
+            assert!(f.is_empty(), "{f:?}");
+        })
+    };
+    contract(4);
+    let (small, large) = (contract(8), contract(200));
+    eprintln!("contracted second order: 8 trajectories -> {small} allocations, 200 -> {large}");
+    assert!(large < small + 400, "8 trajectories: {small} allocations, 200: {large}");
 }

@@ -505,3 +505,38 @@ pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegr
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((a_out, b_out, failures_out(py, failures)?))
 }
+
+/// Batched second-order terms of every step contracted with co-states: q, p (B, N+1, n),
+/// u (B, N, n), lam (B, N, 2n) -> (hxx (B, N, 2n, 2n), hxu (B, N, 2n, n), huu (B, N, n, n),
+/// failures per trajectory (first failed step)).
+#[pyfunction]
+#[pyo3(name = "_batch_linearize_contracted", signature = (vi, q, p, u, lam, progress = None, out = None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn batch_linearize_contracted<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    q: &Bound<'py, PyAny>,
+    p: &Bound<'py, PyAny>,
+    u: &Bound<'py, PyAny>,
+    lam: &Bound<'py, PyAny>,
+    progress: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>, Fails<'py>)> {
+    let sys = &*vi.get().inner;
+    let n = sys.n();
+    let mut s = Sizes::default();
+    let q = s.read(q, "q", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
+    let p = s.read(p, "p", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
+    let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
+    let lam = s.read(lam, "lam", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(2 * n)], "(B, N, 2n)")?;
+    let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
+    let o = OutArg::new(out, 3)?;
+    let (xx, xu, uu) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?, o.array::<f64>(py, 2, &[b, steps, n, n])?);
+    let (mut wxx, mut wxu, mut wuu) = (writable(&xx)?, writable(&xu)?, writable(&uu)?);
+    let (qs, ps, us, ls) = (slice(&q)?, slice(&p)?, slice(&u)?, slice(&lam)?);
+    let dest = vb::ContractedOut { xx: data(&mut wxx)?, xu: data(&mut wxu)?, uu: data(&mut wuu)? };
+    let f = run(py, progress, b * steps, |c| vb::linearize_second_order_contracted(sys, c, b, steps, qs, ps, us, ls, dest))?;
+    drop((wxx, wxu, wuu));
+    let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
+    Ok((xx, xu, uu, failures_out(py, failures)?))
+}

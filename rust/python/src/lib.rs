@@ -106,6 +106,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch::batch_rnea_second_order_contracted, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_rollout, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_linearize, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_linearize_contracted, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_lqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_dlqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;

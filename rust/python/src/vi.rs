@@ -5,14 +5,19 @@ use crate::convert;
 use crate::detached;
 use crate::errors::INPUT_ERROR;
 use crate::model::PyModel;
-use numpy::ndarray::Array3;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
+use numpy::ndarray::{Array3, Array4};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use std::sync::Arc;
-use vidyn_vi::{linearize_trajectory, rollout, JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
+use nalgebra::DMatrix;
+use vidyn_vi::{linearize_trajectory, linearize_trajectory_contracted, linearize_trajectory_second_order, rollout, JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
+
+/// A vector `(n,)` and a Jacobian `(2n, 2n)`.
+type WithJacobian<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// A variational integrator (midpoint rule or Galerkin–Lobatto of order 2s) for a model with revolute and
 /// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
@@ -269,10 +274,53 @@ impl PyVariationalIntegrator {
     }
 
     /// Exact linearisation of every step of a trajectory, computed in parallel:
-    /// `linearize(traj)` or `linearize(q, p, u)` with q, p (N+1, n) and u (N, n) ->
-    /// `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and B (N, 2n, n).
-    #[pyo3(signature = (traj_or_q, p = None, u = None))]
-    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>) -> PyResult<Pair<'py, PyArray3<f64>>> {
+    /// `linearize(traj)` or `linearize(q, p, u)` with q, p (N+1, n) and u (N, n).
+    /// `order = 1` -> `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and
+    /// B (N, 2n, n). `order = 2` -> `(A, B, fxx, fxu, fuu)` with the second-order tensors
+    /// (N, 2n, 2n, 2n), (N, 2n, 2n, n), (N, 2n, n, n), or, with co-states `lam` (N, 2n),
+    /// `(A, B, hxx, hxu, huu)` contracted with them: (N, 2n, 2n), (N, 2n, n), (N, n, n).
+    #[pyo3(signature = (traj_or_q, p = None, u = None, *, order = 1, lam = None))]
+    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>, order: usize, lam: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+        let arrays = self.linearize_arrays(py, traj_or_q, p, u, order, lam)?;
+        PyTuple::new(py, arrays)
+    }
+
+    /// `(q, v) -> (p, J)`: the momentum `p = M(q) v` (n,) and `J = d(q, p)/d(q, v)` (2n, 2n).
+    fn momentum_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
+        let (q, v) = (self.vector(q, "q")?, self.vector(v, "v")?);
+        let vi = &*self.inner;
+        let (p, j) = detached(py, move || {
+            let n = q.len();
+            let (mut p, mut j) = (vec![0.0; n], DMatrix::zeros(2 * n, 2 * n));
+            vi.momentum_with_jacobian(&mut vi.workspace(), &q, &v, &mut p, &mut j).map(|()| (p, j))
+        })?;
+        Ok((PyArray1::from_vec(py, p), convert::matrix_out(py, &j)))
+    }
+
+    /// `(q, p) -> (v, J)`: the velocity `v = M(q)⁻¹ p` (n,) and `J = d(q, v)/d(q, p)` (2n, 2n).
+    fn velocity_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
+        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let vi = &*self.inner;
+        let (v, j) = detached(py, move || {
+            let n = q.len();
+            let (mut v, mut j) = (vec![0.0; n], DMatrix::zeros(2 * n, 2 * n));
+            vi.velocity_with_jacobian(&mut vi.workspace(), &q, &p, &mut v, &mut j).map(|()| (v, j))
+        })?;
+        Ok((PyArray1::from_vec(py, v), convert::matrix_out(py, &j)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("VariationalIntegrator(scheme='{}', s={}, dt={}, n={})", self.scheme_name, self.inner.scheme().s, self.inner.dt(), self.dofs())
+    }
+}
+
+enum Start {
+    Velocity(Vec<f64>),
+    Momentum(Vec<f64>),
+}
+
+impl PyVariationalIntegrator {
+    fn linearize_arrays<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>, order: usize, lam: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
         let n = self.dofs();
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
             t.get().inner.clone()
@@ -288,20 +336,39 @@ impl PyVariationalIntegrator {
             }
             vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: vec![0; urows] }
         };
+        let steps = traj.steps;
+        let m = 2 * n;
+        let stack = |mats: &[DMatrix<f64>], r: usize, c: usize| Array3::from_shape_fn((mats.len(), r, c), |(k, i, j)| mats[k][(i, j)]);
         let vi = &*self.inner;
-        let lin = crate::detached_parallel(py, move || linearize_trajectory(vi, &traj))?;
-        let steps = lin.a.len();
-        let a = Array3::from_shape_fn((steps, 2 * n, 2 * n), |(k, i, j)| lin.a[k][(i, j)]);
-        let b = Array3::from_shape_fn((steps, 2 * n, n), |(k, i, j)| lin.b[k][(i, j)]);
-        Ok((a.into_pyarray(py), b.into_pyarray(py)))
+        match (order, lam) {
+            (1, None) => {
+                let lin = crate::detached_parallel(py, move || linearize_trajectory(vi, &traj))?;
+                Ok(vec![stack(&lin.a, m, m).into_dyn().into_pyarray(py), stack(&lin.b, m, n).into_dyn().into_pyarray(py)])
+            }
+            (1, Some(_)) => Err(INPUT_ERROR.err("lam (co-states) needs order=2")),
+            (2, None) => {
+                let lin = crate::detached_parallel(py, move || linearize_trajectory_second_order(vi, &traj))?;
+                let tensor = |t: &[Vec<f64>], d: (usize, usize, usize)| -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                    let a = Array4::from_shape_vec((steps, d.0, d.1, d.2), t.concat()).map_err(|e| crate::errors::VIDYN_ERROR.err(format!("internal error in vidyn (please report): {e}")))?;
+                    Ok(a.into_dyn().into_pyarray(py))
+                };
+                Ok(vec![stack(&lin.a, m, m).into_dyn().into_pyarray(py), stack(&lin.b, m, n).into_dyn().into_pyarray(py), tensor(&lin.fxx, (m, m, m))?, tensor(&lin.fxu, (m, m, n))?, tensor(&lin.fuu, (m, n, n))?])
+            }
+            (2, Some(lam)) => {
+                let (lam, rows) = convert::read_rows(lam, "lam", m, "2n")?;
+                if rows != steps {
+                    return Err(INPUT_ERROR.err(format!("lam has {rows} rows, expected one co-state per step, N = {steps}")));
+                }
+                let lin = crate::detached_parallel(py, move || linearize_trajectory_contracted(vi, &traj, &lam))?;
+                Ok(vec![
+                    stack(&lin.a, m, m).into_dyn().into_pyarray(py),
+                    stack(&lin.b, m, n).into_dyn().into_pyarray(py),
+                    stack(&lin.hxx, m, m).into_dyn().into_pyarray(py),
+                    stack(&lin.hxu, m, n).into_dyn().into_pyarray(py),
+                    stack(&lin.huu, n, n).into_dyn().into_pyarray(py),
+                ])
+            }
+            (other, _) => Err(INPUT_ERROR.err(format!("order = {other}; expected 1 or 2"))),
+        }
     }
-
-    fn __repr__(&self) -> String {
-        format!("VariationalIntegrator(scheme='{}', s={}, dt={}, n={})", self.scheme_name, self.inner.scheme().s, self.inner.dt(), self.dofs())
-    }
-}
-
-enum Start {
-    Velocity(Vec<f64>),
-    Momentum(Vec<f64>),
 }

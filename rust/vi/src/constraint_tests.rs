@@ -201,6 +201,11 @@ fn redundant_constraints_and_multistage_schemes_are_errors() {
     let (mut qn, mut pn) = (vec![0.0; 3], vec![0.0; 3]);
     let err = vi.step(&mut vi.workspace(), 4, &q, &[0.0; 3], &[0.0; 3], None, &mut qn, &mut pn).unwrap_err();
     assert_eq!(err, ViError::DegenerateConstraints { step: 4 });
+    // second order is not implemented with constraints: an error, not a wrong answer
+    let closed = integrator(Scheme::midpoint(), 0.01, None);
+    let mut so = closed.second_order_workspace();
+    let second = closed.linearize_second_order_contracted(&mut so, 0, &q, &[0.0; 3], &[0.0; 3], None, &[0.0; 6]);
+    assert!(matches!(second, Err(ViError::InvalidParameter(_))));
     let simpson = VariationalIntegrator::new(model.clone(), Scheme::simpson(), 0.01, None).unwrap();
     assert!(matches!(simpson.with_constraints(loop_closure(&model, false)), Err(ViError::InvalidParameter(_))));
 }

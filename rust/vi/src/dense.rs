@@ -64,6 +64,30 @@ pub(crate) fn lu_solve(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
     }
 }
 
+/// Solves `Aᵀ x = b` in place with the factors of [`lu_factor`] (`P A = L U`, so
+/// `Aᵀ = Uᵀ Lᵀ P`): forward substitution with `Uᵀ`, back substitution with the unit `Lᵀ`, then
+/// the row swaps undone in reverse order. O(n²), no allocation.
+pub(crate) fn lu_solve_transposed(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
+    let n = lu.nrows();
+    for c in 0..n {
+        let mut x = b[c];
+        for r in 0..c {
+            x -= lu[(r, c)] * b[r];
+        }
+        b[c] = x / lu[(c, c)];
+    }
+    for c in (0..n).rev() {
+        let mut x = b[c];
+        for r in c + 1..n {
+            x -= lu[(r, c)] * b[r];
+        }
+        b[c] = x;
+    }
+    for k in (0..n).rev() {
+        b.swap(k, pivots[k]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +104,12 @@ mod tests {
         lu_solve(&lu, &piv, &mut b);
         for (got, want) in b.iter().zip(x.iter()) {
             assert!((got - want).abs() < 1e-12);
+        }
+        // the transposed solve: Aᵀ x = b
+        let mut bt = (a.transpose() * &x).as_slice().to_vec();
+        lu_solve_transposed(&lu, &piv, &mut bt);
+        for (got, want) in bt.iter().zip(x.iter()) {
+            assert!((got - want).abs() < 1e-12, "{got} vs {want}");
         }
         let mut singular = DMatrix::from_element(3, 3, 1.0);
         assert!(!lu_factor(&mut singular, &mut [0; 3]));

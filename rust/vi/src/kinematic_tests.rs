@@ -174,4 +174,15 @@ fn kinematic_errors() {
     let mid = || VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap();
     assert!(matches!(mid().with_kinematic(&[2]), Err(ViError::InvalidParameter(_))));
     assert!(matches!(mid().with_kinematic(&[0, 1]), Err(ViError::InvalidParameter(_))));
+    // the state conversions follow the kinematic slot convention, or refuse
+    let vi = mid().with_kinematic(&[0]).unwrap();
+    let mut ws = vi.workspace();
+    let (q, v) = ([0.1, 0.4], [0.7, -0.3]);
+    let (mut p, mut p2, mut jac) = ([0.0; 2], [0.0; 2], DMatrix::zeros(4, 4));
+    vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
+    vi.momentum_with_jacobian(&mut ws, &q, &v, &mut p2, &mut jac).unwrap();
+    assert_eq!(p, p2);
+    assert_eq!(p[0], v[0]);
+    assert_eq!((jac[(2, 0)], jac[(2, 1)], jac[(2, 2)], jac[(2, 3)]), (0.0, 0.0, 1.0, 0.0));
+    assert!(matches!(vi.velocity_with_jacobian(&mut ws, &q, &p, &mut p2, &mut jac), Err(ViError::InvalidParameter(_))));
 }

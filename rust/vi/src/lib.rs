@@ -22,6 +22,7 @@ mod constrained;
 pub mod constraints;
 mod del;
 mod dense;
+mod dual;
 pub mod error;
 mod hessians;
 mod integrator;
@@ -30,6 +31,8 @@ mod point;
 #[doc(hidden)]
 pub mod reference;
 pub mod scheme;
+mod second_order;
+mod state;
 mod trajectory;
 
 pub use constraints::{BodyPoint, Constraint};
@@ -39,6 +42,7 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
+pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 
 #[cfg(test)]
@@ -47,5 +51,7 @@ mod constraint_tests;
 mod kinematic_tests;
 #[cfg(test)]
 mod newton_tests;
+#[cfg(test)]
+mod second_order_tests;
 #[cfg(test)]
 mod tests;

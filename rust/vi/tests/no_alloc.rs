@@ -52,5 +52,23 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         assert_eq!(allocations(|| vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap()), 0, "residual s={s}");
         assert_eq!(allocations(|| vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
         assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
+        // second order (not offered with constraints or kinematic joints): contracted and full
+        // (the full tensors are allocated by the warm-up)
+        if !vi.constraints().is_empty() || vi.kinematic().iter().any(|&k| k) {
+            continue;
+        }
+        let mut so = vi.second_order_workspace();
+        let lam: Vec<f64> = (0..2 * n).map(|i| 0.1 * i as f64 - 0.5).collect();
+        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).unwrap();
+        vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).unwrap();
+        assert_eq!(allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()), 0, "contracted second order s={s}");
+        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).map(|_| ()).unwrap()), 0, "full second order s={s}");
+        // state conversions
+        let mut jac = DMatrix::zeros(2 * n, 2 * n);
+        let mut w = vec![0.0; n];
+        vi.momentum_with_jacobian(&mut ws, &q, &v, &mut pn, &mut jac).unwrap();
+        vi.velocity_with_jacobian(&mut ws, &q, &p, &mut w, &mut jac).unwrap();
+        assert_eq!(allocations(|| vi.momentum_with_jacobian(&mut ws, &q, &v, &mut pn, &mut jac).unwrap()), 0, "momentum_with_jacobian s={s}");
+        assert_eq!(allocations(|| vi.velocity_with_jacobian(&mut ws, &q, &p, &mut w, &mut jac).unwrap()), 0, "velocity_with_jacobian s={s}");
     }
 }
