@@ -18,8 +18,9 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 * :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
   Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
   limits (projected-Newton box QP, Tassa et al. 2014), convergence report. ``method="ddp"``
-  (full DDP) needs second-order dynamics derivatives: available on linear systems
-  (:func:`ilqr_linear`), not yet on the VI (``NotImplementedError``).
+  (full DDP) uses the exact λ-contracted second-order VI derivatives (``NotImplementedError``
+  for a VI with constraints or kinematic joints, which has none), and on linear systems
+  (:func:`ilqr_linear`) the zero ones.
 * :func:`projection` — Johnson's (2012, Ch. 6) projection-operator method: every iterate is
   a VI trajectory ``P(ξ̄)`` (DLQR feedback about the current iterate, eq. 6.10), descent
   directions from a time-varying LQ problem (steepest / quasi-Newton; Newton needs the
@@ -411,8 +412,8 @@ def ilqr(
     ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
     frame). ``cost``: a :class:`StageCost` used *instead* of all of these. ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
-    at most ``tolerance·max(1, |J|)``. ``method="ddp"`` raises NotImplementedError (the
-    second-order VI derivatives DDP needs do not exist yet). The Newton solve failing on the
+    at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
+    λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
     *initial* rollout raises ConvergenceError; later failures only shorten the line search.
     Exceptions raised by a Python ``cost`` propagate."""
     act, m = _actuated(vi, actuated)
@@ -523,8 +524,9 @@ def projection(
     e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
     ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
     the descent direction of the LQ model ``model`` (``"auto"``: quasi-Newton, then Newton after
-    ``newton_after`` iterations when the dynamics have second derivatives — never on the VI
-    today; ``"newton"`` raises NotImplementedError on the VI), and the Armijo search
+    ``newton_after`` iterations when the dynamics have second derivatives, as an unconstrained
+    VI does; ``"newton"`` raises NotImplementedError on a VI with constraints or kinematic
+    joints), and the Armijo search
     ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
     act, m = _actuated(vi, actuated)

@@ -168,13 +168,16 @@ impl Dynamics for LinearDynamics {
 /// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), and the controls are
 /// the generalised forces of the `actuated` joints (nu = m; the other joints get zero force).
 ///
-/// Rollouts warm-start each Newton solve from the previous step's motion, as
-/// [`vidyn_vi::rollout`] does; linearisations go through [`vidyn_vi::linearize_trajectory`]
-/// (every step in parallel, exact `A`, `B`), keeping the actuated columns of `B`.
+/// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
+/// does; linearisations go through [`vidyn_vi::linearize_trajectory`] (every step in parallel,
+/// exact `A`, `B`), keeping the actuated columns of `B`; DDP's second-order terms come from
+/// the VI's λ-contracted second derivatives.
 #[derive(Clone, Debug)]
 pub struct ViDynamics<'a> {
     pub vi: &'a VariationalIntegrator,
     actuated: Vec<usize>,
+    /// Second-order workspaces, one per concurrent caller (allocated on first use).
+    second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<vidyn_vi::SecondOrderWorkspace>>>,
 }
 
 impl<'a> ViDynamics<'a> {
@@ -185,7 +188,7 @@ impl<'a> ViDynamics<'a> {
         if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
             return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
         }
-        Ok(Self { vi, actuated })
+        Ok(Self { vi, actuated, second_order_pool: std::sync::Arc::default() })
     }
     /// The actuated joints.
     #[must_use]
@@ -222,6 +225,10 @@ impl<'a> ViDynamics<'a> {
 impl Dynamics for ViDynamics<'_> {
     fn nx(&self) -> usize {
         2 * self.vi.n()
+    }
+    /// Exact second derivatives exist unless the VI has constraints or kinematic joints.
+    fn has_second_order(&self) -> bool {
+        self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
     }
     fn nu(&self) -> usize {
         self.actuated.len()
@@ -260,21 +267,32 @@ impl Dynamics for ViDynamics<'_> {
         let b = if self.actuated.len() == n { lin.b } else { lin.b.iter().map(|b| b.select_columns(self.actuated.iter())).collect() };
         Ok((lin.a, b))
     }
-    /// Not yet: `vidyn_vi` has no second-order flow-map derivatives. The hook expects from the
-    /// VI, for one step `(q_k, p_k, u_k) ↦ x_{k+1} = (q_{k+1}, p_{k+1})` and a co-vector
-    /// `w = (w_q, w_p)` (2n),
-    /// ```text
-    /// VariationalIntegrator::linearize2_contracted(&self, ws: &mut ViWorkspace, step: usize,
-    ///     q: &[f64], p: &[f64], u: &[f64] /* n, full controls */, guess: Option<&[f64]>,
-    ///     w: &[f64] /* 2n */, hxx: &mut DMatrix<f64> /* 2n×2n, x = (q, p) */,
-    ///     hux: &mut DMatrix<f64> /* n×2n */, huu: &mut DMatrix<f64> /* n×n */) -> Result<usize>
-    /// ```
-    /// writing `Σ_i w_i ∂²x_{k+1,i}/∂(x_k, u_k)²` (in the same coordinates as
-    /// `linearize`'s `A`, `B`); this method then keeps the actuated rows of `hux` and the
-    /// actuated rows and columns of `huu`, and reports `has_second_order() == true`.
-    fn second_order_contracted(&self, _k: usize, _x: &[f64], _u: &[f64], _w: &[f64], _out: &mut SecondOrder) -> Result<()> {
-        Err(OptimError::NotImplemented(
-            "the variational integrator does not provide second-order flow-map derivatives yet, so full DDP and the projection method's Newton model are unavailable on a VI; use method=\"ilqr\" / the quasi-Newton model".into(),
-        ))
+    /// The VI's exact λ-contracted second derivatives
+    /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on
+    /// `x_{k+1}`), keeping the actuated rows of `hux` (`= hxuᵀ`) and the actuated rows and
+    /// columns of `huu`. The step is re-solved from `(x_k, u_k)`; one workspace per concurrent
+    /// caller is kept in a pool.
+    fn second_order_contracted(&self, k: usize, x: &[f64], u: &[f64], w: &[f64], out: &mut SecondOrder) -> Result<()> {
+        let n = self.vi.n();
+        let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| self.vi.second_order_workspace());
+        let mut full = vec![0.0; n];
+        for (j, &i) in self.actuated.iter().enumerate() {
+            full[i] = u[j];
+        }
+        let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..n], &x[n..2 * n], &full, None, w).map(|d| {
+            out.hxx.copy_from(&d.hxx);
+            for (r, &i) in self.actuated.iter().enumerate() {
+                for c in 0..2 * n {
+                    out.hux[(r, c)] = d.hxu[(c, i)];
+                }
+                for (cc, &j) in self.actuated.iter().enumerate() {
+                    out.huu[(r, cc)] = d.huu[(i, j)];
+                }
+            }
+        });
+        if let Ok(mut pool) = self.second_order_pool.lock() {
+            pool.push(so);
+        }
+        Ok(result?)
     }
 }

@@ -31,8 +31,9 @@
 //! backward pass, where `V_x(k+1)` is known). The model of the cost-to-go is then the exact
 //! second-order expansion, so near a regular minimum DDP converges quadratically and the
 //! expected decrease matches the actual one; iLQR's Gauss–Newton model converges linearly
-//! when the costate does not vanish at the optimum. Dynamics without second derivatives
-//! (today: the VI) make [`Method::Ddp`] fail with [`OptimError::NotImplemented`].
+//! when the costate does not vanish at the optimum. Dynamics without second derivatives (a VI
+//! with constraints or kinematic joints) make [`Method::Ddp`] fail with
+//! [`OptimError::NotImplemented`].
 
 use crate::boxqp::box_qp;
 use crate::cost::{total_cost, Cost, StageDerivatives};

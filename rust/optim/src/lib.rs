@@ -18,8 +18,8 @@
 //!   cost, exact gradient and Gauss–Newton Hessian from the frame Jacobian.
 //!
 //! Full DDP ([`Method::Ddp`]) and the Newton model need [`Dynamics::second_order_contracted`];
-//! [`ViDynamics`] does not provide it yet (the VI has no second-order flow-map derivatives) and
-//! reports [`OptimError::NotImplemented`].
+//! [`ViDynamics`] provides it from the VI's exact λ-contracted second derivatives (except with
+//! constraints or kinematic joints, where it reports [`OptimError::NotImplemented`]).
 
 pub mod boxqp;
 pub mod cost;

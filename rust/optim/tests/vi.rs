@@ -97,19 +97,75 @@ fn projection_method_on_pendulum_on_cart_converges_to_thesis_tolerance() {
     assert!(defect < 1e-8, "{defect}");
 }
 
+/// The VI's contracted second derivatives through `ViDynamics` (actuated selection) against
+/// central differences of its `B` (h = 1e-5: the exact first derivatives are differenced, the
+/// rounding of A's momentum rows dominates below that; tolerance 1e-6 relative).
 #[test]
-fn ddp_and_newton_model_on_a_vi_are_not_implemented_yet() {
-    use vidyn_optim::{ilqr, projection_optimize, DescentModel, Dynamics, IlqrOptions, Method, OptimError, ProjectionOptions, ViDynamics};
+fn vi_second_order_contracted_matches_differences_of_the_linearisation() {
+    use vidyn_optim::{Dynamics, SecondOrder, ViDynamics};
+    use vidyn_vi::{Scheme, VariationalIntegrator};
+    let model = Arc::new(vidyn_rbd::builders::acrobot());
+    let vi = VariationalIntegrator::new(model, Scheme::midpoint(), 0.02, None).unwrap();
+    let dynamics = ViDynamics::new(&vi, Some(vec![1])).unwrap();
+    assert!(dynamics.has_second_order());
+    let (x, u, w) = ([0.3, -0.5, 0.2, 0.1], [0.7], [0.2, -0.4, 1.0, 0.5]);
+    let mut so = SecondOrder::zeros(4, 1);
+    dynamics.second_order_contracted(0, &x, &u, &w, &mut so).unwrap();
+    let b_at = |x: &[f64], u: f64| {
+        let xs: Vec<f64> = x.iter().chain(x.iter()).copied().collect(); // (x_0, x_1): only x_0 and u matter
+        let (_, b) = dynamics.linearize(&xs, &[u]).unwrap();
+        (0..4).map(|i| b[0][(i, 0)]).collect::<Vec<f64>>()
+    };
+    let h = 1e-5;
+    let contract = |v: Vec<f64>| v.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
+    let fd_uu = (contract(b_at(&x, u[0] + h)) - contract(b_at(&x, u[0] - h))) / (2.0 * h);
+    assert!((so.huu[(0, 0)] - fd_uu).abs() < 1e-6 * (1.0 + fd_uu.abs()), "huu {} vs {fd_uu}", so.huu[(0, 0)]);
+    for j in 0..4 {
+        let (mut xp, mut xm) = (x.to_vec(), x.to_vec());
+        xp[j] += h;
+        xm[j] -= h;
+        let fd = (contract(b_at(&xp, u[0])) - contract(b_at(&xm, u[0]))) / (2.0 * h);
+        assert!((so.hux[(0, j)] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "hux[{j}] {} vs {fd}", so.hux[(0, j)]);
+    }
+}
+
+/// Full DDP on the VI's exact second derivatives against iLQR on the cart-pole swing-up, both
+/// started near the optimum (from a rough iLQR solve, since from zero controls the two can reach
+/// different local optima of this non-convex problem): the same optimum, fewer iterations, and
+/// full steps whose actual decrease matches DDP's prediction.
+#[test]
+fn ddp_on_a_vi_converges_in_fewer_iterations_than_ilqr() {
+    use vidyn_optim::{ilqr, IlqrOptions, Method, ViDynamics};
     use vidyn_vi::{Scheme, VariationalIntegrator};
     let model = Arc::new(vidyn_rbd::builders::cartpole());
-    let vi = VariationalIntegrator::new(model, Scheme::by_name("trapezoid", None).unwrap(), 0.02, None).unwrap();
+    let (dt, steps) = (0.02, 100);
+    let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
-    assert!(!dynamics.has_second_order());
-    let cost = QuadraticCost::new(vec![DMatrix::identity(4, 4)], vec![DMatrix::identity(1, 1)], DMatrix::identity(4, 4), vec![0.0; 4], vec![]).unwrap();
-    let e = ilqr(&dynamics, &cost, &[0.0; 4], &[0.0; 10], &IlqrOptions { method: Method::Ddp, ..IlqrOptions::default() }).unwrap_err();
-    assert!(matches!(&e, OptimError::NotImplemented(m) if m.contains("variational integrator")), "{e}");
-    let e = projection_optimize(&dynamics, &cost, &[0.0; 4], &[0.0; 10], None, &ProjectionOptions { model: DescentModel::Newton, ..ProjectionOptions::default() }).unwrap_err();
-    assert!(matches!(&e, OptimError::NotImplemented(m) if m.contains("variational integrator")), "{e}");
+    let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
+    let inner = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    // a quadratic cost on x = (q, p) itself: its Hessian is exact (a velocity cost's would be
+    // Gauss–Newton), so DDP's model is exact to second order and its predictions can be checked
+    let cost = inner;
+    let rough = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &IlqrOptions { max_iterations: 400, tolerance: 1e-4, ..IlqrOptions::default() }).unwrap();
+    assert!(rough.converged, "{}", rough.message);
+    let mut runs = Vec::new();
+    for method in [Method::Ilqr, Method::Ddp] {
+        let opts = IlqrOptions { method, max_iterations: 400, tolerance: 1e-12, ..IlqrOptions::default() };
+        let res = ilqr(&dynamics, &cost, &[0.0; 4], &rough.u, &opts).unwrap();
+        println!("{method:?}: {} iterations, cost {:.10}, {:.3} s", res.iterations, res.cost, res.wall_time);
+        assert!(res.converged, "{method:?}: {}", res.message);
+        runs.push(res);
+    }
+    let (il, ddp) = (&runs[0], &runs[1]);
+    assert!((il.cost - ddp.cost).abs() < 1e-6 * il.cost, "same optimum: {} vs {}", il.cost, ddp.cost);
+    assert!(ddp.iterations < il.iterations, "DDP {} vs iLQR {} iterations", ddp.iterations, il.iterations);
+    for l in &ddp.log {
+        println!("  J {:.14} expected {:.3e} actual {:.3e} α {} μ {:.1e} |∇J| {:.3e}", l.cost, l.expected_reduction_alpha, l.actual_reduction, l.alpha, l.mu, l.gradient_norm);
+    }
+    let last = ddp.log.iter().rfind(|l| l.alpha == 1.0 && l.actual_reduction > 1e-9).expect("DDP takes full steps near the optimum");
+    let ratio = last.actual_reduction / last.expected_reduction_alpha;
+    println!("DDP actual/expected decrease near the optimum: {ratio}");
+    assert!((ratio - 1.0).abs() < 1e-2, "DDP actual/expected = {ratio}");
 }
 
 #[test]
