@@ -10,7 +10,7 @@
 
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
-use vidyn_vi::{linearize_trajectory, Trajectory, VariationalIntegrator};
+use vidyn_vi::{Trajectory, VariationalIntegrator};
 
 /// A control law `policy(k, x_k, u_k)` writing `u_k` from the state.
 pub type Policy<'a> = dyn FnMut(usize, &[f64], &mut [f64]) + 'a;
@@ -169,8 +169,8 @@ impl Dynamics for LinearDynamics {
 /// the generalised forces of the `actuated` joints (nu = m; the other joints get zero force).
 ///
 /// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
-/// does; linearisations go through [`vidyn_vi::linearize_trajectory`] (every step in parallel,
-/// exact `A`, `B`), keeping the actuated columns of `B`; DDP's second-order terms come from
+/// does; linearisations go through the batch engine (every step in parallel, exact `A`, `B`),
+/// keeping the actuated columns of `B`; DDP's second-order terms come from
 /// the VI's λ-contracted second derivatives.
 #[derive(Clone, Debug)]
 pub struct ViDynamics<'a> {
@@ -260,12 +260,26 @@ impl Dynamics for ViDynamics<'_> {
         }
         Ok((x, u))
     }
+    /// Every step through the batch engine ([`vidyn_batch::linearize`], one trajectory, all its
+    /// steps in parallel on vidyn's pool), keeping the actuated columns of `B`; the first
+    /// failing step's error is returned.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         let traj = self.to_trajectory(x, u);
-        let lin = linearize_trajectory(self.vi, &traj)?;
-        let n = self.vi.n();
-        let b = if self.actuated.len() == n { lin.b } else { lin.b.iter().map(|b| b.select_columns(self.actuated.iter())).collect() };
-        Ok((lin.a, b))
+        let (n, steps) = (self.vi.n(), traj.steps);
+        let nx = 2 * n;
+        let (mut a, mut b) = (vec![0.0; steps * nx * nx], vec![0.0; steps * nx * n]);
+        let failures = vidyn_batch::linearize(self.vi, &vidyn_batch::Control::new(), 1, steps, &traj.q, &traj.p, &traj.u, &mut a, &mut b).map_err(batch_error)?;
+        if let Some((_, e)) = failures.into_iter().next() {
+            return Err(batch_error(e));
+        }
+        let a = (0..steps).map(|k| DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx])).collect();
+        let b = (0..steps)
+            .map(|k| {
+                let bk = &b[k * nx * n..(k + 1) * nx * n];
+                DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]])
+            })
+            .collect();
+        Ok((a, b))
     }
     /// The VI's exact λ-contracted second derivatives
     /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on
@@ -294,5 +308,13 @@ impl Dynamics for ViDynamics<'_> {
             pool.push(so);
         }
         Ok(result?)
+    }
+}
+
+/// A failed step of the batch engine as an optimiser error.
+fn batch_error(e: vidyn_batch::BatchError<vidyn_vi::ViError>) -> OptimError {
+    match e {
+        vidyn_batch::BatchError::Core(e) => OptimError::Dynamics(e),
+        other => OptimError::InvalidInput(other.to_string()),
     }
 }

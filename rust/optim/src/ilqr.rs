@@ -1,7 +1,7 @@
 //! Iterative LQR (iLQR) on exact discrete dynamics, with control limits.
 //!
 //! Each iteration linearises the whole trajectory (for a VI: every step in parallel through
-//! [`vidyn_vi::linearize_trajectory`], exact `A_k`, `B_k`), runs the Riccati-like backward
+//! the batch engine, [`vidyn_batch::linearize`], exact `A_k`, `B_k`), runs the Riccati-like backward
 //! pass on the Gauss–Newton model of the cost-to-go (second derivatives of the dynamics
 //! dropped: that is what distinguishes iLQR from DDP), and a forward pass with a backtracking
 //! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`.
