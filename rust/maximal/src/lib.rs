@@ -15,6 +15,7 @@
 pub mod body;
 pub mod constraint;
 pub mod error;
+pub mod graph;
 
 pub use body::{Body, BodyState, Pose};
 pub use constraint::{Constraint, JointKind};
