@@ -16,7 +16,14 @@ pub mod body;
 pub mod constraint;
 pub mod error;
 pub mod graph;
+pub mod integrator;
+pub mod mechanism;
 
 pub use body::{Body, BodyState, Pose};
 pub use constraint::{Constraint, JointKind};
 pub use error::{MaximalError, Result};
+pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
+pub use mechanism::{Mechanism, MechanismJoint};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,351 @@
+//! Cross-checks of the integrator: Newton matrix against finite differences and a dense LU,
+//! discrete conservation laws, constraint drift on loops, agreement with the minimal-coordinate
+//! variational integrator as Δt → 0, and clear errors.
+
+use crate::body::Pose;
+use crate::*;
+use nalgebra::{DMatrix, DVector, Matrix3, UnitQuaternion, Vector3, Vector6};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use vidyn_rbd::{FrameKind, Joint, Model, ModelBuilder};
+use vidyn_spatial::{Inertia, Se3};
+
+/// Solid cylinder of mass `m`, length `l`, radius 0.05 hanging along `−z` from the body origin
+/// (the minimal-coordinate builders use thin rods, whose zero axial inertia maximal
+/// coordinates cannot invert).
+pub(crate) fn cylinder(m: f64, l: f64) -> Inertia {
+    let r: f64 = 0.05;
+    let it = m * (3.0 * r * r + l * l) / 12.0;
+    Inertia::new(m, Vector3::new(0.0, 0.0, -l / 2.0), Matrix3::from_diagonal(&Vector3::new(it, it, 0.5 * m * r * r)))
+}
+
+/// A chain of `n` cylinders (1 kg, 1 m) on revolute joints: all about `y` when `planar`, else
+/// alternating `y`, `x`.
+pub(crate) fn cylinder_chain(n: usize, planar: bool) -> Model {
+    let mut b = ModelBuilder::new("cylinder_chain");
+    let mut parent = None;
+    for k in 0..n {
+        let axis = if planar || k % 2 == 0 { Vector3::y() } else { Vector3::x() };
+        let at = if k == 0 { Se3::identity() } else { Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, -1.0)) };
+        parent = Some(b.add_body(parent, &format!("joint{}", k + 1), Joint::Revolute { axis }, at, cylinder(1.0, 1.0)).unwrap());
+    }
+    if let Some(p) = parent {
+        b.add_frame("tip", Some(p), Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, -1.0)), FrameKind::Operational).unwrap();
+    }
+    b.build().unwrap()
+}
+
+/// A planar four-bar: a 3-link `cylinder_chain` whose tip is held on the world line through
+/// its position at `q0` along `y` (point-on-line closure: the two in-plane rows only, so the
+/// loop is not redundant). Returns the mechanism and `q0`.
+pub(crate) fn four_bar() -> (Mechanism, Vec<f64>) {
+    let model = Arc::new(cylinder_chain(3, true));
+    let q0 = vec![0.9, -1.4, -0.6];
+    let mut mech = Mechanism::from_model(model.clone()).unwrap();
+    let tip = tip_position(&model, &q0);
+    let at_tip = Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, -1.0));
+    mech.add_loop_closure("closure", JointKind::PointOnLine { axis: Vector3::y() }, None, Se3::new(Matrix3::identity(), tip), 2, at_tip).unwrap();
+    (mech, q0)
+}
+
+fn tip_position(model: &Model, q: &[f64]) -> Vector3<f64> {
+    let mut ws = model.workspace();
+    vidyn_rbd::placements(model, &mut ws, q).unwrap();
+    ws.placements[model.nbodies() - 1].act_point(&Vector3::new(0.0, 0.0, -1.0))
+}
+
+/// A chain of `segments` closed four-bar loops hanging below each other (planar, revolute
+/// about `y`): per segment a left and a right hanger (1 m) from the bar above (the world for
+/// the first) at `x = 0` and `x = 1`, and a bottom bar (1 m along `+x`) on the left hanger's
+/// end, closed to the right hanger's end by a point-on-line joint.
+pub(crate) fn four_bar_chain(segments: usize) -> (Mechanism, Vec<f64>) {
+    let mut b = ModelBuilder::new("four_bar_chain");
+    let down = Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, -1.0));
+    let bar = {
+        let (m, l, r): (f64, f64, f64) = (1.0, 1.0, 0.05);
+        let it = m * (3.0 * r * r + l * l) / 12.0;
+        Inertia::new(m, Vector3::new(0.5, 0.0, 0.0), Matrix3::from_diagonal(&Vector3::new(0.5 * m * r * r, it, it)))
+    };
+    let mut above: Option<usize> = None;
+    let mut closures = Vec::new();
+    for s in 0..segments {
+        let left_at = Se3::identity();
+        let right_at = Se3::new(Matrix3::identity(), Vector3::new(1.0, 0.0, 0.0));
+        let y = Joint::Revolute { axis: Vector3::y() };
+        let left = b.add_body(above, &format!("left{s}"), y, left_at, cylinder(1.0, 1.0)).unwrap();
+        let right = b.add_body(above, &format!("right{s}"), y, right_at, cylinder(1.0, 1.0)).unwrap();
+        let bottom = b.add_body(Some(left), &format!("bar{s}"), y, down, bar).unwrap();
+        closures.push((format!("closure{s}"), bottom, right));
+        above = Some(bottom);
+    }
+    let names: Vec<(String, String, String)> = closures.iter().map(|(c, _, _)| c.clone()).zip((0..segments).map(|s| (format!("bar{s}"), format!("right{s}")))).map(|(c, (a, r))| (c, a, r)).collect();
+    let model = Arc::new(b.build().unwrap());
+    let mut mech = Mechanism::from_model(model.clone()).unwrap();
+    for (c, bar_name, right_name) in names {
+        let (bi, ri) = (model.joint_index(&bar_name).unwrap(), model.joint_index(&right_name).unwrap());
+        let bar_end = Se3::new(Matrix3::identity(), Vector3::new(1.0, 0.0, 0.0));
+        mech.add_loop_closure(&c, JointKind::PointOnLine { axis: Vector3::y() }, Some(bi), bar_end, ri, down).unwrap();
+    }
+    // a parallelogram configuration: every hanger at the same angle, bars level
+    let mut q = vec![0.0; model.nq];
+    for s in 0..segments {
+        let th = 0.4;
+        q[model.idx_q[model.joint_index(&format!("left{s}")).unwrap()]] = th;
+        q[model.idx_q[model.joint_index(&format!("right{s}")).unwrap()]] = th;
+        q[model.idx_q[model.joint_index(&format!("bar{s}")).unwrap()]] = -th;
+    }
+    (mech, q)
+}
+
+fn initial_state(vi: &MaximalIntegrator, q: &[f64], v: &[f64]) -> Vec<BodyState> {
+    let mut s = vec![BodyState::default(); vi.mechanism().nbodies()];
+    vi.mechanism().state_from_minimal(q, v, vi.dt(), &mut s).unwrap();
+    s
+}
+
+/// Unknowns `(v, ω, λ)` as one dense vector in node order.
+fn gather(vi: &MaximalIntegrator, ws: &MaximalWorkspace) -> DVector<f64> {
+    let o = ws.solver.offsets();
+    let mut x = DVector::zeros(o[o.len() - 1]);
+    for i in 0..vi.mechanism().nbodies() {
+        x.rows_mut(o[i], 3).copy_from(&ws.v[i]);
+        x.rows_mut(o[i] + 3, 3).copy_from(&ws.w[i]);
+    }
+    for (j, node) in vi.joint_node.iter().enumerate() {
+        if let Some(n) = node {
+            let m = ws.solver.dim(*n);
+            x.rows_mut(o[*n], m).copy_from(&ws.lambda[j].rows(0, m));
+        }
+    }
+    x
+}
+
+fn scatter(vi: &MaximalIntegrator, ws: &mut MaximalWorkspace, x: &DVector<f64>) {
+    let o = ws.solver.offsets();
+    for i in 0..vi.mechanism().nbodies() {
+        ws.v[i] = x.fixed_rows::<3>(o[i]).into();
+        ws.w[i] = x.fixed_rows::<3>(o[i] + 3).into();
+    }
+    for (j, node) in vi.joint_node.iter().enumerate() {
+        if let Some(n) = node {
+            let m = ws.solver.dim(*n);
+            ws.lambda[j] = Vector6::zeros();
+            ws.lambda[j].rows_mut(0, m).copy_from(&x.rows(o[*n], m));
+        }
+    }
+}
+
+fn residual_vector(ws: &MaximalWorkspace) -> DVector<f64> {
+    let o = ws.solver.offsets();
+    let mut r = DVector::zeros(o[o.len() - 1]);
+    for k in 0..ws.solver.len() {
+        let m = ws.solver.dim(k);
+        r.rows_mut(o[k], m).copy_from(&ws.residual[k].rows(0, m));
+    }
+    r
+}
+
+/// The four-bar at a random moving state with random unknowns, ready for `evaluate`/`assemble`.
+fn prepared(seed: u64) -> (MaximalIntegrator, MaximalWorkspace, DVector<f64>) {
+    let (mut mech, q0) = four_bar();
+    let n = mech.nu;
+    mech.stiffness = vec![0.7; n];
+    mech.damping = vec![0.2; n];
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.02).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let v: Vec<f64> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+    let state = initial_state(&vi, &q0, &v);
+    let mut ws = vi.workspace();
+    let u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    vi.prepare(&mut ws, 0, &state, &u, None).unwrap();
+    let mut x = gather(&vi, &ws);
+    for xi in x.iter_mut() {
+        *xi += rng.random_range(-0.5..0.5);
+    }
+    scatter(&vi, &mut ws, &x);
+    (vi, ws, x)
+}
+
+#[test]
+fn newton_matrix_matches_central_differences_of_the_residual() {
+    // h = 1e-6 on unknowns of size O(1): truncation ~h²·|r'''| ≈ 1e-10 (r has 1/Δt = 50
+    // factors), round-off ~ε|r|/h ≈ 1e-8 for |r| ≈ 50; tolerance 1e-6 relative to max|F|.
+    let h = 1e-6;
+    for seed in 0..3 {
+        let (vi, mut ws, x) = prepared(seed);
+        vi.evaluate(&mut ws, 1.0).unwrap();
+        vi.assemble(&mut ws);
+        let f = ws.solver.to_dense();
+        let scale = f.amax().max(1.0);
+        for c in 0..x.len() {
+            let mut xp = x.clone();
+            xp[c] += h;
+            scatter(&vi, &mut ws, &xp);
+            vi.evaluate(&mut ws, 1.0).unwrap();
+            let rp = residual_vector(&ws);
+            xp[c] -= 2.0 * h;
+            scatter(&vi, &mut ws, &xp);
+            vi.evaluate(&mut ws, 1.0).unwrap();
+            let rm = residual_vector(&ws);
+            let fd = (rp - rm) / (2.0 * h);
+            let err = (fd - f.column(c)).amax();
+            assert!(err < 1e-6 * scale, "column {c}: error {err:e} (max |F| = {scale:e})");
+        }
+    }
+}
+
+#[test]
+fn graph_solve_matches_dense_lu_on_the_newton_matrix() {
+    for seed in 0..3 {
+        let (vi, mut ws, _) = prepared(seed);
+        vi.evaluate(&mut ws, 1.0).unwrap();
+        vi.assemble(&mut ws);
+        let f: DMatrix<f64> = ws.solver.to_dense();
+        let r = residual_vector(&ws);
+        let expected = f.clone().lu().solve(&r).unwrap();
+        let sv = f.singular_values();
+        let cond = sv.max() / sv.min();
+        ws.solver.factorize().unwrap();
+        let mut b = ws.residual.clone();
+        ws.solver.solve(&mut b);
+        let o = ws.solver.offsets();
+        let mut err = 0.0_f64;
+        for k in 0..ws.solver.len() {
+            for i in 0..ws.solver.dim(k) {
+                err = err.max((b[k][i] - expected[o[k] + i]).abs());
+            }
+        }
+        let rel = err / expected.amax();
+        println!("seed {seed}: cond {cond:.2e}, graph vs dense LU relative difference {rel:.2e}");
+        // both are backward-stable solves; they may differ by ~cond·ε
+        assert!(rel < 1e-12_f64.max(cond * 4.0 * f64::EPSILON), "relative difference {rel:e}, cond {cond:e}");
+    }
+}
+
+/// Three asymmetric bodies joined by a spherical and a revolute joint, floating, no gravity.
+fn free_mechanism() -> (Mechanism, Vec<BodyState>) {
+    let body = |name: &str, m: f64, d: [f64; 3]| Body { name: name.into(), mass: m, inertia: Matrix3::from_diagonal(&Vector3::from(d)) };
+    let mut mech = Mechanism::new(vec![body("a", 2.0, [0.1, 0.2, 0.3]), body("b", 1.0, [0.05, 0.09, 0.12]), body("c", 0.7, [0.04, 0.02, 0.05])], Vector3::zeros()).unwrap();
+    let frame = |x: f64, y: f64, z: f64, r: [f64; 3]| Se3::from_quaternion(&UnitQuaternion::from_scaled_axis(Vector3::from(r)), Vector3::new(x, y, z));
+    let (fa, fb) = (frame(0.4, 0.1, 0.0, [0.2, 0.0, 0.1]), frame(-0.3, 0.0, 0.05, [0.0, 0.3, 0.0]));
+    let (fb2, fc) = (frame(0.25, -0.1, 0.0, [0.1, 0.1, 0.0]), frame(-0.2, 0.0, 0.0, [0.0, 0.0, 0.4]));
+    mech.add_joint("ball", JointKind::Spherical, Some(0), fa, 1, fb).unwrap();
+    let axis = Vector3::new(0.2, 0.5, 1.0).normalize();
+    mech.add_joint("hinge", JointKind::Revolute { axis }, Some(1), fb2, 2, fc).unwrap();
+    // consistent poses: joint frames coincide up to the free motions
+    let pa = Pose::new(Vector3::new(0.1, 0.2, 0.3), UnitQuaternion::from_scaled_axis(Vector3::new(0.3, -0.2, 0.5)));
+    let place = |parent: &Pose, pf: Se3, rel: Se3, cf: Se3| {
+        let w = Se3::from_quaternion(&parent.q, parent.x) * pf * rel * cf.inverse();
+        Pose::new(w.translation, UnitQuaternion::from_matrix(&w.rotation))
+    };
+    let pb = place(&pa, fa, Se3::from_quaternion(&UnitQuaternion::from_scaled_axis(Vector3::new(0.7, -0.4, 0.2)), Vector3::zeros()), fb);
+    let pc = place(&pb, fb2, Se3::from_quaternion(&UnitQuaternion::from_scaled_axis(axis * 1.1), Vector3::zeros()), fc);
+    // arbitrary incoming velocities: momentum conservation does not need consistent ones
+    let s = |p: Pose, v: [f64; 3], w: [f64; 3]| BodyState { pose: p, v: Vector3::from(v), w: Vector3::from(w) };
+    let state = vec![s(pa, [0.3, -0.2, 0.1], [1.0, 2.0, -0.5]), s(pb, [-0.1, 0.4, 0.0], [-2.0, 0.5, 1.5]), s(pc, [0.0, 0.1, -0.3], [0.5, -1.0, 3.0])];
+    (mech, state)
+}
+
+#[test]
+fn free_system_conserves_discrete_linear_and_angular_momentum() {
+    let (mech, mut state) = free_mechanism();
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let (p0, h0) = (vi.linear_momentum(&state), vi.angular_momentum(&state));
+    let (mut dp, mut dh, mut viol, mut iters) = (0.0_f64, 0.0_f64, 0.0_f64, 0);
+    for k in 0..1000 {
+        let st = vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
+        iters = iters.max(st.iterations);
+        std::mem::swap(&mut state, &mut next);
+        dp = dp.max((vi.linear_momentum(&state) - p0).amax());
+        dh = dh.max((vi.angular_momentum(&state) - h0).amax());
+        viol = viol.max(vi.constraint_violation(&state));
+        for s in &state {
+            assert!((s.pose.q.coords.norm() - 1.0).abs() < 1e-13);
+        }
+    }
+    println!("free system, 1000 steps: |ΔP| = {dp:.1e}, |ΔH| = {dh:.1e}, max |g| = {viol:.1e}, max Newton iterations {iters}");
+    assert!(dp < 1e-11 * p0.amax().max(1.0), "linear momentum drift {dp:e}");
+    assert!(dh < 1e-11 * h0.amax().max(1.0), "angular momentum drift {dh:e}");
+    assert!(viol < 1e-12, "constraint violation {viol:e}");
+}
+
+#[test]
+fn four_bar_keeps_its_loop_closed_without_drift_over_ten_thousand_steps() {
+    let (mech, q0) = four_bar();
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    assert!(vi.is_loop(3) && !vi.is_loop(0) && !vi.is_loop(2));
+    let mut state = initial_state(&vi, &q0, &[0.0; 3]);
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let (mut viol, mut first_half, mut e_min, mut e_max) = (0.0_f64, 0.0_f64, f64::INFINITY, f64::NEG_INFINITY);
+    let (mut mean_a, mut mean_b) = (0.0, 0.0);
+    let n = 10_000;
+    for k in 0..n {
+        vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
+        std::mem::swap(&mut state, &mut next);
+        viol = viol.max(vi.constraint_violation(&state));
+        if k == n / 2 {
+            first_half = viol;
+        }
+        let e = vi.energy(&state);
+        e_min = e_min.min(e);
+        e_max = e_max.max(e);
+        if k < 1000 {
+            mean_a += e / 1000.0;
+        } else if k >= n - 1000 {
+            mean_b += e / 1000.0;
+        }
+    }
+    println!("four-bar, 10⁴ steps: max |g| = {viol:.1e} (first half {first_half:.1e}); energy range {:.3e}, window means {mean_a:.6} → {mean_b:.6}", e_max - e_min);
+    // within the Newton tolerance (1e-12 on |g|) at every one of the 10⁴ knots: no drift
+    assert!(viol <= 1e-12, "constraint violation {viol:e}");
+    // no drift: the energy oscillates (O(Δt) for this first-order scheme) around a fixed level
+    assert!((mean_b - mean_a).abs() < 0.1 * (e_max - e_min).max(1e-9), "energy trend {mean_a} → {mean_b}");
+}
+
+#[test]
+fn chain_of_closed_loop_segments_keeps_every_loop_closed() {
+    let (mech, q0) = four_bar_chain(4);
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let nloops = (0..vi.mechanism().joints.len()).filter(|&j| vi.is_loop(j)).count();
+    assert_eq!(nloops, 4);
+    let mut state = initial_state(&vi, &q0, &vec![0.0; q0.len()]);
+    assert!(vi.constraint_violation(&state) < 1e-14);
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let mut viol = 0.0_f64;
+    let mut iters = 0;
+    for k in 0..10_000 {
+        let st = vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
+        iters = iters.max(st.iterations);
+        std::mem::swap(&mut state, &mut next);
+        viol = viol.max(vi.constraint_violation(&state));
+    }
+    println!("chain of 4 four-bar segments, 10⁴ steps: max |g| = {viol:.1e}, fill blocks {}, max Newton iterations {iters}", vi.fill_edges());
+    assert!(viol < 1e-12, "constraint violation {viol:e}");
+}
+
+#[test]
+fn redundant_planar_loop_is_a_clear_singular_pivot_error() {
+    let model = Arc::new(cylinder_chain(3, true));
+    let q0 = [0.9, -1.4, -0.6];
+    let mut mech = Mechanism::from_model(model.clone()).unwrap();
+    let tip = tip_position(&model, &q0);
+    // a revolute closure also fixes out-of-plane motions that the other joints already fix
+    let at_tip = Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, -1.0));
+    mech.add_loop_closure("closure", JointKind::Revolute { axis: Vector3::y() }, None, Se3::new(Matrix3::identity(), tip), 2, at_tip).unwrap();
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let state = initial_state(&vi, &q0, &[0.0; 3]);
+    let mut next = state.clone();
+    let err = vi.step(&mut vi.workspace(), 7, &state, &[], None, &mut next).unwrap_err();
+    assert!(matches!(&err, MaximalError::SingularPivot { node, step: 7, .. } if node.contains("closure")), "{err}");
+}
+
+#[test]
+fn thin_rods_without_axial_inertia_are_rejected_clearly() {
+    let err = Mechanism::from_model(Arc::new(vidyn_rbd::builders::pendulum_chain(2, true))).unwrap_err();
+    assert!(err.to_string().contains("positive-definite inertia"), "{err}");
+}
