@@ -349,3 +349,58 @@ fn thin_rods_without_axial_inertia_are_rejected_clearly() {
     let err = Mechanism::from_model(Arc::new(vidyn_rbd::builders::pendulum_chain(2, true))).unwrap_err();
     assert!(err.to_string().contains("positive-definite inertia"), "{err}");
 }
+
+/// Final configuration after `t_end` of the maximal integrator on a model from `(q0, v0)`
+/// with constant controls `u`.
+fn maximal_final(mech: &Arc<Mechanism>, dt: f64, t_end: f64, q0: &[f64], v0: &[f64], u: &[f64]) -> Vec<f64> {
+    let vi = MaximalIntegrator::new(mech.clone(), dt).unwrap();
+    let mut state = initial_state(&vi, q0, v0);
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let steps = (t_end / dt).round() as usize;
+    for k in 0..steps {
+        vi.step(&mut ws, k, &state, u, None, &mut next).unwrap();
+        std::mem::swap(&mut state, &mut next);
+    }
+    let poses: Vec<Pose> = state.iter().map(|s| s.pose).collect();
+    let mut q = vec![0.0; q0.len()];
+    mech.configuration(&poses, &mut q).unwrap();
+    q
+}
+
+fn minimal_final(model: &Arc<Model>, scheme: vidyn_vi::Scheme, forces: &vidyn_vi::JointForces, dt: f64, t_end: f64, q0: &[f64], v0: &[f64], u: &[f64]) -> Vec<f64> {
+    let vi = vidyn_vi::VariationalIntegrator::new(model.clone(), scheme, dt, Some(forces.clone())).unwrap();
+    let mut ws = vi.workspace();
+    let mut p0 = vec![0.0; q0.len()];
+    vi.momentum(&mut ws, q0, v0, &mut p0).unwrap();
+    let steps = (t_end / dt).round() as usize;
+    let controls: Vec<f64> = (0..steps).flat_map(|_| u.iter().copied()).collect();
+    let traj = vidyn_vi::rollout(&vi, q0, &p0, &controls).unwrap();
+    traj.q_at(steps).to_vec()
+}
+
+#[test]
+fn maximal_and_minimal_integrators_converge_to_the_same_motion() {
+    // a spatial 3-link chain with controls, joint springs and dampers
+    let model = Arc::new(cylinder_chain(3, false));
+    let forces = vidyn_vi::JointForces { damping: vec![0.1, 0.05, 0.2], stiffness: vec![0.5, 1.0, 0.3], rest: vec![0.1, -0.2, 0.0] };
+    let mut mech = Mechanism::from_model(model.clone()).unwrap();
+    mech.damping = forces.damping.clone();
+    mech.stiffness = forces.stiffness.clone();
+    mech.rest = forces.rest.clone();
+    let mech = Arc::new(mech);
+    let (q0, v0, u) = ([0.6, -0.4, 0.3], [0.5, -0.3, 0.2], [0.3, -0.2, 0.1]);
+    let t_end = 0.5;
+    let reference = minimal_final(&model, vidyn_vi::Scheme::simpson(), &forces, 2.5e-4, t_end, &q0, &v0, &u);
+    let err = |q: &[f64]| q.iter().zip(&reference).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+    let dts = [0.004, 0.002, 0.001, 0.0005];
+    let e_max: Vec<f64> = dts.iter().map(|&dt| err(&maximal_final(&mech, dt, t_end, &q0, &v0, &u))).collect();
+    let e_min: Vec<f64> = dts.iter().map(|&dt| err(&minimal_final(&model, vidyn_vi::Scheme::trapezoid(), &forces, dt, t_end, &q0, &v0, &u))).collect();
+    let order = |e: &[f64]| -> Vec<f64> { e.windows(2).map(|w| (w[0] / w[1]).log2()).collect() };
+    println!("Δt {dts:?}\nmaximal errors {e_max:?} orders {:.2?}\nminimal (trapezoid) errors {e_min:?} orders {:.2?}", order(&e_max), order(&e_min));
+    // first order: every halving of Δt halves the error (observed orders within 0.95..1.05)
+    for p in order(&e_max) {
+        assert!((0.95..1.05).contains(&p), "observed order {p}");
+    }
+    assert!(e_max[dts.len() - 1] < 5e-3, "maximal error {:e} at Δt = {}", e_max[dts.len() - 1], dts[dts.len() - 1]);
+}
