@@ -17,6 +17,8 @@ PUBLIC = [
     "ConvergenceError",
     "InputError",
     "Kinematics",
+    "MaximalIntegrator",
+    "MaximalTrajectory",
     "Model",
     "ModelBuilder",
     "ModelError",

@@ -18,12 +18,14 @@ pub mod error;
 pub mod graph;
 pub mod integrator;
 pub mod mechanism;
+pub mod trajectory;
 
 pub use body::{Body, BodyState, Pose};
 pub use constraint::{Constraint, JointKind};
 pub use error::{MaximalError, Result};
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 pub use mechanism::{Mechanism, MechanismJoint};
+pub use trajectory::{rollout, rollout_minimal, MaximalTrajectory};
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ mod batch;
 mod builder;
 mod convert;
 mod errors;
+mod maximal;
 mod model;
 mod optim;
 mod vi;
@@ -51,6 +52,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<algorithms::Kinematics>()?;
     m.add_class::<vi::PyVariationalIntegrator>()?;
     m.add_class::<vi::PyTrajectory>()?;
+    m.add_class::<maximal::PyMaximalIntegrator>()?;
+    m.add_class::<maximal::PyMaximalTrajectory>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;
