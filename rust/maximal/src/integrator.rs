@@ -398,6 +398,43 @@ impl MaximalIntegrator {
         }
     }
 
+    /// Benchmark and test hook: prepares the step from `state` and assembles the Newton matrix
+    /// at the warm start (`ż_k = ż_{k−1}`, `λ` from the workspace), with the residual as
+    /// right-hand side. Follow with [`Self::solve_assembled`] or [`Self::assembled_dense`].
+    #[doc(hidden)]
+    pub fn assemble_newton(&self, ws: &mut MaximalWorkspace, state: &[BodyState], u: &[f64]) -> Result<()> {
+        let p_scale = self.prepare(ws, 0, state, u, None)?;
+        self.evaluate(ws, p_scale).ok_or_else(|| self.spin(ws, 0))?;
+        self.assemble(ws);
+        Ok(())
+    }
+
+    /// Benchmark hook: factorises the assembled matrix on the graph and solves for the Newton
+    /// direction (in place: assemble again before the next call).
+    #[doc(hidden)]
+    pub fn solve_assembled(&self, ws: &mut MaximalWorkspace) -> Result<()> {
+        ws.solver.factorize().map_err(|node| self.singular(node, 0))?;
+        for (d, r) in ws.direction.iter_mut().zip(&ws.residual) {
+            *d = -r;
+        }
+        ws.solver.solve(&mut ws.direction);
+        Ok(())
+    }
+
+    /// Benchmark hook: the assembled Newton matrix as a dense matrix and the right-hand side
+    /// `−r` (node order), for the dense-LU baseline.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn assembled_dense(&self, ws: &MaximalWorkspace) -> (nalgebra::DMatrix<f64>, nalgebra::DVector<f64>) {
+        let o = ws.solver.offsets();
+        let mut r = nalgebra::DVector::zeros(o[o.len() - 1]);
+        for k in 0..ws.solver.len() {
+            let m = ws.solver.dim(k);
+            r.rows_mut(o[k], m).copy_from(&(-ws.residual[k]).rows(0, m));
+        }
+        (ws.solver.to_dense(), r)
+    }
+
     fn spin(&self, ws: &MaximalWorkspace, step: usize) -> MaximalError {
         let (i, w) = ws.w.iter().enumerate().max_by(|a, b| a.1.norm().total_cmp(&b.1.norm())).map(|(i, w)| (i, *w)).unwrap_or((0, Vector3::zeros()));
         self.mech.spin_error(i, step, &w, self.dt)

@@ -18,6 +18,7 @@ pub mod error;
 pub mod graph;
 pub mod integrator;
 pub mod mechanism;
+pub mod models;
 pub mod trajectory;
 
 pub use body::{Body, BodyState, Pose};
