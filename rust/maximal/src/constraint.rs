@@ -243,6 +243,78 @@ impl Constraint {
         }
         (ja, jb)
     }
+
+    /// Derivatives of the constraint wrenches `W_a = G_a(z)ᵀλ`, `W_b = G_b(z)ᵀλ` (rows
+    /// `[δx; δθ]` as in [`Self::jacobians`]) with respect to the poses, for fixed `λ` (first
+    /// `m` entries used): returns `[[∂W_a/∂z_a, ∂W_a/∂z_b], [∂W_b/∂z_a, ∂W_b/∂z_b]]`.
+    ///
+    /// With `μ_T = D_T λ_T`, `μ_R = D_R λ_R` the wrenches are the gradients of
+    /// `φ = μ_T·g_T + μ_R·vec(q_r)`. Writing `ν = R_a R_aj μ_T`, `m_a = R_aj μ_T`,
+    /// `ρ = R_aᵀ(x_b + R_b p_bj − x_a)`: `W_b = [ν; p_bj × R_bᵀν] + [0; ½R_bj(q_s μ_R − q_v×μ_R)]`,
+    /// `W_a = [−ν; m_a × ρ] + [0; −½R_aj(q_s μ_R + q_v×μ_R)]`; their derivatives follow from
+    /// `δR = R δθ×` and the first-order changes of `q_r` (our derivation; checked against
+    /// central differences of [`Self::jacobians`] in the tests). The world has no blocks.
+    #[must_use]
+    pub fn wrench_jacobians(&self, a: Option<&Pose>, b: &Pose, lambda: &[f64]) -> [[Matrix6<f64>; 2]; 2] {
+        let (pf, cf) = (&self.parent_frame, &self.child_frame);
+        let mut mu_t = Vector3::zeros();
+        for i in 0..self.nt {
+            mu_t += self.t_rows[i] * lambda[i];
+        }
+        let mut mu_r = Vector3::zeros();
+        for i in 0..self.nr {
+            mu_r += self.r_rows[i] * lambda[self.nt + i];
+        }
+        let rel = self.relative(a, b);
+        let (qs, qv) = (rel.qr.w, rel.qr.imag());
+        let ra = a.map_or(Matrix3::identity(), Pose::rotation);
+        let rb = b.rotation();
+        let xa = a.map_or(Vector3::zeros(), |a| a.x);
+        let m_a = pf.rotation * mu_t;
+        let nu = ra * m_a;
+        let rho = ra.transpose() * (b.point(&cf.origin) - xa);
+        let (sm, sp, smu) = (skew(&m_a), skew(&cf.origin), skew(&mu_r));
+        let sqv = skew(&qv);
+        let mut out = [[Matrix6::zeros(); 2]; 2];
+        // translational primitive
+        {
+            let [[aa, ab], [ba, bb]] = &mut out;
+            // W_b,x = ν
+            ba.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-(ra * sm)));
+            // W_b,θ = p_bj × R_bᵀ ν
+            bb.fixed_view_mut::<3, 3>(3, 3).copy_from(&(sp * skew(&(rb.transpose() * nu))));
+            ba.fixed_view_mut::<3, 3>(3, 3).copy_from(&(-(sp * rb.transpose() * ra * sm)));
+            // W_a,x = −ν
+            aa.fixed_view_mut::<3, 3>(0, 3).copy_from(&(ra * sm));
+            // W_a,θ = m_a × ρ
+            aa.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-(sm * ra.transpose())));
+            aa.fixed_view_mut::<3, 3>(3, 3).copy_from(&(sm * skew(&rho)));
+            ab.fixed_view_mut::<3, 3>(3, 0).copy_from(&(sm * ra.transpose()));
+            ab.fixed_view_mut::<3, 3>(3, 3).copy_from(&(-(sm * ra.transpose() * rb * sp)));
+        }
+        // rotational primitive
+        {
+            let outer = mu_r * qv.transpose();
+            let (rbj, raj) = (&cf.rotation, &pf.rotation);
+            let bb_r = rbj * (-outer + smu * qs + smu * sqv) * rbj.transpose() * 0.25;
+            let ab_r = raj * (outer + smu * qs + smu * sqv) * rbj.transpose() * 0.25;
+            let ba_r = -(rbj * (-outer + smu * qs - smu * sqv) * raj.transpose() * 0.25);
+            let aa_r = -(raj * (outer + smu * qs - smu * sqv) * raj.transpose() * 0.25);
+            let add = |m: &mut Matrix6<f64>, x: &Matrix3<f64>| {
+                let cur = m.fixed_view::<3, 3>(3, 3) + x;
+                m.fixed_view_mut::<3, 3>(3, 3).copy_from(&cur);
+            };
+            add(&mut out[1][1], &bb_r);
+            add(&mut out[0][1], &ab_r);
+            add(&mut out[1][0], &ba_r);
+            add(&mut out[0][0], &aa_r);
+        }
+        if a.is_none() {
+            out[0] = [Matrix6::zeros(); 2];
+            out[1][0] = Matrix6::zeros();
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +408,52 @@ mod tests {
             // and a generic perturbation violates them
             let g = c.value(Some(&a), &b.retract(&v3(&mut rng), &v3(&mut rng)));
             assert!(g[..c.rows()].iter().any(|x| x.abs() > 1e-3), "{}", kind.name());
+        }
+    }
+
+    #[test]
+    fn wrench_jacobians_match_central_differences() {
+        // W(z) = G(z)ᵀλ from the analytic first derivatives; h = 1e-6 central differences of
+        // it: truncation ~h², round-off ~ε|W|/h ≈ 1e-10; tolerance 1e-8.
+        let h = 1e-6;
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..10 {
+            for kind in kinds(&mut rng) {
+                for world in [false, true] {
+                    let c = Constraint::new(kind, &se3(&mut rng), &se3(&mut rng));
+                    let (a, b) = (pose(&mut rng), pose(&mut rng));
+                    let lambda: Vec<f64> = (0..6).map(|_| rng.random_range(-2.0..2.0)).collect();
+                    let mut lam = nalgebra::Vector6::zeros();
+                    for i in 0..c.rows() {
+                        lam[i] = lambda[i];
+                    }
+                    let wrench = |pa: Option<&Pose>, pb: &Pose| {
+                        let (ja, jb) = c.jacobians(pa, pb);
+                        (ja.transpose() * lam, jb.transpose() * lam)
+                    };
+                    let pa = if world { None } else { Some(&a) };
+                    let jac = c.wrench_jacobians(pa, &b, &lambda);
+                    for side in 0..2 {
+                        if world && side == 0 {
+                            continue;
+                        }
+                        for k in 0..6 {
+                            let (dx, dth) = if k < 3 { (Vector3::ith(k, h), Vector3::zeros()) } else { (Vector3::zeros(), Vector3::ith(k - 3, h)) };
+                            let (plus, minus) = if side == 0 {
+                                (wrench(Some(&a.retract(&dx, &dth)), &b), wrench(Some(&a.retract(&-dx, &-dth)), &b))
+                            } else {
+                                (wrench(pa, &b.retract(&dx, &dth)), wrench(pa, &b.retract(&-dx, &-dth)))
+                            };
+                            let fd_a = (plus.0 - minus.0) / (2.0 * h);
+                            let fd_b = (plus.1 - minus.1) / (2.0 * h);
+                            let ea = (fd_a - jac[0][side].column(k)).amax();
+                            let eb = (fd_b - jac[1][side].column(k)).amax();
+                            assert!(world || ea < 1e-8, "{} ∂W_a/∂z_{side} col {k}: {ea:e}\n{fd_a}\n{}", kind.name(), jac[0][side].column(k));
+                            assert!(eb < 1e-8, "{} world={world} ∂W_b/∂z_{side} col {k}: {eb:e}\n{fd_b}\n{}", kind.name(), jac[1][side].column(k));
+                        }
+                    }
+                }
+            }
         }
     }
 }
