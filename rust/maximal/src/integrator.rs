@@ -62,7 +62,7 @@ pub struct MaximalWorkspace {
     /// `z_k`, `z_{k−1}`, and the trial `z_{k+1}`.
     now: Vec<Pose>,
     before: Vec<Pose>,
-    next: Vec<Pose>,
+    pub(crate) next: Vec<Pose>,
     /// Unknowns: velocities `v` (world), `ω` (body) per body, multipliers per joint.
     pub(crate) v: Vec<Vector3<f64>>,
     pub(crate) w: Vec<Vector3<f64>>,
@@ -83,6 +83,14 @@ pub struct MaximalWorkspace {
     direction: Vec<Vector6<f64>>,
     /// Newton iterations of the last step.
     pub last_stats: StepStats,
+}
+
+impl MaximalWorkspace {
+    /// The poses `z_k` of the last prepared step.
+    #[must_use]
+    pub fn now_poses(&self) -> &[Pose] {
+        &self.now
+    }
 }
 
 impl MaximalIntegrator {
@@ -438,6 +446,10 @@ impl MaximalIntegrator {
     fn spin(&self, ws: &MaximalWorkspace, step: usize) -> MaximalError {
         let (i, w) = ws.w.iter().enumerate().max_by(|a, b| a.1.norm().total_cmp(&b.1.norm())).map(|(i, w)| (i, *w)).unwrap_or((0, Vector3::zeros()));
         self.mech.spin_error(i, step, &w, self.dt)
+    }
+
+    pub(crate) fn singular_pivot(&self, node: usize, step: usize) -> MaximalError {
+        self.singular(node, step)
     }
 
     fn singular(&self, node: usize, step: usize) -> MaximalError {

@@ -17,6 +17,7 @@ pub mod constraint;
 pub mod error;
 pub mod graph;
 pub mod integrator;
+pub mod linearize;
 pub mod mechanism;
 pub mod models;
 pub mod trajectory;

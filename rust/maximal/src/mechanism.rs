@@ -21,6 +21,9 @@ use std::sync::Arc;
 use vidyn_rbd::{Joint, Model};
 use vidyn_spatial::{Force, Se3};
 
+/// `([[∂W_a/∂z_a, ∂W_a/∂z_b], [∂W_b/∂z_a, ∂W_b/∂z_b]], (W_a, W_b))` of a joint force.
+pub type WrenchJacobians = ([[nalgebra::Matrix6<f64>; 2]; 2], (nalgebra::Vector6<f64>, nalgebra::Vector6<f64>));
+
 /// One joint of a mechanism.
 #[derive(Clone, Debug)]
 pub struct MechanismJoint {
@@ -275,6 +278,55 @@ impl Mechanism {
             let w = Force::new(s.linear, s.angular);
             apply_joint_wrench(&jt.constraint, jt.parent, jt.child, now, &w, force, torque);
         }
+    }
+
+    /// Derivatives of the wrenches that a constant generalised force `gen` (`nv` entries) of
+    /// joint `j` applies (as in [`Self::add_joint_wrenches`]: child `[R_b f_b; n_b + p_bj × f_b]`,
+    /// parent `[−R_b f_b; −R_aᵀ(R_b n_b + s × R_b f_b)]` with `f_b = R_bj f`, `n_b = R_bj n`,
+    /// `[f; n] = S·gen`, `s = x_b + R_b p_bj − x_a`) with respect to the poses:
+    /// `[[∂W_a/∂z_a, ∂W_a/∂z_b], [∂W_b/∂z_a, ∂W_b/∂z_b]]`, rows `[force (world); torque
+    /// (body)]`, columns `[δx; δθ]`. Also returns the wrenches themselves `(W_a, W_b)`, which
+    /// are linear in `gen`. Only the rotation of the force and the lever arms depend on `z`.
+    #[must_use]
+    pub fn joint_wrench_jacobians(&self, j: usize, poses: &[Pose], gen: &[f64]) -> WrenchJacobians {
+        use nalgebra::{Matrix6, Vector6};
+        use vidyn_spatial::skew;
+        let jt = &self.joints[j];
+        let mut out = [[Matrix6::zeros(); 2]; 2];
+        let Some((mj, _)) = jt.minimal else { return (out, (Vector6::zeros(), Vector6::zeros())) };
+        let s = mj.motion(gen);
+        let cf = &jt.constraint.child_frame;
+        let b = &poses[jt.child];
+        let rb = b.rotation();
+        let (f_b, n_b) = (cf.rotation * s.linear, cf.rotation * s.angular);
+        let fw = rb * f_b;
+        let wb = Vector6::new(fw.x, fw.y, fw.z, 0.0, 0.0, 0.0) + {
+            let t = n_b + cf.origin.cross(&f_b);
+            Vector6::new(0.0, 0.0, 0.0, t.x, t.y, t.z)
+        };
+        out[1][1].fixed_view_mut::<3, 3>(0, 3).copy_from(&(-(rb * skew(&f_b))));
+        let mut wa = Vector6::zeros();
+        if let Some(p) = jt.parent {
+            let a = &poses[p];
+            let ra = a.rotation();
+            let sv = b.point(&cf.origin) - a.x;
+            let y = rb * n_b + sv.cross(&fw);
+            let ta = -(ra.transpose() * y);
+            wa = Vector6::new(-fw.x, -fw.y, -fw.z, ta.x, ta.y, ta.z);
+            out[0][1].fixed_view_mut::<3, 3>(0, 3).copy_from(&(rb * skew(&f_b)));
+            out[0][0].fixed_view_mut::<3, 3>(3, 3).copy_from(&(-skew(&(ra.transpose() * y))));
+            out[0][1].fixed_view_mut::<3, 3>(3, 0).copy_from(&(ra.transpose() * skew(&fw)));
+            out[0][0].fixed_view_mut::<3, 3>(3, 0).copy_from(&(-(ra.transpose() * skew(&fw))));
+            let dy_db = -(rb * skew(&n_b)) + skew(&fw) * rb * skew(&cf.origin) - skew(&sv) * rb * skew(&f_b);
+            out[0][1].fixed_view_mut::<3, 3>(3, 3).copy_from(&(-(ra.transpose() * dy_db)));
+        }
+        (out, (wa, wb))
+    }
+
+    /// Whether any model joint has a spring or a damper.
+    #[must_use]
+    pub fn has_springs_or_dampers(&self) -> bool {
+        self.stiffness.iter().chain(&self.damping).any(|&x| x != 0.0)
     }
 
     pub(crate) fn require_model(&self) -> Result<&Model> {
