@@ -133,3 +133,33 @@ def test_errors_are_clear():
     red.add_loop_closure("closure", "revolute", None, "joint3", ground, at_tip, axis=[0, 1, 0])
     with pytest.raises(vidyn.ModelError, match="singular pivot at joint 'closure'"):
         red.rollout(q0, steps=3)
+
+
+def test_linearize_matches_central_differences_of_a_rollout():
+    """B of the first step against central differences of rollouts in the first control
+    (knot-1 linear velocities; A is checked column by column in the Rust tests)."""
+    model = cylinder_chain(2, planar=False)
+    vi = vidyn.MaximalIntegrator(model, 0.01, tolerance=1e-14, max_iterations=50)
+    q0, v0 = np.array([0.4, -0.3]), np.array([0.2, 0.5])
+    u = np.array([[0.3, -0.2], [0.1, 0.4]])
+    traj = vi.rollout(q0, v0, u)
+    a, b = vi.linearize(traj)
+    assert a.shape == (2, 24, 24) and b.shape == (2, 24, 2)
+    # step 0 only depends on u[0]; its effect on the knot-1 velocities of both bodies
+    h = 1e-5
+    for c in range(2):
+        up, um = u.copy(), u.copy()
+        up[0, c] += h
+        um[0, c] -= h
+        vp = vi.rollout(q0, v0, up).linear_velocities[1]
+        vm = vi.rollout(q0, v0, um).linear_velocities[1]
+        fd = (vp - vm) / (2 * h)
+        np.testing.assert_allclose(b[0][[6, 7, 8, 18, 19, 20], c], fd.ravel(), atol=1e-6)
+
+
+def test_linearize_rejects_springs_for_now():
+    model = cylinder_chain(2)
+    vi = vidyn.MaximalIntegrator(model, 0.01, stiffness=[1.0, 0.0])
+    traj = vi.rollout(np.zeros(2), steps=2)
+    with pytest.raises(vidyn.VidynError, match="not yet"):
+        vi.linearize(traj)

@@ -326,6 +326,11 @@ class MaximalIntegrator:
     ) -> MaximalTrajectory:
         """Simulate from minimal coordinates ``q0`` (model.nq,) moving with ``v0`` (model.nv,)
         under generalised forces ``u`` (N, model.nv) (or ``steps`` force-free steps)."""
+    def linearize(self, traj: MaximalTrajectory) -> tuple[_Array, _Array]:
+        """Exact linearisation of every step (implicit function theorem on the graph
+        factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
+        ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
+        Raises VidynError for joint springs or dampers (not yet supported)."""
 
 @final
 class MaximalTrajectory:

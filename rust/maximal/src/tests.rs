@@ -430,3 +430,19 @@ fn linearization_with_springs_is_not_yet_supported() {
     let err = vi.linearize(&mut vi.workspace(), 0, &state, &[], &mut next, &mut a, &mut b).unwrap_err();
     assert!(matches!(err, MaximalError::NotYet(_)), "{err}");
 }
+
+#[test]
+fn trajectory_linearisation_matches_step_linearisation() {
+    let (mech, q0) = four_bar();
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let u: Vec<f64> = (0..20 * 3).map(|k| 0.3 * (k as f64).sin()).collect();
+    let traj = rollout_minimal(&vi, &q0, &[0.2, 0.0, -0.1], &u, 20).unwrap();
+    let lin = linearize_trajectory(&vi, &traj).unwrap();
+    assert_eq!(lin.a.len(), 20);
+    assert!(lin.max_defect < 1e-12, "re-solved knots differ by {:e}", lin.max_defect);
+    let mut ws = vi.workspace();
+    let mut next = traj.knot(7).to_vec();
+    let (mut a, mut b) = (DMatrix::zeros(36, 36), DMatrix::zeros(36, 3));
+    vi.linearize(&mut ws, 7, traj.knot(7), &u[21..24], &mut next, &mut a, &mut b).unwrap();
+    assert!((&a - &lin.a[7]).amax() < 1e-9 && (&b - &lin.b[7]).amax() < 1e-9);
+}

@@ -10,7 +10,7 @@ use numpy::ndarray::Array3;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use std::sync::{Arc, RwLock};
-use vidyn_maximal::{rollout_minimal, JointKind, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
+use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
 use vidyn_spatial::Se3;
 
 impl CoreError for MaximalError {
@@ -207,6 +207,20 @@ impl PyMaximalIntegrator {
         };
         let traj = detached(py, move || rollout_minimal(&vi, &q0, &v0, &u, steps))?;
         Ok(PyMaximalTrajectory { inner: traj })
+    }
+
+    /// Exact linearisation of every step of `traj` (a MaximalTrajectory of this integrator),
+    /// in parallel: `A` (N, 12·nbodies, 12·nbodies) and `B` (N, 12·nbodies, model.nv) in the
+    /// per-body tangent coordinates `[δx (world); δθ (body); δv (world); δω (body)]`.
+    fn linearize<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>)> {
+        let vi = self.current();
+        let t = &traj.get().inner;
+        let lin = detached(py, move || linearize_trajectory(&vi, t))?;
+        let steps = lin.a.len();
+        let (nx, nu) = (lin.a.first().map_or(0, |a| a.nrows()), lin.b.first().map_or(0, |b| b.ncols()));
+        let a = Array3::from_shape_fn((steps, nx, nx), |(k, i, j)| lin.a[k][(i, j)]);
+        let b = Array3::from_shape_fn((steps, nx, nu), |(k, i, j)| lin.b[k][(i, j)]);
+        Ok((a.into_pyarray(py), b.into_pyarray(py)))
     }
 
     fn __repr__(&self) -> String {
