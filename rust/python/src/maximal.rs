@@ -13,6 +13,9 @@ use std::sync::{Arc, RwLock};
 use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
 use vidyn_spatial::Se3;
 
+/// Two arrays returned together (`(A, B)`).
+type Pair<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>);
+
 impl CoreError for MaximalError {
     fn to_pyerr(&self) -> PyErr {
         maximal_to_pyerr(self)
@@ -212,7 +215,7 @@ impl PyMaximalIntegrator {
     /// Exact linearisation of every step of `traj` (a MaximalTrajectory of this integrator),
     /// in parallel: `A` (N, 12·nbodies, 12·nbodies) and `B` (N, 12·nbodies, model.nv) in the
     /// per-body tangent coordinates `[δx (world); δθ (body); δv (world); δω (body)]`.
-    fn linearize<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>)> {
+    fn linearize<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<Pair<'py>> {
         let vi = self.current();
         let t = &traj.get().inner;
         let lin = detached(py, move || linearize_trajectory(&vi, t))?;
