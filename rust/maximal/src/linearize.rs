@@ -22,7 +22,7 @@
 use crate::body::{scalar_rate, step_quaternion, update_tangent, BodyState};
 use crate::error::{MaximalError, Result};
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
-use nalgebra::{DMatrix, Matrix3, Matrix6, Vector6};
+use nalgebra::{DMatrix, Matrix3, Matrix6, Vector3, Vector6};
 use vidyn_spatial::skew;
 
 /// Adds `m` (6×6, rows `[force; torque]`, cols `[δx; δθ]`) times `sign` into the dense matrix
@@ -161,4 +161,139 @@ impl MaximalIntegrator {
         }
         Ok(stats)
     }
+}
+
+impl MaximalIntegrator {
+    /// The step and its exact linearisation in minimal coordinates, for mechanisms built from a
+    /// tree model of revolute and prismatic joints without loop closures. Minimal state:
+    /// `(q_k, v_k)` with `v_k = (q_k − q_{k−1})/Δt` the joint velocities of the last interval
+    /// (the state that [`crate::Mechanism::state_from_minimal`] turns into `(z_k, ż_{k−1})`).
+    /// Writes `q_{k+1}`, `v_{k+1}` and `a = ∂(q_{k+1}, v_{k+1})/∂(q_k, v_k)` (`2n × 2n`),
+    /// `b = ∂(q_{k+1}, v_{k+1})/∂u_k` (`2n × n`).
+    ///
+    /// `a = P A_max T`, `b = P B_max`: `T` maps `(δq, δv)` to the maximal tangent through the
+    /// forward-kinematics Jacobian `J(q)` at `q_k` and `q_{k−1} = q_k − Δt v_k`
+    /// (`δv_i = (δx_i(k) − δx_i(k−1))/Δt`, `δω_i = E(ω_i)⁻¹(δθ_i(k) − R(w_i)ᵀ δθ_i(k−1))`), and `P`
+    /// maps back with the left inverse of `J` (exact on the joints' tangent space, where the
+    /// step's outputs lie: every step satisfies the constraints at `z_{k+1}` exactly). Allocates
+    /// (O(n²) scratch).
+    pub fn linearize_minimal(&self, ws: &mut MaximalWorkspace, step: usize, q: &[f64], v: &[f64], u: &[f64], q_next: &mut [f64], v_next: &mut [f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<StepStats> {
+        let mech = &**self.mechanism();
+        let model = mech.require_model()?;
+        let (n, nb, dt) = (model.nv, mech.nbodies(), self.dt());
+        if mech.joints.len() != nb || model.joints.iter().any(|j| j.nv() != 1 || j.nq() != 1) {
+            return Err(MaximalError::NotYet("minimal-coordinate linearisation of loops or of joints other than revolute and prismatic"));
+        }
+        if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) || q_next.len() != n || v_next.len() != n {
+            return Err(MaximalError::InvalidParameter(format!("A is {:?}, B is {:?}, q_next/v_next have {}/{} entries; expected ({m}, {m}), ({m}, {n}), {n}, {n}", a.shape(), b.shape(), q_next.len(), v_next.len(), m = 2 * n)));
+        }
+        let mut state = vec![BodyState::default(); nb];
+        mech.state_from_minimal(q, v, dt, &mut state)?;
+        let mut next = state.clone();
+        let (mut am, mut bm) = (DMatrix::zeros(12 * nb, 12 * nb), DMatrix::zeros(12 * nb, n));
+        let stats = self.linearize(ws, step, &state, u, &mut next, &mut am, &mut bm)?;
+        let q_prev: Vec<f64> = q.iter().zip(v).map(|(a, b)| a - dt * b).collect();
+        let poses: Vec<crate::body::Pose> = next.iter().map(|s| s.pose).collect();
+        mech.configuration(&poses, q_next)?;
+        for i in 0..n {
+            v_next[i] = (q_next[i] - q[i]) / dt;
+        }
+        let (j_now, j_prev, j_next) = (fk_jacobian(mech, q)?, fk_jacobian(mech, &q_prev)?, fk_jacobian(mech, q_next)?);
+        // T: (δq, δv) → maximal tangent of (z_k, ż_{k−1})
+        let mut t = DMatrix::zeros(12 * nb, 2 * n);
+        for i in 0..nb {
+            let w = state[i].w;
+            let rw = step_quaternion(&w, dt).map_or(Matrix3::identity(), |s| s.to_rotation_matrix().into_inner());
+            let e_inv = update_tangent(&w, dt).try_inverse().unwrap_or_else(Matrix3::zeros);
+            for c in 0..n {
+                let (xk, tk) = (j_now.fixed_view::<3, 1>(6 * i, c).into_owned(), j_now.fixed_view::<3, 1>(6 * i + 3, c).into_owned());
+                let (xp, tp) = (j_prev.fixed_view::<3, 1>(6 * i, c).into_owned(), j_prev.fixed_view::<3, 1>(6 * i + 3, c).into_owned());
+                // δq_c: both knots move; δv_c: only the previous knot, by −Δt J(q_{k−1})
+                let cols = [(c, xk, tk, xp, tp), (n + c, Vector3::zeros(), Vector3::zeros(), -xp * dt, -tp * dt)];
+                for (col, dxk, dtk, dxp, dtp) in cols {
+                    let dv = (dxk - dxp) / dt;
+                    let dw = e_inv * (dtk - rw.transpose() * dtp);
+                    for r in 0..3 {
+                        t[(12 * i + r, col)] = dxk[r];
+                        t[(12 * i + 3 + r, col)] = dtk[r];
+                        t[(12 * i + 6 + r, col)] = dv[r];
+                        t[(12 * i + 9 + r, col)] = dw[r];
+                    }
+                }
+            }
+        }
+        // P: maximal tangent of (z_{k+1}, ż_k) → (δq_{k+1}, δv_{k+1})
+        let left = |j: &DMatrix<f64>| -> Result<DMatrix<f64>> {
+            let jt = j.transpose();
+            (&jt * j).try_inverse().map(|m| m * jt).ok_or(MaximalError::InvalidParameter("the forward-kinematics Jacobian is rank deficient".to_string()))
+        };
+        let (l_next, l_now) = (left(&j_next)?, left(&j_now)?);
+        let mut p = DMatrix::zeros(2 * n, 12 * nb);
+        let mut dz_next = DMatrix::zeros(6 * nb, 12 * nb);
+        let mut dz_now = DMatrix::zeros(6 * nb, 12 * nb);
+        for i in 0..nb {
+            let w = next[i].w;
+            let rw = step_quaternion(&w, dt).map_or(Matrix3::identity(), |s| s.to_rotation_matrix().into_inner());
+            let e = update_tangent(&w, dt);
+            for r in 0..3 {
+                dz_next[(6 * i + r, 12 * i + r)] = 1.0;
+                dz_next[(6 * i + 3 + r, 12 * i + 3 + r)] = 1.0;
+                // z_k = z_{k+1} ⊖ Δt ż_k: δx_k = δx⁺ − Δt δv⁺, δθ_k = R(w)(δθ⁺ − E δω⁺)
+                dz_now[(6 * i + r, 12 * i + r)] = 1.0;
+                dz_now[(6 * i + r, 12 * i + 6 + r)] = -dt;
+                for c in 0..3 {
+                    dz_now[(6 * i + 3 + r, 12 * i + 3 + c)] = rw[(r, c)];
+                    dz_now[(6 * i + 3 + r, 12 * i + 9 + c)] = -(rw * e)[(r, c)];
+                }
+            }
+        }
+        let dq_next = &l_next * &dz_next;
+        let dq_now = &l_now * &dz_now;
+        p.view_mut((0, 0), (n, 12 * nb)).copy_from(&dq_next);
+        p.view_mut((n, 0), (n, 12 * nb)).copy_from(&((&dq_next - &dq_now) / dt));
+        a.copy_from(&(&p * &am * &t));
+        b.copy_from(&(&p * &bm));
+        Ok(stats)
+    }
+}
+
+/// Forward-kinematics Jacobian `∂z/∂q` (`6 nb × n`, rows `[δx (world); δθ (body)]` per body) of a
+/// tree of revolute and prismatic joints: joint `j` with world axis `a_j` through its origin
+/// `p_j` moves each body `i` of its subtree by `δx_i = a_j × (x_i − p_j)`, `δθ_i = R_iᵀ a_j`
+/// (revolute) or `δx_i = a_j`, `δθ_i = 0` (prismatic).
+fn fk_jacobian(mech: &crate::Mechanism, q: &[f64]) -> Result<DMatrix<f64>> {
+    let model = mech.require_model()?;
+    let mut ws = model.workspace();
+    vidyn_rbd::placements(model, &mut ws, q)?;
+    let nb = model.nbodies();
+    let mut j = DMatrix::zeros(6 * nb, model.nv);
+    for i in 0..nb {
+        let oi = &ws.placements[i];
+        let xi = oi.act_point(&mech.com[i]);
+        let mut k = Some(i);
+        while let Some(jn) = k {
+            let oj = &ws.placements[jn];
+            let col = model.idx_v[jn];
+            match model.joints[jn] {
+                vidyn_rbd::Joint::Revolute { axis } => {
+                    let a = oj.rotation * axis;
+                    let dx = a.cross(&(xi - oj.translation));
+                    let dth = oi.rotation.transpose() * a;
+                    for r in 0..3 {
+                        j[(6 * i + r, col)] = dx[r];
+                        j[(6 * i + 3 + r, col)] = dth[r];
+                    }
+                }
+                vidyn_rbd::Joint::Prismatic { axis } => {
+                    let a = oj.rotation * axis;
+                    for r in 0..3 {
+                        j[(6 * i + r, col)] = a[r];
+                    }
+                }
+                _ => return Err(MaximalError::NotYet("minimal-coordinate linearisation of joints other than revolute and prismatic")),
+            }
+            k = model.parents[jn];
+        }
+    }
+    Ok(j)
 }

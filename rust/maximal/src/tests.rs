@@ -446,3 +446,53 @@ fn trajectory_linearisation_matches_step_linearisation() {
     vi.linearize(&mut ws, 7, traj.knot(7), &u[21..24], &mut next, &mut a, &mut b).unwrap();
     assert!((&a - &lin.a[7]).amax() < 1e-9 && (&b - &lin.b[7]).amax() < 1e-9);
 }
+
+#[test]
+fn minimal_coordinate_linearisation_matches_central_differences() {
+    // a 3-D chain and a tree with a prismatic joint between two bodies
+    let mut trees = vec![Arc::new(cylinder_chain(3, false))];
+    {
+        use vidyn_rbd::{Joint, ModelBuilder};
+        let mut b = ModelBuilder::new("rp");
+        let c = crate::models::cylinder(1.1, 0.9);
+        let down = Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.1, -0.9));
+        let r0 = b.add_body(None, "r0", Joint::Revolute { axis: Vector3::new(0.2, 1.0, 0.1).normalize() }, Se3::identity(), c).unwrap();
+        let p1 = b.add_body(Some(r0), "p1", Joint::Prismatic { axis: Vector3::new(0.3, -0.2, 1.0).normalize() }, down, c).unwrap();
+        b.add_body(Some(p1), "r2", Joint::Revolute { axis: Vector3::x() }, down, c).unwrap();
+        b.add_body(Some(r0), "r3", Joint::Revolute { axis: Vector3::z() }, Se3::new(Matrix3::identity(), Vector3::new(0.4, 0.0, -0.2)), c).unwrap();
+        trees.push(Arc::new(b.build().unwrap()));
+    }
+    for model in trees {
+        let n = model.nv;
+        let vi = MaximalIntegrator::new(Arc::new(Mechanism::from_model(model.clone()).unwrap()), 0.02).unwrap().with_newton(1e-14, 50).unwrap();
+        let q: Vec<f64> = (0..n).map(|k| 0.4 * (k as f64 + 1.0).sin()).collect();
+        let v: Vec<f64> = (0..n).map(|k| 0.7 * (k as f64 + 0.5).cos()).collect();
+        let u: Vec<f64> = (0..n).map(|k| 0.3 * (k as f64 - 1.0)).collect();
+        let mut ws = vi.workspace();
+        let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
+        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+        vi.linearize_minimal(&mut ws, 0, &q, &v, &u, &mut qn, &mut vn, &mut a, &mut b).unwrap();
+        let step = |q: &[f64], v: &[f64], u: &[f64]| -> DVector<f64> {
+            let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
+            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            vi.linearize_minimal(&mut vi.workspace(), 0, q, v, u, &mut qn, &mut vn, &mut a, &mut b).unwrap();
+            DVector::from_iterator(2 * n, qn.into_iter().chain(vn))
+        };
+        // h = 1e-5, as for the maximal linearisation (v⁺ divides by Δt = 0.02: tolerance 1e-6
+        // relative to max(1, |column|))
+        let h = 1e-5;
+        for c in 0..3 * n {
+            let (mut x, mut y, mut w) = (q.clone(), v.clone(), u.clone());
+            let (mut x2, mut y2, mut w2) = (q.clone(), v.clone(), u.clone());
+            match c {
+                c if c < n => { x[c] += h; x2[c] -= h; }
+                c if c < 2 * n => { y[c - n] += h; y2[c - n] -= h; }
+                c => { w[c - 2 * n] += h; w2[c - 2 * n] -= h; }
+            }
+            let fd = (step(&x, &y, &w) - step(&x2, &y2, &w2)) / (2.0 * h);
+            let col = if c < 2 * n { a.column(c).into_owned() } else { b.column(c - 2 * n).into_owned() };
+            let err = (&fd - &col).amax();
+            assert!(err < 1e-6 * fd.amax().max(1.0), "{}: column {c}: error {err:e}\nfd {}\nan {}", model.name, fd.transpose(), col.transpose());
+        }
+    }
+}
