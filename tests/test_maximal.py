@@ -163,3 +163,19 @@ def test_linearize_rejects_springs_for_now():
     traj = vi.rollout(np.zeros(2), steps=2)
     with pytest.raises(vidyn.VidynError, match="not yet"):
         vi.linearize(traj)
+
+
+def test_linearize_minimal_matches_central_differences():
+    model = cylinder_chain(3, planar=False)
+    vi = vidyn.MaximalIntegrator(model, 0.02, tolerance=1e-14, max_iterations=50)
+    q, v, u = np.array([0.3, -0.4, 0.6]), np.array([0.5, 0.1, -0.8]), np.array([0.2, -0.1, 0.3])
+    qn, vn, a, b = vi.linearize_minimal(q, v, u)
+    assert qn.shape == vn.shape == (3,) and a.shape == (6, 6) and b.shape == (6, 3)
+    h = 1e-5  # truncation ~h² / dt ≈ 1e-8, solver noise ~1e-14 / h; tolerance 1e-6
+    for c in range(3):
+        e = np.zeros(3)
+        e[c] = h
+        fd_q = (np.concatenate(vi.linearize_minimal(q + e, v, u)[:2]) - np.concatenate(vi.linearize_minimal(q - e, v, u)[:2])) / (2 * h)
+        fd_u = (np.concatenate(vi.linearize_minimal(q, v, u + e)[:2]) - np.concatenate(vi.linearize_minimal(q, v, u - e)[:2])) / (2 * h)
+        np.testing.assert_allclose(a[:, c], fd_q, atol=1e-6 * max(1.0, np.abs(fd_q).max()))
+        np.testing.assert_allclose(b[:, c], fd_u, atol=1e-6 * max(1.0, np.abs(fd_u).max()))

@@ -331,6 +331,13 @@ class MaximalIntegrator:
         factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
         ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
         Raises VidynError for joint springs or dampers (not yet supported)."""
+    def linearize_minimal(
+        self, q: _ArrayLike, v: _ArrayLike, u: _ArrayLike | None = None
+    ) -> tuple[_Array, _Array, _Array, _Array]:
+        """One step in minimal coordinates and its exact linearisation (trees of revolute /
+        prismatic joints, no loop closures): ``q`` (n,), ``v`` (n,) the joint velocities of the
+        last interval ``(q_k - q_{k-1}) / dt``, ``u`` (n,) -> ``(q_next, v_next, A (2n, 2n),
+        B (2n, n))``."""
 
 @final
 class MaximalTrajectory:

@@ -13,6 +13,9 @@ use std::sync::{Arc, RwLock};
 use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
 use vidyn_spatial::Se3;
 
+/// `(q_next, v_next, A, B)` of a minimal-coordinate step.
+type MinimalStep<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+
 /// Two arrays returned together (`(A, B)`).
 type Pair<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>);
 
@@ -224,6 +227,29 @@ impl PyMaximalIntegrator {
         let a = Array3::from_shape_fn((steps, nx, nx), |(k, i, j)| lin.a[k][(i, j)]);
         let b = Array3::from_shape_fn((steps, nx, nu), |(k, i, j)| lin.b[k][(i, j)]);
         Ok((a.into_pyarray(py), b.into_pyarray(py)))
+    }
+
+    /// One step in minimal coordinates and its exact linearisation, for a tree of revolute /
+    /// prismatic joints without loop closures: from `q` (n,) and `v` (n,) (joint velocities
+    /// of the last interval, `(q_k − q_{k−1})/dt`) under `u` (n,) (zeros if omitted) ->
+    /// `(q_next, v_next, A (2n, 2n), B (2n, n))`.
+    #[pyo3(signature = (q, v, u = None))]
+    fn linearize_minimal<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<MinimalStep<'py>> {
+        let vi = self.current();
+        let model = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
+        let n = model.nv;
+        let q = convert::configuration(q, "q", &model)?;
+        let v = convert::tangent(v, "v", &model)?;
+        let u = match u {
+            Some(u) => convert::tangent(u, "u", &model)?,
+            None => vec![0.0; n],
+        };
+        let (qn, vn, a, b) = detached(py, move || {
+            let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
+            let (mut a, mut b) = (nalgebra::DMatrix::zeros(2 * n, 2 * n), nalgebra::DMatrix::zeros(2 * n, n));
+            vi.linearize_minimal(&mut vi.workspace(), 0, &q, &v, &u, &mut qn, &mut vn, &mut a, &mut b).map(|_| (qn, vn, a, b))
+        })?;
+        Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, vn), convert::matrix_out(py, &a), convert::matrix_out(py, &b)))
     }
 
     fn __repr__(&self) -> String {
