@@ -12,6 +12,7 @@
 //! are perturbed on the right with the full angle, `q ⊗ exp(δθ/2)`, so rotational multipliers,
 //! residuals and Jacobians are physical torques, half the papers' half-angle values.
 
+pub mod batch;
 pub mod body;
 pub mod constraint;
 pub mod error;
