@@ -53,6 +53,8 @@ pub struct MaximalIntegrator {
     pub(crate) joint_node: Vec<Option<usize>>,
     /// Whether each joint closes a loop.
     is_loop: Vec<bool>,
+    /// Number of body and joint nodes; contact `c` is node `n_eq + c`.
+    n_eq: usize,
 }
 
 /// Per-thread scratch of a [`MaximalIntegrator`]; no step allocates after its creation.
@@ -80,7 +82,9 @@ pub struct MaximalWorkspace {
     jac_now: Vec<(Matrix6<f64>, Matrix6<f64>)>,
     /// Per-node residual / Newton direction.
     pub(crate) residual: Vec<Vector6<f64>>,
-    direction: Vec<Vector6<f64>>,
+    pub(crate) direction: Vec<Vector6<f64>>,
+    /// Interior-point variables of the contacts.
+    pub ct: crate::contact::ContactWorkspace,
     /// Newton iterations of the last step.
     pub last_stats: StepStats,
 }
@@ -119,7 +123,14 @@ impl MaximalIntegrator {
                 edges.push((node, p));
             }
         }
-        let (order, loops) = elimination_order(nb, &pairs);
+        let (tree_order, loops) = elimination_order(nb, &pairs);
+        // contacts: 6-dimensional leaves of their bodies with invertible pivots, eliminated first
+        let n_eq = dims.len();
+        for ct in &mech.contacts {
+            edges.push((dims.len(), ct.body));
+            dims.push(6);
+        }
+        let order: Vec<usize> = (n_eq..dims.len()).chain(tree_order).collect();
         let template = GraphSolver::new(&dims, &edges, &order).map_err(MaximalError::InvalidMechanism)?;
         let mut is_loop = vec![false; mech.joints.len()];
         for (j, node) in joint_node.iter().enumerate() {
@@ -127,7 +138,7 @@ impl MaximalIntegrator {
                 is_loop[j] = loops[node - nb];
             }
         }
-        Ok(Self { mech, dt, tolerance: 1e-12, max_iterations: 30, template, joint_node, is_loop })
+        Ok(Self { mech, dt, tolerance: 1e-12, max_iterations: 30, template, joint_node, is_loop, n_eq })
     }
 
     /// Sets the Newton tolerance (on the scaled residual, see the module docs) and iteration cap.
@@ -147,6 +158,19 @@ impl MaximalIntegrator {
     #[must_use]
     pub fn dt(&self) -> f64 {
         self.dt
+    }
+    #[must_use]
+    pub fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+    #[must_use]
+    pub fn max_iterations(&self) -> usize {
+        self.max_iterations
+    }
+    /// Graph node of contact `c`.
+    #[inline]
+    pub(crate) fn contact_node(&self, c: usize) -> usize {
+        self.n_eq + c
     }
     /// Whether joint `j` closes a loop (lies outside the spanning forest of the graph).
     #[must_use]
@@ -181,6 +205,7 @@ impl MaximalIntegrator {
             jac_now: vec![(Matrix6::zeros(), Matrix6::zeros()); nj],
             residual: vec![Vector6::zeros(); nn],
             direction: vec![Vector6::zeros(); nn],
+            ct: crate::contact::ContactWorkspace::new(self.mech.contacts.len()),
             last_stats: StepStats::default(),
         }
     }
@@ -208,6 +233,9 @@ impl MaximalIntegrator {
             return Err(MaximalError::InvalidParameter(format!("next has {} bodies, expected {nb}", next.len())));
         }
         let p_scale = self.prepare(ws, step, state, u, fext)?;
+        if !self.mech.contacts.is_empty() {
+            return self.step_interior_point(ws, step, p_scale, next);
+        }
         let tol = self.tolerance;
         let mut merit = self.evaluate(ws, p_scale).ok_or_else(|| self.spin(ws, step))?;
         let mut stalled = false;
@@ -314,6 +342,17 @@ impl MaximalIntegrator {
         Ok(p_scale)
     }
 
+    /// Saves the current unknowns as the line search's base point.
+    pub(crate) fn save_base(&self, ws: &mut MaximalWorkspace) {
+        ws.v_base.copy_from_slice(&ws.v);
+        ws.w_base.copy_from_slice(&ws.w);
+        ws.lambda_base.copy_from_slice(&ws.lambda);
+    }
+
+    pub(crate) fn set_trial_pub(&self, ws: &mut MaximalWorkspace, alpha: f64) {
+        self.set_trial(ws, alpha);
+    }
+
     /// Unknowns `x_base + α Δx` into `ws.v`, `ws.w`, `ws.lambda`.
     fn set_trial(&self, ws: &mut MaximalWorkspace, alpha: f64) {
         for i in 0..self.mech.nbodies() {
@@ -353,23 +392,26 @@ impl MaximalIntegrator {
             let g = jt.constraint.value(jt.parent.map(|p| &ws.next[p]), &ws.next[jt.child]);
             ws.residual[node] = Vector6::from_column_slice(&g) / dt;
         }
+        if !mech.contacts.is_empty() {
+            self.subtract_contact_wrenches(ws);
+        }
         let scale = dt / p_scale;
         let mut merit = 0.0;
-        for (k, r) in ws.residual.iter().enumerate() {
+        for (k, r) in ws.residual[..self.n_eq].iter().enumerate() {
             let s = if k < nb { scale } else { dt };
             merit += (r * s).norm_squared();
         }
         Some(0.5 * merit)
     }
 
-    fn scaled_max(&self, ws: &MaximalWorkspace, p_scale: f64) -> f64 {
+    pub(crate) fn scaled_max(&self, ws: &MaximalWorkspace, p_scale: f64) -> f64 {
         let nb = self.mech.nbodies();
-        ws.residual.iter().enumerate().fold(0.0_f64, |m, (k, r)| m.max(r.amax() * if k < nb { self.dt / p_scale } else { self.dt }))
+        ws.residual[..self.n_eq].iter().enumerate().fold(0.0_f64, |m, (k, r)| m.max(r.amax() * if k < nb { self.dt / p_scale } else { self.dt }))
     }
 
-    fn violation(&self, ws: &MaximalWorkspace) -> f64 {
+    pub(crate) fn violation(&self, ws: &MaximalWorkspace) -> f64 {
         let nb = self.mech.nbodies();
-        ws.residual[nb..].iter().fold(0.0_f64, |m, r| m.max(r.amax())) * self.dt
+        ws.residual[nb..self.n_eq].iter().fold(0.0_f64, |m, r| m.max(r.amax())) * self.dt
     }
 
     /// The Newton matrix at the current unknowns into `ws.solver`.
@@ -443,7 +485,7 @@ impl MaximalIntegrator {
         (ws.solver.to_dense(), r)
     }
 
-    fn spin(&self, ws: &MaximalWorkspace, step: usize) -> MaximalError {
+    pub(crate) fn spin(&self, ws: &MaximalWorkspace, step: usize) -> MaximalError {
         let (i, w) = ws.w.iter().enumerate().max_by(|a, b| a.1.norm().total_cmp(&b.1.norm())).map(|(i, w)| (i, *w)).unwrap_or((0, Vector3::zeros()));
         self.mech.spin_error(i, step, &w, self.dt)
     }

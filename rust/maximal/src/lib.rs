@@ -15,6 +15,7 @@
 pub mod batch;
 pub mod body;
 pub mod constraint;
+pub mod contact;
 pub mod error;
 pub mod graph;
 pub mod integrator;

@@ -46,6 +46,9 @@ impl MaximalIntegrator {
         if a.shape() != (nx, nx) || b.shape() != (nx, nu) {
             return Err(MaximalError::InvalidParameter(format!("A is {:?} and B is {:?}; expected ({nx}, {nx}) and ({nx}, {nu})", a.shape(), b.shape())));
         }
+        if !mech.contacts.is_empty() {
+            return Err(MaximalError::NotYet("linearisation with contacts"));
+        }
         if mech.has_springs_or_dampers() {
             return Err(MaximalError::NotYet("linearisation with joint springs or dampers"));
         }

@@ -55,6 +55,8 @@ pub struct Mechanism {
     pub stiffness: Vec<f64>,
     pub rest: Vec<f64>,
     pub damping: Vec<f64>,
+    /// Sphere–plane contacts ([`crate::contact`]).
+    pub contacts: Vec<crate::contact::Contact>,
 }
 
 impl Mechanism {
@@ -109,6 +111,7 @@ impl Mechanism {
             rest: vec![0.0; nu],
             nu,
             model: Some(model),
+            contacts: Vec::new(),
         })
     }
 
@@ -121,7 +124,7 @@ impl Mechanism {
             }
         }
         let n = bodies.len();
-        Ok(Self { bodies, joints: Vec::new(), gravity, com: vec![Vector3::zeros(); n], model: None, nu: 0, stiffness: vec![], rest: vec![], damping: vec![] })
+        Ok(Self { bodies, joints: Vec::new(), gravity, com: vec![Vector3::zeros(); n], model: None, nu: 0, stiffness: vec![], rest: vec![], damping: vec![], contacts: Vec::new() })
     }
 
     /// Adds a loop-closure joint; the same as [`Self::add_joint`] (whether a joint closes a
