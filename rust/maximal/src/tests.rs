@@ -538,3 +538,69 @@ fn dropped_box_comes_to_rest_on_the_ground_without_penetration() {
     assert!((s.pose.x.z - 0.25).abs() < 1e-6, "rest height {}", s.pose.x.z);
     assert!(s.v.norm() < 1e-6 && s.w.norm() < 1e-6);
 }
+
+#[test]
+fn sliding_box_stops_after_the_coulomb_distance() {
+    // on a basis direction of the linearised cone friction is exact: deceleration c_f g, so
+    // a box sliding at v₀ stops after v₀²/(2 c_f g); first order in Δt
+    let (cf, v0, g) = (0.3, 1.0, 9.81);
+    let vi = MaximalIntegrator::new(Arc::new(box_on_ground(cf)), 0.001).unwrap();
+    let pose = Pose::new(Vector3::new(0.0, 0.0, 0.25), UnitQuaternion::identity());
+    let mut state = vec![BodyState { pose, v: Vector3::new(v0, 0.0, 0.0), w: Vector3::zeros() }];
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let mut min_gap = f64::INFINITY;
+    for k in 0..600 {
+        vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
+        std::mem::swap(&mut state, &mut next);
+        min_gap = min_gap.min(gap(&vi, &state));
+    }
+    let expected = v0 * v0 / (2.0 * cf * g);
+    let s = &state[0];
+    println!("sliding box: distance {:.5} m (Coulomb {expected:.5} m), |v| {:.1e}, min gap {min_gap:.1e}", s.pose.x.x, s.v.norm());
+    assert!(s.v.norm() < 1e-6, "still moving: {}", s.v.norm());
+    // O(Δt) discretisation: one step of travel (v₀Δt = 1e-3 m) is the scale of the error
+    assert!((s.pose.x.x - expected).abs() < 2e-3, "distance {} vs {expected}", s.pose.x.x);
+    assert!(min_gap > -1e-9 && s.pose.rotation().m33 > 1.0 - 1e-9, "the box must neither sink nor tip");
+}
+
+#[test]
+fn chain_of_spheres_rests_stably_on_the_ground() {
+    // Brüdigam et al. 2023 Fig. 8b: spheres (r = 0.25 m, 1 kg) linked by spherical joints,
+    // with ground contact and friction
+    let (n, r) = (6, 0.25);
+    let inertia = Matrix3::identity() * (0.4 * r * r);
+    let bodies: Vec<Body> = (0..n).map(|k| Body { name: format!("sphere{k}"), mass: 1.0, inertia }).collect();
+    let mut mech = Mechanism::new(bodies, Vector3::new(0.0, 0.0, -9.81)).unwrap();
+    let half = Se3::new(Matrix3::identity(), Vector3::new(r, 0.0, 0.0));
+    let back = Se3::new(Matrix3::identity(), Vector3::new(-r, 0.0, 0.0));
+    for k in 1..n {
+        mech.add_joint(&format!("ball{k}"), JointKind::Spherical, Some(k - 1), half, k, back).unwrap();
+    }
+    for k in 0..n {
+        mech.add_contact(&format!("ground{k}"), k, Vector3::zeros(), r, Vector3::z(), 0.0, 0.4).unwrap();
+    }
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    // dropped from 0.3 m, slightly bent, moving sideways
+    let mut state: Vec<BodyState> = (0..n)
+        .map(|k| BodyState { pose: Pose::new(Vector3::new(2.0 * r * k as f64, 0.0, r + 0.3), UnitQuaternion::identity()), v: Vector3::new(0.0, 0.5, 0.0), w: Vector3::zeros() })
+        .collect();
+    let mut ws = vi.workspace();
+    let mut next = state.clone();
+    let (mut min_gap, mut viol, mut iters) = (f64::INFINITY, 0.0_f64, 0);
+    for k in 0..400 {
+        let st = vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
+        iters = iters.max(st.iterations);
+        std::mem::swap(&mut state, &mut next);
+        min_gap = min_gap.min(gap(&vi, &state));
+        viol = viol.max(vi.constraint_violation(&state));
+    }
+    let vmax = state.iter().fold(0.0_f64, |m, s| m.max(s.v.norm()));
+    println!("sphere chain: min gap {min_gap:.1e} m, max |g| {viol:.1e}, final max |v| {vmax:.1e}, max IP iterations {iters}");
+    assert!(min_gap > -1e-9, "penetration {min_gap:e}");
+    assert!(viol <= 1e-10, "joint violation {viol:e}");
+    assert!(vmax < 1e-6, "not at rest: {vmax:e}");
+    for s in &state {
+        assert!((s.pose.x.z - r).abs() < 1e-6, "sphere centre at {}", s.pose.x.z);
+    }
+}
