@@ -179,3 +179,28 @@ def test_linearize_minimal_matches_central_differences():
         fd_u = (np.concatenate(vi.linearize_minimal(q, v, u + e)[:2]) - np.concatenate(vi.linearize_minimal(q, v, u - e)[:2])) / (2 * h)
         np.testing.assert_allclose(a[:, c], fd_q, atol=1e-6 * max(1.0, np.abs(fd_q).max()))
         np.testing.assert_allclose(b[:, c], fd_u, atol=1e-6 * max(1.0, np.abs(fd_u).max()))
+
+
+def test_box_dropped_on_the_ground_rests_without_penetration():
+    """Brüdigam et al. 2023 §5.1(d): a 1 kg cube of edge 0.5 m dropped from 0.4 m, dt = 0.01."""
+    b = vidyn.ModelBuilder("box")
+    a = 0.5
+    b.add_body(None, "root", "freeflyer", mass=1.0, inertia=np.eye(3) * a * a / 6)
+    model = b.build()
+    vi = vidyn.MaximalIntegrator(model, 0.01)
+    for k, corner in enumerate(np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * a / 2):
+        assert vi.add_contact(f"corner{k}", "root", corner, friction=0.5) == k
+    q0 = np.array([0.0, 0.0, 0.25 + 0.4, 0.0, 0.0, 0.0, 1.0])
+    traj = vi.rollout(q0, np.array([0.3, 0.0, 0.0, 0.0, 0.4, 0.0]), steps=300)
+    assert abs(traj.positions[-1, 0, 2] - 0.25) < 1e-6
+    assert np.abs(traj.linear_velocities[-1]).max() < 1e-6
+    # lowest corner height over the whole drop (rotation from the quaternions)
+    lowest = np.inf
+    for k in range(traj.steps + 1):
+        x, y, z, w = traj.quaternions[k, 0]
+        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        pts = traj.positions[k, 0] + (np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * a / 2) @ r.T
+        lowest = min(lowest, pts[:, 2].min())
+    assert lowest > -1e-9, lowest

@@ -321,6 +321,21 @@ class MaximalIntegrator:
         ``parent`` (model joint name, body index, or None / ``"world"``) and ``child_frame`` on
         ``child``. ``axis`` (3,): the joint-frame axis or normal of the kinds that have one.
         Returns the joint index."""
+    def add_contact(
+        self,
+        name: str,
+        body: str | int,
+        point: _ArrayLike,
+        radius: float = 0.0,
+        normal: _ArrayLike | None = None,
+        offset: float = 0.0,
+        friction: float = 0.5,
+    ) -> int:
+        """Add a contact between a sphere of ``radius`` centred at ``point`` (3,) in the frame of
+        ``body`` (model joint name or index) and the world plane through ``offset * normal``
+        (unit ``normal`` (3,), default +z), with Coulomb ``friction`` on a linearised 4-direction
+        cone. Steps with contacts are solved by a primal-dual interior-point method. Returns the
+        contact index."""
     def rollout(
         self, q0: _ArrayLike, v0: _ArrayLike | None = None, u: _ArrayLike | None = None, *, steps: int | None = None
     ) -> MaximalTrajectory:
@@ -330,7 +345,7 @@ class MaximalIntegrator:
         """Exact linearisation of every step (implicit function theorem on the graph
         factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
         ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
-        Raises VidynError for joint springs or dampers (not yet supported)."""
+        Raises VidynError for joint springs, dampers or contacts (not yet supported)."""
     def linearize_minimal(
         self, q: _ArrayLike, v: _ArrayLike, u: _ArrayLike | None = None
     ) -> tuple[_Array, _Array, _Array, _Array]:

@@ -338,7 +338,7 @@ impl MaximalIntegrator {
                 for i in 0..next.len() {
                     next[i] = BodyState { pose: ws.next[i], v: ws.v[i], w: ws.w[i] };
                 }
-                ws.last_stats = StepStats { iterations: it, residual: max0, constraint_violation: violation };
+                ws.last_stats = StepStats { iterations: it, residual: max0, constraint_violation: violation, barrier: ws.ct.mu };
                 return Ok(ws.last_stats);
             }
             if it == max_iterations || !max0.is_finite() {

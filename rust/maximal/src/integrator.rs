@@ -38,6 +38,8 @@ pub struct StepStats {
     pub residual: f64,
     /// Largest constraint violation `|g(z_{k+1})|∞` at the accepted solution.
     pub constraint_violation: f64,
+    /// Final barrier parameter `μ` of the interior-point method (0 without contacts).
+    pub barrier: f64,
 }
 
 /// The maximal-coordinate variational integrator of a [`Mechanism`].
@@ -247,7 +249,7 @@ impl MaximalIntegrator {
                 for i in 0..nb {
                     next[i] = BodyState { pose: ws.next[i], v: ws.v[i], w: ws.w[i] };
                 }
-                ws.last_stats = StepStats { iterations: it, residual: scaled, constraint_violation: violation };
+                ws.last_stats = StepStats { iterations: it, residual: scaled, constraint_violation: violation, barrier: 0.0 };
                 return Ok(ws.last_stats);
             }
             if it == self.max_iterations || !res.is_finite() {

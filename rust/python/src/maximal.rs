@@ -183,6 +183,40 @@ impl PyMaximalIntegrator {
         Ok(j)
     }
 
+    /// Adds a contact between a sphere of `radius` centred at `point` (3,) in the frame of
+    /// body `body` (model joint name or index) and the world plane through `offset·normal`
+    /// (unit `normal` (3,), default +z), with Coulomb `friction` (linearised cone). Returns the
+    /// contact index.
+    #[pyo3(signature = (name, body, point, radius = 0.0, normal = None, offset = 0.0, friction = 0.5))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_contact(&self, name: &str, body: &Bound<'_, PyAny>, point: &Bound<'_, PyAny>, radius: f64, normal: Option<&Bound<'_, PyAny>>, offset: f64, friction: f64) -> PyResult<usize> {
+        let vi = self.current();
+        let mut mech = (**vi.mechanism()).clone();
+        let b = body_ref(&mech, Some(body), "body", false)?.unwrap_or(0);
+        let p = convert::vector3(point, "point")?;
+        let n = match normal {
+            Some(n) => {
+                let n = convert::vector3(n, "normal")?;
+                if n.norm() < 1e-12 {
+                    return Err(INPUT_ERROR.err("normal must be a non-zero vector"));
+                }
+                n.normalize()
+            }
+            None => Vector3::z(),
+        };
+        let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
+        let (c, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
+            let c = mech.add_contact(name, b, p, radius, n, offset, friction)?;
+            Ok((c, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
+        })()
+        .map_err(|e| maximal_to_pyerr(&e))?;
+        match self.inner.write() {
+            Ok(mut g) => *g = Arc::new(new),
+            Err(p) => *p.into_inner() = Arc::new(new),
+        }
+        Ok(c)
+    }
+
     /// Simulates from the minimal configuration `q0` (model.nq,) moving with `v0` (model.nv,,
     /// zeros if omitted) under the generalised forces `u` (N, model.nv), or `steps` steps
     /// without forces. -> MaximalTrajectory.
