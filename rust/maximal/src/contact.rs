@@ -1,5 +1,6 @@
-//! Point/sphere contacts with a plane, with friction on a linearised cone, solved by a
-//! primal-dual interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4,
+//! Inequality constraints — point/sphere contacts with a plane (friction on a linearised
+//! cone) and joint position limits ([`JointLimit`]; not in the papers, handled the same
+//! way) — solved by a primal-dual interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4,
 //! eqs. 22–29 and Appendix D; Nocedal & Wright 2006, Alg. 19.1).
 //!
 //! A contact is a sphere of radius `r` centred at point `p` of a body (frame of the body's
@@ -57,7 +58,30 @@ impl Contact {
     }
 }
 
+/// Position limits `lower ≤ θ ≤ upper` of a 1-dof model joint (revolute angle or prismatic
+/// displacement), two inequalities handled like contacts: `φ_lo = θ(z_{k+1}) − lower ≥ 0`,
+/// `φ_hi = upper − θ(z_{k+1}) ≥ 0`, with the forces `γ_lo − γ_hi` acting as a generalised force
+/// on the joint (the wrench of a unit joint force, [`Mechanism::joint_wrench_jacobians`], is
+/// the gradient of `θ` on the joint's manifold). One 2-dimensional graph node per limit,
+/// eliminated first (it fills in one block between the joint's two bodies).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointLimit {
+    pub joint: usize,
+    pub lower: f64,
+    pub upper: f64,
+}
+
 impl Mechanism {
+    /// Adds position limits to the 1-dof model joint `joint` (index into `joints`).
+    pub fn add_joint_limit(&mut self, joint: usize, lower: f64, upper: f64) -> Result<usize> {
+        let ok = self.joints.get(joint).and_then(|j| j.minimal).is_some_and(|(mj, _)| mj.nv() == 1);
+        if !ok || lower.is_nan() || upper.is_nan() || lower >= upper {
+            return Err(MaximalError::InvalidMechanism(format!("joint limit on joint {joint}: needs a revolute or prismatic model joint and lower < upper (got {lower}, {upper})")));
+        }
+        self.limits.push(JointLimit { joint, lower, upper });
+        Ok(self.limits.len() - 1)
+    }
+
     /// Adds a contact between a sphere of `radius` centred at `point` (in body `body`'s
     /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
     /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions).
@@ -94,9 +118,31 @@ pub struct ContactWorkspace {
     deta: Vec<Vector4<f64>>,
     dsigma: Vec<f64>,
     pub mu: f64,
+    /// Joint limits: forces `(γ_lo, γ_hi)`, slacks, their line-search bases, directions of
+    /// the slacks, residuals `[r_a lo, r_a hi, r_b lo, r_b hi]`, and the wrenches of a unit
+    /// joint force at `z_k` (parent, child).
+    pub lim_y: Vec<nalgebra::Vector2<f64>>,
+    pub lim_s: Vec<nalgebra::Vector2<f64>>,
+    lim_y_base: Vec<nalgebra::Vector2<f64>>,
+    lim_s_base: Vec<nalgebra::Vector2<f64>>,
+    lim_ds: Vec<nalgebra::Vector2<f64>>,
+    lim_res: Vec<[f64; 4]>,
+    lim_w_now: Vec<(Vector6<f64>, Vector6<f64>)>,
 }
 
 impl ContactWorkspace {
+    pub(crate) fn with_limits(mut self, n: usize) -> Self {
+        use nalgebra::Vector2;
+        self.lim_y = vec![Vector2::zeros(); n];
+        self.lim_s = vec![Vector2::zeros(); n];
+        self.lim_y_base = vec![Vector2::zeros(); n];
+        self.lim_s_base = vec![Vector2::zeros(); n];
+        self.lim_ds = vec![Vector2::zeros(); n];
+        self.lim_res = vec![[0.0; 4]; n];
+        self.lim_w_now = vec![(Vector6::zeros(), Vector6::zeros()); n];
+        self
+    }
+
     pub(crate) fn new(n: usize) -> Self {
         Self {
             y: vec![Vector6::zeros(); n],
@@ -114,6 +160,7 @@ impl ContactWorkspace {
             deta: vec![Vector4::zeros(); n],
             dsigma: vec![0.0; n],
             mu: 1.0,
+            ..Self::default()
         }
     }
 }
@@ -145,6 +192,12 @@ impl MaximalIntegrator {
             ws.ct.eta[c] = Vector4::repeat(1.0);
             ws.ct.sigma[c] = 1.0;
         }
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let (_, (wa, wb)) = mech.joint_wrench_jacobians(lim.joint, ws.now_poses(), &[1.0]);
+            ws.ct.lim_w_now[l] = (wa, wb);
+            ws.ct.lim_y[l] = nalgebra::Vector2::repeat(1.0);
+            ws.ct.lim_s[l] = nalgebra::Vector2::repeat(1.0);
+        }
         ws.ct.mu = 1.0;
     }
 
@@ -157,6 +210,16 @@ impl MaximalIntegrator {
                 w += ws.ct.b_now[c][i] * y[1 + i];
             }
             ws.residual[ct.body] -= w;
+        }
+        let mech = &**self.mechanism();
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let jt = &mech.joints[lim.joint];
+            let f = ws.ct.lim_y[l][0] - ws.ct.lim_y[l][1];
+            let (wa, wb) = ws.ct.lim_w_now[l];
+            ws.residual[jt.child] -= wb * f;
+            if let Some(p) = jt.parent {
+                ws.residual[p] -= wa * f;
+            }
         }
     }
 
@@ -188,6 +251,18 @@ impl MaximalIntegrator {
                 max = max.max(x.abs());
             }
             ws.ct.res[c] = r;
+        }
+        let f = self.dt() / p_scale;
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let th = mech.joint_coordinate(lim.joint, &ws.next).unwrap_or(0.0);
+            let (y, s) = (ws.ct.lim_y[l], ws.ct.lim_s[l]);
+            let r = [s[0] - (th - lim.lower), s[1] - (lim.upper - th), y[0] * s[0] - mu, y[1] * s[1] - mu];
+            for (k, x) in r.iter().enumerate() {
+                let x = x * if k < 2 { 1.0 } else { f };
+                merit += x * x;
+                max = max.max(x.abs());
+            }
+            ws.ct.lim_res[l] = r;
         }
         (0.5 * merit, max)
     }
@@ -249,6 +324,40 @@ impl MaximalIntegrator {
             rhs[5] = r[11] - y[5] * r[10];
             ws.residual[node] = rhs;
         }
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let node = self.limit_node(l);
+            let jt = &mech.joints[lim.joint];
+            let (y, s, r) = (ws.ct.lim_y[l], ws.ct.lim_s[l], ws.ct.lim_res[l]);
+            let mut d = Matrix6::zeros();
+            d[(0, 0)] = s[0];
+            d[(1, 1)] = s[1];
+            *ws.solver.diagonal_mut(node) = d;
+            let (_, (wa1, wb1)) = mech.joint_wrench_jacobians(lim.joint, &ws.next, &[1.0]);
+            for (body, w_now, w_next) in [(Some(jt.child), ws.ct.lim_w_now[l].1, wb1), (jt.parent, ws.ct.lim_w_now[l].0, wa1)] {
+                let Some(b) = body else { continue };
+                // δθ = W(z_{k+1})·[Δt δv; E δω]
+                let e = update_tangent(&ws.w[b], dt);
+                let rot = e.transpose() * w_next.fixed_rows::<3>(3);
+                let mut grad = Vector6::zeros();
+                grad.fixed_rows_mut::<3>(0).copy_from(&(w_next.fixed_rows::<3>(0) * dt));
+                grad.fixed_rows_mut::<3>(3).copy_from(&rot);
+                let mut row = Matrix6::zeros();
+                for k in 0..6 {
+                    row[(0, k)] = y[0] * grad[k];
+                    row[(1, k)] = -y[1] * grad[k];
+                }
+                if let Some(blk) = ws.solver.block_mut(node, b) {
+                    *blk = row;
+                }
+                let mut col = Matrix6::zeros();
+                col.set_column(0, &(-w_now));
+                col.set_column(1, &w_now);
+                if let Some(blk) = ws.solver.block_mut(b, node) {
+                    *blk = col;
+                }
+            }
+            ws.residual[node] = Vector6::new(r[2] - y[0] * r[0], r[3] - y[1] * r[1], 0.0, 0.0, 0.0, 0.0);
+        }
     }
 
     /// Recovers `(δs, δη, δσ)` from the solved direction.
@@ -273,6 +382,19 @@ impl MaximalIntegrator {
             }
             ws.ct.dsigma[c] = ct.friction * dy[0] - sum - r[10];
         }
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let jt = &mech.joints[lim.joint];
+            let (_, (wa1, wb1)) = mech.joint_wrench_jacobians(lim.joint, &ws.next, &[1.0]);
+            let mut dth = 0.0;
+            for (body, w_next) in [(Some(jt.child), wb1), (jt.parent, wa1)] {
+                let Some(b) = body else { continue };
+                let dz = ws.direction[b];
+                let e = update_tangent(&ws.w[b], dt);
+                dth += dt * w_next.fixed_rows::<3>(0).dot(&dz.fixed_rows::<3>(0)) + (e.transpose() * w_next.fixed_rows::<3>(3)).dot(&dz.fixed_rows::<3>(3));
+            }
+            let r = ws.ct.lim_res[l];
+            ws.ct.lim_ds[l] = nalgebra::Vector2::new(dth - r[0], -dth - r[1]);
+        }
     }
 
     /// Largest step in (0, 1] keeping every positive variable above `(1 − τ)` of its value.
@@ -295,6 +417,13 @@ impl MaximalIntegrator {
                 limit(ws.ct.eta[c][i], ws.ct.deta[c][i]);
             }
         }
+        for l in 0..self.mechanism().limits.len() {
+            let dy = ws.direction[self.limit_node(l)];
+            for k in 0..2 {
+                limit(ws.ct.lim_y[l][k], dy[k]);
+                limit(ws.ct.lim_s[l][k], ws.ct.lim_ds[l][k]);
+            }
+        }
         alpha
     }
 
@@ -304,6 +433,8 @@ impl MaximalIntegrator {
         ct.s_base.copy_from_slice(&ct.s);
         ct.eta_base.copy_from_slice(&ct.eta);
         ct.sigma_base.copy_from_slice(&ct.sigma);
+        ct.lim_y_base.copy_from_slice(&ct.lim_y);
+        ct.lim_s_base.copy_from_slice(&ct.lim_s);
     }
 
     fn set_contact_trial(&self, ws: &mut MaximalWorkspace, alpha: f64) {
@@ -313,6 +444,11 @@ impl MaximalIntegrator {
             ws.ct.s[c] = ws.ct.s_base[c] + ws.ct.ds[c] * alpha;
             ws.ct.eta[c] = ws.ct.eta_base[c] + ws.ct.deta[c] * alpha;
             ws.ct.sigma[c] = ws.ct.sigma_base[c] + ws.ct.dsigma[c] * alpha;
+        }
+        for l in 0..self.mechanism().limits.len() {
+            let dy = ws.direction[self.limit_node(l)];
+            ws.ct.lim_y[l] = ws.ct.lim_y_base[l] + nalgebra::Vector2::new(dy[0], dy[1]) * alpha;
+            ws.ct.lim_s[l] = ws.ct.lim_s_base[l] + ws.ct.lim_ds[l] * alpha;
         }
     }
 

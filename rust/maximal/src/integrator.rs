@@ -132,6 +132,16 @@ impl MaximalIntegrator {
             edges.push((dims.len(), ct.body));
             dims.push(6);
         }
+        // joint limits: 2-dimensional nodes on the joint's bodies, also eliminated first
+        for lim in &mech.limits {
+            let jt = &mech.joints[lim.joint];
+            let node = dims.len();
+            dims.push(2);
+            edges.push((node, jt.child));
+            if let Some(p) = jt.parent {
+                edges.push((node, p));
+            }
+        }
         let order: Vec<usize> = (n_eq..dims.len()).chain(tree_order).collect();
         let template = GraphSolver::new(&dims, &edges, &order).map_err(MaximalError::InvalidMechanism)?;
         let mut is_loop = vec![false; mech.joints.len()];
@@ -174,6 +184,11 @@ impl MaximalIntegrator {
     pub(crate) fn contact_node(&self, c: usize) -> usize {
         self.n_eq + c
     }
+    /// Graph node of joint limit `l`.
+    #[inline]
+    pub(crate) fn limit_node(&self, l: usize) -> usize {
+        self.n_eq + self.mech.contacts.len() + l
+    }
     /// Whether joint `j` closes a loop (lies outside the spanning forest of the graph).
     #[must_use]
     pub fn is_loop(&self, j: usize) -> bool {
@@ -207,7 +222,7 @@ impl MaximalIntegrator {
             jac_now: vec![(Matrix6::zeros(), Matrix6::zeros()); nj],
             residual: vec![Vector6::zeros(); nn],
             direction: vec![Vector6::zeros(); nn],
-            ct: crate::contact::ContactWorkspace::new(self.mech.contacts.len()),
+            ct: crate::contact::ContactWorkspace::new(self.mech.contacts.len()).with_limits(self.mech.limits.len()),
             last_stats: StepStats::default(),
         }
     }
@@ -235,7 +250,7 @@ impl MaximalIntegrator {
             return Err(MaximalError::InvalidParameter(format!("next has {} bodies, expected {nb}", next.len())));
         }
         let p_scale = self.prepare(ws, step, state, u, fext)?;
-        if !self.mech.contacts.is_empty() {
+        if !self.mech.contacts.is_empty() || !self.mech.limits.is_empty() {
             return self.step_interior_point(ws, step, p_scale, next);
         }
         let tol = self.tolerance;
@@ -394,7 +409,7 @@ impl MaximalIntegrator {
             let g = jt.constraint.value(jt.parent.map(|p| &ws.next[p]), &ws.next[jt.child]);
             ws.residual[node] = Vector6::from_column_slice(&g) / dt;
         }
-        if !mech.contacts.is_empty() {
+        if !mech.contacts.is_empty() || !mech.limits.is_empty() {
             self.subtract_contact_wrenches(ws);
         }
         let scale = dt / p_scale;

@@ -46,8 +46,8 @@ impl MaximalIntegrator {
         if a.shape() != (nx, nx) || b.shape() != (nx, nu) {
             return Err(MaximalError::InvalidParameter(format!("A is {:?} and B is {:?}; expected ({nx}, {nx}) and ({nx}, {nu})", a.shape(), b.shape())));
         }
-        if !mech.contacts.is_empty() {
-            return Err(MaximalError::NotYet("linearisation with contacts"));
+        if !mech.contacts.is_empty() || !mech.limits.is_empty() {
+            return Err(MaximalError::NotYet("linearisation with contacts or joint limits"));
         }
         if mech.has_springs_or_dampers() {
             return Err(MaximalError::NotYet("linearisation with joint springs or dampers"));

@@ -57,6 +57,8 @@ pub struct Mechanism {
     pub damping: Vec<f64>,
     /// Sphere–plane contacts ([`crate::contact`]).
     pub contacts: Vec<crate::contact::Contact>,
+    /// Position limits of 1-dof model joints ([`crate::contact::JointLimit`]).
+    pub limits: Vec<crate::contact::JointLimit>,
 }
 
 impl Mechanism {
@@ -112,6 +114,7 @@ impl Mechanism {
             nu,
             model: Some(model),
             contacts: Vec::new(),
+            limits: Vec::new(),
         })
     }
 
@@ -124,7 +127,7 @@ impl Mechanism {
             }
         }
         let n = bodies.len();
-        Ok(Self { bodies, joints: Vec::new(), gravity, com: vec![Vector3::zeros(); n], model: None, nu: 0, stiffness: vec![], rest: vec![], damping: vec![], contacts: Vec::new() })
+        Ok(Self { bodies, joints: Vec::new(), gravity, com: vec![Vector3::zeros(); n], model: None, nu: 0, stiffness: vec![], rest: vec![], damping: vec![], contacts: Vec::new(), limits: Vec::new() })
     }
 
     /// Adds a loop-closure joint; the same as [`Self::add_joint`] (whether a joint closes a

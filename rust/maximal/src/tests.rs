@@ -604,3 +604,25 @@ fn chain_of_spheres_rests_stably_on_the_ground() {
         assert!((s.pose.x.z - r).abs() < 1e-6, "sphere centre at {}", s.pose.x.z);
     }
 }
+
+#[test]
+fn joint_limits_hold_at_solver_tolerance_and_are_reached() {
+    // a pendulum thrown at 3 rad/s would swing to ≈ 0.8 rad; limits [−0.3, 0.5]
+    let model = Arc::new(cylinder_chain(2, true));
+    let mut mech = Mechanism::from_model(model).unwrap();
+    let (lo, hi) = (-0.3, 0.5);
+    mech.add_joint_limit(0, lo, hi).unwrap();
+    mech.add_joint_limit(1, -0.2, 0.2).unwrap();
+    assert!(mech.add_joint_limit(1, 0.2, -0.2).is_err());
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let traj = rollout_minimal(&vi, &[0.0, 0.0], &[3.0, 0.0], &[], 300).unwrap();
+    let (th0, th1): (Vec<f64>, Vec<f64>) = (0..=300).map(|k| (traj.q[2 * k], traj.q[2 * k + 1])).unzip();
+    let (min0, max0) = (th0.iter().copied().fold(f64::INFINITY, f64::min), th0.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let (min1, max1) = (th1.iter().copied().fold(f64::INFINITY, f64::min), th1.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let viol = traj.constraint_violation.iter().copied().fold(0.0, f64::max);
+    println!("joint limits: θ₀ ∈ [{min0:.9}, {max0:.9}] (limits [{lo}, {hi}]), θ₁ ∈ [{min1:.6}, {max1:.6}] (±0.2), max |g| {viol:.1e}, max iterations {}", traj.iterations.iter().max().unwrap());
+    assert!(min0 >= lo - 1e-9 && max0 <= hi + 1e-9, "limits violated: [{min0}, {max0}]");
+    assert!(min1 >= -0.2 - 1e-9 && max1 <= 0.2 + 1e-9, "limits violated: [{min1}, {max1}]");
+    assert!(max0 > hi - 1e-6 && min0 < lo + 1e-6, "the swing must reach both limits: [{min0}, {max0}]");
+    assert!(viol <= 1e-10);
+}
