@@ -204,3 +204,13 @@ def test_box_dropped_on_the_ground_rests_without_penetration():
         pts = traj.positions[k, 0] + (np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * a / 2) @ r.T
         lowest = min(lowest, pts[:, 2].min())
     assert lowest > -1e-9, lowest
+
+
+def test_joint_limits_are_never_exceeded():
+    vi = vidyn.MaximalIntegrator(cylinder_chain(2), 0.01)
+    assert vi.add_joint_limit("joint1", -0.3, 0.5) == 0
+    traj = vi.rollout(np.zeros(2), np.array([3.0, 0.0]), steps=300)
+    assert traj.q[:, 0].max() <= 0.5 + 1e-9 and traj.q[:, 0].min() >= -0.3 - 1e-9
+    assert traj.q[:, 0].max() > 0.5 - 1e-6  # the limit was reached
+    with pytest.raises(vidyn.ModelError):
+        vi.add_joint_limit("joint2", 0.2, -0.2)

@@ -336,6 +336,10 @@ class MaximalIntegrator:
         (unit ``normal`` (3,), default +z), with Coulomb ``friction`` on a linearised 4-direction
         cone. Steps with contacts are solved by a primal-dual interior-point method. Returns the
         contact index."""
+    def add_joint_limit(self, joint: str | int, lower: float, upper: float) -> int:
+        """Add position limits ``lower <= q <= upper`` to the revolute or prismatic model joint
+        ``joint`` (name or index), enforced by the interior-point solver. Returns the limit
+        index."""
     def rollout(
         self, q0: _ArrayLike, v0: _ArrayLike | None = None, u: _ArrayLike | None = None, *, steps: int | None = None
     ) -> MaximalTrajectory:
@@ -345,7 +349,7 @@ class MaximalIntegrator:
         """Exact linearisation of every step (implicit function theorem on the graph
         factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
         ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
-        Raises VidynError for joint springs, dampers or contacts (not yet supported)."""
+        Raises VidynError for joint springs, dampers, contacts or joint limits (not yet supported)."""
     def linearize_minimal(
         self, q: _ArrayLike, v: _ArrayLike, u: _ArrayLike | None = None
     ) -> tuple[_Array, _Array, _Array, _Array]:

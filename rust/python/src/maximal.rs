@@ -217,6 +217,26 @@ impl PyMaximalIntegrator {
         Ok(c)
     }
 
+    /// Adds position limits `lower <= q <= upper` to the revolute or prismatic model joint
+    /// `joint` (name or index), enforced as interior-point inequalities. Returns the limit
+    /// index.
+    fn add_joint_limit(&self, joint: &Bound<'_, PyAny>, lower: f64, upper: f64) -> PyResult<usize> {
+        let vi = self.current();
+        let mut mech = (**vi.mechanism()).clone();
+        let j = body_ref(&mech, Some(joint), "joint", false)?.unwrap_or(0);
+        let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
+        let (l, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
+            let l = mech.add_joint_limit(j, lower, upper)?;
+            Ok((l, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
+        })()
+        .map_err(|e| maximal_to_pyerr(&e))?;
+        match self.inner.write() {
+            Ok(mut g) => *g = Arc::new(new),
+            Err(p) => *p.into_inner() = Arc::new(new),
+        }
+        Ok(l)
+    }
+
     /// Simulates from the minimal configuration `q0` (model.nq,) moving with `v0` (model.nv,,
     /// zeros if omitted) under the generalised forces `u` (N, model.nv), or `steps` steps
     /// without forces. -> MaximalTrajectory.
