@@ -18,13 +18,14 @@
 //! prepare + residual + Newton matrix; **graph solve**: assemble + block LDU + solve;
 //! **dense LU**: LU factorisation and solve of the same matrix as a dense `N × N` matrix
 //! (`N` = total unknowns, only up to `--dense-max`); **minimal VI step**: `vidyn_vi`
-//! trapezoid step on the same chain (loop-free only).
+//! trapezoid step on the same chain (loop-free only). A third table times interior-point steps
+//! of `sphere_chain(n)` (spheres on ball joints, each in frictional ground contact).
 
 use std::hint::black_box;
 use std::sync::Arc;
 use vidyn_benches::time_passes;
-use vidyn_maximal::models::{cylinder_chain, four_bar_chain};
-use vidyn_maximal::{rollout_minimal, BodyState, MaximalIntegrator, Mechanism};
+use vidyn_maximal::models::{cylinder_chain, four_bar_chain, sphere_chain};
+use vidyn_maximal::{rollout, rollout_minimal, BodyState, MaximalIntegrator, Mechanism};
 use vidyn_vi::{Scheme, VariationalIntegrator};
 
 struct Args {
@@ -163,4 +164,30 @@ fn main() {
         loops.push(measure(mech, &q0, &args, false));
     }
     print("Chains of closed four-bar segments (3 bodies, 4 joints each)", &loops);
+    // chains of spheres in ground contact: interior-point steps, one contact per body
+    println!("\n### Chains of spheres on ball joints, each in frictional ground contact (interior point)\n");
+    println!("| spheres | unknowns | IP iterations/step | step (µs) | per sphere (µs) |");
+    println!("|---:|---:|---:|---:|---:|");
+    let mut pts = Vec::new();
+    for &n in &args.sizes {
+        let (mech, start) = sphere_chain(n);
+        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).expect("valid mechanism");
+        let steps = 10 * args.pool;
+        let traj = rollout(&vi, &start, &[], steps).expect("rollout converges");
+        let pool: Vec<Vec<BodyState>> = (1..=args.pool).map(|k| traj.knot(10 * k).to_vec()).collect();
+        let budget = args.min_time / args.pool as f64;
+        let mut ws = vi.workspace();
+        let mut next = start.clone();
+        let t = median(pool.iter().map(|s| time_passes(1, 3, budget, |_| { black_box(vi.step(&mut ws, 0, s, &[], None, &mut next).expect("step")); }).min_ns).collect());
+        vi.assemble_newton(&mut ws, &pool[0], &[]).expect("assemble");
+        let unknowns = vi.assembled_dense(&ws).0.nrows();
+        let its = traj.iterations.iter().sum::<usize>() as f64 / steps as f64;
+        println!("| {n} | {unknowns} | {its:.1} | {:.1} | {:.2} |", t / 1e3, t / 1e3 / n as f64);
+        if n >= 16 {
+            pts.push((n, t));
+        }
+    }
+    if pts.len() >= 2 {
+        println!("\nlog-log slope over ≥ 16 spheres: {:.2}", slope(&pts));
+    }
 }

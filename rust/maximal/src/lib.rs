@@ -8,6 +8,14 @@
 //! the mechanism graph; it is factorised by block LDU in a leaves-first order (O(n) on trees,
 //! no fill-in) — see [`graph`].
 //!
+//! Modules: [`body`] (poses, the unit-quaternion knot update), [`constraint`] (joint
+//! primitives and their Jacobians), [`mechanism`] (bodies and joints from a `vidyn_rbd::Model`,
+//! loop closures, joint forces), [`integrator`] (the DEL step and its Newton solve),
+//! [`contact`] (contacts with friction and joint limits by a primal-dual interior point),
+//! [`linearize`] (exact implicit-function-theorem linearisation, maximal and minimal
+//! coordinates), [`trajectory`] (rollouts, parallel linearisation), [`batch`] (the
+//! `vidyn_batch::DiscreteDynamics` implementation), [`models`] (test and benchmark mechanisms).
+//!
 //! Conventions (beyond the workspace's `[linear; angular]` and `Se3` child→parent): rotations
 //! are perturbed on the right with the full angle, `q ⊗ exp(δθ/2)`, so rotational multipliers,
 //! residuals and Jacobians are physical torques, half the papers' half-angle values.

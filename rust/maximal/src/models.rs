@@ -97,3 +97,26 @@ pub fn four_bar_chain(segments: usize) -> (Mechanism, Vec<f64>) {
     (mech, q)
 }
 
+
+/// A chain of `n` spheres (radius 0.25 m, 1 kg) joined by spherical joints at their surfaces,
+/// each in contact with the ground `z = 0` (friction 0.4; Brüdigam et al. 2023 Fig. 8b), and
+/// its state dropped from 0.3 m above the ground while moving sideways at 0.5 m/s.
+#[must_use]
+pub fn sphere_chain(n: usize) -> (Mechanism, Vec<crate::BodyState>) {
+    let r = 0.25;
+    let inertia = Matrix3::identity() * (0.4 * r * r);
+    let bodies: Vec<crate::Body> = (0..n).map(|k| crate::Body { name: format!("sphere{k}"), mass: 1.0, inertia }).collect();
+    let mut mech = Mechanism::new(bodies, Vector3::new(0.0, 0.0, -9.81)).expect("valid bodies");
+    let half = Se3::new(Matrix3::identity(), Vector3::new(r, 0.0, 0.0));
+    let back = Se3::new(Matrix3::identity(), Vector3::new(-r, 0.0, 0.0));
+    for k in 1..n {
+        mech.add_joint(&format!("ball{k}"), JointKind::Spherical, Some(k - 1), half, k, back).expect("valid joint");
+    }
+    for k in 0..n {
+        mech.add_contact(&format!("ground{k}"), k, Vector3::zeros(), r, Vector3::z(), 0.0, 0.4).expect("valid contact");
+    }
+    let state = (0..n)
+        .map(|k| crate::BodyState { pose: crate::Pose::new(Vector3::new(2.0 * r * k as f64, 0.0, r + 0.3), nalgebra::UnitQuaternion::identity()), v: Vector3::new(0.0, 0.5, 0.0), w: Vector3::zeros() })
+        .collect();
+    (mech, state)
+}

@@ -569,22 +569,8 @@ fn chain_of_spheres_rests_stably_on_the_ground() {
     // Brüdigam et al. 2023 Fig. 8b: spheres (r = 0.25 m, 1 kg) linked by spherical joints,
     // with ground contact and friction
     let (n, r) = (6, 0.25);
-    let inertia = Matrix3::identity() * (0.4 * r * r);
-    let bodies: Vec<Body> = (0..n).map(|k| Body { name: format!("sphere{k}"), mass: 1.0, inertia }).collect();
-    let mut mech = Mechanism::new(bodies, Vector3::new(0.0, 0.0, -9.81)).unwrap();
-    let half = Se3::new(Matrix3::identity(), Vector3::new(r, 0.0, 0.0));
-    let back = Se3::new(Matrix3::identity(), Vector3::new(-r, 0.0, 0.0));
-    for k in 1..n {
-        mech.add_joint(&format!("ball{k}"), JointKind::Spherical, Some(k - 1), half, k, back).unwrap();
-    }
-    for k in 0..n {
-        mech.add_contact(&format!("ground{k}"), k, Vector3::zeros(), r, Vector3::z(), 0.0, 0.4).unwrap();
-    }
+    let (mech, mut state) = crate::models::sphere_chain(n);
     let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    // dropped from 0.3 m, slightly bent, moving sideways
-    let mut state: Vec<BodyState> = (0..n)
-        .map(|k| BodyState { pose: Pose::new(Vector3::new(2.0 * r * k as f64, 0.0, r + 0.3), UnitQuaternion::identity()), v: Vector3::new(0.0, 0.5, 0.0), w: Vector3::zeros() })
-        .collect();
     let mut ws = vi.workspace();
     let mut next = state.clone();
     let (mut min_gap, mut viol, mut iters) = (f64::INFINITY, 0.0_f64, 0);
