@@ -65,7 +65,7 @@ pub struct MaximalWorkspace {
     pub(crate) solver: GraphSolver,
     /// `z_k`, `z_{k−1}`, and the trial `z_{k+1}`.
     now: Vec<Pose>,
-    before: Vec<Pose>,
+    pub(crate) before: Vec<Pose>,
     pub(crate) next: Vec<Pose>,
     /// Unknowns: velocities `v` (world), `ω` (body) per body, multipliers per joint.
     pub(crate) v: Vec<Vector3<f64>>,

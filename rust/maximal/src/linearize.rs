@@ -16,8 +16,11 @@
 //! generalised force. The new state is `z_{k+1} = z_k ⊕ Δt ż_k`:
 //! `δx⁺ = δx + Δt δv⁺`, `δθ⁺ = R(w)ᵀ δθ + E(ω_k) δω⁺` ([`crate::body::update_tangent`]).
 //!
-//! Not yet: joint springs and dampers (their forces depend on the joint coordinates of
-//! `z_k` and `z_{k−1}`); mechanisms with either are rejected with [`MaximalError::NotYet`].
+//! Joint springs and dampers of 1-dof joints add `−W ⊗ ∂u/∂x`, `u = −κ(θ_k − θ_rest) −
+//! d(θ_k − θ_{k−1})/Δt`, with `∇θ` the unit joint wrench at `z_k` and at
+//! `z_{k−1} = z_k ⊖ Δt ż_{k−1}` (`δx_{k−1} = δx − Δt δv_{k−1}`,
+//! `δθ_{k−1} = R(w)(δθ − E(ω_{k−1}) δω_{k−1})`). Not yet: contacts and joint limits (rejected
+//! with [`MaximalError::NotYet`]).
 
 use crate::body::{scalar_rate, step_quaternion, update_tangent, BodyState};
 use crate::error::{MaximalError, Result};
@@ -48,9 +51,6 @@ impl MaximalIntegrator {
         }
         if !mech.contacts.is_empty() || !mech.limits.is_empty() {
             return Err(MaximalError::NotYet("linearisation with contacts or joint limits"));
-        }
-        if mech.has_springs_or_dampers() {
-            return Err(MaximalError::NotYet("linearisation with joint springs or dampers"));
         }
         let stats = self.step(ws, step, state, u, None, next)?;
         // the Newton matrix at the solution
@@ -105,6 +105,47 @@ impl MaximalIntegrator {
                 let mut gen = [0.0; 6];
                 for k in 0..nv {
                     gen[k] = u.get(iv + k).copied().unwrap_or(0.0);
+                }
+                // springs and dampers of 1-dof joints: u_tot = u − κ(θ_k − θ_rest) − d(θ_k − θ_{k−1})/Δt
+                let (kappa, damp) = if nv == 1 { (mech.stiffness[iv], mech.damping[iv]) } else { (0.0, 0.0) };
+                let spring_damper = kappa != 0.0 || damp != 0.0;
+                if spring_damper {
+                    if let (Some(th), Some(th0)) = (mech.joint_coordinate(jn, ws.now_poses()), mech.joint_coordinate(jn, &ws.before)) {
+                        let mut rate = th - th0;
+                        if matches!(mj, vidyn_rbd::Joint::Revolute { .. }) {
+                            rate = (rate + std::f64::consts::PI).rem_euclid(2.0 * std::f64::consts::PI) - std::f64::consts::PI;
+                        }
+                        gen[0] += -kappa * (th - mech.rest[iv]) - damp * rate / dt;
+                    }
+                    // −W_unit(z_k) ⊗ ∂u_tot/∂x with ∇θ = W_unit (the unit joint wrench is the
+                    // gradient of θ on the joint manifold), at z_k and, through
+                    // z_{k−1} = z_k ⊖ Δt ż_{k−1}, at z_{k−1}
+                    let (_, (ga, gb)) = mech.joint_wrench_jacobians(jn, ws.now_poses(), &[1.0]);
+                    let (_, (pa, pb)) = mech.joint_wrench_jacobians(jn, &ws.before, &[1.0]);
+                    let mut du = nalgebra::DVector::<f64>::zeros(nx);
+                    for (side, g_now, g_prev) in [(0, ga, pa), (1, gb, pb)] {
+                        let Some(bi) = bodies[side] else { continue };
+                        let w = state[bi].w;
+                        let rw = step_quaternion(&w, dt).map_or(Matrix3::identity(), |q| q.to_rotation_matrix().into_inner());
+                        let e = update_tangent(&w, dt);
+                        let (gx, gth) = (g_prev.fixed_rows::<3>(0).into_owned(), g_prev.fixed_rows::<3>(3).into_owned());
+                        let th_cols = rw.transpose() * gth;
+                        let w_cols = -((rw * e).transpose() * gth);
+                        for r in 0..3 {
+                            du[12 * bi + r] += -(kappa + damp / dt) * g_now[r] + damp / dt * gx[r];
+                            du[12 * bi + 3 + r] += -(kappa + damp / dt) * g_now[3 + r] + damp / dt * th_cols[r];
+                            du[12 * bi + 6 + r] += damp / dt * (-dt * gx[r]);
+                            du[12 * bi + 9 + r] += damp / dt * w_cols[r];
+                        }
+                    }
+                    for (side, w) in [(0, ga), (1, gb)] {
+                        let Some(bi) = bodies[side] else { continue };
+                        for r in 0..6 {
+                            for c in 0..nx {
+                                rx[(o[bi] + r, c)] -= w[r] * du[c];
+                            }
+                        }
+                    }
                 }
                 if gen.iter().any(|&x| x != 0.0) {
                     let (jac, _) = mech.joint_wrench_jacobians(jn, ws.now_poses(), &gen[..nv]);

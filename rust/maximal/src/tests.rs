@@ -420,13 +420,29 @@ fn linearization_matches_central_differences_of_the_solved_step() {
 }
 
 #[test]
-fn linearization_with_springs_is_not_yet_supported() {
+fn linearization_with_springs_and_dampers_matches_central_differences() {
     let (mut mech, q0) = four_bar();
-    mech.stiffness[0] = 1.0;
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    let state = initial_state(&vi, &q0, &[0.0; 3]);
+    mech.stiffness = vec![1.5, 0.0, 0.7];
+    mech.damping = vec![0.3, 0.2, 0.0];
+    mech.rest = vec![0.2, -0.1, 0.0];
+    check_linearization(mech, &q0, &[0.4, -0.3, 0.5], &[0.4, -0.3, 0.2]);
+    let tree = Arc::new(mixed_tree());
+    let mut mech = Mechanism::from_model(tree.clone()).unwrap();
+    mech.stiffness = (0..tree.nv).map(|k| 0.5 + 0.1 * k as f64).collect();
+    mech.damping = (0..tree.nv).map(|k| 0.2 * (k % 3) as f64).collect();
+    let mut q = vidyn_rbd::neutral(&tree);
+    q[0] = 0.2;
+    let v: Vec<f64> = (0..tree.nv).map(|k| 0.3 * (k as f64 + 1.0).sin()).collect();
+    let u: Vec<f64> = (0..tree.nv).map(|k| 0.5 * (k as f64 + 2.0).cos()).collect();
+    check_linearization(mech, &q, &v, &u);
+}
+
+#[test]
+fn linearization_with_contacts_is_not_yet_supported() {
+    let vi = MaximalIntegrator::new(Arc::new(box_on_ground(0.5)), 0.01).unwrap();
+    let state = vec![BodyState { pose: Pose::new(Vector3::new(0.0, 0.0, 0.3), UnitQuaternion::identity()), ..BodyState::default() }];
     let mut next = state.clone();
-    let (mut a, mut b) = (DMatrix::zeros(36, 36), DMatrix::zeros(36, 3));
+    let (mut a, mut b) = (DMatrix::zeros(12, 12), DMatrix::zeros(12, 0));
     let err = vi.linearize(&mut vi.workspace(), 0, &state, &[], &mut next, &mut a, &mut b).unwrap_err();
     assert!(matches!(err, MaximalError::NotYet(_)), "{err}");
 }
