@@ -24,7 +24,8 @@
 //! start at 1 every step, `μ₀ = 1`; after each iteration `μ ← μ/10` while the `μ`-residual is
 //! below `10 μ` (weighted); fraction to the boundary `τ = 0.95`; backtracking (at most 10
 //! halvings) on the weighted residual norm; converged when the unperturbed (`μ = 0`) weighted
-//! residual is below the tolerance.
+//! residual is below `max(tolerance, 1e-10)` (complementarity cannot be driven to round-off
+//! at a useful cost), at most `max(max_iterations, 100)` iterations.
 
 use crate::body::{update_tangent, BodyState};
 use crate::error::{MaximalError, Result};
