@@ -24,7 +24,7 @@
 //! start at 1 every step, `μ₀ = 1`; after each iteration `μ ← μ/10` while the `μ`-residual is
 //! below `10 μ` (weighted); fraction to the boundary `τ = 0.95`; backtracking (at most 10
 //! halvings) on the weighted residual norm; converged when the unperturbed (`μ = 0`) weighted
-//! residual is below `max(tolerance, 1e-10)` (complementarity cannot be driven to round-off
+//! residual is below `100 · tolerance` (complementarity cannot be driven to round-off
 //! at a useful cost), at most `max(max_iterations, 100)` iterations.
 
 use crate::body::{update_tangent, BodyState};
@@ -361,6 +361,84 @@ impl MaximalIntegrator {
         }
     }
 
+    /// The inequality parts of `∂R/∂x` for the linearisation (added into `rx`, rows in node
+    /// order with `offsets`, columns the 12 tangent coordinates per body), at the converged
+    /// interior-point solution (the `μ`-relaxed system at the final `μ`). Contact nodes carry
+    /// the condensed rows `[−γ ∂r_a/∂x; β_i ∂r_c,i/∂x; 0]`, `r_a = s − φ(z_k ⊕ Δt ż_k)`,
+    /// `r_c,i = B_i(z_k) ż + ψ − η_i`; bodies the derivative of `−N γ − Σ B_i β_i`
+    /// (`∂(p × R_kᵀa)/∂θ = [p×][R_kᵀa×]`). Limits: `[−γ_lo ∂r_a,lo/∂x; −γ_hi ∂r_a,hi/∂x]` and the
+    /// derivative of the joint wrench of `γ_lo − γ_hi`.
+    pub(crate) fn inequality_jacobian(&self, ws: &MaximalWorkspace, rx: &mut nalgebra::DMatrix<f64>, offsets: &[usize]) {
+        use vidyn_spatial::skew;
+        let mech = &**self.mechanism();
+        let dt = self.dt();
+        let step_rot = |w: &Vector3<f64>| crate::body::step_quaternion(w, dt).map_or(nalgebra::Matrix3::identity(), |q| q.to_rotation_matrix().into_inner());
+        for (c, ct) in mech.contacts.iter().enumerate() {
+            let (node, b) = (self.contact_node(c), ct.body);
+            let y = ws.ct.y[c];
+            let now = &ws.now_poses()[b];
+            let rk = now.rotation();
+            // body rows: −∂(N γ + Σ B_i β_i)/∂θ_k
+            let dirs = ct.directions();
+            let mut f = ct.normal * y[0];
+            for i in 0..4 {
+                f += dirs[i] * y[1 + i];
+            }
+            let dw = skew(&ct.point) * skew(&(rk.transpose() * f));
+            for r in 0..3 {
+                for k in 0..3 {
+                    rx[(offsets[b] + 3 + r, 12 * b + 3 + k)] -= dw[(r, k)];
+                }
+            }
+            // node row 0: −γ ∂r_a/∂x = γ ∂φ(z₊)/∂x with δz₊ = (δx, R(w)ᵀ δθ)
+            let next = &ws.next[b];
+            let m = ct.point.cross(&(next.rotation().transpose() * ct.normal));
+            let dphi_th = step_rot(&ws.w[b]) * m;
+            for k in 0..3 {
+                rx[(offsets[node], 12 * b + k)] += y[0] * ct.normal[k];
+                rx[(offsets[node], 12 * b + 3 + k)] += y[0] * dphi_th[k];
+            }
+            // node rows 1..4: β_i ∂(B_i ż)/∂θ_k = β_i ωᵀ [p×][R_kᵀd_i×]
+            let w = ws.w[b];
+            for i in 0..4 {
+                let g = (w.transpose() * skew(&ct.point) * skew(&(rk.transpose() * dirs[i]))).transpose();
+                for k in 0..3 {
+                    rx[(offsets[node] + 1 + i, 12 * b + 3 + k)] += y[1 + i] * g[k];
+                }
+            }
+        }
+        for (l, lim) in mech.limits.iter().enumerate() {
+            let node = self.limit_node(l);
+            let jt = &mech.joints[lim.joint];
+            let bodies = [jt.parent, Some(jt.child)];
+            let y = ws.ct.lim_y[l];
+            let (jac, _) = mech.joint_wrench_jacobians(lim.joint, ws.now_poses(), &[y[0] - y[1]]);
+            for (rs, rb) in bodies.iter().enumerate() {
+                let Some(rb) = rb else { continue };
+                for (cs, cb) in bodies.iter().enumerate() {
+                    let Some(cb) = cb else { continue };
+                    for r in 0..6 {
+                        for k in 0..6 {
+                            rx[(offsets[*rb] + r, 12 * cb + k)] -= jac[rs][cs][(r, k)];
+                        }
+                    }
+                }
+            }
+            let (_, (wa, wb)) = mech.joint_wrench_jacobians(lim.joint, &ws.next, &[1.0]);
+            for (side, g) in [(0, wa), (1, wb)] {
+                let Some(b) = bodies[side] else { continue };
+                let th = step_rot(&ws.w[b]) * g.fixed_rows::<3>(3);
+                for k in 0..3 {
+                    // −γ_lo ∂r_a,lo/∂x = γ_lo ∂θ/∂x, −γ_hi ∂r_a,hi/∂x = −γ_hi ∂θ/∂x
+                    rx[(offsets[node], 12 * b + k)] += y[0] * g[k];
+                    rx[(offsets[node], 12 * b + 3 + k)] += y[0] * th[k];
+                    rx[(offsets[node] + 1, 12 * b + k)] -= y[1] * g[k];
+                    rx[(offsets[node] + 1, 12 * b + 3 + k)] -= y[1] * th[k];
+                }
+            }
+        }
+    }
+
     /// Recovers `(δs, δη, δσ)` from the solved direction.
     fn recover_contact_direction(&self, ws: &mut MaximalWorkspace) {
         let mech = &**self.mechanism();
@@ -457,7 +535,7 @@ impl MaximalIntegrator {
     /// [`MaximalIntegrator::step`]'s plain Newton.
     pub(crate) fn step_interior_point(&self, ws: &mut MaximalWorkspace, step: usize, p_scale: f64, next: &mut [BodyState]) -> Result<StepStats> {
         const TAU: f64 = 0.95;
-        let tol = self.tolerance().max(1e-10);
+        let tol = 100.0 * self.tolerance();
         let max_iterations = self.max_iterations().max(100);
         self.prepare_contacts(ws);
         let merit_of = |s: &Self, ws: &mut MaximalWorkspace, mu: f64| -> Option<(f64, f64)> {
