@@ -157,16 +157,14 @@ def test_linearize_matches_central_differences_of_a_rollout():
         np.testing.assert_allclose(b[0][[6, 7, 8, 18, 19, 20], c], fd.ravel(), atol=1e-6)
 
 
-def test_linearize_rejects_contacts_for_now():
+def test_linearize_with_springs_dampers_limits_and_contacts():
     model = cylinder_chain(2)
     vi = vidyn.MaximalIntegrator(model, 0.01, stiffness=[1.0, 0.0], damping=[0.1, 0.2])
     vi.add_joint_limit("joint1", -0.5, 0.5)
-    a, b = vi.linearize(vi.rollout(np.zeros(2), steps=2))  # springs, dampers, limits: supported
-    assert np.isfinite(a).all() and np.isfinite(b).all()
     vi.add_contact("tip", "joint2", [0.0, 0.0, -1.0], radius=0.05, offset=-3.0)
-    traj = vi.rollout(np.zeros(2), steps=2)
-    with pytest.raises(vidyn.VidynError, match="not yet"):
-        vi.linearize(traj)
+    a, b = vi.linearize(vi.rollout(np.zeros(2), np.array([0.3, -0.2]), steps=3))
+    assert a.shape == (3, 24, 24) and b.shape == (3, 24, 2)
+    assert np.isfinite(a).all() and np.isfinite(b).all()
 
 
 def test_linearize_minimal_matches_central_differences():

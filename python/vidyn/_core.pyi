@@ -349,7 +349,8 @@ class MaximalIntegrator:
         """Exact linearisation of every step (implicit function theorem on the graph
         factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
         ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
-        Raises VidynError for contacts (not yet supported)."""
+        With contacts or joint limits: of the interior-point system relaxed at its final
+        barrier."""
     def linearize_minimal(
         self, q: _ArrayLike, v: _ArrayLike, u: _ArrayLike | None = None
     ) -> tuple[_Array, _Array, _Array, _Array]:

@@ -228,6 +228,23 @@ impl GraphSolver {
         }
     }
 
+    /// `y = F x` with the blocks as they are (call on an unfactorised copy, e.g. for iterative
+    /// refinement of solves with ill-conditioned pivots). Entries in the node layout of
+    /// [`Self::solve`].
+    pub fn mul_vec(&self, x: &[Vector6<f64>], y: &mut [Vector6<f64>]) {
+        for k in 0..self.len() {
+            y[k] = self.blocks[k] * x[k];
+        }
+        for (&(i, j), &b) in &self.index {
+            y[i] += self.blocks[b] * x[j];
+        }
+        for (k, yk) in y.iter_mut().enumerate() {
+            for i in self.dims[k]..6 {
+                yk[i] = 0.0;
+            }
+        }
+    }
+
     /// The assembled matrix as a dense `N × N` matrix (`N = Σ dims`), rows and columns in node
     /// order — for tests and the dense baseline of the benchmarks. Call before `factorize`.
     #[must_use]
