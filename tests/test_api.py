@@ -18,6 +18,8 @@ PUBLIC = [
     "Distance",
     "InputError",
     "Kinematics",
+    "MaximalIntegrator",
+    "MaximalTrajectory",
     "Model",
     "ModelBuilder",
     "ModelError",

@@ -18,6 +18,8 @@ __all__ = [
     "Distance",
     "InputError",
     "Kinematics",
+    "MaximalIntegrator",
+    "MaximalTrajectory",
     "Model",
     "ModelBuilder",
     "ModelError",
@@ -338,6 +340,131 @@ class Distance:
     and ``point_b`` of ``frame_b`` (``length > 0``; ``None`` or ``"world"`` is the world)."""
 
     def __new__(cls, frame_a: str | None, point_a: _ArrayLike, frame_b: str | None, point_b: _ArrayLike, length: float) -> Distance: ...
+
+@final
+class MaximalIntegrator:
+    """Maximal-coordinate variational integrator (Brüdigam & Manchester 2020; Brüdigam et al.
+    2023): every body of ``model`` is a free rigid body (centre of mass, unit quaternion),
+    joints and loop closures are equality constraints kept at solver tolerance at every knot,
+    and each step is a Newton solve on a graph-based sparse block LDU (O(n) for trees).
+    First-order accurate, symplectic, exactly momentum-conserving.
+
+    Every body needs a positive mass and a positive-definite rotational inertia (thin rods with
+    zero axial inertia raise ModelError). ``damping``, ``stiffness``, ``rest``: (model.nv,)
+    joint dampers (explicit, on the last interval's rate) and springs of the 1-dof joints;
+    damping defaults to the model's. Newton stops at ``tolerance`` on the scaled residual
+    (constraint rows in metres); raises ConvergenceError when it cannot, and ModelError for a
+    singular pivot (redundant constraints)."""
+
+    def __new__(
+        cls,
+        model: Model,
+        dt: float,
+        damping: _ArrayLike | None = None,
+        stiffness: _ArrayLike | None = None,
+        rest: _ArrayLike | None = None,
+        tolerance: float = 1e-12,
+        max_iterations: int = 30,
+    ) -> MaximalIntegrator: ...
+    @property
+    def dt(self) -> float: ...
+    @property
+    def nbodies(self) -> int: ...
+    @property
+    def njoints(self) -> int:
+        """Model joints plus loop closures."""
+    @property
+    def nloops(self) -> int:
+        """Joints that close a loop."""
+    @property
+    def fill(self) -> int:
+        """Fill blocks of the sparse factorisation (0 for trees)."""
+    def add_loop_closure(
+        self,
+        name: str,
+        kind: str,
+        parent: str | int | None,
+        child: str | int,
+        parent_frame: _ArrayLike | None = None,
+        child_frame: _ArrayLike | None = None,
+        axis: _ArrayLike | None = None,
+    ) -> int:
+        """Add a loop-closure joint of ``kind`` (``"fixed"``, ``"revolute"``, ``"prismatic"``,
+        ``"cylindrical"``, ``"spherical"``, ``"planar"``, ``"point_on_line"``,
+        ``"point_on_plane"``) between ``parent_frame`` (4x4, in the parent body frame) on
+        ``parent`` (model joint name, body index, or None / ``"world"``) and ``child_frame`` on
+        ``child``. ``axis`` (3,): the joint-frame axis or normal of the kinds that have one.
+        Returns the joint index."""
+    def add_contact(
+        self,
+        name: str,
+        body: str | int,
+        point: _ArrayLike,
+        radius: float = 0.0,
+        normal: _ArrayLike | None = None,
+        offset: float = 0.0,
+        friction: float = 0.5,
+    ) -> int:
+        """Add a contact between a sphere of ``radius`` centred at ``point`` (3,) in the frame of
+        ``body`` (model joint name or index) and the world plane through ``offset * normal``
+        (unit ``normal`` (3,), default +z), with Coulomb ``friction`` on a linearised 4-direction
+        cone. Steps with contacts are solved by a primal-dual interior-point method. Returns the
+        contact index."""
+    def add_joint_limit(self, joint: str | int, lower: float, upper: float) -> int:
+        """Add position limits ``lower <= q <= upper`` to the revolute or prismatic model joint
+        ``joint`` (name or index), enforced by the interior-point solver. Returns the limit
+        index."""
+    def rollout(
+        self, q0: _ArrayLike, v0: _ArrayLike | None = None, u: _ArrayLike | None = None, *, steps: int | None = None
+    ) -> MaximalTrajectory:
+        """Simulate from minimal coordinates ``q0`` (model.nq,) moving with ``v0`` (model.nv,)
+        under generalised forces ``u`` (N, model.nv) (or ``steps`` force-free steps)."""
+    def linearize(self, traj: MaximalTrajectory) -> tuple[_Array, _Array]:
+        """Exact linearisation of every step (implicit function theorem on the graph
+        factorisation), in parallel with the GIL released: ``A`` (N, 12·nbodies, 12·nbodies),
+        ``B`` (N, 12·nbodies, model.nv), per body ``[δx (world); δθ (body); δv; δω (body)]``.
+        With contacts or joint limits: of the interior-point system relaxed at its final
+        barrier."""
+    def linearize_minimal(
+        self, q: _ArrayLike, v: _ArrayLike, u: _ArrayLike | None = None
+    ) -> tuple[_Array, _Array, _Array, _Array]:
+        """One step in minimal coordinates and its exact linearisation (trees of revolute /
+        prismatic joints, no loop closures): ``q`` (n,), ``v`` (n,) the joint velocities of the
+        last interval ``(q_k - q_{k-1}) / dt``, ``u`` (n,) -> ``(q_next, v_next, A (2n, 2n),
+        B (2n, n))``."""
+
+@final
+class MaximalTrajectory:
+    """Knots ``k = 0..N`` of a maximal-coordinate rollout; velocities are those of the interval
+    ending at each knot."""
+
+    @property
+    def q(self) -> _Array:
+        """Minimal coordinates, (N+1, model.nq)."""
+    @property
+    def positions(self) -> _Array:
+        """Centres of mass (world), (N+1, nbodies, 3)."""
+    @property
+    def quaternions(self) -> _Array:
+        """Body-to-world unit quaternions ``[x, y, z, w]``, (N+1, nbodies, 4)."""
+    @property
+    def linear_velocities(self) -> _Array:
+        """World-frame linear velocities, (N+1, nbodies, 3)."""
+    @property
+    def angular_velocities(self) -> _Array:
+        """Body-frame angular velocities, (N+1, nbodies, 3)."""
+    @property
+    def energy(self) -> _Array:
+        """Energy at every knot, (N+1,)."""
+    @property
+    def constraint_violation(self) -> _Array:
+        """Largest constraint violation at every knot, (N+1,)."""
+    @property
+    def iterations(self) -> npt.NDArray[np.uintp]:
+        """Newton iterations per step, (N,)."""
+    @property
+    def steps(self) -> int: ...
+    def __len__(self) -> int: ...
 
 @final
 class VariationalIntegrator:

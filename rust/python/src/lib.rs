@@ -10,6 +10,7 @@ mod builder;
 mod constraints;
 mod convert;
 mod errors;
+mod maximal;
 mod model;
 mod optim;
 mod single_dof;
@@ -70,6 +71,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<constraints::PyPointOnPlane>()?;
     m.add_class::<constraints::PyDistance>()?;
     m.add_class::<single_dof::PySingleDofMap>()?;
+    m.add_class::<maximal::PyMaximalIntegrator>()?;
+    m.add_class::<maximal::PyMaximalTrajectory>()?;
     m.add_function(wrap_pyfunction!(algorithms::rnea, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::aba, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::rnea_derivatives, m)?)?;
