@@ -2,6 +2,7 @@
 //! plus a loop-closure constraint: no drift, bounded energy, exact linearisation, symplecticity
 //! on the constraint set, and clear errors.
 
+use crate::tests::assert_linearisation_matches_differences;
 use crate::*;
 use nalgebra::{DMatrix, Matrix3, Vector3};
 use std::sync::Arc;
@@ -118,46 +119,15 @@ fn constrained_linearisation_matches_finite_differences() {
     for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
         let forces = JointForces { damping: vec![0.2, 0.1, 0.3], stiffness: vec![0.5, 1.0, 0.0], rest: vec![0.1, -1.0, 0.3] };
         let vi = integrator(sc, 0.02, Some(forces));
-        let n = 3;
         let mut q = closed_configuration(vi.model(), 0.4);
         q[0] += 1e-3;
         let p = vec![0.3, -0.2, 0.1];
         let u = vec![0.5, -0.3, 0.2];
-        let mut ws = vi.workspace();
-        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-        let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        let (qn, _) = assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("four-bar s={}", vi.scheme().s));
         assert!(constraint_max(&vi, &qn) < 1e-11);
-        let mut step = |x: &[f64], u: &[f64]| {
-            let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-            vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
-            [q1, p1].concat()
-        };
-        let h = 1e-6;
-        let x0 = [q.clone(), p.clone()].concat();
-        for k in 0..3 * n {
-            let (fp, fm) = if k < 2 * n {
-                let (mut xp, mut xm) = (x0.clone(), x0.clone());
-                xp[k] += h;
-                xm[k] -= h;
-                (step(&xp, &u), step(&xm, &u))
-            } else {
-                let (mut up, mut um) = (u.clone(), u.clone());
-                up[k - 2 * n] += h;
-                um[k - 2 * n] -= h;
-                (step(&x0, &up), step(&x0, &um))
-            };
-            for r in 0..2 * n {
-                let fd = (fp[r] - fm[r]) / (2.0 * h);
-                let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
-                assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "s={} column {k} row {r}: {got} vs {fd}", vi.scheme().s);
-            }
-        }
     }
 }
 
-/// Unforced, on the constraint set: `δx₁ᵀ(AᵀJA − J)δx₂ = 0` for variations with
-/// `Dh(q_k) δq = 0` (Johnson 2012; digest §9 item 4).
 #[test]
 fn constrained_flow_is_symplectic_on_the_constraint_set() {
     let vi = integrator(Scheme::midpoint(), 0.02, Some(JointForces::none(3)));

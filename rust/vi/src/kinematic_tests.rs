@@ -3,6 +3,7 @@
 //! follows its input exactly, and the linearisation (with and without constraints) matches
 //! central differences.
 
+use crate::tests::assert_linearisation_matches_differences;
 use crate::*;
 use nalgebra::{DMatrix, Vector3};
 use rand::{RngExt, SeedableRng};
@@ -89,40 +90,6 @@ fn prescribed_cart_converges_to_the_continuous_solution_at_order_two() {
     }
 }
 
-fn fd_check(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64], label: &str) {
-    let n = vi.n();
-    let mut ws = vi.workspace();
-    let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-    let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-    vi.linearize(&mut ws, 0, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-    let mut step = |x: &[f64], u: &[f64]| {
-        let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-        vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
-        [q1, p1].concat()
-    };
-    // h = 1e-6 central differences of the solved step (as in the unconstrained test)
-    let h = 1e-6;
-    let x0 = [q.to_vec(), p.to_vec()].concat();
-    for k in 0..3 * n {
-        let (fp, fm) = if k < 2 * n {
-            let (mut xp, mut xm) = (x0.clone(), x0.clone());
-            xp[k] += h;
-            xm[k] -= h;
-            (step(&xp, u), step(&xm, u))
-        } else {
-            let (mut up, mut um) = (u.to_vec(), u.to_vec());
-            up[k - 2 * n] += h;
-            um[k - 2 * n] -= h;
-            (step(&x0, &up), step(&x0, &um))
-        };
-        for r in 0..2 * n {
-            let fd = (fp[r] - fm[r]) / (2.0 * h);
-            let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
-            assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{label}: column {k} row {r}: {got} vs {fd}");
-        }
-    }
-}
-
 #[test]
 fn linearisation_with_kinematic_joints_matches_finite_differences() {
     let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
@@ -139,7 +106,7 @@ fn linearisation_with_kinematic_joints_matches_finite_differences() {
             let mut u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
             u[1] = q[1] + 0.01;
             u[n - 1] = q[n - 1] - 0.02;
-            fd_check(&vi, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
+            assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
         }
     }
 }
@@ -163,7 +130,7 @@ fn kinematic_joints_and_constraints_together_linearise_exactly() {
         .unwrap()
         .with_kinematic(&[0])
         .unwrap();
-    fd_check(&vi, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
+    assert_linearisation_matches_differences(&vi, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
 }
 
 #[test]

@@ -148,7 +148,6 @@ fn state(vi: &VariationalIntegrator, seed: u64) -> (Vec<f64>, Vec<f64>) {
 
 #[test]
 fn linearisation_matches_finite_differences_of_the_solved_step() {
-    let h = 1e-6;
     for model in models() {
         for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
             let n = model.nv;
@@ -156,38 +155,47 @@ fn linearisation_matches_finite_differences_of_the_solved_step() {
             let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forces)).unwrap();
             let (q, p) = state(&vi, 7);
             let u: Vec<f64> = (0..n).map(|i| 0.1 * i as f64).collect();
-            let mut ws = vi.workspace();
-            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-            let mut step = |x: &[f64], u: &[f64]| {
-                let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-                vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
-                [q1, p1].concat()
-            };
-            let x0 = [q.clone(), p.clone()].concat();
-            for k in 0..2 * n {
-                let (mut xp, mut xm) = (x0.clone(), x0.clone());
-                xp[k] += h;
-                xm[k] -= h;
-                let (fp, fm) = (step(&xp, &u), step(&xm, &u));
-                for r in 0..2 * n {
-                    let fd = (fp[r] - fm[r]) / (2.0 * h);
-                    assert!((a[(r, k)] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} s={} A[{r},{k}] {} vs {fd}", model.name, sc.s, a[(r, k)]);
-                }
-            }
-            for k in 0..n {
-                let (mut up, mut um) = (u.clone(), u.clone());
-                up[k] += h;
-                um[k] -= h;
-                let (fp, fm) = (step(&x0, &up), step(&x0, &um));
-                for r in 0..2 * n {
-                    let fd = (fp[r] - fm[r]) / (2.0 * h);
-                    assert!((b[(r, k)] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} s={} B[{r},{k}]", model.name, sc.s);
-                }
-            }
+            assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
         }
     }
+}
+
+/// `A`, `B` of [`VariationalIntegrator::linearize`] at `(q, p, u)` against central differences
+/// of the solved step (h = 1e-6: truncation ≈ 1e-12, the step's Newton tolerance 1e-12
+/// relative gives ≈ 1e-6 round-off in the quotient; tolerance 1e-6 relative). Returns the
+/// next state.
+pub(crate) fn assert_linearisation_matches_differences(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64], label: &str) -> (Vec<f64>, Vec<f64>) {
+    let n = vi.n();
+    let mut ws = vi.workspace();
+    let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+    let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+    vi.linearize(&mut ws, 0, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    let mut step = |x: &[f64], u: &[f64]| {
+        let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
+        vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
+        [q1, p1].concat()
+    };
+    let h = 1e-6;
+    let x0 = [q.to_vec(), p.to_vec()].concat();
+    for k in 0..3 * n {
+        let (fp, fm) = if k < 2 * n {
+            let (mut xp, mut xm) = (x0.clone(), x0.clone());
+            xp[k] += h;
+            xm[k] -= h;
+            (step(&xp, u), step(&xm, u))
+        } else {
+            let (mut up, mut um) = (u.to_vec(), u.to_vec());
+            up[k - 2 * n] += h;
+            um[k - 2 * n] -= h;
+            (step(&x0, &up), step(&x0, &um))
+        };
+        for r in 0..2 * n {
+            let fd = (fp[r] - fm[r]) / (2.0 * h);
+            let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
+            assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{label}: column {k} row {r}: {got} vs {fd}");
+        }
+    }
+    (qn, pn)
 }
 
 #[test]
