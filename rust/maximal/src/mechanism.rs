@@ -335,7 +335,9 @@ impl Mechanism {
         self.stiffness.iter().chain(&self.damping).any(|&x| x != 0.0)
     }
 
-    pub(crate) fn require_model(&self) -> Result<&Model> {
+    /// The minimal-coordinate model the mechanism was built from (an error for mechanisms
+    /// assembled body by body).
+    pub fn require_model(&self) -> Result<&Model> {
         self.model.as_deref().ok_or(MaximalError::InvalidParameter("this mechanism was not built from a minimal-coordinate model".to_string()))
     }
 

@@ -28,6 +28,7 @@ pub mod error;
 pub mod frame_cost;
 pub mod ilqr;
 pub mod lqr;
+pub mod maximal_dynamics;
 pub mod projection;
 
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
@@ -35,5 +36,6 @@ pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Polic
 pub use error::{OptimError, Result};
 pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
+pub use maximal_dynamics::MaximalDynamics;
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};
 pub use projection::{lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog, ProjectionOptions, ProjectionResult, ProjectionStatus};
