@@ -56,3 +56,5 @@ mod newton_tests;
 mod second_order_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wrench_tests;
