@@ -486,7 +486,11 @@ class VariationalIntegrator:
     trajectory is prescribed (Johnson 2012 §4.7; midpoint and trapezoid): for such a joint
     ``i`` the slot ``p[i]`` holds its velocity ``(ρ_k − ρ_{k−1})/dt`` and ``u[i]`` its next
     coordinate ``ρ_{k+1}`` (not a force), so ``A``/``B`` keep their shapes and the ``u[i]``
-    columns of ``B`` are derivatives with respect to ``ρ_{k+1}``."""
+    columns of ``B`` are derivatives with respect to ``ρ_{k+1}``. ``body_wrenches``: optional
+    (nbodies, 6) constant external wrenches, row i acting on body i: ``[force; moment about
+    body i's origin]`` in body frame i, turning with the body (the ``fext`` of :func:`aba`),
+    applied by discrete Lagrange–d'Alembert; the first-order linearisation includes them,
+    second-order derivatives raise InputError."""
 
     def __new__(
         cls,
@@ -501,6 +505,7 @@ class VariationalIntegrator:
         max_iterations: int = 30,
         constraints: list[PointOnPlane | Distance] | None = None,
         kinematic: list[str] | None = None,
+        body_wrenches: _ArrayLike | None = None,
     ) -> VariationalIntegrator: ...
     @property
     def dt(self) -> float: ...
@@ -517,6 +522,9 @@ class VariationalIntegrator:
     @property
     def kinematic(self) -> npt.NDArray[np.bool_]:
         """(n,) which joints are kinematic (prescribed)."""
+    @property
+    def body_wrenches(self) -> _Array | None:
+        """(nbodies, 6) the constant body wrenches, or None."""
     @property
     def constraint_count(self) -> int:
         """Number of holonomic constraints m."""

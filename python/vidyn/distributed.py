@@ -120,7 +120,9 @@ def _tuple(x: npt.ArrayLike | None) -> tuple[float, ...] | None:
 @dataclass(frozen=True)
 class IntegratorRecipe:
     """How to build a :class:`vidyn.VariationalIntegrator` on a worker: the model's recipe and
-    the constructor's arguments (arrays are stored as tuples, so recipes stay hashable)."""
+    the constructor's arguments (arrays are stored as tuples, so recipes stay hashable).
+    ``body_wrenches`` is stored flattened ((nbodies·6,)); holonomic ``constraints`` cannot be
+    given to a recipe (build the integrator yourself on the workers)."""
 
     model: ModelRecipe
     dt: float
@@ -131,6 +133,8 @@ class IntegratorRecipe:
     rest: tuple[float, ...] | None = None
     tolerance: float = 1e-12
     max_iterations: int = 30
+    kinematic: tuple[str, ...] | None = None
+    body_wrenches: tuple[float, ...] | None = None
 
     @classmethod
     def of(
@@ -144,9 +148,12 @@ class IntegratorRecipe:
         rest: npt.ArrayLike | None = None,
         tolerance: float = 1e-12,
         max_iterations: int = 30,
+        kinematic: list[str] | None = None,
+        body_wrenches: npt.ArrayLike | None = None,
     ) -> IntegratorRecipe:
         """Same arguments as ``VariationalIntegrator(model, …)``, with arrays for the forces."""
-        return cls(model, float(dt), scheme, s, _tuple(damping), _tuple(stiffness), _tuple(rest), float(tolerance), int(max_iterations))
+        names = None if kinematic is None else tuple(str(k) for k in kinematic)
+        return cls(model, float(dt), scheme, s, _tuple(damping), _tuple(stiffness), _tuple(rest), float(tolerance), int(max_iterations), names, _tuple(body_wrenches))
 
     def build(self) -> VariationalIntegrator:
         """The integrator (built once per process and recipe)."""
@@ -155,8 +162,20 @@ class IntegratorRecipe:
 
 @functools.lru_cache(maxsize=32)
 def _build_integrator(r: IntegratorRecipe) -> VariationalIntegrator:
+    wrenches = None if r.body_wrenches is None else np.reshape(r.body_wrenches, (-1, 6))
+    kinematic = None if r.kinematic is None else list(r.kinematic)
     return VariationalIntegrator(
-        r.model.build(), r.dt, scheme=r.scheme, s=r.s, damping=r.damping, stiffness=r.stiffness, rest=r.rest, tolerance=r.tolerance, max_iterations=r.max_iterations
+        r.model.build(),
+        r.dt,
+        scheme=r.scheme,
+        s=r.s,
+        damping=r.damping,
+        stiffness=r.stiffness,
+        rest=r.rest,
+        tolerance=r.tolerance,
+        max_iterations=r.max_iterations,
+        kinematic=kinematic,
+        body_wrenches=wrenches,
     )
 
 

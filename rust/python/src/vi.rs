@@ -85,7 +85,7 @@ impl PyVariationalIntegrator {
 #[pymethods]
 impl PyVariationalIntegrator {
     #[new]
-    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None))]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None, body_wrenches = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Bound<'_, PyModel>,
@@ -99,8 +99,11 @@ impl PyVariationalIntegrator {
         max_iterations: usize,
         constraints: Option<Vec<Bound<'_, PyAny>>>,
         kinematic: Option<Vec<String>>,
+        body_wrenches: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let m = model.get().inner.clone();
+        // (nbodies, 6) rows `[force; moment]` in the body frames, as the `fext` of `aba`
+        let wrenches = convert::forces(body_wrenches, "body_wrenches", &m)?.unwrap_or_default();
         let kinematic = kinematic
             .unwrap_or_default()
             .iter()
@@ -119,7 +122,7 @@ impl PyVariationalIntegrator {
         };
         let build = || -> Result<VariationalIntegrator, ViError> {
             let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)?.with_body_wrenches(wrenches)
         };
         let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
@@ -155,6 +158,14 @@ impl PyVariationalIntegrator {
     #[getter]
     fn kinematic<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
         PyArray1::from_slice(py, self.inner.kinematic())
+    }
+
+    /// (nbodies, 6) the constant body wrenches `[force; moment]` (body frames, about the body
+    /// origins), or None.
+    #[getter]
+    fn body_wrenches<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
+        let w = self.inner.body_wrenches();
+        (!w.is_empty()).then(|| convert::rows_out(py, &w.iter().flat_map(|f| f.to_vector().iter().copied().collect::<Vec<_>>()).collect::<Vec<_>>(), 6))
     }
 
     /// Number of holonomic constraints m.

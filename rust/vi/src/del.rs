@@ -2,9 +2,10 @@
 //!
 //! With the control points `q^0 = q_k, q^1, …, q^s` of step k (`q^s = q_{k+1}`), the discrete
 //! Lagrangian `L_d = Δt Σ_α w_α L(q^α, q̇^α)` and the discrete forces
-//! `Q^α = w_α Δt (u − d ⊙ q̇^α − κ ⊙ (q^α − q_rest))` (controls held constant over the step,
-//! joint damping `d`, joint springs `κ`), the DEL equations are (Fan, Schultz & Murphey 2018,
-//! eq. 5, discrete Lagrange–d'Alembert):
+//! `Q^α = w_α Δt (u − d ⊙ q̇^α − κ ⊙ (q^α − q_rest) + W^α)` (controls held constant over the
+//! step, joint damping `d`, joint springs `κ`, and the generalised force
+//! `W_i^α = S̄_i^α · σF_i^α` of constant body wrenches, [`crate::point`]), the DEL equations are
+//! (Fan, Schultz & Murphey 2018, eq. 5, discrete Lagrange–d'Alembert):
 //! * `r^0 = p_k + D_1 L_d + Q^0 = 0`, `r^ϱ = D_{ϱ+1} L_d + Q^ϱ = 0` for `ϱ = 1..s−1`,
 //! * `p_{k+1} = D_{s+1} L_d + Q^s`,
 //!
@@ -12,16 +13,21 @@
 //! energy gradients from [`crate::point`]). Their second derivatives are the blocks
 //! `H(α, β) = ∂(D_{α+1}L_d + Q^α)/∂q^β`:
 //!
-//! `δ_αβ w_α Δt (K_qq − V_qq)^α + w_α b[α][β] (K_q̇q^α)ᵀ + w_β b[β][α] K_q̇q^β
+//! `δ_αβ w_α Δt (K_qq − V_qq + W_q)^α + w_α b[α][β] (K_q̇q^α)ᵀ + w_β b[β][α] K_q̇q^β
 //!  + (1/Δt) Σ_γ w_γ b[γ][α] b[γ][β] K_q̇q̇^γ − w_α diag(b[α][β] d + δ_αβ Δt κ)`
 //!
 //! (the chain rule of the digest's §6.4, checked against finite differences in the tests).
+//! The wrench term depends on its own control point only (Fan et al. Assumption 1: each wrench
+//! is a function of its body's pose), and `W_q[i, k] = S̄_i · (S̄_k ×* σF_k)` for `k` a strict
+//! descendant of `i`, zero otherwise ([`crate::hessians`]): it is not symmetric, the wrenches
+//! being non-conservative.
 
 use crate::hessians::EnergyHessians;
 use crate::point::PointState;
 use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::Model;
+use vidyn_spatial::Force;
 
 /// Joint forces that depend only on the joint's own coordinate and rate.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,8 +71,9 @@ impl StepPoints {
         }
     }
 
-    /// Sets `q^0 = q_k` and `q^γ = z[(γ−1)n..γn]`, then the velocities and point states. O(s²n).
-    pub(crate) fn set(&mut self, model: &Model, scheme: &Scheme, dt: f64, q_k: &[f64], z: &[f64]) {
+    /// Sets `q^0 = q_k` and `q^γ = z[(γ−1)n..γn]`, then the velocities and point states, with
+    /// the constant body wrenches `wrenches` (`(n,)`, body frames; empty for none). O(s²n).
+    pub(crate) fn set(&mut self, model: &Model, scheme: &Scheme, dt: f64, q_k: &[f64], z: &[f64], wrenches: &[Force]) {
         let n = q_k.len();
         self.q[0].copy_from_slice(q_k);
         for g in 1..scheme.points() {
@@ -77,6 +84,9 @@ impl StepPoints {
                 self.qdot[a][i] = (0..scheme.points()).map(|b| scheme.b(a, b) * self.q[b][i]).sum::<f64>() / dt;
             }
             self.states[a].update(model, &self.q[a], &self.qdot[a]);
+            if !wrenches.is_empty() {
+                self.states[a].update_wrenches(model, wrenches);
+            }
         }
     }
 
@@ -99,7 +109,7 @@ impl StepPoints {
         for beta in 0..scheme.points() {
             r += w[beta] * scheme.b(beta, alpha) * self.states[beta].dk_dqdot[i];
         }
-        let joint_force = u[i] - forces.damping[i] * self.qdot[alpha][i] - forces.stiffness[i] * (self.q[alpha][i] - forces.rest[i]);
+        let joint_force = u[i] - forces.damping[i] * self.qdot[alpha][i] - forces.stiffness[i] * (self.q[alpha][i] - forces.rest[i]) + st.wrench_force(i);
         r + w[alpha] * dt * joint_force
     }
 
@@ -133,7 +143,7 @@ impl StepPoints {
         let n = out.nrows();
         for c in 0..n {
             for r in 0..n {
-                let mut x = c0 * (ha.kqq[(r, c)] - ha.vqq[(r, c)]) + c1 * ha.kvq[(c, r)] + c2 * hb.kvq[(r, c)];
+                let mut x = c0 * (ha.kqq[(r, c)] - ha.vqq[(r, c)] + ha.wq[(r, c)]) + c1 * ha.kvq[(c, r)] + c2 * hb.kvq[(r, c)];
                 for g in 0..scheme.points() {
                     x += w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt * self.hessians[g].kvv[(r, c)];
                 }

@@ -11,6 +11,13 @@
 //! differentiating `∂V/∂q_i = −gᵀ w_i` with `w_i = ω_i × σp_i + σm_i v_i` along `S̄_j` gives,
 //! after the Jacobi identity, `V_qq[i, j] = V_qq[j, i] = ω_j · (g × w_i)` for `j ⪯ i`.
 //! Entries for joints not on one path to the root are zero.
+//!
+//! Body wrenches (constant in their body frames, [`crate::point`]) add the generalised force
+//! `W_i = S̄_i · σF_i`. A variation `δq_k` turns the subtree of `k` by `S̄_k δq_k`, and a
+//! body-fixed wrench turns with it (`δF̄_j = S̄_k δq_k ×* F̄_j` for `j ⪰ k`). For `k ⪯ i` the
+//! column and the whole subtree sum turn together and `(a ×ₘ S̄)·F + S̄·(a ×* F) = 0` leaves
+//! `W_i` unchanged; for `k` a strict descendant of `i` only `σF_i` changes, by
+//! `S̄_k δq_k ×* σF_k`. So `W_q[i, k] = S̄_i · (S̄_k ×* σF_k)` for `k ≻ i` and zero otherwise.
 
 use crate::point::PointState;
 use nalgebra::DMatrix;
@@ -27,16 +34,19 @@ pub struct EnergyHessians {
     pub kvv: DMatrix<f64>,
     /// `V_qq[a, b] = ∂²V/∂q_a∂q_b`.
     pub vqq: DMatrix<f64>,
+    /// `W_q[a, b] = ∂W_a/∂q_b`, the derivative of the generalised force of the body wrenches
+    /// (not symmetric; zero without wrenches).
+    pub wq: DMatrix<f64>,
 }
 
 impl EnergyHessians {
     pub(crate) fn new(n: usize) -> Self {
-        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n) }
+        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n), wq: DMatrix::zeros(n, n) }
     }
 
     /// Fills the Hessians from a [`PointState`] updated at the same point. O(n·d).
     pub(crate) fn update(&mut self, model: &Model, pt: &PointState) {
-        for m in [&mut self.kqq, &mut self.kvq, &mut self.kvv, &mut self.vqq] {
+        for m in [&mut self.kqq, &mut self.kvq, &mut self.kvv, &mut self.vqq, &mut self.wq] {
             m.fill(0.0);
         }
         let g = model.gravity.linear;
@@ -60,6 +70,15 @@ impl EnergyHessians {
                 self.vqq[(i, j)] = vqq;
                 self.vqq[(j, i)] = vqq;
                 body = model.parents[j];
+            }
+            if pt.wrenched {
+                // W_q[j, i] = S̄_j · (S̄_i ×* σF_i) for every strict ancestor j of i
+                let turned = pt.columns[i].cross_force(&pt.sigma_wrench[i]);
+                let mut body = model.parents[i];
+                while let Some(j) = body {
+                    self.wq[(j, i)] = pt.columns[j].dot(&turned);
+                    body = model.parents[j];
+                }
             }
         }
     }

@@ -14,7 +14,8 @@ use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
 use nalgebra::DMatrix;
 use std::sync::Arc;
-use vidyn_rbd::{check_configuration, check_tangent, Joint, Model, Workspace};
+use vidyn_rbd::{check_configuration, check_forces, check_tangent, Joint, Model, Workspace};
+use vidyn_spatial::Force;
 
 /// A variational integrator for a model whose joints are all revolute or prismatic.
 ///
@@ -35,6 +36,9 @@ pub struct VariationalIntegrator {
     pub(crate) constraints: Vec<Constraint>,
     /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
     pub(crate) prescribed: Vec<bool>,
+    /// `(n,)` constant body wrenches in the body frames, or empty
+    /// ([`VariationalIntegrator::with_body_wrenches`]).
+    pub(crate) wrenches: Vec<Force>,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -87,7 +91,7 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n] })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new() })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -138,6 +142,32 @@ impl VariationalIntegrator {
         }
         self.prescribed = prescribed;
         Ok(self)
+    }
+
+    /// Applies constant external wrenches to the bodies, one per body (`model.nbodies()`,
+    /// finite): `wrenches[j]` is `[force; moment]` acting on body `j`, expressed in body frame
+    /// `j` and taken about its origin (Pinocchio's `fext`, as in [`vidyn_rbd::aba_ext`]), and
+    /// held constant in that frame, so it turns with the body. The continuous equations become
+    /// `M q̈ + C q̇ + g = u + Σ_j J_jᵀ F_j`.
+    ///
+    /// Discretely (discrete Lagrange–d'Alembert, Fan, Schultz & Murphey 2018 eq. 5 with
+    /// Assumption 1) each control point `α` receives the force
+    /// `w_α Δt S̄_i^α · σF_i^α`, `σF_i = Σ_{j ⪰ i} ⁰X*_j(q^α) F_j` (the world-frame subtree sum
+    /// of the wrenches, [`crate::point`]), next to the joint forces; the Newton direction and
+    /// the linearisation carry its exact derivative. An empty vector removes the wrenches.
+    /// Second-order derivatives refuse integrators with wrenches.
+    pub fn with_body_wrenches(mut self, wrenches: Vec<Force>) -> Result<Self> {
+        if !wrenches.is_empty() {
+            check_forces(&self.model, &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
+        }
+        self.wrenches = wrenches;
+        Ok(self)
+    }
+
+    /// `(nbodies,)` the constant body wrenches ([`Self::with_body_wrenches`]); empty without.
+    #[must_use]
+    pub fn body_wrenches(&self) -> &[Force] {
+        &self.wrenches
     }
 
     /// `(n,)` which joints are kinematic ([`Self::with_kinematic`]).
@@ -260,7 +290,7 @@ impl VariationalIntegrator {
     pub fn residual(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], z: &[f64], r: &mut [f64]) -> Result<f64> {
         self.check_inputs(q, p, u)?;
         self.check_unknowns(z)?;
-        ws.points.set(&self.model, &self.scheme, self.dt, q, z);
+        ws.points.set(&self.model, &self.scheme, self.dt, q, z, &self.wrenches);
         Ok(self.fill_residual(ws, p, u, r))
     }
 
@@ -273,7 +303,7 @@ impl VariationalIntegrator {
         if dz.len() != z.len() {
             return Err(ViError::InvalidParameter(format!("dz has length {}, expected s·n = {}", dz.len(), z.len())));
         }
-        ws.points.set(&self.model, &self.scheme, self.dt, q, z);
+        ws.points.set(&self.model, &self.scheme, self.dt, q, z, &self.wrenches);
         let mut r = std::mem::take(&mut ws.residual);
         self.fill_residual(ws, p, u, &mut r);
         for x in &mut r {
@@ -326,7 +356,7 @@ impl VariationalIntegrator {
     /// Sets the points at `ws.z`, fills the residual `r` and, with constraints, `h(q_{k+1})`.
     /// Returns `(max |r|, max |h|)`.
     fn evaluate(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], r: &mut [f64]) -> (f64, f64) {
-        ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z);
+        ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z, &self.wrenches);
         let rmax = self.fill_residual(ws, p, u, r);
         let hmax = if self.constraints.is_empty() { 0.0 } else { self.endpoint_constraint_values(ws, q) };
         (rmax, hmax)
@@ -347,7 +377,7 @@ impl VariationalIntegrator {
         let sc = &self.scheme;
         let constrained = !self.constraints.is_empty();
         if constrained {
-            ws.points.set(&self.model, sc, self.dt, q, &ws.z);
+            ws.points.set(&self.model, sc, self.dt, q, &ws.z, &self.wrenches);
             self.begin_constrained_step(ws);
         }
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));

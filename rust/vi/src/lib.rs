@@ -2,8 +2,8 @@
 //!
 //! Galerkin–Lobatto discrete Lagrangians of any order (trapezoid `s = 1`, Simpson `s = 2`,
 //! order `2s`; Fan, Schultz & Murphey 2018) and the midpoint rule (Johnson 2012), the discrete Euler–Lagrange equations with
-//! controls, joint damping and springs (discrete Lagrange–d'Alembert), their energy Hessians,
-//! a Newton solver per step and the exact linearisation of the one-step flow map
+//! controls, joint damping and springs and constant body wrenches (discrete Lagrange–d'Alembert),
+//! their energy Hessians, a Newton solver per step and the exact linearisation of the one-step flow map
 //! `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` for trajectory optimisation.
 //!
 //! Joints: revolute and prismatic (any axis); fixed joints are merged by the model.
@@ -55,3 +55,5 @@ mod newton_tests;
 mod second_order_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wrench_tests;

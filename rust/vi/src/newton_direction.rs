@@ -32,6 +32,17 @@
 //! translated); `∂_vF̄ = 0`. Joint forces `Q^ϱ = w_ϱ Δt (u − d q̇^ϱ − κ (q^ϱ − rest))` have
 //! `∂_qQ = −w_ϱ Δt κ` and `∂_q̇Q = −w_ϱ Δt d` (Assumption 1 holds).
 //!
+//! # Body wrenches
+//!
+//! Constant wrenches `F_j` given in the body frames ([`crate::point`]) are the textbook case of
+//! Assumption 1: `F̄_j^α = w_α Δt ⁰X*_j(q^α) F_j` depends on body `j`'s pose only, and it is
+//! carried along by that pose, `δF̄_j = η_j ×* F̄_j`, so their `P_j = ∂_gF̄ + ad^D(F̄)` is
+//! **zero** and `∂_vF̄ = 0`. They enter B.1/B.2 only through the impulse `Γ` (added to the
+//! gravity impulse in `prepare`, hence through `ē = S̄ ×* Γ` in the child transport
+//! `δ̄Γ_λ += δ̄Γ_c + ē_c δq_c`); the per-body `P η` of the Jacobian–vector product and the
+//! `Ψ` initialisation stay gravity-only. Unrolled, the transport gives
+//! `S̄_i·δ̄Γ_i ∋ Σ_{k ≻ i} S̄_i·(S̄_k ×* σF_k) δq_k`, the `W_q` of [`crate::hessians`].
+//!
 //! # Variations (paper App. C/D, our convention)
 //!
 //! `η_i^α = η_λ^α + S̄_i^α δq_i^α` (D.16) and the spatial variation of the twist
@@ -264,8 +275,11 @@ impl NewtonFactorization {
                 self.col[k] = motion(col);
                 self.rate[k] = motion(&st.column_rates[i]);
                 self.ubar[k] = col.cross_force(&st.momenta[i]).to_vector();
-                // Γ_i^α = w_α Δt [σm_i g; σp_i × g]
-                let gamma = Force::new(grav * (wdt * st.sigma_m[i]), st.sigma_p[i].cross(&grav) * wdt);
+                // Γ_i^α = w_α Δt ([σm_i g; σp_i × g] + σF_i) (gravity and the body wrenches)
+                let mut gamma = Force::new(grav * (wdt * st.sigma_m[i]), st.sigma_p[i].cross(&grav) * wdt);
+                if st.wrenched {
+                    gamma += st.sigma_wrench[i] * wdt;
+                }
                 self.ebar[k] = col.cross_force(&gamma).to_vector();
                 self.inertia[k] = st.body_inertias[i];
             }

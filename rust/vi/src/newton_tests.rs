@@ -102,7 +102,7 @@ fn del_jacobian_vector_product_matches_the_dense_blocks() {
             let (q, _p, _u, z) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let sc = vi.scheme().clone();
-            ws.points.set(&model, &sc, vi.dt(), &q, &z);
+            ws.points.set(&model, &sc, vi.dt(), &q, &z, vi.body_wrenches());
             assert!(ws.newton.factorize(&model, &sc, vi.dt(), vi.forces(), &ws.points, true));
             ws.points.update_hessians(&model);
             // LANES random directions at once

@@ -8,6 +8,11 @@
 //! Then (Fan et al. eqs. D.8–D.9, and the gradient of `V = −Σ m_j gᵀ c_j`):
 //! `∂K/∂q̇_i = S̄_iᵀ μ_i`, `∂K/∂q_i = ψ_iᵀ μ_i`, `∂V/∂q_i = −gᵀ(ω_i × σp_i + σm_i v_i)` with
 //! `S̄_i = [v_i; ω_i]`.
+//!
+//! Constant body wrenches `F_j` (body frame `j`, about its origin, Pinocchio's `fext`) enter
+//! as the world-frame subtree sums `σF_i = Σ_{j ⪰ i} ⁰X*_j F_j` ([`PointState::update_wrenches`]),
+//! whose generalised force on joint `i` is `S̄_i · σF_i` (`= Σ_j J_jᵀ F_j`, the virtual work
+//! of the wrenches under `δq_i`).
 
 use nalgebra::Vector3;
 use vidyn_rbd::Model;
@@ -42,6 +47,12 @@ pub struct PointState {
     pub(crate) sigma_m: Vec<f64>,
     /// `(n,)` subtree first moment `σp_i = Σ_{j ⪰ i} m_j c_j` (world frame).
     pub(crate) sigma_p: Vec<Vector3<f64>>,
+    /// `(n,)` world-frame subtree sums of the body wrenches, `σF_i = Σ_{j ⪰ i} ⁰X*_j F_j`;
+    /// meaningful only while `wrenched` holds.
+    pub(crate) sigma_wrench: Vec<Force>,
+    /// Whether [`Self::update_wrenches`] has filled `sigma_wrench` since the last
+    /// [`Self::update`] (otherwise the point carries no wrenches).
+    pub(crate) wrenched: bool,
 }
 
 impl PointState {
@@ -60,12 +71,16 @@ impl PointState {
             body_inertias: vec![Inertia::zero(); n],
             sigma_m: vec![0.0; n],
             sigma_p: vec![Vector3::zeros(); n],
+            sigma_wrench: vec![Force::zero(); n],
+            wrenched: false,
         }
     }
 
     /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
+    /// Clears the wrenches: call [`Self::update_wrenches`] afterwards to add them.
     pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
         let n = model.nbodies();
+        self.wrenched = false;
         for i in 0..n {
             let joint = &model.joints[i];
             let local = model.joint_placements[i] * joint.transform(&q[i..=i]);
@@ -103,6 +118,33 @@ impl PointState {
             self.dk_dqdot[i] = col.dot(&self.momenta[i]);
             self.dk_dq[i] = self.column_rates[i].dot(&self.momenta[i]);
             self.dv_dq[i] = -g.dot(&lever);
+        }
+    }
+
+    /// Sets the subtree sums `σF_i = Σ_{j ⪰ i} F̄_j` of the body wrenches `wrenches` (`(n,)`,
+    /// body frame, about the body origin), `F̄_j = ⁰X*_j F_j = oMj.act_force(F_j)`, at the
+    /// placements of the last [`Self::update`]. O(n), no allocation.
+    pub(crate) fn update_wrenches(&mut self, model: &Model, wrenches: &[Force]) {
+        let n = model.nbodies();
+        for i in 0..n {
+            self.sigma_wrench[i] = self.placements[i].act_force(&wrenches[i]);
+        }
+        for i in (0..n).rev() {
+            if let Some(p) = model.parents[i] {
+                let f = self.sigma_wrench[i];
+                self.sigma_wrench[p] += f;
+            }
+        }
+        self.wrenched = true;
+    }
+
+    /// The generalised force of the body wrenches on joint `i`, `S̄_i · σF_i` (0 without them).
+    #[inline]
+    pub(crate) fn wrench_force(&self, i: usize) -> f64 {
+        if self.wrenched {
+            self.columns[i].dot(&self.sigma_wrench[i])
+        } else {
+            0.0
         }
     }
 }

@@ -35,7 +35,7 @@ impl DenseOracle {
     /// columns `(γ−1)·n + j`).
     pub fn jacobian(&mut self, vi: &VariationalIntegrator, ws: &mut ViWorkspace, q: &[f64], z: &[f64]) -> Result<DMatrix<f64>> {
         vi.check_unknowns(z)?;
-        ws.points.set(vi.model(), vi.scheme(), vi.dt(), q, z);
+        ws.points.set(vi.model(), vi.scheme(), vi.dt(), q, z, vi.body_wrenches());
         ws.points.update_hessians(vi.model());
         assemble_jacobian(&ws.points, vi.scheme(), vi.dt(), vi.forces(), vi.n(), &mut self.jacobian);
         Ok(self.jacobian.clone())
@@ -46,7 +46,7 @@ impl DenseOracle {
         vi.check_inputs(q, p, u)?;
         vi.check_unknowns(z)?;
         let (sc, dt, n) = (vi.scheme(), vi.dt(), vi.n());
-        ws.points.set(vi.model(), sc, dt, q, z);
+        ws.points.set(vi.model(), sc, dt, q, z, vi.body_wrenches());
         vi.fill_residual(ws, p, u, &mut self.residual);
         ws.points.update_hessians(vi.model());
         assemble_jacobian(&ws.points, sc, dt, vi.forces(), n, &mut self.jacobian);
@@ -68,7 +68,7 @@ impl DenseOracle {
         let (n, s, dt) = (vi.n(), vi.scheme().s, vi.dt());
         let (sc, forces) = (vi.scheme(), vi.forces());
         let pts = &mut ws.points;
-        pts.set(vi.model(), sc, dt, q, &ws.z);
+        pts.set(vi.model(), sc, dt, q, &ws.z, vi.body_wrenches());
         pts.update_hessians(vi.model());
         assemble_jacobian(pts, sc, dt, forces, n, &mut self.jacobian);
         if !lu_factor(&mut self.jacobian, &mut self.pivots) {

@@ -181,14 +181,15 @@ impl VariationalIntegrator {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), self.model());
         let s = sc.s;
         so.prepared = false;
-        if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) {
+        if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) || !self.wrenches.is_empty() {
             // the implicit-function theorem below has no multiplier rows and no prescribed
-            // points: refuse rather than return the derivatives of a different map
-            return Err(ViError::InvalidParameter("second-order derivatives are not implemented for integrators with holonomic constraints or kinematic joints (first order is)".into()));
+            // points, and the third derivatives (forward-mode AD of the energy Hessians) carry
+            // no wrench term: refuse rather than return the derivatives of a different map
+            return Err(ViError::InvalidParameter("second-order derivatives are not implemented for integrators with holonomic constraints, kinematic joints or body wrenches (first order is)".into()));
         }
         so.out.iterations = self.step(&mut so.vi, step, q, p, u, guess, &mut so.out.q_next, &mut so.out.p_next)?;
         let pts = &mut so.vi.points;
-        pts.set(model, sc, dt, q, &so.vi.z);
+        pts.set(model, sc, dt, q, &so.vi.z, &self.wrenches);
         pts.update_hessians(model);
         assemble_jacobian(pts, sc, dt, forces, n, &mut so.jac);
         if !lu_factor(&mut so.jac, &mut so.pivots) {

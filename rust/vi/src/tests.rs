@@ -50,7 +50,7 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
             let pts: Vec<Vec<f64>> = (0..sc.points()).map(|_| q0.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect()).collect();
             let z: Vec<f64> = pts[1..].concat();
             let mut sp = del::StepPoints::new(n, sc.points());
-            sp.set(&model, &sc, dt, &pts[0], &z);
+            sp.set(&model, &sc, dt, &pts[0], &z, &[]);
             sp.update_hessians(&model);
             let zero_u = vec![0.0; n];
             let no_forces = JointForces::none(n);
@@ -75,7 +75,7 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
                             let mut p = pts.clone();
                             p[b][k] += d;
                             let mut s2 = del::StepPoints::new(n, sc.points());
-                            s2.set(&model, &sc, dt, &p[0], &p[1..].concat());
+                            s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), &[]);
                             (0..n).map(|i| s2.del_row(&sc, dt, &forces, &zero_u, a, i)).collect::<Vec<_>>()
                         };
                         let (plus, minus) = (rows(h), rows(-h));
@@ -113,7 +113,7 @@ fn midpoint_rows_are_the_derivatives_of_the_midpoint_lagrangian() {
         let qb: Vec<f64> = qa.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect();
         let z: Vec<f64> = qa.iter().zip(&qb).map(|(a, b)| 0.5 * (a + b)).collect();
         let mut sp = del::StepPoints::new(n, 2);
-        sp.set(&model, &sc, dt, &qa, &z);
+        sp.set(&model, &sc, dt, &qa, &z, &[]);
         for i in 0..n {
             let vel = (qb[i] - qa[i]) / dt;
             let force = 0.5 * dt * (u[i] - forces.damping[i] * vel - forces.stiffness[i] * (z[i] - forces.rest[i]));

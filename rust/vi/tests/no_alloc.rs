@@ -6,6 +6,8 @@ use nalgebra::DMatrix;
 use std::sync::Arc;
 use vidyn_rbd::builders::random_tree;
 use vidyn_rbd::Joint;
+use nalgebra::Vector3;
+use vidyn_spatial::Force;
 use vidyn_vi::{BodyPoint, Constraint, JointForces, Scheme, VariationalIntegrator};
 
 #[path = "../../rbd/tests/common/counting_alloc.rs"]
@@ -28,12 +30,23 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     vidyn_rbd::placements(&model, &mut rbd, &q).unwrap();
     let length = (rbd.placements[n - 1].translation - anchor).norm();
     let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(n - 1), point: nalgebra::Vector3::zeros() }, length };
-    // ... and one with a kinematic joint as well
-    let cases = [(Scheme::midpoint(), vec![], vec![]), (Scheme::trapezoid(), vec![], vec![]), (Scheme::simpson(), vec![], vec![]), (Scheme::lobatto(3).unwrap(), vec![], vec![]), (Scheme::midpoint(), vec![tether.clone()], vec![]), (Scheme::midpoint(), vec![tether], vec![0])];
-    for (sc, constraints, kinematic) in cases {
+    // ... and one with a kinematic joint as well; then body wrenches (with Simpson and with the
+    // constrained midpoint step)
+    let wrenches: Vec<Force> = (0..n).map(|i| Force::new(Vector3::new(0.5, -0.2 * i as f64, 1.0), Vector3::new(0.1, 0.0, -0.05 * i as f64))).collect();
+    let cases = [
+        (Scheme::midpoint(), vec![], vec![], vec![]),
+        (Scheme::trapezoid(), vec![], vec![], vec![]),
+        (Scheme::simpson(), vec![], vec![], vec![]),
+        (Scheme::lobatto(3).unwrap(), vec![], vec![], vec![]),
+        (Scheme::midpoint(), vec![tether.clone()], vec![], vec![]),
+        (Scheme::midpoint(), vec![tether.clone()], vec![0], vec![]),
+        (Scheme::simpson(), vec![], vec![], wrenches.clone()),
+        (Scheme::midpoint(), vec![tether], vec![], wrenches),
+    ];
+    for (sc, constraints, kinematic, wrenches) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap();
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap().with_body_wrenches(wrenches).unwrap();
         let mut ws = vi.workspace();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
@@ -52,9 +65,9 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         assert_eq!(allocations(|| vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap()), 0, "residual s={s}");
         assert_eq!(allocations(|| vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
         assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
-        // second order (not offered with constraints or kinematic joints): contracted and full
-        // (the full tensors are allocated by the warm-up)
-        if !vi.constraints().is_empty() || vi.kinematic().iter().any(|&k| k) {
+        // second order (not offered with constraints, kinematic joints or wrenches): contracted
+        // and full (the full tensors are allocated by the warm-up)
+        if !vi.constraints().is_empty() || vi.kinematic().iter().any(|&k| k) || !vi.body_wrenches().is_empty() {
             continue;
         }
         let mut so = vi.second_order_workspace();

@@ -1,0 +1,375 @@
+//! Constant body wrenches ([`VariationalIntegrator::with_body_wrenches`]): the generalised
+//! force against `vidyn_rbd::external_joint_torques`, the DEL blocks against central
+//! differences of the rows, the O(n) Newton direction, the Jacobian–vector product and the
+//! O(n²) linearisation against the dense oracle and central differences of the solved step,
+//! and the motion against RK4 of `vidyn_rbd::aba_ext` (observed order 2s).
+
+use crate::reference::DenseOracle;
+use crate::*;
+use nalgebra::DMatrix;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use vidyn_rbd::builders::{pendulum_chain, random_tree};
+use vidyn_rbd::{Joint, Model};
+use vidyn_spatial::{Force, Vector3};
+
+fn one_dof() -> Vec<Joint> {
+    Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
+}
+
+fn models() -> Vec<Arc<Model>> {
+    vec![Arc::new(pendulum_chain(4, false)), Arc::new(random_tree(6, 3, &one_dof())), Arc::new(random_tree(12, 11, &one_dof()))]
+}
+
+fn schemes() -> Vec<Scheme> {
+    vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
+}
+
+fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
+}
+
+/// Random wrenches of O(1–3) N and N·m, one per body.
+fn wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<Force> {
+    (0..n).map(|_| Force::new(Vector3::from_fn(|_, _| 3.0 * rng.random_range(-1.0..1.0)), Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect()
+}
+
+fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
+    JointForces { damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(), stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(), rest: random(rng, n, 1.0) }
+}
+
+fn integrator(model: &Arc<Model>, sc: Scheme, dt: f64, rng: &mut ChaCha8Rng) -> VariationalIntegrator {
+    let n = model.nv;
+    VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap().with_body_wrenches(wrenches(rng, n)).unwrap()
+}
+
+/// A random state and unknowns `z` near (not at) the solution.
+fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+    let n = vi.n();
+    let q = random(rng, n, 1.0);
+    let v = random(rng, n, 2.0);
+    let u = random(rng, n, 1.0);
+    let mut p = vec![0.0; n];
+    vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
+    let sc = vi.scheme();
+    let mut z = vec![0.0; sc.s * n];
+    for g in 1..=sc.s {
+        for i in 0..n {
+            z[(g - 1) * n + i] = q[i] + sc.nodes[g] * vi.dt() * v[i] + 0.02 * rng.random_range(-1.0..1.0);
+        }
+    }
+    (q, p, u, z)
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(1e-300);
+    a.iter().zip(b).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+/// The wrench part of each control-point row is `w_α Δt Σ_j J_jᵀ F_j` at `q^α`, with the
+/// joint torques from the rigid-body library (an independent O(n) pass in body frames).
+#[test]
+fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let dt = 0.05;
+    for model in models() {
+        let n = model.nv;
+        let fext = wrenches(&mut rng, n);
+        let mut ws = model.workspace();
+        for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+            let q0 = random(&mut rng, n, 1.0);
+            let z: Vec<f64> = (0..sc.s * n).map(|k| q0[k % n] + 0.1 * rng.random_range(-1.0..1.0)).collect();
+            let (mut with, mut without) = (del::StepPoints::new(n, sc.points()), del::StepPoints::new(n, sc.points()));
+            with.set(&model, &sc, dt, &q0, &z, &fext);
+            without.set(&model, &sc, dt, &q0, &z, &[]);
+            let (u, forces) = (vec![0.0; n], JointForces::none(n));
+            let mut tau = vec![0.0; n];
+            for a in 0..sc.points() {
+                vidyn_rbd::external_joint_torques(&model, &mut ws, &with.q[a], &fext, &mut tau).unwrap();
+                for i in 0..n {
+                    let got = with.point_row(&sc, dt, &forces, &u, a, i) - without.point_row(&sc, dt, &forces, &u, a, i);
+                    let want = sc.weights[a] * dt * tau[i];
+                    assert!((got - want).abs() < 1e-12 * (1.0 + want.abs() + without.point_row(&sc, dt, &forces, &u, a, i).abs()), "{} s={} point {a} joint {i}: {got} vs {want}", model.name, sc.s);
+                }
+            }
+            assert!(tau.iter().any(|t| t.abs() > 0.1), "the wrenches must load the joints: {tau:?}");
+        }
+    }
+}
+
+/// `del_block(x, β)` with wrenches (plus damping and springs) against central differences of
+/// `del_row(x)` — the rows are not gradients of anything now, so the rows themselves are the
+/// reference. h = 1e-6: truncation O(h²) ≈ 1e-12 relative, round-off ≈ ε|row|/h ≈ 1e-10.
+#[test]
+fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
+    let h = 1e-6;
+    let dt = 0.05;
+    let mut rng = ChaCha8Rng::seed_from_u64(22);
+    let mut worst = 0.0_f64;
+    for model in models() {
+        for sc in schemes() {
+            let n = model.nv;
+            let vi = integrator(&model, sc.clone(), dt, &mut rng);
+            let (q0, _p, u, z) = problem(&vi, &mut rng);
+            let pts: Vec<Vec<f64>> = std::iter::once(q0.clone()).chain(z.chunks(n).map(<[f64]>::to_vec)).collect();
+            let mut sp = del::StepPoints::new(n, sc.points());
+            sp.set(&model, &sc, dt, &q0, &z, vi.body_wrenches());
+            sp.update_hessians(&model);
+            // the wrenches contribute to the blocks (else the test could not fail on them)
+            let mut wq_max = 0.0_f64;
+            for hs in &sp.hessians {
+                wq_max = wq_max.max(hs.wq.amax());
+            }
+            assert!(wq_max > 0.1, "{}: W_q = 0", model.name);
+            for x in 0..sc.points() {
+                for b in 0..sc.points() {
+                    let mut blk = DMatrix::zeros(n, n);
+                    sp.del_block(&sc, dt, vi.forces(), x, b, &mut blk.view_mut((0, 0), (n, n)));
+                    for k in 0..n {
+                        let rows = |d: f64| {
+                            let mut p = pts.clone();
+                            p[b][k] += d;
+                            let mut s2 = del::StepPoints::new(n, sc.points());
+                            s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), vi.body_wrenches());
+                            (0..n).map(|i| s2.del_row(&sc, dt, vi.forces(), &u, x, i)).collect::<Vec<_>>()
+                        };
+                        let (plus, minus) = (rows(h), rows(-h));
+                        for i in 0..n {
+                            let fd = (plus[i] - minus[i]) / (2.0 * h);
+                            let err = (blk[(i, k)] - fd).abs() / (1.0 + fd.abs());
+                            worst = worst.max(err);
+                            assert!(err < 1e-6, "{} s={} block ({x},{b})[{i},{k}]: {} vs {fd}", model.name, sc.s, blk[(i, k)]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("DEL blocks with wrenches vs central differences: worst {worst:.1e}");
+}
+
+#[test]
+fn b1_direction_with_wrenches_equals_the_dense_newton_direction() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let mut worst = 0.0_f64;
+    for model in models().into_iter().chain([Arc::new(random_tree(20, 29, &one_dof()))]) {
+        for sc in schemes() {
+            for dt in [0.01, 0.05] {
+                let (s, n) = (sc.s, model.nv);
+                let vi = integrator(&model, sc.clone(), dt, &mut rng);
+                let (q, p, u, z) = problem(&vi, &mut rng);
+                let mut ws = vi.workspace();
+                let mut oracle = DenseOracle::new(&vi);
+                let (mut fast, mut dense) = (vec![0.0; s * n], vec![0.0; s * n]);
+                vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut fast).unwrap();
+                oracle.newton_direction(&vi, &mut ws, 0, &q, &p, &u, &z, &mut dense).unwrap();
+                let err = rel_err(&fast, &dense);
+                worst = worst.max(err);
+                assert!(err < 1e-10, "{} s={s} dt={dt}: B.1 vs dense relative error {err:e}", model.name);
+                // the same problem without wrenches has a different direction (they matter)
+                let plain = vi.clone().with_body_wrenches(Vec::new()).unwrap();
+                let mut other = vec![0.0; s * n];
+                plain.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut other).unwrap();
+                assert!(rel_err(&other, &dense) > 1e-4, "{} s={s}: the wrenches do not change the direction", model.name);
+            }
+        }
+    }
+    println!("B.1 vs dense Newton direction with wrenches: worst relative error {worst:.2e}");
+}
+
+#[test]
+fn del_jacobian_vector_product_with_wrenches_matches_the_dense_blocks() {
+    use crate::newton_direction::{Lanes, LANES};
+    let mut rng = ChaCha8Rng::seed_from_u64(24);
+    for model in models() {
+        for sc in schemes() {
+            let (s, n) = (sc.s, model.nv);
+            let vi = integrator(&model, sc.clone(), 0.03, &mut rng);
+            let (q, _p, _u, z) = problem(&vi, &mut rng);
+            let mut ws = vi.workspace();
+            ws.points.set(&model, &sc, vi.dt(), &q, &z, vi.body_wrenches());
+            assert!(ws.newton.factorize(&model, &sc, vi.dt(), vi.forces(), &ws.points, true));
+            ws.points.update_hessians(&model);
+            let dq: Vec<Lanes> = (0..(s + 1) * n).map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0))).collect();
+            let mut out = vec![[0.0; LANES]; (s + 1) * n];
+            ws.newton.ensure_lanes();
+            ws.newton.del_jvp_lanes(&model, &sc, vi.dt(), vi.forces(), &dq, &mut out);
+            let mut blk = DMatrix::zeros(n, n);
+            for lane in 0..LANES {
+                for a in 0..=s {
+                    let mut want = vec![0.0; n];
+                    for b in 0..=s {
+                        ws.points.del_block(&sc, vi.dt(), vi.forces(), a, b, &mut blk.view_mut((0, 0), (n, n)));
+                        let v = nalgebra::DVector::from_iterator(n, (0..n).map(|i| dq[b * n + i][lane]));
+                        let x = &blk * v;
+                        for i in 0..n {
+                            want[i] += x[i];
+                        }
+                    }
+                    let got: Vec<f64> = (0..n).map(|i| out[a * n + i][lane]).collect();
+                    let err = rel_err(&got, &want);
+                    assert!(err < 1e-11, "{} s={s} row {a} lane {lane}: JVP vs blocks {err:e}", model.name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn o_n2_linearisation_with_wrenches_equals_the_dense_linearisation() {
+    let mut rng = ChaCha8Rng::seed_from_u64(25);
+    let mut worst = 0.0_f64;
+    for model in models() {
+        for sc in schemes() {
+            let n = model.nv;
+            let vi = integrator(&model, sc.clone(), 0.02, &mut rng);
+            let (q, p, u, _) = problem(&vi, &mut rng);
+            let mut ws = vi.workspace();
+            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            let (mut a2, mut b2) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+            let mut oracle = DenseOracle::new(&vi);
+            oracle.linearize(&vi, &mut ws, 0, &q, &p, &u, None, &mut a2, &mut b2, &mut qn, &mut pn).unwrap();
+            let ea = (&a - &a2).amax() / a2.amax();
+            let eb = (&b - &b2).amax() / b2.amax();
+            worst = worst.max(ea).max(eb);
+            assert!(ea < 1e-10 && eb < 1e-10, "{} s={}: A {ea:e}, B {eb:e}", model.name, sc.s);
+        }
+    }
+    println!("O(n²) vs dense linearisation with wrenches: worst relative error {worst:.2e}");
+}
+
+/// Central differences of the solved step (h = 1e-6, Newton to 1e-12 relative: the quotient's
+/// error is ≈ 1e-12/1e-6 + O(h²) ≈ 1e-6 at worst, hence the 1e-6 tolerance of the other FD
+/// linearisation tests), with the wrenches, damping and springs.
+#[test]
+fn linearisation_with_wrenches_matches_finite_differences_of_the_solved_step() {
+    let h = 1e-6;
+    let mut rng = ChaCha8Rng::seed_from_u64(26);
+    for model in models() {
+        for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
+            let n = model.nv;
+            let vi = integrator(&model, sc.clone(), 0.02, &mut rng);
+            let (q, p, u, _) = problem(&vi, &mut rng);
+            let mut ws = vi.workspace();
+            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+            let mut step = |x: &[f64], u: &[f64]| {
+                let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
+                vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
+                [q1, p1].concat()
+            };
+            let x0 = [q.clone(), p.clone()].concat();
+            for k in 0..3 * n {
+                let (fp, fm) = if k < 2 * n {
+                    let (mut xp, mut xm) = (x0.clone(), x0.clone());
+                    xp[k] += h;
+                    xm[k] -= h;
+                    (step(&xp, &u), step(&xm, &u))
+                } else {
+                    let (mut up, mut um) = (u.clone(), u.clone());
+                    up[k - 2 * n] += h;
+                    um[k - 2 * n] -= h;
+                    (step(&x0, &up), step(&x0, &um))
+                };
+                for r in 0..2 * n {
+                    let fd = (fp[r] - fm[r]) / (2.0 * h);
+                    let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
+                    assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} s={}: column {k} row {r}: {got} vs {fd}", model.name, sc.s);
+                }
+            }
+        }
+    }
+}
+
+/// `q(T)` of `q̈ = aba_ext(q, q̇, τ, fext)` by RK4 with `steps` steps (the continuous oracle).
+fn continuous(model: &Model, q0: &[f64], v0: &[f64], tau: &[f64], fext: &[Force], t_end: f64, steps: usize) -> Vec<f64> {
+    let mut ws = model.workspace();
+    let n = model.nv;
+    let mut f = |q: &[f64], v: &[f64]| vidyn_rbd::aba_ext(model, &mut ws, q, v, tau, fext).unwrap().to_vec();
+    let h = t_end / steps as f64;
+    let (mut q, mut v) = (q0.to_vec(), v0.to_vec());
+    let axpy = |x: &[f64], a: f64, y: &[f64]| x.iter().zip(y).map(|(x, y)| x + a * y).collect::<Vec<_>>();
+    for _ in 0..steps {
+        let (k1q, k1v) = (v.clone(), f(&q, &v));
+        let (q2, v2) = (axpy(&q, 0.5 * h, &k1q), axpy(&v, 0.5 * h, &k1v));
+        let (k2q, k2v) = (v2.clone(), f(&q2, &v2));
+        let (q3, v3) = (axpy(&q, 0.5 * h, &k2q), axpy(&v, 0.5 * h, &k2v));
+        let (k3q, k3v) = (v3.clone(), f(&q3, &v3));
+        let (q4, v4) = (axpy(&q, h, &k3q), axpy(&v, h, &k3v));
+        let (k4q, k4v) = (v4.clone(), f(&q4, &v4));
+        for i in 0..n {
+            q[i] += h / 6.0 * (k1q[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + k4q[i]);
+            v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i]);
+        }
+    }
+    q
+}
+
+/// A 3-D triple pendulum with constant body-frame wrenches and constant joint torques: the
+/// VI's `q(T)` converges to RK4 of `aba_ext` (at 20 000 steps, error ~1e-17, ≪ the VI's) with
+/// observed order 2 for the midpoint and trapezoid rules and 4 for Simpson (from 20 steps: at 10
+/// it is still pre-asymptotic, 3.7), while the wrenches move `q(T)` by 0.27 rad.
+#[test]
+fn wrenched_pendulum_converges_to_aba_ext_at_order_2s() {
+    let model = Arc::new(pendulum_chain(3, false));
+    let n = model.nv;
+    let fext = vec![
+        Force::new(Vector3::new(2.0, -1.0, 0.5), Vector3::new(0.3, 0.0, -0.4)),
+        Force::new(Vector3::new(0.0, 1.5, -3.0), Vector3::new(-0.2, 0.5, 0.1)),
+        Force::new(Vector3::new(-1.0, 0.0, 4.0), Vector3::new(0.0, -0.3, 0.2)),
+    ];
+    let (q0, v0, tau) = (vec![0.4, -0.3, 0.6], vec![0.5, 0.2, -0.4], vec![0.3, -0.2, 0.1]);
+    let t_end = 1.0;
+    let exact = continuous(&model, &q0, &v0, &tau, &fext, t_end, 20_000);
+    let free = continuous(&model, &q0, &v0, &tau, &vec![Force::zero(); n], t_end, 20_000);
+    let effect = rel_err(&free, &exact) * exact.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    assert!(effect > 0.1, "the wrenches barely move the pendulum: {effect}");
+    for (sc, order, coarse) in [(Scheme::midpoint(), 2.0, 50), (Scheme::trapezoid(), 2.0, 50), (Scheme::simpson(), 4.0, 20)] {
+        let errors: Vec<f64> = [coarse, 2 * coarse, 4 * coarse]
+            .iter()
+            .map(|&steps| {
+                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), t_end / steps as f64, Some(JointForces::none(n))).unwrap().with_body_wrenches(fext.clone()).unwrap();
+                let mut p0 = vec![0.0; n];
+                vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+                let u: Vec<f64> = (0..steps).flat_map(|_| tau.clone()).collect();
+                let traj = rollout(&vi, &q0, &p0, &u).unwrap();
+                traj.q_at(steps).iter().zip(&exact).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()))
+            })
+            .collect();
+        let orders: Vec<f64> = errors.windows(2).map(|w| (w[0] / w[1]).log2()).collect();
+        println!("wrenched pendulum s={} (mixed rows: {}): errors {errors:?}, orders {orders:.2?}, wrench effect {effect:.2}", sc.s, sc.mixes_rows());
+        assert!(errors[2] < 1e-2 * effect, "error {} vs wrench effect {effect}", errors[2]);
+        for o in &orders {
+            assert!((o - order).abs() < 0.25, "s={}: observed order {o} (errors {errors:?})", sc.s);
+        }
+    }
+}
+
+#[test]
+fn wrench_errors_and_second_order_refusal() {
+    let model = Arc::new(pendulum_chain(3, false));
+    let vi = || VariationalIntegrator::new(model.clone(), Scheme::trapezoid(), 0.01, None).unwrap();
+    assert!(matches!(vi().with_body_wrenches(vec![Force::zero(); 2]), Err(ViError::InvalidParameter(_))));
+    let mut bad = vec![Force::zero(); 3];
+    bad[1].angular.z = f64::NAN;
+    assert!(matches!(vi().with_body_wrenches(bad), Err(ViError::InvalidParameter(_))));
+    let w = vec![Force::new(Vector3::new(1.0, 0.0, 0.0), Vector3::zeros()); 3];
+    let wrenched = vi().with_body_wrenches(w.clone()).unwrap();
+    assert_eq!(wrenched.body_wrenches(), &w[..]);
+    assert!(vi().body_wrenches().is_empty());
+    // second order: an error, not the derivatives of the wrench-free map
+    let mut so = wrenched.second_order_workspace();
+    let (q, p, u) = ([0.1, 0.2, 0.3], [0.0; 3], [0.0; 3]);
+    let r = wrenched.linearize_second_order(&mut so, 0, &q, &p, &u, None);
+    assert!(matches!(r, Err(ViError::InvalidParameter(ref m)) if m.contains("wrenches")), "{:?}", r.map(|_| ()));
+    let r = wrenched.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.1; 6]);
+    assert!(matches!(r, Err(ViError::InvalidParameter(_))), "{:?}", r.map(|_| ()));
+    // removing them restores second order
+    let plain = wrenched.with_body_wrenches(Vec::new()).unwrap();
+    let mut so = plain.second_order_workspace();
+    assert!(plain.linearize_second_order(&mut so, 0, &q, &p, &u, None).is_ok());
+}
