@@ -1,5 +1,6 @@
 //! The O(n) Newton direction (Algorithms B.1/B.2) and the O(n²) linearisation against the
-//! dense reference path (form `J`, LU) on random branched trees with damping and springs.
+//! dense reference path (form `J`, LU) on random branched trees with damping and springs, with
+//! and without body wrenches.
 
 use crate::reference::DenseOracle;
 use crate::*;
@@ -9,13 +10,13 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{Joint, Model, ModelBuilder};
-use vidyn_spatial::{Inertia, Matrix3, Se3, Vector3};
+use vidyn_spatial::{Force, Inertia, Matrix3, Se3, Vector3};
 
-fn one_dof() -> Vec<Joint> {
+pub(crate) fn one_dof() -> Vec<Joint> {
     Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
 }
 
-fn models() -> Vec<Arc<Model>> {
+pub(crate) fn models() -> Vec<Arc<Model>> {
     vec![
         Arc::new(pendulum_chain(4, false)),
         Arc::new(random_tree(6, 3, &one_dof())),
@@ -24,16 +25,16 @@ fn models() -> Vec<Arc<Model>> {
     ]
 }
 
-fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
+pub(crate) fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
     (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
 }
 
-fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
+pub(crate) fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
     JointForces { damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(), stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(), rest: random(rng, n, 1.0) }
 }
 
 /// A random state and unknowns `z` near (not at) the solution: `q^γ = q + c_γ Δt v + noise`.
-fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+pub(crate) fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let n = vi.n();
     let q = random(rng, n, 1.0);
     let v = random(rng, n, 2.0);
@@ -51,11 +52,32 @@ fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f
 }
 
 /// Every family of schemes: the midpoint rule (mixed rows) and Lobatto s = 1, 2, 3.
-fn schemes() -> Vec<Scheme> {
+pub(crate) fn schemes() -> Vec<Scheme> {
     vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
 }
 
-fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+/// Every scheme, each without and with random body wrenches.
+fn with_and_without_wrenches() -> Vec<(Scheme, bool)> {
+    schemes().into_iter().flat_map(|sc| [(sc.clone(), false), (sc, true)]).collect()
+}
+
+/// Random wrenches of O(1–3) N and N·m, one per body.
+pub(crate) fn wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<Force> {
+    (0..n).map(|_| Force::new(Vector3::from_fn(|_, _| 3.0 * rng.random_range(-1.0..1.0)), Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect()
+}
+
+/// An integrator with random damping and springs, and random body wrenches if `wrenched`.
+pub(crate) fn integrator(model: &Arc<Model>, sc: Scheme, dt: f64, rng: &mut ChaCha8Rng, wrenched: bool) -> VariationalIntegrator {
+    let n = model.nv;
+    let vi = VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap();
+    if wrenched {
+        vi.with_body_wrenches(wrenches(rng, n)).unwrap()
+    } else {
+        vi
+    }
+}
+
+pub(crate) fn rel_err(a: &[f64], b: &[f64]) -> f64 {
     let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(1e-300);
     a.iter().zip(b).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs())) / scale
 }
@@ -65,11 +87,11 @@ fn b1_direction_equals_the_dense_newton_direction() {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut worst = 0.0_f64;
     for model in models() {
-        for sc in schemes() {
+        for (sc, wrenched) in with_and_without_wrenches() {
             let s = sc.s;
             for dt in [0.01, 0.05] {
                 let n = model.nv;
-                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), dt, Some(forcing(&mut rng, n))).unwrap();
+                let vi = integrator(&model, sc.clone(), dt, &mut rng, wrenched);
                 let (q, p, u, z) = problem(&vi, &mut rng);
                 let mut ws = vi.workspace();
                 let mut oracle = DenseOracle::new(&vi);
@@ -78,7 +100,7 @@ fn b1_direction_equals_the_dense_newton_direction() {
                 oracle.newton_direction(&vi, &mut ws, 0, &q, &p, &u, &z, &mut dense).unwrap();
                 let err = rel_err(&fast, &dense);
                 worst = worst.max(err);
-                assert!(err < 1e-10, "{} s={s} dt={dt}: B.1 vs dense relative error {err:e}", model.name);
+                assert!(err < 1e-10, "{} s={s} dt={dt} wrenched={wrenched}: B.1 vs dense relative error {err:e}", model.name);
                 // and the direction solves J δz = −r (J from the dense oracle)
                 let j = oracle.jacobian(&vi, &mut ws, &q, &z).unwrap();
                 let mut r = vec![0.0; s * n];
@@ -96,9 +118,9 @@ fn b1_direction_equals_the_dense_newton_direction() {
 fn del_jacobian_vector_product_matches_the_dense_blocks() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for model in models() {
-        for sc in schemes() {
+        for (sc, wrenched) in with_and_without_wrenches() {
             let (s, n) = (sc.s, model.nv);
-            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.03, Some(forcing(&mut rng, n))).unwrap();
+            let vi = integrator(&model, sc.clone(), 0.03, &mut rng, wrenched);
             let (q, _p, _u, z) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let sc = vi.scheme().clone();
@@ -125,7 +147,7 @@ fn del_jacobian_vector_product_matches_the_dense_blocks() {
                     }
                     let got: Vec<f64> = (0..n).map(|i| out[a * n + i][lane]).collect();
                     let err = rel_err(&got, &want);
-                    assert!(err < 1e-11, "{} s={s} row {a} lane {lane}: JVP vs blocks {err:e}", model.name);
+                    assert!(err < 1e-11, "{} s={s} wrenched={wrenched} row {a} lane {lane}: JVP vs blocks {err:e}", model.name);
                 }
             }
         }
@@ -185,9 +207,9 @@ fn o_n2_linearisation_equals_the_dense_linearisation() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut worst = 0.0_f64;
     for model in models() {
-        for sc in schemes() {
+        for (sc, wrenched) in with_and_without_wrenches() {
             let (s, n) = (sc.s, model.nv);
-            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forcing(&mut rng, n))).unwrap();
+            let vi = integrator(&model, sc.clone(), 0.02, &mut rng, wrenched);
             let (q, p, u, _) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
@@ -199,7 +221,7 @@ fn o_n2_linearisation_equals_the_dense_linearisation() {
             let ea = (&a - &a2).amax() / a2.amax();
             let eb = (&b - &b2).amax() / b2.amax();
             worst = worst.max(ea).max(eb);
-            assert!(ea < 1e-10 && eb < 1e-10, "{} s={s}: A {ea:e}, B {eb:e}", model.name);
+            assert!(ea < 1e-10 && eb < 1e-10, "{} s={s} wrenched={wrenched}: A {ea:e}, B {eb:e}", model.name);
         }
     }
     println!("O(n²) vs dense linearisation: worst relative error {worst:.2e}");

@@ -4,68 +4,15 @@
 //! O(n²) linearisation against the dense oracle and central differences of the solved step,
 //! and the motion against RK4 of `vidyn_rbd::aba_ext` (observed order 2s).
 
-use crate::reference::DenseOracle;
+use crate::newton_tests::{integrator, models, problem, random, rel_err, schemes, wrenches};
 use crate::*;
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
-use vidyn_rbd::builders::{pendulum_chain, random_tree};
-use vidyn_rbd::{Joint, Model};
+use vidyn_rbd::builders::pendulum_chain;
+use vidyn_rbd::Model;
 use vidyn_spatial::{Force, Vector3};
-
-fn one_dof() -> Vec<Joint> {
-    Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
-}
-
-fn models() -> Vec<Arc<Model>> {
-    vec![Arc::new(pendulum_chain(4, false)), Arc::new(random_tree(6, 3, &one_dof())), Arc::new(random_tree(12, 11, &one_dof()))]
-}
-
-fn schemes() -> Vec<Scheme> {
-    vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
-}
-
-fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
-    (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
-}
-
-/// Random wrenches of O(1–3) N and N·m, one per body.
-fn wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<Force> {
-    (0..n).map(|_| Force::new(Vector3::from_fn(|_, _| 3.0 * rng.random_range(-1.0..1.0)), Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect()
-}
-
-fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
-    JointForces { damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(), stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(), rest: random(rng, n, 1.0) }
-}
-
-fn integrator(model: &Arc<Model>, sc: Scheme, dt: f64, rng: &mut ChaCha8Rng) -> VariationalIntegrator {
-    let n = model.nv;
-    VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap().with_body_wrenches(wrenches(rng, n)).unwrap()
-}
-
-/// A random state and unknowns `z` near (not at) the solution.
-fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
-    let n = vi.n();
-    let q = random(rng, n, 1.0);
-    let v = random(rng, n, 2.0);
-    let u = random(rng, n, 1.0);
-    let mut p = vec![0.0; n];
-    vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
-    let sc = vi.scheme();
-    let mut z = vec![0.0; sc.s * n];
-    for g in 1..=sc.s {
-        for i in 0..n {
-            z[(g - 1) * n + i] = q[i] + sc.nodes[g] * vi.dt() * v[i] + 0.02 * rng.random_range(-1.0..1.0);
-        }
-    }
-    (q, p, u, z)
-}
-
-fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(1e-300);
-    a.iter().zip(b).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs())) / scale
-}
 
 /// The wrench part of each control-point row is `w_α Δt Σ_j J_jᵀ F_j` at `q^α`, with the
 /// joint torques from the rigid-body library (an independent O(n) pass in body frames).
@@ -110,7 +57,7 @@ fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
     for model in models() {
         for sc in schemes() {
             let n = model.nv;
-            let vi = integrator(&model, sc.clone(), dt, &mut rng);
+            let vi = integrator(&model, sc.clone(), dt, &mut rng, true);
             let (q0, _p, u, z) = problem(&vi, &mut rng);
             let pts: Vec<Vec<f64>> = std::iter::once(q0.clone()).chain(z.chunks(n).map(<[f64]>::to_vec)).collect();
             let mut sp = del::StepPoints::new(n, sc.points());
@@ -150,137 +97,13 @@ fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
 }
 
 #[test]
-fn b1_direction_with_wrenches_equals_the_dense_newton_direction() {
-    let mut rng = ChaCha8Rng::seed_from_u64(23);
-    let mut worst = 0.0_f64;
-    for model in models().into_iter().chain([Arc::new(random_tree(20, 29, &one_dof()))]) {
-        for sc in schemes() {
-            for dt in [0.01, 0.05] {
-                let (s, n) = (sc.s, model.nv);
-                let vi = integrator(&model, sc.clone(), dt, &mut rng);
-                let (q, p, u, z) = problem(&vi, &mut rng);
-                let mut ws = vi.workspace();
-                let mut oracle = DenseOracle::new(&vi);
-                let (mut fast, mut dense) = (vec![0.0; s * n], vec![0.0; s * n]);
-                vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut fast).unwrap();
-                oracle.newton_direction(&vi, &mut ws, 0, &q, &p, &u, &z, &mut dense).unwrap();
-                let err = rel_err(&fast, &dense);
-                worst = worst.max(err);
-                assert!(err < 1e-10, "{} s={s} dt={dt}: B.1 vs dense relative error {err:e}", model.name);
-                // the same problem without wrenches has a different direction (they matter)
-                let plain = vi.clone().with_body_wrenches(Vec::new()).unwrap();
-                let mut other = vec![0.0; s * n];
-                plain.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut other).unwrap();
-                assert!(rel_err(&other, &dense) > 1e-4, "{} s={s}: the wrenches do not change the direction", model.name);
-            }
-        }
-    }
-    println!("B.1 vs dense Newton direction with wrenches: worst relative error {worst:.2e}");
-}
-
-#[test]
-fn del_jacobian_vector_product_with_wrenches_matches_the_dense_blocks() {
-    use crate::newton_direction::{Lanes, LANES};
-    let mut rng = ChaCha8Rng::seed_from_u64(24);
-    for model in models() {
-        for sc in schemes() {
-            let (s, n) = (sc.s, model.nv);
-            let vi = integrator(&model, sc.clone(), 0.03, &mut rng);
-            let (q, _p, _u, z) = problem(&vi, &mut rng);
-            let mut ws = vi.workspace();
-            ws.points.set(&model, &sc, vi.dt(), &q, &z, vi.body_wrenches());
-            assert!(ws.newton.factorize(&model, &sc, vi.dt(), vi.forces(), &ws.points, true));
-            ws.points.update_hessians(&model);
-            let dq: Vec<Lanes> = (0..(s + 1) * n).map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0))).collect();
-            let mut out = vec![[0.0; LANES]; (s + 1) * n];
-            ws.newton.ensure_lanes();
-            ws.newton.del_jvp_lanes(&model, &sc, vi.dt(), vi.forces(), &dq, &mut out);
-            let mut blk = DMatrix::zeros(n, n);
-            for lane in 0..LANES {
-                for a in 0..=s {
-                    let mut want = vec![0.0; n];
-                    for b in 0..=s {
-                        ws.points.del_block(&sc, vi.dt(), vi.forces(), a, b, &mut blk.view_mut((0, 0), (n, n)));
-                        let v = nalgebra::DVector::from_iterator(n, (0..n).map(|i| dq[b * n + i][lane]));
-                        let x = &blk * v;
-                        for i in 0..n {
-                            want[i] += x[i];
-                        }
-                    }
-                    let got: Vec<f64> = (0..n).map(|i| out[a * n + i][lane]).collect();
-                    let err = rel_err(&got, &want);
-                    assert!(err < 1e-11, "{} s={s} row {a} lane {lane}: JVP vs blocks {err:e}", model.name);
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn o_n2_linearisation_with_wrenches_equals_the_dense_linearisation() {
-    let mut rng = ChaCha8Rng::seed_from_u64(25);
-    let mut worst = 0.0_f64;
-    for model in models() {
-        for sc in schemes() {
-            let n = model.nv;
-            let vi = integrator(&model, sc.clone(), 0.02, &mut rng);
-            let (q, p, u, _) = problem(&vi, &mut rng);
-            let mut ws = vi.workspace();
-            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            let (mut a2, mut b2) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-            let mut oracle = DenseOracle::new(&vi);
-            oracle.linearize(&vi, &mut ws, 0, &q, &p, &u, None, &mut a2, &mut b2, &mut qn, &mut pn).unwrap();
-            let ea = (&a - &a2).amax() / a2.amax();
-            let eb = (&b - &b2).amax() / b2.amax();
-            worst = worst.max(ea).max(eb);
-            assert!(ea < 1e-10 && eb < 1e-10, "{} s={}: A {ea:e}, B {eb:e}", model.name, sc.s);
-        }
-    }
-    println!("O(n²) vs dense linearisation with wrenches: worst relative error {worst:.2e}");
-}
-
-/// Central differences of the solved step (h = 1e-6, Newton to 1e-12 relative: the quotient's
-/// error is ≈ 1e-12/1e-6 + O(h²) ≈ 1e-6 at worst, hence the 1e-6 tolerance of the other FD
-/// linearisation tests), with the wrenches, damping and springs.
-#[test]
 fn linearisation_with_wrenches_matches_finite_differences_of_the_solved_step() {
-    let h = 1e-6;
     let mut rng = ChaCha8Rng::seed_from_u64(26);
     for model in models() {
         for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
-            let n = model.nv;
-            let vi = integrator(&model, sc.clone(), 0.02, &mut rng);
+            let vi = integrator(&model, sc.clone(), 0.02, &mut rng, true);
             let (q, p, u, _) = problem(&vi, &mut rng);
-            let mut ws = vi.workspace();
-            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-            let mut step = |x: &[f64], u: &[f64]| {
-                let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-                vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
-                [q1, p1].concat()
-            };
-            let x0 = [q.clone(), p.clone()].concat();
-            for k in 0..3 * n {
-                let (fp, fm) = if k < 2 * n {
-                    let (mut xp, mut xm) = (x0.clone(), x0.clone());
-                    xp[k] += h;
-                    xm[k] -= h;
-                    (step(&xp, &u), step(&xm, &u))
-                } else {
-                    let (mut up, mut um) = (u.clone(), u.clone());
-                    up[k - 2 * n] += h;
-                    um[k - 2 * n] -= h;
-                    (step(&x0, &up), step(&x0, &um))
-                };
-                for r in 0..2 * n {
-                    let fd = (fp[r] - fm[r]) / (2.0 * h);
-                    let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
-                    assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} s={}: column {k} row {r}: {got} vs {fd}", model.name, sc.s);
-                }
-            }
+            crate::tests::assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
         }
     }
 }
