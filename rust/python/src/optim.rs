@@ -177,20 +177,9 @@ pub fn optim_ilqr<'py>(
     frame_weights: Option<(f64, f64)>,
     cost: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let vi = vi.get().inner.clone();
-    let n = vi.n();
-    let frame = frame_spec(&vi, frame, frame_target, frame_weights)?;
     let method = parse_method(method)?;
-    let actuated = actuated_list(actuated, n)?;
-    let m = actuated.as_ref().map_or(n, Vec::len);
-    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
-    let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
-    let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
-    let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
-    let rs = read_stack(r, "R", Some((m, m)))?;
-    let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
-    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
-    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
+        OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
         b.map(|b| {
             let a = convert::read(b, name, &[m], Some("(m,)"));
@@ -205,8 +194,6 @@ pub fn optim_ilqr<'py>(
             return Err(INPUT_ERROR.err(format!("u_min and u_max must have shape (m,) = ({m},)")));
         }
     }
-    let error = Arc::new(Mutex::new(None));
-    let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
     let res = crate::detached_parallel(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
@@ -338,6 +325,47 @@ fn frame_spec(vi: &vidyn_vi::VariationalIntegrator, frame: Option<String>, targe
 
 /// What the bindings' cost is built from: the quadratic tracking cost (on `(q, p)` or on
 /// `(q, v)`), optionally plus a frame-position cost, or a Python object instead of both.
+/// The inputs both VI optimisers share, read and checked: the integrator, sizes (`n` joints,
+/// `m` actuated, `steps`), the initial state and controls, and the cost.
+struct OptimProblem {
+    vi: Arc<vidyn_vi::VariationalIntegrator>,
+    n: usize,
+    m: usize,
+    steps: usize,
+    actuated: Option<Vec<usize>>,
+    q0: Vec<f64>,
+    p0: Vec<f64>,
+    u_init: Vec<f64>,
+    spec: CostSpec,
+    /// Where a Python cost's exception is kept (shared with `spec`).
+    error: Arc<Mutex<Option<PyErr>>>,
+}
+
+type FrameArgs = (Option<String>, Option<Vec<f64>>, Option<(f64, f64)>);
+
+impl OptimProblem {
+    /// `arrays`: `q0, p0, U_init, Q, R, QN, x_ref, u_ref` as passed by `vidyn/optim.py`.
+    fn read(vi: &Bound<'_, PyVariationalIntegrator>, arrays: [&Bound<'_, PyAny>; 8], actuated: Option<Vec<i64>>, velocity_cost: bool, frame: FrameArgs, cost: Option<Py<PyAny>>) -> PyResult<Self> {
+        let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
+        let vi = vi.get().inner.clone();
+        let n = vi.n();
+        let frame = frame_spec(&vi, frame.0, frame.1, frame.2)?;
+        let actuated = actuated_list(actuated, n)?;
+        let m = actuated.as_ref().map_or(n, Vec::len);
+        let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+        let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
+        let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
+        let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
+        let rs = read_stack(r, "R", Some((m, m)))?;
+        let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
+        let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+        let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+        let error = Arc::new(Mutex::new(None));
+        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
+        Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec, error })
+    }
+}
+
 struct CostSpec {
     qs: Vec<DMatrix<f64>>,
     rs: Vec<DMatrix<f64>>,
@@ -516,20 +544,9 @@ pub fn optim_projection<'py>(
     proj_r: Option<&Bound<'py, PyAny>>,
     proj_qn: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let vi = vi.get().inner.clone();
-    let n = vi.n();
-    let frame = frame_spec(&vi, frame, frame_target, frame_weights)?;
     let descent = parse_model(model)?;
-    let actuated = actuated_list(actuated, n)?;
-    let m = actuated.as_ref().map_or(n, Vec::len);
-    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
-    let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
-    let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
-    let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
-    let rs = read_stack(r, "R", Some((m, m)))?;
-    let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
-    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
-    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
+        OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
     let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
     let options = ProjectionOptions {
         model: descent,
@@ -541,8 +558,6 @@ pub fn optim_projection<'py>(
         proj_qn: proj_qn.map(|w| read_matrix(w, "proj_QN", 2 * n, 2 * n)).transpose()?,
         ..ProjectionOptions::default()
     };
-    let error = Arc::new(Mutex::new(None));
-    let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
     let res = crate::detached_parallel(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
