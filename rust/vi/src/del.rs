@@ -26,6 +26,7 @@ use crate::hessians::EnergyHessians;
 use crate::point::PointState;
 use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixViewMut};
+use std::sync::{Arc, Weak};
 use vidyn_rbd::Model;
 use vidyn_spatial::Force;
 
@@ -59,34 +60,72 @@ pub struct StepPoints {
     /// Energy Hessians per control point: only the dense reference path and the tests use
     /// them, so they are allocated by the first [`StepPoints::update_hessians`].
     pub hessians: Vec<EnergyHessians>,
+    /// The model these points are evaluated for. Holding it keeps its allocation alive, so no
+    /// other model can appear at its address: a point state configured at that address was
+    /// configured with this model ([`Self::set_start`]).
+    model: Weak<Model>,
 }
 
 impl StepPoints {
-    pub(crate) fn new(n: usize, points: usize) -> Self {
+    pub(crate) fn new(model: &Arc<Model>, points: usize) -> Self {
+        let n = model.nv;
         Self {
             q: vec![vec![0.0; n]; points],
             qdot: vec![vec![0.0; n]; points],
             states: (0..points).map(|_| PointState::new(n)).collect(),
             hessians: Vec::new(),
+            model: Arc::downgrade(model),
         }
     }
 
     /// Sets `q^0 = q_k` and `q^γ = z[(γ−1)n..γn]`, then the velocities and point states, with
     /// the constant body wrenches `wrenches` (`(n,)`, body frames; empty for none). O(s²n).
     pub(crate) fn set(&mut self, model: &Model, scheme: &Scheme, dt: f64, q_k: &[f64], z: &[f64], wrenches: &[Force]) {
-        let n = q_k.len();
+        self.set_start(model, q_k, wrenches);
+        self.set_unknowns(model, scheme, dt, z, wrenches);
+    }
+
+    /// The part of [`Self::set`] that depends on `q_k` alone: `q^0` and the configuration
+    /// fields of its point state. A Newton solve calls it once per step and then only
+    /// [`Self::set_unknowns`] per iterate. The configuration fields are reused when point 0
+    /// already holds them, or taken over from the last point when it was configured at `q_k`
+    /// (the end of the previous step of a rollout, for Lobatto schemes). O(n).
+    pub(crate) fn set_start(&mut self, model: &Model, q_k: &[f64], wrenches: &[Force]) {
         self.q[0].copy_from_slice(q_k);
+        let last = self.states.len() - 1;
+        let address = std::ptr::from_ref(model) as usize;
+        let ours = self.model.as_ptr() as usize == address;
+        if !(ours && self.states[0].configured_for(address, q_k)) {
+            if ours && self.states[last].configured_for(address, q_k) {
+                self.states.swap(0, last);
+            } else {
+                self.states[0].update_configuration(model, q_k);
+            }
+        }
+        if wrenches.is_empty() {
+            self.states[0].wrenched = false;
+        } else {
+            self.states[0].update_wrenches(model, wrenches);
+        }
+    }
+
+    /// The rest of [`Self::set`], for `q^0` set by the last [`Self::set_start`]: `q^γ` from
+    /// `z`, every velocity `q̇^α = (1/Δt) Σ_β b[α][β] q^β`, the configuration fields of points
+    /// `1..s` and the velocity fields of all points. O(s²n).
+    pub(crate) fn set_unknowns(&mut self, model: &Model, scheme: &Scheme, dt: f64, z: &[f64], wrenches: &[Force]) {
+        let n = self.q[0].len();
         for g in 1..scheme.points() {
             self.q[g].copy_from_slice(&z[(g - 1) * n..g * n]);
+            self.states[g].update_configuration(model, &self.q[g]);
+            if !wrenches.is_empty() {
+                self.states[g].update_wrenches(model, wrenches);
+            }
         }
         for a in 0..scheme.points() {
             for i in 0..n {
                 self.qdot[a][i] = (0..scheme.points()).map(|b| scheme.b(a, b) * self.q[b][i]).sum::<f64>() / dt;
             }
-            self.states[a].update(model, &self.q[a], &self.qdot[a]);
-            if !wrenches.is_empty() {
-                self.states[a].update_wrenches(model, wrenches);
-            }
+            self.states[a].update_velocity(model, &self.qdot[a]);
         }
     }
 

@@ -22,6 +22,7 @@
 use crate::point::PointState;
 use nalgebra::DMatrix;
 use vidyn_rbd::Model;
+use vidyn_spatial::Inertia;
 
 /// The four n×n energy Hessians at one control point.
 #[derive(Clone, Debug)]
@@ -37,11 +38,13 @@ pub struct EnergyHessians {
     /// `W_q[a, b] = ∂W_a/∂q_b`, the derivative of the generalised force of the body wrenches
     /// (not symmetric; zero without wrenches).
     pub wq: DMatrix<f64>,
+    /// `(n,)` world-frame composite inertias `𝓜_i = Σ_{j ⪰ i} M̄_j` (scratch).
+    composites: Vec<Inertia>,
 }
 
 impl EnergyHessians {
     pub(crate) fn new(n: usize) -> Self {
-        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n), wq: DMatrix::zeros(n, n) }
+        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n), wq: DMatrix::zeros(n, n), composites: vec![Inertia::zero(); n] }
     }
 
     /// Fills the Hessians from a [`PointState`] updated at the same point. O(n·d).
@@ -49,9 +52,16 @@ impl EnergyHessians {
         for m in [&mut self.kqq, &mut self.kvq, &mut self.kvv, &mut self.vqq, &mut self.wq] {
             m.fill(0.0);
         }
+        let n = model.nbodies();
+        self.composites.copy_from_slice(&pt.body_inertias);
+        for i in (0..n).rev() {
+            if let Some(p) = model.parents[i] {
+                self.composites[p] = self.composites[p] + self.composites[i];
+            }
+        }
         let g = model.gravity.linear;
-        for i in 0..model.nbodies() {
-            let comp = &pt.composites[i];
+        for i in 0..n {
+            let comp = &self.composites[i];
             let ma = comp.mul_motion(&pt.columns[i]);
             let mb = comp.mul_motion(&pt.column_rates[i]) + pt.columns[i].cross_force(&pt.momenta[i]);
             let g_cross_w = g.cross(&pt.gravity_lever[i]);

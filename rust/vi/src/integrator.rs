@@ -222,7 +222,7 @@ impl VariationalIntegrator {
         let mut newton = NewtonFactorization::new(n, s);
         newton.set_prescribed(&self.prescribed);
         ViWorkspace {
-            points: StepPoints::new(n, s + 1),
+            points: StepPoints::new(&self.model, s + 1),
             z: vec![0.0; s * n],
             residual: vec![0.0; s * n],
             direction: vec![0.0; s * n],
@@ -353,10 +353,10 @@ impl VariationalIntegrator {
         r.iter().fold(0.0_f64, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
     }
 
-    /// Sets the points at `ws.z`, fills the residual `r` and, with constraints, `h(q_{k+1})`.
-    /// Returns `(max |r|, max |h|)`.
+    /// Sets the unknown points at `ws.z` (`q^0 = q` was set by `set_start`), fills the
+    /// residual `r` and, with constraints, `h(q_{k+1})`. Returns `(max |r|, max |h|)`.
     fn evaluate(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], r: &mut [f64]) -> (f64, f64) {
-        ws.points.set(&self.model, &self.scheme, self.dt, q, &ws.z, &self.wrenches);
+        ws.points.set_unknowns(&self.model, &self.scheme, self.dt, &ws.z, &self.wrenches);
         let rmax = self.fill_residual(ws, p, u, r);
         let hmax = if self.constraints.is_empty() { 0.0 } else { self.endpoint_constraint_values(ws, q) };
         (rmax, hmax)
@@ -375,9 +375,11 @@ impl VariationalIntegrator {
         self.check_inputs(q, p, u)?;
         self.initial_guess(ws, q, p, u, guess)?;
         let sc = &self.scheme;
+        // the configuration terms of q^0 = q_k are fixed for the whole solve
+        ws.points.set_start(&self.model, q, &self.wrenches);
         let constrained = !self.constraints.is_empty();
         if constrained {
-            ws.points.set(&self.model, sc, self.dt, q, &ws.z, &self.wrenches);
+            ws.points.set_unknowns(&self.model, sc, self.dt, &ws.z, &self.wrenches);
             self.begin_constrained_step(ws);
         }
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));

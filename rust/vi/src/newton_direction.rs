@@ -294,7 +294,18 @@ impl NewtonFactorization {
     /// numerically singular.
     pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &StepPoints, momentum_row: bool) -> bool {
         self.prepare(model, sc, dt, pts);
-        let (n, s, p) = (self.n, self.s, sc.points());
+        match self.s {
+            1 => self.factorize_sized::<1>(model, sc, dt, forces, momentum_row),
+            _ => self.factorize_sized::<0>(model, sc, dt, forces, momentum_row),
+        }
+    }
+
+    /// [`Self::factorize`] after `prepare`, for `s = S` known at compile time (`S = 0`: any
+    /// `s`, read at run time). One body of code; the `S = 1` instance (midpoint, trapezoid)
+    /// lets the compiler unroll the per-point loops and drop their bounds checks.
+    fn factorize_sized<const S: usize>(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, momentum_row: bool) -> bool {
+        let (n, s) = (self.n, sized::<S>(self.s));
+        let p = s + 1;
         // a mixing scheme (midpoint) needs every control-point row, momentum or not
         let mixing = sc.mixes_rows();
         let rows = if momentum_row || mixing { p } else { s };
@@ -457,7 +468,7 @@ impl NewtonFactorization {
             }
             // hand the eliminated subtree to the parent (B.1a–b, B.3a–b)
             if let Some(par) = model.parents[i] {
-                self.accumulate_into_parent(i, par);
+                self.accumulate_into_parent::<S>(i, par);
             }
         }
         let scale = self.lam_max.iter().fold(0.0_f64, |m, &x| m.max(x));
@@ -482,8 +493,9 @@ impl NewtonFactorization {
     /// `D_λ^{αρ} += D_i^{αρ} + Σ_γ Ĥ_i^{αγ} X_i^{γρ}` and the same for `G` (with `Y`), `Π`,
     /// `Ψ` (with `Φ̂`): B.1a–b, B.3a–b, where `Ĥ^{αγ} = H^{αγ} + δ_{αγ} ū^α` and
     /// `Φ̂^{ϱγ} = Φ^{ϱγ} + δ_{ϱγ} ē^ϱ` carry the `[α≥1] ū X` and `[ϱ≥1] ē X` terms. O(s³) 6×6 work.
-    fn accumulate_into_parent(&mut self, i: usize, par: usize) {
-        let (s, p, rows) = (self.s, self.s + 1, self.rows);
+    fn accumulate_into_parent<const S: usize>(&mut self, i: usize, par: usize) {
+        let (s, rows) = (sized::<S>(self.s), self.rows);
+        let p = s + 1;
         let first = !self.touched[par];
         self.touched[par] = true;
         let x = &self.x[i * p * s..(i + 1) * p * s];
@@ -492,28 +504,28 @@ impl NewtonFactorization {
         for a in 0..p {
             let h = &self.h[(i * p + a) * s..(i * p + a + 1) * s];
             for r in 0..p {
-                add_block(&mut dp[a * p + r], &di[a * p + r], h, &x[r * s..(r + 1) * s], first);
+                add_block::<S>(&mut dp[a * p + r], &di[a * p + r], h, &x[r * s..(r + 1) * s], first);
             }
         }
         let (gp, gi) = split(&mut self.g, i, par, p * s);
         for a in 0..p {
             let h = &self.h[(i * p + a) * s..(i * p + a + 1) * s];
             for nu in 0..s {
-                add_block(&mut gp[a * s + nu], &gi[a * s + nu], h, &y[nu * s..(nu + 1) * s], first);
+                add_block::<S>(&mut gp[a * s + nu], &gi[a * s + nu], h, &y[nu * s..(nu + 1) * s], first);
             }
         }
         let (pip, pii) = split(&mut self.pi, i, par, p * p);
         for r in 0..rows {
             let phi = &self.phi[(i * p + r) * s..(i * p + r + 1) * s];
             for c in 0..p {
-                add_block(&mut pip[r * p + c], &pii[r * p + c], phi, &x[c * s..(c + 1) * s], first);
+                add_block::<S>(&mut pip[r * p + c], &pii[r * p + c], phi, &x[c * s..(c + 1) * s], first);
             }
         }
         let (psp, psi) = split(&mut self.psi, i, par, p * s);
         for r in 0..rows {
             let phi = &self.phi[(i * p + r) * s..(i * p + r + 1) * s];
             for nu in 0..s {
-                add_block(&mut psp[r * s + nu], &psi[r * s + nu], phi, &y[nu * s..(nu + 1) * s], first);
+                add_block::<S>(&mut psp[r * s + nu], &psi[r * s + nu], phi, &y[nu * s..(nu + 1) * s], first);
             }
         }
     }
@@ -524,7 +536,17 @@ impl NewtonFactorization {
     /// The Newton direction is `solve(−r)`. ([`Self::solve_lanes`] is the same sweep for
     /// `LANES` right-hand sides, with the momentum row.)
     pub(crate) fn solve(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
-        let (n, s, p) = (self.n, self.s, sc.points());
+        match self.s {
+            1 => self.solve_sized::<1>(model, sc, dt, f, x),
+            _ => self.solve_sized::<0>(model, sc, dt, f, x),
+        }
+    }
+
+    /// [`Self::solve`] for `s = S` known at compile time (`S = 0`: read at run time), as
+    /// [`Self::factorize_sized`].
+    fn solve_sized<const S: usize>(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
+        let (n, s) = (self.n, sized::<S>(self.s));
+        let p = s + 1;
         let rows = if sc.mixes_rows() { p } else { s };
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
@@ -614,17 +636,33 @@ impl NewtonFactorization {
     }
 }
 
-/// `t = base + Σ_k h_k x_kᵀ` (`first`) or `t += base + Σ_k h_k x_kᵀ`, in one pass over the
-/// 36 entries (column-major storage).
-#[inline]
-fn add_block(t: &mut M6, base: &M6, h: &[V6], x: &[V6], first: bool) {
-    if first {
-        *t = *base;
+/// `S` when it is a compile-time size, else the run-time `s` (`S = 0`).
+#[inline(always)]
+fn sized<const S: usize>(s: usize) -> usize {
+    debug_assert!(S == 0 || S == s);
+    if S == 0 {
+        s
     } else {
-        *t += base;
+        S
     }
-    for k in 0..h.len() {
-        t.ger(1.0, &h[k], &x[k], 1.0);
+}
+
+/// `t = base + Σ_k h_k x_kᵀ` (`first`) or `t += base + Σ_k h_k x_kᵀ`, in one pass over the
+/// 36 entries (column-major storage), `k < S` (`S = 0`: `k < h.len()`).
+#[inline]
+fn add_block<const S: usize>(t: &mut M6, base: &M6, h: &[V6], x: &[V6], first: bool) {
+    let terms = sized::<S>(h.len());
+    let (h, x) = (&h[..terms], &x[..terms]);
+    let (t, base) = (t.as_mut_slice(), base.as_slice());
+    for c in 0..6 {
+        for r in 0..6 {
+            let e = c * 6 + r;
+            let mut v = if first { base[e] } else { t[e] + base[e] };
+            for k in 0..terms {
+                v += h[k][r] * x[k][c];
+            }
+            t[e] = v;
+        }
     }
 }
 

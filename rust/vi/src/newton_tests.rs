@@ -242,3 +242,39 @@ fn a_massless_leaf_is_a_singular_jacobian() {
     let r = vi.newton_direction(&mut ws, 5, &[0.1, 0.2], &[0.3, 0.0], &[0.0; 2], &[0.1, 0.2, 0.1, 0.2], &mut dz);
     assert!(matches!(r, Err(ViError::SingularJacobian { step: 5 })), "{r:?}");
 }
+
+/// A step reuses the configuration terms of `q_k` held by its workspace (from the previous
+/// step's end point, `StepPoints::set_start`): a rollout in one workspace equals, bit for bit,
+/// steps taken in fresh workspaces from the same guesses, and a workspace moved to an
+/// integrator on another model of the same size, or on the same model with other wrenches,
+/// carries no stale terms over.
+#[test]
+fn reused_point_states_change_no_bit_of_a_step() {
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let (a, b) = (Arc::new(random_tree(6, 3, &one_dof())), Arc::new(random_tree(6, 5, &one_dof())));
+    for (sc, wrenched) in with_and_without_wrenches() {
+        let vi = integrator(&a, sc.clone(), 0.01, &mut rng, wrenched);
+        let others = [integrator(&b, sc.clone(), 0.01, &mut rng, wrenched), integrator(&a, sc.clone(), 0.01, &mut rng, !wrenched)];
+        let n = vi.n();
+        let (q0, p0, u) = (random(&mut rng, n, 1.0), random(&mut rng, n, 2.0), random(&mut rng, 6 * n, 1.0));
+        let reused = rollout(&vi, &q0, &p0, &u).unwrap();
+        let mut guess = vec![0.0; n];
+        for k in 0..6 {
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            let warm = predict_next(&reused.q[..(k + 1) * n], n, &mut guess).then_some(guess.as_slice());
+            let (q, p) = (&reused.q[k * n..(k + 1) * n], &reused.p[k * n..(k + 1) * n]);
+            vi.step(&mut vi.workspace(), k, q, p, &u[k * n..(k + 1) * n], warm, &mut qn, &mut pn).unwrap();
+            assert_eq!((&qn[..], &pn[..]), (&reused.q[(k + 1) * n..(k + 2) * n], &reused.p[(k + 1) * n..(k + 2) * n]), "s = {} step {k}", sc.s);
+        }
+        for other in &others {
+            // `ws` ends a step of `vi` at (q1, p1); `other` steps from there with it
+            let mut ws = vi.workspace();
+            let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
+            vi.step(&mut ws, 0, &q0, &p0, &u[..n], None, &mut q1, &mut p1).unwrap();
+            let (mut moved, mut fresh) = ((vec![0.0; n], vec![0.0; n]), (vec![0.0; n], vec![0.0; n]));
+            other.step(&mut ws, 1, &q1, &p1, &u[n..2 * n], None, &mut moved.0, &mut moved.1).unwrap();
+            other.step(&mut other.workspace(), 1, &q1, &p1, &u[n..2 * n], None, &mut fresh.0, &mut fresh.1).unwrap();
+            assert_eq!(moved, fresh, "s = {}", sc.s);
+        }
+    }
+}

@@ -3,8 +3,8 @@
 //! Notation (world frame, `[linear; angular]`, Fan, Schultz & Murphey 2018 §2 translated):
 //! `S̄_i = ⁰X_i S_i` the joint column, `v̄_i = v̄_λ + S̄_i q̇_i` the body twist,
 //! `ψ_i = v̄_λ × S̄_i = Ṡ̄_i` its time derivative, `I_i` the world-frame inertia,
-//! `μ_i = Σ_{j ⪰ i} I_j v̄_j` the subtree momentum, `𝓜_i = Σ_{j ⪰ i} I_j` the composite
-//! inertia, and for gravity the subtree mass `σm_i` and first moment `σp_i = Σ m_j c_j`.
+//! `μ_i = Σ_{j ⪰ i} I_j v̄_j` the subtree momentum, and for gravity the subtree mass `σm_i`
+//! and first moment `σp_i = Σ m_j c_j`.
 //! Then (Fan et al. eqs. D.8–D.9, and the gradient of `V = −Σ m_j gᵀ c_j`):
 //! `∂K/∂q̇_i = S̄_iᵀ μ_i`, `∂K/∂q_i = ψ_iᵀ μ_i`, `∂V/∂q_i = −gᵀ(ω_i × σp_i + σm_i v_i)` with
 //! `S̄_i = [v_i; ω_i]`.
@@ -31,8 +31,6 @@ pub struct PointState {
     pub twists: Vec<Motion>,
     /// `(n,)` subtree momenta `μ_i`.
     pub momenta: Vec<Force>,
-    /// `(n,)` world-frame composite inertias `𝓜_i`.
-    pub composites: Vec<Inertia>,
     /// `(n,)` `w_i = ω_i × σp_i + σm_i v_i`, so that `∂V/∂q_i = −gᵀ w_i`.
     pub gravity_lever: Vec<Vector3<f64>>,
     /// `(n,)` `∂K/∂q̇`.
@@ -53,6 +51,11 @@ pub struct PointState {
     /// Whether [`Self::update_wrenches`] has filled `sigma_wrench` since the last
     /// [`Self::update`] (otherwise the point carries no wrenches).
     pub(crate) wrenched: bool,
+    /// `(n,)` the configuration of the last [`Self::update_configuration`], and the address of
+    /// its model (0 before the first), by which [`crate::del::StepPoints`] recognises
+    /// configuration fields it can reuse.
+    configured_q: Vec<f64>,
+    configured_model: usize,
 }
 
 impl PointState {
@@ -63,7 +66,6 @@ impl PointState {
             column_rates: vec![Motion::zero(); n],
             twists: vec![Motion::zero(); n],
             momenta: vec![Force::zero(); n],
-            composites: vec![Inertia::zero(); n],
             gravity_lever: vec![Vector3::zeros(); n],
             dk_dqdot: vec![0.0; n],
             dk_dq: vec![0.0; n],
@@ -73,39 +75,43 @@ impl PointState {
             sigma_p: vec![Vector3::zeros(); n],
             sigma_wrench: vec![Force::zero(); n],
             wrenched: false,
+            configured_q: vec![0.0; n],
+            configured_model: 0,
         }
     }
 
     /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
     /// Clears the wrenches: call [`Self::update_wrenches`] afterwards to add them.
     pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
+        self.update_configuration(model, q);
+        self.update_velocity(model, qdot);
+    }
+
+    /// The fields that depend on `q` alone: placements, joint columns, world-frame body
+    /// inertias, the subtree mass and first moment, and the gravity gradient `∂V/∂q`. O(n).
+    /// Clears the wrenches. The velocity fields are stale until [`Self::update_velocity`].
+    pub(crate) fn update_configuration(&mut self, model: &Model, q: &[f64]) {
         let n = model.nbodies();
         self.wrenched = false;
+        self.configured_q.copy_from_slice(q);
+        self.configured_model = std::ptr::from_ref(model) as usize;
         for i in 0..n {
             let joint = &model.joints[i];
             let local = model.joint_placements[i] * joint.transform(&q[i..=i]);
-            let (parent_placement, parent_twist) = match model.parents[i] {
-                Some(p) => (self.placements[p], self.twists[p]),
-                None => (Se3::identity(), Motion::zero()),
+            let o = match model.parents[i] {
+                Some(p) => self.placements[p] * local,
+                None => local,
             };
-            let o = parent_placement * local;
-            let col = o.act_motion(&joint.subspace_column(0));
             self.placements[i] = o;
-            self.columns[i] = col;
-            self.column_rates[i] = parent_twist.cross_motion(&col);
-            self.twists[i] = parent_twist + col * qdot[i];
+            self.columns[i] = o.act_motion(&joint.subspace_column(0));
             let inertia = model.inertias[i].transformed(&o);
-            self.momenta[i] = inertia.mul_motion(&self.twists[i]);
-            self.composites[i] = inertia;
-            self.body_inertias[i] = inertia;
             self.sigma_m[i] = inertia.mass;
             self.sigma_p[i] = inertia.com * inertia.mass;
+            self.body_inertias[i] = inertia;
         }
         for i in (0..n).rev() {
             if let Some(p) = model.parents[i] {
-                let (mu, comp, sm, sp) = (self.momenta[i], self.composites[i], self.sigma_m[i], self.sigma_p[i]);
-                self.momenta[p] += mu;
-                self.composites[p] = self.composites[p] + comp;
+                let (sm, sp) = (self.sigma_m[i], self.sigma_p[i]);
                 self.sigma_m[p] += sm;
                 self.sigma_p[p] += sp;
             }
@@ -115,9 +121,40 @@ impl PointState {
             let col = &self.columns[i];
             let lever = col.angular.cross(&self.sigma_p[i]) + col.linear * self.sigma_m[i];
             self.gravity_lever[i] = lever;
-            self.dk_dqdot[i] = col.dot(&self.momenta[i]);
-            self.dk_dq[i] = self.column_rates[i].dot(&self.momenta[i]);
             self.dv_dq[i] = -g.dot(&lever);
+        }
+    }
+
+    /// Whether the configuration fields were last computed for exactly (bitwise) `q` with the
+    /// model at address `model`.
+    pub(crate) fn configured_for(&self, model: usize, q: &[f64]) -> bool {
+        self.configured_model == model && self.configured_q.iter().zip(q).all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+
+    /// The fields that depend on the velocity `qdot` at the configuration of the last
+    /// [`Self::update_configuration`]: twists `v̄_i`, column rates `ψ_i`, subtree momenta `μ_i`,
+    /// `∂K/∂q̇` and `∂K/∂q`. O(n).
+    pub(crate) fn update_velocity(&mut self, model: &Model, qdot: &[f64]) {
+        let n = model.nbodies();
+        for i in 0..n {
+            let parent_twist = match model.parents[i] {
+                Some(p) => self.twists[p],
+                None => Motion::zero(),
+            };
+            let col = self.columns[i];
+            self.column_rates[i] = parent_twist.cross_motion(&col);
+            self.twists[i] = parent_twist + col * qdot[i];
+            self.momenta[i] = self.body_inertias[i].mul_motion(&self.twists[i]);
+        }
+        for i in (0..n).rev() {
+            if let Some(p) = model.parents[i] {
+                let mu = self.momenta[i];
+                self.momenta[p] += mu;
+            }
+        }
+        for i in 0..n {
+            self.dk_dqdot[i] = self.columns[i].dot(&self.momenta[i]);
+            self.dk_dq[i] = self.column_rates[i].dot(&self.momenta[i]);
         }
     }
 

@@ -49,7 +49,7 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
             let q0 = random(&mut rng, n, 1.0);
             let pts: Vec<Vec<f64>> = (0..sc.points()).map(|_| q0.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect()).collect();
             let z: Vec<f64> = pts[1..].concat();
-            let mut sp = del::StepPoints::new(n, sc.points());
+            let mut sp = del::StepPoints::new(&model, sc.points());
             sp.set(&model, &sc, dt, &pts[0], &z, &[]);
             sp.update_hessians(&model);
             let zero_u = vec![0.0; n];
@@ -74,7 +74,7 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
                         let rows = |d: f64| {
                             let mut p = pts.clone();
                             p[b][k] += d;
-                            let mut s2 = del::StepPoints::new(n, sc.points());
+                            let mut s2 = del::StepPoints::new(&model, sc.points());
                             s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), &[]);
                             (0..n).map(|i| s2.del_row(&sc, dt, &forces, &zero_u, a, i)).collect::<Vec<_>>()
                         };
@@ -112,7 +112,7 @@ fn midpoint_rows_are_the_derivatives_of_the_midpoint_lagrangian() {
         let qa = random(&mut rng, n, 1.0);
         let qb: Vec<f64> = qa.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect();
         let z: Vec<f64> = qa.iter().zip(&qb).map(|(a, b)| 0.5 * (a + b)).collect();
-        let mut sp = del::StepPoints::new(n, 2);
+        let mut sp = del::StepPoints::new(&model, 2);
         sp.set(&model, &sc, dt, &qa, &z, &[]);
         for i in 0..n {
             let vel = (qb[i] - qa[i]) / dt;

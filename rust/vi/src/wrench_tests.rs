@@ -27,7 +27,7 @@ fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
         for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
             let q0 = random(&mut rng, n, 1.0);
             let z: Vec<f64> = (0..sc.s * n).map(|k| q0[k % n] + 0.1 * rng.random_range(-1.0..1.0)).collect();
-            let (mut with, mut without) = (del::StepPoints::new(n, sc.points()), del::StepPoints::new(n, sc.points()));
+            let (mut with, mut without) = (del::StepPoints::new(&model, sc.points()), del::StepPoints::new(&model, sc.points()));
             with.set(&model, &sc, dt, &q0, &z, &fext);
             without.set(&model, &sc, dt, &q0, &z, &[]);
             let (u, forces) = (vec![0.0; n], JointForces::none(n));
@@ -60,7 +60,7 @@ fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
             let vi = integrator(&model, sc.clone(), dt, &mut rng, true);
             let (q0, _p, u, z) = problem(&vi, &mut rng);
             let pts: Vec<Vec<f64>> = std::iter::once(q0.clone()).chain(z.chunks(n).map(<[f64]>::to_vec)).collect();
-            let mut sp = del::StepPoints::new(n, sc.points());
+            let mut sp = del::StepPoints::new(&model, sc.points());
             sp.set(&model, &sc, dt, &q0, &z, vi.body_wrenches());
             sp.update_hessians(&model);
             // the wrenches contribute to the blocks (else the test could not fail on them)
@@ -77,7 +77,7 @@ fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
                         let rows = |d: f64| {
                             let mut p = pts.clone();
                             p[b][k] += d;
-                            let mut s2 = del::StepPoints::new(n, sc.points());
+                            let mut s2 = del::StepPoints::new(&model, sc.points());
                             s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), vi.body_wrenches());
                             (0..n).map(|i| s2.del_row(&sc, dt, vi.forces(), &u, x, i)).collect::<Vec<_>>()
                         };
