@@ -23,6 +23,16 @@ impl StageDerivatives {
     pub fn zeros(nx: usize, nu: usize) -> Self {
         Self { l: 0.0, lx: DVector::zeros(nx), lu: DVector::zeros(nu), lxx: DMatrix::zeros(nx, nx), luu: DMatrix::zeros(nu, nu), lux: DMatrix::zeros(nu, nx) }
     }
+
+    /// Sets every entry to zero, keeping the sizes (what [`StageDerivatives::zeros`] returns).
+    pub fn clear(&mut self) {
+        self.l = 0.0;
+        self.lx.fill(0.0);
+        self.lu.fill(0.0);
+        self.lxx.fill(0.0);
+        self.luu.fill(0.0);
+        self.lux.fill(0.0);
+    }
 }
 
 /// A trajectory cost `Σ_{k<N} ℓ_k(x_k, u_k) + m(x_N)`.
