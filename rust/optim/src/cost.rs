@@ -4,7 +4,7 @@
 use crate::dynamics::{check_finite, check_multiple};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
-use nalgebra::{Cholesky, DMatrix, DVector};
+use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
 /// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
@@ -209,32 +209,32 @@ impl Cost for QuadraticCost {
 /// value and gradient are exact; the Hessian is the Gauss–Newton one `Jᵀ W J` (the curvature
 /// of `v(q, p)` is dropped, like the dynamics' in iLQR).
 ///
-/// `v = M⁻¹p` is ABA at zero velocity on the model without gravity (O(n)). The Jacobian is
+/// `v = M⁻¹p` by CRBA and a Cholesky factorisation of `M` (for the 9-dof panda about a
+/// quarter of the instructions of ABA or of the dense `M⁻¹`). The Jacobian is
 /// `J = ∂y/∂x = [[1, 0], [∂v/∂q, ∂v/∂p]]` with `[∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`,
-/// `T = ∂(M(q) v)/∂q` at fixed `v`: `M(q) v = RNEA(q, 0, v)` without gravity, so one RNEA
-/// derivative gives both `T` (its `∂τ/∂q`) and `M` (its `∂τ/∂a`), and one Cholesky
-/// factorisation of `M` the whole block row (checked against central differences in
-/// `tests/vi.rs`). The chain rule then uses the identity block instead of dense products:
+/// `T = ∂(M(q) v)/∂q` at fixed `v`: `M(q) v = RNEA(q, 0, v)` without gravity, so `T` is one
+/// RNEA derivative, and the same factor of `M` gives the whole block row (checked against
+/// central differences in `tests/vi.rs`). The chain rule then uses the identity block instead of dense products:
 /// with `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `W J = [W_{·q} | 0] + W_{·v} X`,
 /// $$\ell_x \leftarrow [g_q; 0] + X^T g_v,\quad
 ///   \ell_{xx} \leftarrow (WJ)_{q·} + X^T (WJ)_{v·},\quad
 ///   \ell_{ux} \leftarrow [\ell_{uq} | 0] + \ell_{uv} X,$$
 /// where `g`, `W = ℓ_yy` and `ℓ_uy` come from `inner` at `y`. Per stage O(n) for the value,
-/// O(n) + 8n³ + O(n²) for the derivatives; no allocation once a caller's scratch exists.
+/// O(n) + 8n³ + O(n²) for the derivatives; no allocation once a caller's scratch exists
+/// (beyond the inner cost's own).
 #[derive(Debug)]
 pub struct VelocityCost {
     pub inner: QuadraticCost,
     model: std::sync::Arc<vidyn_rbd::Model>,
-    /// The same model without gravity: `M⁻¹ p` is then one ABA at zero velocity and
-    /// `∂(M(q) v)/∂q` one RNEA derivative.
+    /// The same model without gravity: `∂(M(q) v)/∂q` is then one RNEA derivative.
     weightless: vidyn_rbd::Model,
     /// Scratch reused across calls (one per concurrent caller).
     pool: std::sync::Mutex<Vec<VelocityScratch>>,
 }
 
 /// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `0` (n), `y` (2n), `M`
-/// (n×n, factored in place), `X = [∂v/∂q | ∂v/∂p]` (n×2n), `g_v` (n), `W J` (2n×2n) and
-/// `ℓ_uv` (nu×n, sized on first use).
+/// (n×n, factored in place), `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `Xᵀ` (so that products are
+/// plain `gemm`s), `g_v` (n), `W J` (2n×2n) and `ℓ_uv` (nu×n, sized on first use).
 #[derive(Debug)]
 struct VelocityScratch {
     ws: vidyn_rbd::Workspace,
@@ -242,6 +242,7 @@ struct VelocityScratch {
     y: Vec<f64>,
     mass: DMatrix<f64>,
     x_jac: DMatrix<f64>,
+    x_jac_t: DMatrix<f64>,
     gv: DVector<f64>,
     wj: DMatrix<f64>,
     luv: DMatrix<f64>,
@@ -262,7 +263,7 @@ impl VelocityCost {
         let s = self.pool.lock().ok().and_then(|mut p| p.pop());
         let mut s = s.unwrap_or_else(|| {
             let n = self.model.nv;
-            VelocityScratch { ws: self.model.workspace(), zero: vec![0.0; n], y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) }
+            VelocityScratch { ws: self.model.workspace(), zero: vec![0.0; n], y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), x_jac_t: DMatrix::zeros(2 * n, n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) }
         });
         let out = f(&mut s);
         if let Ok(mut p) = self.pool.lock() {
@@ -273,35 +274,42 @@ impl VelocityCost {
 
     /// `y = (q, M⁻¹ p)`.
     pub fn velocity_state(&self, x: &[f64]) -> Result<Vec<f64>> {
+        self.with_velocity_state(x, |y| Ok(y.to_vec()))
+    }
+
+    /// `f(y)` with `y = (q, M⁻¹ p)` in the scratch.
+    fn with_velocity_state<T>(&self, x: &[f64], f: impl FnOnce(&[f64]) -> Result<T>) -> Result<T> {
         self.with_scratch(|s| {
-            self.velocity_state_in(s, x)?;
-            Ok(s.y.clone())
+            let chol = self.velocity_state_in(s, x)?;
+            s.mass = chol.unpack_dirty();
+            f(&s.y)
         })
     }
 
-    /// Writes `y = (q, M⁻¹ p)` into `s.y` (ABA at zero velocity without gravity).
-    fn velocity_state_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<()> {
+    /// Writes `y = (q, M⁻¹ p)` into `s.y` (`M` by CRBA, then Cholesky) and returns the factor
+    /// of `M`, which owns `s.mass`'s buffer: the caller puts it back with `unpack_dirty`.
+    fn velocity_state_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<Cholesky<f64, Dyn>> {
         let n = self.model.nv;
-        let v = vidyn_rbd::aba(&self.weightless, &mut s.ws, &x[..n], &s.zero, &x[n..2 * n])?;
-        s.y[..n].copy_from_slice(&x[..n]);
-        s.y[n..].copy_from_slice(v);
-        Ok(())
+        let m = vidyn_rbd::crba(&self.model, &mut s.ws, &x[..n])?;
+        // a failed factorisation consumes the buffer: re-sized here next time
+        if s.mass.shape() != (n, n) {
+            s.mass = DMatrix::zeros(n, n);
+        }
+        s.mass.copy_from(m);
+        let chol = Cholesky::new(std::mem::replace(&mut s.mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
+        s.y.copy_from_slice(x);
+        chol.solve_mut(&mut DVectorViewMut::from_slice(&mut s.y[n..], n));
+        Ok(chol)
     }
 
     /// `s.y = y(x)` and `s.x_jac = [∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`.
     fn jacobian_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<()> {
         let n = self.model.nv;
-        self.velocity_state_in(s, x)?;
-        let d = vidyn_rbd::rnea_derivatives(&self.weightless, &mut s.ws, &x[..n], &s.zero, &s.y[n..])?;
-        if s.mass.shape() != (n, n) {
-            s.mass = DMatrix::zeros(n, n);
-        }
-        s.mass.copy_from(d.dtau_da);
-        s.x_jac.columns_mut(0, n).copy_from(d.dtau_dq);
+        let chol = self.velocity_state_in(s, x)?;
+        let t = vidyn_rbd::rnea_derivatives(&self.weightless, &mut s.ws, &x[..n], &s.zero, &s.y[n..])?.dtau_dq;
+        s.x_jac.columns_mut(0, n).copy_from(t);
         s.x_jac.columns_mut(0, n).neg_mut();
         s.x_jac.columns_mut(n, n).fill_with_identity();
-        // factored in place; a failed factorisation consumes the buffer (re-sized above next time)
-        let chol = Cholesky::new(std::mem::replace(&mut s.mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
         chol.solve_mut(&mut s.x_jac);
         s.mass = chol.unpack_dirty();
         Ok(())
@@ -321,7 +329,8 @@ impl VelocityCost {
         wj_q += out.lxx.columns(0, n);
         out.lxx.copy_from(&s.wj);
         out.lxx.rows_mut(n, n).fill(0.0);
-        out.lxx.gemm_tr(1.0, x, &s.wj.rows(n, n), 1.0);
+        s.x_jac_t.tr_copy_from(x);
+        out.lxx.gemm(1.0, &s.x_jac_t, &s.wj.rows(n, n), 1.0);
         symmetrise(&mut out.lxx);
         // ℓ_ux = [ℓ_uq | 0] + ℓ_uv X
         let nu = out.lux.nrows();
@@ -344,16 +353,10 @@ impl From<vidyn_rbd::RbdError> for OptimError {
 
 impl Cost for VelocityCost {
     fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
-        self.with_scratch(|s| {
-            self.velocity_state_in(s, x)?;
-            self.inner.running_value(k, &s.y, u)
-        })
+        self.with_velocity_state(x, |y| self.inner.running_value(k, y, u))
     }
     fn terminal_value(&self, x: &[f64]) -> Result<f64> {
-        self.with_scratch(|s| {
-            self.velocity_state_in(s, x)?;
-            self.inner.terminal_value(&s.y)
-        })
+        self.with_velocity_state(x, |y| self.inner.terminal_value(y))
     }
     fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
         self.with_scratch(|s| {

@@ -236,8 +236,11 @@ struct SecondOrderAlong<'a, D: ?Sized> {
 
 /// Scratch of the backward pass, allocated once per solve: the value function `V_x` (nx),
 /// `V_xx` (nx×nx) of the step being processed, the Q-function blocks `Q_x`, `Q_u`, `Q_xx`,
-/// `Q_uu`, `Q_ux`, the products `V_xx A_k` (nx×nx), `V_xx B_k` (nx×nu), `Q_uu K_k` (nu×nx),
-/// `Q_uu k_k` (nu), the (regularised, then factored) `Q_uu + μ 1` and DDP's second-order terms.
+/// `Q_uu`, `Q_ux`, the products `V_xx A_k` (nx×nx), `V_xx B_k` (nx×nu), `Q_uu K_k + Q_ux` (nu×nx),
+/// `Q_uu k_k` (nu), the transposes `A_kᵀ`, `B_kᵀ`, `K_kᵀ`, `Q_uxᵀ` (copied, so that every
+/// product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic dot product per entry,
+/// several times slower at these sizes), the (regularised, then factored) `Q_uu + μ 1` and
+/// DDP's second-order terms.
 struct BackwardWorkspace {
     vx: DVector<f64>,
     vxx: DMatrix<f64>,
@@ -250,6 +253,10 @@ struct BackwardWorkspace {
     vxx_b: DMatrix<f64>,
     quu_gain: DMatrix<f64>,
     quu_k: DVector<f64>,
+    at: DMatrix<f64>,
+    bt: DMatrix<f64>,
+    gt: DMatrix<f64>,
+    quxt: DMatrix<f64>,
     /// `Q_uu + μ 1`; moved into nalgebra's in-place Cholesky and back (reallocated only after
     /// a failed factorisation, which consumes it).
     quu_reg: DMatrix<f64>,
@@ -270,6 +277,10 @@ impl BackwardWorkspace {
             vxx_b: DMatrix::zeros(nx, nu),
             quu_gain: DMatrix::zeros(nu, nx),
             quu_k: DVector::zeros(nu),
+            at: DMatrix::zeros(nx, nx),
+            bt: DMatrix::zeros(nu, nx),
+            gt: DMatrix::zeros(nx, nu),
+            quxt: DMatrix::zeros(nx, nu),
             quu_reg: DMatrix::zeros(nu, nu),
             so: SecondOrder::zeros(nx, nu),
         }
@@ -302,12 +313,14 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         s.qu.gemv_tr(1.0, bk, &s.vx, 1.0);
         s.vxx_a.gemm(1.0, &s.vxx, ak, 0.0);
         s.vxx_b.gemm(1.0, &s.vxx, bk, 0.0);
+        s.at.tr_copy_from(ak);
+        s.bt.tr_copy_from(bk);
         s.qxx.copy_from(&dk.lxx);
-        s.qxx.gemm_tr(1.0, ak, &s.vxx_a, 1.0);
+        s.qxx.gemm(1.0, &s.at, &s.vxx_a, 1.0);
         s.quu.copy_from(&dk.luu);
-        s.quu.gemm_tr(1.0, bk, &s.vxx_b, 1.0);
+        s.quu.gemm(1.0, &s.bt, &s.vxx_b, 1.0);
         s.qux.copy_from(&dk.lux);
-        s.qux.gemm_tr(1.0, bk, &s.vxx_a, 1.0);
+        s.qux.gemm(1.0, &s.bt, &s.vxx_a, 1.0);
         if let Some(sa) = ddp {
             // V_x here is still V_x(k+1)
             sa.dynamics.second_order_contracted(k, &sa.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
@@ -364,12 +377,14 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         s.vx.copy_from(&s.qx);
         s.vx.gemv_tr(1.0, gain, &s.quu_k, 1.0);
         s.vx.gemv_tr(1.0, &s.qux, kff, 1.0);
-        // V_xx = Q_xx + Kᵀ(Q_uu K) + Kᵀ Q_ux + Q_uxᵀ K
-        s.quu_gain.gemm(1.0, &s.quu, gain, 0.0);
+        // V_xx = Q_xx + Kᵀ(Q_uu K + Q_ux) + Q_uxᵀ K
+        s.quu_gain.copy_from(&s.qux);
+        s.quu_gain.gemm(1.0, &s.quu, gain, 1.0);
+        s.gt.tr_copy_from(gain);
+        s.quxt.tr_copy_from(&s.qux);
         s.vxx.copy_from(&s.qxx);
-        s.vxx.gemm_tr(1.0, gain, &s.quu_gain, 1.0);
-        s.vxx.gemm_tr(1.0, gain, &s.qux, 1.0);
-        s.vxx.gemm_tr(1.0, &s.qux, gain, 1.0);
+        s.vxx.gemm(1.0, &s.gt, &s.quu_gain, 1.0);
+        s.vxx.gemm(1.0, &s.quxt, gain, 1.0);
         symmetrise(&mut s.vxx);
     }
     Ok(())
