@@ -209,8 +209,8 @@ impl Cost for QuadraticCost {
 /// value and gradient are exact; the Hessian is the Gauss–Newton one `Jᵀ W J` (the curvature
 /// of `v(q, p)` is dropped, like the dynamics' in iLQR).
 ///
-/// `v = M⁻¹p` by CRBA and a Cholesky factorisation of `M` (for the 9-dof panda about a
-/// quarter of the instructions of ABA or of the dense `M⁻¹`). The Jacobian is
+/// `v = M⁻¹p` by CRBA and a Cholesky factorisation of `M` (for the 9-dof panda about half
+/// the instructions of ABA or of the dense `M⁻¹`). The Jacobian is
 /// `J = ∂y/∂x = [[1, 0], [∂v/∂q, ∂v/∂p]]` with `[∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`,
 /// `T = ∂(M(q) v)/∂q` at fixed `v`: `M(q) v = RNEA(q, 0, v)` without gravity, so `T` is one
 /// RNEA derivative, and the same factor of `M` gives the whole block row (checked against
