@@ -1,6 +1,6 @@
 //! Panda Cartesian reach by iLQR (the problem of `examples/optim_panda_reach.py`), for
 //! profiling the optimiser without Python.
-//! `cargo run -p vidyn-optim --release --example panda_reach -- path/to/panda.urdf [gravity 0|1]`
+//! `cargo run -p vidyn-optim --release --example panda_reach -- path/to/panda.urdf [gravity 0|1] [repeats]`
 
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = args.first().expect("usage: panda_reach path/to/panda.urdf [gravity 0|1]");
     let gravity = args.get(1).is_none_or(|g| g != "0");
+    let repeats: usize = args.get(2).map_or(3, |r| r.parse().expect("repeats: a count"));
     let mut model = from_urdf_file(path, RootJoint::Fixed).expect("panda URDF");
     if !gravity {
         model.gravity.linear.fill(0.0);
@@ -36,8 +37,8 @@ fn main() {
     let u0: Vec<f64> = (0..steps).flat_map(|_| g.iter().copied()).collect();
     let x0: Vec<f64> = q0.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();
     let opts = IlqrOptions { max_iterations: 1000, tolerance: 1e-9, ..IlqrOptions::default() };
-    for _ in 0..3 {
+    for _ in 0..repeats {
         let res = ilqr(&dynamics, &cost, &x0, &u0, &opts).unwrap();
-        println!("{}: {} iterations, cost {:.8}, wall {:.1} ms (linearise {:.1}, cost + backward {:.1}, forward {:.1})", res.message, res.iterations, res.cost, 1e3 * res.wall_time, 1e3 * res.time_linearize, 1e3 * res.time_backward, 1e3 * res.time_forward);
+        println!("{}: {} accepted steps ({} outer iterations), cost {:.8}, wall {:.1} ms (linearise {:.1}, cost + backward {:.1}, forward {:.1})", res.message, res.iterations, res.log.len(), res.cost, 1e3 * res.wall_time, 1e3 * res.time_linearize, 1e3 * res.time_backward, 1e3 * res.time_forward);
     }
 }

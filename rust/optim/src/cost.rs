@@ -4,7 +4,7 @@
 use crate::dynamics::{check_finite, check_multiple};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
 /// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
@@ -22,6 +22,16 @@ impl StageDerivatives {
     #[must_use]
     pub fn zeros(nx: usize, nu: usize) -> Self {
         Self { l: 0.0, lx: DVector::zeros(nx), lu: DVector::zeros(nu), lxx: DMatrix::zeros(nx, nx), luu: DMatrix::zeros(nu, nu), lux: DMatrix::zeros(nu, nx) }
+    }
+
+    /// Sets every entry to zero, keeping the sizes (what [`StageDerivatives::zeros`] returns).
+    pub fn clear(&mut self) {
+        self.l = 0.0;
+        self.lx.fill(0.0);
+        self.lu.fill(0.0);
+        self.lxx.fill(0.0);
+        self.luu.fill(0.0);
+        self.lux.fill(0.0);
     }
 }
 
@@ -196,9 +206,22 @@ impl Cost for QuadraticCost {
 
 /// A [`QuadraticCost`] on the velocity state `y = (q, v)`, `v = M(q)⁻¹ p`, for VI states
 /// `x = (q, p)` — the convention of most optimal-control codes (and of crocoddyl). The
-/// value and gradient are exact (`∂v/∂p = M⁻¹`, `∂v/∂q = −M⁻¹ ∂(M(q) v)/∂q`, the latter from
-/// RNEA derivatives); the Hessian is the Gauss–Newton one `Jᵀ W J` (the curvature of
-/// `v(q, p)` is dropped, like the dynamics' in iLQR).
+/// value and gradient are exact; the Hessian is the Gauss–Newton one `Jᵀ W J` (the curvature
+/// of `v(q, p)` is dropped, like the dynamics' in iLQR).
+///
+/// `v = M⁻¹p` by CRBA and a Cholesky factorisation of `M` (for the 9-dof panda about half
+/// the instructions of ABA or of the dense `M⁻¹`). The Jacobian is
+/// `J = ∂y/∂x = [[1, 0], [∂v/∂q, ∂v/∂p]]` with `[∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`,
+/// `T = ∂(M(q) v)/∂q` at fixed `v`: `M(q) v = RNEA(q, 0, v)` without gravity, so `T` is one
+/// RNEA derivative, and the same factor of `M` gives the whole block row (checked against
+/// central differences in `tests/vi.rs`). The chain rule then uses the identity block instead of dense products:
+/// with `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `W J = [W_{·q} | 0] + W_{·v} X`,
+/// $$\ell_x \leftarrow [g_q; 0] + X^T g_v,\quad
+///   \ell_{xx} \leftarrow (WJ)_{q·} + X^T (WJ)_{v·},\quad
+///   \ell_{ux} \leftarrow [\ell_{uq} | 0] + \ell_{uv} X,$$
+/// where `g`, `W = ℓ_yy` and `ℓ_uy` come from `inner` at `y`. Per stage O(n) for the value,
+/// O(n) + 8n³ + O(n²) for the derivatives; no allocation once a caller's scratch exists
+/// (beyond the inner cost's own).
 #[derive(Debug)]
 pub struct VelocityCost {
     pub inner: QuadraticCost,
@@ -206,7 +229,23 @@ pub struct VelocityCost {
     /// The same model without gravity: `∂(M(q) v)/∂q` is then one RNEA derivative.
     weightless: vidyn_rbd::Model,
     /// Scratch reused across calls (one per concurrent caller).
-    pool: std::sync::Mutex<Vec<vidyn_rbd::Workspace>>,
+    pool: std::sync::Mutex<Vec<VelocityScratch>>,
+}
+
+/// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `0` (n), `y` (2n), `M`
+/// (n×n, factored in place), `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `Xᵀ` (so that products are
+/// plain `gemm`s), `g_v` (n), `W J` (2n×2n) and `ℓ_uv` (nu×n, sized on first use).
+#[derive(Debug)]
+struct VelocityScratch {
+    ws: vidyn_rbd::Workspace,
+    zero: Vec<f64>,
+    y: Vec<f64>,
+    mass: DMatrix<f64>,
+    x_jac: DMatrix<f64>,
+    x_jac_t: DMatrix<f64>,
+    gv: DVector<f64>,
+    wj: DMatrix<f64>,
+    luv: DMatrix<f64>,
 }
 
 impl VelocityCost {
@@ -220,58 +259,88 @@ impl VelocityCost {
         Ok(Self { inner, model, weightless, pool: std::sync::Mutex::new(Vec::new()) })
     }
 
-    fn with_workspace<T>(&self, f: impl FnOnce(&mut vidyn_rbd::Workspace) -> T) -> T {
-        let ws = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let mut ws = ws.unwrap_or_else(|| self.model.workspace());
-        let out = f(&mut ws);
+    fn with_scratch<T>(&self, f: impl FnOnce(&mut VelocityScratch) -> T) -> T {
+        let s = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let mut s = s.unwrap_or_else(|| {
+            let n = self.model.nv;
+            VelocityScratch { ws: self.model.workspace(), zero: vec![0.0; n], y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), x_jac_t: DMatrix::zeros(2 * n, n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) }
+        });
+        let out = f(&mut s);
         if let Ok(mut p) = self.pool.lock() {
-            p.push(ws);
+            p.push(s);
         }
         out
     }
 
     /// `y = (q, M⁻¹ p)`.
     pub fn velocity_state(&self, x: &[f64]) -> Result<Vec<f64>> {
-        self.with_workspace(|ws| {
-            let n = self.model.nv;
-            let minv = vidyn_rbd::minverse(&self.model, ws, &x[..n])?;
-            let mut y = x.to_vec();
-            for i in 0..n {
-                y[n + i] = (0..n).map(|j| minv[(i, j)] * x[n + j]).sum();
-            }
-            Ok(y)
+        self.with_velocity_state(x, |y| Ok(y.to_vec()))
+    }
+
+    /// `f(y)` with `y = (q, M⁻¹ p)` in the scratch.
+    fn with_velocity_state<T>(&self, x: &[f64], f: impl FnOnce(&[f64]) -> Result<T>) -> Result<T> {
+        self.with_scratch(|s| {
+            let chol = self.velocity_state_in(s, x)?;
+            s.mass = chol.unpack_dirty();
+            f(&s.y)
         })
     }
 
-    /// `(y, ∂y/∂x)`.
-    fn jacobian(&self, x: &[f64]) -> Result<(Vec<f64>, DMatrix<f64>)> {
-        self.with_workspace(|ws| self.jacobian_in(ws, x))
-    }
-
-    fn jacobian_in(&self, ws: &mut vidyn_rbd::Workspace, x: &[f64]) -> Result<(Vec<f64>, DMatrix<f64>)> {
+    /// Writes `y = (q, M⁻¹ p)` into `s.y` (`M` by CRBA, then Cholesky) and returns the factor
+    /// of `M`, which owns `s.mass`'s buffer: the caller puts it back with `unpack_dirty`.
+    fn velocity_state_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<Cholesky<f64, Dyn>> {
         let n = self.model.nv;
-        let q = &x[..n];
-        let minv = vidyn_rbd::minverse(&self.model, ws, q)?.clone();
-        let p = DVector::from_column_slice(&x[n..]);
-        let v = &minv * &p;
-        // ∂(M⁻¹p)/∂q = −M⁻¹ ∂(M(q) v)/∂q, and M(q) v = RNEA(q, 0, v) without gravity
-        let zero = vec![0.0; n];
-        let dv_dq = -&minv * vidyn_rbd::rnea_derivatives(&self.weightless, ws, q, &zero, v.as_slice())?.dtau_dq;
-        let mut jac = DMatrix::zeros(2 * n, 2 * n);
-        jac.view_mut((0, 0), (n, n)).fill_with_identity();
-        jac.view_mut((n, 0), (n, n)).copy_from(&dv_dq);
-        jac.view_mut((n, n), (n, n)).copy_from(&minv);
-        let mut y = x.to_vec();
-        y[n..].copy_from_slice(v.as_slice());
-        Ok((y, jac))
+        let m = vidyn_rbd::crba(&self.model, &mut s.ws, &x[..n])?;
+        // a failed factorisation consumes the buffer: re-sized here next time
+        if s.mass.shape() != (n, n) {
+            s.mass = DMatrix::zeros(n, n);
+        }
+        s.mass.copy_from(m);
+        let chol = Cholesky::new(std::mem::replace(&mut s.mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
+        s.y.copy_from_slice(x);
+        chol.solve_mut(&mut DVectorViewMut::from_slice(&mut s.y[n..], n));
+        Ok(chol)
     }
 
-    fn chain(jac: &DMatrix<f64>, out: &mut StageDerivatives) {
-        out.lx = jac.transpose() * &out.lx;
-        out.lxx = jac.transpose() * &out.lxx * jac;
+    /// `s.y = y(x)` and `s.x_jac = [∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`.
+    fn jacobian_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<()> {
+        let n = self.model.nv;
+        let chol = self.velocity_state_in(s, x)?;
+        let t = vidyn_rbd::rnea_derivatives(&self.weightless, &mut s.ws, &x[..n], &s.zero, &s.y[n..])?.dtau_dq;
+        s.x_jac.columns_mut(0, n).copy_from(t);
+        s.x_jac.columns_mut(0, n).neg_mut();
+        s.x_jac.columns_mut(n, n).fill_with_identity();
+        chol.solve_mut(&mut s.x_jac);
+        s.mass = chol.unpack_dirty();
+        Ok(())
+    }
+
+    /// The chain rule from `y` to `x` (see the type's documentation), in place on `out`.
+    fn chain(&self, s: &mut VelocityScratch, out: &mut StageDerivatives) {
+        let n = self.model.nv;
+        let x = &s.x_jac;
+        // ℓ_x = [g_q; 0] + Xᵀ g_v
+        s.gv.copy_from(&out.lx.rows(n, n));
+        out.lx.rows_mut(n, n).fill(0.0);
+        out.lx.gemv_tr(1.0, x, &s.gv, 1.0);
+        // W J = [W_{·q} | 0] + W_{·v} X, then ℓ_xx = (WJ)_{q·} + Xᵀ (WJ)_{v·}
+        s.wj.gemm(1.0, &out.lxx.columns(n, n), x, 0.0);
+        let mut wj_q = s.wj.columns_mut(0, n);
+        wj_q += out.lxx.columns(0, n);
+        out.lxx.copy_from(&s.wj);
+        out.lxx.rows_mut(n, n).fill(0.0);
+        s.x_jac_t.tr_copy_from(x);
+        out.lxx.gemm(1.0, &s.x_jac_t, &s.wj.rows(n, n), 1.0);
         symmetrise(&mut out.lxx);
-        if out.lux.nrows() > 0 {
-            out.lux = &out.lux * jac;
+        // ℓ_ux = [ℓ_uq | 0] + ℓ_uv X
+        let nu = out.lux.nrows();
+        if nu > 0 {
+            if s.luv.shape() != (nu, n) {
+                s.luv = DMatrix::zeros(nu, n);
+            }
+            s.luv.copy_from(&out.lux.columns(n, n));
+            out.lux.columns_mut(n, n).fill(0.0);
+            out.lux.gemm(1.0, &s.luv, x, 1.0);
         }
     }
 }
@@ -284,21 +353,25 @@ impl From<vidyn_rbd::RbdError> for OptimError {
 
 impl Cost for VelocityCost {
     fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
-        self.inner.running_value(k, &self.velocity_state(x)?, u)
+        self.with_velocity_state(x, |y| self.inner.running_value(k, y, u))
     }
     fn terminal_value(&self, x: &[f64]) -> Result<f64> {
-        self.inner.terminal_value(&self.velocity_state(x)?)
+        self.with_velocity_state(x, |y| self.inner.terminal_value(y))
     }
     fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
-        let (y, jac) = self.jacobian(x)?;
-        self.inner.running_derivatives(k, &y, u, out)?;
-        Self::chain(&jac, out);
-        Ok(())
+        self.with_scratch(|s| {
+            self.jacobian_in(s, x)?;
+            self.inner.running_derivatives(k, &s.y, u, out)?;
+            self.chain(s, out);
+            Ok(())
+        })
     }
     fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
-        let (y, jac) = self.jacobian(x)?;
-        self.inner.terminal_derivatives(&y, out)?;
-        Self::chain(&jac, out);
-        Ok(())
+        self.with_scratch(|s| {
+            self.jacobian_in(s, x)?;
+            self.inner.terminal_derivatives(&s.y, out)?;
+            self.chain(s, out);
+            Ok(())
+        })
     }
 }

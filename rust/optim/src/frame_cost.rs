@@ -6,7 +6,7 @@ use crate::dynamics::check_finite;
 use crate::error::{OptimError, Result};
 use nalgebra::Vector3;
 use std::sync::{Arc, Mutex};
-use vidyn_rbd::{frame_jacobian, Model, ReferenceFrame, Workspace};
+use vidyn_rbd::{frame_jacobian, placements, Model, ReferenceFrame, Workspace};
 
 /// `ℓ_k(x, u) = inner.ℓ_k(x, u) + ½ w_run |p_f(q) − p*|²` and
 /// `m(x) = inner.m(x) + ½ w_term |p_f(q) − p*|²`, where `p_f(q)` is the world position of
@@ -58,11 +58,16 @@ impl<C: Cost> FramePositionCost<C> {
         out
     }
 
-    /// World position of the frame at configuration `q` (nv entries).
+    /// World position of the frame at configuration `q` (nv entries): `⁰p_f = ⁰M_b · ᵇp_f` from
+    /// the body placements alone (no Jacobian). O(n).
     pub fn position(&self, q: &[f64]) -> Result<Vector3<f64>> {
+        let f = &self.model.frames[self.frame];
         self.with_workspace(|ws| {
-            frame_jacobian(&self.model, ws, q, self.frame, ReferenceFrame::LocalWorldAligned)?;
-            Ok(ws.frame_placements[self.frame].translation)
+            placements(&self.model, ws, q)?;
+            Ok(match f.parent {
+                Some(b) => ws.placements[b].act_point(&f.placement.translation),
+                None => f.placement.translation,
+            })
         })
     }
 

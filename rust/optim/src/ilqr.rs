@@ -40,7 +40,7 @@ use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{Cholesky, DMatrix, DVector};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -145,6 +145,8 @@ pub struct IlqrResult {
     pub time_forward: f64,
 }
 
+/// Feed-forward terms `k_k` (nu) and feedback gains `K_k` (nu×nx) of one backward pass, with
+/// the two sums of the expected decrease `ΔJ_exp(α) = −(α dv1 + α² dv2)`.
 struct Backward {
     k_ff: Vec<DVector<f64>>,
     gains: Vec<DMatrix<f64>>,
@@ -152,41 +154,68 @@ struct Backward {
     dv2: f64,
 }
 
+impl Backward {
+    fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
+        Self { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0 }
+    }
+}
+
 struct Bounds {
     lower: DVector<f64>,
     upper: DVector<f64>,
 }
 
-/// The stage derivatives of the cost along `(x, u)` (stages `0..N`, then the terminal one).
-pub(crate) fn cost_derivatives<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<(Vec<StageDerivatives>, StageDerivatives)> {
-    let steps = u.len() / nu;
-    let eval = |k: usize| -> Result<StageDerivatives> {
-        let mut d = StageDerivatives::zeros(nx, nu);
-        cost.running_derivatives(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], &mut d)?;
-        Ok(d)
-    };
-    let stages: Result<Vec<StageDerivatives>> = if cost.parallel() { (0..steps).into_par_iter().map(eval).collect() } else { (0..steps).map(eval).collect() };
-    let mut term = StageDerivatives::zeros(nx, 0);
-    cost.terminal_derivatives(&x[steps * nx..], &mut term)?;
-    Ok((stages?, term))
+/// The stage derivatives of a cost along a trajectory (stages `0..N`, then the terminal one),
+/// allocated once per solve and overwritten at every iterate.
+pub(crate) struct CostDerivatives {
+    pub(crate) stages: Vec<StageDerivatives>,
+    pub(crate) terminal: StageDerivatives,
+}
+
+impl CostDerivatives {
+    pub(crate) fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
+        Self { stages: vec![StageDerivatives::zeros(nx, nu); steps], terminal: StageDerivatives::zeros(nx, 0) }
+    }
+
+    /// Evaluates every stage along `(x, u)` (`(N+1)·nx` and `N·nu` entries); each stage is
+    /// zeroed before the cost writes into it (in parallel unless the cost says otherwise).
+    pub(crate) fn evaluate<C: Cost + ?Sized>(&mut self, cost: &C, x: &[f64], u: &[f64]) -> Result<()> {
+        let (nx, nu, steps) = (self.terminal.lx.len(), self.stages.first().map_or(0, |d| d.lu.len()), self.stages.len());
+        let eval = |(k, d): (usize, &mut StageDerivatives)| -> Result<()> {
+            d.clear();
+            cost.running_derivatives(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], d)
+        };
+        if cost.parallel() {
+            self.stages.par_iter_mut().enumerate().try_for_each(eval)?;
+        } else {
+            self.stages.iter_mut().enumerate().try_for_each(eval)?;
+        }
+        self.terminal.clear();
+        cost.terminal_derivatives(&x[steps * nx..], &mut self.terminal)
+    }
 }
 
 /// `‖∂J/∂u‖₂` of the open-loop cost by the adjoint `λ_N = m_x`, `λ_k = ℓ_x + A_kᵀ λ_{k+1}`;
-/// components pushing a control at a limit further out are dropped.
-fn gradient_norm(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives], term: &StageDerivatives, u: &[f64], bounds: Option<&Bounds>) -> f64 {
-    let nu = b.first().map_or(0, |b| b.ncols());
-    let mut lambda = term.lx.clone();
+/// components pushing a control at a limit further out are dropped. Uses `V_x`, `Q_x` (for
+/// `λ`) and `Q_u` (for `∂J/∂u_k`) of `s` as scratch.
+fn gradient_norm(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, s: &mut BackwardWorkspace) -> f64 {
+    let nu = s.qu.len();
+    s.vx.copy_from(&cd.terminal.lx);
     let mut sum = 0.0;
     for k in (0..a.len()).rev() {
-        let g = &d[k].lu + b[k].transpose() * &lambda;
+        let d = &cd.stages[k];
+        s.qu.copy_from(&d.lu);
+        s.qu.gemv_tr(1.0, &b[k], &s.vx, 1.0);
         for i in 0..nu {
-            let ui = u[k * nu + i];
-            let blocked = bounds.is_some_and(|bd| (ui <= bd.lower[i] && g[i] > 0.0) || (ui >= bd.upper[i] && g[i] < 0.0));
+            let (ui, gi) = (u[k * nu + i], s.qu[i]);
+            let blocked = bounds.is_some_and(|bd| (ui <= bd.lower[i] && gi > 0.0) || (ui >= bd.upper[i] && gi < 0.0));
             if !blocked {
-                sum += g[i] * g[i];
+                sum += gi * gi;
             }
         }
-        lambda = &d[k].lx + a[k].transpose() * &lambda;
+        s.qx.copy_from(&d.lx);
+        s.qx.gemv_tr(1.0, &a[k], &s.vx, 1.0);
+        std::mem::swap(&mut s.vx, &mut s.qx);
     }
     sum.sqrt()
 }
@@ -205,74 +234,160 @@ struct SecondOrderAlong<'a, D: ?Sized> {
     x: &'a [f64],
 }
 
-/// Backward pass with regularisation `μ`.
-fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], d: &[StageDerivatives], term: &StageDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>) -> std::result::Result<Backward, BackwardError> {
+/// Scratch of the backward pass, allocated once per solve: the value function `V_x` (nx),
+/// `V_xx` (nx×nx) of the step being processed, the Q-function blocks `Q_x`, `Q_u`, `Q_xx`,
+/// `Q_uu`, `Q_ux`, the products `V_xx A_k` (nx×nx), `V_xx B_k` (nx×nu), `Q_uu K_k + Q_ux` (nu×nx),
+/// `Q_uu k_k` (nu), the transposes `A_kᵀ`, `B_kᵀ`, `K_kᵀ`, `Q_uxᵀ` (copied, so that every
+/// product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic dot product per entry,
+/// several times slower at these sizes), the (regularised, then factored) `Q_uu + μ 1` and
+/// DDP's second-order terms.
+struct BackwardWorkspace {
+    vx: DVector<f64>,
+    vxx: DMatrix<f64>,
+    qx: DVector<f64>,
+    qu: DVector<f64>,
+    qxx: DMatrix<f64>,
+    quu: DMatrix<f64>,
+    qux: DMatrix<f64>,
+    vxx_a: DMatrix<f64>,
+    vxx_b: DMatrix<f64>,
+    quu_gain: DMatrix<f64>,
+    quu_k: DVector<f64>,
+    at: DMatrix<f64>,
+    bt: DMatrix<f64>,
+    gt: DMatrix<f64>,
+    quxt: DMatrix<f64>,
+    /// `Q_uu + μ 1`; moved into nalgebra's in-place Cholesky and back (reallocated only after
+    /// a failed factorisation, which consumes it).
+    quu_reg: DMatrix<f64>,
+    so: SecondOrder,
+}
+
+impl BackwardWorkspace {
+    fn new(nx: usize, nu: usize) -> Self {
+        Self {
+            vx: DVector::zeros(nx),
+            vxx: DMatrix::zeros(nx, nx),
+            qx: DVector::zeros(nx),
+            qu: DVector::zeros(nu),
+            qxx: DMatrix::zeros(nx, nx),
+            quu: DMatrix::zeros(nu, nu),
+            qux: DMatrix::zeros(nu, nx),
+            vxx_a: DMatrix::zeros(nx, nx),
+            vxx_b: DMatrix::zeros(nx, nu),
+            quu_gain: DMatrix::zeros(nu, nx),
+            quu_k: DVector::zeros(nu),
+            at: DMatrix::zeros(nx, nx),
+            bt: DMatrix::zeros(nu, nx),
+            gt: DMatrix::zeros(nx, nu),
+            quxt: DMatrix::zeros(nx, nu),
+            quu_reg: DMatrix::zeros(nu, nu),
+            so: SecondOrder::zeros(nx, nu),
+        }
+    }
+}
+
+/// Backward pass with regularisation `μ`, writing the feed-forward terms and gains into `out`.
+/// From `V_x = m_x`, `V_xx = m_xx` at `N`, for `k = N−1, …, 0`:
+/// $$Q_x = \ell_x + A^T V_x,\quad Q_u = \ell_u + B^T V_x,\quad Q_{xx} = \ell_{xx} + A^T V_{xx} A,$$
+/// $$Q_{uu} = \ell_{uu} + B^T V_{xx} B,\quad Q_{ux} = \ell_{ux} + B^T V_{xx} A$$
+/// (plus the contracted second-order dynamics for DDP), `k = −(Q_uu + μ1)⁻¹ Q_u`,
+/// `K = −(Q_uu + μ1)⁻¹ Q_ux` (or the box QP's), and
+/// $$V_x = Q_x + K^T Q_{uu} k + K^T Q_u + Q_{ux}^T k,\quad
+///   V_{xx} = Q_{xx} + K^T Q_{uu} K + K^T Q_{ux} + Q_{ux}^T K,$$
+/// symmetrised. No allocation on the unconstrained path once `s` and `out` exist (the box QP
+/// allocates its own scratch).
+fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>, s: &mut BackwardWorkspace, out: &mut Backward) -> std::result::Result<(), BackwardError> {
     let steps = a.len();
-    let (nx, nu) = (a.first().map_or(0, |a| a.nrows()), b.first().map_or(0, |b| b.ncols()));
-    let mut vx = term.lx.clone();
-    let mut vxx = term.lxx.clone();
-    symmetrise(&mut vxx);
-    let mut out = Backward { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0 };
-    let mut so = SecondOrder::zeros(nx, nu);
+    let (nx, nu) = (s.vx.len(), s.qu.len());
+    s.vx.copy_from(&cd.terminal.lx);
+    s.vxx.copy_from(&cd.terminal.lxx);
+    symmetrise(&mut s.vxx);
+    out.dv1 = 0.0;
+    out.dv2 = 0.0;
     for k in (0..steps).rev() {
-        let (ak, bk, dk) = (&a[k], &b[k], &d[k]);
-        let at = ak.transpose();
-        let bt = bk.transpose();
-        let qx = &dk.lx + &at * &vx;
-        let qu = &dk.lu + &bt * &vx;
-        let vxx_a = &vxx * ak;
-        let vxx_b = &vxx * bk;
-        let mut qxx = &dk.lxx + &at * &vxx_a;
-        let mut quu = &dk.luu + &bt * &vxx_b;
-        let mut qux = &dk.lux + &bt * &vxx_a;
-        if let Some(s) = ddp {
+        let (ak, bk, dk) = (&a[k], &b[k], &cd.stages[k]);
+        s.qx.copy_from(&dk.lx);
+        s.qx.gemv_tr(1.0, ak, &s.vx, 1.0);
+        s.qu.copy_from(&dk.lu);
+        s.qu.gemv_tr(1.0, bk, &s.vx, 1.0);
+        s.vxx_a.gemm(1.0, &s.vxx, ak, 0.0);
+        s.vxx_b.gemm(1.0, &s.vxx, bk, 0.0);
+        s.at.tr_copy_from(ak);
+        s.bt.tr_copy_from(bk);
+        s.qxx.copy_from(&dk.lxx);
+        s.qxx.gemm(1.0, &s.at, &s.vxx_a, 1.0);
+        s.quu.copy_from(&dk.luu);
+        s.quu.gemm(1.0, &s.bt, &s.vxx_b, 1.0);
+        s.qux.copy_from(&dk.lux);
+        s.qux.gemm(1.0, &s.bt, &s.vxx_a, 1.0);
+        if let Some(sa) = ddp {
             // V_x here is still V_x(k+1)
-            s.dynamics.second_order_contracted(k, &s.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], vx.as_slice(), &mut so).map_err(BackwardError::Dynamics)?;
-            qxx += &so.hxx;
-            quu += &so.huu;
-            qux += &so.hux;
-            symmetrise(&mut qxx);
+            sa.dynamics.second_order_contracted(k, &sa.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
+            s.qxx += &s.so.hxx;
+            s.quu += &s.so.huu;
+            s.qux += &s.so.hux;
+            symmetrise(&mut s.qxx);
         }
-        symmetrise(&mut quu);
-        let mut quu_reg = quu.clone();
+        symmetrise(&mut s.quu);
+        if s.quu_reg.shape() != (nu, nu) {
+            s.quu_reg = DMatrix::zeros(nu, nu);
+        }
+        s.quu_reg.copy_from(&s.quu);
         for i in 0..nu {
-            quu_reg[(i, i)] += mu;
+            s.quu_reg[(i, i)] += mu;
         }
-        let (kff, gain) = if let Some(bd) = bounds {
+        let (kff, gain) = (&mut out.k_ff[k], &mut out.gains[k]);
+        if let Some(bd) = bounds {
             let ub = &u[k * nu..(k + 1) * nu];
             let lower = DVector::from_iterator(nu, (0..nu).map(|i| bd.lower[i] - ub[i]));
             let upper = DVector::from_iterator(nu, (0..nu).map(|i| bd.upper[i] - ub[i]));
-            let sol = box_qp(&quu_reg, &qu, &lower, &upper, &warm[k]);
+            let sol = box_qp(&s.quu_reg, &s.qu, &lower, &upper, &warm[k]);
             if !sol.status.ok() {
                 return Err(BackwardError::Indefinite);
             }
-            let mut gain = DMatrix::zeros(nu, nx);
+            gain.fill(0.0);
             if let Some(chol) = &sol.chol_free {
                 let idx: Vec<usize> = (0..nu).filter(|&i| sol.free[i]).collect();
-                let rhs = qux.select_rows(idx.iter());
+                let rhs = s.qux.select_rows(idx.iter());
                 let kf = -chol.solve(&rhs);
                 for (r, &i) in idx.iter().enumerate() {
                     gain.row_mut(i).copy_from(&kf.row(r));
                 }
             }
-            (sol.x, gain)
+            kff.copy_from(&sol.x);
         } else {
-            let Some(chol) = quu_reg.cholesky() else {
+            let reg = std::mem::replace(&mut s.quu_reg, DMatrix::zeros(0, 0));
+            let Some(chol) = Cholesky::new(reg) else {
                 return Err(BackwardError::Indefinite);
             };
-            (-chol.solve(&qu), -chol.solve(&qux))
-        };
-        let quu_k = &quu * &kff;
-        out.dv1 += kff.dot(&qu);
-        out.dv2 += 0.5 * kff.dot(&quu_k);
-        let gt = gain.transpose();
-        vx = &qx + &gt * &quu_k + &gt * &qu + qux.transpose() * &kff;
-        vxx = &qxx + &gt * &quu * &gain + &gt * &qux + qux.transpose() * &gain;
-        symmetrise(&mut vxx);
-        out.k_ff[k] = kff;
-        out.gains[k] = gain;
+            kff.copy_from(&s.qu);
+            chol.solve_mut(kff);
+            kff.neg_mut();
+            gain.copy_from(&s.qux);
+            chol.solve_mut(gain);
+            gain.neg_mut();
+            s.quu_reg = chol.unpack_dirty();
+        }
+        s.quu_k.gemv(1.0, &s.quu, kff, 0.0);
+        out.dv1 += kff.dot(&s.qu);
+        out.dv2 += 0.5 * kff.dot(&s.quu_k);
+        // V_x = Q_x + Kᵀ(Q_uu k + Q_u) + Q_uxᵀ k
+        s.quu_k += &s.qu;
+        s.vx.copy_from(&s.qx);
+        s.vx.gemv_tr(1.0, gain, &s.quu_k, 1.0);
+        s.vx.gemv_tr(1.0, &s.qux, kff, 1.0);
+        // V_xx = Q_xx + Kᵀ(Q_uu K + Q_ux) + Q_uxᵀ K
+        s.quu_gain.copy_from(&s.qux);
+        s.quu_gain.gemm(1.0, &s.quu, gain, 1.0);
+        s.gt.tr_copy_from(gain);
+        s.quxt.tr_copy_from(&s.qux);
+        s.vxx.copy_from(&s.qxx);
+        s.vxx.gemm(1.0, &s.gt, &s.quu_gain, 1.0);
+        s.vxx.gemm(1.0, &s.quxt, gain, 1.0);
+        symmetrise(&mut s.vxx);
     }
-    Ok(out)
+    Ok(())
 }
 
 fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
@@ -343,8 +458,12 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
     let mut delta = 1.0_f64;
     let mut cost_history = vec![j];
     let mut log = Vec::new();
-    let mut warm = vec![DVector::zeros(nu); steps];
-    let mut last: Option<Backward> = None;
+    let mut derivatives = CostDerivatives::zeros(steps, nx, nu);
+    let mut scratch = BackwardWorkspace::new(nx, nu);
+    // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
+    // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
+    let mut current = Backward::zeros(steps, nx, nu);
+    let mut last = Backward::zeros(steps, nx, nu);
     let mut status = IlqrStatus::MaxIterations;
     let mut iterations = 0;
     let mut message = String::new();
@@ -354,38 +473,39 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
         let (a, b) = dynamics.linearize(&x, &u)?;
         t_lin += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let (d, term) = cost_derivatives(cost, &x, &u, nx, nu)?;
-        let gnorm = gradient_norm(&a, &b, &d, &term, &u, bounds);
+        derivatives.evaluate(cost, &x, &u)?;
+        let gnorm = gradient_norm(&a, &b, &derivatives, &u, bounds, &mut scratch);
         t_back += t.elapsed().as_secs_f64();
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
-            let bw = loop {
+            let solved = loop {
                 let ddp = (o.method == Method::Ddp).then_some(SecondOrderAlong { dynamics, x: &x });
-                match backward_pass(&a, &b, &d, &term, &u, bounds, mu, &warm, ddp.as_ref()) {
-                    Ok(bw) => break Some(bw),
+                match backward_pass(&a, &b, &derivatives, &u, bounds, mu, &last.k_ff, ddp.as_ref(), &mut scratch, &mut current) {
+                    Ok(()) => break true,
                     Err(BackwardError::Dynamics(e)) => return Err(e),
                     Err(BackwardError::Indefinite) => {
                         delta = delta.max(1.0) * o.mu_factor;
                         mu = (mu * delta).max(o.mu_min);
                         if mu > o.mu_max {
-                            break None;
+                            break false;
                         }
                     }
                 }
             };
             t_back += t.elapsed().as_secs_f64();
-            let Some(bw) = bw else {
+            if !solved {
                 status = IlqrStatus::RegularisationLimit;
                 message = format!("regularisation μ exceeded {:e}: Q_uu + μ1 stayed indefinite", o.mu_max);
                 break 'outer;
-            };
+            }
+            let bw = &current;
             let expected = -(bw.dv1 + bw.dv2);
             if expected <= o.tolerance * j.abs().max(1.0) && mu <= o.mu_min {
                 log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: 0.0, actual_reduction: 0.0, alpha: 0.0, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
                 status = IlqrStatus::Converged;
                 message = format!("converged: expected decrease {expected:.3e} ≤ tolerance·max(1, |J|) after {iterations} iterations");
-                last = Some(bw);
+                std::mem::swap(&mut current, &mut last);
                 break 'outer;
             }
             // forward pass with backtracking
@@ -425,8 +545,7 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
                     j = jn;
                     cost_history.push(j);
                     iterations += 1;
-                    warm.clone_from(&bw.k_ff);
-                    last = Some(bw);
+                    std::mem::swap(&mut current, &mut last);
                     delta = (delta / o.mu_factor).min(1.0 / o.mu_factor);
                     mu *= delta;
                     if mu < o.mu_min {
@@ -441,7 +560,7 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
                         log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: 0.0, actual_reduction: 0.0, alpha: 0.0, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
                         status = IlqrStatus::RegularisationLimit;
                         message = format!("line search failed with regularisation up to μ = {:e} (expected decrease {expected:.3e}): no step decreases the cost — stationary to round-off or a poor model", o.mu_max);
-                        last = Some(bw);
+                        std::mem::swap(&mut current, &mut last);
                         break 'outer;
                     }
                 }
@@ -451,15 +570,11 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
     if status == IlqrStatus::MaxIterations {
         message = format!("reached max_iterations = {} (cost {j:.6e})", o.max_iterations);
     }
-    let (k_ff, gains) = match last {
-        Some(bw) => (bw.k_ff, bw.gains),
-        None => (vec![DVector::zeros(nu); steps], vec![DMatrix::zeros(nu, nx); steps]),
-    };
     Ok(IlqrResult {
         x,
         u,
-        k_ff,
-        gains,
+        k_ff: last.k_ff,
+        gains: last.gains,
         cost: j,
         cost_history,
         log,

@@ -38,7 +38,7 @@
 use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
-use crate::ilqr::cost_derivatives;
+use crate::ilqr::CostDerivatives;
 use crate::lqr::{lqr, symmetrise};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -484,10 +484,12 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let mut status = ProjectionStatus::MaxIterations;
     let mut message = String::new();
     let mut iterations = 0;
+    let mut derivatives = CostDerivatives::zeros(u.len() / nu, nx, nu);
     'outer: for it in 0..o.max_iterations {
         let (a, b) = dynamics.linearize(&x, &u)?;
         gains = projection_gains(dynamics, &a, &b, o)?;
-        let (d, term) = cost_derivatives(cost, &x, &u, nx, nu)?;
+        derivatives.evaluate(cost, &x, &u)?;
+        let (d, term) = (&derivatives.stages, &derivatives.terminal);
         let first = match o.model {
             DescentModel::Auto if it >= o.newton_after && dynamics.has_second_order() => {
                 DescentModel::Newton
@@ -507,8 +509,8 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         };
         let mut last_slope = f64::NAN;
         for &m in chain {
-            let model = lq_model(dynamics, m, &x, &u, &a, &b, &gains, &d, &term)?;
-            let Some((dx, du, slope)) = lq_descent(&a, &b, &model, &d, &term) else {
+            let model = lq_model(dynamics, m, &x, &u, &a, &b, &gains, d, term)?;
+            let Some((dx, du, slope)) = lq_descent(&a, &b, &model, d, term) else {
                 continue;
             };
             last_slope = slope;

@@ -25,6 +25,35 @@ fn velocity_cost_gradient_matches_finite_differences() {
     }
 }
 
+/// The Hessian is the Gauss–Newton one `Jᵀ W J`, `J = ∂y/∂x` here by central differences of
+/// `y(x)` (h = 1e-6: truncation ~h² ≪ round-off ~ε/h ≈ 2e-10 relative).
+#[test]
+fn velocity_cost_hessian_is_gauss_newton() {
+    let model = Arc::new(vidyn_rbd::builders::acrobot());
+    let w = DMatrix::from_fn(4, 4, |i, j| if i == j { 1.0 + i as f64 } else { 0.1 });
+    let inner = QuadraticCost::new(vec![w.clone()], vec![DMatrix::identity(2, 2)], w.clone(), vec![0.3, -0.2, 0.5, 0.1], vec![]).unwrap();
+    let cost = VelocityCost::new(model, inner).unwrap();
+    let x = [0.4, 1.1, 0.7, -0.3];
+    let h = 1e-6;
+    let mut jac = DMatrix::zeros(4, 4);
+    for i in 0..4 {
+        let (mut xp, mut xm) = (x, x);
+        xp[i] += h;
+        xm[i] -= h;
+        let (yp, ym) = (cost.velocity_state(&xp).unwrap(), cost.velocity_state(&xm).unwrap());
+        for r in 0..4 {
+            jac[(r, i)] = (yp[r] - ym[r]) / (2.0 * h);
+        }
+    }
+    let expected = jac.transpose() * &w * &jac;
+    let mut d = StageDerivatives::zeros(4, 2);
+    cost.running_derivatives(0, &x, &[0.2, -0.1], &mut d).unwrap();
+    assert!((&d.lxx - &expected).amax() < 1e-7 * expected.amax().max(1.0), "{} vs {expected}", d.lxx);
+    let mut t = StageDerivatives::zeros(4, 0);
+    cost.terminal_derivatives(&x, &mut t).unwrap();
+    assert!((&t.lxx - &expected).amax() < 1e-7 * expected.amax().max(1.0));
+}
+
 #[test]
 fn cartpole_swing_up_converges_and_is_feasible() {
     use vidyn_optim::{ilqr, IlqrOptions, ViDynamics};
