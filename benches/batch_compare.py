@@ -4,6 +4,7 @@
     python benches/batch_compare.py                      # everything; prints a markdown report
     python benches/batch_compare.py --quick              # fewer rounds (a smoke run)
     python benches/batch_compare.py --write              # also puts the report at the end of BENCHMARKS.md
+    python benches/batch_compare.py --only overhead      # one section (or a comma list); not with --write
 
 It first rebuilds the extension (`maturin develop --release`, so run it inside the project's
 virtualenv) and the Rust timing binary from the same tree, then reruns itself.
@@ -14,12 +15,16 @@ joints alternating about y and x; the same chain as URDF for Pinocchio and as MJ
 1. Parallel efficiency of `vidyn.batch.rollout` and `vidyn.batch.linearize` for B = 64
    trajectories x N = 200 steps (trapezoidal VI, dt = 0.01): T(1 thread) / T(k threads) for
    k = 1 .. cores, thread counts alternated round by round, min over the rounds.
-2. Python overhead: the same batched calls timed through `vidyn.batch` and from Rust alone
+2. Python overhead: the same batched calls timed through `vidyn.batch` and from Rust
    (`cargo run --release -p vidyn-batch --example batch_timing`, identical inputs by formula),
-   min over repetitions, the two alternated round by round: overhead = T_python / T_rust - 1.
-   The Rust side writes into outputs allocated once outside the timed region (the engine
-   alone); the Python side is timed twice: allocating new NumPy outputs in every call (the
-   default), and writing into buffers allocated once (`out=`), like the Rust side.
+   min over repetitions, the sides alternated round by round: overhead = T_python / T_rust - 1,
+   in two pairings that do the same work on both sides:
+   * fresh outputs: Python allocating new NumPy outputs in every call (the default) against
+     Rust allocating its outputs (`vec![0.0; len]`) inside the timed region in every
+     repetition (both pay allocation and first-touch page faults);
+   * preallocated outputs: Python with `out=` buffers allocated once against Rust writing
+     into buffers allocated once outside the timed region (the engine alone).
+   On both sides a call's result is released after the clock stops (a caller keeps it).
 3. Peers, where installed:
    * Pinocchio (`pin`): batched RNEA/ABA over B = 1000 states as a Python loop of `pin.rnea` /
      `pin.aba`, and `pin.rneaInParallel` / `pin.abaInParallel` with a `ModelPool` (pin >= 3.x);
@@ -57,6 +62,7 @@ BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
 BEGIN = "<!-- BEGIN batch_compare.py output (generated; do not edit by hand) -->"
 END = "<!-- END batch_compare.py output -->"
 HEADING = "## Batch engine (issue 5)"
+SECTIONS = ("efficiency", "overhead", "pinocchio", "mujoco")
 DT = 0.01
 
 
@@ -79,13 +85,15 @@ def problem(links: int, batch: int, steps: int):
 
 
 def best(f, reps: int, min_time: float = 0.0) -> float:
-    """Minimum wall time of f() over `reps` calls (at least `min_time` seconds in all)."""
+    """Minimum wall time of f() over `reps` calls (at least `min_time` seconds in all). The
+    result of each call is released after the clock stops, as a caller keeping it would."""
     times = []
     start = time.perf_counter()
     while len(times) < reps or time.perf_counter() - start < min_time:
         t0 = time.perf_counter()
-        f()
+        result = f()
         times.append(time.perf_counter() - t0)
+        del result
     return min(times)
 
 
@@ -125,8 +133,11 @@ def rust_timing_binary() -> Path:
     return target / "release" / "examples" / "batch_timing"
 
 
-def rust_time(exe: Path, op: str, links: int, batch: int, steps: int, threads: int, reps: int) -> float:
-    out = subprocess.run([str(exe), op, str(links), str(batch), str(steps), str(threads), str(reps)], check=True, capture_output=True, text=True).stdout
+def rust_time(exe: Path, op: str, links: int, batch: int, steps: int, threads: int, reps: int, outputs: str) -> float:
+    """Minimum over `reps` repetitions of the Rust timing binary; `outputs`: "fresh" or
+    "preallocated" (see rust/batch/examples/batch_timing.rs)."""
+    cmd = [str(exe), op, str(links), str(batch), str(steps), str(threads), str(reps), outputs]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return min(json.loads(out.strip().splitlines()[-1])["times"])
 
 
@@ -153,18 +164,22 @@ def python_call(op: str, links: int, batch: int, steps: int, prealloc: bool = Fa
 
 
 def overhead(exe: Path, cases, threads_list, rounds: int):
+    """Rows (op, links, B, N, threads, Rust fresh, Python fresh, Rust preallocated, Python out=)."""
     rows = []
     for op, links, batch, steps, reps in cases:
-        f = python_call(op, links, batch, steps)
-        f_out = python_call(op, links, batch, steps, prealloc=True)
+        py_fresh, py_out = python_call(op, links, batch, steps), python_call(op, links, batch, steps, prealloc=True)
         for k in threads_list:
             vidyn.set_num_threads(k)
-            t_py, t_out, t_rs = float("inf"), float("inf"), float("inf")
+            t = [float("inf")] * 4
             for _ in range(rounds):  # alternate so that all see the same load
-                t_rs = min(t_rs, rust_time(exe, op, links, batch, steps, k, reps))
-                t_py = min(t_py, best(f, reps))
-                t_out = min(t_out, best(f_out, reps))
-            rows.append((op, links, batch, steps, k, t_rs, t_py, t_out))
+                now = (
+                    rust_time(exe, op, links, batch, steps, k, reps, "fresh"),
+                    best(py_fresh, reps),
+                    rust_time(exe, op, links, batch, steps, k, reps, "preallocated"),
+                    best(py_out, reps),
+                )
+                t = [min(old, new) for old, new in zip(t, now)]
+            rows.append((op, links, batch, steps, k, *t))
         log(f"overhead: {op} done")
     vidyn.set_num_threads(0)
     return rows
@@ -342,37 +357,46 @@ def report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command: str) -
         f"every time is the minimum over {args.rounds} rounds. Command:",
         "",
         f"    {command}",
-        "",
-        f"### Parallel efficiency (B = {args.batch} trajectories x N = {args.steps} steps, trapezoidal VI)",
-        "",
-        "| operation | links | threads | T(1 thread) | T(k threads) | speed-up T1/Tk | efficiency T1/(k Tk) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for op, links, k, t1, tk in eff:
-        out.append(f"| {op} | {links} | {k} | {ms(t1)} | {ms(tk)} | {t1 / tk:.2f} | {100 * t1 / (k * tk):.0f} % |")
-    out += [
-        "",
-        "### Python overhead (vidyn.batch vs the same engine call from Rust)",
-        "",
-        "Rust: the engine writing into outputs allocated once. Python: `vidyn.batch` allocating new",
-        "NumPy outputs in every call, and with `out=` buffers allocated once (like the Rust side).",
-        "",
-        "| operation | links | B | N | threads | Rust | Python | overhead | Python, out= | overhead |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for op, links, batch, steps, k, t_rs, t_py, t_out in ovh:
-        out.append(
-            f"| {op} | {links} | {batch} | {steps or '-'} | {k} | {ms(t_rs)} | {ms(t_py)} | {100 * (t_py / t_rs - 1):+.1f} % "
-            f"| {ms(t_out)} | {100 * (t_out / t_rs - 1):+.1f} % |"
-        )
-    out += ["", f"### Pinocchio, batched RNEA/ABA ({args.peer_links}-link chain, B = {args.peer_batch}; {pin_note})", ""]
+    if eff is not None:
+        out += [
+            "",
+            f"### Parallel efficiency (B = {args.batch} trajectories x N = {args.steps} steps, trapezoidal VI)",
+            "",
+            "| operation | links | threads | T(1 thread) | T(k threads) | speed-up T1/Tk | efficiency T1/(k Tk) |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for op, links, k, t1, tk in eff:
+            out.append(f"| {op} | {links} | {k} | {ms(t1)} | {ms(tk)} | {t1 / tk:.2f} | {100 * t1 / (k * tk):.0f} % |")
+    if ovh is not None:
+        out += [
+            "",
+            "### Python overhead (vidyn.batch vs the same engine call from Rust)",
+            "",
+            "Two pairings, each the same work on both sides. Fresh outputs: `vidyn.batch` allocating",
+            "new NumPy outputs in every call (the default) vs Rust allocating them (`vec![0.0; len]`)",
+            "in every repetition, inside the timed region. Preallocated: `vidyn.batch` with `out=`",
+            "buffers allocated once vs Rust writing into buffers allocated once (the engine alone).",
+            "On both sides a result is released after the clock stops.",
+            "",
+            "| operation | links | B | N | threads | Rust, fresh outputs | Python, fresh outputs | overhead | Rust, preallocated | Python, out= | overhead |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for op, links, batch, steps, k, rs_fresh, py_fresh, rs_pre, py_out in ovh:
+            out.append(
+                f"| {op} | {links} | {batch} | {steps or '-'} | {k} | {ms(rs_fresh)} | {ms(py_fresh)} | {100 * (py_fresh / rs_fresh - 1):+.1f} % "
+                f"| {ms(rs_pre)} | {ms(py_out)} | {100 * (py_out / rs_pre - 1):+.1f} % |"
+            )
+    if pin_rows is not None:
+        out += ["", f"### Pinocchio, batched RNEA/ABA ({args.peer_links}-link chain, B = {args.peer_batch}; {pin_note})", ""]
     if pin_rows:
         out += ["| algorithm | implementation | threads | time | per state | vs vidyn.batch (same threads) |", "|---|---|---:|---:|---:|---:|"]
         vid = {(algo, k): t for algo, impl, k, t in pin_rows if impl == "vidyn.batch"}
         for algo, impl, k, t in pin_rows:
             ref = vid.get((algo, k), vid.get((algo, 1)))
             out.append(f"| {algo} | {impl} | {k} | {ms(t)} | {t / args.peer_batch * 1e9:.0f} ns | {t / ref:.2f}x |")
-    out += ["", f"### MuJoCo, rollouts and linearisations ({args.peer_links}-link chain; {mj_note})", ""]
+    if mj_rows is not None:
+        out += ["", f"### MuJoCo, rollouts and linearisations ({args.peer_links}-link chain; {mj_note})", ""]
     if mj_rows:
         out += ["| task | B x N | implementation | threads | time | per step |", "|---|---|---|---:|---:|---:|"]
         for task, size, impl, k, t in mj_rows:
@@ -404,7 +428,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 rounds, fewer chains")
     ap.add_argument("--write", action="store_true", help="put the report at the end of BENCHMARKS.md")
     ap.add_argument("--no-build", action="store_true", help="skip rebuilding the extension and the Rust timing binary")
+    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of the sections to run, of {', '.join(SECTIONS)} (default: all)")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if not only <= set(SECTIONS):
+        ap.error(f"--only takes sections of {', '.join(SECTIONS)}, got {args.only!r}")
+    if args.write and only != set(SECTIONS):
+        ap.error("--write needs every section (the block in BENCHMARKS.md is replaced as a whole)")
     if not args.no_build:
         # The extension and the Rust binary must be built from the same tree, or the overhead
         # rows compare two versions of the library: rebuild both, then rerun in a fresh process
@@ -420,22 +450,27 @@ def main() -> None:
     threads_list = sorted({1, *range(2, cores + 1)})
     links_list = [int(x) for x in args.links.split(",")]
 
-    eff = efficiency(links_list, args.batch, args.steps, args.rounds, threads_list)
-    exe = rust_timing_binary()
     pl = args.peer_links
-    cases = [
-        ("rnea", pl, 1000, 0, 50),
-        ("crba", pl, 1000, 0, 50),
-        ("rnea_derivatives", pl, 1000, 0, 20),
-        ("rollout", pl, args.batch, args.steps, 2),
-        ("linearize", pl, args.batch, args.steps, 2),
-    ]
-    ovh = overhead(exe, cases, threads_list, args.rounds)
-    pin_rows, pin_note = pinocchio_rows(pl, args.peer_batch, threads_list, args.rounds)
-    try:
-        mj_rows, mj_note = mujoco_rows(pl, args.batch, args.steps, threads_list, args.rounds, args.fd_pairs)
-    except Exception as e:  # a peer failing must not lose the rest of the report
-        mj_rows, mj_note = [], f"failed: {type(e).__name__}: {e}"
+    eff = ovh = pin_rows = mj_rows = None
+    pin_note = mj_note = ""
+    if "efficiency" in only:
+        eff = efficiency(links_list, args.batch, args.steps, args.rounds, threads_list)
+    if "overhead" in only:
+        cases = [
+            ("rnea", pl, 1000, 0, 50),
+            ("crba", pl, 1000, 0, 50),
+            ("rnea_derivatives", pl, 1000, 0, 20),
+            ("rollout", pl, args.batch, args.steps, 2),
+            ("linearize", pl, args.batch, args.steps, 2),
+        ]
+        ovh = overhead(rust_timing_binary(), cases, threads_list, args.rounds)
+    if "pinocchio" in only:
+        pin_rows, pin_note = pinocchio_rows(pl, args.peer_batch, threads_list, args.rounds)
+    if "mujoco" in only:
+        try:
+            mj_rows, mj_note = mujoco_rows(pl, args.batch, args.steps, threads_list, args.rounds, args.fd_pairs)
+        except Exception as e:  # a peer failing must not lose the rest of the report
+            mj_rows, mj_note = [], f"failed: {type(e).__name__}: {e}"
     text = report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command)
     print(text)
     if args.write:

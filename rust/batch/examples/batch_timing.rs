@@ -3,15 +3,20 @@
 //! efficiency).
 //!
 //! ```text
-//! cargo run --release -p vidyn-batch --example batch_timing -- OP LINKS BATCH STEPS THREADS REPS
+//! cargo run --release -p vidyn-batch --example batch_timing -- OP LINKS BATCH STEPS THREADS REPS [OUTPUTS]
 //! ```
 //! `OP`: rnea | aba | crba | rnea_derivatives | rollout | linearize. The model is
 //! `pendulum_chain(LINKS, planar = false)`, the integrator trapezoidal with `dt = 0.01`.
 //! Inputs are the deterministic formulas of [`input`] (the Python script uses the same ones).
-//! Prints one JSON line: `{"op", "links", "batch", "steps", "threads", "times": [seconds…]}`
-//! with one entry per repetition. Outputs are allocated once, outside the timed region: this
-//! times the engine alone, the strictest reference for the Python binding, which allocates
-//! its NumPy outputs in every call.
+//! `OUTPUTS` says where the results go:
+//! * `preallocated` (the default): buffers allocated once, outside the timed region, and
+//!   overwritten by every repetition: the engine alone (Python's counterpart: `out=`);
+//! * `fresh`: every repetition allocates its outputs (`vec![0.0; len]`) inside the timed
+//!   region and drops them after the clock stops, as a caller keeping each result would
+//!   (Python's counterpart: the default, new NumPy arrays per call).
+//!
+//! Prints one JSON line: `{"op", "links", "batch", "steps", "threads", "outputs", "times":
+//! [seconds…]}` with one entry per repetition.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,12 +30,31 @@ fn input(len: usize, scale: f64, freq: f64, phase: f64) -> Vec<f64> {
     (0..len).map(|k| scale * (freq * k as f64 + phase).sin()).collect()
 }
 
+/// The outputs of one call: float buffers of the operation's lengths, and the `i64` Newton
+/// iteration counts of a rollout (empty otherwise).
+struct Outputs {
+    f: Vec<Vec<f64>>,
+    iterations: Vec<i64>,
+}
+
+impl Outputs {
+    fn new(lens: &[usize], iterations: usize) -> Self {
+        Self { f: lens.iter().map(|&len| vec![0.0; len]).collect(), iterations: vec![0; iterations] }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: batch_timing OP LINKS BATCH STEPS THREADS REPS";
-    assert!(args.len() == 6, "{usage}");
+    let usage = "usage: batch_timing OP LINKS BATCH STEPS THREADS REPS [preallocated|fresh]";
+    assert!(args.len() == 6 || args.len() == 7, "{usage}");
     let op = args[0].as_str();
     let [links, batch, steps, threads, reps]: [usize; 5] = std::array::from_fn(|i| args[i + 1].parse().expect(usage));
+    let outputs = args.get(6).map_or("preallocated", String::as_str);
+    let fresh = match outputs {
+        "preallocated" => false,
+        "fresh" => true,
+        other => panic!("unknown OUTPUTS {other}; {usage}"),
+    };
     let model = Arc::new(vidyn_rbd::builders::pendulum_chain(links, false));
     let n = model.nv;
     let vi = VariationalIntegrator::new(Arc::clone(&model), Scheme::trapezoid(), 0.01, None).expect("valid integrator");
@@ -45,25 +69,39 @@ fn main() {
         let f = with_pool(&pool, || trajectories::rollout(&vi, &Control::new(), batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: &mut tq, p: &mut tp, iterations: &mut it }).expect("shapes"));
         assert!(f.is_empty(), "{f:?}");
     }
-    let (mut d1, mut d2, mut d3) = (vec![0.0; batch * n * n], vec![0.0; batch * n * n], vec![0.0; batch * n * n]);
-    let (mut rq, mut rp, mut ri) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0_i64; batch * steps]);
-    let (mut la, mut lb) = if op == "linearize" { (vec![0.0; batch * steps * 4 * n * n], vec![0.0; batch * steps * 2 * n * n]) } else { (Vec::new(), Vec::new()) };
+    let (lens, iterations) = match op {
+        "rnea" | "aba" => (vec![batch * n], 0),
+        "crba" => (vec![batch * n * n], 0),
+        "rnea_derivatives" => (vec![batch * n * n; 3], 0),
+        "rollout" => (vec![batch * (steps + 1) * n; 2], batch * steps),
+        "linearize" => (vec![batch * steps * 4 * n * n, batch * steps * 2 * n * n], 0),
+        other => panic!("unknown op {other}; {usage}"),
+    };
+    let mut kept = (!fresh).then(|| Outputs::new(&lens, iterations));
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let c = Control::new();
+        let mut new_outputs;
         let t0 = Instant::now();
-        let failures = with_pool(&pool, || match op {
-            "rnea" => dynamics::rnea(&model, &c, batch, &q, &v, &a, &mut d1[..batch * n]).map(|f| f.len()).expect("shapes"),
-            "aba" => dynamics::aba(&model, &c, batch, &q, &v, &a, &mut d1[..batch * n]).map(|f| f.len()).expect("shapes"),
-            "crba" => dynamics::crba(&model, &c, batch, &q, &mut d1).map(|f| f.len()).expect("shapes"),
-            "rnea_derivatives" => dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: &mut d1, second: &mut d2, third: &mut d3 }).map(|f| f.len()).expect("shapes"),
-            "rollout" => trajectories::rollout(&vi, &c, batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: &mut rq, p: &mut rp, iterations: &mut ri }).map(|f| f.len()).expect("shapes"),
-            "linearize" => trajectories::linearize(&vi, &c, batch, steps, &tq, &tp, &u, &mut la, &mut lb).map(|f| f.len()).expect("shapes"),
-            other => panic!("unknown op {other}; {usage}"),
+        let o = match kept.as_mut() {
+            Some(o) => o,
+            None => {
+                new_outputs = Outputs::new(&lens, iterations);
+                &mut new_outputs
+            }
+        };
+        let failures = with_pool(&pool, || match (op, &mut o.f[..]) {
+            ("rnea", [tau]) => dynamics::rnea(&model, &c, batch, &q, &v, &a, tau).map(|f| f.len()).expect("shapes"),
+            ("aba", [ddq]) => dynamics::aba(&model, &c, batch, &q, &v, &a, ddq).map(|f| f.len()).expect("shapes"),
+            ("crba", [mass]) => dynamics::crba(&model, &c, batch, &q, mass).map(|f| f.len()).expect("shapes"),
+            ("rnea_derivatives", [first, second, third]) => dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first, second, third }).map(|f| f.len()).expect("shapes"),
+            ("rollout", [rq, rp]) => trajectories::rollout(&vi, &c, batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: rq, p: rp, iterations: &mut o.iterations }).map(|f| f.len()).expect("shapes"),
+            ("linearize", [la, lb]) => trajectories::linearize(&vi, &c, batch, steps, &tq, &tp, &u, la, lb).map(|f| f.len()).expect("shapes"),
+            _ => unreachable!("outputs sized by op above"),
         });
         times.push(t0.elapsed().as_secs_f64());
         assert_eq!(failures, 0, "rows failed");
     }
     let times: Vec<String> = times.iter().map(|t| format!("{t:.9}")).collect();
-    println!(r#"{{"op": "{op}", "links": {links}, "batch": {batch}, "steps": {steps}, "threads": {threads}, "times": [{}]}}"#, times.join(", "));
+    println!(r#"{{"op": "{op}", "links": {links}, "batch": {batch}, "steps": {steps}, "threads": {threads}, "outputs": "{outputs}", "times": [{}]}}"#, times.join(", "));
 }

@@ -1,6 +1,7 @@
 //! The engine against the sequential code: batched results equal a loop of single calls bit
 //! for bit with 1, 2 and 4 threads; bad rows fail alone; trajectories that fail are reported
-//! per trajectory; the trait's optional methods; cancellation; empty batches.
+//! per trajectory; the trait's optional methods; cancellation; empty batches. Output buffers
+//! start as [`unwritten`], so the same checks prove that every output element is written.
 
 use crate::dynamics::{self, Matrices3, Tensors4};
 use crate::engine::{new_pool, with_pool, Control};
@@ -18,6 +19,24 @@ const THREADS: [usize; 3] = [1, 2, 4];
 
 fn bits(x: &[f64]) -> Vec<u64> {
     x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// An output buffer filled with a NaN whose payload no computation produces (neither a result
+/// nor the failure marker `f64::NAN`): comparing bits with the single calls, or with the
+/// marker, then also proves that the engine wrote every element. The Python binding relies on
+/// it: it hands the engine uninitialised NumPy arrays.
+fn unwritten(len: usize) -> Vec<f64> {
+    vec![f64::from_bits(0x7ff4_0000_dead_beef); len]
+}
+
+/// Iteration counts not yet written (no step reports a negative count other than -1).
+fn unwritten_counts(len: usize) -> Vec<i64> {
+    vec![i64::MIN; len]
+}
+
+/// The failure marker, bit for bit (not any NaN: an unwritten element is a NaN too).
+fn marked(x: &f64) -> bool {
+    x.to_bits() == f64::NAN.to_bits()
 }
 
 fn rows_of(m: &nalgebra::DMatrix<f64>) -> Vec<f64> {
@@ -60,10 +79,10 @@ fn rnea_aba_crba_minverse_bit_for_bit_with_single_calls() {
             let (nq, nv) = (model.nq, model.nv);
             let run = || {
                 let c = Control::new();
-                let mut tau = vec![0.0; batch * nv];
-                let mut ddq = vec![0.0; batch * nv];
-                let mut m = vec![0.0; batch * nv * nv];
-                let mut minv = vec![0.0; batch * nv * nv];
+                let mut tau = unwritten(batch * nv);
+                let mut ddq = unwritten(batch * nv);
+                let mut m = unwritten(batch * nv * nv);
+                let mut minv = unwritten(batch * nv * nv);
                 assert!(dynamics::rnea(&model, &c, batch, &q, &v, &a, &mut tau).unwrap().is_empty());
                 assert!(dynamics::aba(&model, &c, batch, &q, &v, &a, &mut ddq).unwrap().is_empty());
                 assert!(dynamics::crba(&model, &c, batch, &q, &mut m).unwrap().is_empty());
@@ -95,8 +114,8 @@ fn derivatives_bit_for_bit_with_single_calls() {
         let lam: Vec<f64> = v.iter().map(|x| 0.5 - x).collect();
         let run = || {
             let c = Control::new();
-            let mut r = vec![vec![0.0; batch * m2]; 9];
-            let mut t = vec![vec![0.0; batch * m3]; 4];
+            let mut r = vec![unwritten(batch * m2); 9];
+            let mut t = vec![unwritten(batch * m3); 4];
             let [r0, r1, r2, r3, r4, r5, r6, r7, r8] = &mut r[..] else { unreachable!() };
             assert!(dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r0, second: r1, third: r2 }).unwrap().is_empty());
             assert!(dynamics::aba_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r3, second: r4, third: r5 }).unwrap().is_empty());
@@ -147,7 +166,7 @@ fn bad_rows_fail_alone() {
         q[7 * nq + iq + 1] += 1.0;
     }
     let c = Control::new();
-    let mut tau = vec![0.0; batch * nv];
+    let mut tau = unwritten(batch * nv);
     let failures = dynamics::rnea(&model, &c, batch, &q, &v, &a, &mut tau).unwrap();
     let rows: Vec<usize> = failures.iter().map(|(r, _)| *r).collect();
     let expected: Vec<usize> = if quat.is_some() { vec![2, 5, 7] } else { vec![2, 5] };
@@ -161,7 +180,7 @@ fn bad_rows_fail_alone() {
     for i in 0..batch {
         let out = &tau[i * nv..(i + 1) * nv];
         if rows.contains(&i) {
-            assert!(out.iter().all(|x| x.is_nan()));
+            assert!(out.iter().all(marked));
         } else {
             assert_eq!(bits(out), bits(rbd::rnea(&model, &mut ws, &q[i * nq..(i + 1) * nq], &v[i * nv..(i + 1) * nv], &a[i * nv..(i + 1) * nv]).unwrap()));
         }
@@ -192,11 +211,11 @@ fn rollouts_and_linearisations_bit_for_bit_with_vidyn_vi() {
         let (q0, v0, u) = (draw(batch * n, 1.0), draw(batch * n, 1.0), draw(batch * steps * n, 2.0));
         let run = || {
             let c = Control::new();
-            let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0; batch * steps]);
+            let (mut q, mut p, mut it) = (unwritten(batch * (steps + 1) * n), unwritten(batch * (steps + 1) * n), unwritten_counts(batch * steps));
             let f = trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
             assert!(f.is_empty(), "{f:?}");
             assert_eq!(c.done(), batch * steps);
-            let (mut a, mut b) = (vec![0.0; batch * steps * 4 * n * n], vec![0.0; batch * steps * 2 * n * n]);
+            let (mut a, mut b) = (unwritten(batch * steps * 4 * n * n), unwritten(batch * steps * 2 * n * n));
             let f = trajectories::linearize(&vi, &c, batch, steps, &q, &p, &u, &mut a, &mut b).unwrap();
             assert!(f.is_empty(), "{f:?}");
             (bits(&q), bits(&p), it, bits(&a), bits(&b))
@@ -233,7 +252,7 @@ fn a_failing_trajectory_is_reported_and_the_others_complete() {
         *x = 1e4; // trajectory 3: Newton cannot converge in 4 iterations
     }
     let c = Control::new();
-    let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0; batch * steps]);
+    let (mut q, mut p, mut it) = (unwritten(batch * (steps + 1) * n), unwritten(batch * (steps + 1) * n), unwritten_counts(batch * steps));
     let f = trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
     assert_eq!(f.iter().map(|(b, _)| *b).collect::<Vec<_>>(), vec![1, 3], "{f:?}");
     assert!(matches!(f[0].1, BatchError::Core(ViError::Model(RbdError::NonFinite { arg: "u", .. }))), "{:?}", f[0].1);
@@ -241,7 +260,8 @@ fn a_failing_trajectory_is_reported_and_the_others_complete() {
     let s1 = (steps + 1) * n;
     // trajectory 1 keeps its first 13 states, then NaN; iterations -1 from step 12
     assert!(q[s1..s1 + 13 * n].iter().all(|x| x.is_finite()));
-    assert!(q[s1 + 13 * n..2 * s1].iter().all(|x| x.is_nan()));
+    assert!(q[s1 + 13 * n..2 * s1].iter().all(marked));
+    assert!(p[s1 + 13 * n..2 * s1].iter().all(marked));
     assert!(it[steps..steps + 12].iter().all(|&i| i >= 0) && it[steps + 12..2 * steps].iter().all(|&i| i == -1));
     // trajectories 0 and 2 are complete and equal to the sequential rollout
     for t in [0, 2] {
@@ -251,12 +271,18 @@ fn a_failing_trajectory_is_reported_and_the_others_complete() {
         assert_eq!(bits(&traj.q), bits(&q[t * s1..(t + 1) * s1]));
     }
     // linearising the batch: the pairs of the failed trajectories fail, grouped per trajectory
-    let (mut a, mut b) = (vec![0.0; batch * steps * 4 * n * n], vec![0.0; batch * steps * 2 * n * n]);
+    let (mut a, mut b) = (unwritten(batch * steps * 4 * n * n), unwritten(batch * steps * 2 * n * n));
     let f = trajectories::linearize(&vi, &c, batch, steps, &q, &p, &u, &mut a, &mut b).unwrap();
     let per = by_trajectory(f, steps);
     assert_eq!(per.iter().map(|(t, k, _)| (*t, *k)).collect::<Vec<_>>()[..1], [(1, 12)]);
     assert!(per.iter().all(|(t, _, _)| [1, 3].contains(t)));
     assert!(a[..steps * 4 * n * n].iter().all(|x| x.is_finite()));
+    // every other pair is a result (finite) or marked
+    let failed: Vec<usize> = per.iter().map(|(t, _, _)| *t).collect();
+    for (r, blk) in a.chunks(4 * n * n).zip(b.chunks(2 * n * n)).enumerate() {
+        let ok = |x: &f64| x.is_finite() || (failed.contains(&(r / steps)) && marked(x));
+        assert!(blk.0.iter().all(ok) && blk.1.iter().all(ok), "pair {r}");
+    }
 }
 
 #[test]
@@ -375,9 +401,9 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     assert!(trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
     let run = || {
         let rows = batch * steps;
-        let (mut fxx, mut fxu, mut fuu) = (vec![0.0; rows * m * m * m], vec![0.0; rows * m * m * n], vec![0.0; rows * m * n * n]);
+        let (mut fxx, mut fxu, mut fuu) = (unwritten(rows * m * m * m), unwritten(rows * m * m * n), unwritten(rows * m * n * n));
         assert!(trajectories::linearize_second_order(&vi, &Control::new(), batch, steps, &q, &p, &u, SecondOrderOut { fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
-        let (mut xx, mut xu, mut uu) = (vec![0.0; rows * m * m], vec![0.0; rows * m * n], vec![0.0; rows * n * n]);
+        let (mut xx, mut xu, mut uu) = (unwritten(rows * m * m), unwritten(rows * m * n), unwritten(rows * n * n));
         assert!(trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &lam, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
         (bits(&fxx), bits(&fxu), bits(&fuu), bits(&xx), bits(&xu), bits(&uu))
     };

@@ -1,7 +1,8 @@
 //! Bindings of `vidyn_batch` (the private `_batch_*` functions behind `vidyn.batch`, and
 //! `set_num_threads` / `get_num_threads`). Conversion only: inputs are borrowed read-only as
 //! contiguous float64 arrays (no copy when they already are), outputs are allocated once as
-//! NumPy arrays and filled in place by the engine, row by row, with no Python object per row.
+//! NumPy arrays (uninitialised, like `numpy.empty`) and filled in place by the engine, row by
+//! row, with no Python object per row.
 //!
 //! Every batch runs on the engine's pool with the interpreter detached (through the one
 //! [`detached`] helper); the calling thread wakes every [`POLL`] to call
@@ -168,11 +169,18 @@ impl<'py> OutArg<'py> {
         Ok(Self { items: items.into_iter().map(|x| (!x.is_none()).then_some(x)).collect() })
     }
 
-    /// Result `i`: the given array after its checks, or a new zero-filled C-order array.
-    fn array<T: Element>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    /// Result `i`: the given array after its checks, or a new C-order array left
+    /// uninitialised (like `numpy.empty`: no zero-filling pass before the engine writes it).
+    fn array<T: Element + Copy>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
         let name = if self.items.len() == 1 { "out".to_string() } else { format!("out[{i}]") };
         let Some(x) = &self.items[i] else {
-            return Ok(PyArrayDyn::<T>::zeros(py, IxDyn(shape), false));
+            // SAFETY: the element types used here (f64, i64) are plain bit patterns, every one
+            // a valid value, so the buffer NumPy allocates can be written through slices. No
+            // stale value reaches Python: the engine writes every element of every row (a
+            // failed row's are marked NaN / -1; `vidyn_batch` tests fill outputs with a
+            // sentinel to pin this), and when the call fails or is cancelled the array is
+            // dropped without being returned.
+            return Ok(unsafe { PyArrayDyn::<T>::new(py, IxDyn(shape), false) });
         };
         let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), crate::convert::type_name(x))))?;
         if a.shape() != shape {
