@@ -1,7 +1,7 @@
 //! Bindings of `vidyn_batch` (the private `_batch_*` functions behind `vidyn.batch`, and
 //! `set_num_threads` / `get_num_threads`). Conversion only: inputs are borrowed read-only as
 //! contiguous float64 arrays (no copy when they already are), outputs are allocated once as
-//! NumPy arrays (uninitialised, like `numpy.empty`) and filled in place by the engine, row by
+//! NumPy arrays (zeroed Rust buffers handed over without a copy) and filled in place by the engine, row by
 //! row, with no Python object per row.
 //!
 //! Every batch runs on the engine's pool with the interpreter detached (through the one
@@ -21,7 +21,7 @@ use crate::errors::{CoreError, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use crate::vi::PyVariationalIntegrator;
 use numpy::ndarray::IxDyn;
-use numpy::{Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{Element, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
@@ -169,18 +169,16 @@ impl<'py> OutArg<'py> {
         Ok(Self { items: items.into_iter().map(|x| (!x.is_none()).then_some(x)).collect() })
     }
 
-    /// Result `i`: the given array after its checks, or a new C-order array left
-    /// uninitialised (like `numpy.empty`: no zero-filling pass before the engine writes it).
-    fn array<T: Element + Copy>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    /// Result `i`: the given array after its checks, or a new C-order array whose buffer is
+    /// a zeroed Rust `Vec` handed to NumPy without a copy — the allocation a Rust caller of
+    /// the engine makes (lazily zeroed pages from the system allocator), where `numpy.zeros`
+    /// or `numpy.empty` would add NumPy's own huge-page policy (measured +19 % on the 88 MB
+    /// of a one-thread `linearize`; BENCHMARKS.md).
+    fn array<T: Element + Copy + Default>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
         let name = if self.items.len() == 1 { "out".to_string() } else { format!("out[{i}]") };
         let Some(x) = &self.items[i] else {
-            // SAFETY: the element types used here (f64, i64) are plain bit patterns, every one
-            // a valid value, so the buffer NumPy allocates can be written through slices. No
-            // stale value reaches Python: the engine writes every element of every row (a
-            // failed row's are marked NaN / -1; `vidyn_batch` tests fill outputs with a
-            // sentinel to pin this), and when the call fails or is cancelled the array is
-            // dropped without being returned.
-            return Ok(unsafe { PyArrayDyn::<T>::new(py, IxDyn(shape), false) });
+            let flat = PyArray1::from_vec(py, vec![T::default(); shape.iter().product()]);
+            return flat.reshape(IxDyn(shape));
         };
         let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), crate::convert::type_name(x))))?;
         if a.shape() != shape {
