@@ -140,23 +140,35 @@ impl StepPoints {
         }
     }
 
-    /// `D_{α+1} L_d + Q^α` for joint `i` at control point `α` (no mixing, no `p_k`).
-    pub(crate) fn point_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], alpha: usize, i: usize) -> f64 {
+    /// `out += m · (D_{α+1} L_d + Q^α)` for every joint (`out`: `(n,)`) at control point `α`
+    /// (no mixing, no `p_k`). O(s n).
+    pub(crate) fn add_point_rows(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], m: f64, alpha: usize, out: &mut [f64]) {
+        let n = out.len();
         let w = &scheme.weights;
         let st = &self.states[alpha];
-        let mut r = dt * w[alpha] * (st.dk_dq[i] - st.dv_dq[i]);
-        for beta in 0..scheme.points() {
-            r += w[beta] * scheme.b(beta, alpha) * self.states[beta].dk_dqdot[i];
+        let (q, qdot, dk_dq, dv_dq) = (&self.q[alpha][..n], &self.qdot[alpha][..n], &st.dk_dq[..n], &st.dv_dq[..n]);
+        let (damping, stiffness, rest, u) = (&forces.damping[..n], &forces.stiffness[..n], &forces.rest[..n], &u[..n]);
+        for i in 0..n {
+            let mut r = dt * w[alpha] * (dk_dq[i] - dv_dq[i]);
+            for (beta, other) in self.states.iter().enumerate() {
+                r += w[beta] * scheme.b(beta, alpha) * other.dk_dqdot[i];
+            }
+            let joint_force = u[i] - damping[i] * qdot[i] - stiffness[i] * (q[i] - rest[i]) + st.wrench_force(i);
+            out[i] += m * (r + w[alpha] * dt * joint_force);
         }
-        let joint_force = u[i] - forces.damping[i] * self.qdot[alpha][i] - forces.stiffness[i] * (self.q[alpha][i] - forces.rest[i]) + st.wrench_force(i);
-        r + w[alpha] * dt * joint_force
     }
 
-    /// The DEL row of step variable `x` for joint `i` (without `p_k`):
-    /// `Σ_α mix[x][α] (D_{α+1} L_d + Q^α)` ([`Scheme::mix`]; the control-point row itself for
-    /// Lobatto schemes). `x = s` gives `p_{k+1}`.
-    pub(crate) fn del_row(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], x: usize, i: usize) -> f64 {
-        (x..scheme.points()).filter(|&a| scheme.mix(x, a) != 0.0).map(|a| scheme.mix(x, a) * self.point_row(scheme, dt, forces, u, a, i)).sum()
+    /// The DEL row of step variable `x` (without `p_k`) for every joint, written to `out`
+    /// (`(n,)`): `Σ_α mix[x][α] (D_{α+1} L_d + Q^α)` ([`Scheme::mix`]; the control-point row
+    /// itself for Lobatto schemes). `x = s` gives `p_{k+1}`. O(s² n).
+    pub(crate) fn del_rows(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], x: usize, out: &mut [f64]) {
+        out.fill(0.0);
+        for alpha in x..scheme.points() {
+            let m = scheme.mix(x, alpha);
+            if m != 0.0 {
+                self.add_point_rows(scheme, dt, forces, u, m, alpha, out);
+            }
+        }
     }
 
     /// Writes the DEL Hessian block `∂(row x)/∂q^β = Σ_α mix[x][α] H(α, β)` (see the module

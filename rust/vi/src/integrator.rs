@@ -334,13 +334,10 @@ impl VariationalIntegrator {
     pub(crate) fn fill_residual(&self, ws: &ViWorkspace, p: &[f64], u: &[f64], r: &mut [f64]) -> f64 {
         let (n, sc) = (self.n(), &self.scheme);
         for rho in 0..sc.s {
-            for i in 0..n {
-                let mut x = ws.points.del_row(sc, self.dt, &self.forces, u, rho, i);
-                if rho == 0 {
-                    x += p[i];
-                }
-                r[rho * n + i] = x;
-            }
+            ws.points.del_rows(sc, self.dt, &self.forces, u, rho, &mut r[rho * n..(rho + 1) * n]);
+        }
+        for (ri, pi) in r.iter_mut().zip(p) {
+            *ri += pi;
         }
         if !self.constraints.is_empty() {
             self.add_constraint_impulse(ws, r);
@@ -407,8 +404,9 @@ impl VariationalIntegrator {
             if residual <= tol || (stalled && residual <= 1.5e-8 * scale) {
                 ws.last_iterations = it;
                 sc.endpoint_from(q, &ws.z, q_next);
-                for (i, pn) in p_next.iter_mut().enumerate() {
-                    *pn = if self.prescribed[i] { (u[i] - q[i]) / self.dt } else { ws.points.del_row(sc, self.dt, &self.forces, u, sc.s, i) };
+                ws.points.del_rows(sc, self.dt, &self.forces, u, sc.s, p_next);
+                for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
+                    p_next[i] = (u[i] - q[i]) / self.dt;
                 }
                 outcome = Ok(it);
                 break;

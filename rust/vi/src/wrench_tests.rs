@@ -34,10 +34,13 @@ fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
             let mut tau = vec![0.0; n];
             for a in 0..sc.points() {
                 vidyn_rbd::external_joint_torques(&model, &mut ws, &with.q[a], &fext, &mut tau).unwrap();
+                let (mut rows_with, mut rows_without) = (vec![0.0; n], vec![0.0; n]);
+                with.add_point_rows(&sc, dt, &forces, &u, 1.0, a, &mut rows_with);
+                without.add_point_rows(&sc, dt, &forces, &u, 1.0, a, &mut rows_without);
                 for i in 0..n {
-                    let got = with.point_row(&sc, dt, &forces, &u, a, i) - without.point_row(&sc, dt, &forces, &u, a, i);
+                    let got = rows_with[i] - rows_without[i];
                     let want = sc.weights[a] * dt * tau[i];
-                    assert!((got - want).abs() < 1e-12 * (1.0 + want.abs() + without.point_row(&sc, dt, &forces, &u, a, i).abs()), "{} s={} point {a} joint {i}: {got} vs {want}", model.name, sc.s);
+                    assert!((got - want).abs() < 1e-12 * (1.0 + want.abs() + rows_without[i].abs()), "{} s={} point {a} joint {i}: {got} vs {want}", model.name, sc.s);
                 }
             }
             assert!(tau.iter().any(|t| t.abs() > 0.1), "the wrenches must load the joints: {tau:?}");
@@ -46,7 +49,7 @@ fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
 }
 
 /// `del_block(x, β)` with wrenches (plus damping and springs) against central differences of
-/// `del_row(x)` — the rows are not gradients of anything now, so the rows themselves are the
+/// `del_rows(x)` — the rows are not gradients of anything now, so the rows themselves are the
 /// reference. h = 1e-6: truncation O(h²) ≈ 1e-12 relative, round-off ≈ ε|row|/h ≈ 1e-10.
 #[test]
 fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
@@ -79,7 +82,9 @@ fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
                             p[b][k] += d;
                             let mut s2 = del::StepPoints::new(&model, sc.points());
                             s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), vi.body_wrenches());
-                            (0..n).map(|i| s2.del_row(&sc, dt, vi.forces(), &u, x, i)).collect::<Vec<_>>()
+                            let mut r = vec![0.0; n];
+                            s2.del_rows(&sc, dt, vi.forces(), &u, x, &mut r);
+                            r
                         };
                         let (plus, minus) = (rows(h), rows(-h));
                         for i in 0..n {
