@@ -179,10 +179,9 @@ pub(crate) struct NewtonFactorization {
     /// per body: whether a child has written its blocks in the current factorisation.
     touched: Vec<bool>,
     // per-body temporaries of the factorisation
-    ds: Vec<V6>,
-    std: Vec<V6>,
-    stg: Vec<V6>,
-    ps: Vec<V6>,
+    /// `v_ρ^γ` of `H, Φ` and `u_β^ϱ` of `Θ̄, Ξ̄` for one `γ` / `ϱ`, `(s+1,)` each.
+    h_dirs: Vec<V6>,
+    theta_dirs: Vec<V6>,
     theta: Vec<V6>,
     xi: Vec<V6>,
     small: Vec<f64>,
@@ -236,10 +235,8 @@ impl NewtonFactorization {
             lam_pivot: vec![0.0; n],
             prescribed: vec![false; n],
             touched: vec![false; n],
-            ds: vec![z6; p * p],
-            std: vec![z6; p * p],
-            stg: vec![z6; p * s],
-            ps: vec![z6; p * p],
+            h_dirs: vec![z6; p],
+            theta_dirs: vec![z6; p],
             theta: vec![z6; p * p],
             xi: vec![z6; p * s],
             small: vec![0.0; s],
@@ -339,58 +336,58 @@ impl NewtonFactorization {
                 blk.fixed_view_mut::<3, 3>(0, 3).copy_from(&top);
                 blk.fixed_view_mut::<3, 3>(3, 3).copy_from(&bottom);
             }
-            // D S̄, Dᵀ S̄ (for Θ̄), Gᵀ S̄ (for Ξ̄), Π S̄
-            for a in 0..p {
-                for r in 0..p {
-                    let dm = &self.d[(kp + a) * p + r];
-                    self.ds[a * p + r] = dm * self.col[kp + r];
-                    self.std[a * p + r] = dm.tr_mul(&self.col[kp + a]);
-                }
-                for nu in 0..s {
-                    self.stg[a * s + nu] = self.g[(kp + a) * s + nu].tr_mul(&self.col[kp + a]);
-                }
-            }
-            for r in 0..rows {
-                for c in 0..p {
-                    self.ps[r * p + c] = self.pi[(kp + r) * p + c] * self.col[kp + c];
-                }
-            }
-            // H^{αγ}, Φ^{ϱγ} (B.2 line 3)
+            // H^{αγ} = Σ_ρ D^{αρ} v_ρ^γ + G^{αγ} S̄^γ and Φ^{ϱγ} = Σ_ρ Π^{ϱρ} v_ρ^γ + Ψ^{ϱγ} S̄^γ
+            // (B.2 line 3), with the directions v_ρ^γ = (b^{ργ}/Δt) S̄^ρ + δ_{ργ} ψ^γ
             for gm in 1..=s {
-                let (cg, rg) = (self.col[kp + gm], self.rate[kp + gm]);
+                for r in 0..p {
+                    let mut v = self.col[kp + r] * (sc.b(r, gm) * inv_dt);
+                    if r == gm {
+                        v += self.rate[kp + gm];
+                    }
+                    self.h_dirs[r] = v;
+                }
+                let cg = self.col[kp + gm];
                 for a in 0..p {
-                    let mut hv = self.d[(kp + a) * p + gm] * rg + self.g[(kp + a) * s + gm - 1] * cg;
+                    let mut hv = self.g[(kp + a) * s + gm - 1] * cg;
                     for r in 0..p {
-                        hv += self.ds[a * p + r] * (sc.b(r, gm) * inv_dt);
+                        hv += self.d[(kp + a) * p + r] * self.h_dirs[r];
                     }
                     self.h[(kp + a) * s + gm - 1] = hv;
                 }
                 for r in 0..rows {
-                    let mut fv = self.pi[(kp + r) * p + gm] * rg + self.psi[(kp + r) * s + gm - 1] * cg;
+                    let mut fv = self.psi[(kp + r) * s + gm - 1] * cg;
                     for c in 0..p {
-                        fv += self.ps[r * p + c] * (sc.b(c, gm) * inv_dt);
+                        fv += self.pi[(kp + r) * p + c] * self.h_dirs[c];
                     }
                     self.phi[(kp + r) * s + gm - 1] = fv;
                 }
             }
-            // Θ̄^{ϱρ}, Ξ̄^{ϱν}
+            // Θ̄^{ϱρ} = Σ_β D^{βρ}ᵀ u_β^ϱ + Π^{ϱρ}ᵀ S̄^ϱ + δ_{ϱρ} w_ϱΔt ū^ϱ and
+            // Ξ̄^{ϱν} = Σ_β G^{βν}ᵀ u_β^ϱ + Ψ^{ϱν}ᵀ S̄^ϱ, with u_β^ϱ = a^{ϱβ} S̄^β + δ_{βϱ} w_ϱΔt ψ^ϱ
             for r in 0..rows {
                 let wdt = w[r] * dt;
-                let (cr, rr) = (self.col[kp + r], self.rate[kp + r]);
+                for beta in 0..p {
+                    let mut u = self.col[kp + beta] * a_coef(r, beta);
+                    if beta == r {
+                        u += self.rate[kp + r] * wdt;
+                    }
+                    self.theta_dirs[beta] = u;
+                }
+                let cr = self.col[kp + r];
                 for c in 0..p {
-                    let mut t = self.d[(kp + r) * p + c].tr_mul(&rr) * wdt + self.pi[(kp + r) * p + c].tr_mul(&cr);
+                    let mut t = self.pi[(kp + r) * p + c].tr_mul(&cr);
                     if c == r {
                         t += self.ubar[kp + r] * wdt;
                     }
                     for beta in 0..p {
-                        t += self.std[beta * p + c] * a_coef(r, beta);
+                        t += self.d[(kp + beta) * p + c].tr_mul(&self.theta_dirs[beta]);
                     }
                     self.theta[r * p + c] = t;
                 }
                 for nu in 0..s {
-                    let mut t = self.g[(kp + r) * s + nu].tr_mul(&rr) * wdt + self.psi[(kp + r) * s + nu].tr_mul(&cr);
+                    let mut t = self.psi[(kp + r) * s + nu].tr_mul(&cr);
                     for beta in 0..p {
-                        t += self.stg[beta * s + nu] * a_coef(r, beta);
+                        t += self.g[(kp + beta) * s + nu].tr_mul(&self.theta_dirs[beta]);
                     }
                     self.xi[r * s + nu] = t;
                 }
