@@ -108,6 +108,19 @@ impl Joint {
         }
     }
 
+    /// `placement · M(q)`: the joint's fixed placement in its parent body composed with its
+    /// transform, skipping the products by the identity rotation or the zero translation of a
+    /// 1-dof joint (the same value as the composition).
+    #[inline]
+    #[must_use]
+    pub fn placed_transform(&self, placement: &Se3, q: &[f64]) -> Se3 {
+        match self {
+            Joint::Revolute { axis } => Se3::new(placement.rotation * so3::rotation_about(axis, q[0]), placement.translation),
+            Joint::Prismatic { axis } => Se3::new(placement.rotation, placement.rotation * (axis * q[0]) + placement.translation),
+            _ => *placement * self.transform(q),
+        }
+    }
+
     /// Column `k` of the motion subspace `S` (a unit twist in the joint frame).
     #[inline]
     #[must_use]

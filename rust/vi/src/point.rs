@@ -97,7 +97,7 @@ impl PointState {
         self.configured_model = std::ptr::from_ref(model) as usize;
         for i in 0..n {
             let joint = &model.joints[i];
-            let local = model.joint_placements[i] * joint.transform(&q[i..=i]);
+            let local = joint.placed_transform(&model.joint_placements[i], &q[i..=i]);
             let o = match model.parents[i] {
                 Some(p) => self.placements[p] * local,
                 None => local,

@@ -26,7 +26,7 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
     for i in 0..n {
         let j = &model.joints[i];
         let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
-        let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
         let vi = match model.parents[i] {

@@ -18,7 +18,7 @@ pub fn placements(model: &Model, ws: &mut Workspace, q: &[f64]) -> Result<()> {
 pub(crate) fn parent_placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64]) {
     for (i, j) in model.joints.iter().enumerate() {
         let iq = model.idx_q[i];
-        ws.parent_placements[i] = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+        ws.parent_placements[i] = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
     }
 }
 
@@ -26,7 +26,7 @@ pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64])
     for i in 0..model.nbodies() {
         let j = &model.joints[i];
         let iq = model.idx_q[i];
-        let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
         ws.parent_placements[i] = li;
         ws.placements[i] = match model.parents[i] {
             Some(p) => ws.placements[p] * li,

@@ -42,7 +42,7 @@ pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[
     for i in 0..model.nbodies() {
         let j = &model.joints[i];
         let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
-        let li = model.joint_placements[i] * j.transform(&q[iq..iq + j.nq()]);
+        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
         let (vp, ap) = match model.parents[i] {
