@@ -17,7 +17,8 @@ joints alternating about y and x; the same chain as URDF for Pinocchio and as MJ
    k = 1 .. cores, thread counts alternated round by round, min over the rounds.
 2. Python overhead: the same batched calls timed through `vidyn.batch` and from Rust
    (`cargo run --release -p vidyn-batch --example batch_timing`, identical inputs by formula),
-   min over repetitions, the sides alternated round by round: overhead = T_python / T_rust - 1,
+   minima and medians over all repetitions, the sides alternated round by round:
+   overhead = T_python / T_rust - 1 (from the minima, and from the medians),
    in two pairings that do the same work on both sides:
    * fresh outputs: Python allocating new NumPy outputs in every call (the default) against
      Rust allocating its outputs (`vec![0.0; len]`) inside the timed region in every
@@ -48,6 +49,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -84,9 +86,9 @@ def problem(links: int, batch: int, steps: int):
     return q, v, a, u
 
 
-def best(f, reps: int, min_time: float = 0.0) -> float:
-    """Minimum wall time of f() over `reps` calls (at least `min_time` seconds in all). The
-    result of each call is released after the clock stops, as a caller keeping it would."""
+def samples(f, reps: int, min_time: float = 0.0) -> list[float]:
+    """Wall times of f() over `reps` calls (at least `min_time` seconds in all). The result of
+    each call is released after the clock stops, as a caller keeping it would."""
     times = []
     start = time.perf_counter()
     while len(times) < reps or time.perf_counter() - start < min_time:
@@ -94,7 +96,12 @@ def best(f, reps: int, min_time: float = 0.0) -> float:
         result = f()
         times.append(time.perf_counter() - t0)
         del result
-    return min(times)
+    return times
+
+
+def best(f, reps: int, min_time: float = 0.0) -> float:
+    """Minimum wall time of f() over `reps` calls (see `samples`)."""
+    return min(samples(f, reps, min_time))
 
 
 # ------------------------------------------------------------------------------------------
@@ -133,12 +140,12 @@ def rust_timing_binary() -> Path:
     return target / "release" / "examples" / "batch_timing"
 
 
-def rust_time(exe: Path, op: str, links: int, batch: int, steps: int, threads: int, reps: int, outputs: str) -> float:
-    """Minimum over `reps` repetitions of the Rust timing binary; `outputs`: "fresh" or
+def rust_samples(exe: Path, op: str, links: int, batch: int, steps: int, threads: int, reps: int, outputs: str) -> list[float]:
+    """Times of the `reps` repetitions of the Rust timing binary; `outputs`: "fresh" or
     "preallocated" (see rust/batch/examples/batch_timing.rs)."""
     cmd = [str(exe), op, str(links), str(batch), str(steps), str(threads), str(reps), outputs]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return min(json.loads(out.strip().splitlines()[-1])["times"])
+    return [float(t) for t in json.loads(out.strip().splitlines()[-1])["times"]]
 
 
 def python_call(op: str, links: int, batch: int, steps: int, prealloc: bool = False):
@@ -164,22 +171,24 @@ def python_call(op: str, links: int, batch: int, steps: int, prealloc: bool = Fa
 
 
 def overhead(exe: Path, cases, threads_list, rounds: int):
-    """Rows (op, links, B, N, threads, Rust fresh, Python fresh, Rust preallocated, Python out=)."""
+    """Rows (op, links, B, N, threads, Rust fresh, Python fresh, Rust preallocated, Python out=),
+    each time a pair (minimum, median) over all repetitions of all rounds."""
     rows = []
     for op, links, batch, steps, reps in cases:
         py_fresh, py_out = python_call(op, links, batch, steps), python_call(op, links, batch, steps, prealloc=True)
         for k in threads_list:
             vidyn.set_num_threads(k)
-            t = [float("inf")] * 4
+            t: list[list[float]] = [[], [], [], []]
             for _ in range(rounds):  # alternate so that all see the same load
                 now = (
-                    rust_time(exe, op, links, batch, steps, k, reps, "fresh"),
-                    best(py_fresh, reps),
-                    rust_time(exe, op, links, batch, steps, k, reps, "preallocated"),
-                    best(py_out, reps),
+                    rust_samples(exe, op, links, batch, steps, k, reps, "fresh"),
+                    samples(py_fresh, reps),
+                    rust_samples(exe, op, links, batch, steps, k, reps, "preallocated"),
+                    samples(py_out, reps),
                 )
-                t = [min(old, new) for old, new in zip(t, now)]
-            rows.append((op, links, batch, steps, k, *t))
+                for acc, new in zip(t, now):
+                    acc.extend(new)
+            rows.append((op, links, batch, steps, k, *[(min(x), statistics.median(x)) for x in t]))
         log(f"overhead: {op} done")
     vidyn.set_num_threads(0)
     return rows
@@ -377,15 +386,21 @@ def report(args, eff, ovh, pin_rows, pin_note, mj_rows, mj_note, command: str) -
             "new NumPy outputs in every call (the default) vs Rust allocating them (`vec![0.0; len]`)",
             "in every repetition, inside the timed region. Preallocated: `vidyn.batch` with `out=`",
             "buffers allocated once vs Rust writing into buffers allocated once (the engine alone).",
-            "On both sides a result is released after the clock stops.",
+            "On both sides a result is released after the clock stops. Times are minima over all",
+            "repetitions; the overhead is given from the minima and from the medians of the same",
+            "repetitions (on this shared 2-core VM the two-thread minima are the noisier estimate).",
             "",
-            "| operation | links | B | N | threads | Rust, fresh outputs | Python, fresh outputs | overhead | Rust, preallocated | Python, out= | overhead |",
+            "| operation | links | B | N | threads | Rust, fresh outputs | Python, fresh outputs | overhead (min / median) | Rust, preallocated | Python, out= | overhead (min / median) |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
+
+        def pct(py: tuple[float, float], rs: tuple[float, float]) -> str:
+            return f"{100 * (py[0] / rs[0] - 1):+.1f} % / {100 * (py[1] / rs[1] - 1):+.1f} %"
+
         for op, links, batch, steps, k, rs_fresh, py_fresh, rs_pre, py_out in ovh:
             out.append(
-                f"| {op} | {links} | {batch} | {steps or '-'} | {k} | {ms(rs_fresh)} | {ms(py_fresh)} | {100 * (py_fresh / rs_fresh - 1):+.1f} % "
-                f"| {ms(rs_pre)} | {ms(py_out)} | {100 * (py_out / rs_pre - 1):+.1f} % |"
+                f"| {op} | {links} | {batch} | {steps or '-'} | {k} | {ms(rs_fresh[0])} | {ms(py_fresh[0])} | {pct(py_fresh, rs_fresh)} "
+                f"| {ms(rs_pre[0])} | {ms(py_out[0])} | {pct(py_out, rs_pre)} |"
             )
     if pin_rows is not None:
         out += ["", f"### Pinocchio, batched RNEA/ABA ({args.peer_links}-link chain, B = {args.peer_batch}; {pin_note})", ""]
