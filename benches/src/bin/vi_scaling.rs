@@ -113,7 +113,7 @@ fn main() -> std::process::ExitCode {
         let s = scheme.s;
         for &n in &args.sizes {
             let model = Arc::new(pendulum_chain(n, false));
-            let vi = VariationalIntegrator::new(model, scheme.clone(), dt, Some(JointForces::none(n))).expect("valid integrator");
+            let vi = VariationalIntegrator::new(model, scheme.clone(), dt, Some(JointForces::none(n))).expect("valid integrator").with_dense_max(0); // the recursive path in its columns; the oracle gives the dense ones
             let mut ws = vi.workspace();
             let mut rng = ChaCha8Rng::seed_from_u64(1000 + n as u64);
             let sc = vi.scheme().clone();

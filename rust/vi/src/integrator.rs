@@ -1,14 +1,18 @@
 //! The one-step flow map `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` of a Galerkin–Lobatto
 //! variational integrator, its Newton solve and its exact linearisation.
 //!
-//! Neither path forms the `sn × sn` DEL Jacobian: the Newton direction comes from the O(s³ n)
-//! factorisation of Algorithms B.1/B.2 (`crate::newton_direction`), and the linearisation
-//! reuses that factorisation for its `3n` right-hand sides, O(s² n²) per step. The dense
-//! path (form `J`, LU) survives only as a test and benchmark oracle (`crate::reference`).
+//! For all but the smallest systems neither path forms the `sn × sn` DEL Jacobian: the Newton
+//! direction comes from the O(s³ n) factorisation of Algorithms B.1/B.2
+//! (`crate::newton_direction`), and the linearisation reuses that factorisation for its
+//! right-hand sides, O(s² n²) per step. Below `s·n ≤ dense_max` (default 10; no constraints or
+//! kinematic joints) forming `J` and factoring it by LU is cheaper (`crate::dense_step`), and
+//! both take that path ([`VariationalIntegrator::with_dense_max`]); it is also the oracle the
+//! recursion is tested against (`crate::reference`).
 
 use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
+use crate::dense_step::{DenseStep, DEFAULT_DENSE_MAX};
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
@@ -39,6 +43,9 @@ pub struct VariationalIntegrator {
     /// `(n,)` constant body wrenches in the body frames, or empty
     /// ([`VariationalIntegrator::with_body_wrenches`]).
     pub(crate) wrenches: Vec<Force>,
+    /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
+    /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
+    dense_max: usize,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -70,6 +77,9 @@ pub struct ViWorkspace {
     pub(crate) scratch_zero: Vec<f64>,
     /// Multipliers, constraint Jacobians and the Schur complement of the constrained step.
     pub(crate) constraint: ConstraintWork,
+    /// The dense DEL Jacobian and its LU, for small systems ([`crate::dense_step`]); empty
+    /// when the integrator takes the recursive path.
+    pub(crate) dense: DenseStep,
     /// Newton iterations of the last step.
     pub last_iterations: usize,
 }
@@ -91,7 +101,7 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new() })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -182,6 +192,24 @@ impl VariationalIntegrator {
         &self.constraints
     }
 
+    /// Steps and linearisations of systems with `s·n ≤ dense_max` (default
+    /// [`DEFAULT_DENSE_MAX`]) form the `sn × sn` DEL Jacobian and factor it by LU, which is
+    /// cheaper than the O(s³ n) recursion of Algorithms B.1/B.2 for a few joints
+    /// ([`crate::dense_step`]); larger systems, and any integrator with constraints or
+    /// kinematic joints, take the recursion. `0` always takes it. Both paths solve the same
+    /// equations and agree to round-off.
+    #[must_use]
+    pub fn with_dense_max(mut self, dense_max: usize) -> Self {
+        self.dense_max = dense_max;
+        self
+    }
+
+    /// Whether steps and linearisations take the dense path ([`Self::with_dense_max`]).
+    #[must_use]
+    pub fn uses_dense(&self) -> bool {
+        self.scheme.s * self.n() <= self.dense_max && self.constraints.is_empty() && !self.prescribed.iter().any(|&k| k)
+    }
+
     /// Sets the Newton tolerance (relative to `max(1, |p_k|∞)`) and iteration cap.
     pub fn with_newton(mut self, tolerance: f64, max_iterations: usize) -> Result<Self> {
         if !(tolerance > 0.0 && tolerance.is_finite()) || max_iterations == 0 {
@@ -237,6 +265,7 @@ impl VariationalIntegrator {
             scratch: vec![0.0; n],
             scratch_zero: vec![0.0; n],
             constraint: ConstraintWork::new(n, self.constraints.len()),
+            dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             last_iterations: 0,
         }
     }
@@ -364,7 +393,8 @@ impl VariationalIntegrator {
     /// full Newton step has cut the merit a hundredfold, later iterations reuse that
     /// factorisation (simplified Newton) while each keeps cutting it a hundredfold; the count
     /// returned includes those cheaper iterations. On a 12-link chain (callgrind) this took a
-    /// 200-step rollout from 149 M to 119 M instructions. Each iteration costs O(s³ n): the residual by Algorithm 1 and the exact
+    /// 200-step rollout from 149 M to 119 M instructions. Each iteration costs O(s³ n) (or the dense
+    /// LU of small systems, [`Self::uses_dense`]): the residual by Algorithm 1 and the exact
     /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `guess`: an estimate
     /// of `q_{k+1}` (e.g. from the previous trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used;
     /// interior points are interpolated. `step` only labels errors.
@@ -375,6 +405,10 @@ impl VariationalIntegrator {
         // the configuration terms of q^0 = q_k are fixed for the whole solve
         ws.points.set_start(&self.model, q, &self.wrenches);
         let constrained = !self.constraints.is_empty();
+        let dense = self.uses_dense();
+        if dense {
+            ws.dense.ensure(self.n(), sc.s);
+        }
         if constrained {
             ws.points.set_unknowns(&self.model, sc, self.dt, &ws.z, &self.wrenches);
             self.begin_constrained_step(ws);
@@ -414,7 +448,7 @@ impl VariationalIntegrator {
             if it == self.max_iterations {
                 break;
             }
-            if !reuse && !ws.newton.factorize(&self.model, sc, self.dt, &self.forces, &ws.points, false) {
+            if !reuse && !self.factorize_jacobian(ws) {
                 outcome = Err(ViError::SingularJacobian { step });
                 break;
             }
@@ -422,7 +456,12 @@ impl VariationalIntegrator {
             for x in &mut r {
                 *x = -*x;
             }
-            ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+            if dense {
+                dz.copy_from_slice(&r);
+                ws.dense.solve(&mut dz);
+            } else {
+                ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+            }
             if constrained && !self.constrain_direction(ws, &mut dz) {
                 outcome = Err(ViError::DegenerateConstraints { step });
                 break;
@@ -447,6 +486,16 @@ impl VariationalIntegrator {
             *res = residual;
         }
         outcome
+    }
+
+    /// Factors the DEL Jacobian at the points set in `ws` for the next Newton directions: its
+    /// dense LU ([`Self::uses_dense`]) or Algorithms B.1/B.2. `false` when it is singular.
+    fn factorize_jacobian(&self, ws: &mut ViWorkspace) -> bool {
+        if self.uses_dense() {
+            ws.dense.factorize(&self.model, &self.scheme, self.dt, &self.forces, &mut ws.points)
+        } else {
+            ws.newton.factorize(&self.model, &self.scheme, self.dt, &self.forces, &ws.points, false)
+        }
     }
 
     /// Backtracking on the merit `½(|r|² + |h|²)`, for which the Newton direction `(dz, δλ)`
@@ -521,6 +570,8 @@ impl VariationalIntegrator {
     /// by the implicit-function theorem on the DEL equations (Fan et al. 2018 digest §6.5):
     /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = Σ_α endpoint[α] dq^α` (`= dz_s` for Lobatto) and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
     ///
+    /// Small systems ([`Self::uses_dense`]) factor the dense `J` at the solution and solve the
+    /// `3n` right-hand sides with it ([`crate::dense_step`], O(s³n³)). Otherwise:
     /// O(s² n²) per step, no `sn × sn` matrix: one B.1/B.2 factorisation of `J` at the solution
     /// (`crate::newton_direction`, O(s³ n)), carrying the momentum row `P = D_{s+1} L_d + Q^s`
     /// too, is applied to each of the `3n` columns in O(s² n) (8 columns per sweep), and that
@@ -541,6 +592,13 @@ impl VariationalIntegrator {
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
         let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
         // a converged step leaves `ws.points` at its solution (its last residual was there)
+        if self.uses_dense() {
+            if !ws.dense.factorize(&self.model, sc, dt, forces, &mut ws.points) {
+                return Err(ViError::SingularJacobian { step });
+            }
+            ws.dense.linearize(&ws.points, sc, dt, forces, a, b);
+            return Ok(iterations);
+        }
         if !ws.newton.factorize(&self.model, sc, dt, forces, &ws.points, true) {
             return Err(ViError::SingularJacobian { step });
         }

@@ -22,6 +22,7 @@ mod constrained;
 pub mod constraints;
 mod del;
 mod dense;
+pub(crate) mod dense_step;
 mod dual;
 pub mod error;
 mod hessians;
@@ -37,6 +38,7 @@ mod trajectory;
 
 pub use constraints::{BodyPoint, Constraint};
 pub use del::JointForces;
+pub use dense_step::DEFAULT_DENSE_MAX;
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};

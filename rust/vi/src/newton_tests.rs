@@ -66,10 +66,11 @@ pub(crate) fn wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<Force> {
     (0..n).map(|_| Force::new(Vector3::from_fn(|_, _| 3.0 * rng.random_range(-1.0..1.0)), Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect()
 }
 
-/// An integrator with random damping and springs, and random body wrenches if `wrenched`.
+/// An integrator with random damping and springs, and random body wrenches if `wrenched`, on
+/// the recursive path (B.1/B.2) whatever its size, so that the dense oracle checks it.
 pub(crate) fn integrator(model: &Arc<Model>, sc: Scheme, dt: f64, rng: &mut ChaCha8Rng, wrenched: bool) -> VariationalIntegrator {
     let n = model.nv;
-    let vi = VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap();
+    let vi = VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap().with_dense_max(0);
     if wrenched {
         vi.with_body_wrenches(wrenches(rng, n)).unwrap()
     } else {
@@ -277,4 +278,30 @@ fn reused_point_states_change_no_bit_of_a_step() {
             assert_eq!(moved, fresh, "s = {}", sc.s);
         }
     }
+}
+
+/// Small systems take the dense path by default (`with_dense_max`): its steps and
+/// linearisations equal the recursive path's to round-off, with and without wrenches, for
+/// every scheme, and large systems keep the recursion.
+#[test]
+fn the_dense_path_of_small_systems_equals_the_recursive_path() {
+    let mut rng = ChaCha8Rng::seed_from_u64(43);
+    for model in [Arc::new(pendulum_chain(2, false)), Arc::new(random_tree(5, 3, &one_dof()))] {
+        for (sc, wrenched) in with_and_without_wrenches() {
+            let recursive = integrator(&model, sc.clone(), 0.01, &mut rng, wrenched);
+            let dense = recursive.clone().with_dense_max(DEFAULT_DENSE_MAX.max(sc.s * model.nv));
+            assert!(dense.uses_dense() && !recursive.uses_dense());
+            let (q, p, u, _) = problem(&recursive, &mut rng);
+            let n = model.nv;
+            let (mut a1, mut b1, mut a2, mut b2) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            let (mut q1, mut p1, mut q2, mut p2) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+            recursive.linearize(&mut recursive.workspace(), 0, &q, &p, &u, None, &mut a1, &mut b1, &mut q1, &mut p1).unwrap();
+            dense.linearize(&mut dense.workspace(), 0, &q, &p, &u, None, &mut a2, &mut b2, &mut q2, &mut p2).unwrap();
+            let s = sc.s;
+            assert!(rel_err(&q2, &q1) < 1e-12 && rel_err(&p2, &p1) < 1e-12, "{} s={s}: states", model.name);
+            assert!(rel_err(a2.as_slice(), a1.as_slice()) < 1e-10 && rel_err(b2.as_slice(), b1.as_slice()) < 1e-10, "{} s={s}: A, B", model.name);
+        }
+    }
+    let big = VariationalIntegrator::new(Arc::new(pendulum_chain(DEFAULT_DENSE_MAX + 1, false)), Scheme::trapezoid(), 0.01, None).unwrap();
+    assert!(!big.uses_dense());
 }

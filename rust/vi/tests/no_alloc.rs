@@ -34,19 +34,22 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     // constrained midpoint step)
     let wrenches: Vec<Force> = (0..n).map(|i| Force::new(Vector3::new(0.5, -0.2 * i as f64, 1.0), Vector3::new(0.1, 0.0, -0.05 * i as f64))).collect();
     let cases = [
-        (Scheme::midpoint(), vec![], vec![], vec![]),
-        (Scheme::trapezoid(), vec![], vec![], vec![]),
-        (Scheme::simpson(), vec![], vec![], vec![]),
-        (Scheme::lobatto(3).unwrap(), vec![], vec![], vec![]),
-        (Scheme::midpoint(), vec![tether.clone()], vec![], vec![]),
-        (Scheme::midpoint(), vec![tether.clone()], vec![0], vec![]),
-        (Scheme::simpson(), vec![], vec![], wrenches.clone()),
-        (Scheme::midpoint(), vec![tether], vec![], wrenches),
+        (Scheme::midpoint(), vec![], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::trapezoid(), vec![], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::simpson(), vec![], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::lobatto(3).unwrap(), vec![], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::midpoint(), vec![tether.clone()], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::midpoint(), vec![tether.clone()], vec![0], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::simpson(), vec![], vec![], wrenches.clone(), vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::midpoint(), vec![tether], vec![], wrenches.clone(), vidyn_vi::DEFAULT_DENSE_MAX),
+        // the dense path of small systems (forced here: this tree has 12 joints)
+        (Scheme::trapezoid(), vec![], vec![], vec![], usize::MAX),
+        (Scheme::simpson(), vec![], vec![], wrenches, usize::MAX),
     ];
-    for (sc, constraints, kinematic, wrenches) in cases {
+    for (sc, constraints, kinematic, wrenches, dense_max) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap().with_body_wrenches(wrenches).unwrap();
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap().with_body_wrenches(wrenches).unwrap().with_dense_max(dense_max);
         let mut ws = vi.workspace();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();

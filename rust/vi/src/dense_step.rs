@@ -1,0 +1,133 @@
+//! The dense path for small systems: form the `sn × sn` DEL Jacobian `J = [H(ϱ, γ)]` from the
+//! O(n·d) energy Hessians (Fan, Schultz & Murphey 2018, Algorithms 2 and 3, and the chain rule
+//! of module `del`), factor it by LU (O(s³n³)) and linearise the step with it.
+//!
+//! For a handful of joints this is cheaper than the O(s³ n) recursion of Algorithms B.1/B.2,
+//! whose per-body 6×6 algebra has a large constant: on `pendulum_chain(n)` with the trapezoid
+//! (`vi_scaling`, session 3) the dense Newton direction took 565 / 1742 / 4797 ns at
+//! n = 2 / 5 / 10 against 1062 / 2363 / 4531 ns for B.1, and the dense linearisation 1121 /
+//! 4126 / 14782 ns against 3034 / 8197 / 23495 ns. [`crate::VariationalIntegrator`] therefore
+//! uses it when `s·n` is at most its `dense_max` (default [`DEFAULT_DENSE_MAX`]) and the
+//! integrator has no constraints or kinematic joints; the two paths agree to round-off (tests).
+//! It is also the oracle of the recursive path ([`crate::reference::DenseOracle`]).
+
+use crate::del::{assemble_jacobian, JointForces, StepPoints};
+use crate::dense::{lu_factor, lu_solve};
+use crate::scheme::Scheme;
+use nalgebra::DMatrix;
+use vidyn_rbd::Model;
+
+/// Default largest `s·n` solved by the dense path (about where the two Newton directions cost
+/// the same; the dense linearisation stays cheaper up to `s·n ≈ 20`).
+pub const DEFAULT_DENSE_MAX: usize = 10;
+
+/// The factored DEL Jacobian and the scratch of the dense linearisation, allocated once.
+#[derive(Clone, Debug)]
+pub(crate) struct DenseStep {
+    /// `(s·n, s·n)` Jacobian, then its LU factors.
+    jacobian: DMatrix<f64>,
+    pivots: Vec<usize>,
+    /// `(s·n, 3n)` right-hand sides / solutions of the linearisation.
+    sensitivities: DMatrix<f64>,
+    /// `(n, n)` scratch block.
+    block: DMatrix<f64>,
+}
+
+impl DenseStep {
+    pub(crate) fn new(n: usize, s: usize) -> Self {
+        Self { jacobian: DMatrix::zeros(s * n, s * n), pivots: vec![0; s * n], sensitivities: DMatrix::zeros(s * n, 3 * n), block: DMatrix::zeros(n, n) }
+    }
+
+    /// Resizes the scratch for `n` joints and `s` intervals if it has other sizes (a workspace
+    /// made for the recursive path holds an empty one).
+    pub(crate) fn ensure(&mut self, n: usize, s: usize) {
+        if self.block.nrows() != n || self.jacobian.nrows() != s * n {
+            *self = Self::new(n, s);
+        }
+    }
+
+    /// Forms `J` at the control points of `pts` (updating their energy Hessians) and factors
+    /// it; `false` when it is numerically singular.
+    pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &mut StepPoints) -> bool {
+        pts.update_hessians(model);
+        assemble_jacobian(pts, sc, dt, forces, model.nv, &mut self.jacobian);
+        lu_factor(&mut self.jacobian, &mut self.pivots)
+    }
+
+    /// `x ← J⁻¹ x` with the factors of [`Self::factorize`] (`x`: `(s·n,)`, rows `ϱ·n + i` in,
+    /// unknowns `(γ−1)·n + i` out).
+    pub(crate) fn solve(&self, x: &mut [f64]) {
+        lu_solve(&self.jacobian, &self.pivots, x);
+    }
+
+    /// `A`, `B` of the step whose solution `pts` holds, with `J` factored there: the `3n`
+    /// right-hand sides `∂R/∂x` (`x = (q_k, p_k, u)`, from the DEL blocks `H(ϱ, 0)` and the
+    /// explicit `p_k`, `u` terms) through the LU, `q_{k+1} = Σ_α endpoint[α] q^α`, and
+    /// `dp_{k+1} = H(s, 0) δq_k + Σ_γ H(s, γ) dz_γ + ∂P/∂u` as dense products. O(s³n³).
+    pub(crate) fn linearize(&mut self, pts: &StepPoints, sc: &Scheme, dt: f64, forces: &JointForces, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) {
+        let (n, s) = (self.block.nrows(), sc.s);
+        let rhs = &mut self.sensitivities;
+        rhs.fill(0.0);
+        for rho in 0..s {
+            let mut blk = rhs.view_mut((rho * n, 0), (n, n));
+            pts.del_block(sc, dt, forces, rho, 0, &mut blk);
+            for i in 0..n {
+                rhs[(rho * n + i, 2 * n + i)] = sc.control_weight(rho) * dt;
+            }
+        }
+        for i in 0..n {
+            rhs[(i, n + i)] = 1.0;
+        }
+        for c in 0..3 * n {
+            let mut col = rhs.column_mut(c);
+            lu_solve(&self.jacobian, &self.pivots, col.as_mut_slice());
+            col.neg_mut();
+        }
+        // q_{k+1} = Σ_α endpoint[α] q^α (= z_s for Lobatto schemes)
+        for r in 0..n {
+            for c in 0..3 * n {
+                let own = if c == r { sc.endpoint(0) } else { 0.0 };
+                let v = own + (1..=s).map(|g| sc.endpoint(g) * rhs[((g - 1) * n + r, c)]).sum::<f64>();
+                if c < 2 * n {
+                    a[(r, c)] = v;
+                } else {
+                    b[(r, c - 2 * n)] = v;
+                }
+            }
+        }
+        // p_{k+1} = P(q^0, …, q^s, u)
+        for r in 0..n {
+            for c in 0..2 * n {
+                a[(n + r, c)] = 0.0;
+            }
+            for c in 0..n {
+                b[(n + r, c)] = if r == c { sc.control_weight(s) * dt } else { 0.0 };
+            }
+        }
+        let blk = &mut self.block;
+        pts.del_block(sc, dt, forces, s, 0, &mut blk.view_mut((0, 0), (n, n)));
+        for r in 0..n {
+            for c in 0..n {
+                a[(n + r, c)] += blk[(r, c)];
+            }
+        }
+        for gamma in 1..=s {
+            pts.del_block(sc, dt, forces, s, gamma, &mut blk.view_mut((0, 0), (n, n)));
+            let off = (gamma - 1) * n;
+            for r in 0..n {
+                for k in 0..n {
+                    let h = blk[(r, k)];
+                    if h == 0.0 {
+                        continue;
+                    }
+                    for c in 0..2 * n {
+                        a[(n + r, c)] += h * rhs[(off + k, c)];
+                    }
+                    for c in 0..n {
+                        b[(n + r, c)] += h * rhs[(off + k, 2 * n + c)];
+                    }
+                }
+            }
+        }
+    }
+}
