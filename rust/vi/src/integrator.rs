@@ -365,6 +365,7 @@ impl VariationalIntegrator {
         for rho in 0..sc.s {
             ws.points.del_rows(sc, self.dt, &self.forces, u, rho, &mut r[rho * n..(rho + 1) * n]);
         }
+        // `p_k` enters the first row only (`p` has n entries, `r` has s·n)
         for (ri, pi) in r.iter_mut().zip(p) {
             *ri += pi;
         }
