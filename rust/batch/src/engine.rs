@@ -90,6 +90,14 @@ pub fn pool() -> Arc<ThreadPool> {
     Arc::clone(slot.get_or_insert_with(|| Arc::new(build(default_num_threads()).expect("vidyn-batch: cannot start the thread pool"))))
 }
 
+/// Runs `op` on the engine's pool (as `pool().install(op)`): parallel iterators inside it use
+/// the engine's threads. Other crates' parallel loops (the optimisers' cost derivatives) go
+/// through it so that a process keeps one set of worker threads: two pools on the same cores
+/// make each one's idle spinning steal time from the other's work.
+pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
+    pool().install(op)
+}
+
 /// Replaces the engine's pool by one of `k` threads (`k = 0`: [`default_num_threads`]).
 /// Batches already running finish on the old pool.
 ///

@@ -5,6 +5,7 @@ use crate::dynamics::{check_finite, check_multiple};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
+use rayon::prelude::*;
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
 /// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
@@ -68,13 +69,18 @@ impl<C: Cost + ?Sized> Cost for Box<C> {
     }
 }
 
-/// Total cost of a trajectory (`x`: `(N+1)·nx`, `u`: `N·nu`).
+/// Total cost of a trajectory (`x`: `(N+1)·nx`, `u`: `N·nu`). The stage values are
+/// evaluated in parallel on the batch engine's pool (unless the cost says otherwise) and
+/// summed in stage order, so the total does not depend on the thread count.
 pub fn total_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<f64> {
     let steps = u.len() / nu;
-    let mut j = 0.0;
-    for k in 0..steps {
-        j += cost.running_value(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu])?;
-    }
+    let stage = |k: usize| cost.running_value(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu]);
+    let values: Vec<f64> = if cost.parallel() {
+        vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?
+    } else {
+        (0..steps).map(stage).collect::<Result<_>>()?
+    };
+    let j = values.iter().fold(0.0, |j, v| j + v);
     Ok(j + cost.terminal_value(&x[steps * nx..(steps + 1) * nx])?)
 }
 

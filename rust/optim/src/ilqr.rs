@@ -178,7 +178,8 @@ impl CostDerivatives {
     }
 
     /// Evaluates every stage along `(x, u)` (`(N+1)·nx` and `N·nu` entries); each stage is
-    /// zeroed before the cost writes into it (in parallel unless the cost says otherwise).
+    /// zeroed before the cost writes into it (in parallel on the batch engine's pool unless
+    /// the cost says otherwise).
     pub(crate) fn evaluate<C: Cost + ?Sized>(&mut self, cost: &C, x: &[f64], u: &[f64]) -> Result<()> {
         let (nx, nu, steps) = (self.terminal.lx.len(), self.stages.first().map_or(0, |d| d.lu.len()), self.stages.len());
         let eval = |(k, d): (usize, &mut StageDerivatives)| -> Result<()> {
@@ -186,7 +187,7 @@ impl CostDerivatives {
             cost.running_derivatives(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], d)
         };
         if cost.parallel() {
-            self.stages.par_iter_mut().enumerate().try_for_each(eval)?;
+            vidyn_batch::install(|| self.stages.par_iter_mut().enumerate().try_for_each(eval))?;
         } else {
             self.stages.iter_mut().enumerate().try_for_each(eval)?;
         }
@@ -235,28 +236,30 @@ struct SecondOrderAlong<'a, D: ?Sized> {
 }
 
 /// Scratch of the backward pass, allocated once per solve: the value function `V_x` (nx),
-/// `V_xx` (nx×nx) of the step being processed, the Q-function blocks `Q_x`, `Q_u`, `Q_xx`,
-/// `Q_uu`, `Q_ux`, the products `V_xx A_k` (nx×nx), `V_xx B_k` (nx×nu), `Q_uu K_k + Q_ux` (nu×nx),
-/// `Q_uu k_k` (nu), the transposes `A_kᵀ`, `B_kᵀ`, `K_kᵀ`, `Q_uxᵀ` (copied, so that every
-/// product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic dot product per entry,
-/// several times slower at these sizes), the (regularised, then factored) `Q_uu + μ 1` and
-/// DDP's second-order terms.
+/// `V_xx` (nx×nx) of the step being processed, `[A_k B_k]` (nx×(nx+nu)) and its transpose
+/// (copied, so that every product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic
+/// dot product per entry, several times slower at these sizes), `V_xx [A_k B_k]`, the whole
+/// Q-function Hessian `[[Q_xx, Q_xu], [Q_ux, Q_uu]]` ((nx+nu)², one product) and its blocks
+/// `Q_xx`, `Q_uu`, `Q_ux` and `Q_uxᵀ`, the gradient blocks `Q_x`, `Q_u`, the (regularised, then
+/// factored) `Q_uu + μ 1`, the feedback gain's transpose `K_kᵀ` and the products `Q_uu K_k`
+/// (nu×nx), `Q_uu k_k` (nu) of the regularised and box-constrained updates, and DDP's
+/// second-order terms.
 struct BackwardWorkspace {
     vx: DVector<f64>,
     vxx: DMatrix<f64>,
+    ab: DMatrix<f64>,
+    abt: DMatrix<f64>,
+    vxx_ab: DMatrix<f64>,
+    q: DMatrix<f64>,
     qx: DVector<f64>,
     qu: DVector<f64>,
     qxx: DMatrix<f64>,
     quu: DMatrix<f64>,
     qux: DMatrix<f64>,
-    vxx_a: DMatrix<f64>,
-    vxx_b: DMatrix<f64>,
+    quxt: DMatrix<f64>,
     quu_gain: DMatrix<f64>,
     quu_k: DVector<f64>,
-    at: DMatrix<f64>,
-    bt: DMatrix<f64>,
     gt: DMatrix<f64>,
-    quxt: DMatrix<f64>,
     /// `Q_uu + μ 1`; moved into nalgebra's in-place Cholesky and back (reallocated only after
     /// a failed factorisation, which consumes it).
     quu_reg: DMatrix<f64>,
@@ -268,19 +271,19 @@ impl BackwardWorkspace {
         Self {
             vx: DVector::zeros(nx),
             vxx: DMatrix::zeros(nx, nx),
+            ab: DMatrix::zeros(nx, nx + nu),
+            abt: DMatrix::zeros(nx + nu, nx),
+            vxx_ab: DMatrix::zeros(nx, nx + nu),
+            q: DMatrix::zeros(nx + nu, nx + nu),
             qx: DVector::zeros(nx),
             qu: DVector::zeros(nu),
             qxx: DMatrix::zeros(nx, nx),
             quu: DMatrix::zeros(nu, nu),
             qux: DMatrix::zeros(nu, nx),
-            vxx_a: DMatrix::zeros(nx, nx),
-            vxx_b: DMatrix::zeros(nx, nu),
+            quxt: DMatrix::zeros(nx, nu),
             quu_gain: DMatrix::zeros(nu, nx),
             quu_k: DVector::zeros(nu),
-            at: DMatrix::zeros(nx, nx),
-            bt: DMatrix::zeros(nu, nx),
             gt: DMatrix::zeros(nx, nu),
-            quxt: DMatrix::zeros(nx, nu),
             quu_reg: DMatrix::zeros(nu, nu),
             so: SecondOrder::zeros(nx, nu),
         }
@@ -295,8 +298,13 @@ impl BackwardWorkspace {
 /// `K = −(Q_uu + μ1)⁻¹ Q_ux` (or the box QP's), and
 /// $$V_x = Q_x + K^T Q_{uu} k + K^T Q_u + Q_{ux}^T k,\quad
 ///   V_{xx} = Q_{xx} + K^T Q_{uu} K + K^T Q_{ux} + Q_{ux}^T K,$$
-/// symmetrised. No allocation on the unconstrained path once `s` and `out` exist (the box QP
-/// allocates its own scratch).
+/// symmetrised (the update of Tassa, Erez & Todorov 2012, which stays right when the
+/// gains come from the regularised or box-constrained `Q_uu`). The three `Q` Hessian blocks
+/// are one product `[A B]ᵀ (V_xx [A B])`. Without control limits
+/// `(Q_uu + μ1) K = −Q_ux` and `(Q_uu + μ1) k = −Q_u` reduce the update to
+/// `V_x = Q_x + Q_uxᵀ k − μ Kᵀ k`, `V_xx = Q_xx + Q_uxᵀ K − μ KᵀK` (the `μ` terms only when
+/// `μ > 0`), one product instead of three. No allocation on the unconstrained path once `s`
+/// and `out` exist (the box QP allocates its own scratch).
 fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>, s: &mut BackwardWorkspace, out: &mut Backward) -> std::result::Result<(), BackwardError> {
     let steps = a.len();
     let (nx, nu) = (s.vx.len(), s.qu.len());
@@ -311,16 +319,19 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         s.qx.gemv_tr(1.0, ak, &s.vx, 1.0);
         s.qu.copy_from(&dk.lu);
         s.qu.gemv_tr(1.0, bk, &s.vx, 1.0);
-        s.vxx_a.gemm(1.0, &s.vxx, ak, 0.0);
-        s.vxx_b.gemm(1.0, &s.vxx, bk, 0.0);
-        s.at.tr_copy_from(ak);
-        s.bt.tr_copy_from(bk);
-        s.qxx.copy_from(&dk.lxx);
-        s.qxx.gemm(1.0, &s.at, &s.vxx_a, 1.0);
-        s.quu.copy_from(&dk.luu);
-        s.quu.gemm(1.0, &s.bt, &s.vxx_b, 1.0);
-        s.qux.copy_from(&dk.lux);
-        s.qux.gemm(1.0, &s.bt, &s.vxx_a, 1.0);
+        // [[Q_xx, Q_xu], [Q_ux, Q_uu]] = [[ℓ_xx, ℓ_uxᵀ], [ℓ_ux, ℓ_uu]] + [A B]ᵀ V_xx [A B]
+        s.ab.columns_mut(0, nx).copy_from(ak);
+        s.ab.columns_mut(nx, nu).copy_from(bk);
+        s.abt.tr_copy_from(&s.ab);
+        s.vxx_ab.gemm(1.0, &s.vxx, &s.ab, 0.0);
+        s.q.view_mut((0, 0), (nx, nx)).copy_from(&dk.lxx);
+        s.q.view_mut((nx, 0), (nu, nx)).copy_from(&dk.lux);
+        s.q.view_mut((0, nx), (nx, nu)).tr_copy_from(&dk.lux);
+        s.q.view_mut((nx, nx), (nu, nu)).copy_from(&dk.luu);
+        s.q.gemm(1.0, &s.abt, &s.vxx_ab, 1.0);
+        s.qxx.copy_from(&s.q.view((0, 0), (nx, nx)));
+        s.qux.copy_from(&s.q.view((nx, 0), (nu, nx)));
+        s.quu.copy_from(&s.q.view((nx, nx), (nu, nu)));
         if let Some(sa) = ddp {
             // V_x here is still V_x(k+1)
             sa.dynamics.second_order_contracted(k, &sa.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
@@ -372,19 +383,26 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         s.quu_k.gemv(1.0, &s.quu, kff, 0.0);
         out.dv1 += kff.dot(&s.qu);
         out.dv2 += 0.5 * kff.dot(&s.quu_k);
-        // V_x = Q_x + Kᵀ(Q_uu k + Q_u) + Q_uxᵀ k
-        s.quu_k += &s.qu;
-        s.vx.copy_from(&s.qx);
-        s.vx.gemv_tr(1.0, gain, &s.quu_k, 1.0);
-        s.vx.gemv_tr(1.0, &s.qux, kff, 1.0);
-        // V_xx = Q_xx + Kᵀ(Q_uu K + Q_ux) + Q_uxᵀ K
-        s.quu_gain.copy_from(&s.qux);
-        s.quu_gain.gemm(1.0, &s.quu, gain, 1.0);
-        s.gt.tr_copy_from(gain);
         s.quxt.tr_copy_from(&s.qux);
+        s.vx.copy_from(&s.qx);
+        s.vx.gemv(1.0, &s.quxt, kff, 1.0);
         s.vxx.copy_from(&s.qxx);
-        s.vxx.gemm(1.0, &s.gt, &s.quu_gain, 1.0);
         s.vxx.gemm(1.0, &s.quxt, gain, 1.0);
+        if bounds.is_some() {
+            // V_x = Q_x + Kᵀ(Q_uu k + Q_u) + Q_uxᵀ k, V_xx = Q_xx + Kᵀ(Q_uu K + Q_ux) + Q_uxᵀ K
+            s.quu_k += &s.qu;
+            s.vx.gemv_tr(1.0, gain, &s.quu_k, 1.0);
+            s.quu_gain.copy_from(&s.qux);
+            s.quu_gain.gemm(1.0, &s.quu, gain, 1.0);
+            s.gt.tr_copy_from(gain);
+            s.vxx.gemm(1.0, &s.gt, &s.quu_gain, 1.0);
+        } else if mu > 0.0 {
+            // the same with (Q_uu + μ1) k = −Q_u and (Q_uu + μ1) K = −Q_ux:
+            // V_x = Q_x + Q_uxᵀ k − μ Kᵀ k, V_xx = Q_xx + Q_uxᵀ K − μ Kᵀ K
+            s.gt.tr_copy_from(gain);
+            s.vx.gemv(-mu, &s.gt, kff, 1.0);
+            s.vxx.gemm(-mu, &s.gt, gain, 1.0);
+        }
         symmetrise(&mut s.vxx);
     }
     Ok(())

@@ -104,7 +104,8 @@ impl Dynamics for MaximalDynamics<'_> {
         if x.len() != (steps + 1) * nx {
             return Err(OptimError::InvalidInput(format!("x has {} entries, expected (N+1)·2n = {}", x.len(), (steps + 1) * nx)));
         }
-        let results: Vec<Result<(DMatrix<f64>, DMatrix<f64>)>> = (0..steps)
+        let results: Vec<Result<(DMatrix<f64>, DMatrix<f64>)>> = vidyn_batch::install(|| {
+            (0..steps)
             .into_par_iter()
             .map_init(
                 || self.integrator.workspace(),
@@ -118,7 +119,8 @@ impl Dynamics for MaximalDynamics<'_> {
                     Ok((a, b.select_columns(self.actuated.iter())))
                 },
             )
-            .collect();
+            .collect()
+        });
         let mut a = Vec::with_capacity(steps);
         let mut b = Vec::with_capacity(steps);
         for r in results {

@@ -293,8 +293,9 @@ pub fn lq_model<D: Dynamics + ?Sized>(
         }),
         DescentModel::Newton => {
             let z = newton_adjoint(a, b, gains, d, term);
-            let blocks: Result<Vec<SecondOrder>> = (0..steps)
-                .into_par_iter()
+            let blocks: Result<Vec<SecondOrder>> = vidyn_batch::install(|| {
+                (0..steps)
+                    .into_par_iter()
                 .map(|k| {
                     let mut so = SecondOrder::zeros(nx, nu);
                     dynamics.second_order_contracted(
@@ -306,7 +307,8 @@ pub fn lq_model<D: Dynamics + ?Sized>(
                     )?;
                     Ok(so)
                 })
-                .collect();
+                .collect()
+            });
             let blocks = blocks?;
             let mut q = Vec::with_capacity(steps);
             let mut s = Vec::with_capacity(steps);
