@@ -1,5 +1,6 @@
-//! The engine: one dedicated rayon thread pool, a per-thread workspace pool, cancellation and
-//! progress, and [`run_rows`], the loop every batched operation is written with.
+//! The engine: one dedicated rayon thread pool, cancellation and progress ([`Control`]), and
+//! [`run_rows`], the loop every batched operation is written with: the calling thread and
+//! `k − 1` pool threads take chunks of rows in turn, each with its own workspace.
 //!
 //! # Determinism
 //! Every row (a batch element, or a `(trajectory, step)` pair) runs the same sequential code
@@ -13,14 +14,18 @@
 //! [`set_num_threads`] can change its size at any time (rayon's global pool is fixed once
 //! built). Its size on first use is `VIDYN_NUM_THREADS` when that is a positive integer,
 //! otherwise [`std::thread::available_parallelism`]. A batch that is running keeps the pool
-//! it started on; the next batch uses the new one.
+//! it started on; the next batch uses the new one. A batch computes on the calling thread
+//! plus `k − 1` of the pool's threads, so `k` threads run in all (one thread: no pool thread
+//! is involved).
 
 use crate::error::{BatchError, Failures};
+use rayon::iter::plumbing::{Producer, ProducerCallback};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// Name of the environment variable read (once, at first use) for the number of threads.
 pub const NUM_THREADS_ENV: &str = "VIDYN_NUM_THREADS";
@@ -116,18 +121,51 @@ pub fn num_threads() -> usize {
     pool().current_num_threads()
 }
 
-/// Cancellation flag and progress counter of a running batch, shared with the caller (who
-/// may poll [`Control::done`] and call [`Control::cancel`] from another thread).
-#[derive(Debug, Default)]
-pub struct Control {
-    cancel: AtomicBool,
-    done: AtomicUsize,
+/// What [`Control::with_poll`] calls on the calling thread while a batch runs.
+type PollHook<'a> = dyn Fn(&Control<'a>) + Sync + 'a;
+
+/// The poll hook of a [`Control`], the thread allowed to run it and when it last ran
+/// (nanoseconds after `created`).
+struct Poll<'a> {
+    every: Duration,
+    hook: Box<PollHook<'a>>,
+    owner: std::thread::ThreadId,
+    created: Instant,
+    last: AtomicU64,
 }
 
-impl Control {
+/// How many units of progress pass between two looks at the clock by the polling thread.
+const POLL_STRIDE: usize = 64;
+
+/// Cancellation flag and progress counter of a running batch, shared with the caller (who
+/// may poll [`Control::done`] and call [`Control::cancel`] from another thread), and an
+/// optional hook that the calling thread runs as it records progress ([`Control::with_poll`]).
+#[derive(Default)]
+pub struct Control<'a> {
+    cancel: AtomicBool,
+    done: AtomicUsize,
+    poll: Option<Poll<'a>>,
+}
+
+impl std::fmt::Debug for Control<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").field("cancel", &self.cancel).field("done", &self.done).field("poll_every", &self.poll.as_ref().map(|p| p.every)).finish()
+    }
+}
+
+impl<'a> Control<'a> {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+    /// A control whose `hook` runs on the thread that creates it — the caller, which computes
+    /// rows itself ([`run_rows`]) — at most once per `every`, when that thread records
+    /// progress (it looks at the clock every [`POLL_STRIDE`] units of the shared count). The
+    /// Python binding checks for Ctrl-C and reports progress there. Other threads never run it.
+    #[must_use]
+    pub fn with_poll(every: Duration, hook: impl Fn(&Control<'a>) + Sync + 'a) -> Self {
+        let poll = Poll { every, hook: Box::new(hook), owner: std::thread::current().id(), created: Instant::now(), last: AtomicU64::new(0) };
+        Self { poll: Some(poll), ..Self::default() }
     }
     /// Asks the batch to stop: rows not yet started report [`BatchError::Cancelled`];
     /// rollouts stop between steps.
@@ -143,44 +181,18 @@ impl Control {
     pub fn done(&self) -> usize {
         self.done.load(Ordering::Relaxed)
     }
-    /// Records `n` more units of completed work.
+    /// Records `n` more units of completed work (and, on the polling thread, runs the poll
+    /// hook when it is due).
     pub fn advance(&self, n: usize) {
-        self.done.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-/// One workspace per pool thread, created lazily on the thread's first row: a batch
-/// allocates at most `num_threads` workspaces, never one per row.
-pub struct PerThread<W> {
-    slots: Vec<Mutex<Option<W>>>,
-}
-
-impl<W: Send> PerThread<W> {
-    #[must_use]
-    pub fn new(threads: usize) -> Self {
-        Self { slots: (0..threads.max(1)).map(|_| Mutex::new(None)).collect() }
-    }
-
-    /// Runs `f` with this thread's workspace. A slot found busy (only possible if `f`
-    /// itself re-entered the pool and this thread picked up another row meanwhile) gives a
-    /// fresh workspace instead of blocking. `reset`: drop the workspace afterwards (after
-    /// a panic, when its contents are unknown).
-    pub fn with<R>(&self, init: &(impl Fn() -> W + ?Sized), f: impl FnOnce(&mut W) -> (R, bool)) -> R {
-        let idx = rayon::current_thread_index().unwrap_or(0) % self.slots.len();
-        let guard = match self.slots[idx].try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        match guard {
-            Some(mut g) => {
-                let (r, reset) = f(g.get_or_insert_with(init));
-                if reset {
-                    *g = None;
+        let before = self.done.fetch_add(n, Ordering::Relaxed);
+        if let Some(p) = &self.poll {
+            if (before + n) / POLL_STRIDE != before / POLL_STRIDE && std::thread::current().id() == p.owner {
+                let now = u64::try_from(p.created.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                if now.saturating_sub(p.last.load(Ordering::Relaxed)) >= u64::try_from(p.every.as_nanos()).unwrap_or(u64::MAX) {
+                    (p.hook)(self);
+                    p.last.store(u64::try_from(p.created.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
                 }
-                r
             }
-            None => f(&mut init()).0,
         }
     }
 }
@@ -227,13 +239,22 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `f(workspace, row, outputs)` for every item of `items` (an indexed parallel iterator
-/// of output rows, typically a zip of `par_chunks_mut`) on the engine's pool, with one
-/// workspace per thread made by `init`. Returns the failed rows in increasing order; a
-/// failed row's outputs are marked ([`OutRow`]), a panic in one row is caught and reported
-/// as [`BatchError::Panicked`] for that row only. Rows not started when `control` is
-/// cancelled report [`BatchError::Cancelled`] and are left untouched. `control` advances by
-/// `per_row` per finished row (`0`: `f` advances it itself).
-pub fn run_rows<I, W, E, F>(control: &Control, items: I, init: &(dyn Fn() -> W + Sync), per_row: usize, f: F) -> Failures<E>
+/// of output rows, typically a zip of `par_chunks_mut`) on the engine's pool. Returns the
+/// failed rows in increasing order; a failed row's outputs are marked ([`OutRow`]), a panic in
+/// one row is caught and reported as [`BatchError::Panicked`] for that row only (and that
+/// participant's workspace is rebuilt). Rows not started when `control` is cancelled report
+/// [`BatchError::Cancelled`] and are left untouched. `control` advances by `per_row` per
+/// finished row (`0`: `f` advances it itself).
+///
+/// **Scheduling.** The rows are cut into about `8k` contiguous chunks (`k` threads in the
+/// pool) that the participants take in turn from a shared counter: the calling thread itself
+/// and `k − 1` helpers spawned on the pool (none with one thread: the call then runs inline,
+/// with no hand-off). The caller starts on the first chunk at once, so the helpers' wake-up
+/// overlaps useful work instead of preceding it, and a caller that finishes last needs no
+/// wake-up of its own; a short batch on an idle pool pays at most one helper's wake-up.
+/// Each participant makes one workspace with `init` (at most `k` per call, never one per
+/// row); the caller runs `control`'s poll hook as it records progress.
+pub fn run_rows<I, W, E, F>(control: &Control<'_>, items: I, init: &(dyn Fn() -> W + Sync), per_row: usize, f: F) -> Failures<E>
 where
     I: IndexedParallelIterator,
     I::Item: OutRow,
@@ -241,30 +262,97 @@ where
     E: Send,
     F: Fn(&mut W, usize, &mut I::Item) -> Result<(), BatchError<E>> + Sync,
 {
-    let pool = pool();
-    pool.install(|| {
-        let slots = PerThread::<W>::new(rayon::current_num_threads());
-        items
-            .enumerate()
-            .filter_map(|(row, mut out)| {
-                if control.is_cancelled() {
-                    return Some((row, BatchError::Cancelled));
-                }
-                let result = slots.with(init, |ws| match catch_unwind(AssertUnwindSafe(|| f(ws, row, &mut out))) {
-                    Ok(r) => (r, false),
-                    Err(p) => (Err(BatchError::Panicked(panic_message(&*p))), true),
-                });
-                control.advance(per_row);
-                match result {
-                    Ok(()) => None,
-                    Err(e) => {
-                        if !matches!(e, BatchError::Cancelled) {
-                            out.mark_failed();
-                        }
-                        Some((row, e))
+    let rows = items.len();
+    if rows == 0 {
+        return Vec::new();
+    }
+    items.with_producer(Participants { control, init, per_row, rows, f })
+}
+
+/// The rows of a [`run_rows`] call with everything its participants share; receives the
+/// items as a rayon [`Producer`], which splits into contiguous chunks.
+struct Participants<'c, 'a, W, F> {
+    control: &'c Control<'a>,
+    init: &'c (dyn Fn() -> W + Sync),
+    per_row: usize,
+    rows: usize,
+    f: F,
+}
+
+impl<T, W, E, F> ProducerCallback<T> for Participants<'_, '_, W, F>
+where
+    T: OutRow,
+    W: Send,
+    E: Send,
+    F: Fn(&mut W, usize, &mut T) -> Result<(), BatchError<E>> + Sync,
+{
+    type Output = Failures<E>;
+
+    fn callback<P: Producer<Item = T>>(self, producer: P) -> Failures<E> {
+        let pool = pool();
+        let threads = pool.current_num_threads().max(1);
+        let size = (self.rows / (8 * threads)).max(1);
+        let mut chunks = Vec::with_capacity(self.rows.div_ceil(size));
+        let (mut start, mut rest) = (0, producer);
+        while self.rows - start > size {
+            let (head, tail) = rest.split_at(size);
+            chunks.push(Mutex::new(Some((start, head))));
+            (start, rest) = (start + size, tail);
+        }
+        chunks.push(Mutex::new(Some((start, rest))));
+        let next = AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        let work = || {
+            let mut ws: Option<W> = None;
+            let mut local = Vec::new();
+            while let Some(slot) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                let Some((first, chunk)) = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() else { continue };
+                for (row, mut out) in (first..).zip(chunk.into_iter()) {
+                    if let Some(e) = self.run_row(&mut ws, row, &mut out) {
+                        local.push((row, e));
                     }
                 }
-            })
-            .collect()
-    })
+            }
+            if !local.is_empty() {
+                failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(local);
+            }
+        };
+        let helpers = (threads - 1).min(chunks.len() - 1);
+        pool.in_place_scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|_| work());
+            }
+            work();
+        });
+        let mut failures = failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        failures.sort_by_key(|(row, _)| *row);
+        failures
+    }
+}
+
+impl<W, F> Participants<'_, '_, W, F> {
+    /// One row: cancelled, computed (a panic caught and the workspace dropped), counted, its
+    /// outputs marked when it failed.
+    fn run_row<T: OutRow, E>(&self, ws: &mut Option<W>, row: usize, out: &mut T) -> Option<BatchError<E>>
+    where
+        F: Fn(&mut W, usize, &mut T) -> Result<(), BatchError<E>>,
+    {
+        if self.control.is_cancelled() {
+            return Some(BatchError::Cancelled);
+        }
+        let w = ws.get_or_insert_with(self.init);
+        let result = match catch_unwind(AssertUnwindSafe(|| (self.f)(w, row, out))) {
+            Ok(r) => r,
+            Err(p) => {
+                *ws = None;
+                Err(BatchError::Panicked(panic_message(&*p)))
+            }
+        };
+        self.control.advance(self.per_row);
+        let e = result.err()?;
+        if !matches!(e, BatchError::Cancelled) {
+            out.mark_failed();
+        }
+        Some(e)
+    }
 }

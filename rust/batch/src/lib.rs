@@ -1,5 +1,5 @@
 //! The parallel batch engine of vidyn: dynamics, rollouts and linearisations over a leading
-//! batch axis, on a dedicated rayon pool with one workspace per thread.
+//! batch axis, on the calling thread helped by a dedicated rayon pool, one workspace per thread.
 //!
 //! * [`engine`]: the pool ([`set_num_threads`], env var `VIDYN_NUM_THREADS`), per-thread
 //!   workspaces, cancellation and progress ([`Control`]) and [`engine::run_rows`], the one

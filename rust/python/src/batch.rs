@@ -4,10 +4,10 @@
 //! NumPy arrays (zeroed Rust buffers handed over without a copy) and filled in place by the engine, row by
 //! row, with no Python object per row.
 //!
-//! Every batch runs on the engine's pool with the interpreter detached (through the one
-//! [`detached`] helper); the calling thread wakes every [`POLL`] to call
-//! `check_signals()` (Ctrl-C cancels the batch: rows not started are skipped and
-//! `KeyboardInterrupt` is raised) and the optional progress callback.
+//! Every batch runs with the interpreter detached (through the one [`detached`] helper), on
+//! the calling thread helped by the engine's pool; between chunks of rows, at most every
+//! [`POLL`], the calling thread calls `check_signals()` (Ctrl-C cancels the batch: rows not
+//! started are skipped and `KeyboardInterrupt` is raised) and the optional progress callback.
 //!
 //! Inputs must not be modified by other Python threads while a batch runs: the read-only
 //! borrow keeps other Rust extensions out, not arbitrary Python code.
@@ -27,7 +27,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use vidyn_batch::{self as vb, BatchError, Control, Failures};
 
@@ -222,52 +222,34 @@ fn rows<E>(failures: Failures<E>) -> Vec<(usize, String, BatchError<E>)> {
 // ---------------------------------------------------------------------------------------
 // Running a batch
 
-/// Runs `job` on the engine's pool while this thread, detached, waits for it; every
-/// [`POLL`] it re-attaches to check signals (Ctrl-C cancels the batch and raises
-/// `KeyboardInterrupt` once the rows in flight have finished) and to call
-/// `progress(done, total)` (an exception from the callback cancels the batch too).
-fn run<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, total: usize, job: impl FnOnce(&Control) -> R + Send) -> PyResult<R> {
-    let control = Control::new();
-    let finished: (Mutex<Option<std::thread::Result<R>>>, Condvar) = (Mutex::new(None), Condvar::new());
-    let progress = progress.filter(|p| !p.is_none());
-    let mut raised: Option<PyErr> = None;
-    let pool = vb::pool();
-    pool.in_place_scope(|scope| -> PyResult<()> {
-        scope.spawn(|_| {
-            let r = catch_unwind(AssertUnwindSafe(|| job(&control)));
-            *finished.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
-            finished.1.notify_all();
-        });
-        loop {
-            let done = detached(py, || {
-                let guard = finished.0.lock().unwrap_or_else(PoisonError::into_inner);
-                let (guard, _) = finished.1.wait_timeout_while(guard, POLL, |r| r.is_none()).unwrap_or_else(PoisonError::into_inner);
-                Ok::<bool, Infallible>(guard.is_some())
-            })?;
-            if done {
-                return Ok(());
-            }
-            if raised.is_some() {
-                continue; // cancelled: wait (detached) for the rows in flight
-            }
-            let step = py.check_signals().and_then(|()| progress.map_or(Ok(()), |cb| cb.call1((control.done(), total)).map(drop)));
-            if let Err(e) = step {
-                control.cancel();
-                raised = Some(e);
-            }
+/// Runs `job` on this thread with the interpreter detached; the engine's pool helps with the
+/// rows (the calling thread computes rows too, see `vidyn_batch::engine::run_rows`). Between
+/// chunks of rows, at most every [`POLL`], it re-attaches to check signals (Ctrl-C cancels
+/// the batch and raises `KeyboardInterrupt` once the rows in flight have finished) and to
+/// call `progress(done, total)` (an exception from the callback cancels the batch too).
+fn run<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, total: usize, job: impl FnOnce(&Control<'_>) -> R + Send) -> PyResult<R> {
+    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(|p| p.clone().unbind());
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let control = Control::with_poll(POLL, |c| {
+        let mut raised = raised.lock().unwrap_or_else(PoisonError::into_inner);
+        if raised.is_some() {
+            return; // cancelled already: let the rows in flight finish
         }
-    })?;
-    if let Some(e) = raised {
+        Python::attach(|py| {
+            let step = py.check_signals().and_then(|()| progress.as_ref().map_or(Ok(()), |cb| cb.bind(py).call1((c.done(), total)).map(drop)));
+            if let Err(e) = step {
+                c.cancel();
+                *raised = Some(e);
+            }
+        });
+    });
+    let result = detached(py, || Ok::<_, Infallible>(catch_unwind(AssertUnwindSafe(|| job(&control)))))?;
+    if let Some(e) = raised.lock().unwrap_or_else(PoisonError::into_inner).take() {
         return Err(e);
     }
-    if let Some(cb) = progress {
-        cb.call1((control.done(), total))?;
+    if let Some(cb) = &progress {
+        cb.bind(py).call1((control.done(), total))?;
     }
-    let result = finished
-        .0
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-        .ok_or_else(|| VIDYN_ERROR.err("internal error in vidyn.batch (please report): the batch job finished without a result"))?;
     result.map_err(|p| {
         let msg = p.downcast_ref::<&str>().map(ToString::to_string).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".to_string());
         VIDYN_ERROR.err(format!("internal error in vidyn.batch (please report): {msg}"))
@@ -372,7 +354,7 @@ pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<
 }
 
 type Three<'py> = (Arr<'py>, Arr<'py>, Arr<'py>);
-type DynJob<'j> = &'j (dyn Fn(&vidyn_rbd::Model, &Control, usize, &[f64], &[&[f64]], vb::dynamics::Matrices3<'_>) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>> + Sync);
+type DynJob<'j> = &'j (dyn Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &[&[f64]], vb::dynamics::Matrices3<'_>) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>> + Sync);
 
 /// Shared body of the functions returning three (B, nv, nv) arrays from q and two or three
 /// tangent inputs.
