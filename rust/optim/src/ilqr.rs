@@ -420,7 +420,17 @@ fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
 /// Errors when the inputs are inconsistent, for [`Method::Ddp`] on dynamics without second
 /// derivatives, when the cost or the dynamics' second derivatives fail, or when the initial
 /// rollout fails; later rollout failures only shorten the line search.
+///
+/// The whole solve runs on the batch engine's pool ([`vidyn_batch::install`]; the Python
+/// binding does the same): its sequential parts (rollouts, backward pass) then share the cores
+/// with the pool's idle workers instead of competing with them, and the parallel parts start
+/// without a hand-off (BENCHMARKS.md, session 4).
 pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
+    vidyn_batch::install(|| solve(dynamics, cost, x0, u_init, options))
+}
+
+/// [`ilqr`] on the current thread.
+fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     if options.method == Method::Ddp && !dynamics.has_second_order() {
         // the dynamics' own message says why (e.g. the VI's)
