@@ -187,10 +187,10 @@ impl<'a> Control<'a> {
         let before = self.done.fetch_add(n, Ordering::Relaxed);
         if let Some(p) = &self.poll {
             if (before + n) / POLL_STRIDE != before / POLL_STRIDE && std::thread::current().id() == p.owner {
-                let now = u64::try_from(p.created.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                if now.saturating_sub(p.last.load(Ordering::Relaxed)) >= u64::try_from(p.every.as_nanos()).unwrap_or(u64::MAX) {
+                let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                if nanos(p.created.elapsed()).saturating_sub(p.last.load(Ordering::Relaxed)) >= nanos(p.every) {
                     (p.hook)(self);
-                    p.last.store(u64::try_from(p.created.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+                    p.last.store(nanos(p.created.elapsed()), Ordering::Relaxed);
                 }
             }
         }
