@@ -106,20 +106,20 @@ impl Dynamics for MaximalDynamics<'_> {
         }
         let results: Vec<Result<(DMatrix<f64>, DMatrix<f64>)>> = vidyn_batch::install(|| {
             (0..steps)
-            .into_par_iter()
-            .map_init(
-                || self.integrator.workspace(),
-                |ws, k| {
-                    let xk = &x[k * nx..(k + 1) * nx];
-                    let mut full = vec![0.0; n];
-                    self.full(&u[k * m..(k + 1) * m], &mut full);
-                    let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
-                    let (mut a, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n));
-                    self.integrator.linearize_minimal(ws, k, &xk[..n], &xk[n..], &full, &mut qn, &mut vn, &mut a, &mut b).map_err(maximal_error)?;
-                    Ok((a, b.select_columns(self.actuated.iter())))
-                },
-            )
-            .collect()
+                .into_par_iter()
+                .map_init(
+                    || self.integrator.workspace(),
+                    |ws, k| {
+                        let xk = &x[k * nx..(k + 1) * nx];
+                        let mut full = vec![0.0; n];
+                        self.full(&u[k * m..(k + 1) * m], &mut full);
+                        let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
+                        let (mut a, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n));
+                        self.integrator.linearize_minimal(ws, k, &xk[..n], &xk[n..], &full, &mut qn, &mut vn, &mut a, &mut b).map_err(maximal_error)?;
+                        Ok((a, b.select_columns(self.actuated.iter())))
+                    },
+                )
+                .collect()
         });
         let mut a = Vec::with_capacity(steps);
         let mut b = Vec::with_capacity(steps);

@@ -296,18 +296,18 @@ pub fn lq_model<D: Dynamics + ?Sized>(
             let blocks: Result<Vec<SecondOrder>> = vidyn_batch::install(|| {
                 (0..steps)
                     .into_par_iter()
-                .map(|k| {
-                    let mut so = SecondOrder::zeros(nx, nu);
-                    dynamics.second_order_contracted(
-                        k,
-                        &x[k * nx..(k + 1) * nx],
-                        &u[k * nu..(k + 1) * nu],
-                        z[k + 1].as_slice(),
-                        &mut so,
-                    )?;
-                    Ok(so)
-                })
-                .collect()
+                    .map(|k| {
+                        let mut so = SecondOrder::zeros(nx, nu);
+                        dynamics.second_order_contracted(
+                            k,
+                            &x[k * nx..(k + 1) * nx],
+                            &u[k * nu..(k + 1) * nu],
+                            z[k + 1].as_slice(),
+                            &mut so,
+                        )?;
+                        Ok(so)
+                    })
+                    .collect()
             });
             let blocks = blocks?;
             let mut q = Vec::with_capacity(steps);
