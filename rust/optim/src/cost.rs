@@ -28,11 +28,10 @@ impl StageDerivatives {
     /// Sets every entry to zero, keeping the sizes (what [`StageDerivatives::zeros`] returns).
     pub fn clear(&mut self) {
         self.l = 0.0;
-        self.lx.fill(0.0);
-        self.lu.fill(0.0);
-        self.lxx.fill(0.0);
-        self.luu.fill(0.0);
-        self.lux.fill(0.0);
+        // memsets; DMatrix::fill is a strided loop
+        for m in [self.lx.as_mut_slice(), self.lu.as_mut_slice(), self.lxx.as_mut_slice(), self.luu.as_mut_slice(), self.lux.as_mut_slice()] {
+            m.fill(0.0);
+        }
     }
 }
 
@@ -197,7 +196,7 @@ impl Cost for QuadraticCost {
         out.lu.copy_from(&gu);
         out.lxx.copy_from(q);
         out.luu.copy_from(r);
-        out.lux.fill(0.0);
+        out.lux.as_mut_slice().fill(0.0);
         Ok(())
     }
     fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
@@ -218,9 +217,10 @@ impl Cost for QuadraticCost {
 /// `v = M⁻¹p` by CRBA and a Cholesky factorisation of `M` (for the 9-dof panda about half
 /// the instructions of ABA or of the dense `M⁻¹`). The Jacobian is
 /// `J = ∂y/∂x = [[1, 0], [∂v/∂q, ∂v/∂p]]` with `[∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`,
-/// `T = ∂(M(q) v)/∂q` at fixed `v`: `M(q) v = RNEA(q, 0, v)` without gravity, so `T` is one
-/// RNEA derivative, and the same factor of `M` gives the whole block row (checked against
-/// central differences in `tests/vi.rs`). The chain rule then uses the identity block instead of dense products:
+/// `T = ∂(M(q) v)/∂q` at fixed `v`, formed with `M` in one pass over the tree
+/// ([`vidyn_rbd::mass_matrix_and_derivative`]: the RNEA derivative at zero velocity without
+/// gravity, whose `ℬ` terms vanish), and the same factor of `M` gives the whole block row
+/// (checked against central differences in `tests/vi.rs`). The chain rule then uses the identity block instead of dense products:
 /// with `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `W J = [W_{·q} | 0] + W_{·v} X`,
 /// $$\ell_x \leftarrow [g_q; 0] + X^T g_v,\quad
 ///   \ell_{xx} \leftarrow (WJ)_{q·} + X^T (WJ)_{v·},\quad
@@ -232,19 +232,16 @@ impl Cost for QuadraticCost {
 pub struct VelocityCost {
     pub inner: QuadraticCost,
     model: std::sync::Arc<vidyn_rbd::Model>,
-    /// The same model without gravity: `∂(M(q) v)/∂q` is then one RNEA derivative.
-    weightless: vidyn_rbd::Model,
     /// Scratch reused across calls (one per concurrent caller).
     pool: std::sync::Mutex<Vec<VelocityScratch>>,
 }
 
-/// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `0` (n), `y` (2n), `M`
+/// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `y` (2n), `M`
 /// (n×n, factored in place), `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `Xᵀ` (so that products are
 /// plain `gemm`s), `g_v` (n), `W J` (2n×2n) and `ℓ_uv` (nu×n, sized on first use).
 #[derive(Debug)]
 struct VelocityScratch {
     ws: vidyn_rbd::Workspace,
-    zero: Vec<f64>,
     y: Vec<f64>,
     mass: DMatrix<f64>,
     x_jac: DMatrix<f64>,
@@ -260,16 +257,14 @@ impl VelocityCost {
         if model.nq != model.nv || inner.nx() != 2 * model.nv {
             return Err(OptimError::InvalidInput(format!("the velocity cost needs nq = nv and nx = 2nv; got nq = {}, nv = {}, nx = {}", model.nq, model.nv, inner.nx())));
         }
-        let mut weightless = (*model).clone();
-        weightless.gravity.linear.fill(0.0);
-        Ok(Self { inner, model, weightless, pool: std::sync::Mutex::new(Vec::new()) })
+        Ok(Self { inner, model, pool: std::sync::Mutex::new(Vec::new()) })
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut VelocityScratch) -> T) -> T {
         let s = self.pool.lock().ok().and_then(|mut p| p.pop());
         let mut s = s.unwrap_or_else(|| {
             let n = self.model.nv;
-            VelocityScratch { ws: self.model.workspace(), zero: vec![0.0; n], y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), x_jac_t: DMatrix::zeros(2 * n, n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) }
+            VelocityScratch { ws: self.model.workspace(), y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), x_jac_t: DMatrix::zeros(2 * n, n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) }
         });
         let out = f(&mut s);
         if let Ok(mut p) = self.pool.lock() {
@@ -297,22 +292,22 @@ impl VelocityCost {
     fn velocity_state_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<Cholesky<f64, Dyn>> {
         let n = self.model.nv;
         let m = vidyn_rbd::crba(&self.model, &mut s.ws, &x[..n])?;
-        // a failed factorisation consumes the buffer: re-sized here next time
-        if s.mass.shape() != (n, n) {
-            s.mass = DMatrix::zeros(n, n);
-        }
-        s.mass.copy_from(m);
-        let chol = Cholesky::new(std::mem::replace(&mut s.mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
         s.y.copy_from_slice(x);
-        chol.solve_mut(&mut DVectorViewMut::from_slice(&mut s.y[n..], n));
-        Ok(chol)
+        factor_and_solve(m, &mut s.mass, &mut s.y[n..])
     }
 
-    /// `s.y = y(x)` and `s.x_jac = [∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`.
+    /// `s.y = y(x)` and `s.x_jac = [∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`, with `M` and
+    /// `T = ∂(M v)/∂q` from one pass ([`vidyn_rbd::mass_matrix_and_derivative`]).
     fn jacobian_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<()> {
         let n = self.model.nv;
-        let chol = self.velocity_state_in(s, x)?;
-        let t = vidyn_rbd::rnea_derivatives(&self.weightless, &mut s.ws, &x[..n], &s.zero, &s.y[n..])?.dtau_dq;
+        s.y.copy_from_slice(x);
+        let mut factor = None;
+        let mass = &mut s.mass;
+        let t = vidyn_rbd::mass_matrix_and_derivative(&self.model, &mut s.ws, &x[..n], &mut s.y[n..], |m, v| {
+            factor = Some(factor_and_solve(m, mass, v)?);
+            Ok::<(), OptimError>(())
+        })?;
+        let chol = factor.ok_or_else(|| OptimError::InvalidInput("internal: the mass matrix was not factored".into()))?;
         s.x_jac.columns_mut(0, n).copy_from(t);
         s.x_jac.columns_mut(0, n).neg_mut();
         s.x_jac.columns_mut(n, n).fill_with_identity();
@@ -349,6 +344,20 @@ impl VelocityCost {
             out.lux.gemm(1.0, &s.luv, x, 1.0);
         }
     }
+}
+
+/// Factors `M` by Cholesky in the buffer `mass` (taken over by the factor; the caller puts it
+/// back with `unpack_dirty`) and overwrites `p` with `M⁻¹ p`.
+fn factor_and_solve(m: &DMatrix<f64>, mass: &mut DMatrix<f64>, p: &mut [f64]) -> Result<Cholesky<f64, Dyn>> {
+    let n = m.nrows();
+    // a failed factorisation consumes the buffer: re-sized here next time
+    if mass.shape() != (n, n) {
+        *mass = DMatrix::zeros(n, n);
+    }
+    mass.copy_from(m);
+    let chol = Cholesky::new(std::mem::replace(mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
+    chol.solve_mut(&mut DVectorViewMut::from_slice(p, n));
+    Ok(chol)
 }
 
 impl From<vidyn_rbd::RbdError> for OptimError {

@@ -25,6 +25,7 @@ pub use algorithms::energy::{kinetic_energy, potential_energy};
 pub use algorithms::external_forces::{aba_ext, external_joint_torques};
 pub use algorithms::jacobian::{frame_jacobian, ReferenceFrame};
 pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_placements};
+pub use algorithms::mass_derivative::mass_matrix_and_derivative;
 pub use algorithms::minverse::minverse;
 pub use algorithms::rnea::{gravity, nonlinear_effects, rnea, rnea_ext};
 pub use algorithms::rnea_derivatives::{rnea_derivatives, rnea_derivatives_ext, RneaDerivatives};

@@ -254,6 +254,51 @@ fn rnea_derivatives_match_finite_differences() {
     }
 }
 
+/// `∂(M(q) a)/∂q` of [`mass_matrix_and_derivative`]: equal to the full RNEA derivative without
+/// gravity at zero velocity (same quantity, other recursion: round-off, 1e-12), to central
+/// differences of `M(q) a` (tolerance as in `central_difference`), with `a` chosen from `M`
+/// by the hook (here `a = M⁻¹ b`) and `M` left in the workspace.
+#[test]
+fn mass_derivative_matches_rnea_derivatives_and_differences() {
+    for model in models() {
+        let nv = model.nv;
+        let mut weightless = model.clone();
+        weightless.gravity.linear.fill(0.0);
+        let (mut ws, mut ws2) = (model.workspace(), model.workspace());
+        for s in states(&model, 31).iter().take(2) {
+            let mut a = s.a.clone();
+            let t = mass_matrix_and_derivative(&model, &mut ws, &s.q, &mut a, |m, a| {
+                let x = m.clone().lu().solve(&DVector::from_column_slice(a)).ok_or(RbdError::Singular { joint: String::new(), detail: "M".into() })?;
+                a.copy_from_slice(x.as_slice());
+                Ok::<(), RbdError>(())
+            })
+            .unwrap()
+            .clone();
+            let m = crba(&model, &mut ws2, &s.q).unwrap().clone();
+            assert!(rel_err(ws.mass_matrix.as_slice(), m.as_slice()) < 1e-14, "{}: M", model.name);
+            let ma: Vec<f64> = (m * DVector::from_column_slice(&a)).iter().copied().collect();
+            assert!(rel_err(&ma, &s.a) < 1e-9, "{}: the hook's a = M⁻¹b", model.name);
+            let zero = vec![0.0; nv];
+            let full = rnea_derivatives(&weightless, &mut ws2, &s.q, &zero, &a).unwrap().dtau_dq.clone();
+            assert_close(&format!("{} T vs rnea_derivatives", model.name), &t, &full, 1e-12);
+            let fd = central_difference(nv, |e| {
+                let m = crba(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap()).unwrap().clone();
+                (m * DVector::from_column_slice(&a)).iter().copied().collect()
+            });
+            assert_close(&format!("{} T vs differences", model.name), &t, &fd, 1e-6);
+        }
+    }
+    let model = builders::cartpole();
+    let mut ws = model.workspace();
+    let short = mass_matrix_and_derivative(&model, &mut ws, &[0.0, 0.0], &mut [0.0], |_, _| Ok::<(), RbdError>(()));
+    assert!(matches!(short, Err(RbdError::Dimension { .. })));
+    let nan = mass_matrix_and_derivative(&model, &mut ws, &[0.0, 0.0], &mut [0.0, 0.0], |_, a| {
+        a[1] = f64::NAN;
+        Ok::<(), RbdError>(())
+    });
+    assert!(matches!(nan, Err(RbdError::NonFinite { .. })));
+}
+
 #[test]
 fn aba_derivatives_match_finite_differences() {
     for model in models() {

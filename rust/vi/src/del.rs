@@ -184,27 +184,51 @@ impl StepPoints {
         }
     }
 
-    /// `out += m · H(α, β)`.
+    /// `out += m · H(α, β)`, one column at a time: the scalar coefficients of the module
+    /// docs' formula are formed once per block and every term is an `axpy` on a column
+    /// (terms whose coefficient vanishes are skipped).
     fn add_point_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
         let w = &scheme.weights;
         let (ha, hb) = (&self.hessians[alpha], &self.hessians[beta]);
-        let c0 = if alpha == beta { w[alpha] * dt } else { 0.0 };
-        let c1 = w[alpha] * scheme.b(alpha, beta);
-        let c2 = w[beta] * scheme.b(beta, alpha);
+        let potential = if alpha == beta { m * w[alpha] * dt } else { 0.0 };
+        let mixed_a = m * w[alpha] * scheme.b(alpha, beta);
+        let mixed_b = m * w[beta] * scheme.b(beta, alpha);
         let n = out.nrows();
         for c in 0..n {
-            for r in 0..n {
-                let mut x = c0 * (ha.kqq[(r, c)] - ha.vqq[(r, c)] + ha.wq[(r, c)]) + c1 * ha.kvq[(c, r)] + c2 * hb.kvq[(r, c)];
-                for g in 0..scheme.points() {
-                    x += w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt * self.hessians[g].kvv[(r, c)];
+            let mut col = out.column_mut(c);
+            let col = col.as_mut_slice();
+            if potential != 0.0 {
+                let (kqq, vqq, wq) = (ha.kqq.column(c), ha.vqq.column(c), ha.wq.column(c));
+                for r in 0..n {
+                    col[r] += potential * (kqq[r] - vqq[r] + wq[r]);
                 }
-                out[(r, c)] += m * x;
+            }
+            if mixed_a != 0.0 {
+                for (r, x) in col.iter_mut().enumerate() {
+                    *x += mixed_a * ha.kvq[(c, r)];
+                }
+            }
+            if mixed_b != 0.0 {
+                axpy(col, mixed_b, hb.kvq.column(c).as_slice());
+            }
+            for g in 0..scheme.points() {
+                let kinetic = m * w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt;
+                if kinetic != 0.0 {
+                    axpy(col, kinetic, self.hessians[g].kvv.column(c).as_slice());
+                }
             }
         }
         for i in 0..n {
             let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
             out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
         }
+    }
+}
+
+/// `y += a x`.
+fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
     }
 }
 

@@ -14,7 +14,7 @@
 use crate::del::{assemble_jacobian, JointForces, StepPoints};
 use crate::dense::{lu_factor, lu_solve};
 use crate::scheme::Scheme;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use vidyn_rbd::Model;
 
 /// Default largest `s·n` solved by the dense path (about where the two Newton directions cost
@@ -67,7 +67,7 @@ impl DenseStep {
     pub(crate) fn linearize(&mut self, pts: &StepPoints, sc: &Scheme, dt: f64, forces: &JointForces, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) {
         let (n, s) = (self.block.nrows(), sc.s);
         let rhs = &mut self.sensitivities;
-        rhs.fill(0.0);
+        rhs.as_mut_slice().fill(0.0);
         for rho in 0..s {
             let mut blk = rhs.view_mut((rho * n, 0), (n, n));
             pts.del_block(sc, dt, forces, rho, 0, &mut blk);
@@ -78,55 +78,63 @@ impl DenseStep {
         for i in 0..n {
             rhs[(i, n + i)] = 1.0;
         }
-        for c in 0..3 * n {
+        // When only row block 0 sees the controls (every one-interval scheme), their columns
+        // are `control_weight(0)·Δt` times the `p_k` columns: n solves instead of 2n.
+        let control_from_p = (1..s).all(|rho| sc.control_weight(rho) == 0.0);
+        let solved = if control_from_p { 2 * n } else { 3 * n };
+        for c in 0..solved {
             let mut col = rhs.column_mut(c);
             lu_solve(&self.jacobian, &self.pivots, col.as_mut_slice());
             col.neg_mut();
         }
-        // q_{k+1} = Σ_α endpoint[α] q^α (= z_s for Lobatto schemes)
-        for r in 0..n {
-            for c in 0..3 * n {
-                let own = if c == r { sc.endpoint(0) } else { 0.0 };
-                let v = own + (1..=s).map(|g| sc.endpoint(g) * rhs[((g - 1) * n + r, c)]).sum::<f64>();
-                if c < 2 * n {
-                    a[(r, c)] = v;
-                } else {
-                    b[(r, c - 2 * n)] = v;
+        if control_from_p {
+            let scale = sc.control_weight(0) * dt;
+            for c in 0..n {
+                for r in 0..s * n {
+                    rhs[(r, 2 * n + c)] = scale * rhs[(r, n + c)];
                 }
             }
         }
-        // p_{k+1} = P(q^0, …, q^s, u)
-        for r in 0..n {
-            for c in 0..2 * n {
-                a[(n + r, c)] = 0.0;
-            }
-            for c in 0..n {
-                b[(n + r, c)] = if r == c { sc.control_weight(s) * dt } else { 0.0 };
-            }
+        // q_{k+1} = Σ_α endpoint[α] q^α (= z_s for Lobatto schemes); columns (q_k, p_k | u)
+        let (mut a_q, mut b_q) = (a.view_mut((0, 0), (n, 2 * n)), b.view_mut((0, 0), (n, n)));
+        a_q.fill(0.0);
+        b_q.fill(0.0);
+        for i in 0..n {
+            a_q[(i, i)] = sc.endpoint(0);
+        }
+        for g in 1..=s {
+            let sens = rhs.view(((g - 1) * n, 0), (n, 3 * n));
+            a_q.zip_apply(&sens.columns(0, 2 * n), |x, y| *x += sc.endpoint(g) * y);
+            b_q.zip_apply(&sens.columns(2 * n, n), |x, y| *x += sc.endpoint(g) * y);
+        }
+        // p_{k+1} = P(q^0, …, q^s, u): H(s, 0) δq_k + Σ_γ H(s, γ) dz_γ, plus control_weight(s)·Δt·δu
+        let (mut a_p, mut b_p) = (a.view_mut((n, 0), (n, 2 * n)), b.view_mut((n, 0), (n, n)));
+        a_p.fill(0.0);
+        b_p.fill(0.0);
+        for i in 0..n {
+            b_p[(i, i)] = sc.control_weight(s) * dt;
         }
         let blk = &mut self.block;
         pts.del_block(sc, dt, forces, s, 0, &mut blk.view_mut((0, 0), (n, n)));
-        for r in 0..n {
-            for c in 0..n {
-                a[(n + r, c)] += blk[(r, c)];
-            }
-        }
+        a_p.columns_mut(0, n).copy_from(blk);
         for gamma in 1..=s {
             pts.del_block(sc, dt, forces, s, gamma, &mut blk.view_mut((0, 0), (n, n)));
-            let off = (gamma - 1) * n;
-            for r in 0..n {
-                for k in 0..n {
-                    let h = blk[(r, k)];
-                    if h == 0.0 {
-                        continue;
-                    }
-                    for c in 0..2 * n {
-                        a[(n + r, c)] += h * rhs[(off + k, c)];
-                    }
-                    for c in 0..n {
-                        b[(n + r, c)] += h * rhs[(off + k, 2 * n + c)];
-                    }
-                }
+            let sens = rhs.view(((gamma - 1) * n, 0), (n, 3 * n));
+            add_product(&mut a_p, blk, &sens.columns(0, 2 * n));
+            add_product(&mut b_p, blk, &sens.columns(2 * n, n));
+        }
+    }
+}
+
+/// `out += h x` column by column (`axpy`s on contiguous columns; nalgebra's `gemm` would
+/// allocate matrixmultiply's packing buffers on every call).
+fn add_product(out: &mut DMatrixViewMut<'_, f64>, h: &DMatrix<f64>, x: &DMatrixView<'_, f64>) {
+    for c in 0..out.ncols() {
+        let mut col = out.column_mut(c);
+        for k in 0..h.ncols() {
+            let w = x[(k, c)];
+            if w != 0.0 {
+                col.zip_apply(&h.column(k), |o, hv| *o += w * hv);
             }
         }
     }

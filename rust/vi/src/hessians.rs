@@ -50,7 +50,7 @@ impl EnergyHessians {
     /// Fills the Hessians from a [`PointState`] updated at the same point. O(n·d).
     pub(crate) fn update(&mut self, model: &Model, pt: &PointState) {
         for m in [&mut self.kqq, &mut self.kvq, &mut self.kvv, &mut self.vqq, &mut self.wq] {
-            m.fill(0.0);
+            m.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
         }
         let n = model.nbodies();
         self.composites.copy_from_slice(&pt.body_inertias);

@@ -53,7 +53,7 @@ pub fn aba_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], 
 /// `q̈`, `M⁻¹`, and the two products into `ws.derivatives.{dddq_dq, dddq_dv}`.
 pub(crate) fn aba_derivatives_after_aba(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], fext: Option<&[Force]>) -> Result<()> {
     let ddq = std::mem::take(&mut ws.ddq);
-    rnea_derivatives_unchecked(model, ws, q, v, &ddq, true, fext);
+    rnea_derivatives_unchecked(model, ws, q, v, &ddq, fext);
     ws.ddq = ddq;
     minverse(model, ws, q)?;
     let d = &mut ws.derivatives;

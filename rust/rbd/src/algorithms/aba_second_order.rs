@@ -54,7 +54,7 @@
 use crate::algorithms::aba::aba;
 use crate::algorithms::aba_derivatives::{aba_derivatives_after_aba, mul_by_tree_sparse};
 use crate::algorithms::external_forces::aba_ext;
-use crate::algorithms::rnea_derivatives::rnea_derivatives_unchecked;
+use crate::algorithms::mass_derivative::mass_derivative_product_world;
 use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace};
 use vidyn_spatial::Tensor3;
 use crate::check::check_tangent;
@@ -396,10 +396,7 @@ fn aba_second_order_contracted_impl(model: &Model, ws: &mut Workspace, q: &[f64]
     let ddq = std::mem::take(&mut ws.ddq);
     rnea_second_order_contracted_unchecked(model, ws, q, v, &ddq, &mu, fext);
     ws.ddq = ddq;
-    let mut zero = std::mem::take(&mut ws.scratch_nv);
-    zero.fill(0.0);
-    rnea_derivatives_unchecked(model, ws, q, &zero, &mu, false, None);
-    ws.scratch_nv = zero;
+    mass_derivative_product_world(model, ws, q, &mu);
     ws.second_order.mu = mu;
 
     let d = &ws.derivatives;

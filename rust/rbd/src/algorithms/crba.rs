@@ -18,22 +18,9 @@ use nalgebra::DMatrix;
 /// Fills `parent_placements`, `placements`, `composite_inertias` (world frame).
 pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     check_configuration(model, q)?;
-    placements_unchecked(model, ws, q);
+    world_composites(model, ws, q);
     let n = model.nbodies();
-    let columns = &mut ws.derivatives.columns;
-    for i in 0..n {
-        let j = &model.joints[i];
-        let iv = model.idx_v[i];
-        for c in 0..j.nv() {
-            columns[iv + c] = ws.placements[i].act_motion(&j.subspace_column(c));
-        }
-        ws.composite_inertias[i] = model.inertias[i].transformed(&ws.placements[i]);
-    }
-    for i in (0..n).rev() {
-        if let Some(p) = model.parents[i] {
-            ws.composite_inertias[p] = ws.composite_inertias[p] + ws.composite_inertias[i];
-        }
-    }
+    let columns = &ws.derivatives.columns;
     for i in 0..n {
         let iv = model.idx_v[i];
         for c in iv..iv + model.joints[i].nv() {
@@ -50,4 +37,25 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
         }
     }
     Ok(&ws.mass_matrix)
+}
+
+/// The O(n) part of [`crba`]: `ws.placements`, the world-frame joint columns
+/// `ws.derivatives.columns` and the world-frame subtree inertias `ws.composite_inertias`.
+pub(crate) fn world_composites(model: &Model, ws: &mut Workspace, q: &[f64]) {
+    placements_unchecked(model, ws, q);
+    let n = model.nbodies();
+    let columns = &mut ws.derivatives.columns;
+    for i in 0..n {
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        for c in 0..j.nv() {
+            columns[iv + c] = ws.placements[i].act_motion(&j.subspace_column(c));
+        }
+        ws.composite_inertias[i] = model.inertias[i].transformed(&ws.placements[i]);
+    }
+    for i in (0..n).rev() {
+        if let Some(p) = model.parents[i] {
+            ws.composite_inertias[p] = ws.composite_inertias[p] + ws.composite_inertias[i];
+        }
+    }
 }

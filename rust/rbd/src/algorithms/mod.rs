@@ -9,6 +9,7 @@ pub mod energy;
 pub mod external_forces;
 pub mod jacobian;
 pub mod kinematics;
+pub mod mass_derivative;
 pub mod minverse;
 pub mod rnea;
 pub mod rnea_derivatives;

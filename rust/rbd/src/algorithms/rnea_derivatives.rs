@@ -73,7 +73,7 @@ pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: 
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    rnea_derivatives_unchecked(model, ws, q, v, a, true, None);
+    rnea_derivatives_unchecked(model, ws, q, v, a, None);
     let d = &ws.derivatives;
     Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
 }
@@ -88,7 +88,7 @@ pub fn rnea_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64],
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
     check_forces(model, fext, "fext")?;
-    rnea_derivatives_unchecked(model, ws, q, v, a, true, Some(fext));
+    rnea_derivatives_unchecked(model, ws, q, v, a, Some(fext));
     let d = &ws.derivatives;
     Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
 }
@@ -96,8 +96,8 @@ pub fn rnea_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64],
 /// World-frame forward pass and subtree sums shared by the first- and second-order
 /// derivatives: fills `ws.placements` and `ws.derivatives.{columns, psi, phi, alpha,
 /// velocities, accelerations, composite_forces, composite_b, composite_inertias}` (module
-/// documentation; the world accelerates at `root_acceleration`, `−g` or 0). O(n).
-pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], root_acceleration: Motion, fext: Option<&[Force]>) {
+/// documentation; the world accelerates at `−g`). O(n).
+pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     placements_unchecked(model, ws, q);
     let n = model.nbodies();
     let d = &mut ws.derivatives;
@@ -107,7 +107,7 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
         let o = &ws.placements[i];
         let (vp, ap) = match model.parents[i] {
             Some(p) => (d.velocities[p], d.accelerations[p]),
-            None => (Motion::zero(), root_acceleration),
+            None => (Motion::zero(), -model.gravity),
         };
         let mut vi = vp;
         for c in 0..j.nv() {
@@ -147,13 +147,11 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
     }
 }
 
-/// The recursion of [`rnea_derivatives`] without argument checks; `with_gravity = false`
-/// drops gravity (then `∂τ/∂q` at `v = 0`, `a = μ` is `Σ_l ∂M_{·l}/∂q · μ_l`, the IDFOZA
-/// product of Singh et al. (52)). Results in `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}`
-/// and `ws.tau`.
-pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], with_gravity: bool, fext: Option<&[Force]>) {
-    let root_acceleration = if with_gravity { -model.gravity } else { Motion::zero() };
-    world_forward_pass(model, ws, q, v, a, root_acceleration, fext);
+/// The recursion of [`rnea_derivatives`] without argument checks (at zero velocity without
+/// gravity, [`crate::algorithms::mass_derivative`] forms `∂τ/∂q` more cheaply). Results in
+/// `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}` and `ws.tau`.
+pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
+    world_forward_pass(model, ws, q, v, a, fext);
     let n = model.nbodies();
     let d = &mut ws.derivatives;
     d.dtau_dq.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop

@@ -337,7 +337,7 @@ fn inertia_rate(i: &Matrix6<f64>, s: &Vector6<f64>) -> Matrix6<f64> {
 /// (exactly as [`crate::rnea_derivatives`] does, `B` without the ½) and
 /// `ws.second_order.dof`. O(n).
 fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
-    world_forward_pass(model, ws, q, v, a, -model.gravity, fext);
+    world_forward_pass(model, ws, q, v, a, fext);
     let d = &ws.derivatives;
     for (k, dof) in ws.second_order.dof.iter_mut().enumerate() {
         *dof = [d.columns[k].to_vector(), d.psi[k].to_vector(), d.alpha[k].to_vector(), d.phi[k].to_vector()];
