@@ -26,19 +26,27 @@ pub(crate) fn lu_factor(a: &mut DMatrix<f64>, pivots: &mut [usize]) -> bool {
             a.swap_rows(k, p);
         }
         let pivot = a[(k, k)];
-        for r in k + 1..n {
-            a[(r, k)] /= pivot;
+        // column-major: column c is a[c n..(c+1) n]; the update of column c reads column k
+        let (head, tail) = a.as_mut_slice().split_at_mut((k + 1) * n);
+        let multipliers = &mut head[k * n + k + 1..];
+        for m in multipliers.iter_mut() {
+            *m /= pivot;
         }
-        for c in k + 1..n {
-            let akc = a[(k, c)];
+        for col in tail.chunks_exact_mut(n) {
+            let akc = col[k];
             if akc != 0.0 {
-                for r in k + 1..n {
-                    a[(r, c)] -= a[(r, k)] * akc;
-                }
+                axpy(&mut col[k + 1..], -akc, multipliers);
             }
         }
     }
     true
+}
+
+/// `y += a x` on equal-length slices (vectorisable, no bounds checks).
+fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
 }
 
 /// Solves `A x = b` in place (`b` becomes `x`) with the factors of [`lu_factor`].
@@ -47,20 +55,17 @@ pub(crate) fn lu_solve(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
     for k in 0..n {
         b.swap(k, pivots[k]);
     }
+    let columns = lu.as_slice();
     for c in 0..n {
         let x = b[c];
         if x != 0.0 {
-            for r in c + 1..n {
-                b[r] -= lu[(r, c)] * x;
-            }
+            axpy(&mut b[c + 1..], -x, &columns[c * n + c + 1..(c + 1) * n]);
         }
     }
     for c in (0..n).rev() {
         b[c] /= lu[(c, c)];
         let x = b[c];
-        for r in 0..c {
-            b[r] -= lu[(r, c)] * x;
-        }
+        axpy(&mut b[..c], -x, &columns[c * n..c * n + c]);
     }
 }
 

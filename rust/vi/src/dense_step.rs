@@ -129,12 +129,16 @@ impl DenseStep {
 /// `out += h x` column by column (`axpy`s on contiguous columns; nalgebra's `gemm` would
 /// allocate matrixmultiply's packing buffers on every call).
 fn add_product(out: &mut DMatrixViewMut<'_, f64>, h: &DMatrix<f64>, x: &DMatrixView<'_, f64>) {
+    let n = h.nrows();
     for c in 0..out.ncols() {
         let mut col = out.column_mut(c);
-        for k in 0..h.ncols() {
+        let col = col.as_mut_slice();
+        for (k, hk) in h.as_slice().chunks_exact(n).enumerate() {
             let w = x[(k, c)];
             if w != 0.0 {
-                col.zip_apply(&h.column(k), |o, hv| *o += w * hv);
+                for (o, hv) in col.iter_mut().zip(hk) {
+                    *o += w * hv;
+                }
             }
         }
     }
