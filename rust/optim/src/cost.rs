@@ -170,30 +170,33 @@ impl QuadraticCost {
     }
 }
 
-/// `(½ eᵀ W e, W e)` for `e = x − r`.
-fn quad(w: &DMatrix<f64>, x: &[f64], r: &[f64]) -> (f64, DVector<f64>) {
-    let e = DVector::from_iterator(x.len(), x.iter().zip(r).map(|(a, b)| a - b));
-    let we = w * &e;
-    (0.5 * e.dot(&we), we)
+/// `½ eᵀ W e` for `e = x − r`, writing `W e` into `grad` when given. `W` is symmetric
+/// (symmetrised by [`QuadraticCost::new`]), so `(W e)_i` is column `i` (contiguous) times `e`.
+/// No allocation: the cost runs once per stage of every trial trajectory.
+fn quad(w: &DMatrix<f64>, x: &[f64], r: &[f64], mut grad: Option<&mut DVector<f64>>) -> f64 {
+    let n = x.len();
+    let mut value = 0.0;
+    for (i, column) in w.as_slice().chunks_exact(n).enumerate() {
+        let we: f64 = column.iter().zip(x.iter().zip(r)).map(|(wji, (xj, rj))| wji * (xj - rj)).sum();
+        if let Some(g) = grad.as_deref_mut() {
+            g[i] = we;
+        }
+        value += (x[i] - r[i]) * we;
+    }
+    0.5 * value
 }
 
 impl Cost for QuadraticCost {
     fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
-        let (lx, _) = quad(Self::pick(&self.q, k), x, self.x_ref_at(k));
-        let (lu, _) = quad(Self::pick(&self.r, k), u, self.u_ref_at(k));
-        Ok(lx + lu)
+        Ok(quad(Self::pick(&self.q, k), x, self.x_ref_at(k), None) + quad(Self::pick(&self.r, k), u, self.u_ref_at(k), None))
     }
     fn terminal_value(&self, x: &[f64]) -> Result<f64> {
         let steps = if self.x_ref.len() == self.nx { 0 } else { self.x_ref.len() / self.nx - 1 };
-        Ok(quad(&self.qn, x, self.x_ref_at(steps)).0)
+        Ok(quad(&self.qn, x, self.x_ref_at(steps), None))
     }
     fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
         let (q, r) = (Self::pick(&self.q, k), Self::pick(&self.r, k));
-        let (lx, gx) = quad(q, x, self.x_ref_at(k));
-        let (lu, gu) = quad(r, u, self.u_ref_at(k));
-        out.l = lx + lu;
-        out.lx.copy_from(&gx);
-        out.lu.copy_from(&gu);
+        out.l = quad(q, x, self.x_ref_at(k), Some(&mut out.lx)) + quad(r, u, self.u_ref_at(k), Some(&mut out.lu));
         out.lxx.copy_from(q);
         out.luu.copy_from(r);
         out.lux.as_mut_slice().fill(0.0);
@@ -201,9 +204,7 @@ impl Cost for QuadraticCost {
     }
     fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
         let steps = if self.x_ref.len() == self.nx { 0 } else { self.x_ref.len() / self.nx - 1 };
-        let (l, g) = quad(&self.qn, x, self.x_ref_at(steps));
-        out.l = l;
-        out.lx.copy_from(&g);
+        out.l = quad(&self.qn, x, self.x_ref_at(steps), Some(&mut out.lx));
         out.lxx.copy_from(&self.qn);
         Ok(())
     }
