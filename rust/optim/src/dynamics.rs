@@ -10,6 +10,7 @@
 
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
+use rayon::prelude::*;
 use vidyn_vi::{Trajectory, VariationalIntegrator};
 
 /// A control law `policy(k, x_k, u_k)` writing `u_k` from the state.
@@ -272,14 +273,13 @@ impl Dynamics for ViDynamics<'_> {
         if let Some((_, e)) = failures.into_iter().next() {
             return Err(batch_error(e));
         }
-        let a = (0..steps).map(|k| DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx])).collect();
-        let b = (0..steps)
-            .map(|k| {
-                let bk = &b[k * nx * n..(k + 1) * nx * n];
-                DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]])
-            })
-            .collect();
-        Ok((a, b))
+        // the row-major blocks to nalgebra's column-major matrices, in parallel too (a
+        // sequential copy here was 2.4 % of the panda reach's instructions)
+        let to_matrices = |k: usize| {
+            let bk = &b[k * nx * n..(k + 1) * nx * n];
+            (DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]), DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]))
+        };
+        Ok(vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(to_matrices).unzip()))
     }
     /// The VI's exact λ-contracted second derivatives
     /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on
