@@ -227,8 +227,9 @@ impl Cost for QuadraticCost {
 ///   \ell_{xx} \leftarrow (WJ)_{q·} + X^T (WJ)_{v·},\quad
 ///   \ell_{ux} \leftarrow [\ell_{uq} | 0] + \ell_{uv} X,$$
 /// where `g`, `W = ℓ_yy` and `ℓ_uy` come from `inner` at `y`. Per stage O(n) for the value,
-/// O(n) + 8n³ + O(n²) for the derivatives; no allocation once a caller's scratch exists
-/// (beyond the inner cost's own).
+/// O(n) + 8n³ + O(n²) for the derivatives; no buffers of our own are allocated once a
+/// caller's scratch exists (for n > 5 the `gemm`s of the chain rule go through
+/// matrixmultiply, which allocates its packing buffers per call).
 #[derive(Debug)]
 pub struct VelocityCost {
     pub inner: QuadraticCost,

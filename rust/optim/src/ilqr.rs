@@ -303,8 +303,10 @@ impl BackwardWorkspace {
 /// are one product `[A B]ᵀ (V_xx [A B])`. Without control limits
 /// `(Q_uu + μ1) K = −Q_ux` and `(Q_uu + μ1) k = −Q_u` reduce the update to
 /// `V_x = Q_x + Q_uxᵀ k − μ Kᵀ k`, `V_xx = Q_xx + Q_uxᵀ K − μ KᵀK` (the `μ` terms only when
-/// `μ > 0`), one product instead of three. No allocation on the unconstrained path once `s`
-/// and `out` exist (the box QP allocates its own scratch).
+/// `μ > 0`), one product instead of three. No buffers of our own are allocated on the
+/// unconstrained path once `s` and `out` exist (the box QP allocates its own scratch), but
+/// nalgebra's `gemm` hands matrices larger than 5×5 to matrixmultiply, which allocates its
+/// packing buffers on every call (≈ 1 % of the panda reach's instructions, BENCHMARKS.md).
 fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>, s: &mut BackwardWorkspace, out: &mut Backward) -> std::result::Result<(), BackwardError> {
     let steps = a.len();
     let (nx, nu) = (s.vx.len(), s.qu.len());
