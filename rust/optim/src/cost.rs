@@ -176,7 +176,7 @@ impl QuadraticCost {
 fn quad(w: &DMatrix<f64>, x: &[f64], r: &[f64], mut grad: Option<&mut DVector<f64>>) -> f64 {
     let n = x.len();
     let mut value = 0.0;
-    for (i, column) in w.as_slice().chunks_exact(n).enumerate() {
+    for (i, column) in w.as_slice().chunks_exact(n.max(1)).take(n).enumerate() {
         let we: f64 = column.iter().zip(x.iter().zip(r)).map(|(wji, (xj, rj))| wji * (xj - rj)).sum();
         if let Some(g) = grad.as_deref_mut() {
             g[i] = we;

@@ -79,7 +79,7 @@ impl DenseStep {
             rhs[(i, n + i)] = 1.0;
         }
         // When only row block 0 sees the controls (every one-interval scheme), their columns
-        // are `control_weight(0)·Δt` times the `p_k` columns: n solves instead of 2n.
+        // are `control_weight(0)·Δt` times the `p_k` columns: 2n solves instead of 3n.
         let control_from_p = (1..s).all(|rho| sc.control_weight(rho) == 0.0);
         let solved = if control_from_p { 2 * n } else { 3 * n };
         for c in 0..solved {
