@@ -22,6 +22,7 @@
 //! descendant of `i`, zero otherwise ([`crate::hessians`]): it is not symmetric, the wrenches
 //! being non-conservative.
 
+use crate::dense::axpy;
 use crate::hessians::EnergyHessians;
 use crate::point::PointState;
 use crate::scheme::Scheme;
@@ -222,13 +223,6 @@ impl StepPoints {
             let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
             out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
         }
-    }
-}
-
-/// `y += a x`.
-fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
-    for (y, x) in y.iter_mut().zip(x) {
-        *y += a * x;
     }
 }
 

@@ -43,7 +43,7 @@ pub(crate) fn lu_factor(a: &mut DMatrix<f64>, pivots: &mut [usize]) -> bool {
 }
 
 /// `y += a x` on equal-length slices (vectorisable, no bounds checks).
-fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+pub(crate) fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
     for (y, x) in y.iter_mut().zip(x) {
         *y += a * x;
     }

@@ -12,7 +12,7 @@
 //! It is also the oracle of the recursive path ([`crate::reference::DenseOracle`]).
 
 use crate::del::{assemble_jacobian, JointForces, StepPoints};
-use crate::dense::{lu_factor, lu_solve};
+use crate::dense::{axpy, lu_factor, lu_solve};
 use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use vidyn_rbd::Model;
@@ -136,9 +136,7 @@ fn add_product(out: &mut DMatrixViewMut<'_, f64>, h: &DMatrix<f64>, x: &DMatrixV
         for (k, hk) in h.as_slice().chunks_exact(n).enumerate() {
             let w = x[(k, c)];
             if w != 0.0 {
-                for (o, hv) in col.iter_mut().zip(hk) {
-                    *o += w * hv;
-                }
+                axpy(col, w, hk);
             }
         }
     }
