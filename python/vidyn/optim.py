@@ -51,8 +51,9 @@ the second-order VI flow-map derivatives contracted with the value gradient / ad
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol, Sequence
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -110,7 +111,8 @@ class IlqrResult:
     """Outcome of :func:`ilqr`.
 
     ``trajectory`` is ``vi.rollout(q0, p0=p0, u=U)``, the final controls re-simulated open
-    loop (dynamically feasible by construction); ``q``, ``p``, ``x`` are the optimiser's own
+    loop (dynamically feasible by construction), computed on first access (so not part of the
+    solve's time) and kept; ``q``, ``p``, ``x`` are the optimiser's own
     final states (they agree with it to the Newton tolerance). ``U`` (N, n) holds the forces of
     every joint, ``u`` (N, m) those of the actuated ones; ``k`` (N, m) and ``K`` (N, m, 2n) are
     the feed-forward terms and feedback gains of the last backward pass (at the final trajectory
@@ -122,7 +124,6 @@ class IlqrResult:
     ``status``: ``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``.
     From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
 
-    trajectory: Trajectory | None
     q: _Array
     p: _Array
     x: _Array
@@ -139,6 +140,12 @@ class IlqrResult:
     wall_time: float
     timing: dict[str, float]
     log: dict[str, _Array]
+    resimulate: Callable[[], Trajectory | None] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def trajectory(self) -> Trajectory | None:
+        """The final controls re-simulated open loop (None from :func:`ilqr_linear`)."""
+        return self.resimulate()
 
 
 class StageCost(Protocol):
@@ -457,8 +464,7 @@ def ilqr(
         fw,
         adapter,
     )
-    traj = vi.rollout(q, p0=p, u=d["U"])
-    return _result(d, traj)
+    return _result(d, lambda: vi.rollout(q, p0=p, u=d["U"]))
 
 
 @dataclass(frozen=True)
@@ -594,12 +600,11 @@ def project(
     return x, u
 
 
-def _result(d: dict[str, Any], traj: Trajectory | None) -> IlqrResult:
+def _result(d: dict[str, Any], resimulate: Callable[[], Trajectory | None]) -> IlqrResult:
     log_keys = ("expected_reduction", "expected_reduction_alpha", "actual_reduction", "alpha", "mu", "gradient_norm", "time")
     log = {"cost": d["log_cost"], **{k: d[k] for k in log_keys}}
     empty = np.zeros((0, 0))
     return IlqrResult(
-        trajectory=traj,
         q=d.get("q", empty),
         p=d.get("p", empty),
         x=d["x"],
@@ -616,6 +621,7 @@ def _result(d: dict[str, Any], traj: Trajectory | None) -> IlqrResult:
         wall_time=float(d["wall_time"]),
         timing={k: float(d["time_" + k]) for k in ("linearize", "backward", "forward")},
         log=log,
+        resimulate=resimulate,
     )
 
 
@@ -673,4 +679,4 @@ def ilqr_linear(
         mu_init,
         method,
     )
-    return _result(d, None)
+    return _result(d, lambda: None)

@@ -72,14 +72,23 @@ impl<C: Cost + ?Sized> Cost for Box<C> {
 /// evaluated in parallel on the batch engine's pool (unless the cost says otherwise) and
 /// summed in stage order, so the total does not depend on the thread count.
 pub fn total_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<f64> {
+    trajectory_cost(cost, x, u, nx, nu, cost.parallel())
+}
+
+/// [`total_cost`] on the calling thread only (the same sum, in the same order).
+pub(crate) fn trajectory_cost_sequential<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<f64> {
+    trajectory_cost(cost, x, u, nx, nu, false)
+}
+
+fn trajectory_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize, parallel: bool) -> Result<f64> {
     let steps = u.len() / nu;
     let stage = |k: usize| cost.running_value(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu]);
-    let values: Vec<f64> = if cost.parallel() {
-        vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?
+    let j = if parallel {
+        let values: Vec<f64> = vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?;
+        values.iter().fold(0.0, |j, v| j + v)
     } else {
-        (0..steps).map(stage).collect::<Result<_>>()?
+        (0..steps).try_fold(0.0, |j, k| Ok::<f64, OptimError>(j + stage(k)?))?
     };
-    let j = values.iter().fold(0.0, |j, v| j + v);
     Ok(j + cost.terminal_value(&x[steps * nx..(steps + 1) * nx])?)
 }
 

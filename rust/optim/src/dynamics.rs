@@ -30,6 +30,19 @@ pub trait Dynamics: Sync {
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)>;
     /// `A_k = ∂f/∂x` (nx×nx) and `B_k = ∂f/∂u` (nx×nu) at every step of `(x, u)`.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians>;
+    /// Whether [`Dynamics::linearize_steps`] is implemented: [`crate::ilqr()`] then linearises
+    /// a trial trajectory a few steps at a time while it is still being simulated.
+    fn linearizes_steps(&self) -> bool {
+        false
+    }
+    /// `A_k`, `B_k` of the steps `k0, …, k0 + a.len() − 1` into `a`, `b` (shaped nx×nx and
+    /// nx×nu), from the states `x = (x_{k0}, …, x_{k0 + a.len()})` and the controls
+    /// `u = (u_{k0}, …)`, row-major: the matrices [`Dynamics::linearize`] gives for these steps,
+    /// bit for bit. The default reports [`OptimError::NotImplemented`].
+    fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
+        let _ = (k0, x, u, a, b);
+        Err(OptimError::NotImplemented("these dynamics linearise whole trajectories only".into()))
+    }
     /// Whether [`Dynamics::second_order_contracted`] is implemented (full DDP and the Newton
     /// model of the projection-operator method need it).
     fn has_second_order(&self) -> bool {
@@ -154,6 +167,16 @@ impl Dynamics for LinearDynamics {
         let _ = x;
         Ok(((0..steps).map(|k| self.a_at(k).clone()).collect(), (0..steps).map(|k| self.b_at(k).clone()).collect()))
     }
+    fn linearizes_steps(&self) -> bool {
+        true
+    }
+    fn linearize_steps(&self, k0: usize, _x: &[f64], _u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
+        for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+            ak.copy_from(self.a_at(k0 + i));
+            bk.copy_from(self.b_at(k0 + i));
+        }
+        Ok(())
+    }
     fn has_second_order(&self) -> bool {
         true
     }
@@ -179,6 +202,26 @@ pub struct ViDynamics<'a> {
     actuated: Vec<usize>,
     /// Second-order workspaces, one per concurrent caller (allocated on first use).
     second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<vidyn_vi::SecondOrderWorkspace>>>,
+    /// Scratch of [`Dynamics::linearize_steps`], one per concurrent caller.
+    step_pool: std::sync::Arc<std::sync::Mutex<Vec<StepScratch>>>,
+}
+
+/// What [`ViDynamics::linearize_steps`] needs besides the caller's matrices: the VI workspace,
+/// the full `B` (2n×n, all joints), the full controls and the re-solved next state.
+#[derive(Debug)]
+struct StepScratch {
+    ws: vidyn_vi::ViWorkspace,
+    b: DMatrix<f64>,
+    full: Vec<f64>,
+    q_next: Vec<f64>,
+    p_next: Vec<f64>,
+}
+
+impl StepScratch {
+    fn new(vi: &VariationalIntegrator) -> Self {
+        let n = vi.n();
+        Self { ws: vi.workspace(), b: DMatrix::zeros(2 * n, n), full: vec![0.0; n], q_next: vec![0.0; n], p_next: vec![0.0; n] }
+    }
 }
 
 impl<'a> ViDynamics<'a> {
@@ -189,7 +232,7 @@ impl<'a> ViDynamics<'a> {
         if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
             return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
         }
-        Ok(Self { vi, actuated, second_order_pool: std::sync::Arc::default() })
+        Ok(Self { vi, actuated, second_order_pool: std::sync::Arc::default(), step_pool: std::sync::Arc::default() })
     }
     /// The actuated joints.
     #[must_use]
@@ -280,6 +323,36 @@ impl Dynamics for ViDynamics<'_> {
             (DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]), DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]))
         };
         Ok(vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(to_matrices).unzip()))
+    }
+    fn linearizes_steps(&self) -> bool {
+        true
+    }
+    /// Each step by [`VariationalIntegrator::linearize`] from `(q_k, p_k, u_k)`, warm-started at
+    /// `q_{k+1}` — what the batch engine runs for every step in [`Dynamics::linearize`] — with
+    /// scratch from a pool (one per concurrent caller; a failed step's is dropped, so that no
+    /// state of a failure reaches the next call).
+    fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let nx = 2 * n;
+        if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
+            return Err(OptimError::InvalidInput(format!("linearize_steps: {} steps need {} state and {} control entries and as many B as A", a.len(), (a.len() + 1) * nx, a.len() * m)));
+        }
+        let mut s = self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| StepScratch::new(self.vi));
+        for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+            let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 1) * nx + n]);
+            s.full.fill(0.0);
+            for (j, &jj) in self.actuated.iter().enumerate() {
+                s.full[jj] = u[i * m + j];
+            }
+            self.vi.linearize(&mut s.ws, k0 + i, &xk[..n], &xk[n..], &s.full, Some(next), ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            for (c, &jj) in self.actuated.iter().enumerate() {
+                bk.column_mut(c).copy_from(&s.b.column(jj));
+            }
+        }
+        if let Ok(mut pool) = self.step_pool.lock() {
+            pool.push(s);
+        }
+        Ok(())
     }
     /// The VI's exact λ-contracted second derivatives
     /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on

@@ -36,10 +36,11 @@
 //! [`OptimError::NotImplemented`].
 
 use crate::boxqp::box_qp;
-use crate::cost::{total_cost, Cost, StageDerivatives};
-use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics, SecondOrder};
+use crate::cost::{trajectory_cost_sequential, Cost, StageDerivatives};
+use crate::dynamics::{check_finite, check_multiple, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
+use crate::pipeline::{simulate_and_derive, Derivatives, TrialError};
 use nalgebra::{Cholesky, DMatrix, DVector};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -477,18 +478,38 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     for k in 0..steps {
         clamp_into(&mut u0[k * nu..(k + 1) * nu], bounds);
     }
+    // the derivatives along the current trajectory, and those of a trial (swapped on acceptance)
+    let mut nominal = Derivatives::zeros(steps, nx, nu);
+    let mut trial = Derivatives::zeros(steps, nx, nu);
     let t = Instant::now();
-    let (mut x, mut u) = rollout_open_loop(dynamics, x0, &u0)?;
-    let mut j = total_cost(cost, &x, &u, nx, nu)?;
-    t_fwd += t.elapsed().as_secs_f64();
-    if !j.is_finite() {
-        return Err(OptimError::InvalidInput(format!("the initial trajectory has cost {j}")));
-    }
+    let initial = simulate_and_derive(
+        dynamics,
+        cost,
+        x0,
+        steps,
+        &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]),
+        |x, u| {
+            let j = trajectory_cost_sequential(cost, x, u, nx, nu)?;
+            if j.is_finite() {
+                Ok(Some(j))
+            } else {
+                Err(OptimError::InvalidInput(format!("the initial trajectory has cost {j}")))
+            }
+        },
+        &mut nominal,
+    );
+    let first = match initial {
+        Ok(Some(kept)) => kept,
+        Ok(None) => return Err(OptimError::InvalidInput("the initial trajectory was not kept".into())),
+        Err(TrialError::Rollout(e) | TrialError::Judge(e) | TrialError::Derivatives(e)) => return Err(e),
+    };
+    t_lin += first.derivative_time;
+    t_fwd += t.elapsed().as_secs_f64() - first.derivative_time;
+    let (mut x, mut u, mut j) = (first.x, first.u, first.verdict);
     let mut mu = o.mu_init;
     let mut delta = 1.0_f64;
     let mut cost_history = vec![j];
     let mut log = Vec::new();
-    let mut derivatives = CostDerivatives::zeros(steps, nx, nu);
     let mut scratch = BackwardWorkspace::new(nx, nu);
     // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
     // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
@@ -500,18 +521,14 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
 
     'outer: for _ in 0..o.max_iterations {
         let t = Instant::now();
-        let (a, b) = dynamics.linearize(&x, &u)?;
-        t_lin += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        derivatives.evaluate(cost, &x, &u)?;
-        let gnorm = gradient_norm(&a, &b, &derivatives, &u, bounds, &mut scratch);
+        let gnorm = gradient_norm(&nominal.a, &nominal.b, &nominal.cost, &u, bounds, &mut scratch);
         t_back += t.elapsed().as_secs_f64();
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
             let solved = loop {
                 let ddp = (o.method == Method::Ddp).then_some(SecondOrderAlong { dynamics, x: &x });
-                match backward_pass(&a, &b, &derivatives, &u, bounds, mu, &last.k_ff, ddp.as_ref(), &mut scratch, &mut current) {
+                match backward_pass(&nominal.a, &nominal.b, &nominal.cost, &u, bounds, mu, &last.k_ff, ddp.as_ref(), &mut scratch, &mut current) {
                     Ok(()) => break true,
                     Err(BackwardError::Dynamics(e)) => return Err(e),
                     Err(BackwardError::Indefinite) => {
@@ -538,11 +555,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 std::mem::swap(&mut current, &mut last);
                 break 'outer;
             }
-            // forward pass with backtracking
+            // forward pass with backtracking; the kept trial comes with its derivatives
             let t = Instant::now();
             let mut accepted = None;
             for &alpha in &o.alphas {
-                let trial = dynamics.rollout(x0, steps, &mut |k, xk, uk| {
+                let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
                     let (kff, gain) = (&bw.k_ff[k], &bw.gains[k]);
                     let xb = &x[k * nx..(k + 1) * nx];
                     for i in 0..nu {
@@ -553,26 +570,33 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         uk[i] = v;
                     }
                     clamp_into(uk, bounds);
-                });
-                let Ok((xn, un)) = trial else { continue };
-                let Ok(jn) = total_cost(cost, &xn, &un, nx, nu) else { continue };
-                if !jn.is_finite() {
-                    continue;
-                }
-                let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
-                let actual = j - jn;
-                if actual > 0.0 && actual >= o.armijo * exp_a {
-                    accepted = Some((xn, un, jn, alpha, exp_a, actual));
-                    break;
+                };
+                let judge = |xn: &[f64], un: &[f64]| {
+                    let Ok(jn) = trajectory_cost_sequential(cost, xn, un, nx, nu) else { return Ok(None) };
+                    let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
+                    let actual = j - jn;
+                    Ok((jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a).then_some((jn, exp_a, actual)))
+                };
+                match simulate_and_derive(dynamics, cost, x0, steps, policy, judge, &mut trial) {
+                    Ok(Some(kept)) => {
+                        accepted = Some((kept, alpha));
+                        break;
+                    }
+                    Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => {}
+                    Err(TrialError::Derivatives(e)) => return Err(e),
                 }
             }
-            t_fwd += t.elapsed().as_secs_f64();
+            let elapsed = t.elapsed().as_secs_f64();
             match accepted {
-                Some((xn, un, jn, alpha, exp_a, actual)) => {
+                Some((kept, alpha)) => {
+                    t_lin += kept.derivative_time;
+                    t_fwd += elapsed - kept.derivative_time;
+                    let (jn, exp_a, actual) = kept.verdict;
                     log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: exp_a, actual_reduction: actual, alpha, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
-                    x = xn;
-                    u = un;
+                    x = kept.x;
+                    u = kept.u;
                     j = jn;
+                    std::mem::swap(&mut nominal, &mut trial);
                     cost_history.push(j);
                     iterations += 1;
                     std::mem::swap(&mut current, &mut last);
@@ -584,6 +608,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     continue 'outer;
                 }
                 None => {
+                    t_fwd += elapsed;
                     delta = delta.max(1.0) * o.mu_factor;
                     mu = (mu * delta).max(o.mu_min);
                     if mu > o.mu_max {

@@ -29,6 +29,7 @@ pub mod frame_cost;
 pub mod ilqr;
 pub mod lqr;
 pub mod maximal_dynamics;
+mod pipeline;
 pub mod projection;
 
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
