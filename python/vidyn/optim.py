@@ -122,6 +122,9 @@ class IlqrResult:
     and ``actual_reduction`` (accepted step), ``alpha``, ``mu``, ``gradient_norm`` (‖∂J/∂u‖ of
     the open-loop cost, projected on the control limits), ``time`` (s since the start).
     ``status``: ``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``.
+    ``timing`` (s): ``forward`` (rollouts and their costs; each trial's derivatives are computed
+    alongside on the other threads), ``linearize`` (derivative work left after a trial was
+    accepted), ``backward`` (gradient norms and backward passes).
     From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
 
     q: _Array

@@ -1,7 +1,10 @@
 //! Iterative LQR (iLQR) on exact discrete dynamics, with control limits.
 //!
-//! Each iteration linearises the whole trajectory (for a VI: every step in parallel through
-//! the batch engine, [`vidyn_batch::linearize`], exact `A_k`, `B_k`), runs the Riccati-like backward
+//! Each iteration works on the exact linearisation `A_k`, `B_k` and the cost derivatives at
+//! every step of the current trajectory — computed for each trial while it is simulated, on
+//! the pool's other threads, and kept with the trial if it is accepted ([`crate::pipeline`];
+//! dynamics without per-step linearisation go through [`Dynamics::linearize`], for a VI the
+//! batch engine's [`vidyn_batch::linearize`]) —, runs the Riccati-like backward
 //! pass on the Gauss–Newton model of the cost-to-go (second derivatives of the dynamics
 //! dropped: that is what distinguishes iLQR from DDP), and a forward pass with a backtracking
 //! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`.
@@ -139,7 +142,9 @@ pub struct IlqrResult {
     pub converged: bool,
     pub status: IlqrStatus,
     pub message: String,
-    /// Seconds: total, and spent in linearisation, cost derivatives + backward pass, forward passes.
+    /// Seconds: total; derivatives finished after a trial was accepted (the part not hidden
+    /// behind its rollout); gradient norms and backward passes; forward passes (rollouts and
+    /// their costs, with the derivative work done alongside them).
     pub wall_time: f64,
     pub time_linearize: f64,
     pub time_backward: f64,

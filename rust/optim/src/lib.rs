@@ -6,8 +6,9 @@
 //!   closed-loop rollouts with the VI step (Johnson 2012, App. B.2.2; digest §4.3, §4.7).
 //! * [`ilqr()`]: iLQR with Levenberg–Marquardt regularisation on `Q_uu`, a backtracking line
 //!   search, box control limits (projected-Newton box QP, Tassa et al. 2014) and a
-//!   convergence report; every iterate's linearisation comes from the batch engine
-//!   ([`vidyn_batch::linearize`], all steps in parallel).
+//!   convergence report; each trial's linearisation and cost derivatives are computed step
+//!   by step on the pool's other threads while the trial is simulated (all steps in parallel,
+//!   bit-for-bit those of the batch engine's [`vidyn_batch::linearize`]).
 //! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)`, controls
 //!   on a chosen set of actuated joints) or [`LinearDynamics`].
 //!
