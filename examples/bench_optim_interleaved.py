@@ -1,0 +1,45 @@
+"""vidyn iLQR vs crocoddyl FDDP on the panda reach and the cart-pole swing-ups, interleaved.
+
+Each round runs every solver once, in turn, so that slow stretches of a noisy machine hit all
+of them alike; prints the minimum and the median wall time over the rounds and the ratios
+crocoddyl / vidyn. The problems and solvers are those of ``bench_panda_crocoddyl.py``
+(panda, gravity) and ``bench_ilqr_crocoddyl.py`` (cart-pole with the penalised pole torque,
+without and with gravity); same crocoddyl install as there.
+
+    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg]
+"""
+
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_ilqr_crocoddyl as C  # noqa: E402
+import bench_panda_crocoddyl as P  # noqa: E402
+
+rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+runs = {
+  "panda vidyn": lambda: P.vidyn_run(1e-9, True)["wall"],
+  "panda croc1": lambda: P.crocoddyl_run(1e-9, 1, True)["wall"],
+  "panda croc2": lambda: P.crocoddyl_run(1e-9, 2, True)["wall"],
+  "cp vidyn": lambda: C.vidyn_solve(0.02, 125, False, 1e-9)["wall"],
+  "cp croc1": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 1)["wall"],
+  "cp croc2": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 2)["wall"],
+  "cpg vidyn": lambda: C.vidyn_solve(0.02, 125, False, 1e-9, True)["wall"],
+  "cpg croc1": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 1, True)["wall"],
+  "cpg croc2": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 2, True)["wall"],
+}
+sel = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+t = {k: [] for k in runs if sel is None or k.split()[0] in sel}
+for f in t: runs[f]()
+for _ in range(rounds):
+    for k in t:
+        t[k].append(1e3 * runs[k]())
+for k, v in t.items():
+    print(f"{k:12s} min {min(v):8.2f}  median {statistics.median(v):8.2f} ms")
+for p in ("panda", "cp", "cpg"):
+    if f"{p} vidyn" in t:
+        v = t[f"{p} vidyn"]
+        for c in ("croc1", "croc2"):
+            w = t[f"{p} {c}"]
+            print(f"{p} {c}/vidyn: min {min(w)/min(v):.2f}x  median {statistics.median(w)/statistics.median(v):.2f}x")
