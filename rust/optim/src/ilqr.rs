@@ -7,7 +7,10 @@
 //! batch engine's [`vidyn_batch::linearize`]) —, runs the Riccati-like backward
 //! pass on the Gauss–Newton model of the cost-to-go (second derivatives of the dynamics
 //! dropped: that is what distinguishes iLQR from DDP), and a forward pass with a backtracking
-//! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`.
+//! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`. The backward
+//! pass after an accepted trial starts as soon as the derivatives of its last steps are in,
+//! while the pool's other threads finish those of the first steps ([`BackwardSweep`]); on the
+//! same numbers in the same order, so the iterates are those of the plain sequence.
 //!
 //! * **Regularisation** (Levenberg–Marquardt on `Q_uu`): the backward pass uses
 //!   `Q_uu + μ 1`. `μ` grows (`μ ← max(μ_min, μ Δ)`, `Δ ← max(Δ₀, Δ Δ₀)`) when `Q_uu + μ 1`
@@ -43,7 +46,7 @@ use crate::cost::{trajectory_cost_sequential, Cost, StageDerivatives};
 use crate::dynamics::{check_finite, check_multiple, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
-use crate::pipeline::{simulate_and_derive, Derivatives, TrialError};
+use crate::pipeline::{simulate_and_derive, Derivatives, ReverseSweep, TrialError};
 use nalgebra::{Cholesky, DMatrix, DVector};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -142,9 +145,10 @@ pub struct IlqrResult {
     pub converged: bool,
     pub status: IlqrStatus,
     pub message: String,
-    /// Seconds: total; derivatives finished after a trial was accepted (the part not hidden
-    /// behind its rollout); gradient norms and backward passes; forward passes (rollouts and
-    /// their costs, with the derivative work done alongside them).
+    /// Seconds: total; the work after a trial was accepted (its derivatives not finished
+    /// behind the rollout, and the next backward pass, run alongside them); gradient norms and
+    /// the backward passes not run that way (after a rejected line search or a raised `μ`);
+    /// forward passes (rollouts and their costs, with the derivative work done alongside them).
     pub wall_time: f64,
     pub time_linearize: f64,
     pub time_backward: f64,
@@ -235,12 +239,6 @@ enum BackwardError {
     Dynamics(OptimError),
 }
 
-/// The trajectory whose second-order dynamics DDP adds (`None` in the call: iLQR).
-struct SecondOrderAlong<'a, D: ?Sized> {
-    dynamics: &'a D,
-    x: &'a [f64],
-}
-
 /// Scratch of the backward pass, allocated once per solve: the value function `V_x` (nx),
 /// `V_xx` (nx×nx) of the step being processed, `[A_k B_k]` (nx×(nx+nu)) and its transpose
 /// (copied, so that every product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic
@@ -313,16 +311,55 @@ impl BackwardWorkspace {
 /// unconstrained path once `s` and `out` exist (the box QP allocates its own scratch), but
 /// nalgebra's `gemm` hands matrices larger than 5×5 to matrixmultiply, which allocates its
 /// packing buffers on every call (≈ 1 % of the panda reach's instructions, BENCHMARKS.md).
-fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, mu: f64, warm: &[DVector<f64>], ddp: Option<&SecondOrderAlong<'_, D>>, s: &mut BackwardWorkspace, out: &mut Backward) -> std::result::Result<(), BackwardError> {
-    let steps = a.len();
-    let (nx, nu) = (s.vx.len(), s.qu.len());
-    s.vx.copy_from(&cd.terminal.lx);
-    s.vxx.copy_from(&cd.terminal.lxx);
-    symmetrise(&mut s.vxx);
-    out.dv1 = 0.0;
-    out.dv2 = 0.0;
-    for k in (0..steps).rev() {
-        let (ak, bk, dk) = (&a[k], &b[k], &cd.stages[k]);
+fn backward_pass<D: Dynamics + ?Sized>(d: &Derivatives, x: &[f64], u: &[f64], sweep: &mut BackwardSweep<'_, D>) -> std::result::Result<(), BackwardError> {
+    sweep.start(&d.cost.terminal);
+    for k in (0..d.a.len()).rev() {
+        sweep.step(k, x, u, &d.a[k], &d.b[k], &d.cost.stages[k])?;
+    }
+    Ok(())
+}
+
+/// [`backward_pass`] one stage at a time: [`BackwardSweep::start`] with the terminal cost's
+/// derivatives, then [`BackwardSweep::step`] for `k = N−1, …, 0`. The pipeline
+/// ([`crate::pipeline`]) drives it through [`ReverseSweep`] while the derivatives of the
+/// first stages of an accepted trial are still being computed.
+pub(crate) struct BackwardSweep<'a, D: ?Sized> {
+    /// DDP: the dynamics whose contracted second derivatives are added (`None`: iLQR).
+    ddp: Option<&'a D>,
+    bounds: Option<&'a Bounds>,
+    mu: f64,
+    /// The box QP's warm start per step (feed-forward terms of an earlier pass).
+    warm: &'a [DVector<f64>],
+    s: &'a mut BackwardWorkspace,
+    out: &'a mut Backward,
+    /// Stages not yet processed since [`Self::start`] (`None` before it), and the error that
+    /// stopped the sweep.
+    remaining: Option<usize>,
+    error: Option<BackwardError>,
+}
+
+impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
+    fn new(ddp: Option<&'a D>, bounds: Option<&'a Bounds>, mu: f64, warm: &'a [DVector<f64>], s: &'a mut BackwardWorkspace, out: &'a mut Backward) -> Self {
+        Self { ddp, bounds, mu, warm, s, out, remaining: None, error: None }
+    }
+
+    /// `V_x = m_x`, `V_xx = m_xx` (symmetrised) at `N`.
+    fn start(&mut self, terminal: &StageDerivatives) {
+        let s = &mut *self.s;
+        s.vx.copy_from(&terminal.lx);
+        s.vxx.copy_from(&terminal.lxx);
+        symmetrise(&mut s.vxx);
+        self.out.dv1 = 0.0;
+        self.out.dv2 = 0.0;
+        self.remaining = Some(self.out.k_ff.len());
+        self.error = None;
+    }
+
+    /// Stage `k` from `V(k+1)` to `V(k)`, with the dynamics' `A_k`, `B_k` and the cost's
+    /// stage derivatives `dk` along the trajectory `(x, u)` (whole, row-major).
+    fn step(&mut self, k: usize, x: &[f64], u: &[f64], ak: &DMatrix<f64>, bk: &DMatrix<f64>, dk: &StageDerivatives) -> std::result::Result<(), BackwardError> {
+        let (s, mu, bounds) = (&mut *self.s, self.mu, self.bounds);
+        let (nx, nu) = (s.vx.len(), s.qu.len());
         s.qx.copy_from(&dk.lx);
         s.qx.gemv_tr(1.0, ak, &s.vx, 1.0);
         s.qu.copy_from(&dk.lu);
@@ -340,9 +377,9 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         s.qxx.copy_from(&s.q.view((0, 0), (nx, nx)));
         s.qux.copy_from(&s.q.view((nx, 0), (nu, nx)));
         s.quu.copy_from(&s.q.view((nx, nx), (nu, nu)));
-        if let Some(sa) = ddp {
+        if let Some(dynamics) = self.ddp {
             // V_x here is still V_x(k+1)
-            sa.dynamics.second_order_contracted(k, &sa.x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
+            dynamics.second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
             s.qxx += &s.so.hxx;
             s.quu += &s.so.huu;
             s.qux += &s.so.hux;
@@ -356,12 +393,12 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
         for i in 0..nu {
             s.quu_reg[(i, i)] += mu;
         }
-        let (kff, gain) = (&mut out.k_ff[k], &mut out.gains[k]);
+        let (kff, gain) = (&mut self.out.k_ff[k], &mut self.out.gains[k]);
         if let Some(bd) = bounds {
             let ub = &u[k * nu..(k + 1) * nu];
             let lower = DVector::from_iterator(nu, (0..nu).map(|i| bd.lower[i] - ub[i]));
             let upper = DVector::from_iterator(nu, (0..nu).map(|i| bd.upper[i] - ub[i]));
-            let sol = box_qp(&s.quu_reg, &s.qu, &lower, &upper, &warm[k]);
+            let sol = box_qp(&s.quu_reg, &s.qu, &lower, &upper, &self.warm[k]);
             if !sol.status.ok() {
                 return Err(BackwardError::Indefinite);
             }
@@ -389,8 +426,8 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
             s.quu_reg = chol.unpack_dirty();
         }
         s.quu_k.gemv(1.0, &s.quu, kff, 0.0);
-        out.dv1 += kff.dot(&s.qu);
-        out.dv2 += 0.5 * kff.dot(&s.quu_k);
+        self.out.dv1 += kff.dot(&s.qu);
+        self.out.dv2 += 0.5 * kff.dot(&s.quu_k);
         s.quxt.tr_copy_from(&s.qux);
         s.vx.copy_from(&s.qx);
         s.vx.gemv(1.0, &s.quxt, kff, 1.0);
@@ -412,8 +449,36 @@ fn backward_pass<D: Dynamics + ?Sized>(a: &[DMatrix<f64>], b: &[DMatrix<f64>], c
             s.vxx.gemm(-mu, &s.gt, gain, 1.0);
         }
         symmetrise(&mut s.vxx);
+        self.remaining = self.remaining.map(|r| r - 1);
+        Ok(())
     }
-    Ok(())
+
+    /// Whether every stage since [`Self::start`] was processed without error.
+    fn complete(&self) -> bool {
+        self.remaining == Some(0) && self.error.is_none()
+    }
+}
+
+impl<D: Dynamics + ?Sized> ReverseSweep for BackwardSweep<'_, D> {
+    fn start(&mut self, terminal: &StageDerivatives) {
+        BackwardSweep::start(self, terminal);
+    }
+    fn step(&mut self, k: usize, x: &[f64], u: &[f64], a: &DMatrix<f64>, b: &DMatrix<f64>, d: &StageDerivatives) -> bool {
+        if self.error.is_none() {
+            if let Err(e) = BackwardSweep::step(self, k, x, u, a, b, d) {
+                self.error = Some(e);
+            }
+        }
+        self.error.is_none()
+    }
+}
+
+/// `(δ, μ)` after an accepted step: `δ ← min(δ / μ_factor, 1 / μ_factor)`, `μ ← μ δ`, and
+/// `μ ← 0` below `μ_min` (the schedule of the module documentation).
+fn relaxed(delta: f64, mu: f64, o: &IlqrOptions) -> (f64, f64) {
+    let delta = (delta / o.mu_factor).min(1.0 / o.mu_factor);
+    let mu = mu * delta;
+    (delta, if mu < o.mu_min { 0.0 } else { mu })
 }
 
 fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
@@ -501,6 +566,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 Err(OptimError::InvalidInput(format!("the initial trajectory has cost {j}")))
             }
         },
+        None,
         &mut nominal,
     );
     let first = match initial {
@@ -524,6 +590,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let mut iterations = 0;
     let mut message = String::new();
 
+    let ddp = (o.method == Method::Ddp).then_some(dynamics);
+    // `current` already holds the backward pass at `μ` along the nominal trajectory (run
+    // behind the accepted trial's last derivatives)
+    let mut precomputed = false;
     'outer: for _ in 0..o.max_iterations {
         let t = Instant::now();
         let gnorm = gradient_norm(&nominal.a, &nominal.b, &nominal.cost, &u, bounds, &mut scratch);
@@ -531,9 +601,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
-            let solved = loop {
-                let ddp = (o.method == Method::Ddp).then_some(SecondOrderAlong { dynamics, x: &x });
-                match backward_pass(&nominal.a, &nominal.b, &nominal.cost, &u, bounds, mu, &last.k_ff, ddp.as_ref(), &mut scratch, &mut current) {
+            let solved = std::mem::take(&mut precomputed) || loop {
+                let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
+                match backward_pass(&nominal, &x, &u, &mut sweep) {
                     Ok(()) => break true,
                     Err(BackwardError::Dynamics(e)) => return Err(e),
                     Err(BackwardError::Indefinite) => {
@@ -560,9 +630,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 std::mem::swap(&mut current, &mut last);
                 break 'outer;
             }
-            // forward pass with backtracking; the kept trial comes with its derivatives
+            // forward pass with backtracking; the kept trial comes with its derivatives and,
+            // when the pipeline could run it, the next backward pass (at the relaxed μ)
             let t = Instant::now();
             let mut accepted = None;
+            let (delta_kept, mu_kept) = relaxed(delta, mu, o);
             for &alpha in &o.alphas {
                 let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
                     let (kff, gain) = (&bw.k_ff[k], &bw.gains[k]);
@@ -582,9 +654,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     let actual = j - jn;
                     Ok((jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a).then_some((jn, exp_a, actual)))
                 };
-                match simulate_and_derive(dynamics, cost, x0, steps, policy, judge, &mut trial) {
+                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut last);
+                match simulate_and_derive(dynamics, cost, x0, steps, policy, judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
-                        accepted = Some((kept, alpha));
+                        accepted = Some((kept, alpha, sweep.complete()));
                         break;
                     }
                     Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => {}
@@ -593,7 +666,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             }
             let elapsed = t.elapsed().as_secs_f64();
             match accepted {
-                Some((kept, alpha)) => {
+                Some((kept, alpha, swept)) => {
                     t_lin += kept.derivative_time;
                     t_fwd += elapsed - kept.derivative_time;
                     let (jn, exp_a, actual) = kept.verdict;
@@ -605,11 +678,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     cost_history.push(j);
                     iterations += 1;
                     std::mem::swap(&mut current, &mut last);
-                    delta = (delta / o.mu_factor).min(1.0 / o.mu_factor);
-                    mu *= delta;
-                    if mu < o.mu_min {
-                        mu = 0.0;
-                    }
+                    (delta, mu) = (delta_kept, mu_kept);
+                    precomputed = swept;
                     continue 'outer;
                 }
                 None => {
