@@ -179,7 +179,7 @@ def main() -> None:
         rows.append((name, r["iterations"], statistics.median(walls), r["cost"], it6, t6))
         if "res" in r:
             tm = r["res"].timing  # type: ignore[attr-defined]
-            print(f"{'':42s} (vidyn split: after acceptance (derivatives left + next backward pass) {1e3 * tm['linearize']:.1f} ms, other backward {1e3 * tm['backward']:.1f} ms, forward passes {1e3 * tm['forward']:.1f} ms)")
+            print(f"{'':42s} (vidyn split: after the rollout (cost, derivatives left, next backward pass) {1e3 * tm['linearize']:.1f} ms, other backward {1e3 * tm['backward']:.1f} ms, forward passes {1e3 * tm['forward']:.1f} ms)")
         print(f"{name:42s} iterations {r['iterations']:4d}  wall {1e3 * statistics.median(walls):8.2f} ms  final cost {r['cost']:.8f}  within 1e-6: iteration {it6}, {1e3 * t6:.2f} ms")
     if len(rows) == 7:
         v = rows[0]

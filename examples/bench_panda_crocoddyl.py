@@ -191,7 +191,7 @@ def main() -> None:
             m = reach.panda(gravity)
             tcp = vd.frame_placement(m, res.q[-1], reach.FRAME)[:3, 3]  # type: ignore[attr-defined]
             err = np.linalg.norm(tcp - np.asarray(reach.problem(m)["target"]))
-            extra = f", |p − p*| {1e3 * err:.2f} mm (split: after acceptance (derivatives left + next backward pass) {1e3 * tm['linearize']:.1f} ms, other backward {1e3 * tm['backward']:.1f} ms, forward {1e3 * tm['forward']:.1f} ms)"
+            extra = f", |p − p*| {1e3 * err:.2f} mm (split: after the rollout (cost, derivatives left, next backward pass) {1e3 * tm['linearize']:.1f} ms, other backward {1e3 * tm['backward']:.1f} ms, forward {1e3 * tm['forward']:.1f} ms)"
         else:
             extra = f", |p − p*| {1e3 * float(r['err']):.2f} mm"  # type: ignore[arg-type]
         print(f"{name:28s} iterations {r['iterations']:4d}  wall {1e3 * statistics.median(walls):8.2f} ms  final cost {r['cost']:.8f}  within 1e-6: iteration {it6}, {1e3 * t6:.2f} ms{extra}")

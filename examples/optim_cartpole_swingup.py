@@ -35,7 +35,7 @@ def main() -> None:
         again = vi.rollout([0.0, 0.0], [0.0, 0.0], r.U)
         feas = max(np.abs(again.q - r.q).max(), np.abs(again.p - r.p).max())
         print(f"{name:14s}: {r.status} after {r.iterations} iterations in {r.wall_time * 1e3:.0f} ms "
-              f"(after acceptance {r.timing['linearize'] * 1e3:.0f} ms), cost {r.cost_history[0]:.1f} -> {r.cost:.6f}, "
+              f"(after the rollouts {r.timing['linearize'] * 1e3:.0f} ms), cost {r.cost_history[0]:.1f} -> {r.cost:.6f}, "
               f"final q = {np.round(r.q[-1], 4)}, max|u| = {np.abs(r.U).max():.1f} N, re-simulation defect {feas:.1e}")
     try:
         import matplotlib

@@ -98,7 +98,7 @@ def main() -> None:
         name = "gravity" if gravity else "no gravity"
         print(
             f"{name:10s}: {res.status} in {res.iterations} iterations, {wall:.2f} s "
-            f"(after acceptance {res.timing['linearize']:.2f}, other backward {res.timing['backward']:.2f}, forward {res.timing['forward']:.2f}); "
+            f"(after the rollouts {res.timing['linearize']:.2f}, other backward {res.timing['backward']:.2f}, forward {res.timing['forward']:.2f}); "
             f"cost {res.cost:.6f}, final |p_tcp − p*| = {1e3 * err:.2f} mm, max|u| {np.abs(res.U).max():.1f} N·m, "
             f"re-simulation defect {defect:.1e}"
         )

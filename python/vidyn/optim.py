@@ -122,10 +122,11 @@ class IlqrResult:
     and ``actual_reduction`` (accepted step), ``alpha``, ``mu``, ``gradient_norm`` (‖∂J/∂u‖ of
     the open-loop cost, projected on the control limits), ``time`` (s since the start).
     ``status``: ``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``.
-    ``timing`` (s): ``forward`` (rollouts and their costs; each trial's derivatives are computed
-    alongside on the other threads), ``linearize`` (work after a trial was accepted: the
-    derivatives left and, alongside them, the next backward pass), ``backward`` (gradient norms
-    and the backward passes after a failed line search or a raised regularisation).
+    ``timing`` (s): ``forward`` (rollouts, with each trial's derivatives computed alongside on
+    the other threads, and rejected trials), ``linearize`` (work after an accepted trial's
+    rollout: its cost, the derivatives left and, alongside them, the next backward pass),
+    ``backward`` (gradient norms and the backward passes after a failed line search or a
+    raised regularisation).
     From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
 
     q: _Array

@@ -39,6 +39,6 @@ fn main() {
     let opts = IlqrOptions { max_iterations: 1000, tolerance: 1e-9, ..IlqrOptions::default() };
     for _ in 0..repeats {
         let res = ilqr(&dynamics, &cost, &x0, &u0, &opts).unwrap();
-        println!("{}: {} accepted steps ({} outer iterations), cost {:.8}, wall {:.1} ms (after acceptance: derivatives left + next backward pass {:.1}, other backward {:.1}, forward {:.1})", res.message, res.iterations, res.log.len(), res.cost, 1e3 * res.wall_time, 1e3 * res.time_linearize, 1e3 * res.time_backward, 1e3 * res.time_forward);
+        println!("{}: {} accepted steps ({} outer iterations), cost {:.8}, wall {:.1} ms (after the rollout: cost, derivatives left, next backward pass {:.1}, other backward {:.1}, forward {:.1})", res.message, res.iterations, res.log.len(), res.cost, 1e3 * res.wall_time, 1e3 * res.time_linearize, 1e3 * res.time_backward, 1e3 * res.time_forward);
     }
 }

@@ -83,13 +83,21 @@ pub(crate) fn trajectory_cost_sequential<C: Cost + ?Sized>(cost: &C, x: &[f64], 
 fn trajectory_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize, parallel: bool) -> Result<f64> {
     let steps = u.len() / nu;
     let stage = |k: usize| cost.running_value(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu]);
-    let j = if parallel {
+    let terminal = || cost.terminal_value(&x[steps * nx..(steps + 1) * nx]);
+    if parallel {
         let values: Vec<f64> = vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?;
-        values.iter().fold(0.0, |j, v| j + v)
+        Ok(add_up(values.into_iter(), terminal()?))
     } else {
-        (0..steps).try_fold(0.0, |j, k| Ok::<f64, OptimError>(j + stage(k)?))?
-    };
-    Ok(j + cost.terminal_value(&x[steps * nx..(steps + 1) * nx])?)
+        let values = (0..steps).map(stage).collect::<Result<Vec<f64>>>()?;
+        Ok(add_up(values.into_iter(), terminal()?))
+    }
+}
+
+/// A trajectory's cost from its stage costs: their sum in stage order, then the terminal
+/// cost (every evaluation of a trajectory's cost adds in this order, so that they agree to
+/// the bit).
+pub(crate) fn add_up(stages: impl Iterator<Item = f64>, terminal: f64) -> f64 {
+    stages.fold(0.0, |j, v| j + v) + terminal
 }
 
 /// The quadratic tracking cost

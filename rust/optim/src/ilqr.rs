@@ -7,10 +7,11 @@
 //! batch engine's [`vidyn_batch::linearize`]) —, runs the Riccati-like backward
 //! pass on the Gauss–Newton model of the cost-to-go (second derivatives of the dynamics
 //! dropped: that is what distinguishes iLQR from DDP), and a forward pass with a backtracking
-//! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`. The backward
-//! pass after an accepted trial starts as soon as the derivatives of its last steps are in,
-//! while the pool's other threads finish those of the first steps ([`BackwardSweep`]); on the
-//! same numbers in the same order, so the iterates are those of the plain sequence.
+//! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`. The next
+//! backward pass starts on a trial as soon as the derivatives of its last steps are in, while
+//! the pool's other threads evaluate its cost and finish the derivatives of its first steps
+//! ([`BackwardSweep`]), and is kept if the trial is; on the same numbers in the same order, so
+//! the iterates are those of the plain sequence.
 //!
 //! * **Regularisation** (Levenberg–Marquardt on `Q_uu`): the backward pass uses
 //!   `Q_uu + μ 1`. `μ` grows (`μ ← max(μ_min, μ Δ)`, `Δ ← max(Δ₀, Δ Δ₀)`) when `Q_uu + μ 1`
@@ -42,7 +43,7 @@
 //! [`OptimError::NotImplemented`].
 
 use crate::boxqp::box_qp;
-use crate::cost::{trajectory_cost_sequential, Cost, StageDerivatives};
+use crate::cost::{Cost, StageDerivatives};
 use crate::dynamics::{check_finite, check_multiple, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
@@ -145,10 +146,11 @@ pub struct IlqrResult {
     pub converged: bool,
     pub status: IlqrStatus,
     pub message: String,
-    /// Seconds: total; the work after a trial was accepted (its derivatives not finished
-    /// behind the rollout, and the next backward pass, run alongside them); gradient norms and
-    /// the backward passes not run that way (after a rejected line search or a raised `μ`);
-    /// forward passes (rollouts and their costs, with the derivative work done alongside them).
+    /// Seconds: total; the work after an accepted trial's rollout (its cost, the derivatives
+    /// not finished behind the rollout, and the next backward pass, run alongside them);
+    /// gradient norms and the backward passes not run that way (after a rejected line search
+    /// or a raised `μ`); forward passes (rollouts, with the derivative work done alongside
+    /// them, and everything spent on rejected trials).
     pub wall_time: f64,
     pub time_linearize: f64,
     pub time_backward: f64,
@@ -558,8 +560,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         x0,
         steps,
         &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]),
-        |x, u| {
-            let j = trajectory_cost_sequential(cost, x, u, nx, nu)?;
+        |_, _, j| {
+            let j = j?;
             if j.is_finite() {
                 Ok(Some(j))
             } else {
@@ -574,8 +576,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         Ok(None) => return Err(OptimError::InvalidInput("the initial trajectory was not kept".into())),
         Err(TrialError::Rollout(e) | TrialError::Judge(e) | TrialError::Derivatives(e)) => return Err(e),
     };
-    t_lin += first.derivative_time;
-    t_fwd += t.elapsed().as_secs_f64() - first.derivative_time;
+    t_lin += first.after_rollout;
+    t_fwd += t.elapsed().as_secs_f64() - first.after_rollout;
     let (mut x, mut u, mut j) = (first.x, first.u, first.verdict);
     let mut mu = o.mu_init;
     let mut delta = 1.0_f64;
@@ -586,6 +588,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
     let mut current = Backward::zeros(steps, nx, nu);
     let mut last = Backward::zeros(steps, nx, nu);
+    // the backward pass run behind a trial (kept only if the trial is)
+    let mut ahead = Backward::zeros(steps, nx, nu);
     let mut status = IlqrStatus::MaxIterations;
     let mut iterations = 0;
     let mut message = String::new();
@@ -648,13 +652,13 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     }
                     clamp_into(uk, bounds);
                 };
-                let judge = |xn: &[f64], un: &[f64]| {
-                    let Ok(jn) = trajectory_cost_sequential(cost, xn, un, nx, nu) else { return Ok(None) };
+                let judge = |_: &[f64], _: &[f64], jn: Result<f64>| {
+                    let Ok(jn) = jn else { return Ok(None) };
                     let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
                     let actual = j - jn;
                     Ok((jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a).then_some((jn, exp_a, actual)))
                 };
-                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut last);
+                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
                 match simulate_and_derive(dynamics, cost, x0, steps, policy, judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
                         accepted = Some((kept, alpha, sweep.complete()));
@@ -667,8 +671,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let elapsed = t.elapsed().as_secs_f64();
             match accepted {
                 Some((kept, alpha, swept)) => {
-                    t_lin += kept.derivative_time;
-                    t_fwd += elapsed - kept.derivative_time;
+                    t_lin += kept.after_rollout;
+                    t_fwd += elapsed - kept.after_rollout;
                     let (jn, exp_a, actual) = kept.verdict;
                     log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: exp_a, actual_reduction: actual, alpha, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
                     x = kept.x;
@@ -678,6 +682,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     cost_history.push(j);
                     iterations += 1;
                     std::mem::swap(&mut current, &mut last);
+                    if swept {
+                        std::mem::swap(&mut current, &mut ahead);
+                    }
                     (delta, mu) = (delta_kept, mu_kept);
                     precomputed = swept;
                     continue 'outer;

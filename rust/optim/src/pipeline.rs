@@ -19,13 +19,17 @@
 //! longer writes, read by the helpers without locks or `unsafe`) and the number of states
 //! published, with release/acquire ordering; helpers claim chunks from a shared counter.
 //!
-//! Once the rollout is over the chunks left are taken from the last one down, and a caller
-//! that passes a [`ReverseSweep`] (iLQR's next backward pass) has the rollout's thread run it
-//! over the finished chunks from the end as the verdict is in, deriving chunks itself only
-//! when the next one it needs is not yet done: the backward pass, sequential in time, runs
-//! while the helpers finish the derivatives of the first steps instead of after them.
+//! Once the rollout is over the helpers evaluate the trial's stage costs (in groups of
+//! [`VALUE_CHUNK`], summed in stage order as [`crate::total_cost`] does) for the verdict, then
+//! take the chunks left from the last one down. A caller that passes a [`ReverseSweep`]
+//! (iLQR's next backward pass) has the rollout's thread run it meanwhile, over the finished
+//! chunks from the end — betting on the verdict again, and stopping as soon as it is a
+//! rejection —, deriving chunks itself when the next one it needs is not done: the backward
+//! pass, sequential in time, then overlaps the cost evaluation and the last derivatives
+//! instead of following them. Alone (a pool of one thread) the rollout's thread evaluates
+//! the cost first, so that a rejected trial costs no more than its rollout and cost.
 
-use crate::cost::{Cost, StageDerivatives};
+use crate::cost::{add_up, trajectory_cost_sequential, Cost, StageDerivatives};
 use crate::dynamics::{Dynamics, Policy};
 use crate::error::{OptimError, Result};
 use crate::ilqr::CostDerivatives;
@@ -34,8 +38,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Steps per unit of work handed to a helper.
+/// Steps per unit of derivative work handed to a helper.
 const CHUNK: usize = 4;
+
+/// Stages per unit of cost-evaluation work.
+const VALUE_CHUNK: usize = 16;
 
 /// The derivatives of a trajectory: the dynamics' `A_k` (nx×nx), `B_k` (nx×nu) and the cost's
 /// stage and terminal derivatives.
@@ -51,13 +58,14 @@ impl Derivatives {
     }
 }
 
-/// A trial kept by its judge: the trajectory, the judge's verdict and the seconds spent on the
-/// derivatives after the verdict (the part not hidden behind the rollout).
+/// A trial kept by its judge: the trajectory, the judge's verdict and the seconds from the end
+/// of the rollout on (the trial's cost, the derivatives not done behind the rollout and the
+/// sweep run alongside them).
 pub(crate) struct Kept<T> {
     pub(crate) x: Vec<f64>,
     pub(crate) u: Vec<f64>,
     pub(crate) verdict: T,
-    pub(crate) derivative_time: f64,
+    pub(crate) after_rollout: f64,
 }
 
 /// Why [`simulate_and_derive`] produced no trajectory with derivatives.
@@ -81,15 +89,17 @@ pub(crate) trait ReverseSweep {
 }
 
 /// Simulates `steps` steps from `x0` under `policy` (as [`Dynamics::rollout`]), then asks
-/// `judge(x, u)` whether to keep the trajectory (`Ok(Some(verdict))`) or drop it (`Ok(None)`).
-/// A kept trajectory comes with its derivatives in `out` (every stage, and the terminal
-/// cost's), computed behind the rollout on the pool's other threads as far as possible, and
-/// `sweep` (if any) run over them when they are streamed (both the dynamics' and the cost's;
-/// otherwise it is not called). A dropped one leaves `out` partly overwritten. The judge runs
-/// on the calling thread, and should not itself run parallel work (the helpers occupy the
-/// other threads).
+/// `judge(x, u, J)`, with `J` the trajectory's cost ([`crate::total_cost`], bit for bit),
+/// whether to keep the trajectory (`Ok(Some(verdict))`) or drop it (`Ok(None)`). A kept
+/// trajectory comes with its derivatives in `out` (every stage, and the terminal cost's),
+/// computed behind the rollout on the pool's other threads as far as possible, and `sweep`
+/// (if any) run over them when they are streamed (both the dynamics' and the cost's;
+/// otherwise it is not called: the caller can tell by the sweep's own state). A dropped one
+/// leaves `out` partly overwritten, and `sweep` possibly started. The judge runs on the
+/// calling thread, and should not itself run parallel work (the helpers occupy the other
+/// threads).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn simulate_and_derive<D, C, T>(dynamics: &D, cost: &C, x0: &[f64], steps: usize, policy: &mut Policy<'_>, judge: impl FnOnce(&[f64], &[f64]) -> Result<Option<T>>, sweep: Option<&mut dyn ReverseSweep>, out: &mut Derivatives) -> std::result::Result<Option<Kept<T>>, TrialError>
+pub(crate) fn simulate_and_derive<D, C, T>(dynamics: &D, cost: &C, x0: &[f64], steps: usize, policy: &mut Policy<'_>, judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>, sweep: Option<&mut dyn ReverseSweep>, out: &mut Derivatives) -> std::result::Result<Option<Kept<T>>, TrialError>
 where
     D: Dynamics + ?Sized,
     C: Cost + ?Sized,
@@ -119,29 +129,65 @@ where
             Err(_) => shared.stop.store(true, Ordering::Release),
         }
         shared.rollout_over.store(true, Ordering::Release);
-        let verdict = match &rollout {
-            Ok((x, u)) => judge(x, u),
-            Err(_) => Ok(None),
-        };
         let start = Instant::now();
-        match (&rollout, &verdict, sweep) {
-            (Ok((x, u)), Ok(Some(_)), Some(sweep)) if streams.dynamics && streams.cost => {
-                terminal.clear();
-                terminal_done = true;
-                match cost.terminal_derivatives(&x[steps * nx..], terminal) {
-                    Ok(()) => {
-                        sweep.start(terminal);
-                        work.sweep(x, u, sweep);
+        let verdict = match &rollout {
+            Err(_) => {
+                shared.stop.store(true, Ordering::Release);
+                Ok(None)
+            }
+            Ok((x, u)) if streams.cost => {
+                // the stage costs are work items, the helpers' first; meanwhile the rollout's
+                // thread runs `sweep`, betting on the verdict (abandoned when the trial is
+                // dropped), except alone, where it evaluates the cost first
+                let mut judge = Some(judge);
+                let mut verdict = None;
+                let mut decide = || {
+                    if verdict.is_none() && shared.values_done.load(Ordering::Acquire) == steps {
+                        let j = shared.total_cost(cost, &x[steps * nx..]);
+                        let v = judge.take().map_or(Ok(None), |judge| judge(x, u, j));
+                        if !matches!(v, Ok(Some(_))) {
+                            shared.stop.store(true, Ordering::Release);
+                        }
+                        verdict = Some(v);
                     }
-                    Err(e) => {
-                        shared.fail(steps, e);
-                        work.run();
+                    verdict.is_none() || matches!(verdict, Some(Ok(Some(_))))
+                };
+                let (mut xs, mut us) = (Vec::new(), Vec::new());
+                if helpers == 0 {
+                    while work.value_item(&mut xs, &mut us) {}
+                }
+                if let Some(sweep) = sweep.filter(|_| streams.dynamics && decide()) {
+                    terminal.clear();
+                    terminal_done = true;
+                    match cost.terminal_derivatives(&x[steps * nx..], terminal) {
+                        Ok(()) => {
+                            sweep.start(terminal);
+                            work.sweep(x, u, sweep, &mut decide);
+                        }
+                        Err(e) => shared.fail(steps, e),
                     }
                 }
+                while decide() && shared.values_done.load(Ordering::Acquire) < steps {
+                    if !work.value_item(&mut xs, &mut us) {
+                        std::hint::spin_loop();
+                    }
+                }
+                decide();
+                if matches!(verdict, Some(Ok(Some(_)))) {
+                    work.run();
+                }
+                verdict.unwrap_or(Ok(None))
             }
-            (_, Ok(Some(_)), _) => work.run(),
-            _ => shared.stop.store(true, Ordering::Release),
-        }
+            Ok((x, u)) => {
+                let verdict = judge(x, u, trajectory_cost_sequential(cost, x, u, nx, nu));
+                if matches!(verdict, Ok(Some(_))) {
+                    work.run();
+                } else {
+                    shared.stop.store(true, Ordering::Release);
+                }
+                verdict
+            }
+        };
         (rollout, verdict, start)
     });
     drop(slots);
@@ -167,8 +213,8 @@ where
         }
     };
     after().map_err(TrialError::Derivatives)?;
-    let derivative_time = tail.elapsed().as_secs_f64();
-    Ok(Some(Kept { x, u, verdict, derivative_time }))
+    let after_rollout = tail.elapsed().as_secs_f64();
+    Ok(Some(Kept { x, u, verdict, after_rollout }))
 }
 
 /// Which derivatives the helpers compute during the rollout.
@@ -211,12 +257,42 @@ struct Shared {
     stop: AtomicBool,
     /// The first failing step and its error.
     failure: Mutex<Option<(usize, OptimError)>>,
+    /// Stage costs `ℓ_k(x_k, u_k)` (`f64` bits), the next group of [`VALUE_CHUNK`] stages to
+    /// evaluate, the number of stages evaluated, and the first stage that failed.
+    values: Vec<AtomicU64>,
+    next_value: AtomicUsize,
+    values_done: AtomicUsize,
+    value_failure: Mutex<Option<(usize, OptimError)>>,
 }
 
 impl Shared {
     fn new(steps: usize, nx: usize, nu: usize) -> Self {
         let atomics = |len: usize| (0..len).map(|_| AtomicU64::new(0)).collect();
-        Self { steps, nx, nu, x: atomics((steps + 1) * nx), u: atomics(steps * nu), states: AtomicUsize::new(0), next: AtomicUsize::new(0), rollout_over: AtomicBool::new(false), stop: AtomicBool::new(false), failure: Mutex::new(None) }
+        Self {
+            steps,
+            nx,
+            nu,
+            x: atomics((steps + 1) * nx),
+            u: atomics(steps * nu),
+            states: AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
+            rollout_over: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            values: atomics(steps),
+            next_value: AtomicUsize::new(0),
+            values_done: AtomicUsize::new(0),
+            value_failure: Mutex::new(None),
+        }
+    }
+
+    /// The trajectory's cost once every stage cost is in: their sum in stage order plus the
+    /// terminal cost at `x_n` (bit for bit [`crate::total_cost`]), or the first stage's error.
+    fn total_cost<C: Cost + ?Sized>(&self, cost: &C, x_n: &[f64]) -> Result<f64> {
+        if let Some((_, e)) = self.value_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            return Err(e);
+        }
+        Ok(add_up(self.values.iter().map(|v| f64::from_bits(v.load(Ordering::Acquire))), cost.terminal_value(x_n)?))
     }
 
     /// Publishes `x_k` and `u_k` (`u` empty for `k = N`). Called in order `k = 0, 1, …`.
@@ -240,12 +316,17 @@ impl Shared {
         u.extend(self.u[k0 * self.nu..k1 * self.nu].iter().map(|v| f64::from_bits(v.load(Ordering::Relaxed))));
     }
 
-    /// Records the failure of step `k` unless an earlier step already failed.
+    /// Records the failure of step `k`'s derivatives unless an earlier step's already failed.
     fn fail(&self, k: usize, e: OptimError) {
-        let mut failure = self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if failure.as_ref().is_none_or(|(first, _)| k < *first) {
-            *failure = Some((k, e));
-        }
+        keep_first(&self.failure, k, e);
+    }
+}
+
+/// Stores `(k, e)` in `slot` unless it holds an earlier step's error.
+fn keep_first(slot: &Mutex<Option<(usize, OptimError)>>, k: usize, e: OptimError) {
+    let mut first = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if first.as_ref().is_none_or(|(j, _)| k < *j) {
+        *first = Some((k, e));
     }
 }
 
@@ -280,7 +361,7 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
             let k1 = ((c + 1) * CHUNK).min(sh.steps);
             let over = sh.rollout_over.load(Ordering::Acquire);
             if over && sh.states.load(Ordering::Acquire) > sh.steps {
-                if !self.derive_from_end(&mut x, &mut u) {
+                if !self.value_item(&mut x, &mut u) && !self.derive_from_end(&mut x, &mut u) {
                     return;
                 }
             } else if sh.states.load(Ordering::Acquire) > k1 {
@@ -344,16 +425,20 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
         }
     }
 
-    /// On the rollout's thread, after a complete rollout `(x, u)` was kept and
-    /// `sweep.start` called: feeds `sweep` the stages from the last one down, chunk by chunk
-    /// as they are done, deriving the chunk it needs next itself if nobody has taken it, or
-    /// another one from the end while a helper finishes it. Derives every chunk even after
-    /// the sweep gave up.
-    fn sweep(&self, x: &[f64], u: &[f64], sweep: &mut dyn ReverseSweep) {
+    /// On the rollout's thread, after a complete rollout `(x, u)` and `sweep.start`: feeds
+    /// `sweep` the stages from the last one down, chunk by chunk as they are done, deriving
+    /// the chunk it needs next itself if nobody has taken it, or another one from the end (or
+    /// a group of stage costs) while a helper finishes it. Asks `keep()` between chunks and
+    /// returns as soon as it says no (the trial was dropped); otherwise derives every chunk,
+    /// even after the sweep gave up.
+    fn sweep(&self, x: &[f64], u: &[f64], sweep: &mut dyn ReverseSweep, keep: &mut dyn FnMut() -> bool) {
         let (mut xs, mut us) = (Vec::new(), Vec::new());
         let mut going = true;
         for c in (0..self.slots.len()).rev() {
             let chunk = loop {
+                if !keep() {
+                    return;
+                }
                 self.derive_slot(c, &mut xs, &mut us);
                 let done = self.slots[c].lock().ok().and_then(|mut slot| match std::mem::replace(&mut *slot, Slot::Taken) {
                     Slot::Done(chunk) => Some(chunk),
@@ -365,7 +450,7 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
                 if let Some(chunk) = done {
                     break chunk;
                 }
-                if !self.derive_from_end(&mut xs, &mut us) {
+                if !self.derive_from_end(&mut xs, &mut us) && !self.value_item(&mut xs, &mut us) {
                     std::hint::spin_loop();
                 }
             };
@@ -373,6 +458,28 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
                 going = going && sweep.step(chunk.k0 + i, x, u, &chunk.a[i], &chunk.b[i], &chunk.stages[i]);
             }
         }
+    }
+
+    /// Evaluates the next group of stage costs from the published trajectory; false when
+    /// every group is taken.
+    fn value_item(&self, x: &mut Vec<f64>, u: &mut Vec<f64>) -> bool {
+        let sh = self.shared;
+        let k0 = sh.next_value.fetch_add(1, Ordering::AcqRel) * VALUE_CHUNK;
+        if k0 >= sh.steps {
+            return false;
+        }
+        let k1 = (k0 + VALUE_CHUNK).min(sh.steps);
+        sh.read(k0, k1, x, u);
+        let (nx, nu) = (sh.nx, sh.nu);
+        for k in k0..k1 {
+            let i = k - k0;
+            match self.cost.running_value(k, &x[i * nx..(i + 1) * nx], &u[i * nu..(i + 1) * nu]) {
+                Ok(v) => sh.values[k].store(v.to_bits(), Ordering::Relaxed),
+                Err(e) => keep_first(&sh.value_failure, k, e),
+            }
+        }
+        sh.values_done.fetch_add(k1 - k0, Ordering::AcqRel);
+        true
     }
 
     /// The streamed derivatives of one chunk from its states `x` and controls `u`.
@@ -419,7 +526,8 @@ mod tests {
 
     /// A kept trial's sweep gets every stage once, the last first, with the derivatives `out`
     /// ends up holding — whichever thread computed them, with 1 to 3 threads and a horizon
-    /// that is not a multiple of [`CHUNK`] —, and a dropped trial's sweep is never started.
+    /// that is not a multiple of [`CHUNK`] —, and the judge gets the trajectory's cost; on one
+    /// thread a dropped trial's sweep is never started.
     #[test]
     fn a_kept_trial_is_swept_from_the_end_with_its_own_derivatives() {
         let steps = 37;
@@ -430,8 +538,9 @@ mod tests {
             vidyn_batch::new_pool(threads).unwrap().install(|| {
                 let mut out = Derivatives::zeros(steps, 2, 1);
                 let mut rec = Recorder::default();
-                let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), |_, _| Ok(Some(())), Some(&mut rec), &mut out);
-                assert!(matches!(kept, Ok(Some(_))), "{threads} threads: the trial was not kept");
+                let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
+                let Ok(Some(kept)) = kept else { panic!("{threads} threads: the trial was not kept") };
+                assert_eq!(kept.verdict.0.to_bits(), kept.verdict.1.to_bits(), "{threads} threads: the judge's cost is not total_cost's");
                 assert!(rec.started);
                 assert_eq!(rec.seen.iter().map(|s| s.0).collect::<Vec<_>>(), (0..steps).rev().collect::<Vec<_>>(), "{threads} threads");
                 for (k, a, lx) in &rec.seen {
@@ -439,9 +548,11 @@ mod tests {
                     assert_eq!(a, &dynamics.a[*k]);
                 }
                 let mut rec = Recorder::default();
-                let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, |_, _| Ok(None::<()>), Some(&mut rec), &mut out);
+                let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
                 assert!(matches!(dropped, Ok(None)));
-                assert!(!rec.started && rec.seen.is_empty(), "{threads} threads: a dropped trial was swept");
+                // with helpers the sweep starts before the verdict (and stops at it); alone,
+                // the verdict comes first
+                assert!(threads > 1 || (!rec.started && rec.seen.is_empty()), "a dropped trial was swept on one thread");
             });
         }
     }

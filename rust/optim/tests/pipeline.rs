@@ -29,14 +29,14 @@ impl Dynamics for WholeTrajectories<'_> {
 
 /// Cart-pole swing-up with gravity, both joints actuated (the pole heavily penalised), cost on
 /// `(q, v)`: the problem of `examples/bench_ilqr_crocoddyl.py`, whose line search backtracks.
-fn solve(dynamics: &dyn Dynamics, model: &Arc<vidyn_rbd::Model>, threads: usize) -> IlqrResult {
+fn solve(dynamics: &dyn Dynamics, model: &Arc<vidyn_rbd::Model>, threads: usize, limits: Option<f64>) -> IlqrResult {
     let (dt, steps) = (0.02, 125);
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, 1.0, 0.1, 0.1])) * dt;
     let r = DMatrix::from_diagonal(&DVector::from_vec(vec![1e-2, 1e2])) * dt;
     let wn = DMatrix::identity(4, 4) * 1e3;
     let quad = QuadraticCost::new(vec![w], vec![r], wn, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
     let cost = VelocityCost::new(model.clone(), quad).unwrap();
-    let opts = IlqrOptions { max_iterations: 200, tolerance: 1e-9, ..IlqrOptions::default() };
+    let opts = IlqrOptions { max_iterations: 200, tolerance: 1e-9, u_min: limits.map(|l| vec![-l; 2]), u_max: limits.map(|l| vec![l; 2]), ..IlqrOptions::default() };
     let pool = vidyn_batch::new_pool(threads).unwrap();
     vidyn_batch::with_pool(&pool, || ilqr(dynamics, &cost, &[0.0; 4], &vec![0.0; 2 * steps], &opts)).unwrap()
 }
@@ -65,12 +65,19 @@ fn streamed_derivatives_give_the_iterates_of_derivatives_after_the_fact() {
     let streamed = ViDynamics::new(&vi, None).unwrap();
     assert!(streamed.linearizes_steps());
     let whole = WholeTrajectories(ViDynamics::new(&vi, None).unwrap());
-    let reference = solve(&whole, &model, 1);
-    assert!(reference.converged, "{}", reference.message);
-    // the line search rejected some trials, whose speculative derivatives were dropped
-    assert!(reference.log.iter().any(|l| l.alpha > 0.0 && l.alpha < 1.0), "no backtracking: the rejected-trial path is not exercised");
-    for threads in [1, 2, 3] {
-        assert_same(&solve(&streamed, &model, threads), &reference, &format!("streamed, {threads} threads"));
-        assert_same(&solve(&whole, &model, threads), &reference, &format!("after the fact, {threads} threads"));
+    // unbounded, and with control limits that bind (the box QP is warm-started from the
+    // previous backward pass, which a speculative one must not overwrite)
+    for limits in [None, Some(3.0)] {
+        let reference = solve(&whole, &model, 1, limits);
+        assert!(reference.converged, "{}", reference.message);
+        // the line search rejected some trials, whose speculative derivatives were dropped
+        assert!(reference.log.iter().any(|l| l.alpha > 0.0 && l.alpha < 1.0), "no backtracking: the rejected-trial path is not exercised");
+        if let Some(l) = limits {
+            assert!(reference.u.iter().any(|u| u.abs() == l), "the limits never bind");
+        }
+        for threads in [1, 2, 3] {
+            assert_same(&solve(&streamed, &model, threads, limits), &reference, &format!("streamed, {threads} threads, limits {limits:?}"));
+            assert_same(&solve(&whole, &model, threads, limits), &reference, &format!("after the fact, {threads} threads, limits {limits:?}"));
+        }
     }
 }
