@@ -231,6 +231,14 @@ def _weight(w: _ArrayLike | None, d: int, steps: int | None, name: str, default:
     return _f64(np.broadcast_to(m, (steps, d, d)))
 
 
+def _stage_weight(w: _ArrayLike | None, d: int, steps: int, name: str, default: float) -> _Array:
+    """A running weight of the solvers' quadratic cost: (N, d, d) when given per step, else the
+    one matrix used at every step as (1, d, d) (not copied N times)."""
+    if w is not None and np.ndim(w) == 3:
+        return _weight(w, d, steps, name, default)
+    return _weight(w, d, None, name, default)[None]
+
+
 def _rows(x: _ArrayLike | None, rows: int, d: int, name: str) -> _Array:
     """A reference as (rows, d) from None (zeros), (d,) or (rows, d)."""
     if x is None:
@@ -451,8 +459,8 @@ def ilqr(
         q,
         p,
         u0,
-        _weight(Q, n2, N, "Q", 0.0),
-        _weight(R, m, N, "R", 1.0),
+        _stage_weight(Q, n2, N, "Q", 0.0),
+        _stage_weight(R, m, N, "R", 1.0),
         _weight(QN, n2, None, "QN", 0.0),
         _rows(x_ref, N + 1, n2, "x_ref"),
         _rows(u_ref, N, m, "u_ref"),
@@ -552,8 +560,8 @@ def projection(
         q,
         p,
         u0,
-        _weight(Q, n2, N, "Q", 0.0),
-        _weight(R, m, N, "R", 1.0),
+        _stage_weight(Q, n2, N, "Q", 0.0),
+        _stage_weight(R, m, N, "R", 1.0),
         _weight(QN, n2, None, "QN", 0.0),
         _rows(x_ref, N + 1, n2, "x_ref"),
         _rows(u_ref, N, m, "u_ref"),
@@ -672,8 +680,8 @@ def ilqr_linear(
         b,
         _f64(x0),
         u0,
-        _weight(Q, nx, N, "Q", 0.0),
-        _weight(R, nu, N, "R", 1.0),
+        _stage_weight(Q, nx, N, "Q", 0.0),
+        _stage_weight(R, nu, N, "R", 1.0),
         _weight(QN, nx, None, "QN", 0.0),
         _rows(x_ref, N + 1, nx, "x_ref"),
         _rows(u_ref, N, nu, "u_ref"),
