@@ -167,9 +167,10 @@ where
                         Err(e) => shared.fail(steps, e),
                     }
                 }
+                let mut idle = 0;
                 while decide() && shared.values_done.load(Ordering::Acquire) < steps {
                     if !work.value_item(&mut xs, &mut us) {
-                        std::hint::spin_loop();
+                        wait(&mut idle);
                     }
                 }
                 decide();
@@ -322,6 +323,19 @@ impl Shared {
     }
 }
 
+/// Waits for another thread's progress: spins briefly, then yields the core, then sleeps
+/// (`idle` counts the calls since the last progress).
+fn wait(idle: &mut u32) {
+    *idle += 1;
+    if *idle < 64 {
+        std::hint::spin_loop();
+    } else if *idle < 1024 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
+
 /// Stores `(k, e)` in `slot` unless it holds an earlier step's error.
 fn keep_first(slot: &Mutex<Option<(usize, OptimError)>>, k: usize, e: OptimError) {
     let mut first = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -373,21 +387,14 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
                 // read after `over`: a rollout that ended short of this chunk failed
                 return;
             } else {
-                idle += 1;
-                if idle < 64 {
-                    std::hint::spin_loop();
-                } else if idle < 1024 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(20));
-                }
+                wait(&mut idle);
             }
         }
     }
 
     /// Derives chunk `c` if it is still pending, leaving it done.
     fn derive_slot(&self, c: usize, x: &mut Vec<f64>, u: &mut Vec<f64>) {
-        let Some(mut chunk) = self.claim(c) else { return };
+        let Some(mut chunk) = self.take(c, false) else { return };
         self.shared.read(chunk.k0, chunk.k0 + chunk.a.len(), x, u);
         self.derive(&mut chunk, x, u);
         if let Ok(mut slot) = self.slots[c].lock() {
@@ -395,11 +402,13 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
         }
     }
 
-    /// Takes chunk `c` if it is pending (marking it taken).
-    fn claim(&self, c: usize) -> Option<Chunk<'a>> {
+    /// Takes chunk `c` out of its slot (leaving it taken) if it is pending (`done` false) or
+    /// derived (`done` true).
+    fn take(&self, c: usize, done: bool) -> Option<Chunk<'a>> {
         let mut slot = self.slots[c].lock().ok()?;
         match std::mem::replace(&mut *slot, Slot::Taken) {
-            Slot::Pending(chunk) => Some(chunk),
+            Slot::Pending(chunk) if !done => Some(chunk),
+            Slot::Done(chunk) if done => Some(chunk),
             other => {
                 *slot = other;
                 None
@@ -435,23 +444,17 @@ impl<'a, D: Dynamics + ?Sized, C: Cost + ?Sized> Work<'_, 'a, D, C> {
         let (mut xs, mut us) = (Vec::new(), Vec::new());
         let mut going = true;
         for c in (0..self.slots.len()).rev() {
+            let mut idle = 0;
             let chunk = loop {
                 if !keep() {
                     return;
                 }
                 self.derive_slot(c, &mut xs, &mut us);
-                let done = self.slots[c].lock().ok().and_then(|mut slot| match std::mem::replace(&mut *slot, Slot::Taken) {
-                    Slot::Done(chunk) => Some(chunk),
-                    other => {
-                        *slot = other;
-                        None
-                    }
-                });
-                if let Some(chunk) = done {
+                if let Some(chunk) = self.take(c, true) {
                     break chunk;
                 }
                 if !self.derive_from_end(&mut xs, &mut us) && !self.value_item(&mut xs, &mut us) {
-                    std::hint::spin_loop();
+                    wait(&mut idle);
                 }
             };
             for i in (0..chunk.a.len()).rev() {
