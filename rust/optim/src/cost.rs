@@ -83,14 +83,12 @@ pub(crate) fn trajectory_cost_sequential<C: Cost + ?Sized>(cost: &C, x: &[f64], 
 fn trajectory_cost<C: Cost + ?Sized>(cost: &C, x: &[f64], u: &[f64], nx: usize, nu: usize, parallel: bool) -> Result<f64> {
     let steps = u.len() / nu;
     let stage = |k: usize| cost.running_value(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu]);
-    let terminal = || cost.terminal_value(&x[steps * nx..(steps + 1) * nx]);
-    if parallel {
-        let values: Vec<f64> = vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?;
-        Ok(add_up(values.into_iter(), terminal()?))
+    let values: Vec<f64> = if parallel {
+        vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(stage).collect::<Result<_>>())?
     } else {
-        let values = (0..steps).map(stage).collect::<Result<Vec<f64>>>()?;
-        Ok(add_up(values.into_iter(), terminal()?))
-    }
+        (0..steps).map(stage).collect::<Result<_>>()?
+    };
+    Ok(add_up(values.into_iter(), cost.terminal_value(&x[steps * nx..(steps + 1) * nx])?))
 }
 
 /// A trajectory's cost from its stage costs: their sum in stage order, then the terminal

@@ -65,8 +65,8 @@ fn streamed_derivatives_give_the_iterates_of_derivatives_after_the_fact() {
     let streamed = ViDynamics::new(&vi, None).unwrap();
     assert!(streamed.linearizes_steps());
     let whole = WholeTrajectories(ViDynamics::new(&vi, None).unwrap());
-    // unbounded, and with control limits that bind (the box QP is warm-started from the
-    // previous backward pass, which a speculative one must not overwrite)
+    // unbounded, and with control limits that bind (the box QP, warm-started from the
+    // previous backward pass, then runs inside the pipeline's speculative pass too)
     for limits in [None, Some(3.0)] {
         let reference = solve(&whole, &model, 1, limits);
         assert!(reference.converged, "{}", reference.message);
