@@ -163,10 +163,18 @@ def test_swing_up_converges(swing):
 
 
 def test_swing_up_is_dynamically_feasible(cartpole_vi, swing):
-    """Re-simulating the returned controls reproduces the optimiser's states (Newton tolerance)."""
+    """Every step of the optimiser's trajectory, re-solved by the VI from its own state and
+    control, lands on the next state (Newton tolerance); re-simulating the whole control
+    sequence stays on it too, up to those per-step differences amplified along the swing-up
+    (the optimiser's rollouts start each Newton solve elsewhere than the plain rollout)."""
+    defect = 0.0
+    for k in range(STEPS):
+        qn, pn = cartpole_vi.step(swing.q[k], swing.p[k], swing.U[k])
+        defect = max(defect, np.abs(qn - swing.q[k + 1]).max(), np.abs(pn - swing.p[k + 1]).max())
+    assert defect < 1e-10
     again = cartpole_vi.rollout([0.0, 0.0], [0.0, 0.0], swing.U)
-    assert np.abs(again.q - swing.q).max() < 1e-10
-    assert np.abs(again.p - swing.p).max() < 1e-10
+    assert np.abs(again.q - swing.q).max() < 1e-6
+    assert np.abs(again.p - swing.p).max() < 1e-6
     assert np.array_equal(swing.trajectory.q, again.q)
 
 

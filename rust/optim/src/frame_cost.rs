@@ -27,8 +27,9 @@ pub struct FramePositionCost<C: Cost> {
     pub weight_running: f64,
     pub weight_terminal: f64,
     nx: usize,
-    /// Scratch reused across calls (one per concurrent caller).
-    pool: Mutex<Vec<Workspace>>,
+    /// Scratch reused across calls (one per concurrent caller, boxed: see [`crate::VelocityCost`]).
+    #[allow(clippy::vec_box)]
+    pool: Mutex<Vec<Box<Workspace>>>,
 }
 
 impl<C: Cost> FramePositionCost<C> {
@@ -50,7 +51,7 @@ impl<C: Cost> FramePositionCost<C> {
 
     fn with_workspace<T>(&self, f: impl FnOnce(&mut Workspace) -> T) -> T {
         let ws = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let mut ws = ws.unwrap_or_else(|| self.model.workspace());
+        let mut ws = ws.unwrap_or_else(|| Box::new(self.model.workspace()));
         let out = f(&mut ws);
         if let Ok(mut p) = self.pool.lock() {
             p.push(ws);

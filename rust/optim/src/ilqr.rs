@@ -44,7 +44,7 @@
 
 use crate::boxqp::box_qp;
 use crate::cost::{Cost, StageDerivatives};
-use crate::dynamics::{check_finite, check_multiple, Dynamics, SecondOrder};
+use crate::dynamics::{check_finite, check_multiple, Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
 use crate::pipeline::{simulate_and_derive, Derivatives, ReverseSweep, TrialError};
@@ -560,6 +560,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         x0,
         steps,
         &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]),
+        None,
         |_, _, j| {
             let j = j?;
             if j.is_finite() {
@@ -659,7 +660,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     Ok((jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a).then_some((jn, exp_a, actual)))
                 };
                 let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
-                match simulate_and_derive(dynamics, cost, x0, steps, policy, judge, Some(&mut sweep), &mut trial) {
+                let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
+                match simulate_and_derive(dynamics, cost, x0, steps, policy, Some(&near), judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
                         accepted = Some((kept, alpha, sweep.complete()));
                         break;

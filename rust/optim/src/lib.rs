@@ -34,7 +34,7 @@ mod pipeline;
 pub mod projection;
 
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
-pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Policy, SecondOrder, ViDynamics};
+pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Nominal, Policy, SecondOrder, ViDynamics};
 pub use error::{OptimError, Result};
 pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};

@@ -30,7 +30,7 @@
 //! the cost first, so that a rejected trial costs no more than its rollout and cost.
 
 use crate::cost::{add_up, trajectory_cost_sequential, Cost, StageDerivatives};
-use crate::dynamics::{Dynamics, Policy};
+use crate::dynamics::{Dynamics, Nominal, Policy};
 use crate::error::{OptimError, Result};
 use crate::ilqr::CostDerivatives;
 use nalgebra::DMatrix;
@@ -99,7 +99,7 @@ pub(crate) trait ReverseSweep {
 /// calling thread, and should not itself run parallel work (the helpers occupy the other
 /// threads).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn simulate_and_derive<D, C, T>(dynamics: &D, cost: &C, x0: &[f64], steps: usize, policy: &mut Policy<'_>, judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>, sweep: Option<&mut dyn ReverseSweep>, out: &mut Derivatives) -> std::result::Result<Option<Kept<T>>, TrialError>
+pub(crate) fn simulate_and_derive<D, C, T>(dynamics: &D, cost: &C, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>, judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>, sweep: Option<&mut dyn ReverseSweep>, out: &mut Derivatives) -> std::result::Result<Option<Kept<T>>, TrialError>
 where
     D: Dynamics + ?Sized,
     C: Cost + ?Sized,
@@ -120,10 +120,14 @@ where
         for _ in 0..helpers {
             s.spawn(|_| work.run());
         }
-        let rollout = dynamics.rollout(x0, steps, &mut |k, xk, uk| {
+        let publish = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
             policy(k, xk, uk);
             shared.publish(k, xk, uk);
-        });
+        };
+        let rollout = match near {
+            Some(near) => dynamics.rollout_near(x0, steps, publish, near),
+            None => dynamics.rollout(x0, steps, publish),
+        };
         match &rollout {
             Ok((x, _)) => shared.publish(steps, &x[steps * nx..], &[]),
             Err(_) => shared.stop.store(true, Ordering::Release),
@@ -541,7 +545,7 @@ mod tests {
             vidyn_batch::new_pool(threads).unwrap().install(|| {
                 let mut out = Derivatives::zeros(steps, 2, 1);
                 let mut rec = Recorder::default();
-                let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
+                let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), None, |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
                 let Ok(Some(kept)) = kept else { panic!("{threads} threads: the trial was not kept") };
                 assert_eq!(kept.verdict.0.to_bits(), kept.verdict.1.to_bits(), "{threads} threads: the judge's cost is not total_cost's");
                 assert!(rec.started);
@@ -551,7 +555,7 @@ mod tests {
                     assert_eq!(a, &dynamics.a[*k]);
                 }
                 let mut rec = Recorder::default();
-                let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
+                let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
                 assert!(matches!(dropped, Ok(None)));
                 // with helpers the sweep starts before the verdict (and stops at it); alone,
                 // the verdict comes first

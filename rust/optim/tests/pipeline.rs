@@ -5,7 +5,7 @@
 
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
-use vidyn_optim::{ilqr, Dynamics, IlqrOptions, IlqrResult, Jacobians, Policy, QuadraticCost, Result, VelocityCost, ViDynamics};
+use vidyn_optim::{ilqr, Dynamics, IlqrOptions, IlqrResult, Jacobians, Nominal, Policy, QuadraticCost, Result, VelocityCost, ViDynamics};
 use vidyn_vi::{Scheme, VariationalIntegrator};
 
 /// The same dynamics without per-step linearisation: the optimiser then linearises each
@@ -21,6 +21,9 @@ impl Dynamics for WholeTrajectories<'_> {
     }
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
         self.0.rollout(x0, steps, policy)
+    }
+    fn rollout_near(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: &Nominal<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        self.0.rollout_near(x0, steps, policy, near)
     }
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         self.0.linearize(x, u)
