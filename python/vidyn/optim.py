@@ -125,7 +125,7 @@ class IlqrResult:
     ``timing`` (s): ``forward`` (rollouts, with each trial's derivatives computed alongside on
     the other threads, and rejected trials), ``linearize`` (work after an accepted trial's
     rollout: its cost, the derivatives left and, alongside them, the next backward pass),
-    ``backward`` (gradient norms and the backward passes after a failed line search or a
+    ``backward`` (the first backward pass and those after a failed line search or a
     raised regularisation).
     From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
 

@@ -47,6 +47,12 @@ pub trait Cost: Sync {
     fn parallel(&self) -> bool {
         true
     }
+    /// Whether [`Cost::running_derivatives`] sets `out.l` to what [`Cost::running_value`]
+    /// returns for the same stage, bit for bit: iLQR then takes a trial's stage costs from the
+    /// derivatives it has already computed instead of evaluating them again.
+    fn value_in_derivatives(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed cost is a cost (lets bindings compose costs chosen at run time).
@@ -65,6 +71,9 @@ impl<C: Cost + ?Sized> Cost for Box<C> {
     }
     fn parallel(&self) -> bool {
         (**self).parallel()
+    }
+    fn value_in_derivatives(&self) -> bool {
+        (**self).value_in_derivatives()
     }
 }
 
@@ -222,6 +231,9 @@ impl Cost for QuadraticCost {
         out.l = quad(&self.qn, x, self.x_ref_at(steps), Some(&mut out.lx));
         out.lxx.copy_from(&self.qn);
         Ok(())
+    }    /// `l` and the value come from the same [`quad`] arithmetic (the gradient is a by-product).
+    fn value_in_derivatives(&self) -> bool {
+        true
     }
 }
 
@@ -408,5 +420,9 @@ impl Cost for VelocityCost {
             self.chain(s, out);
             Ok(())
         })
+    }    /// `y` comes from the same CRBA and Cholesky solve either way, and the chain rule leaves
+    /// `l` alone.
+    fn value_in_derivatives(&self) -> bool {
+        self.inner.value_in_derivatives()
     }
 }

@@ -148,7 +148,7 @@ pub struct IlqrResult {
     pub message: String,
     /// Seconds: total; the work after an accepted trial's rollout (its cost, the derivatives
     /// not finished behind the rollout, and the next backward pass, run alongside them);
-    /// gradient norms and the backward passes not run that way (after a rejected line search
+    /// the backward passes not run that way (the first, and those after a rejected line search
     /// or a raised `μ`); forward passes (rollouts, with the derivative work done alongside
     /// them, and everything spent on rejected trials).
     pub wall_time: f64,
@@ -164,11 +164,13 @@ struct Backward {
     gains: Vec<DMatrix<f64>>,
     dv1: f64,
     dv2: f64,
+    /// `‖∂J/∂u‖₂` at the pass's trajectory ([`GradientAdjoint`]).
+    gradient_norm: f64,
 }
 
 impl Backward {
     fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
-        Self { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0 }
+        Self { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0, gradient_norm: 0.0 }
     }
 }
 
@@ -208,29 +210,46 @@ impl CostDerivatives {
     }
 }
 
-/// `‖∂J/∂u‖₂` of the open-loop cost by the adjoint `λ_N = m_x`, `λ_k = ℓ_x + A_kᵀ λ_{k+1}`;
-/// components pushing a control at a limit further out are dropped. Uses `V_x`, `Q_x` (for
-/// `λ`) and `Q_u` (for `∂J/∂u_k`) of `s` as scratch.
-fn gradient_norm(a: &[DMatrix<f64>], b: &[DMatrix<f64>], cd: &CostDerivatives, u: &[f64], bounds: Option<&Bounds>, s: &mut BackwardWorkspace) -> f64 {
-    let nu = s.qu.len();
-    s.vx.copy_from(&cd.terminal.lx);
-    let mut sum = 0.0;
-    for k in (0..a.len()).rev() {
-        let d = &cd.stages[k];
-        s.qu.copy_from(&d.lu);
-        s.qu.gemv_tr(1.0, &b[k], &s.vx, 1.0);
-        for i in 0..nu {
-            let (ui, gi) = (u[k * nu + i], s.qu[i]);
+/// `‖∂J/∂u‖₂` of the open-loop cost, accumulated stage by stage from the end by the adjoint
+/// `λ_N = m_x`, `λ_k = ℓ_x + A_kᵀ λ_{k+1}` with `∂J/∂u_k = ℓ_u + B_kᵀ λ_{k+1}`; components
+/// pushing a control at a limit further out are dropped. Run inside every backward pass (it
+/// visits the same stages with the same derivatives), so that the norm of an iterate whose
+/// backward pass ran behind its trial is ready with it.
+struct GradientAdjoint {
+    lambda: DVector<f64>,
+    next: DVector<f64>,
+    g: DVector<f64>,
+    sum: f64,
+}
+
+impl GradientAdjoint {
+    fn new(nx: usize, nu: usize) -> Self {
+        Self { lambda: DVector::zeros(nx), next: DVector::zeros(nx), g: DVector::zeros(nu), sum: 0.0 }
+    }
+
+    fn start(&mut self, terminal: &StageDerivatives) {
+        self.lambda.copy_from(&terminal.lx);
+        self.sum = 0.0;
+    }
+
+    /// Stage `k` with its `A_k`, `B_k`, cost derivatives `d` and control `u_k`.
+    fn step(&mut self, a: &DMatrix<f64>, b: &DMatrix<f64>, d: &StageDerivatives, uk: &[f64], bounds: Option<&Bounds>) {
+        self.g.copy_from(&d.lu);
+        self.g.gemv_tr(1.0, b, &self.lambda, 1.0);
+        for (i, (&ui, &gi)) in uk.iter().zip(self.g.iter()).enumerate() {
             let blocked = bounds.is_some_and(|bd| (ui <= bd.lower[i] && gi > 0.0) || (ui >= bd.upper[i] && gi < 0.0));
             if !blocked {
-                sum += gi * gi;
+                self.sum += gi * gi;
             }
         }
-        s.qx.copy_from(&d.lx);
-        s.qx.gemv_tr(1.0, &a[k], &s.vx, 1.0);
-        std::mem::swap(&mut s.vx, &mut s.qx);
+        self.next.copy_from(&d.lx);
+        self.next.gemv_tr(1.0, a, &self.lambda, 1.0);
+        std::mem::swap(&mut self.lambda, &mut self.next);
     }
-    sum.sqrt()
+
+    fn norm(&self) -> f64 {
+        self.sum.sqrt()
+    }
 }
 
 /// Why a backward pass stopped.
@@ -270,6 +289,7 @@ struct BackwardWorkspace {
     /// a failed factorisation, which consumes it).
     quu_reg: DMatrix<f64>,
     so: SecondOrder,
+    adjoint: GradientAdjoint,
 }
 
 impl BackwardWorkspace {
@@ -292,6 +312,7 @@ impl BackwardWorkspace {
             gt: DMatrix::zeros(nx, nu),
             quu_reg: DMatrix::zeros(nu, nu),
             so: SecondOrder::zeros(nx, nu),
+            adjoint: GradientAdjoint::new(nx, nu),
         }
     }
 }
@@ -351,6 +372,7 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         s.vx.copy_from(&terminal.lx);
         s.vxx.copy_from(&terminal.lxx);
         symmetrise(&mut s.vxx);
+        s.adjoint.start(terminal);
         self.out.dv1 = 0.0;
         self.out.dv2 = 0.0;
         self.remaining = Some(self.out.k_ff.len());
@@ -362,6 +384,7 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
     fn step(&mut self, k: usize, x: &[f64], u: &[f64], ak: &DMatrix<f64>, bk: &DMatrix<f64>, dk: &StageDerivatives) -> std::result::Result<(), BackwardError> {
         let (s, mu, bounds) = (&mut *self.s, self.mu, self.bounds);
         let (nx, nu) = (s.vx.len(), s.qu.len());
+        s.adjoint.step(ak, bk, dk, &u[k * nu..(k + 1) * nu], bounds);
         s.qx.copy_from(&dk.lx);
         s.qx.gemv_tr(1.0, ak, &s.vx, 1.0);
         s.qu.copy_from(&dk.lu);
@@ -452,6 +475,9 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         }
         symmetrise(&mut s.vxx);
         self.remaining = self.remaining.map(|r| r - 1);
+        if self.remaining == Some(0) {
+            self.out.gradient_norm = s.adjoint.norm();
+        }
         Ok(())
     }
 
@@ -553,7 +579,19 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     // the derivatives along the current trajectory, and those of a trial (swapped on acceptance)
     let mut nominal = Derivatives::zeros(steps, nx, nu);
     let mut trial = Derivatives::zeros(steps, nx, nu);
+    let mut scratch = BackwardWorkspace::new(nx, nu);
+    // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
+    // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
+    let mut current = Backward::zeros(steps, nx, nu);
+    let mut last = Backward::zeros(steps, nx, nu);
+    // the backward pass run behind a trial (kept only if the trial is)
+    let mut ahead = Backward::zeros(steps, nx, nu);
+    let ddp = (o.method == Method::Ddp).then_some(dynamics);
+    let mut mu = o.mu_init;
     let t = Instant::now();
+    // the first backward pass runs behind the initial trajectory's derivatives, as later ones
+    // behind their trials'
+    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
     let initial = simulate_and_derive(
         dynamics,
         cost,
@@ -569,9 +607,12 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 Err(OptimError::InvalidInput(format!("the initial trajectory has cost {j}")))
             }
         },
-        None,
+        Some(&mut sweep),
         &mut nominal,
     );
+    // `current` already holds the backward pass at `μ` along the nominal trajectory (run
+    // behind the accepted trial's last derivatives)
+    let mut precomputed = sweep.complete();
     let first = match initial {
         Ok(Some(kept)) => kept,
         Ok(None) => return Err(OptimError::InvalidInput("the initial trajectory was not kept".into())),
@@ -580,29 +621,13 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     t_lin += first.after_rollout;
     t_fwd += t.elapsed().as_secs_f64() - first.after_rollout;
     let (mut x, mut u, mut j) = (first.x, first.u, first.verdict);
-    let mut mu = o.mu_init;
     let mut delta = 1.0_f64;
     let mut cost_history = vec![j];
     let mut log = Vec::new();
-    let mut scratch = BackwardWorkspace::new(nx, nu);
-    // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
-    // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
-    let mut current = Backward::zeros(steps, nx, nu);
-    let mut last = Backward::zeros(steps, nx, nu);
-    // the backward pass run behind a trial (kept only if the trial is)
-    let mut ahead = Backward::zeros(steps, nx, nu);
     let mut status = IlqrStatus::MaxIterations;
     let mut iterations = 0;
     let mut message = String::new();
-
-    let ddp = (o.method == Method::Ddp).then_some(dynamics);
-    // `current` already holds the backward pass at `μ` along the nominal trajectory (run
-    // behind the accepted trial's last derivatives)
-    let mut precomputed = false;
     'outer: for _ in 0..o.max_iterations {
-        let t = Instant::now();
-        let gnorm = gradient_norm(&nominal.a, &nominal.b, &nominal.cost, &u, bounds, &mut scratch);
-        t_back += t.elapsed().as_secs_f64();
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
@@ -627,6 +652,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 break 'outer;
             }
             let bw = &current;
+            let gnorm = bw.gradient_norm;
             let expected = -(bw.dv1 + bw.dv2);
             if expected <= o.tolerance * j.abs().max(1.0) && mu <= o.mu_min {
                 log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: 0.0, actual_reduction: 0.0, alpha: 0.0, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });

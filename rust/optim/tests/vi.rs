@@ -25,6 +25,36 @@ fn velocity_cost_gradient_matches_finite_differences() {
     }
 }
 
+/// The costs that say so ([`Cost::value_in_derivatives`]) give in `running_derivatives`'s `l`
+/// exactly `running_value` — iLQR takes a trial's stage costs from there and sums them into the
+/// verdict, which must not depend on who computed what. Many states and controls spread over
+/// several orders of magnitude, on a dense weight and a 12-link chain (x_ref per step, u_ref).
+#[test]
+fn stage_values_from_derivatives_are_the_values_bit_for_bit() {
+    let model = Arc::new(vidyn_rbd::builders::pendulum_chain(12, false));
+    let (n, steps) = (model.nv, 5);
+    let w = DMatrix::from_fn(2 * n, 2 * n, |i, j| if i == j { 1.0 + i as f64 } else { 0.1 / (1.0 + (i + j) as f64) });
+    let r = DMatrix::from_fn(n, n, |i, j| if i == j { 0.5 } else { 0.01 });
+    let x_ref: Vec<f64> = (0..(steps + 1) * 2 * n).map(|i| (i as f64 * 0.37).sin()).collect();
+    let u_ref: Vec<f64> = (0..steps * n).map(|i| (i as f64 * 0.71).cos()).collect();
+    let quad = QuadraticCost::new(vec![w.clone()], vec![r], w, x_ref, u_ref).unwrap();
+    let velocity = VelocityCost::new(model, quad.clone()).unwrap();
+    assert!(quad.value_in_derivatives() && velocity.value_in_derivatives());
+    let costs: [&dyn Cost; 2] = [&quad, &velocity];
+    let mut d = StageDerivatives::zeros(2 * n, n);
+    for trial in 0..50_usize {
+        let scale = 10f64.powi(trial as i32 % 7 - 3);
+        let x: Vec<f64> = (0..2 * n).map(|i| scale * ((trial * 31 + i) as f64 * 1.3).sin()).collect();
+        let u: Vec<f64> = (0..n).map(|i| scale * ((trial * 17 + i) as f64 * 0.9).cos()).collect();
+        let k = trial % steps;
+        for cost in costs {
+            d.clear();
+            cost.running_derivatives(k, &x, &u, &mut d).unwrap();
+            assert_eq!(d.l.to_bits(), cost.running_value(k, &x, &u).unwrap().to_bits(), "trial {trial}");
+        }
+    }
+}
+
 /// The Hessian is the Gauss–Newton one `Jᵀ W J`, `J = ∂y/∂x` here by central differences of
 /// `y(x)` (h = 1e-6: truncation ~h² ≪ round-off ~ε/h ≈ 2e-10 relative).
 #[test]
