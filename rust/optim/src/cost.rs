@@ -231,7 +231,8 @@ impl Cost for QuadraticCost {
         out.l = quad(&self.qn, x, self.x_ref_at(steps), Some(&mut out.lx));
         out.lxx.copy_from(&self.qn);
         Ok(())
-    }    /// `l` and the value come from the same [`quad`] arithmetic (the gradient is a by-product).
+    }
+    /// `l` and the value come from the same [`quad`] arithmetic (the gradient is a by-product).
     fn value_in_derivatives(&self) -> bool {
         true
     }
@@ -420,7 +421,8 @@ impl Cost for VelocityCost {
             self.chain(s, out);
             Ok(())
         })
-    }    /// `y` comes from the same CRBA and Cholesky solve either way, and the chain rule leaves
+    }
+    /// `y` comes from the same CRBA and Cholesky solve either way, and the chain rule leaves
     /// `l` alone.
     fn value_in_derivatives(&self) -> bool {
         self.inner.value_in_derivatives()
