@@ -1,12 +1,17 @@
 """vidyn iLQR vs crocoddyl FDDP on the panda reach and the cart-pole swing-ups, interleaved.
 
-Each round runs every solver once, in turn, so that slow stretches of a noisy machine hit all
-of them alike; prints the minimum and the median wall time over the rounds and the ratios
-crocoddyl / vidyn. The problems and solvers are those of ``bench_panda_crocoddyl.py``
+Each round runs every solver in turn, so that slow stretches of a noisy machine hit all of
+them alike: first ``warm`` untimed solves (default 1), then one timed solve. The untimed solve
+lets the machine settle after the previous solver: crocoddyl's OpenMP workers keep spinning for
+a few milliseconds after their last parallel region (libgomp's default wait policy), holding
+one of our two cores, so that whichever solver comes right after two-threaded crocoddyl
+starts on a machine with one core taken (``warm = 0`` shows it: every solver's first solve is
+slower, vidyn's by up to 2x). Prints the minimum and the median wall time over the rounds and
+the ratios crocoddyl / vidyn. The problems and solvers are those of ``bench_panda_crocoddyl.py``
 (panda, gravity) and ``bench_ilqr_crocoddyl.py`` (cart-pole with the penalised pole torque,
 without and with gravity); same crocoddyl install as there.
 
-    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg]
+    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg] [warm]
 """
 
 import os
@@ -29,11 +34,14 @@ runs = {
   "cpg croc1": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 1, True)["wall"],
   "cpg croc2": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 2, True)["wall"],
 }
-sel = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+sel = sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] != "all" else None
+warm = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 t = {k: [] for k in runs if sel is None or k.split()[0] in sel}
 for f in t: runs[f]()
 for _ in range(rounds):
     for k in t:
+        for _ in range(warm):
+            runs[k]()
         t[k].append(1e3 * runs[k]())
 for k, v in t.items():
     print(f"{k:12s} min {min(v):8.2f}  median {statistics.median(v):8.2f} ms")

@@ -178,6 +178,32 @@ def test_swing_up_is_dynamically_feasible(cartpole_vi, swing):
     assert np.array_equal(swing.trajectory.q, again.q)
 
 
+def test_concurrent_solves_from_python_threads_match_one_solve(cartpole_vi, swing):
+    """iLQR runs on the calling thread and borrows the pool's workers for its helpers; several
+    Python threads solving at once share the pool and still get the single solve's iterates,
+    bit for bit (the pipeline's results do not depend on who computed what)."""
+    import threading
+
+    results: list = [None] * 3
+    errors: list = []
+
+    def solve(i: int) -> None:
+        try:
+            results[i] = swing_up(cartpole_vi)
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=solve, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for r in results:
+        assert r.iterations == swing.iterations
+        assert np.array_equal(r.x, swing.x) and np.array_equal(r.u, swing.u)
+
+
 def test_expected_and_actual_decrease_near_convergence(swing):
     """Near the optimum both decrease linearly and stay in a fixed ratio: the Gauss–Newton
     model of iLQR drops the dynamics' curvature (DDP would make the ratio → 1). The gradient

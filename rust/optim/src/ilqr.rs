@@ -522,12 +522,18 @@ fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
 /// derivatives, when the cost or the dynamics' second derivatives fail, or when the initial
 /// rollout fails; later rollout failures only shorten the line search.
 ///
-/// The whole solve runs on the batch engine's pool ([`vidyn_batch::install`]; the Python
-/// binding does the same): its sequential parts (rollouts, backward pass) then share the cores
-/// with the pool's idle workers instead of competing with them, and the parallel parts start
-/// without a hand-off (BENCHMARKS.md, session 4).
+/// Where the solve runs: with dynamics that linearise step by step
+/// ([`Dynamics::linearizes_steps`]) its only parallel work is the pipeline's helpers, spawned
+/// into the batch engine's pool, and it runs on the calling thread (handing it to a pool worker
+/// and back cost two thread wake-ups, 0.25 ms per solve on our test machine — BENCHMARKS.md,
+/// session 9). Otherwise it runs on the pool ([`vidyn_batch::install`]), where the
+/// whole-trajectory linearisation of every iteration starts without a hand-off (session 4).
 pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
-    vidyn_batch::install(|| solve(dynamics, cost, x0, u_init, options))
+    if dynamics.linearizes_steps() {
+        solve(dynamics, cost, x0, u_init, options)
+    } else {
+        vidyn_batch::install(|| solve(dynamics, cost, x0, u_init, options))
+    }
 }
 
 /// [`ilqr`] on the current thread.

@@ -113,7 +113,11 @@ where
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     let streams = Streams { dynamics: dynamics.linearizes_steps(), cost: cost.parallel() };
     let shared = Shared::new(steps, nx, nu);
-    let helpers = if streams.dynamics || streams.cost { rayon::current_num_threads().saturating_sub(1) } else { 0 };
+    // the engine's pool, whether this thread is one of its workers or not (then the helpers are
+    // its threads, and this thread runs the rollout)
+    let pool = vidyn_batch::pool();
+    let pool = &*pool;
+    let helpers = if streams.dynamics || streams.cost { pool.current_num_threads().saturating_sub(1) } else { 0 };
     let mut slots = Vec::with_capacity(steps.div_ceil(CHUNK));
     for (c, ((a, b), stages)) in out.a.chunks_mut(CHUNK).zip(out.b.chunks_mut(CHUNK)).zip(out.cost.stages.chunks_mut(CHUNK)).enumerate() {
         slots.push(Mutex::new(Slot::Pending(Chunk { k0: c * CHUNK, a, b, stages })));
@@ -122,19 +126,21 @@ where
     let work = Work { dynamics, cost, streams, shared: &shared, slots: &slots, top: &top };
     let terminal = &mut out.cost.terminal;
     let mut terminal_done = false;
-    let (rollout, verdict, tail) = rayon::in_place_scope(|s| {
-        // set when this closure returns or unwinds, so that no helper waits forever
-        let _release = Release(&shared.finished);
+    let (rollout, verdict, tail) = pool.in_place_scope(|s| {
+        // when this closure returns or unwinds: no helper waits any longer
+        let _release = Release(&shared);
         // a helper job that the rollout's own thread picks up (when something on it blocks in
         // rayon and runs pending jobs meanwhile) must not wait for that thread: it does nothing,
         // the rollout's thread does all the work left once the verdict is in
-        let owner = rayon::current_thread_index();
+        let owner = pool.current_thread_index();
         let (work, shared) = (&work, &shared);
         for _ in 0..helpers {
             s.spawn(move |_| {
-                if rayon::current_thread_index() == owner {
+                if pool.current_thread_index() == owner {
                     return;
                 }
+                shared.helping.fetch_add(1, Ordering::AcqRel);
+                let _leave = Leave(&shared.helping);
                 work.run();
                 let mut idle = 0;
                 while !shared.finished.load(Ordering::Acquire) {
@@ -284,6 +290,8 @@ struct Shared {
     stop: AtomicBool,
     /// The rollout's thread is done with the trial: idle helpers return.
     finished: AtomicBool,
+    /// Helpers between their start and their return.
+    helping: AtomicUsize,
     /// The first failing step and its error.
     failure: Mutex<Option<(usize, OptimError)>>,
     /// Stage costs `ℓ_k(x_k, u_k)` (`f64` bits) and whether each is in, the next group of
@@ -310,6 +318,7 @@ impl Shared {
             rollout_over: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            helping: AtomicUsize::new(0),
             failure: Mutex::new(None),
             values: atomics(steps),
             valued: (0..steps).map(|_| AtomicBool::new(false)).collect(),
@@ -364,12 +373,28 @@ impl Shared {
     }
 }
 
-/// Sets its flag when dropped.
-struct Release<'a>(&'a AtomicBool);
+/// Dropped when the rollout's thread is done with a trial: sets [`Shared::finished`], then
+/// waits until the helpers that started have returned. (The scope waits for them anyway, but a
+/// thread outside the pool does so asleep, and waking it took as long as a wake-up of a
+/// worker; helpers return within a spin once the flag is set.)
+struct Release<'a>(&'a Shared);
 
 impl Drop for Release<'_> {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+        self.0.finished.store(true, Ordering::Release);
+        let mut idle = 0;
+        while self.0.helping.load(Ordering::Acquire) > 0 {
+            wait(&mut idle);
+        }
+    }
+}
+
+/// Counts a helper out when dropped (also when it unwinds).
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -591,26 +616,30 @@ mod tests {
         let a = (0..steps).map(|k| DMatrix::from_fn(2, 2, |i, j| f64::from(u8::from(i == j)) + 0.01 * (k + 1) as f64 * (i + 2 * j + 1) as f64)).collect();
         let dynamics = LinearDynamics::new(a, vec![DMatrix::from_element(2, 1, 0.1)]).unwrap();
         let cost = QuadraticCost::new(vec![DMatrix::identity(2, 2)], vec![DMatrix::identity(1, 1)], DMatrix::identity(2, 2), vec![1.0, -1.0], vec![]).unwrap();
+        let check = |threads: usize, place: &str| {
+            let mut out = Derivatives::zeros(steps, 2, 1);
+            let mut rec = Recorder::default();
+            let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), None, |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
+            let Ok(Some(kept)) = kept else { panic!("{threads} threads {place}: the trial was not kept") };
+            assert_eq!(kept.verdict.0.to_bits(), kept.verdict.1.to_bits(), "{threads} threads {place}: the judge's cost is not total_cost's");
+            assert!(rec.started);
+            assert_eq!(rec.seen.iter().map(|s| s.0).collect::<Vec<_>>(), (0..steps).rev().collect::<Vec<_>>(), "{threads} threads {place}");
+            for (k, a, lx) in &rec.seen {
+                assert_eq!((a, lx), (&out.a[*k], &out.cost.stages[*k].lx), "{threads} threads {place}, stage {k}");
+                assert_eq!(a, &dynamics.a[*k]);
+            }
+            let mut rec = Recorder::default();
+            let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
+            assert!(matches!(dropped, Ok(None)));
+            // with helpers the sweep starts before the verdict (and stops at it); alone,
+            // the verdict comes first
+            assert!(threads > 1 || (!rec.started && rec.seen.is_empty()), "{threads} threads {place}: a dropped trial was swept on one thread");
+        };
         for threads in [1, 2, 3] {
-            vidyn_batch::new_pool(threads).unwrap().install(|| {
-                let mut out = Derivatives::zeros(steps, 2, 1);
-                let mut rec = Recorder::default();
-                let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), None, |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
-                let Ok(Some(kept)) = kept else { panic!("{threads} threads: the trial was not kept") };
-                assert_eq!(kept.verdict.0.to_bits(), kept.verdict.1.to_bits(), "{threads} threads: the judge's cost is not total_cost's");
-                assert!(rec.started);
-                assert_eq!(rec.seen.iter().map(|s| s.0).collect::<Vec<_>>(), (0..steps).rev().collect::<Vec<_>>(), "{threads} threads");
-                for (k, a, lx) in &rec.seen {
-                    assert_eq!((a, lx), (&out.a[*k], &out.cost.stages[*k].lx), "{threads} threads, stage {k}");
-                    assert_eq!(a, &dynamics.a[*k]);
-                }
-                let mut rec = Recorder::default();
-                let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
-                assert!(matches!(dropped, Ok(None)));
-                // with helpers the sweep starts before the verdict (and stops at it); alone,
-                // the verdict comes first
-                assert!(threads > 1 || (!rec.started && rec.seen.is_empty()), "a dropped trial was swept on one thread");
-            });
+            let pool = vidyn_batch::new_pool(threads).unwrap();
+            // the rollout on a thread outside the pool, and on one of its workers
+            vidyn_batch::with_pool(&pool, || check(threads, "outside the pool"));
+            pool.install(|| vidyn_batch::with_pool(&pool, || check(threads, "on a worker")));
         }
     }
 }

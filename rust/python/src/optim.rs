@@ -194,7 +194,8 @@ pub fn optim_ilqr<'py>(
             return Err(INPUT_ERROR.err(format!("u_min and u_max must have shape (m,) = ({m},)")));
         }
     }
-    let res = crate::detached_parallel(py, move || {
+    // `ilqr` itself decides whether to run on the pool (it does not need to for the VI)
+    let res = crate::detached(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
@@ -285,7 +286,7 @@ pub fn optim_ilqr_linear<'py>(
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
-    let res = crate::detached_parallel(py, move || {
+    let res = crate::detached(py, move || {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
         }
