@@ -47,8 +47,9 @@ where
 
 /// [`detached`] for computations that fan out over rayon (trajectory linearisations, the
 /// projection-operator optimiser; `ilqr` chooses for itself): they run inside vidyn's thread
-/// pool, so `vidyn.set_num_threads` governs them as it governs `vidyn.batch`. (Plain [`detached`] stays the default: entering the pool costs
-/// a cross-thread hand-off, which single dynamics calls should not pay.)
+/// pool, so `vidyn.set_num_threads` governs them as it governs `vidyn.batch`. (Plain
+/// [`detached`] stays the default: entering the pool costs a cross-thread hand-off, which
+/// single dynamics calls should not pay.)
 pub(crate) fn detached_parallel<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
     F: Send + FnOnce() -> Result<T, E>,
