@@ -44,6 +44,7 @@
 
 use crate::boxqp::box_qp;
 use crate::cost::{Cost, StageDerivatives};
+use crate::dense_kernels::{add_symmetric_transposed_product, add_transposed_product, dot, set_product};
 use crate::dynamics::{check_finite, check_multiple, Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::symmetrise;
@@ -261,30 +262,23 @@ enum BackwardError {
 }
 
 /// Scratch of the backward pass, allocated once per solve: the value function `V_x` (nx),
-/// `V_xx` (nx×nx) of the step being processed, `[A_k B_k]` (nx×(nx+nu)) and its transpose
-/// (copied, so that every product is a plain `gemm`: nalgebra's `gemm_tr` takes one generic
-/// dot product per entry, several times slower at these sizes), `V_xx [A_k B_k]`, the whole
-/// Q-function Hessian `[[Q_xx, Q_xu], [Q_ux, Q_uu]]` ((nx+nu)², one product) and its blocks
-/// `Q_xx`, `Q_uu`, `Q_ux` and `Q_uxᵀ`, the gradient blocks `Q_x`, `Q_u`, the (regularised, then
-/// factored) `Q_uu + μ 1`, the feedback gain's transpose `K_kᵀ` and the products `Q_uu K_k`
-/// (nu×nx), `Q_uu k_k` (nu) of the regularised and box-constrained updates, and DDP's
-/// second-order terms.
+/// `V_xx` (nx×nx) of the step being processed, `V_xx A_k` (nx×nx), `V_xx B_k` (nx×nu), the
+/// Q-function blocks `Q_x`, `Q_u`, `Q_xx`, `Q_uu`, `Q_ux`, the (regularised, then factored)
+/// `Q_uu + μ 1`, the products `Q_uu K_k + Q_ux` (nu×nx) and `Q_uu k_k` (nu) of the
+/// box-constrained update, and DDP's second-order terms. All column-major, for the kernels of
+/// [`crate::dense_kernels`].
 struct BackwardWorkspace {
     vx: DVector<f64>,
     vxx: DMatrix<f64>,
-    ab: DMatrix<f64>,
-    abt: DMatrix<f64>,
-    vxx_ab: DMatrix<f64>,
-    q: DMatrix<f64>,
+    vxx_a: DMatrix<f64>,
+    vxx_b: DMatrix<f64>,
     qx: DVector<f64>,
     qu: DVector<f64>,
     qxx: DMatrix<f64>,
     quu: DMatrix<f64>,
     qux: DMatrix<f64>,
-    quxt: DMatrix<f64>,
     quu_gain: DMatrix<f64>,
     quu_k: DVector<f64>,
-    gt: DMatrix<f64>,
     /// `Q_uu + μ 1`; moved into nalgebra's in-place Cholesky and back (reallocated only after
     /// a failed factorisation, which consumes it).
     quu_reg: DMatrix<f64>,
@@ -297,19 +291,15 @@ impl BackwardWorkspace {
         Self {
             vx: DVector::zeros(nx),
             vxx: DMatrix::zeros(nx, nx),
-            ab: DMatrix::zeros(nx, nx + nu),
-            abt: DMatrix::zeros(nx + nu, nx),
-            vxx_ab: DMatrix::zeros(nx, nx + nu),
-            q: DMatrix::zeros(nx + nu, nx + nu),
+            vxx_a: DMatrix::zeros(nx, nx),
+            vxx_b: DMatrix::zeros(nx, nu),
             qx: DVector::zeros(nx),
             qu: DVector::zeros(nu),
             qxx: DMatrix::zeros(nx, nx),
             quu: DMatrix::zeros(nu, nu),
             qux: DMatrix::zeros(nu, nx),
-            quxt: DMatrix::zeros(nx, nu),
             quu_gain: DMatrix::zeros(nu, nx),
             quu_k: DVector::zeros(nu),
-            gt: DMatrix::zeros(nx, nu),
             quu_reg: DMatrix::zeros(nu, nu),
             so: SecondOrder::zeros(nx, nu),
             adjoint: GradientAdjoint::new(nx, nu),
@@ -326,14 +316,15 @@ impl BackwardWorkspace {
 /// $$V_x = Q_x + K^T Q_{uu} k + K^T Q_u + Q_{ux}^T k,\quad
 ///   V_{xx} = Q_{xx} + K^T Q_{uu} K + K^T Q_{ux} + Q_{ux}^T K,$$
 /// symmetrised (the update of Tassa, Erez & Todorov 2012, which stays right when the
-/// gains come from the regularised or box-constrained `Q_uu`). The three `Q` Hessian blocks
-/// are one product `[A B]ᵀ (V_xx [A B])`. Without control limits
+/// gains come from the regularised or box-constrained `Q_uu`). `Q_xx` and `Q_uu` are formed
+/// from `V_xx A`, `V_xx B` as exactly symmetric products. Without control limits
 /// `(Q_uu + μ1) K = −Q_ux` and `(Q_uu + μ1) k = −Q_u` reduce the update to
 /// `V_x = Q_x + Q_uxᵀ k − μ Kᵀ k`, `V_xx = Q_xx + Q_uxᵀ K − μ KᵀK` (the `μ` terms only when
 /// `μ > 0`), one product instead of three. No buffers of our own are allocated on the
 /// unconstrained path once `s` and `out` exist (the box QP allocates its own scratch), but
-/// nalgebra's `gemm` hands matrices larger than 5×5 to matrixmultiply, which allocates its
-/// packing buffers on every call (≈ 1 % of the panda reach's instructions, BENCHMARKS.md).
+/// the products whose dimensions all exceed [`crate::dense_kernels::SMALL`] go through
+/// nalgebra's `gemm` to matrixmultiply, which allocates its packing buffers on every call
+/// (≈ 1 % of the panda reach's instructions, BENCHMARKS.md).
 fn backward_pass<D: Dynamics + ?Sized>(d: &Derivatives, x: &[f64], u: &[f64], sweep: &mut BackwardSweep<'_, D>) -> std::result::Result<(), BackwardError> {
     sweep.start(&d.cost.terminal);
     for k in (0..d.a.len()).rev() {
@@ -385,23 +376,21 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         let (s, mu, bounds) = (&mut *self.s, self.mu, self.bounds);
         let (nx, nu) = (s.vx.len(), s.qu.len());
         s.adjoint.step(ak, bk, dk, &u[k * nu..(k + 1) * nu], bounds);
-        s.qx.copy_from(&dk.lx);
-        s.qx.gemv_tr(1.0, ak, &s.vx, 1.0);
-        s.qu.copy_from(&dk.lu);
-        s.qu.gemv_tr(1.0, bk, &s.vx, 1.0);
-        // [[Q_xx, Q_xu], [Q_ux, Q_uu]] = [[ℓ_xx, ℓ_uxᵀ], [ℓ_ux, ℓ_uu]] + [A B]ᵀ V_xx [A B]
-        s.ab.columns_mut(0, nx).copy_from(ak);
-        s.ab.columns_mut(nx, nu).copy_from(bk);
-        s.abt.tr_copy_from(&s.ab);
-        s.vxx_ab.gemm(1.0, &s.vxx, &s.ab, 0.0);
-        s.q.view_mut((0, 0), (nx, nx)).copy_from(&dk.lxx);
-        s.q.view_mut((nx, 0), (nu, nx)).copy_from(&dk.lux);
-        s.q.view_mut((0, nx), (nx, nu)).tr_copy_from(&dk.lux);
-        s.q.view_mut((nx, nx), (nu, nu)).copy_from(&dk.luu);
-        s.q.gemm(1.0, &s.abt, &s.vxx_ab, 1.0);
-        s.qxx.copy_from(&s.q.view((0, 0), (nx, nx)));
-        s.qux.copy_from(&s.q.view((nx, 0), (nu, nx)));
-        s.quu.copy_from(&s.q.view((nx, nx), (nu, nu)));
+        let (a, b) = (ak.as_slice(), bk.as_slice());
+        // Q_x = ℓ_x + Aᵀ V_x, Q_u = ℓ_u + Bᵀ V_x
+        s.qx.copy_from_slice(dk.lx.as_slice());
+        add_transposed_product(1.0, a, s.vx.as_slice(), nx, s.qx.as_mut_slice());
+        s.qu.copy_from_slice(dk.lu.as_slice());
+        add_transposed_product(1.0, b, s.vx.as_slice(), nx, s.qu.as_mut_slice());
+        // Q_xx = ℓ_xx + Aᵀ (V_xx A), Q_ux = ℓ_ux + Bᵀ (V_xx A), Q_uu = ℓ_uu + Bᵀ (V_xx B)
+        set_product(s.vxx.as_slice(), nx, a, nx, s.vxx_a.as_mut_slice());
+        set_product(s.vxx.as_slice(), nx, b, nx, s.vxx_b.as_mut_slice());
+        s.qxx.copy_from_slice(dk.lxx.as_slice());
+        add_symmetric_transposed_product(a, s.vxx_a.as_slice(), nx, s.qxx.as_mut_slice());
+        s.qux.copy_from_slice(dk.lux.as_slice());
+        add_transposed_product(1.0, b, s.vxx_a.as_slice(), nx, s.qux.as_mut_slice());
+        s.quu.copy_from_slice(dk.luu.as_slice());
+        add_symmetric_transposed_product(b, s.vxx_b.as_slice(), nx, s.quu.as_mut_slice());
         if let Some(dynamics) = self.ddp {
             // V_x here is still V_x(k+1)
             dynamics.second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
@@ -414,7 +403,7 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         if s.quu_reg.shape() != (nu, nu) {
             s.quu_reg = DMatrix::zeros(nu, nu);
         }
-        s.quu_reg.copy_from(&s.quu);
+        s.quu_reg.copy_from_slice(s.quu.as_slice());
         for i in 0..nu {
             s.quu_reg[(i, i)] += mu;
         }
@@ -450,28 +439,26 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
             gain.neg_mut();
             s.quu_reg = chol.unpack_dirty();
         }
-        s.quu_k.gemv(1.0, &s.quu, kff, 0.0);
-        self.out.dv1 += kff.dot(&s.qu);
-        self.out.dv2 += 0.5 * kff.dot(&s.quu_k);
-        s.quxt.tr_copy_from(&s.qux);
-        s.vx.copy_from(&s.qx);
-        s.vx.gemv(1.0, &s.quxt, kff, 1.0);
-        s.vxx.copy_from(&s.qxx);
-        s.vxx.gemm(1.0, &s.quxt, gain, 1.0);
+        set_product(s.quu.as_slice(), nu, kff.as_slice(), nu, s.quu_k.as_mut_slice());
+        self.out.dv1 += dot(kff.as_slice(), s.qu.as_slice());
+        self.out.dv2 += 0.5 * dot(kff.as_slice(), s.quu_k.as_slice());
+        // V_x = Q_x + Q_uxᵀ k, V_xx = Q_xx + Q_uxᵀ K
+        s.vx.copy_from_slice(s.qx.as_slice());
+        add_transposed_product(1.0, s.qux.as_slice(), kff.as_slice(), nu, s.vx.as_mut_slice());
+        s.vxx.copy_from_slice(s.qxx.as_slice());
+        add_transposed_product(1.0, s.qux.as_slice(), gain.as_slice(), nu, s.vxx.as_mut_slice());
         if bounds.is_some() {
             // V_x = Q_x + Kᵀ(Q_uu k + Q_u) + Q_uxᵀ k, V_xx = Q_xx + Kᵀ(Q_uu K + Q_ux) + Q_uxᵀ K
             s.quu_k += &s.qu;
-            s.vx.gemv_tr(1.0, gain, &s.quu_k, 1.0);
-            s.quu_gain.copy_from(&s.qux);
-            s.quu_gain.gemm(1.0, &s.quu, gain, 1.0);
-            s.gt.tr_copy_from(gain);
-            s.vxx.gemm(1.0, &s.gt, &s.quu_gain, 1.0);
+            add_transposed_product(1.0, gain.as_slice(), s.quu_k.as_slice(), nu, s.vx.as_mut_slice());
+            set_product(s.quu.as_slice(), nu, gain.as_slice(), nu, s.quu_gain.as_mut_slice());
+            s.quu_gain += &s.qux;
+            add_transposed_product(1.0, gain.as_slice(), s.quu_gain.as_slice(), nu, s.vxx.as_mut_slice());
         } else if mu > 0.0 {
             // the same with (Q_uu + μ1) k = −Q_u and (Q_uu + μ1) K = −Q_ux:
             // V_x = Q_x + Q_uxᵀ k − μ Kᵀ k, V_xx = Q_xx + Q_uxᵀ K − μ Kᵀ K
-            s.gt.tr_copy_from(gain);
-            s.vx.gemv(-mu, &s.gt, kff, 1.0);
-            s.vxx.gemm(-mu, &s.gt, gain, 1.0);
+            add_transposed_product(-mu, gain.as_slice(), kff.as_slice(), nu, s.vx.as_mut_slice());
+            add_transposed_product(-mu, gain.as_slice(), gain.as_slice(), nu, s.vxx.as_mut_slice());
         }
         symmetrise(&mut s.vxx);
         self.remaining = self.remaining.map(|r| r - 1);

@@ -24,6 +24,7 @@
 
 pub mod boxqp;
 pub mod cost;
+mod dense_kernels;
 pub mod dynamics;
 pub mod error;
 pub mod frame_cost;
