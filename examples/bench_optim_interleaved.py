@@ -6,7 +6,7 @@ lets the machine settle after the previous solver: crocoddyl's OpenMP workers ke
 a few milliseconds after their last parallel region (libgomp's default wait policy), holding
 one of our two cores, so that whichever solver comes right after two-threaded crocoddyl
 starts on a machine with one core taken (``warm = 0`` shows it: every solver's first solve is
-slower, vidyn's by up to 2x). Prints the minimum and the median wall time over the rounds and
+slower, vidyn's by up to 2.3x). Prints the minimum and the median wall time over the rounds and
 the ratios crocoddyl / vidyn. The problems and solvers are those of ``bench_panda_crocoddyl.py``
 (panda, gravity) and ``bench_ilqr_crocoddyl.py`` (cart-pole with the penalised pole torque,
 without and with gravity); same crocoddyl install as there.
