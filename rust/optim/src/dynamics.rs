@@ -248,13 +248,13 @@ pub struct ViDynamics<'a> {
     actuated: Vec<usize>,
     /// Second-order workspaces, one per concurrent caller (allocated on first use).
     second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<vidyn_vi::SecondOrderWorkspace>>>>,
-    /// Scratch of [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
+    /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
     /// are boxed: taking one out moves a pointer, not the workspace).
     step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
 }
 
-/// What [`ViDynamics::linearize_steps`] needs besides the caller's matrices: the VI workspace,
-/// the full `B` (2n×n, all joints), the full controls and the re-solved next state.
+/// What a rollout or [`ViDynamics::linearize_steps`] needs besides the caller's buffers: the VI
+/// workspace, the full `B` (2n×n, all joints), the full controls and the next state.
 #[derive(Debug)]
 struct StepScratch {
     ws: vidyn_vi::ViWorkspace,
@@ -311,9 +311,10 @@ impl<'a> ViDynamics<'a> {
         let mut x = vec![0.0; (steps + 1) * nx];
         let mut u = vec![0.0; steps * m];
         x[..nx].copy_from_slice(x0);
-        let mut ws = self.vi.workspace();
-        let (mut guess, mut full, mut qn, mut pn) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        let mut linear_guess = vec![0.0; n];
+        let mut scratch = self.take_scratch();
+        let StepScratch { ws, full, q_next: qn, p_next: pn, .. } = &mut *scratch;
+        full.fill(0.0);
+        let (mut guess, mut linear_guess) = (vec![0.0; n], vec![0.0; n]);
         let mut prefer_linear = true;
         for k in 0..steps {
             let (done, rest) = x.split_at_mut((k + 1) * nx);
@@ -336,14 +337,28 @@ impl<'a> ViDynamics<'a> {
                 (true, _) => Some(guess.as_slice()),
                 _ => None,
             };
-            self.vi.step(&mut ws, k, &xk[..n], &xk[n..], &full, warm, &mut qn, &mut pn)?;
+            self.vi.step(ws, k, &xk[..n], &xk[n..], full, warm, qn, pn)?;
+            // for linearize_steps, which then need not solve the step again
+            self.vi.keep_solved(k, ws, &xk[..n], &xk[n..], full, qn, pn);
             if extrapolated && linear {
-                prefer_linear = distance(&qn, &linear_guess) <= distance(&qn, &guess);
+                prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
             }
-            rest[..n].copy_from_slice(&qn);
-            rest[n..nx].copy_from_slice(&pn);
+            rest[..n].copy_from_slice(qn);
+            rest[n..nx].copy_from_slice(pn);
         }
+        self.return_scratch(scratch);
         Ok((x, u))
+    }
+    /// Scratch for one rollout or linearisation from the pool (a new one when it is empty).
+    fn take_scratch(&self) -> Box<StepScratch> {
+        self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(StepScratch::new(self.vi)))
+    }
+    /// Scratch back to the pool after a call that succeeded (a failed call drops its own, so
+    /// that no state of a failure reaches the next call).
+    fn return_scratch(&self, s: Box<StepScratch>) {
+        if let Ok(mut pool) = self.step_pool.lock() {
+            pool.push(s);
+        }
     }
     /// The state trajectory `x` and actuated controls `u` as a [`Trajectory`] (full controls).
     #[must_use]
@@ -405,28 +420,28 @@ impl Dynamics for ViDynamics<'_> {
     /// Each step by [`VariationalIntegrator::linearize`] from `(q_k, p_k, u_k)`, warm-started at
     /// `q_{k+1}` — what the batch engine runs for every step in [`Dynamics::linearize`] — with
     /// scratch from a pool (one per concurrent caller; a failed step's is dropped, so that no
-    /// state of a failure reaches the next call).
+    /// state of a failure reaches the next call). A step the latest rollout solved is
+    /// linearised from its kept control points instead
+    /// ([`VariationalIntegrator::linearize_kept`]: the same matrices without the re-solve).
     fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
         let (n, m) = (self.vi.n(), self.actuated.len());
         let nx = 2 * n;
         if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
             return Err(OptimError::InvalidInput(format!("linearize_steps: {} steps need {} state and {} control entries and as many B as A", a.len(), (a.len() + 1) * nx, a.len() * m)));
         }
-        let mut s = self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(StepScratch::new(self.vi)));
+        let mut s = self.take_scratch();
         for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
             let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 1) * nx + n]);
             s.full.fill(0.0);
             for (j, &jj) in self.actuated.iter().enumerate() {
                 s.full[jj] = u[i * m + j];
             }
-            self.vi.linearize(&mut s.ws, k0 + i, &xk[..n], &xk[n..], &s.full, Some(next), ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            self.vi.linearize_kept(&mut s.ws, k0 + i, &xk[..n], &xk[n..], &s.full, next, ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             for (c, &jj) in self.actuated.iter().enumerate() {
                 bk.column_mut(c).copy_from(&s.b.column(jj));
             }
         }
-        if let Ok(mut pool) = self.step_pool.lock() {
-            pool.push(s);
-        }
+        self.return_scratch(s);
         Ok(())
     }
     /// The VI's exact λ-contracted second derivatives

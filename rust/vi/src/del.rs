@@ -130,6 +130,25 @@ impl StepPoints {
         }
     }
 
+    /// Copies the points, velocities and point states of `other` (same model and scheme), not
+    /// the Hessians; no allocation. O(s n).
+    pub(crate) fn copy_from(&mut self, other: &StepPoints) {
+        for (mine, theirs) in self.q.iter_mut().zip(&other.q).chain(self.qdot.iter_mut().zip(&other.qdot)) {
+            mine.copy_from_slice(theirs);
+        }
+        for (mine, theirs) in self.states.iter_mut().zip(&other.states) {
+            mine.copy_from(theirs);
+        }
+    }
+
+    /// Exchanges the points, velocities and point states with `other`, keeping each side's
+    /// Hessian storage. O(1).
+    pub(crate) fn swap_states(&mut self, other: &mut StepPoints) {
+        std::mem::swap(&mut self.q, &mut other.q);
+        std::mem::swap(&mut self.qdot, &mut other.qdot);
+        std::mem::swap(&mut self.states, &mut other.states);
+    }
+
     /// Energy Hessians at every control point (allocated on first use). O(s n d).
     pub(crate) fn update_hessians(&mut self, model: &Model) {
         if self.hessians.len() != self.states.len() {

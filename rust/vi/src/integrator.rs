@@ -16,6 +16,7 @@ use crate::dense_step::{DenseStep, DEFAULT_DENSE_MAX};
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
+use crate::solved::{KeptSteps, SolvedStep};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 use vidyn_rbd::{check_configuration, check_forces, check_tangent, Joint, Model, Workspace};
@@ -46,6 +47,9 @@ pub struct VariationalIntegrator {
     /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
     /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
     dense_max: usize,
+    /// Solved steps kept for their linearisation ([`crate::solved`]); emptied by every
+    /// builder method.
+    pub(crate) kept: KeptSteps,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -82,6 +86,12 @@ pub struct ViWorkspace {
     pub(crate) dense: DenseStep,
     /// Newton iterations of the last step.
     pub last_iterations: usize,
+    /// Whether the last step was accepted with its residual within the tolerance (not
+    /// stalled at a larger one) and without constraints: its control points are then exactly
+    /// those a solve started at its `q_{k+1}` accepts at once ([`crate::SolvedStep`]).
+    pub(crate) within_tolerance: bool,
+    /// The buffer [`VariationalIntegrator::keep_solved`] fills next.
+    pub(crate) spare_solved: Option<Box<SolvedStep>>,
 }
 
 impl VariationalIntegrator {
@@ -101,7 +111,7 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX, kept: KeptSteps::default() })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -119,6 +129,7 @@ impl VariationalIntegrator {
             c.validate(self.model.nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
         }
         self.constraints = constraints;
+        self.kept = KeptSteps::default();
         Ok(self)
     }
 
@@ -151,6 +162,7 @@ impl VariationalIntegrator {
             return Err(ViError::InvalidParameter("every joint is kinematic: nothing is left to simulate".into()));
         }
         self.prescribed = prescribed;
+        self.kept = KeptSteps::default();
         Ok(self)
     }
 
@@ -171,6 +183,7 @@ impl VariationalIntegrator {
             check_forces(&self.model, &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
         }
         self.wrenches = wrenches;
+        self.kept = KeptSteps::default();
         Ok(self)
     }
 
@@ -201,6 +214,7 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn with_dense_max(mut self, dense_max: usize) -> Self {
         self.dense_max = dense_max;
+        self.kept = KeptSteps::default();
         self
     }
 
@@ -217,6 +231,7 @@ impl VariationalIntegrator {
         }
         self.tolerance = tolerance;
         self.max_iterations = max_iterations;
+        self.kept = KeptSteps::default();
         Ok(self)
     }
 
@@ -267,6 +282,8 @@ impl VariationalIntegrator {
             constraint: ConstraintWork::new(n, self.constraints.len()),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             last_iterations: 0,
+            within_tolerance: false,
+            spare_solved: None,
         }
     }
 
@@ -400,6 +417,7 @@ impl VariationalIntegrator {
     /// of `q_{k+1}` (e.g. from the previous trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used;
     /// interior points are interpolated. `step` only labels errors.
     pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
         self.initial_guess(ws, q, p, u, guess)?;
         let sc = &self.scheme;
@@ -438,6 +456,7 @@ impl VariationalIntegrator {
             }
             if residual <= tol || (stalled && residual <= 1.5e-8 * scale) {
                 ws.last_iterations = it;
+                ws.within_tolerance = residual <= tol && !constrained;
                 sc.endpoint_from(q, &ws.z, q_next);
                 ws.points.del_rows(sc, self.dt, &self.forces, u, sc.s, p_next);
                 for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
@@ -532,7 +551,7 @@ impl VariationalIntegrator {
         self.move_multipliers(ws, alpha);
     }
 
-    fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
+    pub(crate) fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
         let n = self.n();
         if let Some(g) = guess {
             check_configuration(&self.model, g)?; // before taking the scratch out of `ws`
@@ -554,7 +573,8 @@ impl VariationalIntegrator {
         for g in 1..=self.scheme.s {
             let c = self.scheme.nodes[g];
             for i in 0..n {
-                ws.z[(g - 1) * n + i] = q[i] + c * (end[i] - q[i]);
+                // the end node exactly (q + 1·(end − q) may differ from end in the last bit)
+                ws.z[(g - 1) * n + i] = if c == 1.0 { end[i] } else { q[i] + c * (end[i] - q[i]) };
             }
         }
         // kinematic joints: the control point that puts q_{k+1} at ρ_{k+1} = u_i (s = 1)
@@ -586,11 +606,25 @@ impl VariationalIntegrator {
     /// (controls constant over the step). With holonomic constraints the columns go through the
     /// KKT system of [`crate::constrained`]. Writes the next state too.
     pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        self.check_jacobian_shapes(a, b)?;
+        let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
+        self.linearize_converged(ws, step, q, a, b)?;
+        Ok(iterations)
+    }
+
+    pub(crate) fn check_jacobian_shapes(&self, a: &DMatrix<f64>, b: &DMatrix<f64>) -> Result<()> {
         let n = self.n();
         if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) {
             return Err(ViError::InvalidParameter(format!("A is {:?} and B is {:?}; expected ({m}, {m}) and ({m}, {n})", a.shape(), b.shape(), m = 2 * n)));
         }
-        let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
+        Ok(())
+    }
+
+    /// The linearisation part of [`Self::linearize`], for the step from `q_k = q` whose
+    /// converged solution `ws` holds (its control points in `ws.points`; with constraints, the
+    /// multipliers of the solve too).
+    pub(crate) fn linearize_converged(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+        let n = self.n();
         let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
         // a converged step leaves `ws.points` at its solution (its last residual was there)
         if self.uses_dense() {
@@ -598,7 +632,7 @@ impl VariationalIntegrator {
                 return Err(ViError::SingularJacobian { step });
             }
             ws.dense.linearize(&ws.points, sc, dt, forces, a, b);
-            return Ok(iterations);
+            return Ok(());
         }
         if !ws.newton.factorize(&self.model, sc, dt, forces, &ws.points, true) {
             return Err(ViError::SingularJacobian { step });
@@ -704,7 +738,7 @@ impl VariationalIntegrator {
                 b[(n + c, c)] += cp;
             }
         }
-        Ok(iterations)
+        Ok(())
     }
 }
 

@@ -33,6 +33,7 @@ mod point;
 pub mod reference;
 pub mod scheme;
 mod second_order;
+mod solved;
 mod state;
 mod trajectory;
 
@@ -44,6 +45,7 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
+pub use solved::KEPT_BYTES;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 

@@ -80,6 +80,26 @@ impl PointState {
         }
     }
 
+    /// Copies every field of `other` (a state of the same size), without allocating.
+    pub(crate) fn copy_from(&mut self, other: &PointState) {
+        self.placements.copy_from_slice(&other.placements);
+        self.columns.copy_from_slice(&other.columns);
+        self.column_rates.copy_from_slice(&other.column_rates);
+        self.twists.copy_from_slice(&other.twists);
+        self.momenta.copy_from_slice(&other.momenta);
+        self.gravity_lever.copy_from_slice(&other.gravity_lever);
+        self.dk_dqdot.copy_from_slice(&other.dk_dqdot);
+        self.dk_dq.copy_from_slice(&other.dk_dq);
+        self.dv_dq.copy_from_slice(&other.dv_dq);
+        self.body_inertias.copy_from_slice(&other.body_inertias);
+        self.sigma_m.copy_from_slice(&other.sigma_m);
+        self.sigma_p.copy_from_slice(&other.sigma_p);
+        self.sigma_wrench.copy_from_slice(&other.sigma_wrench);
+        self.wrenched = other.wrenched;
+        self.configured_q.copy_from_slice(&other.configured_q);
+        self.configured_model = other.configured_model;
+    }
+
     /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
     /// Clears the wrenches: call [`Self::update_wrenches`] afterwards to add them.
     pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
