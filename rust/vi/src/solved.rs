@@ -143,3 +143,121 @@ impl VariationalIntegrator {
         Ok(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::*;
+    use nalgebra::DMatrix;
+    use std::sync::Arc;
+    use vidyn_rbd::builders::{pendulum_chain, random_tree};
+    use vidyn_rbd::Joint;
+
+    /// Whether step `k` of `vi` holds kept points not yet taken.
+    fn kept_valid(vi: &VariationalIntegrator, k: usize) -> bool {
+        vi.kept.slots.lock().unwrap().get(k).and_then(Option::as_ref).is_some_and(|s| s.valid)
+    }
+
+    /// Rolls out `steps` steps from a fixed state with controls `u`, keeping every step; returns
+    /// the states `(q_k, p_k)`, `k = 0..=steps`.
+    fn rollout_keeping(vi: &VariationalIntegrator, steps: usize, u: &[f64]) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let n = vi.n();
+        let mut ws = vi.workspace();
+        let q: Vec<f64> = (0..n).map(|i| 0.3 - 0.2 * i as f64).collect();
+        let mut p = vec![0.0; n];
+        vi.momentum(&mut ws, &q, &vec![0.5; n], &mut p).unwrap();
+        let mut states = vec![(q, p)];
+        for k in 0..steps {
+            let (q, p) = states[k].clone();
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            vi.step(&mut ws, k, &q, &p, u, None, &mut qn, &mut pn).unwrap();
+            vi.keep_solved(k, &mut ws, &q, &p, u, &qn, &pn);
+            states.push((qn, pn));
+        }
+        states
+    }
+
+    /// `(A, B, q_{k+1}, p_{k+1}, iterations)` of one linearisation call.
+    type Linearised = (DMatrix<f64>, DMatrix<f64>, Vec<f64>, Vec<f64>, usize);
+
+    fn linearised(vi: &VariationalIntegrator, kept: bool, k: usize, q: &[f64], p: &[f64], u: &[f64], guess: &[f64]) -> Linearised {
+        let n = vi.n();
+        let mut ws = vi.workspace();
+        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+        let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+        let it = if kept {
+            vi.linearize_kept(&mut ws, k, q, p, u, guess, &mut a, &mut b, &mut qn, &mut pn).unwrap()
+        } else {
+            vi.linearize(&mut ws, k, q, p, u, Some(guess), &mut a, &mut b, &mut qn, &mut pn).unwrap()
+        };
+        (a, b, qn, pn, it)
+    }
+
+    fn assert_same_bits(x: &Linearised, y: &Linearised, label: &str) {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(x.0.as_slice()), bits(y.0.as_slice()), "{label}: A");
+        assert_eq!(bits(x.1.as_slice()), bits(y.1.as_slice()), "{label}: B");
+        assert_eq!((bits(&x.2), bits(&x.3), x.4), (bits(&y.2), bits(&y.3), y.4), "{label}: next state, iterations");
+    }
+
+    /// The kept path gives what the re-solve gives, bit for bit, on the dense path (pendulum
+    /// chain) and the recursive one (12-body tree), for one- and two-interval schemes (from
+    /// the midpoint's and Simpson's guess `q_{k+1}` the kept `z` need not come back bit for
+    /// bit, and such steps are solved); the trapezoid's steps are all taken from the store, once.
+    #[test]
+    fn kept_steps_linearise_exactly_as_the_re_solve() {
+        let one_dof: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+        for model in [Arc::new(pendulum_chain(2, false)), Arc::new(random_tree(12, 5, &one_dof))] {
+            for sc in [Scheme::trapezoid(), Scheme::midpoint(), Scheme::simpson()] {
+                let n = model.nv;
+                let label = format!("{} s = {} ({})", model.name, sc.s, if sc.s * n <= DEFAULT_DENSE_MAX { "dense" } else { "recursive" });
+                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, None).unwrap();
+                let u: Vec<f64> = (0..n).map(|i| 0.2 * i as f64 - 0.1).collect();
+                let states = rollout_keeping(&vi, 6, &u);
+                for k in 0..6 {
+                    let ((q, p), (qn, _)) = (&states[k], &states[k + 1]);
+                    let trapezoid = sc.s == 1 && sc.endpoint(0) == 0.0;
+                    if trapezoid {
+                        assert!(kept_valid(&vi, k), "{label}: the trapezoid's step {k} should be kept");
+                    }
+                    let kept = linearised(&vi, true, k, q, p, &u, qn);
+                    if trapezoid {
+                        assert!(!kept_valid(&vi, k), "{label}: step {k} is taken from the store, once");
+                    }
+                    let solved = linearised(&vi, false, k, q, p, &u, qn);
+                    assert_same_bits(&kept, &solved, &format!("{label}, step {k}"));
+                }
+            }
+        }
+    }
+
+    /// Points kept for other inputs, a clone's empty store and a rebuilt integrator's are not
+    /// used: each of these linearises by solving (same results as `linearize`).
+    #[test]
+    fn kept_steps_of_other_inputs_or_settings_are_not_used() {
+        let vi = VariationalIntegrator::new(Arc::new(pendulum_chain(2, false)), Scheme::trapezoid(), 0.02, None).unwrap();
+        let u = [0.1, -0.2];
+        let states = rollout_keeping(&vi, 3, &u);
+        let ((q, p), (qn, _)) = (&states[1], &states[2]);
+        // other controls: the kept points are of another step, so the step is solved
+        let other_u = [0.1, -0.2 + 1e-15];
+        let kept = linearised(&vi, true, 1, q, p, &other_u, qn);
+        assert_eq!(kept.4, linearised(&vi, false, 1, q, p, &other_u, qn).4);
+        assert!(kept_valid(&vi, 1), "points that did not match stay kept");
+        // a clone starts empty; a builder method empties the store
+        assert!(!kept_valid(&vi.clone(), 1));
+        let rebuilt = vi.clone().with_newton(1e-10, 20).unwrap();
+        assert!(!kept_valid(&rebuilt, 1));
+        let rebuilt_keeping = {
+            let v = VariationalIntegrator::new(Arc::new(pendulum_chain(2, false)), Scheme::trapezoid(), 0.02, None).unwrap();
+            rollout_keeping(&v, 2, &u);
+            assert!(kept_valid(&v, 1));
+            v.with_dense_max(0)
+        };
+        assert!(!kept_valid(&rebuilt_keeping, 1));
+        // the step index is part of the key: step 1's points are not step 2's
+        let ((q2, p2), (qn2, _)) = (&states[2], &states[3]);
+        assert!(kept_valid(&vi, 2));
+        let wrong_slot = linearised(&vi, true, 1, q2, p2, &u, qn2);
+        assert_same_bits(&wrong_slot, &linearised(&vi, false, 2, q2, p2, &u, qn2), "step 2 linearised under index 1");
+    }
+}
