@@ -292,8 +292,9 @@ def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0:
         raise InputError("give either v0 or p0, not both")
     if p0 is not None:
         return q, _f64(p0)
-    v = np.zeros(vi.n) if v0 is None else _f64(v0)
-    return q, _f64(vi.momentum(q, v))
+    if v0 is None:
+        return q, np.zeros(vi.n)  # at rest p = M(q)·0 (q itself is checked by the solver)
+    return q, _f64(vi.momentum(q, _f64(v0)))
 
 
 def tracking_lqr(
