@@ -26,7 +26,7 @@ use nalgebra::DMatrix;
 use std::sync::Mutex;
 
 /// The most memory the kept steps of one integrator may take (64 MiB, estimated): about
-/// 23 000 steps of a cart-pole, 5 000 of a 9-joint arm with the trapezoid rule.
+/// 17 000 steps of a cart-pole, 5 700 of a 9-joint arm with the trapezoid rule.
 pub const KEPT_BYTES: usize = 64 << 20;
 
 /// The control points of one solved step and the inputs and outputs that identify it.
@@ -62,10 +62,13 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 }
 
 impl VariationalIntegrator {
-    /// How many steps may be kept within [`KEPT_BYTES`] (about 100 numbers per joint and
-    /// control point are copied).
+    /// How many steps may be kept within [`KEPT_BYTES`]: a point state holds 68 numbers per
+    /// joint in 16 vectors (≈ 40 bytes of header and allocator overhead each), a step `s + 1`
+    /// of them and `6n` numbers of inputs, outputs and unknowns.
     fn kept_capacity(&self) -> usize {
-        KEPT_BYTES / (8 * 100 * self.n().max(1) * (self.scheme.s + 1))
+        let n = self.n();
+        let per_point = 8 * 68 * n + 16 * 40;
+        KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * 6 * n + 256)
     }
 
     /// Keeps the control points of step `k`, which [`Self::step`] has just solved on `ws`
