@@ -11,11 +11,15 @@ the ratios crocoddyl / vidyn. The problems and solvers are those of ``bench_pand
 (panda, gravity) and ``bench_ilqr_crocoddyl.py`` (cart-pole with the penalised pole torque,
 without and with gravity); same crocoddyl install as there.
 
-    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg] [warm]
+    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg] [warm] [vidyn,croc1,croc2]
+
+and the percentiles 0/10/25/50/75/90/100 of each solver's times.
 """
 
 import os
 import statistics
+
+import numpy as np
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +40,8 @@ runs = {
 }
 sel = sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] != "all" else None
 warm = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-t = {k: [] for k in runs if sel is None or k.split()[0] in sel}
+solvers = sys.argv[4].split(",") if len(sys.argv) > 4 else None
+t = {k: [] for k in runs if (sel is None or k.split()[0] in sel) and (solvers is None or k.split()[1] in solvers)}
 for f in t: runs[f]()
 for _ in range(rounds):
     for k in t:
@@ -45,9 +50,13 @@ for _ in range(rounds):
         t[k].append(1e3 * runs[k]())
 for k, v in t.items():
     print(f"{k:12s} min {min(v):8.2f}  median {statistics.median(v):8.2f} ms")
+for k, v in t.items():
+    print(f"{k:12s} percentiles " + " ".join(f"{p:.1f}" for p in np.percentile(v, [0, 10, 25, 50, 75, 90, 100])))
 for p in ("panda", "cp", "cpg"):
     if f"{p} vidyn" in t:
         v = t[f"{p} vidyn"]
         for c in ("croc1", "croc2"):
+            if f"{p} {c}" not in t:
+                continue
             w = t[f"{p} {c}"]
             print(f"{p} {c}/vidyn: min {min(w)/min(v):.2f}x  median {statistics.median(w)/statistics.median(v):.2f}x")
