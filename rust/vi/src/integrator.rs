@@ -88,7 +88,7 @@ pub struct ViWorkspace {
     pub last_iterations: usize,
     /// Whether the last step was accepted with its residual within the tolerance (not
     /// stalled at a larger one) and without constraints: its control points are then exactly
-    /// those a solve started at its `q_{k+1}` accepts at once ([`crate::SolvedStep`]).
+    /// those a solve started at its `q_{k+1}` accepts at once ([`crate::solved`]).
     pub(crate) within_tolerance: bool,
     /// The buffer [`VariationalIntegrator::keep_solved`] fills next.
     pub(crate) spare_solved: Option<Box<SolvedStep>>,
