@@ -19,7 +19,8 @@ both final costs are reported.
 Actuation: the pole is unactuated in the real system. crocoddyl's compiled actuation models
 cannot express "cart only" for a fixed-base model, so the benchmark gives both solvers the
 same fully-actuated model with a heavy penalty on the pole torque (``R = diag(r, r_pole)``).
-vidyn's exact underactuated solve (``actuated=[0]``) is reported as well.
+vidyn's exact underactuated solve (``actuated=[0]``) is reported as well, and vidyn's iLQR both
+on the VI's state ``(q, p)`` (default) and on ``(q, v)`` (``coordinates="velocity"``).
 
 Convergence: each solver runs to its own stopping test (vidyn: expected decrease of a full
 step ≤ 1e-9·max(1, J); crocoddyl: ``th_stop = 1e-9``) with up to 1000 iterations; the
@@ -60,7 +61,7 @@ def cartpole(gravity: bool) -> vd.Model:
     return b.build()
 
 
-def vidyn_solve(dt: float, steps: int, underactuated: bool, tol: float, gravity: bool = False) -> dict[str, object]:
+def vidyn_solve(dt: float, steps: int, underactuated: bool, tol: float, gravity: bool = False, coordinates: str = "momentum") -> dict[str, object]:
     vi = vd.VariationalIntegrator(cartpole(gravity), dt=dt)
     if underactuated:
         kw = dict(actuated=[0], R=dt * R_CART, U_init=np.zeros((steps, 1)))
@@ -68,7 +69,7 @@ def vidyn_solve(dt: float, steps: int, underactuated: bool, tol: float, gravity:
         kw = dict(R=dt * np.array([R_CART, R_POLE]), U_init=np.zeros((steps, 2)))
     t0 = time.perf_counter()
     res = optim.ilqr(
-        vi, [0.0, 0.0], Q=dt * W, QN=WN, x_ref=GOAL, cost_state="velocity", max_iterations=1000, tolerance=tol, **kw
+        vi, [0.0, 0.0], Q=dt * W, QN=WN, x_ref=GOAL, cost_state="velocity", max_iterations=1000, tolerance=tol, coordinates=coordinates, **kw  # type: ignore[arg-type]
     )
     wall = time.perf_counter() - t0
     # cost after each accepted step and its time stamp
@@ -163,6 +164,8 @@ def main() -> None:
         ("vidyn iLQR (cart only, exact)", lambda: vidyn_solve(args.dt, steps, True, args.tol)),
         ("vidyn iLQR, gravity (penalised)", lambda: vidyn_solve(args.dt, steps, False, args.tol, True)),
         ("vidyn iLQR, gravity (cart only, exact)", lambda: vidyn_solve(args.dt, steps, True, args.tol, True)),
+        ("vidyn iLQR on (q, v) (penalised)", lambda: vidyn_solve(args.dt, steps, False, args.tol, False, "velocity")),
+        ("vidyn iLQR on (q, v), gravity (penalised)", lambda: vidyn_solve(args.dt, steps, False, args.tol, True, "velocity")),
         ("crocoddyl FDDP (penalised, 1 thread)", lambda: crocoddyl_solve(args.dt, steps, args.tol, 1)),
         ("crocoddyl FDDP (penalised, 2 threads)", lambda: crocoddyl_solve(args.dt, steps, args.tol, 2)),
         ("crocoddyl FDDP, gravity (penalised, 1 thread)", lambda: crocoddyl_solve(args.dt, steps, args.tol, 1, True)),
@@ -181,12 +184,13 @@ def main() -> None:
             tm = r["res"].timing  # type: ignore[attr-defined]
             print(f"{'':42s} (vidyn split: after the rollout (cost, derivatives left, next backward pass) {1e3 * tm['linearize']:.1f} ms, other backward {1e3 * tm['backward']:.1f} ms, forward passes {1e3 * tm['forward']:.1f} ms)")
         print(f"{name:42s} iterations {r['iterations']:4d}  wall {1e3 * statistics.median(walls):8.2f} ms  final cost {r['cost']:.8f}  within 1e-6: iteration {it6}, {1e3 * t6:.2f} ms")
-    if len(rows) == 7:
-        v = rows[0]
-        for c in rows[4:6]:
-            print(f"ratio {c[0]} / vidyn (penalised problem): wall to convergence {c[2] / v[2]:.2f}x, time to 1e-6 of the optimum {c[5] / v[5]:.2f}x")
-        v, c = rows[2], rows[6]
-        print(f"ratio {c[0]} / vidyn (gravity, penalised): wall to convergence {c[2] / v[2]:.2f}x, time to 1e-6 of the optimum {c[5] / v[5]:.2f}x")
+    if len(rows) == 9:
+        for v in (rows[0], rows[4]):
+            for c in rows[6:8]:
+                print(f"ratio {c[0]} / {v[0]}: wall to convergence {c[2] / v[2]:.2f}x, time to 1e-6 of the optimum {c[5] / v[5]:.2f}x")
+        for v in (rows[2], rows[5]):
+            c = rows[8]
+            print(f"ratio {c[0]} / {v[0]}: wall to convergence {c[2] / v[2]:.2f}x, time to 1e-6 of the optimum {c[5] / v[5]:.2f}x")
 
 
 if __name__ == "__main__":

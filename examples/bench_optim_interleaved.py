@@ -11,7 +11,10 @@ the ratios crocoddyl / vidyn. The problems and solvers are those of ``bench_pand
 (panda, gravity) and ``bench_ilqr_crocoddyl.py`` (cart-pole with the penalised pole torque,
 without and with gravity); same crocoddyl install as there.
 
-    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg] [warm] [vidyn,croc1,croc2]
+    python examples/bench_optim_interleaved.py [rounds] [panda,cp,cpg] [warm] [vidyn,vidynv,croc1,croc2]
+
+``vidyn`` iterates in the VI's state ``(q, p)``, ``vidynv`` in ``(q, v)``
+(``optim.ilqr(coordinates="velocity")``).
 
 and the percentiles 0/10/25/50/75/90/100 of each solver's times.
 """
@@ -29,12 +32,15 @@ import bench_panda_crocoddyl as P  # noqa: E402
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 runs = {
   "panda vidyn": lambda: P.vidyn_run(1e-9, True)["wall"],
+  "panda vidynv": lambda: P.vidyn_run(1e-9, True, "velocity")["wall"],
   "panda croc1": lambda: P.crocoddyl_run(1e-9, 1, True)["wall"],
   "panda croc2": lambda: P.crocoddyl_run(1e-9, 2, True)["wall"],
   "cp vidyn": lambda: C.vidyn_solve(0.02, 125, False, 1e-9)["wall"],
+  "cp vidynv": lambda: C.vidyn_solve(0.02, 125, False, 1e-9, False, "velocity")["wall"],
   "cp croc1": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 1)["wall"],
   "cp croc2": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 2)["wall"],
   "cpg vidyn": lambda: C.vidyn_solve(0.02, 125, False, 1e-9, True)["wall"],
+  "cpg vidynv": lambda: C.vidyn_solve(0.02, 125, False, 1e-9, True, "velocity")["wall"],
   "cpg croc1": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 1, True)["wall"],
   "cpg croc2": lambda: C.crocoddyl_solve(0.02, 125, 1e-9, 2, True)["wall"],
 }
@@ -53,10 +59,12 @@ for k, v in t.items():
 for k, v in t.items():
     print(f"{k:12s} percentiles " + " ".join(f"{p:.1f}" for p in np.percentile(v, [0, 10, 25, 50, 75, 90, 100])))
 for p in ("panda", "cp", "cpg"):
-    if f"{p} vidyn" in t:
-        v = t[f"{p} vidyn"]
+    for ours in ("vidyn", "vidynv"):
+        if f"{p} {ours}" not in t:
+            continue
+        v = t[f"{p} {ours}"]
         for c in ("croc1", "croc2"):
             if f"{p} {c}" not in t:
                 continue
             w = t[f"{p} {c}"]
-            print(f"{p} {c}/vidyn: min {min(w)/min(v):.2f}x  median {statistics.median(w)/statistics.median(v):.2f}x")
+            print(f"{p} {c}/{ours}: min {min(w)/min(v):.2f}x  median {statistics.median(w)/statistics.median(v):.2f}x")

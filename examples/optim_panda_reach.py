@@ -60,7 +60,7 @@ def initial_controls(model: vd.Model) -> np.ndarray:
     return np.tile(vd.gravity(model, Q0), (steps, 1))
 
 
-def solve(model: vd.Model, tolerance: float = 1e-9, max_iterations: int = 500) -> tuple[optim.IlqrResult, float]:
+def solve(model: vd.Model, tolerance: float = 1e-9, max_iterations: int = 500, coordinates: str = "momentum") -> tuple[optim.IlqrResult, float]:
     pb = problem(model)
     n, steps = model.nv, int(pb["steps"])  # type: ignore[call-overload]
     vi = vd.VariationalIntegrator(model, dt=DT)
@@ -81,6 +81,7 @@ def solve(model: vd.Model, tolerance: float = 1e-9, max_iterations: int = 500) -
         frame_weight_terminal=W_PN,
         max_iterations=max_iterations,
         tolerance=tolerance,
+        coordinates=coordinates,  # type: ignore[arg-type]
     )
     return res, time.perf_counter() - t0
 

@@ -250,6 +250,27 @@ def test_ddp_on_the_vi_needs_fewer_iterations_than_ilqr(cartpole_vi):
     assert ddp.iterations < il.iterations, (ddp.iterations, il.iterations)
 
 
+def test_ilqr_in_velocity_coordinates_reaches_the_same_optimum(cartpole_vi, swing):
+    """``coordinates="velocity"`` iterates on ``(q, v)``, where the velocity cost is exactly
+    quadratic: the same optimum (both stop at an expected decrease ≤ 1e-9·J, so the costs agree
+    to about that), reported in ``(q, p)``: a VI trajectory from the same start, and gains that
+    stabilise it like the ``(q, p)`` run's (they are the same feedback to first order)."""
+    res = swing_up(cartpole_vi, coordinates="velocity")
+    assert res.converged, res.message
+    assert res.cost == pytest.approx(swing.cost, rel=1e-8)
+    np.testing.assert_allclose(res.q, swing.q, atol=1e-4)
+    np.testing.assert_array_equal(res.x[0], [0.0, 0.0, 0.0, 0.0])
+    defect = 0.0
+    for k in range(STEPS):
+        qn, pn = cartpole_vi.step(res.q[k], res.p[k], res.U[k])
+        defect = max(defect, np.abs(qn - res.q[k + 1]).max(), np.abs(pn - res.p[k + 1]).max())
+    assert defect < 1e-10
+    np.testing.assert_allclose(res.K, swing.K, rtol=1e-3, atol=1e-3 * np.abs(swing.K).max())
+    for bad in (dict(cost_state="momentum"), dict(method="ddp"), dict(coordinates="joint")):
+        with pytest.raises(vd.InputError, match="coordinates"):
+            swing_up(cartpole_vi, **{"coordinates": "velocity", **bad})
+
+
 def test_bad_inputs(cartpole_vi):
     with pytest.raises(vd.InputError):
         swing_up(cartpole_vi, Q=np.ones(3))

@@ -890,6 +890,7 @@ def _optim_ilqr(
     frame_target: list[float] | None = None,
     frame_weights: tuple[float, float] | None = None,
     cost: Any | None = None,
+    velocity_state: bool = False,
 ) -> dict[str, Any]:
     """iLQR/DDP on the VI; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result).
     ``frame``/``frame_target``/``frame_weights``: a frame-position cost added to the quadratic one;

@@ -421,6 +421,7 @@ def ilqr(
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
+    coordinates: Literal["momentum", "velocity"] = "momentum",
 ) -> IlqrResult:
     """iLQR from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) and initial controls
     ``U_init`` (N, m) (zeros for ``steps`` steps if omitted; (N, n) is accepted when the
@@ -436,7 +437,16 @@ def ilqr(
     at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
     λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
     *initial* rollout raises ConvergenceError; later failures only shorten the line search.
-    Exceptions raised by a Python ``cost`` propagate."""
+    Exceptions raised by a Python ``cost`` propagate.
+
+    ``coordinates``: the state the iLQR iterates in, the VI's ``(q, p)`` (default) or
+    ``(q, v)`` (``"velocity"``: only with ``cost_state="velocity"`` and ``method="ilqr"``, no
+    kinematic joints). Both are exact; they change what the Gauss–Newton model neglects (in
+    ``(q, v)`` the velocity cost is exactly quadratic), hence the iteration count, which
+    either may win (``BENCHMARKS.md``: the gravity-free cart-pole 6 iterations instead of 8, the
+    panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
+    with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
+    first order)."""
     act, m = _actuated(vi, actuated)
     n2 = 2 * vi.n
     q, p = _start(vi, q0, v0, p0)
@@ -444,6 +454,10 @@ def ilqr(
     adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
     fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
     N = u0.shape[0]
+    if coordinates not in ("momentum", "velocity"):
+        raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
+    if coordinates == "velocity" and (cost_state != "velocity" or method != "ilqr"):
+        raise InputError("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)")
 
     def limit(b: _ArrayLike | None, name: str) -> _Array | None:
         if b is None:
@@ -477,6 +491,7 @@ def ilqr(
         ft,
         fw,
         adapter,
+        coordinates == "velocity",
     )
     return _result(d, lambda: vi.rollout(q, p0=p, u=d["U"]))
 

@@ -1,6 +1,6 @@
 //! Panda Cartesian reach by iLQR (the problem of `examples/optim_panda_reach.py`), for
 //! profiling the optimiser without Python.
-//! `cargo run -p vidyn-optim --release --example panda_reach -- path/to/panda.urdf [gravity 0|1] [repeats]`
+//! `[VELOCITY_STATE=1] cargo run -p vidyn-optim --release --example panda_reach -- path/to/panda.urdf [gravity 0|1] [repeats]`
 
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -30,9 +30,13 @@ fn main() {
     let wn: Vec<f64> = (0..2 * n).map(|i| if i < n { 1e-2 } else { 10.0 }).collect();
     let y0: Vec<f64> = q0.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();
     let quad = QuadraticCost::new(vec![DMatrix::from_diagonal(&DVector::from_vec(w)) * dt], vec![DMatrix::identity(n, n) * 1e-3 * dt], DMatrix::from_diagonal(&DVector::from_vec(wn)), y0, vec![]).unwrap();
-    let cost = FramePositionCost::new(model.clone(), VelocityCost::new(model.clone(), quad).unwrap(), 2 * n, frame, target, dt, 1e3).unwrap();
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    // VELOCITY_STATE=1: iterate on (q, v) (`ViDynamics::with_velocity_state`)
+    let velocity_state = std::env::var("VELOCITY_STATE").is_ok();
+    let base: Box<dyn vidyn_optim::Cost> = if velocity_state { Box::new(quad) } else { Box::new(VelocityCost::new(model.clone(), quad).unwrap()) };
+    let cost = FramePositionCost::new(model.clone(), base, 2 * n, frame, target, dt, 1e3).unwrap();
     let dynamics = ViDynamics::new(&vi, None).unwrap();
+    let dynamics = if velocity_state { dynamics.with_velocity_state().unwrap() } else { dynamics };
     let g = vidyn_rbd::gravity(&model, &mut ws, &q0).unwrap().to_vec();
     let u0: Vec<f64> = (0..steps).flat_map(|_| g.iter().copied()).collect();
     let x0: Vec<f64> = q0.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();

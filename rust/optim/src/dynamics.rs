@@ -1,14 +1,17 @@
 //! The discrete-time dynamics the optimisers work on: `x_{k+1} = f_k(x_k, u_k)` with its exact
 //! first-order linearisation along a trajectory.
 //!
-//! [`ViDynamics`] wraps a [`VariationalIntegrator`] (state `x = (q, p)`, `nx = 2n`; controls
-//! the generalised forces of the actuated joints, `nu = m ≤ n`); [`LinearDynamics`] is a
+//! [`ViDynamics`] wraps a [`VariationalIntegrator`] (state `x = (q, p)`, or `(q, v)` with
+//! [`ViDynamics::with_velocity_state`]; `nx = 2n`; controls the generalised forces of the
+//! actuated joints, `nu = m ≤ n`); [`LinearDynamics`] is a
 //! (time-varying) linear system `x_{k+1} = A_k x_k + B_k u_k`, for tests and for LQ problems.
 //!
 //! Trajectories are stored row-major: `x[k·nx + i]` for `k = 0..=N`, `u[k·nu + j]` for
 //! `k = 0..N`.
 
 use crate::error::{OptimError, Result};
+use crate::ilqr::IlqrResult;
+use crate::velocity_state::{jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use vidyn_vi::{Trajectory, VariationalIntegrator};
@@ -235,8 +238,9 @@ impl Dynamics for LinearDynamics {
     }
 }
 
-/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), and the controls are
-/// the generalised forces of the `actuated` joints (nu = m; the other joints get zero force).
+/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), or `x = (q, v)` after
+/// [`ViDynamics::with_velocity_state`], and the controls are the generalised forces of the
+/// `actuated` joints (nu = m; the other joints get zero force).
 ///
 /// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
 /// does; linearisations go through the batch engine (every step in parallel, exact `A`, `B`),
@@ -246,6 +250,8 @@ impl Dynamics for LinearDynamics {
 pub struct ViDynamics<'a> {
     pub vi: &'a VariationalIntegrator,
     actuated: Vec<usize>,
+    /// `x = (q, v)` instead of `(q, p)` ([`crate::velocity_state`]).
+    velocity_state: bool,
     /// Second-order workspaces, one per concurrent caller (allocated on first use).
     second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<vidyn_vi::SecondOrderWorkspace>>>>,
     /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
@@ -254,7 +260,8 @@ pub struct ViDynamics<'a> {
 }
 
 /// What a rollout or [`ViDynamics::linearize_steps`] needs besides the caller's buffers: the VI
-/// workspace, the full `B` (2n×n, all joints), the full controls and the next state.
+/// workspace, the full `B` (2n×n, all joints), the full controls, the next state, and for the
+/// velocity state the momentum `p_k` and two nodes' Legendre data.
 #[derive(Debug)]
 struct StepScratch {
     ws: vidyn_vi::ViWorkspace,
@@ -262,12 +269,16 @@ struct StepScratch {
     full: Vec<f64>,
     q_next: Vec<f64>,
     p_next: Vec<f64>,
+    p: Vec<f64>,
+    node: Legendre,
+    next_node: Legendre,
 }
 
 impl StepScratch {
     fn new(vi: &VariationalIntegrator) -> Self {
         let n = vi.n();
-        Self { ws: vi.workspace(), b: DMatrix::zeros(2 * n, n), full: vec![0.0; n], q_next: vec![0.0; n], p_next: vec![0.0; n] }
+        let node = || Legendre::new(vi.model());
+        Self { ws: vi.workspace(), b: DMatrix::zeros(2 * n, n), full: vec![0.0; n], q_next: vec![0.0; n], p_next: vec![0.0; n], p: vec![0.0; n], node: node(), next_node: node() }
     }
 }
 
@@ -279,7 +290,62 @@ impl<'a> ViDynamics<'a> {
         if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
             return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
         }
-        Ok(Self { vi, actuated, second_order_pool: std::sync::Arc::default(), step_pool: std::sync::Arc::default() })
+        Ok(Self { vi, actuated, velocity_state: false, second_order_pool: std::sync::Arc::default(), step_pool: std::sync::Arc::default() })
+    }
+    /// The same dynamics on the velocity state `x = (q, v)`, `v = M(q)⁻¹ p`
+    /// ([`crate::velocity_state`]): rollouts start from and return `(q, v)`, `A`, `B` are the
+    /// exact Jacobians of the step in these coordinates, and a cost on `(q, v)` is used as it
+    /// is (no [`crate::VelocityCost`]). No second derivatives (full DDP and the Newton model
+    /// need the `(q, p)` state). Fails with kinematic joints, whose slots hold velocities
+    /// already.
+    pub fn with_velocity_state(mut self) -> Result<Self> {
+        if self.vi.kinematic().iter().any(|&k| k) {
+            return Err(OptimError::InvalidInput("the velocity state is not defined with kinematic joints".into()));
+        }
+        self.velocity_state = true;
+        Ok(self)
+    }
+    /// Whether `x = (q, v)` ([`ViDynamics::with_velocity_state`]).
+    #[must_use]
+    pub fn has_velocity_state(&self) -> bool {
+        self.velocity_state
+    }
+    /// The state `x` of `(q, p)` in these dynamics' coordinates.
+    pub fn state_from_momentum(&self, q: &[f64], p: &[f64]) -> Result<Vec<f64>> {
+        let mut x: Vec<f64> = q.iter().chain(p).copied().collect();
+        if self.velocity_state {
+            let n = self.vi.n();
+            let (q, v) = x.split_at_mut(n);
+            Legendre::new(self.vi.model()).velocity(self.vi.model(), q, p, v)?;
+        }
+        Ok(x)
+    }
+    /// An iLQR result on the velocity state expressed in the VI's `(q, p)`: every `x_k` by
+    /// `p_k = M(q_k) v_k` (the momentum its rollout stepped with) and the gains by
+    /// `K ← K ∂(q, v)/∂(q, p)`, the same feedback to first order. Nothing to do on `(q, p)`.
+    pub fn result_in_momentum(&self, res: &mut IlqrResult) -> Result<()> {
+        if !self.velocity_state {
+            return Ok(());
+        }
+        let (n, model) = (self.vi.n(), self.vi.model());
+        let mut node = Legendre::new(model);
+        let mut jac = DMatrix::zeros(2 * n, 2 * n);
+        let mut p = vec![0.0; n];
+        for (k, xk) in res.x.chunks_exact_mut(2 * n).enumerate() {
+            let (q, v) = xk.split_at_mut(n);
+            if let Some(gain) = res.gains.get_mut(k) {
+                // ∂(q, v)/∂(q, p) = ∂g/∂x: the identity's v rows mapped like A's
+                jac.fill_with_identity();
+                node.linearize_at(model, q, v)?;
+                crate::velocity_state::to_velocity_rows(&mut jac, &mut node);
+                *gain = &*gain * &jac;
+            } else {
+                node.linearize_at(model, q, v)?;
+            }
+            node.momentum_of(v, &mut p);
+            v.copy_from_slice(&p);
+        }
+        Ok(())
     }
     /// The actuated joints.
     #[must_use]
@@ -312,7 +378,8 @@ impl<'a> ViDynamics<'a> {
         let mut u = vec![0.0; steps * m];
         x[..nx].copy_from_slice(x0);
         let mut scratch = self.take_scratch();
-        let StepScratch { ws, full, q_next: qn, p_next: pn, .. } = &mut *scratch;
+        let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
+        let model = self.vi.model();
         full.fill(0.0);
         let (mut guess, mut linear_guess) = (vec![0.0; n], vec![0.0; n]);
         let mut prefer_linear = true;
@@ -337,14 +404,19 @@ impl<'a> ViDynamics<'a> {
                 (true, _) => Some(guess.as_slice()),
                 _ => None,
             };
-            self.vi.step(ws, k, &xk[..n], &xk[n..], full, warm, qn, pn)?;
+            let (q, p) = (&xk[..n], if self.velocity_state { node.momentum(model, &xk[..n], &xk[n..], pk)?; &pk[..] } else { &xk[n..] });
+            self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
             // for linearize_steps, which then need not solve the step again
-            self.vi.keep_solved(k, ws, &xk[..n], &xk[n..], full, qn, pn);
+            self.vi.keep_solved(k, ws, q, p, full, qn, pn);
             if extrapolated && linear {
                 prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
             }
             rest[..n].copy_from_slice(qn);
-            rest[n..nx].copy_from_slice(pn);
+            if self.velocity_state {
+                node.velocity(model, qn, pn, &mut rest[n..nx])?;
+            } else {
+                rest[n..nx].copy_from_slice(pn);
+            }
         }
         self.return_scratch(scratch);
         Ok((x, u))
@@ -378,9 +450,10 @@ impl Dynamics for ViDynamics<'_> {
     fn nx(&self) -> usize {
         2 * self.vi.n()
     }
-    /// Exact second derivatives exist unless the VI has constraints or kinematic joints.
+    /// Exact second derivatives exist unless the VI has constraints or kinematic joints, or
+    /// the state is `(q, v)`.
     fn has_second_order(&self) -> bool {
-        self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
+        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
     }
     fn nu(&self) -> usize {
         self.actuated.len()
@@ -396,8 +469,12 @@ impl Dynamics for ViDynamics<'_> {
     }
     /// Every step through the batch engine ([`vidyn_batch::linearize`], one trajectory, all its
     /// steps in parallel on vidyn's pool), keeping the actuated columns of `B`; the first
-    /// failing step's error is returned.
+    /// failing step's error is returned. On the velocity state, chunks of
+    /// [`Dynamics::linearize_steps`] in parallel instead (the same matrices).
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        if self.velocity_state {
+            return self.linearize_in_chunks(x, u);
+        }
         let traj = self.to_trajectory(x, u);
         let (n, steps) = (self.vi.n(), traj.steps);
         let nx = 2 * n;
@@ -423,6 +500,9 @@ impl Dynamics for ViDynamics<'_> {
     /// state of a failure reaches the next call). A step the latest rollout solved is
     /// linearised from its kept control points instead
     /// ([`VariationalIntegrator::linearize_kept`]: the same matrices without the re-solve).
+    /// On the velocity state each step gets `p_k = M(q_k) v_k` as the rollout did, and its
+    /// `A`, `B` are mapped to `(q, v)` ([`crate::velocity_state`]; each node's Legendre data
+    /// computed once per call).
     fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
         let (n, m) = (self.vi.n(), self.actuated.len());
         let nx = 2 * n;
@@ -430,15 +510,31 @@ impl Dynamics for ViDynamics<'_> {
             return Err(OptimError::InvalidInput(format!("linearize_steps: {} steps need {} state and {} control entries and as many B as A", a.len(), (a.len() + 1) * nx, a.len() * m)));
         }
         let mut s = self.take_scratch();
+        let model = self.vi.model();
+        if self.velocity_state && !a.is_empty() {
+            s.node.linearize_at(model, &x[..n], &x[n..nx])?;
+        }
         for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
-            let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 1) * nx + n]);
+            let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 2) * nx]);
             s.full.fill(0.0);
             for (j, &jj) in self.actuated.iter().enumerate() {
                 s.full[jj] = u[i * m + j];
             }
-            self.vi.linearize_kept(&mut s.ws, k0 + i, &xk[..n], &xk[n..], &s.full, next, ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            let s = &mut *s;
+            let p = if self.velocity_state {
+                s.node.momentum_of(&xk[n..], &mut s.p);
+                &s.p[..]
+            } else {
+                &xk[n..]
+            };
+            self.vi.linearize_kept(&mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             for (c, &jj) in self.actuated.iter().enumerate() {
                 bk.column_mut(c).copy_from(&s.b.column(jj));
+            }
+            if self.velocity_state {
+                s.next_node.linearize_at(model, &next[..n], &next[n..])?;
+                jacobians_to_velocity(ak, bk, &s.node, &mut s.next_node);
+                std::mem::swap(&mut s.node, &mut s.next_node);
             }
         }
         self.return_scratch(s);
@@ -450,6 +546,9 @@ impl Dynamics for ViDynamics<'_> {
     /// columns of `huu`. The step is re-solved from `(x_k, u_k)`; one workspace per concurrent
     /// caller is kept in a pool.
     fn second_order_contracted(&self, k: usize, x: &[f64], u: &[f64], w: &[f64], out: &mut SecondOrder) -> Result<()> {
+        if self.velocity_state {
+            return Err(OptimError::NotImplemented("second derivatives on the velocity state (q, v): use the (q, p) state".into()));
+        }
         let n = self.vi.n();
         let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
         let mut full = vec![0.0; n];
@@ -471,6 +570,27 @@ impl Dynamics for ViDynamics<'_> {
             pool.push(so);
         }
         Ok(result?)
+    }
+}
+
+impl ViDynamics<'_> {
+    /// [`Dynamics::linearize`] as chunks of [`Dynamics::linearize_steps`] on vidyn's pool.
+    fn linearize_in_chunks(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        const CHUNK: usize = 8;
+        let (nx, m) = (self.nx(), self.actuated.len());
+        let steps = u.len() / m;
+        if x.len() != (steps + 1) * nx || u.len() != steps * m {
+            return Err(OptimError::InvalidInput(format!("linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}", x.len(), u.len())));
+        }
+        let mut a = vec![DMatrix::zeros(nx, nx); steps];
+        let mut b = vec![DMatrix::zeros(nx, m); steps];
+        vidyn_batch::install(|| {
+            a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (ac, bc))| {
+                let k0 = c * CHUNK;
+                self.linearize_steps(k0, &x[k0 * nx..(k0 + ac.len() + 1) * nx], &u[k0 * m..(k0 + ac.len()) * m], ac, bc)
+            })
+        })?;
+        Ok((a, b))
     }
 }
 

@@ -9,8 +9,9 @@
 //!   convergence report; each trial's linearisation and cost derivatives are computed step
 //!   by step on the pool's other threads while the trial is simulated (all steps in parallel,
 //!   bit-for-bit those of the batch engine's [`vidyn_batch::linearize`]).
-//! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)`, controls
-//!   on a chosen set of actuated joints) or [`LinearDynamics`].
+//! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)` or, with
+//!   [`ViDynamics::with_velocity_state`], `x = (q, v)`; controls on a chosen set of actuated
+//!   joints) or [`LinearDynamics`].
 //!
 //! * [`projection_optimize`]: Johnson's discrete projection-operator method (Ch. 6): DLQR
 //!   projection, steepest / quasi-Newton / Newton descent directions from a time-varying LQ
@@ -33,6 +34,7 @@ pub mod lqr;
 pub mod maximal_dynamics;
 mod pipeline;
 pub mod projection;
+mod velocity_state;
 
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Nominal, Policy, SecondOrder, ViDynamics};

@@ -32,16 +32,17 @@ impl Dynamics for WholeTrajectories<'_> {
 
 /// Cart-pole swing-up with gravity, both joints actuated (the pole heavily penalised), cost on
 /// `(q, v)`: the problem of `examples/bench_ilqr_crocoddyl.py`, whose line search backtracks.
-fn solve(dynamics: &dyn Dynamics, model: &Arc<vidyn_rbd::Model>, threads: usize, limits: Option<f64>) -> IlqrResult {
+/// `velocity_state`: the dynamics' state is `(q, v)` already (the cost is used as it is).
+fn solve(dynamics: &dyn Dynamics, model: &Arc<vidyn_rbd::Model>, threads: usize, limits: Option<f64>, velocity_state: bool) -> IlqrResult {
     let (dt, steps) = (0.02, 125);
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, 1.0, 0.1, 0.1])) * dt;
     let r = DMatrix::from_diagonal(&DVector::from_vec(vec![1e-2, 1e2])) * dt;
     let wn = DMatrix::identity(4, 4) * 1e3;
     let quad = QuadraticCost::new(vec![w], vec![r], wn, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
-    let cost = VelocityCost::new(model.clone(), quad).unwrap();
+    let cost: Box<dyn vidyn_optim::Cost> = if velocity_state { Box::new(quad) } else { Box::new(VelocityCost::new(model.clone(), quad).unwrap()) };
     let opts = IlqrOptions { max_iterations: 200, tolerance: 1e-9, u_min: limits.map(|l| vec![-l; 2]), u_max: limits.map(|l| vec![l; 2]), ..IlqrOptions::default() };
     let pool = vidyn_batch::new_pool(threads).unwrap();
-    vidyn_batch::with_pool(&pool, || ilqr(dynamics, &cost, &[0.0; 4], &vec![0.0; 2 * steps], &opts)).unwrap()
+    vidyn_batch::with_pool(&pool, || ilqr(dynamics, &*cost, &[0.0; 4], &vec![0.0; 2 * steps], &opts)).unwrap()
 }
 
 fn assert_same(a: &IlqrResult, b: &IlqrResult, what: &str) {
@@ -63,15 +64,36 @@ fn assert_same(a: &IlqrResult, b: &IlqrResult, what: &str) {
 
 #[test]
 fn streamed_derivatives_give_the_iterates_of_derivatives_after_the_fact() {
+    streamed_equals_after_the_fact(false);
+}
+
+/// The same on the velocity state `(q, v)`, whose linearisation maps each step's `(q, p)`
+/// Jacobians with both nodes' Legendre data (a chunk computes each node once; the whole
+/// trajectory goes in chunks of eight).
+#[test]
+fn streamed_derivatives_on_the_velocity_state_give_the_iterates_after_the_fact() {
+    streamed_equals_after_the_fact(true);
+}
+
+fn streamed_equals_after_the_fact(velocity_state: bool) {
     let model = Arc::new(vidyn_rbd::builders::cartpole());
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), 0.02, None).unwrap();
-    let streamed = ViDynamics::new(&vi, None).unwrap();
+    let dynamics = || {
+        let d = ViDynamics::new(&vi, None).unwrap();
+        if velocity_state {
+            d.with_velocity_state().unwrap()
+        } else {
+            d
+        }
+    };
+    let streamed = dynamics();
     assert!(streamed.linearizes_steps());
-    let whole = WholeTrajectories(ViDynamics::new(&vi, None).unwrap());
+    let whole = WholeTrajectories(dynamics());
+    let solve = |d: &dyn Dynamics, threads: usize, limits: Option<f64>| solve(d, &model, threads, limits, velocity_state);
     // unbounded, and with control limits that bind (the box QP, warm-started from the
     // previous backward pass, then runs inside the pipeline's speculative pass too)
     for limits in [None, Some(3.0)] {
-        let reference = solve(&whole, &model, 1, limits);
+        let reference = solve(&whole, 1, limits);
         assert!(reference.converged, "{}", reference.message);
         // the line search rejected some trials, whose speculative derivatives were dropped
         assert!(reference.log.iter().any(|l| l.alpha > 0.0 && l.alpha < 1.0), "no backtracking: the rejected-trial path is not exercised");
@@ -79,8 +101,8 @@ fn streamed_derivatives_give_the_iterates_of_derivatives_after_the_fact() {
             assert!(reference.u.iter().any(|u| u.abs() == l), "the limits never bind");
         }
         for threads in [1, 2, 3] {
-            assert_same(&solve(&streamed, &model, threads, limits), &reference, &format!("streamed, {threads} threads, limits {limits:?}"));
-            assert_same(&solve(&whole, &model, threads, limits), &reference, &format!("after the fact, {threads} threads, limits {limits:?}"));
+            assert_same(&solve(&streamed, threads, limits), &reference, &format!("streamed, {threads} threads, limits {limits:?}"));
+            assert_same(&solve(&whole, threads, limits), &reference, &format!("after the fact, {threads} threads, limits {limits:?}"));
         }
     }
 }

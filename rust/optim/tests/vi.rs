@@ -279,3 +279,140 @@ fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
     assert!(res.converged, "{}", res.message);
     assert!((p - nalgebra::Vector3::from(target)).norm() < 1e-2, "{p:?}");
 }
+
+/// A short trajectory of the acrobot (gravity) on the velocity state, from a moving start
+/// under varying torques: `(dynamics' integrator, x, u)`.
+fn acrobot_velocity_trajectory(vi: &vidyn_vi::VariationalIntegrator, steps: usize) -> (Vec<f64>, Vec<f64>) {
+    let dynamics = vidyn_optim::ViDynamics::new(vi, None).unwrap().with_velocity_state().unwrap();
+    let y0 = [0.3, -0.4, 0.5, 0.2];
+    let mut policy = |k: usize, _: &[f64], u: &mut [f64]| {
+        u[0] = (0.7 * k as f64).sin();
+        u[1] = 0.5 * (1.3 * k as f64).cos();
+    };
+    vidyn_optim::Dynamics::rollout(&dynamics, &y0, steps, &mut policy).unwrap()
+}
+
+/// `A`, `B` on the velocity state `(q, v)` are the VI's exact `(q, p)` Jacobians mapped by the
+/// Legendre transform's Jacobians — checked against `vidyn_vi`'s own
+/// `momentum_with_jacobian`/`velocity_with_jacobian` (a different computation of `M v` and
+/// `∂(M v)/∂q`, so the two linearise at steps that agree to the Newton tolerance 1e-12, not
+/// bit for bit: 1e-10), and against central differences of the step `y_k ↦ y_{k+1}` (h = 1e-6:
+/// truncation ~h² ≈ 1e-12 and round-off ~ε/h ≈ 2e-10 relative, the Newton solves converged to
+/// round-off). `linearize` (chunks in parallel) and `linearize_steps` agree bit for bit.
+#[test]
+fn velocity_state_jacobians_are_exact() {
+    use vidyn_optim::Dynamics;
+    let model = Arc::new(vidyn_rbd::builders::acrobot());
+    let vi = vidyn_vi::VariationalIntegrator::new(model, vidyn_vi::Scheme::by_name("trapezoid", None).unwrap(), 0.01, None).unwrap();
+    let steps = 12;
+    let (x, u) = acrobot_velocity_trajectory(&vi, steps);
+    let dynamics = vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap();
+    let (a, b) = dynamics.linearize(&x, &u).unwrap();
+    let (mut a2, mut b2) = (vec![DMatrix::zeros(4, 4); steps], vec![DMatrix::zeros(4, 2); steps]);
+    dynamics.linearize_steps(0, &x, &u, &mut a2, &mut b2).unwrap();
+    assert_eq!((&a, &b), (&a2, &b2));
+    let momentum = vidyn_optim::ViDynamics::new(&vi, None).unwrap();
+    let mut ws = vi.workspace();
+    let (mut jp, mut jv, mut p, mut v) = (DMatrix::zeros(4, 4), DMatrix::zeros(4, 4), [0.0; 2], [0.0; 2]);
+    for k in 0..steps {
+        let (yk, yn) = (&x[4 * k..4 * k + 4], &x[4 * k + 4..4 * k + 8]);
+        let uk = &u[2 * k..2 * k + 2];
+        // oracle 1: the (q, p) Jacobians between the Legendre maps' Jacobians
+        vi.momentum_with_jacobian(&mut ws, &yk[..2], &yk[2..], &mut p, &mut jp).unwrap();
+        let xk: Vec<f64> = yk[..2].iter().chain(&p).copied().collect();
+        let (xs, _) = momentum.rollout(&xk, 1, &mut |_, _, w: &mut [f64]| w.copy_from_slice(uk)).unwrap();
+        let (ax, bx) = momentum.linearize(&xs, uk).unwrap();
+        vi.velocity_with_jacobian(&mut ws, &xs[4..6], &xs[6..8], &mut v, &mut jv).unwrap();
+        let (ay, by) = (&jv * &ax[0] * &jp, &jv * &bx[0]);
+        assert!((&a[k] - &ay).amax() <= 1e-10 * ay.amax().max(1.0), "step {k}: A {} vs {ay}", a[k]);
+        assert!((&b[k] - &by).amax() <= 1e-10 * by.amax().max(1.0), "step {k}: B {} vs {by}", b[k]);
+        // oracle 2: central differences of the step on (q, v)
+        let h = 1e-6;
+        let next = |y: &[f64], w: &[f64]| dynamics.rollout(y, 1, &mut |_, _, o: &mut [f64]| o.copy_from_slice(w)).unwrap().0[4..].to_vec();
+        // the same step from another Newton start: equal to the Newton tolerance
+        assert!(next(yk, uk).iter().zip(yn).all(|(s, t)| (s - t).abs() <= 1e-10 * (1.0 + t.abs())));
+        for j in 0..6 {
+            let (mut yp, mut ym, mut up, mut um) = (yk.to_vec(), yk.to_vec(), uk.to_vec(), uk.to_vec());
+            if j < 4 {
+                yp[j] += h;
+                ym[j] -= h;
+            } else {
+                up[j - 4] += h;
+                um[j - 4] -= h;
+            }
+            let (fp, fm) = (next(&yp, &up), next(&ym, &um));
+            for r in 0..4 {
+                let fd = (fp[r] - fm[r]) / (2.0 * h);
+                let exact = if j < 4 { a[k][(r, j)] } else { b[k][(r, j - 4)] };
+                assert!((fd - exact).abs() <= 1e-7 * (1.0 + exact.abs()), "step {k}, ({r}, {j}): {fd} vs {exact}");
+            }
+        }
+    }
+}
+
+/// The gravity-free cart-pole swing-up of `BENCHMARKS.md`: iLQR on `(q, v)` (cost used as it
+/// is) and on `(q, p)` (the same cost through [`VelocityCost`]) reach the same optimum, the
+/// former in fewer iterations (6 against 8: in `(q, v)` the cost is exactly quadratic). Its
+/// result, expressed in `(q, p)`, is a VI trajectory (each step re-solved lands on the next
+/// state), and its gains act on `(q, p)` as the `(q, v)` gains on the mapped perturbation.
+#[test]
+fn ilqr_on_the_velocity_state_reaches_the_same_optimum_in_fewer_iterations() {
+    let mut m = vidyn_rbd::builders::cartpole();
+    m.gravity = vidyn_spatial::Motion::zero();
+    let model = Arc::new(m);
+    let (dt, steps) = (0.02, 125);
+    let vi = vidyn_vi::VariationalIntegrator::new(model.clone(), vidyn_vi::Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    let q = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
+    let r = DMatrix::from_diagonal(&DVector::from_vec(vec![1e-2 * dt, 1e2 * dt]));
+    let inner = QuadraticCost::new(vec![q], vec![r], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    let opts = vidyn_optim::IlqrOptions { max_iterations: 200, tolerance: 1e-9, ..vidyn_optim::IlqrOptions::default() };
+    let u0 = vec![0.0; 2 * steps];
+    let on_p = vidyn_optim::ViDynamics::new(&vi, None).unwrap();
+    let by_p = vidyn_optim::ilqr(&on_p, &VelocityCost::new(model.clone(), inner.clone()).unwrap(), &[0.0; 4], &u0, &opts).unwrap();
+    let on_v = vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap();
+    let x0 = on_v.state_from_momentum(&[0.0; 2], &[0.0; 2]).unwrap();
+    let mut by_v = vidyn_optim::ilqr(&on_v, &inner, &x0, &u0, &opts).unwrap();
+    assert!(by_p.converged && by_v.converged, "{} / {}", by_p.message, by_v.message);
+    assert!((by_v.cost - by_p.cost).abs() <= 1e-8 * by_p.cost, "{} vs {}", by_v.cost, by_p.cost);
+    assert!(by_v.iterations < by_p.iterations, "{} vs {}", by_v.iterations, by_p.iterations);
+    let (x_v, gains_v) = (by_v.x.clone(), by_v.gains.clone());
+    on_v.result_in_momentum(&mut by_v).unwrap();
+    let mut ws = vi.workspace();
+    let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
+    for k in 0..steps {
+        let xk = &by_v.x[4 * k..4 * k + 4];
+        vi.step(&mut ws, k, &xk[..2], &xk[2..], &by_v.u[2 * k..2 * k + 2], None, &mut qn, &mut pn).unwrap();
+        let defect = qn.iter().chain(&pn).zip(&by_v.x[4 * k + 4..4 * k + 8]).fold(0.0_f64, |d, (a, b)| d.max((a - b).abs()));
+        assert!(defect < 1e-10, "step {k}: defect {defect}");
+        assert_eq!(&by_v.x[4 * k..4 * k + 2], &x_v[4 * k..4 * k + 2]);
+    }
+    // K_x δx = K_y δy to first order, δy the velocity-state image of δx: the rest is second
+    // order, relative size ~|δx| ≈ 4e-6 (a gain left in (q, v) would be off by O(1))
+    let (k, d) = (60, [1e-6, -2e-6, 3e-6, 1e-6]);
+    let xk = &by_v.x[4 * k..4 * k + 4];
+    let xd: Vec<f64> = xk.iter().zip(&d).map(|(a, b)| a + b).collect();
+    let yd = on_v.state_from_momentum(&xd[..2], &xd[2..]).unwrap();
+    let dy = DVector::from_iterator(4, yd.iter().zip(&x_v[4 * k..4 * k + 4]).map(|(a, b)| a - b));
+    let (kx, ky) = (&by_v.gains[k] * DVector::from_row_slice(&d), &gains_v[k] * dy);
+    assert!((&kx - &ky).amax() <= 1e-4 * kx.amax(), "{kx} vs {ky}");
+    let unmapped = &gains_v[k] * DVector::from_row_slice(&d);
+    assert!((&kx - &unmapped).amax() > 1e-2 * kx.amax(), "the mapping must matter here");
+}
+
+/// The velocity state has no second derivatives (DDP fails with a clear error, as the direct
+/// call does), and is refused on a VI with kinematic joints.
+#[test]
+fn velocity_state_limits_are_errors() {
+    use vidyn_optim::{Dynamics, OptimError};
+    let model = Arc::new(vidyn_rbd::builders::cartpole());
+    let vi = vidyn_vi::VariationalIntegrator::new(model, vidyn_vi::Scheme::by_name("trapezoid", None).unwrap(), 0.02, None).unwrap();
+    let dynamics = vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap();
+    assert!(!dynamics.has_second_order());
+    let mut so = vidyn_optim::SecondOrder::zeros(4, 2);
+    assert!(matches!(dynamics.second_order_contracted(0, &[0.0; 4], &[0.0; 2], &[1.0; 4], &mut so), Err(OptimError::NotImplemented(_))));
+    let cost = QuadraticCost::new(vec![DMatrix::identity(4, 4)], vec![DMatrix::identity(2, 2)], DMatrix::identity(4, 4), vec![0.0; 4], vec![]).unwrap();
+    let opts = vidyn_optim::IlqrOptions { method: vidyn_optim::Method::Ddp, ..vidyn_optim::IlqrOptions::default() };
+    assert!(vidyn_optim::ilqr(&dynamics, &cost, &[0.0; 4], &[0.0; 20], &opts).is_err());
+    let kinematic = vi.clone().with_kinematic(&[1]).unwrap();
+    assert!(matches!(vidyn_optim::ViDynamics::new(&kinematic, None).unwrap().with_velocity_state(), Err(OptimError::InvalidInput(_))));
+}

@@ -151,7 +151,7 @@ fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
 
 /// iLQR on the VI (see vidyn/optim.py for the arguments). Returns a dict.
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, frame = None, frame_target = None, frame_weights = None, cost = None))]
+#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, frame = None, frame_target = None, frame_weights = None, cost = None, velocity_state = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
@@ -176,8 +176,12 @@ pub fn optim_ilqr<'py>(
     frame_target: Option<Vec<f64>>,
     frame_weights: Option<(f64, f64)>,
     cost: Option<Py<PyAny>>,
+    velocity_state: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = parse_method(method)?;
+    if velocity_state && (!velocity_cost || method != Method::Ilqr) {
+        return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
+    }
     let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
         OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
@@ -197,10 +201,13 @@ pub fn optim_ilqr<'py>(
     // `ilqr` itself decides whether to run on the pool (it does not need to for the VI)
     let res = crate::detached(py, move || {
         let dynamics = ViDynamics::new(&vi, actuated)?;
+        let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
+        // on the state (q, v) the cost is used as it is
+        let spec = CostSpec { velocity_cost: spec.velocity_cost && !velocity_state, ..spec };
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
-        let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
-        let res = ilqr(&dynamics, &cost, &x0, &u_init, &options);
-        let res = res?;
+        let x0 = dynamics.state_from_momentum(&q0, &p0)?;
+        let mut res = ilqr(&dynamics, &cost, &x0, &u_init, &options)?;
+        dynamics.result_in_momentum(&mut res)?;
         let full = dynamics.full_controls(&res.u);
         Ok::<_, OptimError>((res, full))
     });
