@@ -44,15 +44,16 @@ pub(crate) struct Legendre {
     t: DMatrix<f64>,
     minv: DMatrix<f64>,
     minv_t: DMatrix<f64>,
-    /// `v` of [`Legendre::linearize_at`], then a column's `v` rows in [`to_velocity_rows`].
-    v: Vec<f64>,
+    /// n entries of scratch: `v` in [`Legendre::linearize_at`], a row or a column's part in
+    /// the products below.
+    scratch: Vec<f64>,
 }
 
 impl Legendre {
     pub(crate) fn new(model: &Model) -> Self {
         let n = model.nv;
         let zeros = || DMatrix::zeros(n, n);
-        Self { rbd: model.workspace(), q: Vec::with_capacity(n), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), v: vec![0.0; n] }
+        Self { rbd: model.workspace(), q: Vec::with_capacity(n), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), scratch: vec![0.0; n] }
     }
 
     /// `M(q)` and its factor, recomputed only when `q` differs (bitwise) from the last one.
@@ -89,14 +90,25 @@ impl Legendre {
         Ok(())
     }
 
-    /// `x ← M⁻¹ x` by the two triangular solves with the factor.
+    /// `x ← M⁻¹ x` by the two triangular solves with the factor (on its column-major slice:
+    /// `L[i, k]` at `k·n + i`).
     fn solve(&self, x: &mut [f64]) {
-        let (l, n) = (&self.factor, x.len());
+        let n = x.len();
+        let l = &self.factor.as_slice()[..n * n];
         for i in 0..n {
-            x[i] = (x[i] - (0..i).map(|k| l[(i, k)] * x[k]).sum::<f64>()) / l[(i, i)];
+            let mut s = x[i];
+            for k in 0..i {
+                s -= l[k * n + i] * x[k];
+            }
+            x[i] = s / l[i * n + i];
         }
         for i in (0..n).rev() {
-            x[i] = (x[i] - (i + 1..n).map(|k| l[(k, i)] * x[k]).sum::<f64>()) / l[(i, i)];
+            let column = &l[i * n..(i + 1) * n];
+            let mut s = x[i];
+            for k in i + 1..n {
+                s -= column[k] * x[k];
+            }
+            x[i] = s / column[i];
         }
     }
 
@@ -106,6 +118,14 @@ impl Legendre {
         for (i, pi) in p.iter_mut().enumerate() {
             *pi = (0..n).map(|j| self.mass[(i, j)] * v[j]).sum();
         }
+    }
+
+    /// `v ← M v` with the `M` held.
+    pub(crate) fn momentum_in_place(&mut self, v: &mut [f64]) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.copy_from_slice(v);
+        self.momentum_of(&scratch, v);
+        self.scratch = scratch;
     }
 
     /// `p = M(q) v`.
@@ -126,9 +146,9 @@ impl Legendre {
     /// `M(q)`, its factor, `T = ∂(M v)/∂q` at `(q, v)` (one pass over the tree,
     /// [`vidyn_rbd::mass_matrix_and_derivative`]), `M⁻¹` and `M⁻¹ T`.
     pub(crate) fn linearize_at(&mut self, model: &Model, q: &[f64], v: &[f64]) -> Result<()> {
-        self.v.copy_from_slice(v);
+        self.scratch.copy_from_slice(v);
         let mass = &mut self.mass;
-        let t = vidyn_rbd::mass_matrix_and_derivative(model, &mut self.rbd, q, &mut self.v, |m, _| {
+        let t = vidyn_rbd::mass_matrix_and_derivative(model, &mut self.rbd, q, &mut self.scratch, |m, _| {
             mass.copy_from(m);
             Ok::<(), OptimError>(())
         })?;
@@ -143,6 +163,40 @@ impl Legendre {
         }
         (self.minv, self.minv_t) = (minv, minv_t);
         Ok(())
+    }
+}
+
+impl Legendre {
+    /// Entries of [`Legendre::save`]'s record for `n` joints: `y = (q, v)`, `M`, `M⁻¹`, `M⁻¹ T`.
+    pub(crate) fn saved_len(n: usize) -> usize {
+        2 * n + 3 * n * n
+    }
+
+    /// Records the data of [`Legendre::linearize_at`] at `y = (q, v)` into `out`.
+    pub(crate) fn save(&self, y: &[f64], out: &mut [f64]) {
+        let n = self.mass.nrows();
+        let (head, rest) = out.split_at_mut(2 * n);
+        head.copy_from_slice(y);
+        for (part, m) in rest.chunks_exact_mut(n * n).zip([&self.mass, &self.minv, &self.minv_t]) {
+            part.copy_from_slice(m.as_slice());
+        }
+    }
+
+    /// Takes a record of [`Legendre::save`] when it was made at `(q, v)` (bit for bit): then
+    /// `M`, `M⁻¹` and `M⁻¹ T` are those [`Legendre::linearize_at`] would compute (not `T` nor
+    /// the factor). Returns whether it did.
+    pub(crate) fn load(&mut self, q: &[f64], v: &[f64], saved: &[f64]) -> bool {
+        let n = q.len();
+        let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        if saved.len() != Self::saved_len(n) || !same(&saved[..n], q) || !same(&saved[n..2 * n], v) {
+            return false;
+        }
+        for (part, m) in saved[2 * n..].chunks_exact(n * n).zip([&mut self.mass, &mut self.minv, &mut self.minv_t]) {
+            m.as_mut_slice().copy_from_slice(part);
+        }
+        // the factor is not restored: M(q) is not "held" for `mass_at`
+        self.q.clear();
+        true
     }
 }
 
@@ -164,7 +218,7 @@ pub(crate) fn jacobians_to_velocity(a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, 
         }
     }
     // A_{·p} M, row by row in place
-    let row = &mut to.v;
+    let row = &mut to.scratch;
     for i in 0..rows {
         for (l, r) in row.iter_mut().enumerate() {
             *r = p_cols[l * rows + i];
@@ -179,15 +233,31 @@ pub(crate) fn jacobians_to_velocity(a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, 
 
 /// The `v` rows `M⁻¹ X_{p·} − (M⁻¹ T) X_{q·}` of `∂g/∂x X`, in place (the `q` rows stay), with
 /// `node` prepared by [`Legendre::linearize_at`].
-pub(crate) fn to_velocity_rows(x: &mut DMatrix<f64>, node: &mut Legendre) {
+fn to_velocity_rows(x: &mut DMatrix<f64>, node: &mut Legendre) {
     let n = node.mass.nrows();
-    let Legendre { minv, minv_t, v: p, .. } = node;
+    let Legendre { minv, minv_t, scratch: p, .. } = node;
     for mut col in x.column_iter_mut() {
         let col = col.as_mut_slice();
         let (q, v) = col.split_at_mut(n);
         p.copy_from_slice(v);
         for (i, vi) in v.iter_mut().enumerate() {
             *vi = (0..n).map(|l| minv[(i, l)] * p[l] - minv_t[(i, l)] * q[l]).sum();
+        }
+    }
+}
+
+/// Gains on `(q, v)` as gains on `(q, p)`, in place: `K ← K ∂g/∂x = [K_q − K_v M⁻¹T | K_v M⁻¹]`
+/// (the same feedback to first order), with `node` prepared by [`Legendre::linearize_at`].
+pub(crate) fn gains_to_momentum(gain: &mut DMatrix<f64>, node: &mut Legendre) {
+    let n = node.mass.nrows();
+    let Legendre { minv, minv_t, scratch: kv, .. } = node;
+    for r in 0..gain.nrows() {
+        for (i, k) in kv.iter_mut().enumerate() {
+            *k = gain[(r, n + i)];
+        }
+        for j in 0..n {
+            gain[(r, j)] -= (0..n).map(|i| kv[i] * minv_t[(i, j)]).sum::<f64>();
+            gain[(r, n + j)] = (0..n).map(|i| kv[i] * minv[(i, j)]).sum();
         }
     }
 }

@@ -354,7 +354,8 @@ fn velocity_state_jacobians_are_exact() {
 /// is) and on `(q, p)` (the same cost through [`VelocityCost`]) reach the same optimum, the
 /// former in fewer iterations (6 against 8: in `(q, v)` the cost is exactly quadratic). Its
 /// result, expressed in `(q, p)`, is a VI trajectory (each step re-solved lands on the next
-/// state), and its gains act on `(q, p)` as the `(q, v)` gains on the mapped perturbation.
+/// state), and its gains act on `(q, p)` as the `(q, v)` gains on the mapped perturbation;
+/// the conversion gives the same bits from kept Legendre data as from fresh.
 #[test]
 fn ilqr_on_the_velocity_state_reaches_the_same_optimum_in_fewer_iterations() {
     let mut m = vidyn_rbd::builders::cartpole();
@@ -376,7 +377,12 @@ fn ilqr_on_the_velocity_state_reaches_the_same_optimum_in_fewer_iterations() {
     assert!((by_v.cost - by_p.cost).abs() <= 1e-8 * by_p.cost, "{} vs {}", by_v.cost, by_p.cost);
     assert!(by_v.iterations < by_p.iterations, "{} vs {}", by_v.iterations, by_p.iterations);
     let (x_v, gains_v) = (by_v.x.clone(), by_v.gains.clone());
+    // from the Legendre data the last linearisation kept, and computed afresh: bit for bit
+    let mut afresh = by_v.clone();
+    vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap().result_in_momentum(&mut afresh).unwrap();
     on_v.result_in_momentum(&mut by_v).unwrap();
+    assert!(by_v.x.iter().zip(&afresh.x).all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert!(by_v.gains.iter().zip(&afresh.gains).all(|(a, b)| a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits())));
     let mut ws = vi.workspace();
     let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
     for k in 0..steps {
