@@ -317,9 +317,10 @@ impl<'a> ViDynamics<'a> {
     pub fn state_from_momentum(&self, q: &[f64], p: &[f64]) -> Result<Vec<f64>> {
         let mut x: Vec<f64> = q.iter().chain(p).copied().collect();
         if self.velocity_state {
-            let n = self.vi.n();
-            let (q, v) = x.split_at_mut(n);
-            Legendre::new(self.vi.model()).velocity(self.vi.model(), q, p, v)?;
+            let (q, v) = x.split_at_mut(self.vi.n());
+            let mut s = self.take_scratch();
+            s.node.velocity(self.vi.model(), s.ws.rbd(), q, p, v)?;
+            self.return_scratch(s);
         }
         Ok(x)
     }
@@ -334,17 +335,19 @@ impl<'a> ViDynamics<'a> {
             return Ok(());
         }
         let (n, model) = (self.vi.n(), self.vi.model());
-        let mut node = Legendre::new(model);
+        let mut s = self.take_scratch();
+        let StepScratch { ws, node, .. } = &mut *s;
         for (k, xk) in res.x.chunks_exact_mut(2 * n).enumerate() {
             let (q, v) = xk.split_at_mut(n);
-            if !self.load_node(k, &mut node, q, v) {
-                node.linearize_at(model, q, v)?;
+            if !self.load_node(k, node, q, v) {
+                node.linearize_at(model, ws.rbd(), q, v)?;
             }
             if let Some(gain) = res.gains.get_mut(k) {
-                gains_to_momentum(gain, &mut node);
+                gains_to_momentum(gain, node);
             }
             node.momentum_in_place(v);
         }
+        self.return_scratch(s);
         Ok(())
     }
     /// Keeps node `k`'s Legendre data at `y = (q, v)`.
@@ -419,7 +422,7 @@ impl<'a> ViDynamics<'a> {
                 (true, _) => Some(guess.as_slice()),
                 _ => None,
             };
-            let (q, p) = (&xk[..n], if self.velocity_state { node.momentum(model, &xk[..n], &xk[n..], pk)?; &pk[..] } else { &xk[n..] });
+            let (q, p) = (&xk[..n], if self.velocity_state { node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?; &pk[..] } else { &xk[n..] });
             self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
             // for linearize_steps, which then need not solve the step again
             self.vi.keep_solved(k, ws, q, p, full, qn, pn);
@@ -428,7 +431,7 @@ impl<'a> ViDynamics<'a> {
             }
             rest[..n].copy_from_slice(qn);
             if self.velocity_state {
-                node.velocity(model, qn, pn, &mut rest[n..nx])?;
+                node.velocity(model, ws.rbd(), qn, pn, &mut rest[n..nx])?;
             } else {
                 rest[n..nx].copy_from_slice(pn);
             }
@@ -527,7 +530,7 @@ impl Dynamics for ViDynamics<'_> {
         let mut s = self.take_scratch();
         let model = self.vi.model();
         if self.velocity_state && !a.is_empty() {
-            s.node.linearize_at(model, &x[..n], &x[n..nx])?;
+            s.node.linearize_at(model, s.ws.rbd(), &x[..n], &x[n..nx])?;
             self.save_node(k0, &s.node, &x[..nx]);
         }
         for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
@@ -548,7 +551,7 @@ impl Dynamics for ViDynamics<'_> {
                 bk.column_mut(c).copy_from(&s.b.column(jj));
             }
             if self.velocity_state {
-                s.next_node.linearize_at(model, &next[..n], &next[n..])?;
+                s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
                 self.save_node(k0 + i + 1, &s.next_node, next);
                 jacobians_to_velocity(ak, bk, &s.node, &mut s.next_node);
                 std::mem::swap(&mut s.node, &mut s.next_node);

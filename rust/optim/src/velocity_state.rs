@@ -29,14 +29,15 @@
 
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
-use vidyn_rbd::Model;
+use vidyn_rbd::{Model, Workspace};
 
 /// One node's Legendre data: `M(q)` (a copy), its Cholesky factor `L` (`M = L Lᵀ`, lower
 /// triangle of `factor`) and the `q` they belong to; after [`Legendre::linearize_at`] also
-/// `T = ∂(M v)/∂q`, `M⁻¹` and `M⁻¹ T`. Allocates nothing after [`Legendre::new`].
+/// `T = ∂(M v)/∂q`, `M⁻¹` and `M⁻¹ T`. Allocates nothing after [`Legendre::new`]; the
+/// rigid-body algorithms run in the caller's workspace (the VI workspace's,
+/// [`vidyn_vi::ViWorkspace::rbd`]).
 #[derive(Debug)]
 pub(crate) struct Legendre {
-    rbd: vidyn_rbd::Workspace,
     /// The configuration `mass` and `factor` belong to (empty: none yet).
     q: Vec<f64>,
     mass: DMatrix<f64>,
@@ -53,15 +54,15 @@ impl Legendre {
     pub(crate) fn new(model: &Model) -> Self {
         let n = model.nv;
         let zeros = || DMatrix::zeros(n, n);
-        Self { rbd: model.workspace(), q: Vec::with_capacity(n), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), scratch: vec![0.0; n] }
+        Self { q: Vec::with_capacity(n), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), scratch: vec![0.0; n] }
     }
 
     /// `M(q)` and its factor, recomputed only when `q` differs (bitwise) from the last one.
-    fn mass_at(&mut self, model: &Model, q: &[f64]) -> Result<()> {
+    fn mass_at(&mut self, model: &Model, rbd: &mut Workspace, q: &[f64]) -> Result<()> {
         if self.q == q {
             return Ok(());
         }
-        let m = vidyn_rbd::crba(model, &mut self.rbd, q)?;
+        let m = vidyn_rbd::crba(model, rbd, q)?;
         self.mass.copy_from(m);
         self.factor_mass(q)
     }
@@ -129,15 +130,15 @@ impl Legendre {
     }
 
     /// `p = M(q) v`.
-    pub(crate) fn momentum(&mut self, model: &Model, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<()> {
-        self.mass_at(model, q)?;
+    pub(crate) fn momentum(&mut self, model: &Model, rbd: &mut Workspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<()> {
+        self.mass_at(model, rbd, q)?;
         self.momentum_of(v, p);
         Ok(())
     }
 
     /// `v = M(q)⁻¹ p`; a following [`Legendre::momentum`] at the same `q` reuses `M`.
-    pub(crate) fn velocity(&mut self, model: &Model, q: &[f64], p: &[f64], v: &mut [f64]) -> Result<()> {
-        self.mass_at(model, q)?;
+    pub(crate) fn velocity(&mut self, model: &Model, rbd: &mut Workspace, q: &[f64], p: &[f64], v: &mut [f64]) -> Result<()> {
+        self.mass_at(model, rbd, q)?;
         v.copy_from_slice(p);
         self.solve(v);
         Ok(())
@@ -145,10 +146,10 @@ impl Legendre {
 
     /// `M(q)`, its factor, `T = ∂(M v)/∂q` at `(q, v)` (one pass over the tree,
     /// [`vidyn_rbd::mass_matrix_and_derivative`]), `M⁻¹` and `M⁻¹ T`.
-    pub(crate) fn linearize_at(&mut self, model: &Model, q: &[f64], v: &[f64]) -> Result<()> {
+    pub(crate) fn linearize_at(&mut self, model: &Model, rbd: &mut Workspace, q: &[f64], v: &[f64]) -> Result<()> {
         self.scratch.copy_from_slice(v);
         let mass = &mut self.mass;
-        let t = vidyn_rbd::mass_matrix_and_derivative(model, &mut self.rbd, q, &mut self.scratch, |m, _| {
+        let t = vidyn_rbd::mass_matrix_and_derivative(model, rbd, q, &mut self.scratch, |m, _| {
             mass.copy_from(m);
             Ok::<(), OptimError>(())
         })?;

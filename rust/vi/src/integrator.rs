@@ -94,6 +94,16 @@ pub struct ViWorkspace {
     pub(crate) spare_solved: Option<Box<SolvedStep>>,
 }
 
+impl ViWorkspace {
+    /// The rigid-body scratch of the integrator's state conversions ([`VariationalIntegrator::momentum`],
+    /// [`VariationalIntegrator::velocity`], [`VariationalIntegrator::energy`]). Nothing is kept
+    /// in it from one call to the next, so a caller may run its own rigid-body algorithms in it
+    /// between steps instead of allocating a workspace of its own.
+    pub fn rbd(&mut self) -> &mut Workspace {
+        &mut self.rbd
+    }
+}
+
 impl VariationalIntegrator {
     /// A new integrator. Errors for non-1-dof joints, a non-positive or non-finite `dt`,
     /// or forcing vectors of the wrong length.
