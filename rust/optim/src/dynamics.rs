@@ -250,7 +250,7 @@ impl Dynamics for LinearDynamics {
 pub struct ViDynamics<'a> {
     pub vi: &'a VariationalIntegrator,
     actuated: Vec<usize>,
-    /// `x = (q, v)` instead of `(q, p)` ([`crate::velocity_state`]).
+    /// `x = (q, v)` instead of `(q, p)` (the `velocity_state` module).
     velocity_state: bool,
     /// On the velocity state, the Legendre data of every node of the latest linearisation
     /// ([`Legendre::save`]), for [`ViDynamics::result_in_momentum`].
@@ -296,7 +296,7 @@ impl<'a> ViDynamics<'a> {
         Ok(Self { vi, actuated, velocity_state: false, node_maps: std::sync::Arc::default(), second_order_pool: std::sync::Arc::default(), step_pool: std::sync::Arc::default() })
     }
     /// The same dynamics on the velocity state `x = (q, v)`, `v = M(q)⁻¹ p`
-    /// ([`crate::velocity_state`]): rollouts start from and return `(q, v)`, `A`, `B` are the
+    /// (the `velocity_state` module): rollouts start from and return `(q, v)`, `A`, `B` are the
     /// exact Jacobians of the step in these coordinates, and a cost on `(q, v)` is used as it
     /// is (no [`crate::VelocityCost`]). No second derivatives (full DDP and the Newton model
     /// need the `(q, p)` state). Fails with kinematic joints, whose slots hold velocities
@@ -519,7 +519,7 @@ impl Dynamics for ViDynamics<'_> {
     /// linearised from its kept control points instead
     /// ([`VariationalIntegrator::linearize_kept`]: the same matrices without the re-solve).
     /// On the velocity state each step gets `p_k = M(q_k) v_k` as the rollout did, and its
-    /// `A`, `B` are mapped to `(q, v)` ([`crate::velocity_state`]; each node's Legendre data
+    /// `A`, `B` are mapped to `(q, v)` (the `velocity_state` module; each node's Legendre data
     /// computed once per call).
     fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
         let (n, m) = (self.vi.n(), self.actuated.len());

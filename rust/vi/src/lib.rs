@@ -15,8 +15,10 @@
 //! Algorithm 1), each Newton iteration O(s³ n) — the exact direction `−J⁻¹ r` comes from
 //! Algorithms B.1/B.2 (module `newton_direction`) without ever forming the `sn × sn` Jacobian —
 //! and the exact first-order linearisation O(s² n²), by reusing that factorisation for all
-//! `3n` right-hand sides. The dense Jacobian + LU path is kept only as a test and benchmark
-//! oracle (module `reference`, hidden from the docs).
+//! `3n` right-hand sides. Small systems (`s·n ≤ 10` by default, [`VariationalIntegrator::with_dense_max`],
+//! unconstrained) take a dense Jacobian and LU instead (module `dense_step`), which is cheaper
+//! there; a plain dense implementation of everything is kept as a test and benchmark oracle
+//! (module `reference`, hidden from the docs).
 
 mod constrained;
 pub mod constraints;
