@@ -450,17 +450,25 @@ impl<'a> ViDynamics<'a> {
             pool.push(s);
         }
     }
-    /// The state trajectory `x` and actuated controls `u` as a [`Trajectory`] (full controls).
-    #[must_use]
-    pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Trajectory {
+    /// The state trajectory `x` (in these dynamics' coordinates) and actuated controls `u` as
+    /// a [`Trajectory`] of the VI (`(q, p)`, full controls; on the velocity state
+    /// `p_k = M(q_k) v_k`, the momentum a rollout steps with).
+    pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Result<Trajectory> {
         let n = self.vi.n();
         let steps = x.len() / (2 * n) - 1;
-        let mut traj = Trajectory { n, steps, q: Vec::with_capacity((steps + 1) * n), p: Vec::with_capacity((steps + 1) * n), u: self.full_controls(u), iterations: vec![0; steps] };
-        for k in 0..=steps {
-            traj.q.extend_from_slice(&x[k * 2 * n..k * 2 * n + n]);
-            traj.p.extend_from_slice(&x[k * 2 * n + n..(k + 1) * 2 * n]);
+        let mut traj = Trajectory { n, steps, q: Vec::with_capacity((steps + 1) * n), p: vec![0.0; (steps + 1) * n], u: self.full_controls(u), iterations: vec![0; steps] };
+        let mut s = self.velocity_state.then(|| self.take_scratch());
+        for (xk, pk) in x.chunks_exact(2 * n).zip(traj.p.chunks_exact_mut(n)) {
+            traj.q.extend_from_slice(&xk[..n]);
+            match s.as_deref_mut() {
+                Some(StepScratch { ws, node, .. }) => node.momentum(self.vi.model(), ws.rbd(), &xk[..n], &xk[n..], pk)?,
+                None => pk.copy_from_slice(&xk[n..]),
+            }
         }
-        traj
+        if let Some(s) = s {
+            self.return_scratch(s);
+        }
+        Ok(traj)
     }
 }
 
@@ -493,7 +501,7 @@ impl Dynamics for ViDynamics<'_> {
         if self.velocity_state {
             return self.linearize_in_chunks(x, u);
         }
-        let traj = self.to_trajectory(x, u);
+        let traj = self.to_trajectory(x, u)?;
         let (n, steps) = (self.vi.n(), traj.steps);
         let nx = 2 * n;
         let (mut a, mut b) = (vec![0.0; steps * nx * nx], vec![0.0; steps * nx * n]);

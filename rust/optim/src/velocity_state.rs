@@ -23,9 +23,10 @@
 //! (`BENCHMARKS.md`) iLQR in `y` converges in 6 iterations instead of 8, at the linear rate
 //! crocoddyl's FDDP shows on its `(q, v)` state.
 //!
-//! [`Legendre`] holds one node's `M(q)`, its Cholesky factor and `T`; `p = M v` is computed
-//! by [`Legendre::momentum_of`] only, so that a rollout and a later linearisation of the same
-//! `y` hand the VI the same `p`, bit for bit.
+//! [`Legendre`] holds one node's `M(q)`, its Cholesky factor, `T`, `M⁻¹` and `M⁻¹T`; `p = M v`
+//! is computed by [`Legendre::momentum_of`] only, so that a rollout and a later linearisation
+//! of the same `y` hand the VI the same `p`, bit for bit. A linearisation records each node's
+//! data ([`Legendre::save`]) for the conversion of the optimiser's result back to `(q, p)`.
 
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
@@ -165,9 +166,7 @@ impl Legendre {
         (self.minv, self.minv_t) = (minv, minv_t);
         Ok(())
     }
-}
 
-impl Legendre {
     /// Entries of [`Legendre::save`]'s record for `n` joints: `y = (q, v)`, `M`, `M⁻¹`, `M⁻¹ T`.
     pub(crate) fn saved_len(n: usize) -> usize {
         2 * n + 3 * n * n

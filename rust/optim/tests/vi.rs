@@ -120,7 +120,7 @@ fn cartpole_swing_up_converges_and_is_feasible() {
     // and a whole open-loop rollout of the controls stays on the trajectory to well within
     // the goal's tolerance
     let traj = rollout(&vi, &[0.0; 2], &[0.0; 2], &full).unwrap();
-    let again = dynamics.to_trajectory(&res.x, &res.u);
+    let again = dynamics.to_trajectory(&res.x, &res.u).unwrap();
     let drift = traj.q.iter().zip(&again.q).chain(traj.p.iter().zip(&again.p)).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
     assert!(drift < 1e-6, "{drift}");
     assert!(res.cost_history.windows(2).all(|w| w[1] < w[0]));
@@ -382,6 +382,10 @@ fn ilqr_on_the_velocity_state_reaches_the_same_optimum_in_fewer_iterations() {
     vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap().result_in_momentum(&mut afresh).unwrap();
     on_v.result_in_momentum(&mut by_v).unwrap();
     assert!(by_v.x.iter().zip(&afresh.x).all(|(a, b)| a.to_bits() == b.to_bits()));
+    let traj = on_v.to_trajectory(&x_v, &by_v.u).unwrap();
+    for k in 0..=steps {
+        assert_eq!((&traj.q[2 * k..2 * k + 2], &traj.p[2 * k..2 * k + 2]), (&by_v.x[4 * k..4 * k + 2], &by_v.x[4 * k + 2..4 * k + 4]));
+    }
     assert!(by_v.gains.iter().zip(&afresh.gains).all(|(a, b)| a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits())));
     let mut ws = vi.workspace();
     let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
