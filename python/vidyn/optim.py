@@ -41,12 +41,14 @@ Conventions
             + ½ (x_N − x_ref,N)ᵀ QN (x_N − x_ref,N)
 
     With ``cost_state="velocity"`` the same formula applies to ``y = (q, v)``, ``v = M(q)⁻¹ p``
-    (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``.
-    Weights may be a scalar (times identity), a vector (diagonal), a matrix, or a stack
-    ``(N, d, d)`` of per-step matrices.
+    (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``;
+    :func:`ilqr` can then also iterate on ``y`` itself (``coordinates="velocity"``), where
+    that cost is exactly quadratic. Weights may be a scalar (times identity), a vector
+    (diagonal), a matrix, or a stack ``(N, d, d)`` of per-step matrices.
 
-Not implemented yet on the VI: full DDP and the projection method's Newton model (they need
-the second-order VI flow-map derivatives contracted with the value gradient / adjoint).
+Full DDP and the projection method's Newton model use the VI's exact second derivatives
+contracted with the value gradient / adjoint; they are not available with constraints or
+kinematic joints, nor on ``(q, v)``.
 """
 
 from __future__ import annotations
