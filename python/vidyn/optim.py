@@ -458,8 +458,6 @@ def ilqr(
     N = u0.shape[0]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
-    if coordinates == "velocity" and (cost_state != "velocity" or method != "ilqr"):
-        raise InputError("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)")
 
     def limit(b: _ArrayLike | None, name: str) -> _Array | None:
         if b is None:
