@@ -281,7 +281,7 @@ fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
 }
 
 /// A short trajectory of the acrobot (gravity) on the velocity state, from a moving start
-/// under varying torques: `(dynamics' integrator, x, u)`.
+/// under varying torques: `(x, u)`, row-major.
 fn acrobot_velocity_trajectory(vi: &vidyn_vi::VariationalIntegrator, steps: usize) -> (Vec<f64>, Vec<f64>) {
     let dynamics = vidyn_optim::ViDynamics::new(vi, None).unwrap().with_velocity_state().unwrap();
     let y0 = [0.3, -0.4, 0.5, 0.2];
