@@ -82,7 +82,7 @@ fn measure(mech: Mechanism, q0: &[f64], args: &Args, minimal: bool) -> Row {
     let vi = MaximalIntegrator::new(mech.clone(), 0.01).expect("valid mechanism");
     let nb = mech.nbodies();
     let steps = 10 * args.pool;
-    let traj = rollout_minimal(&vi, q0, &vec![0.0; model.nv], &[], steps).expect("rollout converges");
+    let traj = rollout_minimal(&vi, &vidyn_batch::Control::new(), q0, &vec![0.0; model.nv], &[], steps).expect("rollout converges");
     let pool: Vec<Vec<BodyState>> = (1..=args.pool).map(|k| traj.knot(10 * k).to_vec()).collect();
     let budget = args.min_time / args.pool as f64;
     let mut ws = vi.workspace();
@@ -173,7 +173,7 @@ fn main() {
         let (mech, start) = sphere_chain(n);
         let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).expect("valid mechanism");
         let steps = 10 * args.pool;
-        let traj = rollout(&vi, &start, &[], steps).expect("rollout converges");
+        let traj = rollout(&vi, &vidyn_batch::Control::new(), &start, &[], steps).expect("rollout converges");
         let pool: Vec<Vec<BodyState>> = (1..=args.pool).map(|k| traj.knot(10 * k).to_vec()).collect();
         let budget = args.min_time / args.pool as f64;
         let mut ws = vi.workspace();

@@ -20,16 +20,20 @@ use vidyn_vi::{SecondOrderWorkspace, VariationalIntegrator, ViError, ViWorkspace
 
 /// Output slices of the full second-order terms of one step, C order:
 /// `fxx` `(ndx, ndx, ndx)`, `fxu` `(ndx, ndx, nu)` (`[i, j, k]`: `j` state, `k` control),
-/// `fuu` `(ndx, nu, nu)`.
+/// `fuu` `(ndx, nu, nu)`; and, when the caller wants them too, the first-order terms `A`
+/// `(ndx, ndx)` and `B` `(ndx, nu)` of the same step (computed on the way).
 pub struct SecondOrderTerms<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
     pub fxx: &'a mut [f64],
     pub fxu: &'a mut [f64],
     pub fuu: &'a mut [f64],
 }
 
 /// Output slices of the second-order terms contracted with a co-state `λ` `(ndx,)`
-/// (`Σ_i λ_i ∂²x'_i`), C order: `xx` `(ndx, ndx)`, `xu` `(ndx, nu)`, `uu` `(nu, nu)`.
+/// (`Σ_i λ_i ∂²x'_i`), C order: `xx` `(ndx, ndx)`, `xu` `(ndx, nu)`, `uu` `(nu, nu)`; and
+/// optionally `A`, `B` as in [`SecondOrderTerms`].
 pub struct ContractedTerms<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
     pub xx: &'a mut [f64],
     pub xu: &'a mut [f64],
     pub uu: &'a mut [f64],
@@ -199,6 +203,10 @@ impl DiscreteDynamics for VariationalIntegrator {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
         match VariationalIntegrator::linearize_second_order(self, so, step, q, p, u, guess) {
             Ok(d) => {
+                if let Some((a, b)) = out.first {
+                    crate::dynamics::matrix_to_rows(&d.a, a);
+                    crate::dynamics::matrix_to_rows(&d.b, b);
+                }
                 out.fxx.copy_from_slice(&d.fxx);
                 out.fxu.copy_from_slice(&d.fxu);
                 out.fuu.copy_from_slice(&d.fuu);
@@ -217,6 +225,10 @@ impl DiscreteDynamics for VariationalIntegrator {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
         match VariationalIntegrator::linearize_second_order_contracted(self, so, step, q, p, u, guess, lam) {
             Ok(d) => {
+                if let Some((a, b)) = out.first {
+                    crate::dynamics::matrix_to_rows(&d.a, a);
+                    crate::dynamics::matrix_to_rows(&d.b, b);
+                }
                 crate::dynamics::matrix_to_rows(&d.hxx, out.xx);
                 crate::dynamics::matrix_to_rows(&d.hxu, out.xu);
                 crate::dynamics::matrix_to_rows(&d.huu, out.uu);

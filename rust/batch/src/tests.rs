@@ -344,7 +344,10 @@ impl DiscreteDynamics for Toy {
         b.copy_from_slice(&[h * h, h]);
         Ok(0)
     }
-    fn linearize_second_order(&self, _: &mut (), _: usize, q: &[f64], _: &[f64], _: &[f64], _: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order(&self, ws: &mut (), k: usize, q: &[f64], p: &[f64], u: &[f64], _: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<RbdError>> {
+        if let Some((a, b)) = out.first {
+            self.linearize(ws, k, q, p, u, None, a, b)?;
+        }
         let (h, s) = (self.dt, q[0].sin());
         out.fxx.fill(0.0);
         out.fxx[0] = h * h * s; // [q', q, q]
@@ -353,7 +356,10 @@ impl DiscreteDynamics for Toy {
         out.fuu.fill(0.0);
         Ok(())
     }
-    fn linearize_second_order_contracted(&self, _: &mut (), _: usize, q: &[f64], _: &[f64], _: &[f64], _: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order_contracted(&self, ws: &mut (), k: usize, q: &[f64], p: &[f64], u: &[f64], _: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<RbdError>> {
+        if let Some((a, b)) = out.first {
+            self.linearize(ws, k, q, p, u, None, a, b)?;
+        }
         let (h, s) = (self.dt, q[0].sin());
         out.xx.copy_from_slice(&[lam[0] * h * h * s + lam[1] * h * s, 0.0, 0.0, 0.0]);
         out.xu.fill(0.0);
@@ -374,10 +380,10 @@ fn toy_system_second_order_and_contraction_agree() {
     assert!(trajectories::rollout(&toy, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
     let rows = batch * steps;
     let (mut fxx, mut fxu, mut fuu) = (vec![0.0; rows * 8], vec![0.0; rows * 4], vec![0.0; rows * 2]);
-    assert!(trajectories::linearize_second_order(&toy, &c, batch, steps, &q, &p, &u, SecondOrderOut { fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
+    assert!(trajectories::linearize_second_order(&toy, &c, batch, steps, &q, &p, &u, SecondOrderOut { first: None, fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
     let lam: Vec<f64> = (0..rows * 2).map(|i| 1.0 + i as f64).collect();
     let (mut xx, mut xu, mut uu) = (vec![0.0; rows * 4], vec![0.0; rows * 2], vec![0.0; rows]);
-    assert!(trajectories::linearize_second_order_contracted(&toy, &c, batch, steps, &q, &p, &u, &lam, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
+    assert!(trajectories::linearize_second_order_contracted(&toy, &c, batch, steps, &q, &p, &u, &lam, ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
     for r in 0..rows {
         for j in 0..2 {
             for k in 0..2 {
@@ -402,12 +408,14 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     let run = || {
         let rows = batch * steps;
         let (mut fxx, mut fxu, mut fuu) = (unwritten(rows * m * m * m), unwritten(rows * m * m * n), unwritten(rows * m * n * n));
-        assert!(trajectories::linearize_second_order(&vi, &Control::new(), batch, steps, &q, &p, &u, SecondOrderOut { fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
+        let (mut a, mut b) = (unwritten(rows * m * m), unwritten(rows * m * n));
+        assert!(trajectories::linearize_second_order(&vi, &Control::new(), batch, steps, &q, &p, &u, SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
         let (mut xx, mut xu, mut uu) = (unwritten(rows * m * m), unwritten(rows * m * n), unwritten(rows * n * n));
-        assert!(trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &lam, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
-        (bits(&fxx), bits(&fxu), bits(&fuu), bits(&xx), bits(&xu), bits(&uu))
+        let (mut a2, mut b2) = (unwritten(rows * m * m), unwritten(rows * m * n));
+        assert!(trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &lam, ContractedOut { first: Some((&mut a2, &mut b2)), xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
+        ([fxx, fxu, fuu, xx, xu, uu].map(|t| bits(&t)), [a, b, a2, b2].map(|t| bits(&t)))
     };
-    let (fxx, fxu, fuu, xx, xu, uu) = same_for_all_threads(run);
+    let ([fxx, fxu, fuu, xx, xu, uu], [a, b, a2, b2]) = same_for_all_threads(run);
     let mut so = vi.second_order_workspace();
     let s1 = steps + 1;
     for t in 0..batch {
@@ -415,10 +423,14 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
             let r = t * steps + k;
             let (qk, pk, uk, qn) = (&q[(t * s1 + k) * n..][..n], &p[(t * s1 + k) * n..][..n], &u[r * n..][..n], &q[(t * s1 + k + 1) * n..][..n]);
             let d = vi.linearize_second_order(&mut so, k, qk, pk, uk, Some(qn)).unwrap();
+            assert_eq!(bits(&rows_of(&d.a)), a[r * m * m..(r + 1) * m * m]);
+            assert_eq!(bits(&rows_of(&d.b)), b[r * m * n..(r + 1) * m * n]);
             assert_eq!(bits(&d.fxx), fxx[r * m * m * m..(r + 1) * m * m * m]);
             assert_eq!(bits(&d.fxu), fxu[r * m * m * n..(r + 1) * m * m * n]);
             assert_eq!(bits(&d.fuu), fuu[r * m * n * n..(r + 1) * m * n * n]);
             let d = vi.linearize_second_order_contracted(&mut so, k, qk, pk, uk, Some(qn), &lam[r * m..(r + 1) * m]).unwrap();
+            assert_eq!(bits(&rows_of(&d.a)), a2[r * m * m..(r + 1) * m * m]);
+            assert_eq!(bits(&rows_of(&d.b)), b2[r * m * n..(r + 1) * m * n]);
             assert_eq!(bits(&rows_of(&d.hxx)), xx[r * m * m..(r + 1) * m * m]);
             assert_eq!(bits(&rows_of(&d.hxu)), xu[r * m * n..(r + 1) * m * n]);
             assert_eq!(bits(&rows_of(&d.huu)), uu[r * n * n..(r + 1) * n * n]);
@@ -429,7 +441,7 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     bad[m + 1] = f64::NAN;
     let rows = batch * steps;
     let (mut xx, mut xu, mut uu) = (vec![0.0; rows * m * m], vec![0.0; rows * m * n], vec![0.0; rows * n * n]);
-    let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &bad, ContractedOut { xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
+    let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &bad, ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].0, 1);
     assert!(matches!(f[0].1, BatchError::Core(ViError::InvalidParameter(_))), "{:?}", f[0].1);

@@ -173,11 +173,29 @@ pub fn linearize<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, 
     }))
 }
 
-/// Output buffers of [`linearize_second_order`], `(B, N, …)` each (see [`SecondOrderTerms`]).
+/// Output buffers of [`linearize_second_order`], `(B, N, …)` each (see [`SecondOrderTerms`]);
+/// `first`: `A` `(B, N, ndx, ndx)` and `B` `(B, N, ndx, nu)` too, when given.
 pub struct SecondOrderOut<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
     pub fxx: &'a mut [f64],
     pub fxu: &'a mut [f64],
     pub fuu: &'a mut [f64],
+}
+
+/// The optional `A`, `B` outputs of the second-order linearisations cut into rows: whether
+/// they are wanted, and their row chunks (one-entry rows of `dummies` when they are not, so
+/// that the zip with the other outputs keeps its length).
+#[allow(clippy::type_complexity)]
+fn first_order_rows<'b, E>(first: Option<(&'b mut [f64], &'b mut [f64])>, rows: usize, ndx: usize, nu: usize, dummies: &'b mut (Vec<f64>, Vec<f64>)) -> Result<(bool, rayon::slice::ChunksMut<'b, f64>, rayon::slice::ChunksMut<'b, f64>), BatchError<E>> {
+    let (da, db) = (&mut dummies.0, &mut dummies.1);
+    Ok(match first {
+        Some((a, b)) => {
+            check_len("A", a.len(), rows, ndx * ndx, "(B, N, ndx, ndx)")?;
+            check_len("B", b.len(), rows, ndx * nu, "(B, N, ndx, nu)")?;
+            (true, chunks(a, ndx * ndx, rows, da), chunks(b, ndx * nu, rows, db))
+        }
+        None => (false, chunks(&mut [], 0, rows, da), chunks(&mut [], 0, rows, db)),
+    })
 }
 
 /// Full second-order terms of every step, in parallel over `(trajectory, step)` pairs:
@@ -198,18 +216,22 @@ pub fn linearize_second_order<D: DiscreteDynamics>(sys: &D, control: &Control, b
         return Ok(Vec::new());
     }
     let pairs = Pairs { steps, nq: sys.nq(), np: sys.np(), nu, q, p, u };
-    let (mut d1, mut d2, mut d3) = (Vec::new(), Vec::new(), Vec::new());
-    let items = (chunks(out.fxx, ndx * ndx * ndx, rows, &mut d1), chunks(out.fxu, ndx * ndx * nu, rows, &mut d2), chunks(out.fuu, ndx * nu * nu, rows, &mut d3)).into_par_iter();
+    let (mut dummies, mut d) = ((Vec::new(), Vec::new()), [(); 3].map(|()| Vec::new()));
+    let [d1, d2, d3] = &mut d;
+    let (wanted, a, b) = first_order_rows(out.first, rows, ndx, nu, &mut dummies)?;
+    let items = (a, b, chunks(out.fxx, ndx * ndx * ndx, rows, d1), chunks(out.fxu, ndx * ndx * nu, rows, d2), chunks(out.fuu, ndx * nu * nu, rows, d3)).into_par_iter();
     let init = || sys.workspace();
-    Ok(run_rows(control, items, &init, 1, |ws, r, (fxx, fxu, fuu)| {
+    Ok(run_rows(control, items, &init, 1, |ws, r, (a, b, fxx, fxu, fuu)| {
         let (k, qk, pk, uk, qn) = pairs.get(r);
-        sys.linearize_second_order(ws, k, qk, pk, uk, Some(qn), SecondOrderTerms { fxx, fxu, fuu })
+        let first = wanted.then_some((&mut **a, &mut **b));
+        sys.linearize_second_order(ws, k, qk, pk, uk, Some(qn), SecondOrderTerms { first, fxx, fxu, fuu })
     }))
 }
 
 /// Output buffers of [`linearize_second_order_contracted`], `(B, N, …)` each (see
-/// [`ContractedTerms`]).
+/// [`ContractedTerms`]); `first` as in [`SecondOrderOut`].
 pub struct ContractedOut<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
     pub xx: &'a mut [f64],
     pub xu: &'a mut [f64],
     pub uu: &'a mut [f64],
@@ -233,12 +255,15 @@ pub fn linearize_second_order_contracted<D: DiscreteDynamics>(sys: &D, control: 
         return Ok(Vec::new());
     }
     let pairs = Pairs { steps, nq: sys.nq(), np: sys.np(), nu, q, p, u };
-    let (mut d1, mut d2, mut d3) = (Vec::new(), Vec::new(), Vec::new());
-    let items = (chunks(out.xx, ndx * ndx, rows, &mut d1), chunks(out.xu, ndx * nu, rows, &mut d2), chunks(out.uu, nu * nu, rows, &mut d3)).into_par_iter();
+    let (mut dummies, mut d) = ((Vec::new(), Vec::new()), [(); 3].map(|()| Vec::new()));
+    let [d1, d2, d3] = &mut d;
+    let (wanted, a, b) = first_order_rows(out.first, rows, ndx, nu, &mut dummies)?;
+    let items = (a, b, chunks(out.xx, ndx * ndx, rows, d1), chunks(out.xu, ndx * nu, rows, d2), chunks(out.uu, nu * nu, rows, d3)).into_par_iter();
     let init = || sys.workspace();
-    Ok(run_rows(control, items, &init, 1, |ws, r, (xx, xu, uu)| {
+    Ok(run_rows(control, items, &init, 1, |ws, r, (a, b, xx, xu, uu)| {
         let (k, qk, pk, uk, qn) = pairs.get(r);
-        sys.linearize_second_order_contracted(ws, k, qk, pk, uk, Some(qn), row(lam, r, ndx), ContractedTerms { xx, xu, uu })
+        let first = wanted.then_some((&mut **a, &mut **b));
+        sys.linearize_second_order_contracted(ws, k, qk, pk, uk, Some(qn), row(lam, r, ndx), ContractedTerms { first, xx, xu, uu })
     }))
 }
 

@@ -27,6 +27,12 @@ pub enum MaximalError {
     /// Newton's method did not converge.
     #[error("Newton's method did not converge at step {step}: residual {residual:e} after {iterations} iterations (tolerance {tolerance:e})")]
     NewtonDiverged { step: usize, iterations: usize, residual: f64, tolerance: f64 },
+    /// An output too large to allocate (its size overflows, or the system refuses it).
+    #[error("cannot allocate {what} for {steps} steps: not enough memory")]
+    TooLarge { what: &'static str, steps: usize },
+    /// The caller cancelled the computation (its `vidyn_batch::Control`).
+    #[error("cancelled at step {step}")]
+    Cancelled { step: usize },
     /// A feature that is specified but not implemented yet.
     #[error("not yet implemented: {0}")]
     NotYet(&'static str),

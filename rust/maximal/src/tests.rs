@@ -9,6 +9,7 @@ use nalgebra::{DMatrix, DVector, Matrix3, UnitQuaternion, Vector3, Vector6};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
+use vidyn_batch::Control;
 use vidyn_rbd::Model;
 use vidyn_spatial::Se3;
 
@@ -523,7 +524,7 @@ fn trajectory_linearisation_matches_step_linearisation() {
     let (mech, q0) = four_bar();
     let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
     let u: Vec<f64> = (0..20 * 3).map(|k| 0.3 * (k as f64).sin()).collect();
-    let traj = rollout_minimal(&vi, &q0, &[0.2, 0.0, -0.1], &u, 20).unwrap();
+    let traj = rollout_minimal(&vi, &Control::new(), &q0, &[0.2, 0.0, -0.1], &u, 20).unwrap();
     let lin = linearize_trajectory(&vi, &traj).unwrap();
     assert_eq!(lin.a.len(), 20);
     assert!(lin.max_defect < 1e-12, "re-solved knots differ by {:e}", lin.max_defect);
@@ -688,7 +689,7 @@ fn joint_limits_hold_at_solver_tolerance_and_are_reached() {
     mech.add_joint_limit(1, -0.2, 0.2).unwrap();
     assert!(mech.add_joint_limit(1, 0.2, -0.2).is_err());
     let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    let traj = rollout_minimal(&vi, &[0.0, 0.0], &[3.0, 0.0], &[], 300).unwrap();
+    let traj = rollout_minimal(&vi, &Control::new(), &[0.0, 0.0], &[3.0, 0.0], &[], 300).unwrap();
     let (th0, th1): (Vec<f64>, Vec<f64>) = (0..=300).map(|k| (traj.q[2 * k], traj.q[2 * k + 1])).unzip();
     let (min0, max0) = (th0.iter().copied().fold(f64::INFINITY, f64::min), th0.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     let (min1, max1) = (th1.iter().copied().fold(f64::INFINITY, f64::min), th1.iter().copied().fold(f64::NEG_INFINITY, f64::max));
@@ -711,7 +712,7 @@ fn random_trees_of_every_joint_kind_simulate_on_their_constraint_manifold() {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let q0 = vidyn_rbd::random_configuration(&model, &mut rng);
         let v0: Vec<f64> = (0..model.nv).map(|_| rng.random_range(-0.5..0.5)).collect();
-        let traj = rollout_minimal(&vi, &q0, &v0, &[], 200).unwrap();
+        let traj = rollout_minimal(&vi, &Control::new(), &q0, &v0, &[], 200).unwrap();
         // knot 0 maps back to q0 (quaternions up to sign)
         let mut q = vec![0.0; model.nq];
         let poses: Vec<Pose> = traj.knot(0).iter().map(|s| s.pose).collect();

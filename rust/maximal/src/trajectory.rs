@@ -5,6 +5,7 @@ use crate::error::{MaximalError, Result};
 use crate::integrator::MaximalIntegrator;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+use vidyn_batch::Control;
 
 /// A trajectory of `N` steps: `N + 1` knots of `nbodies` body states (row-major, knot by
 /// knot), with per-knot diagnostics and, for mechanisms built from a model, the minimal
@@ -37,37 +38,54 @@ impl MaximalTrajectory {
     }
 }
 
+/// `len` default values, or [`MaximalError::TooLarge`] when `len` overflowed (`None`) or the
+/// allocation is refused, instead of aborting the process.
+fn filled<T: Clone + Default>(len: Option<usize>, what: &'static str, steps: usize) -> Result<Vec<T>> {
+    let too_large = || MaximalError::TooLarge { what, steps };
+    let len = len.ok_or_else(too_large)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large())?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
 /// Simulates from `initial` (one state per body) under the generalised forces `u`
 /// (row-major `(N, nu)`; for `nu = 0` pass an empty slice and `steps`). Each step warm-starts
-/// from the previous one.
-pub fn rollout(vi: &MaximalIntegrator, initial: &[BodyState], u: &[f64], steps: usize) -> Result<MaximalTrajectory> {
+/// from the previous one. `control` counts steps; cancelling it stops the rollout between
+/// steps with [`MaximalError::Cancelled`].
+pub fn rollout(vi: &MaximalIntegrator, control: &Control, initial: &[BodyState], u: &[f64], steps: usize) -> Result<MaximalTrajectory> {
     let mech = vi.mechanism();
     let (nb, nu) = (mech.nbodies(), mech.nu);
-    if !(u.is_empty() || u.len() == steps * nu) {
+    if !(u.is_empty() || Some(u.len()) == steps.checked_mul(nu)) {
         return Err(MaximalError::InvalidParameter(format!("u has {} entries, expected steps·nu = {}·{nu}", u.len(), steps)));
     }
-    let nq = mech.model.as_ref().map_or(0, |m| m.nq);
-    let mut traj = MaximalTrajectory {
-        nbodies: nb,
-        steps,
-        states: vec![BodyState::default(); (steps + 1) * nb],
-        q: vec![0.0; (steps + 1) * nq],
-        nq,
-        u: u.to_vec(),
-        nu,
-        iterations: vec![0; steps],
-        energy: vec![0.0; steps + 1],
-        constraint_violation: vec![0.0; steps + 1],
-    };
     if initial.len() != nb {
         return Err(MaximalError::InvalidParameter(format!("initial state has {} bodies, expected {nb}", initial.len())));
     }
+    let nq = mech.model.as_ref().map_or(0, |m| m.nq);
+    let knots = steps.checked_add(1);
+    let mut traj = MaximalTrajectory {
+        nbodies: nb,
+        steps,
+        states: filled(knots.and_then(|k| k.checked_mul(nb)), "the body states", steps)?,
+        q: filled(knots.and_then(|k| k.checked_mul(nq)), "the configurations", steps)?,
+        nq,
+        u: u.to_vec(),
+        nu,
+        iterations: filled(Some(steps), "the iteration counts", steps)?,
+        energy: filled(knots, "the energies", steps)?,
+        constraint_violation: filled(knots, "the constraint violations", steps)?,
+    };
     traj.states[..nb].copy_from_slice(initial);
     let mut ws = vi.workspace();
     for k in 0..steps {
+        if control.is_cancelled() {
+            return Err(MaximalError::Cancelled { step: k });
+        }
         let (done, rest) = traj.states.split_at_mut((k + 1) * nb);
         let uk = if u.is_empty() { u } else { &u[k * nu..(k + 1) * nu] };
         traj.iterations[k] = vi.step(&mut ws, k, &done[k * nb..], uk, None, &mut rest[..nb])?.iterations;
+        control.advance(1);
     }
     let mut poses = vec![Pose::default(); nb];
     for k in 0..=steps {
@@ -85,10 +103,10 @@ pub fn rollout(vi: &MaximalIntegrator, initial: &[BodyState], u: &[f64], steps: 
 }
 
 /// [`rollout`] from minimal coordinates `(q0, v0)` (see [`crate::Mechanism::state_from_minimal`]).
-pub fn rollout_minimal(vi: &MaximalIntegrator, q0: &[f64], v0: &[f64], u: &[f64], steps: usize) -> Result<MaximalTrajectory> {
+pub fn rollout_minimal(vi: &MaximalIntegrator, control: &Control, q0: &[f64], v0: &[f64], u: &[f64], steps: usize) -> Result<MaximalTrajectory> {
     let mut initial = vec![BodyState::default(); vi.mechanism().nbodies()];
     vi.mechanism().state_from_minimal(q0, v0, vi.dt(), &mut initial)?;
-    rollout(vi, &initial, u, steps)
+    rollout(vi, control, &initial, u, steps)
 }
 
 /// Exact linearisation of every step of a trajectory (see [`MaximalIntegrator::linearize`]):

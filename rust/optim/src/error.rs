@@ -23,6 +23,9 @@ pub enum OptimError {
     /// A requested feature that does not exist yet (full DDP).
     #[error("not implemented: {0}")]
     NotImplemented(String),
+    /// The caller cancelled the run ([`crate::Cancellable`]).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 pub type Result<T> = std::result::Result<T, OptimError>;

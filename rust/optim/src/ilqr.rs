@@ -685,6 +685,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         accepted = Some((kept, alpha, sweep.complete()));
                         break;
                     }
+                    // a failed trial shortens the step; a cancelled one ends the run
+                    Err(TrialError::Rollout(OptimError::Cancelled)) => return Err(OptimError::Cancelled),
                     Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => {}
                     Err(TrialError::Derivatives(e)) => return Err(e),
                 }

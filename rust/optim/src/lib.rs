@@ -24,6 +24,7 @@
 //! constraints or kinematic joints, where it reports [`OptimError::NotImplemented`]).
 
 pub mod boxqp;
+mod cancellable;
 pub mod cost;
 mod dense_kernels;
 pub mod dynamics;
@@ -36,6 +37,7 @@ mod pipeline;
 pub mod projection;
 mod velocity_state;
 
+pub use cancellable::Cancellable;
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Nominal, Policy, SecondOrder, ViDynamics};
 pub use error::{OptimError, Result};

@@ -547,7 +547,12 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                         }
                     }
                 }
-                if let Ok((xn, un)) = project(dynamics, &xb, &ub, &gains) {
+                // a failed trial shortens the step; a cancelled one ends the run
+                let projected = project(dynamics, &xb, &ub, &gains);
+                if let Err(OptimError::Cancelled) = projected {
+                    return Err(OptimError::Cancelled);
+                }
+                if let Ok((xn, un)) = projected {
                     if let Ok(jn) = total_cost(cost, &xn, &un, nx, nu) {
                         if jn.is_finite() && jn < j + o.armijo_alpha * lambda * slope {
                             log.push(ProjectionLog {

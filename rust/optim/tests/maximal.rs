@@ -19,7 +19,7 @@ fn rollouts_match_the_maximal_rollout() {
     let (q0, v0) = ([0.4, -0.3], [0.5, 0.2]);
     let u: Vec<f64> = (0..2 * 50).map(|k| 0.3 * ((k / 2) as f64 * 0.2).sin()).collect();
     let (x, _) = rollout_open_loop(&dynamics, &[q0[0], q0[1], v0[0], v0[1]], &u).unwrap();
-    let traj = rollout_minimal(&mi, &q0, &v0, &u, 50).unwrap();
+    let traj = rollout_minimal(&mi, &vidyn_batch::Control::new(), &q0, &v0, &u, 50).unwrap();
     for k in 0..=50 {
         for i in 0..2 {
             let (ours, theirs) = (x[4 * k + i], traj.q[k * traj.nq + i]);

@@ -426,3 +426,40 @@ fn velocity_state_limits_are_errors() {
     let kinematic = vi.clone().with_kinematic(&[1]).unwrap();
     assert!(matches!(vidyn_optim::ViDynamics::new(&kinematic, None).unwrap().with_velocity_state(), Err(OptimError::InvalidInput(_))));
 }
+
+/// [`vidyn_optim::Cancellable`] leaves a run that is not cancelled bit for bit as it was
+/// (iLQR on the cart-pole swing-up), and a run whose control is cancelled — before it starts,
+/// or by the poll hook after some steps — ends with `OptimError::Cancelled` instead of
+/// running on (a failed line-search trial must not swallow it).
+#[test]
+fn cancellable_dynamics_stop_a_run_and_change_nothing_else() {
+    use std::time::Duration;
+    use vidyn_batch::Control;
+    use vidyn_optim::{ilqr, Cancellable, IlqrOptions, OptimError, ViDynamics};
+    use vidyn_vi::{Scheme, VariationalIntegrator};
+    let model = Arc::new(vidyn_rbd::builders::cartpole());
+    let (dt, steps) = (0.02, 100);
+    let vi = VariationalIntegrator::new(model, Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
+    let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
+    let cost = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    let opts = IlqrOptions { max_iterations: 30, tolerance: 1e-12, ..IlqrOptions::default() };
+    let plain = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
+    let control = Control::new();
+    let wrapped = ilqr(&Cancellable::new(&dynamics, &control), &cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
+    let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!((bits(&plain.x), bits(&plain.u), plain.iterations), (bits(&wrapped.x), bits(&wrapped.u), wrapped.iterations));
+    assert!(control.done() >= steps * plain.iterations, "{} steps counted", control.done());
+    control.cancel();
+    let r = ilqr(&Cancellable::new(&dynamics, &control), &cost, &[0.0; 4], &vec![0.0; steps], &opts);
+    assert!(matches!(r, Err(OptimError::Cancelled)), "{:?}", r.map(|r| r.message));
+    // cancelled from the poll hook in the middle of the run (after 5 rollouts' worth of steps)
+    let hook = Control::with_poll(Duration::ZERO, |c| {
+        if c.done() >= 5 * steps {
+            c.cancel();
+        }
+    });
+    let r = ilqr(&Cancellable::new(&dynamics, &hook), &cost, &[0.0; 4], &vec![0.0; steps], &opts);
+    assert!(matches!(r, Err(OptimError::Cancelled)), "{:?}", r.map(|r| r.message));
+    assert!(hook.done() < plain.iterations * 3 * steps, "ran on after the cancel: {} steps", hook.done());
+}

@@ -4,10 +4,11 @@
 //! NumPy arrays (zeroed Rust buffers handed over without a copy) and filled in place by the engine, row by
 //! row, with no Python object per row.
 //!
-//! Every batch runs with the interpreter detached (through the one [`detached`] helper), on
-//! the calling thread helped by the engine's pool; between chunks of rows, at most every
-//! [`POLL`], the calling thread calls `check_signals()` (Ctrl-C cancels the batch: rows not
-//! started are skipped and `KeyboardInterrupt` is raised) and the optional progress callback.
+//! Every batch runs with the interpreter detached (through [`interruptible`]), on the calling
+//! thread helped by the engine's pool; between chunks of rows, at most every
+//! [`crate::POLL`], the calling thread calls `check_signals()` (Ctrl-C cancels the batch: rows
+//! not started are skipped and `KeyboardInterrupt` is raised) and the optional progress
+//! callback.
 //!
 //! Inputs must not be modified by other Python threads while a batch runs: the read-only
 //! borrow keeps other Rust extensions out, not arbitrary Python code.
@@ -16,23 +17,17 @@
 //! instance of the class the core error maps to, its message prefixed with the row
 //! (`vidyn/batch.py` raises the first one or returns them all).
 
-use crate::detached;
+use crate::convert::{self, shape_str, ZeroBits};
+use crate::{detached, interruptible};
 use crate::errors::{CoreError, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use crate::vi::PyVariationalIntegrator;
-use numpy::ndarray::IxDyn;
-use numpy::{Element, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use std::convert::Infallible;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 use vidyn_batch::{self as vb, BatchError, Control, Failures};
-
-/// How often the calling thread checks for signals and reports progress during a batch.
-const POLL: Duration = Duration::from_millis(50);
 
 impl CoreError for Infallible {
     fn to_pyerr(&self) -> PyErr {
@@ -53,13 +48,6 @@ impl<E: CoreError + std::fmt::Display> CoreError for BatchError<E> {
 
 // ---------------------------------------------------------------------------------------
 // Inputs and outputs
-
-fn shape_str(shape: &[usize]) -> String {
-    match shape {
-        [n] => format!("({n},)"),
-        _ => format!("({})", shape.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
-    }
-}
 
 /// `x` as a C-contiguous, aligned float64 array: itself when it already is one (no copy),
 /// else `numpy.require(x, float64, "CA")` (a copy). Complex input is refused.
@@ -174,13 +162,12 @@ impl<'py> OutArg<'py> {
     /// the engine makes (lazily zeroed pages from the system allocator), where `numpy.zeros`
     /// or `numpy.empty` would add NumPy's own huge-page policy (measured +19 % on the 88 MB
     /// of a one-thread `linearize`; BENCHMARKS.md).
-    fn array<T: Element + Copy + Default>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    fn array<T: Element + ZeroBits>(&self, py: Python<'py>, i: usize, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
         let name = if self.items.len() == 1 { "out".to_string() } else { format!("out[{i}]") };
         let Some(x) = &self.items[i] else {
-            let flat = PyArray1::from_vec(py, vec![T::default(); shape.iter().product()]);
-            return flat.reshape(IxDyn(shape));
+            return convert::array_out(py, convert::zeros_for::<T>(shape, &format!("result {i} of shape {}", shape_str(shape)))?, shape);
         };
-        let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), crate::convert::type_name(x))))?;
+        let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), convert::type_name(x))))?;
         if a.shape() != shape {
             return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {}", shape_str(a.shape()), shape_str(shape))));
         }
@@ -200,6 +187,12 @@ fn writable<'py, T: Element>(a: &Bound<'py, PyArrayDyn<T>>) -> PyResult<PyReadwr
 /// The data of a borrowed output.
 fn data<'a, T: Element>(w: &'a mut PyReadwriteArrayDyn<'_, T>) -> PyResult<&'a mut [T]> {
     w.as_slice_mut().map_err(|e| INPUT_ERROR.err(format!("an out array cannot be written in place (unaligned?): {e}")))
+}
+
+/// Raises the first failure of a single call run as a one-row batch (its core error, as a
+/// single call that failed would).
+pub(crate) fn raise_first<E: CoreError + std::fmt::Display>(failures: Failures<E>) -> PyResult<()> {
+    failures.into_iter().next().map_or(Ok(()), |(_, e)| Err(e.to_pyerr()))
 }
 
 /// Per-row failures as `[(row, exception instance)]`, messages prefixed by `label(row)`.
@@ -222,42 +215,8 @@ fn rows<E>(failures: Failures<E>) -> Vec<(usize, String, BatchError<E>)> {
 // ---------------------------------------------------------------------------------------
 // Running a batch
 
-/// Runs `job` on this thread with the interpreter detached; the engine's pool helps with the
-/// rows (the calling thread computes rows too, see `vidyn_batch::engine::run_rows`). Between
-/// chunks of rows, at most every [`POLL`], it re-attaches to check signals (Ctrl-C cancels
-/// the batch and raises `KeyboardInterrupt` once the rows in flight have finished) and to
-/// call `progress(done, total)` (an exception from the callback cancels the batch too).
-fn run<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, total: usize, job: impl FnOnce(&Control<'_>) -> R + Send) -> PyResult<R> {
-    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(|p| p.clone().unbind());
-    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let control = Control::with_poll(POLL, |c| {
-        let mut raised = raised.lock().unwrap_or_else(PoisonError::into_inner);
-        if raised.is_some() {
-            return; // cancelled already: let the rows in flight finish
-        }
-        Python::attach(|py| {
-            let step = py.check_signals().and_then(|()| progress.as_ref().map_or(Ok(()), |cb| cb.bind(py).call1((c.done(), total)).map(drop)));
-            if let Err(e) = step {
-                c.cancel();
-                *raised = Some(e);
-            }
-        });
-    });
-    let result = detached(py, || Ok::<_, Infallible>(catch_unwind(AssertUnwindSafe(|| job(&control)))))?;
-    if let Some(e) = raised.lock().unwrap_or_else(PoisonError::into_inner).take() {
-        return Err(e);
-    }
-    if let Some(cb) = &progress {
-        cb.bind(py).call1((control.done(), total))?;
-    }
-    result.map_err(|p| {
-        let msg = p.downcast_ref::<&str>().map(ToString::to_string).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".to_string());
-        VIDYN_ERROR.err(format!("internal error in vidyn.batch (please report): {msg}"))
-    })
-}
-
 /// Maps a whole-call error of the engine (shapes; never expected after the checks above).
-fn call<T, E: CoreError + std::fmt::Display>(r: Result<T, BatchError<E>>) -> PyResult<T> {
+pub(crate) fn call<T, E: CoreError + std::fmt::Display>(r: Result<T, BatchError<E>>) -> PyResult<T> {
     r.map_err(|e| e.to_pyerr())
 }
 
@@ -265,10 +224,11 @@ fn call<T, E: CoreError + std::fmt::Display>(r: Result<T, BatchError<E>>) -> PyR
 // Thread count
 
 /// Sets the number of threads of vidyn's batch engine (`k = 0`: the default, from
-/// `VIDYN_NUM_THREADS` or the number of CPUs). Batches already running keep their threads.
+/// `VIDYN_NUM_THREADS` or the number of CPUs; at most `vidyn_batch::MAX_THREADS`). Batches
+/// already running keep their threads.
 #[pyfunction]
-pub fn set_num_threads(py: Python<'_>, k: i64) -> PyResult<()> {
-    let k = usize::try_from(k).map_err(|_| INPUT_ERROR.err(format!("k must be a non-negative int, got {k}")))?;
+pub fn set_num_threads(py: Python<'_>, k: &Bound<'_, PyAny>) -> PyResult<()> {
+    let k = convert::index(k, "k")?;
     detached(py, move || vb::set_num_threads(k))
 }
 
@@ -299,7 +259,7 @@ pub fn batch_rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
     let tau = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv])?;
     let mut w = writable(&tau)?;
     let (q, v, a, o) = (slice(&q)?, slice(&v)?, slice(&a)?, data(&mut w)?);
-    let f = run(py, progress, b, |c| vb::dynamics::rnea(m, c, b, q, v, a, o))?;
+    let f = interruptible(py, progress, b, |c| vb::dynamics::rnea(m, c, b, q, v, a, o))?;
     drop(w);
     Ok((tau, failures_out(py, rows(call(f)?))?))
 }
@@ -318,7 +278,7 @@ pub fn batch_aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, '
     let ddq = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv])?;
     let mut w = writable(&ddq)?;
     let (q, v, tau, o) = (slice(&q)?, slice(&v)?, slice(&tau)?, data(&mut w)?);
-    let f = run(py, progress, b, |c| vb::dynamics::aba(m, c, b, q, v, tau, o))?;
+    let f = interruptible(py, progress, b, |c| vb::dynamics::aba(m, c, b, q, v, tau, o))?;
     drop(w);
     Ok((ddq, failures_out(py, rows(call(f)?))?))
 }
@@ -333,7 +293,7 @@ pub fn batch_crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
     let mass = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
     let mut w = writable(&mass)?;
     let (q, o) = (slice(&q)?, data(&mut w)?);
-    let f = run(py, progress, b, |c| vb::dynamics::crba(m, c, b, q, o))?;
+    let f = interruptible(py, progress, b, |c| vb::dynamics::crba(m, c, b, q, o))?;
     drop(w);
     Ok((mass, failures_out(py, rows(call(f)?))?))
 }
@@ -348,7 +308,7 @@ pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<
     let minv = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
     let mut w = writable(&minv)?;
     let (q, o) = (slice(&q)?, data(&mut w)?);
-    let f = run(py, progress, b, |c| vb::dynamics::minverse(m, c, b, q, o))?;
+    let f = interruptible(py, progress, b, |c| vb::dynamics::minverse(m, c, b, q, o))?;
     drop(w);
     Ok((minv, failures_out(py, rows(call(f)?))?))
 }
@@ -371,7 +331,7 @@ fn three_matrices<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
     let q = slice(&q)?;
     let t: Vec<&[f64]> = t.iter().map(slice).collect::<PyResult<_>>()?;
     let mats = vb::dynamics::Matrices3 { first: data(&mut w0)?, second: data(&mut w1)?, third: data(&mut w2)? };
-    let f = run(py, progress, b, |c| job(m, c, b, q, &t, mats))?;
+    let f = interruptible(py, progress, b, |c| job(m, c, b, q, &t, mats))?;
     drop((w0, w1, w2));
     Ok((outs, failures_out(py, rows(call(f)?))?))
 }
@@ -421,7 +381,7 @@ pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>
     let (mut w0, mut w1, mut w2, mut w3) = (writable(&outs.0)?, writable(&outs.1)?, writable(&outs.2)?, writable(&outs.3)?);
     let (q, v, a) = (slice(&q)?, slice(&v)?, slice(&a)?);
     let t = vb::dynamics::Tensors4 { d2tau_dq2: data(&mut w0)?, d2tau_dv2: data(&mut w1)?, d2tau_dqdv: data(&mut w2)?, dm_dq: data(&mut w3)? };
-    let f = run(py, progress, b, |c| vb::dynamics::rnea_second_order(m, c, b, q, v, a, t))?;
+    let f = interruptible(py, progress, b, |c| vb::dynamics::rnea_second_order(m, c, b, q, v, a, t))?;
     drop((w0, w1, w2, w3));
     Ok((outs, failures_out(py, rows(call(f)?))?))
 }
@@ -465,7 +425,7 @@ pub fn batch_rollout<'py>(
     };
     let (q0s, us) = (slice(&q0)?, slice(&u)?);
     let dest = vb::RolloutOut { q: data(&mut wq)?, p: data(&mut wp)?, iterations: data(&mut wi)? };
-    let f = run(py, progress, b * steps, |c| vb::rollout(sys, c, b, steps, q0s, start, us, dest))?;
+    let f = interruptible(py, progress, b * steps, |c| vb::rollout(sys, c, b, steps, q0s, start, us, dest))?;
     drop((wq, wp, wi));
     let failures = call(f)?.into_iter().map(|(t, e)| (t, format!("trajectory {t}"), e)).collect();
     Ok((q, p, it, failures_out(py, failures)?))
@@ -488,7 +448,7 @@ pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegr
     let (a_out, b_out) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?);
     let (mut wa, mut wb) = (writable(&a_out)?, writable(&b_out)?);
     let (qs, ps, us, ad, bd) = (slice(&q)?, slice(&p)?, slice(&u)?, data(&mut wa)?, data(&mut wb)?);
-    let f = run(py, progress, b * steps, |c| vb::linearize(sys, c, b, steps, qs, ps, us, ad, bd))?;
+    let f = interruptible(py, progress, b * steps, |c| vb::linearize(sys, c, b, steps, qs, ps, us, ad, bd))?;
     drop((wa, wb));
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((a_out, b_out, failures_out(py, failures)?))
@@ -522,8 +482,8 @@ pub fn batch_linearize_contracted<'py>(
     let (xx, xu, uu) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?, o.array::<f64>(py, 2, &[b, steps, n, n])?);
     let (mut wxx, mut wxu, mut wuu) = (writable(&xx)?, writable(&xu)?, writable(&uu)?);
     let (qs, ps, us, ls) = (slice(&q)?, slice(&p)?, slice(&u)?, slice(&lam)?);
-    let dest = vb::ContractedOut { xx: data(&mut wxx)?, xu: data(&mut wxu)?, uu: data(&mut wuu)? };
-    let f = run(py, progress, b * steps, |c| vb::linearize_second_order_contracted(sys, c, b, steps, qs, ps, us, ls, dest))?;
+    let dest = vb::ContractedOut { first: None, xx: data(&mut wxx)?, xu: data(&mut wxu)?, uu: data(&mut wuu)? };
+    let f = interruptible(py, progress, b * steps, |c| vb::linearize_second_order_contracted(sys, c, b, steps, qs, ps, us, ls, dest))?;
     drop((wxx, wxu, wuu));
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((xx, xu, uu, failures_out(py, failures)?))

@@ -11,11 +11,13 @@
 
 use crate::errors::INPUT_ERROR;
 use nalgebra::{DMatrix, Matrix3, Vector3};
-use numpy::ndarray::{Array2, Array3};
+use numpy::ndarray::{Array2, Array3, IxDyn};
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods,
+    Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods,
     PyUntypedArray, PyUntypedArrayMethods,
 };
+use pyo3::exceptions::{PyMemoryError, PyTypeError};
+use pyo3::types::{PyBool, PyInt};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use vidyn_rbd::Model;
@@ -25,7 +27,7 @@ use vidyn_spatial::{Force, Motion, Se3};
 pub const ROTATION_TOL: f64 = 1e-9;
 
 /// Python-style shape: `()`, `(6,)`, `(4, 4)`.
-fn shape_str(shape: &[usize]) -> String {
+pub fn shape_str(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => format!(
@@ -106,9 +108,12 @@ pub fn read(
     let a = a
         .try_readonly()
         .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
+    // `as_slice` also accepts Fortran-contiguous arrays (their memory order is not C order),
+    // so it is taken only for C-contiguous ones; every other layout is read element by
+    // element in logical (C) order.
     let data: Vec<f64> = match a.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => a.as_array().iter().copied().collect(), // logical (C) order for any strides
+        Ok(s) if a.is_c_contiguous() => s.to_vec(),
+        _ => a.as_array().iter().copied().collect(),
     };
     if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
         return Err(INPUT_ERROR.err(format!(
@@ -121,18 +126,20 @@ pub fn read(
 }
 
 /// A 2-D array with `ncols` columns and any number of rows: `(entries in C order, rows)`.
+/// `desc` is its shape in words, `(N+1, n)`, and `cols` the name of `ncols` in it.
 pub fn read_rows(
     x: &Bound<'_, PyAny>,
     name: &str,
     ncols: usize,
     desc: &str,
+    cols: &str,
 ) -> PyResult<(Vec<f64>, usize)> {
     let shape = as_array(x, name)?.shape().to_vec();
     let rows = match shape.as_slice() {
         [rows, c] if *c == ncols => *rows,
         _ => {
             return Err(INPUT_ERROR.err(format!(
-                "{name} has shape {}, expected (N, {desc}) = (N, {ncols})",
+                "{name} has shape {}, expected {desc} with {cols} = {ncols}",
                 shape_str(&shape)
             )))
         }
@@ -272,6 +279,68 @@ pub fn motions_out<'py>(py: Python<'py>, ms: &[Motion]) -> Bound<'py, PyArray2<f
     .into_pyarray(py)
 }
 
+/// The number of entries of an array of `shape`, or `InputError` when it does not fit in
+/// memory addresses (the product overflows `usize`, or the bytes `isize`), so that no size
+/// computation wraps.
+pub fn entries<T>(shape: &[usize], name: &str) -> PyResult<usize> {
+    shape
+        .iter()
+        .try_fold(1_usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| std::alloc::Layout::array::<T>(n).is_ok())
+        .ok_or_else(|| {
+            INPUT_ERROR.err(format!(
+                "{name} would have shape {}: too many entries to address",
+                shape_str(shape)
+            ))
+        })
+}
+
+/// Element types whose all-zero bit pattern is the value zero (so [`zeros`] may hand out
+/// zeroed memory as values).
+pub trait ZeroBits: Copy {}
+impl ZeroBits for f64 {}
+impl ZeroBits for i64 {}
+
+/// `vec![0; len]` that reports a refused allocation as `MemoryError` (naming `name`) instead
+/// of aborting the process. Like `vec!`, it asks the allocator for zeroed memory, which the
+/// system hands out lazily.
+pub fn zeros<T: ZeroBits>(len: usize, name: &str) -> PyResult<Vec<T>> {
+    let too_large = || {
+        PyMemoryError::new_err(format!(
+            "cannot allocate {name}: {len} entries of {} bytes",
+            std::mem::size_of::<T>()
+        ))
+    };
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| too_large())?;
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: `layout` has a non-zero size. The memory comes from the global allocator with
+    // the layout of `len` values of `T`, all bits zero, which `ZeroBits` makes valid values;
+    // `Vec` frees it with the same layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if ptr.is_null() {
+            return Err(too_large());
+        }
+        Ok(Vec::from_raw_parts(ptr, len, len))
+    }
+}
+
+/// A zeroed buffer for an array of `shape` (errors as [`entries`] and [`zeros`]).
+pub fn zeros_for<T: ZeroBits>(shape: &[usize], name: &str) -> PyResult<Vec<T>> {
+    zeros(entries::<T>(shape, name)?, name)
+}
+
+/// `data` (C order) as an array of `shape`, handed to NumPy without a copy.
+pub fn array_out<'py, T: Element>(
+    py: Python<'py>,
+    data: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    PyArray1::from_vec(py, data).reshape(IxDyn(shape))
+}
+
 /// `v` as Python prints it (`nan`, `inf`, `-inf`, `1.5`).
 pub fn float_str(v: f64) -> String {
     if v.is_nan() {
@@ -281,21 +350,32 @@ pub fn float_str(v: f64) -> String {
     }
 }
 
-/// A non-negative integer (index, count, seed …) that fits in `usize`.
+/// A non-negative integer (index, count, seed …) that fits in `usize`: `TypeError` for
+/// what is not an int (bools included), `InputError` naming the value for an int out of
+/// range.
 pub fn index(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
-    let i: i128 = x.extract().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!(
+    if x.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!("{name} must be an int, got bool")));
+    }
+    match x.extract::<i128>() {
+        Ok(i) => non_negative(i, name),
+        Err(_) if x.is_instance_of::<PyInt>() => Err(INPUT_ERROR.err(format!(
+            "{name} must be a non-negative int below 2**{}, got {x}",
+            usize::BITS
+        ))),
+        Err(_) => Err(PyTypeError::new_err(format!(
             "{name} must be an int, got {}",
             type_name(x)
-        ))
-    })?;
-    non_negative(i, name)
+        ))),
+    }
 }
 
 /// `i` as a `usize`, or InputError naming `name`.
 pub fn non_negative(i: i128, name: &str) -> PyResult<usize> {
-    usize::try_from(i)
-        .map_err(|_| INPUT_ERROR.err(format!("{name} must be a non-negative int, got {i}")))
+    usize::try_from(i).map_err(|_| {
+        let what = if i < 0 { String::new() } else { format!(" below 2**{}", usize::BITS) };
+        INPUT_ERROR.err(format!("{name} must be a non-negative int{what}, got {i}"))
+    })
 }
 
 pub fn type_name(x: &Bound<'_, PyAny>) -> String {

@@ -17,7 +17,11 @@ mod single_dof;
 mod vi;
 
 use pyo3::prelude::*;
+use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+use vidyn_batch::Control;
 
 /// Runs `f` detached from the interpreter (other Python threads run meanwhile) and maps its
 /// error to the right exception. Every computation goes through here.
@@ -45,19 +49,41 @@ where
     }
 }
 
-/// [`detached`] for computations that fan out over rayon (trajectory linearisations, the
-/// projection-operator optimiser; `ilqr` chooses for itself): they run inside vidyn's thread
-/// pool, so `vidyn.set_num_threads` governs them as it governs `vidyn.batch`. (Plain
-/// [`detached`] stays the default: entering the pool costs a cross-thread hand-off, which
-/// single dynamics calls should not pay.)
-pub(crate) fn detached_parallel<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
-where
-    F: Send + FnOnce() -> Result<T, E>,
-    T: Send,
-    E: errors::CoreError + Send,
-{
-    let pool = vidyn_batch::pool();
-    detached(py, move || pool.install(f))
+/// How often a long call re-attaches to the interpreter to check for Ctrl-C (and to report
+/// progress).
+const POLL: Duration = Duration::from_millis(50);
+
+/// Runs `job` detached from the interpreter like [`detached`], for every call whose length
+/// the user controls (batches, rollouts, linearisations, optimisers): the job hands the
+/// [`Control`] to the core loop, which records its progress there; as it does, the calling
+/// thread re-attaches at most every [`POLL`] to check signals (Ctrl-C cancels the job, which
+/// stops at its next step or row, and raises `KeyboardInterrupt`) and to call
+/// `progress(done, total)` (an exception from the callback cancels the job too).
+pub(crate) fn interruptible<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, total: usize, job: impl FnOnce(&Control<'_>) -> R + Send) -> PyResult<R> {
+    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(|p| p.clone().unbind());
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let control = Control::with_poll(POLL, |c| {
+        let mut raised = raised.lock().unwrap_or_else(PoisonError::into_inner);
+        if raised.is_some() {
+            return; // cancelled already: let the work in flight finish
+        }
+        Python::attach(|py| {
+            let step = py.check_signals().and_then(|()| progress.as_ref().map_or(Ok(()), |cb| cb.bind(py).call1((c.done(), total)).map(drop)));
+            if let Err(e) = step {
+                c.cancel();
+                *raised = Some(e);
+            }
+        });
+    });
+    let result = detached(py, || Ok::<_, Infallible>(job(&control)));
+    if let Some(e) = raised.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        return Err(e);
+    }
+    let result = result?;
+    if let Some(cb) = &progress {
+        cb.bind(py).call1((control.done(), total))?;
+    }
+    Ok(result)
 }
 
 #[pymodule]

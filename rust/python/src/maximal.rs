@@ -2,7 +2,7 @@
 //! `vidyn_maximal`. Every computation runs detached from the interpreter.
 
 use crate::convert;
-use crate::detached;
+use crate::{detached, interruptible};
 use crate::errors::{CoreError, CONVERGENCE_ERROR, INPUT_ERROR, MODEL_ERROR, UNKNOWN_NAME_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use nalgebra::Vector3;
@@ -32,6 +32,8 @@ pub fn maximal_to_pyerr(e: &MaximalError) -> PyErr {
         MaximalError::InvalidMechanism(_) | MaximalError::SingularPivot { .. } => MODEL_ERROR.err(e.to_string()),
         MaximalError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
         MaximalError::AngularVelocityTooLarge { .. } | MaximalError::NewtonDiverged { .. } => CONVERGENCE_ERROR.err(e.to_string()),
+        MaximalError::TooLarge { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
+        MaximalError::Cancelled { .. } => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
         _ => VIDYN_ERROR.err(e.to_string()),
     }
 }
@@ -239,25 +241,23 @@ impl PyMaximalIntegrator {
 
     /// Simulates from the minimal configuration `q0` (model.nq,) moving with `v0` (model.nv,,
     /// zeros if omitted) under the generalised forces `u` (N, model.nv), or `steps` steps
-    /// without forces. -> MaximalTrajectory.
+    /// without forces. -> MaximalTrajectory. Ctrl-C stops it between steps.
     #[pyo3(signature = (q0, v0 = None, u = None, *, steps = None))]
-    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, steps: Option<usize>) -> PyResult<PyMaximalTrajectory> {
+    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, steps: Option<&Bound<'_, PyAny>>) -> PyResult<PyMaximalTrajectory> {
         let vi = self.current();
         let model = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
         let n = model.nv;
         let q0 = convert::configuration(q0, "q0", &model)?;
-        let v0 = match v0 {
+        let v0 = match v0.filter(|v| !v.is_none()) {
             Some(v) => convert::tangent(v, "v0", &model)?,
             None => vec![0.0; n],
         };
-        let (u, steps) = match (u, steps) {
-            (Some(u), None) => {
-                let (d, rows) = convert::read_rows(u, "u", n, "model.nv")?;
-                (d, rows)
-            }
+        let steps = steps.filter(|s| !s.is_none()).map(|s| convert::index(s, "steps")).transpose()?;
+        let (u, steps) = match (u.filter(|u| !u.is_none()), steps) {
+            (Some(u), None) => convert::read_rows(u, "u", n, "(N, model.nv)", "model.nv")?,
             (None, Some(s)) => (Vec::new(), s),
             (Some(u), Some(s)) => {
-                let (d, rows) = convert::read_rows(u, "u", n, "model.nv")?;
+                let (d, rows) = convert::read_rows(u, "u", n, "(N, model.nv)", "model.nv")?;
                 if rows != s {
                     return Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {s}")));
                 }
@@ -265,8 +265,8 @@ impl PyMaximalIntegrator {
             }
             (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, model.nv) or the number of steps")),
         };
-        let traj = detached(py, move || rollout_minimal(&vi, &q0, &v0, &u, steps))?;
-        Ok(PyMaximalTrajectory { inner: traj })
+        let traj = interruptible(py, None, steps, |c| rollout_minimal(&vi, c, &q0, &v0, &u, steps))?;
+        Ok(PyMaximalTrajectory { inner: traj.map_err(|e| maximal_to_pyerr(&e))? })
     }
 
     /// Exact linearisation of every step of `traj` (a MaximalTrajectory of this integrator),

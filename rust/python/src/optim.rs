@@ -3,7 +3,7 @@
 //! only; the maths is `vidyn_optim`, run with the interpreter detached.
 
 use crate::convert;
-use crate::detached;
+use crate::{detached, interruptible};
 use crate::errors::{vi_to_pyerr, CoreError, CONVERGENCE_ERROR, INPUT_ERROR};
 use crate::vi::PyVariationalIntegrator;
 use nalgebra::DMatrix;
@@ -13,7 +13,9 @@ use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
+use vidyn_batch::Control;
 use vidyn_optim::{
+    Cancellable,
     closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cost, DescentModel, FramePositionCost, IlqrOptions, LinearDynamics, Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
 };
 
@@ -24,10 +26,17 @@ impl CoreError for OptimError {
             OptimError::InvalidInput(_) | OptimError::NotPositiveDefinite(_) => INPUT_ERROR.err(self.to_string()),
             OptimError::NotConverged(_) => CONVERGENCE_ERROR.err(self.to_string()),
             OptimError::NotImplemented(_) => PyNotImplementedError::new_err(self.to_string()),
+            OptimError::Cancelled => pyo3::exceptions::PyKeyboardInterrupt::new_err(self.to_string()),
             #[allow(unreachable_patterns)]
             _ => crate::errors::VIDYN_ERROR.err(self.to_string()),
         }
     }
+}
+
+/// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
+/// [`Cancellable`] with the control it is given, so Ctrl-C ends the run.
+fn cancellable<T: Send>(py: Python<'_>, job: impl FnOnce(&Control<'_>) -> Result<T, OptimError> + Send) -> PyResult<T> {
+    interruptible(py, None, 0, job)?.map_err(|e| e.to_pyerr())
 }
 
 fn shape(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<usize>> {
@@ -120,19 +129,19 @@ pub fn optim_closed_loop<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalInte
     let m = actuated.as_ref().map_or(n, Vec::len);
     let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
     let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
-    let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", 2 * n, "2n")?;
+    let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", 2 * n, "(N+1, 2n)", "2n")?;
     let steps = rows.saturating_sub(1);
     let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
     let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
     if gains.len() != steps {
         return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
     }
-    let (x, u) = detached(py, move || {
+    let (x, u) = cancellable(py, |c| {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let ctrl = TrackingController::new(x_ref, u_ref, gains)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
-        let (x, u) = closed_loop_rollout(&dynamics, &x0, &ctrl, steps)?;
-        Ok::<_, OptimError>((x, dynamics.full_controls(&u)))
+        let (x, u) = closed_loop_rollout(&Cancellable::new(&dynamics, c), &x0, &ctrl, steps)?;
+        Ok((x, dynamics.full_controls(&u)))
     })?;
     let (q, p) = split_state(&x, n);
     Ok((convert::rows_out(py, &q, n), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
@@ -199,17 +208,17 @@ pub fn optim_ilqr<'py>(
         }
     }
     // `ilqr` itself decides whether to run on the pool (it does not need to for the VI)
-    let res = crate::detached(py, move || {
+    let res = cancellable(py, |c| {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
         // on the state (q, v) the cost is used as it is
         let spec = CostSpec { velocity_cost: spec.velocity_cost && !velocity_state, ..spec };
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0 = dynamics.state_from_momentum(&q0, &p0)?;
-        let mut res = ilqr(&dynamics, &cost, &x0, &u_init, &options)?;
+        let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &u_init, &options)?;
         dynamics.result_in_momentum(&mut res)?;
         let full = dynamics.full_controls(&res.u);
-        Ok::<_, OptimError>((res, full))
+        Ok((res, full))
     });
     raise_python_error(&error)?;
     let (res, full) = res?;
@@ -286,21 +295,21 @@ pub fn optim_ilqr_linear<'py>(
     let b = read_stack(b, "B", None)?;
     let nu = b.first().map_or(0, |m| m.ncols());
     let x0 = convert::read(x0, "x0", &[nx], Some("(nx,)"))?;
-    let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "nu")?;
+    let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "(N, nu)", "nu")?;
     let qs = read_stack(q, "Q", Some((nx, nx)))?;
     let rs = read_stack(r, "R", Some((nu, nu)))?;
     let qn = read_matrix(qn, "QN", nx, nx)?;
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
-    let res = crate::detached(py, move || {
+    let res = cancellable(py, |c| {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
         }
         let dynamics = LinearDynamics::new(a, b)?;
         let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
         quad.check_horizon(steps)?;
-        ilqr(&dynamics, &quad, &x0, &u_init, &options)
+        ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
     })?;
     result_dict(py, &res, &res.u, nu, nu)
 }
@@ -362,7 +371,7 @@ impl OptimProblem {
         let m = actuated.as_ref().map_or(n, Vec::len);
         let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
         let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
-        let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "m")?;
+        let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
         let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
         let rs = read_stack(r, "R", Some((m, m)))?;
         let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
@@ -566,13 +575,14 @@ pub fn optim_projection<'py>(
         proj_qn: proj_qn.map(|w| read_matrix(w, "proj_QN", 2 * n, 2 * n)).transpose()?,
         ..ProjectionOptions::default()
     };
-    let res = crate::detached_parallel(py, move || {
+    // on the calling thread, which checks for Ctrl-C; its parallel loops enter the pool
+    let res = cancellable(py, |c| {
         let dynamics = ViDynamics::new(&vi, actuated)?;
         let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
-        let res = projection_optimize(&dynamics, &cost, &x0, &u_init, x_guess.as_deref(), &options)?;
+        let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &u_init, x_guess.as_deref(), &options)?;
         let full = dynamics.full_controls(&res.u);
-        Ok::<_, OptimError>((res, full))
+        Ok((res, full))
     });
     raise_python_error(&error)?;
     let (res, full) = res?;
@@ -616,15 +626,15 @@ pub fn optim_project<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrat
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
-    let (u_bar, steps) = convert::read_rows(u_bar, "u_bar", m, "m")?;
+    let (u_bar, steps) = convert::read_rows(u_bar, "u_bar", m, "(N, m)", "m")?;
     let x_bar = convert::read(x_bar, "x_bar", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
     let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
     if gains.len() != steps {
         return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
     }
-    let (x, u) = detached(py, move || {
+    let (x, u) = cancellable(py, |c| {
         let dynamics = ViDynamics::new(&vi, actuated)?;
-        project(&dynamics, &x_bar, &u_bar, &gains)
+        project(&Cancellable::new(&dynamics, c), &x_bar, &u_bar, &gains)
     })?;
     Ok((convert::rows_out(py, &x, 2 * n), convert::rows_out(py, &u, m)).into_pyobject(py)?.into_any())
 }

@@ -2,16 +2,16 @@
 //! `vidyn_vi`. Every call runs detached from the interpreter.
 
 use crate::convert;
-use crate::detached;
 use crate::errors::INPUT_ERROR;
 use crate::model::PyModel;
-use numpy::ndarray::{Array3, Array4};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn};
+use crate::{detached, interruptible};
+use nalgebra::DMatrix;
+use numpy::{PyArray1, PyArray2, PyArrayDyn};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Arc;
-use nalgebra::DMatrix;
-use vidyn_vi::{linearize_trajectory, linearize_trajectory_contracted, linearize_trajectory_second_order, rollout, JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_batch as vb;
+use vidyn_vi::{JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
@@ -28,10 +28,12 @@ pub struct PyVariationalIntegrator {
     scheme_name: String,
 }
 
-/// A simulated trajectory: `q`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`.
+/// A simulated trajectory: `q`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`,
+/// and the integrator that made it (linearised only by one with the same dynamics).
 #[pyclass(frozen, module = "vidyn", name = "Trajectory")]
 pub struct PyTrajectory {
     inner: vidyn_vi::Trajectory,
+    origin: Arc<VariationalIntegrator>,
 }
 
 
@@ -216,8 +218,8 @@ impl PyVariationalIntegrator {
             let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
             return Ok(e.into_pyobject(py)?.into_any().unbind());
         }
-        let (qs, rows) = convert::read_rows(q, "q", n, "n")?;
-        let (ps, prow) = convert::read_rows(p, "p", n, "n")?;
+        let (qs, rows) = convert::read_rows(q, "q", n, "(N, n)", "n")?;
+        let (ps, prow) = convert::read_rows(p, "p", n, "(N, n)", "n")?;
         if prow != rows {
             return Err(INPUT_ERROR.err(format!("q has {rows} rows but p has {prow}")));
         }
@@ -246,42 +248,44 @@ impl PyVariationalIntegrator {
     }
 
     /// Simulates `N = len(u)` steps from `q0` with initial velocity `v0` (converted by the
-    /// Legendre transform) or initial momentum `p0`. u: (N, n). -> Trajectory.
+    /// Legendre transform) or initial momentum `p0`. u: (N, n). -> Trajectory. Runs as a
+    /// one-trajectory batch of the engine (the same steps, bit for bit), so Ctrl-C stops it.
     #[pyo3(signature = (q0, v0 = None, u = None, *, p0 = None, steps = None))]
-    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, p0: Option<&Bound<'_, PyAny>>, steps: Option<usize>) -> PyResult<PyTrajectory> {
+    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, p0: Option<&Bound<'_, PyAny>>, steps: Option<&Bound<'_, PyAny>>) -> PyResult<PyTrajectory> {
         let n = self.dofs();
         let q0 = self.vector(q0, "q0")?;
-        let start = match (v0, p0) {
+        let start = match (v0.filter(|x| !x.is_none()), p0.filter(|x| !x.is_none())) {
             (Some(v), None) => Start::Velocity(self.vector(v, "v0")?),
             (None, Some(p)) => Start::Momentum(self.vector(p, "p0")?),
             (None, None) => Start::Velocity(vec![0.0; n]),
             (Some(_), Some(_)) => return Err(INPUT_ERROR.err("give either v0 or p0, not both")),
         };
-        let u = match (u, steps) {
-            (Some(u), None) => convert::read_rows(u, "u", n, "n")?.0,
-            (None, Some(steps)) => vec![0.0; steps * n],
+        let steps = steps.filter(|s| !s.is_none()).map(|s| convert::index(s, "steps")).transpose()?;
+        let (u, steps) = match (u.filter(|x| !x.is_none()), steps) {
+            (Some(u), None) => convert::read_rows(u, "u", n, "(N, n)", "n")?,
+            (None, Some(steps)) => (convert::zeros(convert::entries::<f64>(&[steps, n], "u")?, "u")?, steps),
             (Some(u), Some(steps)) => {
-                let (data, rows) = convert::read_rows(u, "u", n, "n")?;
+                let (data, rows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
                 if rows != steps {
                     return Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {steps}")));
                 }
-                data
+                (data, rows)
             }
             (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, n) or the number of steps")),
         };
+        let states = convert::entries::<f64>(&[steps.saturating_add(1), n], "the trajectory's q and p")?;
+        let (mut q, mut p) = (convert::zeros::<f64>(states, "q")?, convert::zeros::<f64>(states, "p")?);
+        let mut iterations = convert::zeros::<i64>(convert::entries::<i64>(&[steps], "iterations")?, "iterations")?;
         let vi = &*self.inner;
-        let traj = detached(py, move || {
-            let p0 = match start {
-                Start::Momentum(p) => p,
-                Start::Velocity(v) => {
-                    let mut p = vec![0.0; n];
-                    vi.momentum(&mut vi.workspace(), &q0, &v, &mut p)?;
-                    p
-                }
-            };
-            rollout(vi, &q0, &p0, &u)
-        })?;
-        Ok(PyTrajectory { inner: traj })
+        let start = match &start {
+            Start::Velocity(v) => vb::Start::Velocity(v),
+            Start::Momentum(p) => vb::Start::Momentum(p),
+        };
+        let out = vb::RolloutOut { q: &mut q, p: &mut p, iterations: &mut iterations };
+        let failures = interruptible(py, None, steps, |c| vb::rollout(vi, c, 1, steps, &q0, start, &u, out))?;
+        crate::batch::raise_first(crate::batch::call(failures)?)?;
+        let iterations = iterations.into_iter().map(|i| usize::try_from(i).unwrap_or_default()).collect();
+        Ok(PyTrajectory { inner: vidyn_vi::Trajectory { n, steps, q, p, u, iterations }, origin: Arc::clone(&self.inner) })
     }
 
     /// Exact linearisation of every step of a trajectory, computed in parallel:
@@ -331,55 +335,78 @@ enum Start {
 }
 
 impl PyVariationalIntegrator {
+    /// The arrays of [`Self::linearize`], computed by the batch engine on a one-trajectory
+    /// batch (every step in parallel, Ctrl-C stops it, results written once into the
+    /// returned arrays).
     fn linearize_arrays<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>, order: usize, lam: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
         let n = self.dofs();
+        let read;
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
-            t.get().inner.clone()
+            let t = t.get();
+            if !t.origin.same_dynamics(&self.inner) {
+                return Err(INPUT_ERROR.err(format!("traj was made by another integrator ({}) whose dynamics differ from this one's ({}) in the model, scheme, time step, joint forces, constraints, kinematic joints or body wrenches: linearise it with the integrator that made it", describe(&t.origin), describe(&self.inner))));
+            }
+            &t.inner
         } else {
             let (Some(p), Some(u)) = (p, u) else {
                 return Err(INPUT_ERROR.err("linearize takes a Trajectory, or q (N+1, n), p (N+1, n) and u (N, n)"));
             };
-            let (q, qrows) = convert::read_rows(traj_or_q, "q", n, "n")?;
-            let (p, prows) = convert::read_rows(p, "p", n, "n")?;
-            let (u, urows) = convert::read_rows(u, "u", n, "n")?;
+            let (q, qrows) = convert::read_rows(traj_or_q, "q", n, "(N+1, n)", "n")?;
+            let (p, prows) = convert::read_rows(p, "p", n, "(N+1, n)", "n")?;
+            let (u, urows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
             if prows != qrows || urows + 1 != qrows {
                 return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
             }
-            vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: vec![0; urows] }
+            read = vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: Vec::new() };
+            &read
         };
-        let steps = traj.steps;
-        let m = 2 * n;
-        let stack = |mats: &[DMatrix<f64>], r: usize, c: usize| Array3::from_shape_fn((mats.len(), r, c), |(k, i, j)| mats[k][(i, j)]);
-        let vi = &*self.inner;
-        match (order, lam) {
-            (1, None) => {
-                let lin = crate::detached_parallel(py, move || linearize_trajectory(vi, &traj))?;
-                Ok(vec![stack(&lin.a, m, m).into_dyn().into_pyarray(py), stack(&lin.b, m, n).into_dyn().into_pyarray(py)])
-            }
-            (1, Some(_)) => Err(INPUT_ERROR.err("lam (co-states) needs order=2")),
-            (2, None) => {
-                let lin = crate::detached_parallel(py, move || linearize_trajectory_second_order(vi, &traj))?;
-                let tensor = |t: &[Vec<f64>], d: (usize, usize, usize)| -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-                    let a = Array4::from_shape_vec((steps, d.0, d.1, d.2), t.concat()).map_err(|e| crate::errors::VIDYN_ERROR.err(format!("internal error in vidyn (please report): {e}")))?;
-                    Ok(a.into_dyn().into_pyarray(py))
-                };
-                Ok(vec![stack(&lin.a, m, m).into_dyn().into_pyarray(py), stack(&lin.b, m, n).into_dyn().into_pyarray(py), tensor(&lin.fxx, (m, m, m))?, tensor(&lin.fxu, (m, m, n))?, tensor(&lin.fuu, (m, n, n))?])
-            }
+        let (steps, m) = (traj.steps, 2 * n);
+        let lam = match (order, lam.filter(|l| !l.is_none())) {
+            (1 | 2, None) => None,
+            (1, Some(_)) => return Err(INPUT_ERROR.err("lam (co-states) needs order=2")),
             (2, Some(lam)) => {
-                let (lam, rows) = convert::read_rows(lam, "lam", m, "2n")?;
+                let (lam, rows) = convert::read_rows(lam, "lam", m, "(N, 2n)", "2n")?;
                 if rows != steps {
                     return Err(INPUT_ERROR.err(format!("lam has {rows} rows, expected one co-state per step, N = {steps}")));
                 }
-                let lin = crate::detached_parallel(py, move || linearize_trajectory_contracted(vi, &traj, &lam))?;
-                Ok(vec![
-                    stack(&lin.a, m, m).into_dyn().into_pyarray(py),
-                    stack(&lin.b, m, n).into_dyn().into_pyarray(py),
-                    stack(&lin.hxx, m, m).into_dyn().into_pyarray(py),
-                    stack(&lin.hxu, m, n).into_dyn().into_pyarray(py),
-                    stack(&lin.huu, n, n).into_dyn().into_pyarray(py),
-                ])
+                Some(lam)
             }
-            (other, _) => Err(INPUT_ERROR.err(format!("order = {other}; expected 1 or 2"))),
+            (other, _) => return Err(INPUT_ERROR.err(format!("order = {other}; expected 1 or 2"))),
+        };
+        let (q, p, u) = (&traj.q[..], &traj.p[..], &traj.u[..]);
+        let vi = &*self.inner;
+        let (a_shape, b_shape) = ([steps, m, m], [steps, m, n]);
+        let (mut a, mut b) = (convert::zeros_for(&a_shape, "A")?, convert::zeros_for(&b_shape, "B")?);
+        let mut second: Vec<(Vec<f64>, Vec<usize>)> = Vec::new();
+        let failures = match lam {
+            None if order == 1 => interruptible(py, None, steps, |c| vb::linearize(vi, c, 1, steps, q, p, u, &mut a, &mut b))?,
+            None => {
+                let shapes = [vec![steps, m, m, m], vec![steps, m, m, n], vec![steps, m, n, n]];
+                let (mut fxx, mut fxu, mut fuu) = (convert::zeros_for(&shapes[0], "fxx")?, convert::zeros_for(&shapes[1], "fxu")?, convert::zeros_for(&shapes[2], "fuu")?);
+                let out = vb::SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu };
+                let f = interruptible(py, None, steps, |c| vb::linearize_second_order(vi, c, 1, steps, q, p, u, out))?;
+                second = [fxx, fxu, fuu].into_iter().zip(shapes).collect();
+                f
+            }
+            Some(lam) => {
+                let shapes = [vec![steps, m, m], vec![steps, m, n], vec![steps, n, n]];
+                let (mut xx, mut xu, mut uu) = (convert::zeros_for(&shapes[0], "hxx")?, convert::zeros_for(&shapes[1], "hxu")?, convert::zeros_for(&shapes[2], "huu")?);
+                let out = vb::ContractedOut { first: Some((&mut a, &mut b)), xx: &mut xx, xu: &mut xu, uu: &mut uu };
+                let f = interruptible(py, None, steps, |c| vb::linearize_second_order_contracted(vi, c, 1, steps, q, p, u, &lam, out))?;
+                second = [xx, xu, uu].into_iter().zip(shapes).collect();
+                f
+            }
+        };
+        crate::batch::raise_first(crate::batch::call(failures)?)?;
+        let mut arrays = vec![convert::array_out(py, a, &a_shape)?, convert::array_out(py, b, &b_shape)?];
+        for (data, shape) in second {
+            arrays.push(convert::array_out(py, data, &shape)?);
         }
+        Ok(arrays)
     }
+}
+
+/// An integrator's model, time step and scheme, for messages.
+fn describe(vi: &VariationalIntegrator) -> String {
+    format!("model '{}', dt = {}, s = {}", vi.model().name, vi.dt(), vi.scheme().s)
 }

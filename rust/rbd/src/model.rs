@@ -55,7 +55,7 @@ pub struct Limits {
 /// range of bodies and of velocity coordinates. The world is not a body; its index is
 /// written `None`. Body `i` moves with joint `i`: its frame is the joint's child frame, and
 /// its placement in the parent body frame is `joint_placements[i] · joints[i].transform(q_i)`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Model {
     pub name: String,
     /// Joint of each body.

@@ -257,6 +257,20 @@ impl VariationalIntegrator {
     pub fn dt(&self) -> f64 {
         self.dt
     }
+    /// Whether `other` defines the same discrete map: the same model (by value), scheme,
+    /// time step, joint forces, constraints, prescribed joints and body wrenches. The Newton
+    /// settings may differ (they decide how precisely a step is solved, not which step), so
+    /// a trajectory of either linearises with the other.
+    #[must_use]
+    pub fn same_dynamics(&self, other: &Self) -> bool {
+        (Arc::ptr_eq(&self.model, &other.model) || self.model == other.model)
+            && self.scheme == other.scheme
+            && self.dt.to_bits() == other.dt.to_bits()
+            && self.forces == other.forces
+            && self.constraints == other.constraints
+            && self.prescribed == other.prescribed
+            && self.wrenches == other.wrenches
+    }
     #[must_use]
     pub fn forces(&self) -> &JointForces {
         &self.forces

@@ -1,0 +1,276 @@
+"""Regression tests of issue 21: inputs in any memory layout read as their C-order float64
+values, sizes that cannot be allocated, thread counts, Ctrl-C during long single calls,
+trajectories linearised by an integrator that did not make them.
+
+Calls that used to abort the interpreter (or that must be interrupted by a signal) run in a
+child interpreter (:func:`isolated`), so that a regression fails this test instead of
+killing the test session.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vidyn
+from vidyn import models
+
+# ---------------------------------------------------------------------------------------------
+# layouts: every way NumPy can lay out the same values
+# ---------------------------------------------------------------------------------------------
+
+
+def _strided(x: np.ndarray) -> np.ndarray:
+    """The same values as a view with gaps between entries (every other entry of a buffer)."""
+    buf = np.zeros((*x.shape[:-1], 2 * x.shape[-1])) if x.ndim else np.zeros(2)
+    view = buf[..., ::2]
+    view[...] = x
+    return view
+
+
+LAYOUTS = {
+    "fortran": np.asfortranarray,
+    "transposed view": lambda x: np.ascontiguousarray(x.T).T,
+    "strided": _strided,
+    "negative strides": lambda x: np.ascontiguousarray(x[::-1])[::-1] if x.ndim else x,
+    "byte-swapped": lambda x: x.astype(x.dtype.newbyteorder()),
+    "read-only": lambda x: _readonly(x),
+    "nested list": lambda x: x.tolist(),
+}
+
+
+def _readonly(x: np.ndarray) -> np.ndarray:
+    y = np.array(x)
+    y.setflags(write=False)
+    return y
+
+
+def _same(a, b) -> bool:
+    """Bit-for-bit equality of results (arrays, scalars, tuples of them)."""
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return models.example_robot("panda")
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return models.pendulum_chain(3, planar=False)
+
+
+def _two_d_calls(panda, chain):
+    """(name, function of one 2-D array, the array): the calls of issue 21 that read 2-D inputs."""
+    rng = np.random.default_rng(21)
+    q, v, a = panda.random_configuration(rng), rng.standard_normal(panda.nv), rng.standard_normal(panda.nv)
+    fext = rng.standard_normal((panda.nbodies, 6))
+    vi = vidyn.VariationalIntegrator(chain, dt=0.01)
+    u = rng.standard_normal((5, chain.nv))
+    traj = vi.rollout(chain.neutral() + 0.2, u=u)
+    rotation = np.eye(4)
+    rotation[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    placement = rotation.copy()
+    placement[:3, 3] = [0.1, -0.2, 0.3]
+
+    def build(p):
+        b = vidyn.ModelBuilder("one")
+        b.add_body(None, "j", "revolute", p, 1.0, [0.0, 0.0, 0.1], np.eye(3) * 0.01, [0.0, 0.0, 1.0])
+        b.add_frame("f", 0, p)
+        return vidyn.frame_placements(b.build(), [0.3])
+
+    def maximal(uu):
+        mi = vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01)
+        return mi.rollout(np.array([0.3, -0.2]), u=uu).q
+
+    def loop(frame):
+        mi = vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01)
+        mi.add_loop_closure("c", "spherical", None, "joint2", frame, np.eye(4))
+        return mi.njoints
+
+    return [
+        ("rnea fext", lambda f: vidyn.rnea(panda, q, v, a, fext=f), fext),
+        ("aba fext", lambda f: vidyn.aba(panda, q, v, a, fext=f), fext),
+        ("rollout u", lambda x: vi.rollout(chain.neutral() + 0.2, u=x).q, u),
+        ("body_wrenches", lambda w: vidyn.VariationalIntegrator(chain, 0.01, body_wrenches=w).rollout(chain.neutral(), steps=2).q, rng.standard_normal((chain.nbodies, 6))),
+        ("energy rows q", lambda x: vi.energy(x, traj.p), traj.q),
+        ("linearize q", lambda x: vi.linearize(x, traj.p, traj.u), traj.q),
+        ("linearize u", lambda x: vi.linearize(traj.q, traj.p, x), traj.u),
+        ("builder rotation-only placement", build, rotation),
+        ("builder placement with translation", build, placement),
+        ("maximal rollout u", maximal, rng.standard_normal((4, 2))),
+        ("loop-closure frame", loop, placement),
+    ]
+
+
+def _cylinder_chain(n: int) -> vidyn.Model:
+    b = vidyn.ModelBuilder("cylinders")
+    parent = None
+    for k in range(n):
+        p = np.eye(4)
+        p[2, 3] = -1.0 if k else 0.0
+        parent = b.add_body(parent, f"joint{k + 1}", "revolute", p, 1.0, [0, 0, -0.5], np.diag([0.084, 0.084, 0.00125]), [0, 1, 0])
+    return b.build()
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_two_d_inputs_in_any_layout_give_the_c_order_result(panda, chain, layout):
+    """Fortran-ordered inputs were read transposed (silently wrong results; issue 21, item 1)."""
+    for name, call, x in _two_d_calls(panda, chain):
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        expected = call(x)
+        assert _same(call(LAYOUTS[layout](x)), expected), f"{name}: {layout} input gives another result"
+
+
+# ---------------------------------------------------------------------------------------------
+# child interpreters for calls that could abort or must be interrupted
+# ---------------------------------------------------------------------------------------------
+
+_PRELUDE = f"""
+import os, signal, sys, threading, time
+import numpy as np
+import vidyn
+from vidyn import models
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_robustness import _cylinder_chain as cylinders
+"""
+
+
+def isolated(code: str, timeout: float = 120) -> str:
+    """Runs `code` in a fresh interpreter; returns its stdout. Fails on a crash or a hang."""
+    done = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"child exited with {done.returncode}:\n{done.stderr[-2000:]}"
+    return done.stdout.strip()
+
+
+def _outcome(call: str) -> str:
+    """`'ok'`, or `'<exception class>: <message>'` of `call` run in a child interpreter."""
+    return isolated(
+        f"""
+        chain = models.pendulum_chain(3)
+        vi = vidyn.VariationalIntegrator(chain, dt=0.01)
+        try:
+            {call}
+            print("ok")
+        except Exception as e:
+            print(f"{{type(e).__name__}}: {{e}}")
+        """
+    )
+
+
+HUGE = [
+    # (call, exception class, words of the message) — each aborted, panicked or wrapped before
+    ("vi.rollout(chain.neutral(), steps=10**12)", "MemoryError", "cannot allocate"),
+    ("vi.rollout(chain.neutral(), steps=2**64 - 1)", "InputError", "too many entries"),
+    ("vi.rollout(chain.neutral(), steps=2**62)", "InputError", "too many entries"),
+    ("vi.rollout(chain.neutral(), steps=2**64)", "InputError", "steps must be a non-negative int below 2**64"),
+    ("vi.rollout(chain.neutral(), steps=-1)", "InputError", "steps must be a non-negative int, got -1"),
+    ("vidyn.MaximalIntegrator(cylinders(2), 0.01).rollout(np.zeros(2), steps=10**12)", "MemoryError", "cannot allocate"),
+    ("vidyn.MaximalIntegrator(cylinders(2), 0.01).rollout(np.zeros(2), steps=2**63)", "MemoryError", "cannot allocate"),
+    ("z = np.zeros((400, 400)); vidyn.batch.rnea_second_order(models.pendulum_chain(400), z, z, z)", "MemoryError", "cannot allocate"),
+]
+
+
+@pytest.mark.parametrize("call,cls,words", HUGE, ids=[h[0][:60] for h in HUGE])
+def test_huge_sizes_raise_instead_of_aborting(call, cls, words):
+    out = _outcome(call)
+    assert out.startswith(f"{cls}:") and words in out, out
+
+
+def test_thread_count_is_bounded():
+    """`set_num_threads(10000)` started 10 000 OS threads (issue 21, item 3)."""
+    out = isolated(
+        """
+        before = vidyn.get_num_threads()
+        for k in (10_000, 2**40, 2**70, -1):
+            try:
+                vidyn.set_num_threads(k)
+                print("accepted", k)
+            except vidyn.InputError as e:
+                assert str(e), k
+        vidyn.set_num_threads(3)
+        assert vidyn.get_num_threads() == 3
+        vidyn.set_num_threads(0)
+        print("count", vidyn.get_num_threads() == before, len(os.listdir("/proc/self/task")) < 300)
+        """
+    )
+    assert out == "count True True", out
+
+
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C
+# ---------------------------------------------------------------------------------------------
+
+LONG_CALLS = {
+    # each runs for at least several seconds unless interrupted
+    "rollout": "vi.rollout(chain.neutral() + 0.1, steps=10**6)",
+    "linearize": "[vi.linearize(traj, order=2) for _ in range(10**5)][0]",
+    "linearize one call": "vi.linearize(vi.rollout(chain.neutral() + 0.1, steps=30_000), order=2)",
+    "maximal rollout": "vidyn.MaximalIntegrator(cylinders(2), 0.01).rollout(np.array([0.0, 0.3]), steps=10**6)",
+    "ilqr": "vidyn.optim.ilqr(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, x_ref=np.r_[chain.neutral() + 1.0, np.zeros(chain.nv)], max_iterations=10**6, tolerance=0.0)",
+    "projection": "vidyn.optim.projection(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, x_ref=np.r_[chain.neutral() + 1.0, np.zeros(chain.nv)], max_iterations=10**6, tolerance=0.0)",
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_CALLS))
+def test_ctrl_c_stops_long_single_calls(name):
+    """Single long calls ignored SIGINT until they finished (issue 21, item 5). The signal is
+    sent 1 s into the call; the call must raise KeyboardInterrupt soon after (the binding
+    polls every 50 ms; a second leaves room for a loaded machine)."""
+    out = isolated(
+        f"""
+        chain = models.pendulum_chain(12, planar=False)
+        vi = vidyn.VariationalIntegrator(chain, dt=0.01)
+        traj = vi.rollout(chain.neutral() + 0.1, steps=200)
+        sent = []
+        def interrupt():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(1.0, interrupt).start()
+        try:
+            {LONG_CALLS[name]}
+            print("finished")
+        except KeyboardInterrupt:
+            print(f"interrupted {{time.perf_counter() - sent[0]:.3f}}")
+        """,
+        timeout=300,
+    )
+    word, *latency = out.split()
+    assert word == "interrupted", out
+    assert float(latency[0]) < 1.0, out
+
+
+# ---------------------------------------------------------------------------------------------
+# trajectories of another integrator
+# ---------------------------------------------------------------------------------------------
+
+
+def test_linearize_refuses_a_trajectory_of_other_dynamics(chain):
+    """`vi.linearize` and `optim.tracking_lqr` accepted a trajectory made with another model
+    or time step, and linearised the wrong steps (issue 21, item 4)."""
+    vi = vidyn.VariationalIntegrator(chain, dt=0.01)
+    traj = vi.rollout(chain.neutral() + 0.1, steps=5)
+    others = [
+        vidyn.VariationalIntegrator(chain, dt=0.02),
+        vidyn.VariationalIntegrator(chain, dt=0.01, scheme="midpoint"),
+        vidyn.VariationalIntegrator(chain, dt=0.01, damping=np.full(chain.nv, 0.1)),
+        vidyn.VariationalIntegrator(models.pendulum_chain(3, planar=True), dt=0.01),
+    ]
+    for other in others:
+        with pytest.raises(vidyn.InputError, match="traj was made by another integrator"):
+            other.linearize(traj)
+        with pytest.raises(vidyn.InputError, match="traj was made by another integrator"):
+            vidyn.optim.tracking_lqr(other, traj)
+    # the same dynamics in another object (a rebuilt model, other Newton settings) is fine, and
+    # arrays are taken as they are
+    same = vidyn.VariationalIntegrator(models.pendulum_chain(3, planar=False), dt=0.01, tolerance=1e-11)
+    assert _same(same.linearize(traj), vi.linearize(traj))
+    assert others[0].linearize(traj.q, traj.p, traj.u)[0].shape == (5, 6, 6)
