@@ -490,7 +490,14 @@ class VariationalIntegrator:
     (nbodies, 6) constant external wrenches, row i acting on body i: ``[force; moment about
     body i's origin]`` in body frame i, turning with the body (the ``fext`` of :func:`aba`),
     applied by discrete Lagrange–d'Alembert; the first-order linearisation includes them,
-    second-order derivatives raise InputError."""
+    second-order derivatives raise InputError. ``max_energy_error``: every step of ``step``
+    and ``rollout`` (and of ``vidyn.batch.rollout``) is checked to be a genuine step of the
+    motion by its energy balance, ``r = |ΔE − W| / (T_k + T_{k+1} + |ΔV| + |W|)`` with ``W``
+    the work of the controls and the damping (kinetic ``T``, potential ``V``): a step with
+    ``r`` above the limit raises ConvergenceError (a time step too coarse for the motion,
+    where Newton converged to a solution the motion does not follow; genuine steps measured
+    ``r ≤ 0.22``); ``math.inf`` turns the check off. Not checked with kinematic joints or body
+    wrenches, whose work the balance does not count."""
 
     def __new__(
         cls,
@@ -506,9 +513,14 @@ class VariationalIntegrator:
         constraints: list[PointOnPlane | Distance] | None = None,
         kinematic: list[str] | None = None,
         body_wrenches: _ArrayLike | None = None,
+        max_energy_error: float = 0.4,
     ) -> VariationalIntegrator: ...
     @property
     def dt(self) -> float: ...
+    @property
+    def max_energy_error(self) -> float:
+        """The largest energy inconsistency of a step accepted by ``step`` and ``rollout``
+        (``inf``: not checked)."""
     @property
     def scheme(self) -> str: ...
     @property

@@ -288,15 +288,26 @@ def _actuated(vi: VariationalIntegrator, actuated: Sequence[int] | None) -> tupl
     return act, len(act)
 
 
+def _vector(x: _ArrayLike, n: int, name: str) -> _Array:
+    """``x`` as an (n,) float64 vector, or InputError naming ``name`` (shape, NaN, inf)."""
+    a = _f64(x)
+    if a.shape != (n,):
+        raise InputError(f"{name} has shape {a.shape}, expected (n,) = ({n},)")
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise InputError(f"{name}[{bad[0]}] is not finite ({a[bad[0]]})")
+    return a
+
+
 def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0: _ArrayLike | None) -> tuple[_Array, _Array]:
-    q = _f64(q0)
+    q = _vector(q0, vi.n, "q0")
     if v0 is not None and p0 is not None:
         raise InputError("give either v0 or p0, not both")
     if p0 is not None:
-        return q, _f64(p0)
+        return q, _vector(p0, vi.n, "p0")
     if v0 is None:
-        return q, np.zeros(vi.n)  # at rest p = M(q)·0 (q itself is checked by the solver)
-    return q, _f64(vi.momentum(q, _f64(v0)))
+        return q, np.zeros(vi.n)  # at rest p = M(q)·0
+    return q, _f64(vi.momentum(q, _vector(v0, vi.n, "v0")))
 
 
 def tracking_lqr(

@@ -14,6 +14,10 @@ pub enum BatchError<E> {
     /// The system does not implement the requested method (e.g. second-order terms).
     #[error("{system} does not implement {method}")]
     Unsupported { system: &'static str, method: &'static str },
+    /// An entry of this row's input is NaN or infinite (for inputs the engine reads itself,
+    /// such as the initial states of a rollout; the system checks the others).
+    #[error("{arg}[{index}] is not finite ({value})")]
+    NonFinite { arg: &'static str, index: usize, value: f64 },
     /// The batch was cancelled before this row finished; its outputs are unspecified.
     #[error("cancelled before this row finished")]
     Cancelled,
@@ -40,5 +44,13 @@ pub(crate) fn check_len<E>(name: &str, len: usize, rows: usize, stride: usize, s
         Ok(())
     } else {
         Err(BatchError::Shape(format!("{name} has {len} entries, expected {shape} = {rows}·{stride} = {}", rows * stride)))
+    }
+}
+
+/// Checks that every entry of `x`, a row of the input `arg`, is finite.
+pub(crate) fn check_finite<E>(x: &[f64], arg: &'static str) -> Result<(), BatchError<E>> {
+    match x.iter().position(|v| !v.is_finite()) {
+        Some(index) => Err(BatchError::NonFinite { arg, index, value: x[index] }),
+        None => Ok(()),
     }
 }

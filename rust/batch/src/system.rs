@@ -16,7 +16,7 @@
 
 use crate::error::BatchError;
 use nalgebra::DMatrix;
-use vidyn_vi::{SecondOrderWorkspace, VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_vi::{KnotEnergy, SecondOrderWorkspace, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Output slices of the full second-order terms of one step, C order:
 /// `fxx` `(ndx, ndx, ndx)`, `fxu` `(ndx, ndx, nu)` (`[i, j, k]`: `j` state, `k` control),
@@ -92,6 +92,18 @@ pub trait DiscreteDynamics: Sync {
     #[allow(clippy::too_many_arguments)]
     fn step(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
 
+    /// Checks that the step just taken, `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`, is a genuine
+    /// step of the motion (an implicit step's solver may converge to another solution of its
+    /// equations). Rollouts call it after every step; the default accepts every step.
+    ///
+    /// # Errors
+    /// A step that is not genuine.
+    #[allow(clippy::too_many_arguments)]
+    fn check_step(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, q_next, p_next);
+        Ok(())
+    }
+
     /// First-order linearisation of the step from `(q_k, p_k, u_k)`: `a` `(ndx, ndx)` and
     /// `b` `(ndx, nu)`, C order. `guess` as for [`DiscreteDynamics::step`] (the engine passes
     /// the stored `q_{k+1}`). Returns the solver iterations.
@@ -135,6 +147,12 @@ pub struct ViBatchWorkspace {
     b: DMatrix<f64>,
     q_next: Vec<f64>,
     p_next: Vec<f64>,
+    /// The knot `(q, p)` that ended the last checked step and its energy (`None` before the
+    /// first check), so that the next step of a rollout starts from it instead of computing
+    /// it again.
+    knot_q: Vec<f64>,
+    knot_p: Vec<f64>,
+    knot_energy: Option<KnotEnergy>,
 }
 
 /// After a failed step the VI workspace is replaced by a fresh one (an allocation on the
@@ -172,7 +190,7 @@ impl DiscreteDynamics for VariationalIntegrator {
     }
     fn workspace(&self) -> ViBatchWorkspace {
         let n = self.n();
-        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), second: None, a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n] }
+        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), second: None, a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n], knot_q: vec![0.0; n], knot_p: vec![0.0; n], knot_energy: None }
     }
 
     fn momentum(&self, ws: &mut ViBatchWorkspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<ViError>> {
@@ -187,6 +205,23 @@ impl DiscreteDynamics for VariationalIntegrator {
     fn step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {
         let r = VariationalIntegrator::step(self, &mut ws.vi, step, q, p, u, guess, q_next, p_next);
         Ok(self.fresh_after_error(ws, r)?)
+    }
+
+    /// [`VariationalIntegrator::check_step_energy`]; the energy of `(q_k, p_k)` is the one the
+    /// previous check computed for it, when it was that step's end.
+    fn check_step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<ViError>> {
+        if !self.checks_energy() {
+            return Ok(());
+        }
+        let before = match ws.knot_energy.take() {
+            Some(e) if ws.knot_q == q && ws.knot_p == p => e,
+            _ => self.knot_energy(&mut ws.vi, q, p)?,
+        };
+        let after = self.knot_energy(&mut ws.vi, q_next, p_next)?;
+        ws.knot_q.copy_from_slice(q_next);
+        ws.knot_p.copy_from_slice(p_next);
+        ws.knot_energy = Some(after);
+        Ok(self.check_step_energy(step, before, after, q, q_next, u)?)
     }
 
     fn linearize(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<ViError>> {

@@ -10,7 +10,7 @@
 
 use crate::dynamics::row;
 use crate::engine::{run_rows, Control, OutRow};
-use crate::error::{check_len, BatchError, Failures};
+use crate::error::{check_finite, check_len, BatchError, Failures};
 use crate::system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms};
 use rayon::prelude::*;
 
@@ -94,12 +94,19 @@ pub fn rollout<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, st
     let init = || (sys.workspace(), vec![0.0; nq]);
     Ok(run_rows(control, items, &init, 0, |(ws, guess), b, t| {
         let (qs, ps) = (&mut *t.q, &mut *t.p);
+        check_finite(row(q0, b, nq), "q0")?;
         if nq > 0 {
             qs[..nq].copy_from_slice(row(q0, b, nq));
         }
         match start {
-            Start::Momentum(p0) => ps[..np].copy_from_slice(row(p0, b, np)),
-            Start::Velocity(v0) => sys.momentum(ws, &qs[..nq], row(v0, b, nv), &mut ps[..np])?,
+            Start::Momentum(p0) => {
+                check_finite(row(p0, b, np), "p0")?;
+                ps[..np].copy_from_slice(row(p0, b, np));
+            }
+            Start::Velocity(v0) => {
+                check_finite(row(v0, b, nv), "v0")?;
+                sys.momentum(ws, &qs[..nq], row(v0, b, nv), &mut ps[..np])?;
+            }
         }
         t.valid = 1;
         for k in 0..steps {
@@ -112,6 +119,7 @@ pub fn rollout<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, st
             let warm = sys.warm_start(done, guess);
             let uk = &u[(b * steps + k) * nu..(b * steps + k + 1) * nu];
             let it = sys.step(ws, k, qk, &pd[k * np..], uk, warm.then_some(guess.as_slice()), &mut rest[..nq], &mut pr[..np])?;
+            sys.check_step(ws, k, qk, &pd[k * np..], uk, &rest[..nq], &pr[..np])?;
             t.iterations[k] = i64::try_from(it).unwrap_or(i64::MAX);
             t.valid = k + 2;
             control.advance(1);

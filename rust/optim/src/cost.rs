@@ -3,7 +3,7 @@
 
 use crate::dynamics::{check_finite, check_multiple};
 use crate::error::{OptimError, Result};
-use crate::lqr::symmetrise;
+use crate::lqr::{check_weights, symmetrise};
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 use rayon::prelude::*;
 
@@ -143,6 +143,9 @@ impl QuadraticCost {
             return Err(OptimError::InvalidInput(format!("QN is {:?}, expected ({nx}, {nx})", qn.shape())));
         }
         check_finite(qn.as_slice(), "QN")?;
+        check_weights(&q, "Q")?;
+        check_weights(&r, "R")?;
+        check_weights(std::slice::from_ref(&qn), "QN")?;
         for m in q.iter_mut().chain(r.iter_mut()).chain(std::iter::once(&mut qn)) {
             symmetrise(m);
         }

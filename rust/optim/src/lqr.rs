@@ -56,6 +56,29 @@ pub fn riccati_step(a: &DMatrix<f64>, b: &DMatrix<f64>, q: &DMatrix<f64>, r: &DM
     Ok((k, p))
 }
 
+/// Checks that every weight of `list` (`name[k]`) is positive semi-definite: the quadratic
+/// form `½ δᵀ W δ` of a weight with a negative eigenvalue rewards the deviation, and an
+/// optimiser on it runs away (iLQR with `R = −1` reached a cost of −2.3e7) or solves a
+/// problem that has no minimum. Only the symmetric part counts (the form's), and its
+/// smallest eigenvalue may be negative by round-off, `n·1e-12·max|W|`. A weight equal to the
+/// previous one is not checked again (stage weights are usually one matrix repeated).
+pub(crate) fn check_weights(list: &[DMatrix<f64>], name: &str) -> Result<()> {
+    for (k, w) in list.iter().enumerate() {
+        if k > 0 && w == &list[k - 1] {
+            continue;
+        }
+        let mut sym = w.clone();
+        symmetrise(&mut sym);
+        let tol = 1e-12 * w.nrows() as f64 * w.amax();
+        let smallest = if w.nrows() == 0 { 0.0 } else { sym.symmetric_eigenvalues().min() };
+        if smallest.is_nan() || smallest < -tol {
+            let which = if list.len() == 1 { name.to_string() } else { format!("{name}[{k}]") };
+            return Err(OptimError::InvalidInput(format!("{which} is not positive semi-definite: its smallest eigenvalue is {smallest:e}; a cost weight must be (symmetric) positive semi-definite, or the cost has no minimum")));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn symmetrise(p: &mut DMatrix<f64>) {
     let n = p.nrows();
     for i in 0..n {
@@ -83,12 +106,18 @@ pub fn lqr(a: &[DMatrix<f64>], b: &[DMatrix<f64>], q: &[DMatrix<f64>], r: &[DMat
     check_list(q, steps, (nx, nx), "Q")?;
     check_list(r, steps, (nu, nu), "R")?;
     check_list(std::slice::from_ref(qn), 1, (nx, nx), "QN")?;
+    check_weights(q, "Q")?;
+    check_weights(r, "R")?;
+    check_weights(std::slice::from_ref(qn), "QN")?;
     let mut p = vec![DMatrix::zeros(nx, nx); steps + 1];
     let mut gains = vec![DMatrix::zeros(nu, nx); steps];
     p[steps] = qn.clone();
     symmetrise(&mut p[steps]);
     for k in (0..steps).rev() {
         let (kk, pk) = riccati_step(&a[k], &b[k], at(q, k), at(r, k), &p[k + 1], k)?;
+        if !(kk.iter().chain(pk.iter()).all(|x| x.is_finite())) {
+            return Err(OptimError::NotConverged(format!("the Riccati recursion overflowed at step {k} (P or K is not finite): the weights or the dynamics are too large for float64; scale them down")));
+        }
         gains[k] = kk;
         p[k] = pk;
     }
@@ -106,6 +135,8 @@ pub fn dlqr(a: &DMatrix<f64>, b: &DMatrix<f64>, q: &DMatrix<f64>, r: &DMatrix<f6
     check_list(std::slice::from_ref(b), 1, (nx, nu), "B")?;
     check_list(std::slice::from_ref(q), 1, (nx, nx), "Q")?;
     check_list(std::slice::from_ref(r), 1, (nu, nu), "R")?;
+    check_weights(std::slice::from_ref(q), "Q")?;
+    check_weights(std::slice::from_ref(r), "R")?;
     if !(tolerance > 0.0 && tolerance.is_finite()) || max_iterations == 0 {
         return Err(OptimError::InvalidInput(format!("tolerance {tolerance} and max_iterations {max_iterations} must be positive")));
     }

@@ -40,6 +40,7 @@ impl<E: CoreError + std::fmt::Display> CoreError for BatchError<E> {
         match self {
             BatchError::Core(e) => e.to_pyerr(),
             BatchError::Shape(m) => INPUT_ERROR.err(m.clone()),
+            BatchError::NonFinite { .. } => INPUT_ERROR.err(self.to_string()),
             BatchError::Cancelled => pyo3::exceptions::PyKeyboardInterrupt::new_err("batch cancelled"),
             other => VIDYN_ERROR.err(other.to_string()),
         }

@@ -85,6 +85,11 @@ fn as_array<'py>(x: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArr
     Ok(converted.cast_into::<PyArrayDyn<f64>>()?)
 }
 
+/// The number of dimensions of `x` as a float64 array.
+pub fn ndim(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
+    Ok(as_array(x, name)?.ndim())
+}
+
 /// The entries of `x` in C order after checking its shape against `expected` and that
 /// every entry is finite. `expected_desc`, when given, describes the expected shape in
 /// terms of the model (`(model.nq,)`).

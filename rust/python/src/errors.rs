@@ -191,7 +191,7 @@ pub fn vi_to_pyerr(e: &ViError) -> PyErr {
         ViError::Model(inner) => to_pyerr(inner),
         ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
         ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
-        ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. } | ViError::DegenerateConstraints { .. } => CONVERGENCE_ERROR.err(e.to_string()),
+        ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. } | ViError::DegenerateConstraints { .. } | ViError::NotGenuine { .. } | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
         #[allow(unreachable_patterns)]
         _ => VIDYN_ERROR.err(e.to_string()),
     }

@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use vidyn_rbd as rbd;
 use vidyn_rbd::urdf::RootJoint;
 
@@ -21,8 +21,10 @@ use vidyn_rbd::urdf::RootJoint;
 #[pyclass(frozen, module = "vidyn", name = "Model")]
 pub struct PyModel {
     pub inner: Arc<rbd::Model>,
-    /// Scratch reused by calls; a call that finds it busy (another thread) makes its own.
-    ws: Mutex<rbd::Workspace>,
+    /// Scratch reused by calls, made by the first call that needs one (a workspace holds
+    /// `nv × nv` matrices: a model that is only stepped by an integrator, or passed to a
+    /// batch, stays O(n) in memory); a call that finds it busy (another thread) makes its own.
+    ws: OnceLock<Mutex<rbd::Workspace>>,
 }
 
 /// The model's workspace, or a fresh one when it is in use by another thread.
@@ -52,17 +54,16 @@ impl DerefMut for WorkspaceGuard<'_> {
 
 impl PyModel {
     pub fn new(model: rbd::Model) -> Self {
-        let ws = model.workspace();
         Self {
             inner: Arc::new(model),
-            ws: Mutex::new(ws),
+            ws: OnceLock::new(),
         }
     }
 
     /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned
     /// workspace (a panic during an earlier call) holds scratch only and is reused.
     pub fn workspace(&self) -> WorkspaceGuard<'_> {
-        match self.ws.try_lock() {
+        match self.ws.get_or_init(|| Mutex::new(self.inner.workspace())).try_lock() {
             Ok(g) => WorkspaceGuard::Shared(g),
             Err(TryLockError::Poisoned(p)) => WorkspaceGuard::Shared(p.into_inner()),
             Err(TryLockError::WouldBlock) => {

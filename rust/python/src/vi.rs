@@ -87,7 +87,7 @@ impl PyVariationalIntegrator {
 #[pymethods]
 impl PyVariationalIntegrator {
     #[new]
-    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None, body_wrenches = None))]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None, body_wrenches = None, max_energy_error = 0.4))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Bound<'_, PyModel>,
@@ -102,7 +102,9 @@ impl PyVariationalIntegrator {
         constraints: Option<Vec<Bound<'_, PyAny>>>,
         kinematic: Option<Vec<String>>,
         body_wrenches: Option<&Bound<'_, PyAny>>,
+        max_energy_error: f64,
     ) -> PyResult<Self> {
+        const _: () = assert!(vidyn_vi::DEFAULT_MAX_ENERGY_ERROR == 0.4, "the signature's default is the core's");
         let m = model.get().inner.clone();
         // (nbodies, 6) rows `[force; moment]` in the body frames, as the `fext` of `aba`
         let wrenches = convert::forces(body_wrenches, "body_wrenches", &m)?.unwrap_or_default();
@@ -124,7 +126,7 @@ impl PyVariationalIntegrator {
         };
         let build = || -> Result<VariationalIntegrator, ViError> {
             let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)?.with_body_wrenches(wrenches)
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)?.with_body_wrenches(wrenches)?.with_max_energy_error(max_energy_error)
         };
         let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
@@ -139,6 +141,12 @@ impl PyVariationalIntegrator {
     #[getter]
     fn scheme(&self) -> &str {
         &self.scheme_name
+    }
+    /// The largest energy inconsistency of a step accepted by rollouts and `step` (in
+    /// [0, 1]; inf: no check).
+    #[getter]
+    fn max_energy_error(&self) -> f64 {
+        self.inner.max_energy_error()
     }
     /// Intervals per step s (s + 1 control points).
     #[getter]
@@ -213,7 +221,9 @@ impl PyVariationalIntegrator {
     /// every row of `(N, n)` arrays.
     fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         let n = self.dofs();
-        if let (Ok(qv), Ok(pv)) = (self.vector(q, "q"), self.vector(p, "p")) {
+        // one state when q is 1-D (a list of numbers, a vector), rows otherwise
+        if convert::ndim(q, "q")? == 1 {
+            let (qv, pv) = (self.vector(q, "q")?, self.vector(p, "p")?);
             let vi = &*self.inner;
             let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
             return Ok(e.into_pyobject(py)?.into_any().unbind());
@@ -242,7 +252,9 @@ impl PyVariationalIntegrator {
         let vi = &*self.inner;
         let (qn, pn) = detached(py, move || {
             let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; q.len()]);
-            vi.step(&mut vi.workspace(), 0, &q, &p, &u, None, &mut qn, &mut pn).map(|_| (qn, pn))
+            let mut ws = vi.workspace();
+            vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn)?;
+            vi.check_step(&mut ws, 0, &q, &p, &u, &qn, &pn).map(|()| (qn, pn))
         })?;
         Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, pn)))
     }

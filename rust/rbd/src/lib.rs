@@ -32,7 +32,7 @@ pub use algorithms::rnea_derivatives::{rnea_derivatives, rnea_derivatives_ext, R
 pub use algorithms::rnea_second_order::{
     rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace,
 };
-pub use check::{check_configuration, check_forces, check_tangent};
+pub use check::{check_configuration, check_forces, check_tangent, check_vector};
 pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};
 pub use joint::Joint;

@@ -484,7 +484,7 @@ fn rnea_second_order_contracted_matches_contraction() {
     let v = vec![0.0; model.nv];
     assert!(matches!(
         rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]),
-        Err(RbdError::Dimension { arg: "lambda", .. })
+        Err(RbdError::Dimension { arg: "lam", .. })
     ));
 }
 
@@ -741,7 +741,7 @@ fn aba_second_order_contracted_matches_contraction() {
     let mut ws = model.workspace();
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
-    assert!(matches!(aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lambda", .. })));
+    assert!(matches!(aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lam", .. })));
 }
 
 /// `Joint::placed_transform` is the composition `placement · M(q)` it replaces (bit for bit

@@ -13,6 +13,7 @@ use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
 use crate::dense_step::{DenseStep, DEFAULT_DENSE_MAX};
+use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
@@ -50,6 +51,8 @@ pub struct VariationalIntegrator {
     /// Solved steps kept for their linearisation ([`crate::solved`]); emptied by every
     /// builder method.
     pub(crate) kept: KeptSteps,
+    /// The largest energy inconsistency of a genuine step ([`crate::energy_check`]).
+    pub(crate) max_energy_error: f64,
 }
 
 /// Per-thread scratch of a [`VariationalIntegrator`] (create with
@@ -121,7 +124,7 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX, kept: KeptSteps::default() })
+        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX, kept: KeptSteps::default(), max_energy_error: DEFAULT_MAX_ENERGY_ERROR })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -335,15 +338,7 @@ impl VariationalIntegrator {
     /// Mechanical energy `½ pᵀ M⁻¹ p + V(q) + Σ ½ κ_i (q_i − rest_i)²` (gravity and the joint
     /// springs) of a state.
     pub fn energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<f64> {
-        let mut v = std::mem::take(&mut ws.scratch);
-        let result = self.velocity(ws, q, p, &mut v).and_then(|()| {
-            let t = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
-            let f = &self.forces;
-            let springs: f64 = (0..q.len()).map(|i| 0.5 * f.stiffness[i] * (q[i] - f.rest[i]).powi(2)).sum();
-            Ok(t + vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs)
-        });
-        ws.scratch = v;
-        result
+        self.knot_energy(ws, q, p).map(|e| e.total())
     }
 
     pub(crate) fn check_inputs(&self, q: &[f64], p: &[f64], u: &[f64]) -> Result<()> {
@@ -486,7 +481,7 @@ impl VariationalIntegrator {
                 for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
                     p_next[i] = (u[i] - q[i]) / self.dt;
                 }
-                outcome = Ok(it);
+                outcome = if q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) { Ok(it) } else { Err(ViError::NonFiniteState { step, dt: self.dt }) };
                 break;
             }
             if it == self.max_iterations {

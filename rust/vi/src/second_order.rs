@@ -362,11 +362,7 @@ impl VariationalIntegrator {
     }
 
     fn check_co_state(&self, lambda: &[f64]) -> Result<()> {
-        let n = self.n();
-        if lambda.len() != 2 * n || lambda.iter().any(|x| !x.is_finite()) {
-            return Err(ViError::InvalidParameter(format!("lambda has length {} (or non-finite entries), expected 2n = {} finite entries", lambda.len(), 2 * n)));
-        }
-        Ok(())
+        Ok(vidyn_rbd::check_vector(lambda, "lam", 2 * self.n(), "2n")?)
     }
 
     /// The λ-independent part of [`Self::linearize_second_order_contracted`], for DDP's
@@ -513,7 +509,7 @@ pub fn linearize_trajectory_second_order(vi: &VariationalIntegrator, traj: &Traj
 pub fn linearize_trajectory_contracted(vi: &VariationalIntegrator, traj: &Trajectory, lambda: &[f64]) -> Result<SecondOrderLinearization> {
     let m = 2 * vi.n();
     if lambda.len() != traj.steps * m {
-        return Err(ViError::InvalidParameter(format!("lambda has {} entries, expected steps·2n = {}", lambda.len(), traj.steps * m)));
+        return Err(ViError::InvalidParameter(format!("lam has {} entries, expected steps·2n = {}", lambda.len(), traj.steps * m)));
     }
     type Contracted = (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>, DMatrix<f64>, DMatrix<f64>, f64);
     let results: Vec<Result<Contracted>> = (0..traj.steps)

@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{binary_tree, random_tree};
-use vidyn_rbd::{Joint, Model};
+use vidyn_rbd::{Joint, Model, RbdError};
 
 fn one_dof() -> Vec<Joint> {
     Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
@@ -266,8 +266,8 @@ fn contracted_form_matches_differences_of_the_contracted_first_order_map() {
 fn bad_co_states_are_errors() {
     let (vi, q, p, u) = setup(Arc::new(random_tree(3, 1, &one_dof())), Scheme::trapezoid(), 1);
     let mut so = vi.second_order_workspace();
-    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.0; 5]), Err(ViError::InvalidParameter(_))));
-    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[f64::NAN; 6]), Err(ViError::InvalidParameter(_))));
+    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.0; 5]), Err(ViError::Model(RbdError::Dimension { arg: "lam", got: 5, expected: 6, .. }))));
+    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[f64::NAN; 6]), Err(ViError::Model(RbdError::NonFinite { arg: "lam", index: 0, .. }))));
     let traj = rollout(&vi, &q, &p, &[0.0; 6]).unwrap();
     assert!(linearize_trajectory_contracted(&vi, &traj, &[0.0; 5]).is_err());
 }

@@ -61,7 +61,8 @@ pub fn predict_next(past: &[f64], stride: usize, guess: &mut [f64]) -> bool {
 }
 
 /// Simulates `u.len() / n` steps from `(q0, p0)`; each step starts its Newton iteration from
-/// [`predict_next`]. `u`: row-major `(N, n)`.
+/// [`predict_next`] and is checked to be a genuine step of the motion
+/// ([`VariationalIntegrator::check_step_energy`]). `u`: row-major `(N, n)`.
 pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) -> Result<Trajectory> {
     let n = vi.n();
     if !u.len().is_multiple_of(n.max(1)) {
@@ -73,12 +74,20 @@ pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) ->
     traj.p[..n].copy_from_slice(p0);
     let mut ws = vi.workspace();
     let mut guess = vec![0.0; n];
+    let checked = vi.checks_energy();
+    let mut before = if checked { Some(vi.knot_energy(&mut ws, q0, p0)?) } else { None };
     for k in 0..steps {
         let (done, rest) = traj.q.split_at_mut((k + 1) * n);
         let (pd, pr) = traj.p.split_at_mut((k + 1) * n);
         let qk = &done[k * n..];
         let warm = predict_next(done, n, &mut guess).then_some(guess.as_slice());
-        traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], &u[k * n..(k + 1) * n], warm, &mut rest[..n], &mut pr[..n])?;
+        let uk = &u[k * n..(k + 1) * n];
+        traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], uk, warm, &mut rest[..n], &mut pr[..n])?;
+        if let Some(e) = before {
+            let after = vi.knot_energy(&mut ws, &rest[..n], &pr[..n])?;
+            vi.check_step_energy(k, e, after, qk, &rest[..n], uk)?;
+            before = Some(after);
+        }
     }
     Ok(traj)
 }

@@ -363,7 +363,7 @@ fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t
 /// Checked against the contraction of [`aba_second_order`]'s tensors in
 /// `tests::aba_second_order_contracted_matches_contraction`.
 pub fn aba_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64]) -> Result<AbaSecondOrderContracted<'w>> {
-    check_tangent(model, lambda, "lambda")?;
+    check_tangent(model, lambda, "lam")?;
     aba(model, ws, q, v, tau)?;
     aba_second_order_contracted_impl(model, ws, q, v, lambda, None)?;
     Ok(contracted_result(ws))
@@ -372,7 +372,7 @@ pub fn aba_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: 
 /// [`aba_second_order_contracted`] of [`crate::aba_ext`]: with per-body external wrenches
 /// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
 pub fn aba_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64], fext: &[Force]) -> Result<AbaSecondOrderContracted<'w>> {
-    check_tangent(model, lambda, "lambda")?;
+    check_tangent(model, lambda, "lam")?;
     aba_ext(model, ws, q, v, tau, fext)?;
     aba_second_order_contracted_impl(model, ws, q, v, lambda, Some(fext))?;
     Ok(contracted_result(ws))

@@ -503,7 +503,7 @@ pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q:
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    check_tangent(model, lambda, "lambda")?;
+    check_tangent(model, lambda, "lam")?;
     rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, None);
     let so = &ws.second_order;
     Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
@@ -515,7 +515,7 @@ pub fn rnea_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    check_tangent(model, lambda, "lambda")?;
+    check_tangent(model, lambda, "lam")?;
     check_forces(model, fext, "fext")?;
     rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, Some(fext));
     let so = &ws.second_order;

@@ -1,0 +1,188 @@
+//! Is a solved step a genuine one? The energy balance of the step, checked against the work
+//! done on it.
+//!
+//! Newton's method can converge to a solution of the discrete Euler–Lagrange equations that
+//! the motion does not follow: at a time step too coarse for the motion (a 3-D pendulum chain
+//! at `dt = 10`, an acrobot at `dt = 0.3`), the midpoint rule's equations have solutions on
+//! other branches, where a joint swings through several turns per step and the energy grows
+//! by orders of magnitude in a few steps (issue 21: −137.6 J to +212 059 J in five steps, with
+//! every step "converged"). A variational integrator keeps its energy error small and bounded
+//! on every step that resolves the motion, so the balance of one step tells the two apart:
+//! with `T` the kinetic and `V` the potential energy (gravity and joint springs) at the two
+//! knots and `W` the work of the controls and the joint damping over the step,
+//! $$r = \frac{|\Delta E - W|}{T_k + T_{k+1} + |V_{k+1} - V_k| + |W|} \in [0, 1],$$
+//! the share of the energy that the step moved which is not accounted for. It is independent
+//! of the potential's zero. Measured on pendulum chains (3, 5 and 12 links, planar and 3-D),
+//! the acrobot and the cart-pole from rest, fast and under random torques, for the midpoint
+//! rule, trapezoid and Simpson at `dt` from 1e-3 to 10: every run whose energy stayed bounded
+//! had `r ≤ 0.22` on every step (most below 0.01), and the runs whose energy exploded had a step
+//! with `r ≥ 0.48` (most ≥ 0.99). A step with `r` above the integrator's limit (default
+//! [`DEFAULT_MAX_ENERGY_ERROR`] = 0.4) is an error ([`ViError::NotGenuine`]).
+//!
+//! The work is `W = uᵀ Δq − Σ_i d_i Δq_i² / Δt` (constant controls, damping at the step's mean
+//! velocity; both exact to the scheme's order). Ideal holonomic constraints do no work.
+//! Kinematic (prescribed) joints and body wrenches do work that this balance does not count,
+//! so steps of integrators that have them are not checked.
+
+use crate::error::{Result, ViError};
+use crate::integrator::{VariationalIntegrator, ViWorkspace};
+
+/// The largest energy inconsistency `r` of a step accepted by default (module docs).
+pub const DEFAULT_MAX_ENERGY_ERROR: f64 = 0.4;
+
+/// Kinetic and potential energy at a knot `(q, p)` (the potential includes joint springs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KnotEnergy {
+    pub kinetic: f64,
+    pub potential: f64,
+}
+
+impl KnotEnergy {
+    #[must_use]
+    pub fn total(&self) -> f64 {
+        self.kinetic + self.potential
+    }
+}
+
+impl VariationalIntegrator {
+    /// Kinetic energy `½ pᵀ M(q)⁻¹ p` and potential energy `V(q)` (gravity and springs) of a
+    /// knot. O(n).
+    ///
+    /// # Errors
+    /// Invalid `q` or `p` (shapes, NaN, singular mass matrix).
+    pub fn knot_energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
+        let mut v = std::mem::take(&mut ws.scratch);
+        let kinetic = self.velocity(ws, q, p, &mut v).map(|()| 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>());
+        ws.scratch = v;
+        let f = &self.forces;
+        let springs: f64 = (0..q.len()).map(|i| 0.5 * f.stiffness[i] * (q[i] - f.rest[i]).powi(2)).sum();
+        Ok(KnotEnergy { kinetic: kinetic?, potential: vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs })
+    }
+
+    /// Whether [`Self::check_step_energy`] checks anything: not without a limit, nor with
+    /// kinematic joints or body wrenches (module docs).
+    #[must_use]
+    pub fn checks_energy(&self) -> bool {
+        self.max_energy_error.is_finite() && !self.prescribed.iter().any(|&p| p) && self.wrenches.is_empty()
+    }
+
+    /// The energy inconsistency `r ∈ [0, 1]` of the step `q → q_next` under controls `u`
+    /// between knots of energies `before` and `after` (module docs).
+    #[must_use]
+    pub fn energy_error(&self, before: KnotEnergy, after: KnotEnergy, q: &[f64], q_next: &[f64], u: &[f64]) -> f64 {
+        let d = &self.forces.damping;
+        let work: f64 = (0..q.len()).map(|i| (q_next[i] - q[i]) * (u[i] - d[i] * (q_next[i] - q[i]) / self.dt)).sum();
+        let moved = before.kinetic + after.kinetic + (after.potential - before.potential).abs() + work.abs();
+        let unexplained = (after.total() - before.total() - work).abs();
+        // round-off of the energies themselves: a step at rest moves no energy at all
+        let floor = 64.0 * f64::EPSILON * (before.total().abs() + after.total().abs() + before.potential.abs() + after.potential.abs());
+        if unexplained <= floor {
+            0.0
+        } else {
+            unexplained / moved
+        }
+    }
+
+    /// [`ViError::NotGenuine`] when the step `k` (`q → q_next` under `u`, knot energies
+    /// `before`, `after`) has an energy inconsistency above the integrator's limit.
+    ///
+    /// # Errors
+    /// As said.
+    pub fn check_step_energy(&self, step: usize, before: KnotEnergy, after: KnotEnergy, q: &[f64], q_next: &[f64], u: &[f64]) -> Result<()> {
+        if !self.checks_energy() {
+            return Ok(());
+        }
+        let error = self.energy_error(before, after, q, q_next, u);
+        if error > self.max_energy_error || error.is_nan() {
+            return Err(ViError::NotGenuine { step, error, limit: self.max_energy_error, before: before.total(), after: after.total(), dt: self.dt });
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_step_energy`] of the step `(q, p, u) → (q_next, p_next)`, with both knot
+    /// energies computed here (two Legendre transforms and potentials, O(n)).
+    ///
+    /// # Errors
+    /// As [`Self::check_step_energy`], or invalid states.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<()> {
+        if !self.checks_energy() {
+            return Ok(());
+        }
+        let before = self.knot_energy(ws, q, p)?;
+        let after = self.knot_energy(ws, q_next, p_next)?;
+        self.check_step_energy(step, before, after, q, q_next, u)
+    }
+
+    /// The energy limit of [`Self::check_step_energy`]: steps whose energy inconsistency
+    /// exceeds `limit` (in `[0, 1]`; `f64::INFINITY` turns the check off) are errors.
+    ///
+    /// # Errors
+    /// A negative or NaN `limit`.
+    pub fn with_max_energy_error(mut self, limit: f64) -> Result<Self> {
+        if !(limit >= 0.0) {
+            return Err(ViError::InvalidParameter(format!("max_energy_error = {limit}; expected a number ≥ 0 (or inf to turn the check off)")));
+        }
+        self.max_energy_error = limit;
+        Ok(self)
+    }
+
+    /// The energy limit ([`Self::with_max_energy_error`]).
+    #[must_use]
+    pub fn max_energy_error(&self) -> f64 {
+        self.max_energy_error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::*;
+    use std::sync::Arc;
+    use vidyn_rbd::builders::pendulum_chain;
+
+    fn chain(scheme: Scheme, dt: f64, damping: f64) -> VariationalIntegrator {
+        let model = Arc::new(pendulum_chain(5, false));
+        let n = model.nv;
+        let forces = JointForces { damping: vec![damping; n], ..JointForces::none(n) };
+        VariationalIntegrator::new(model, scheme, dt, Some(forces)).unwrap()
+    }
+
+    /// The case of issue 21: a 3-D five-link chain under the midpoint rule at `dt = 10`
+    /// converges at every step while its energy runs away; the rollout now stops at the first
+    /// such step, and turning the check off gives back the old behaviour.
+    #[test]
+    fn a_step_off_the_motion_is_an_error() {
+        let vi = chain(Scheme::midpoint(), 10.0, 0.0);
+        let (q, p, u) = ([0.3; 5], [0.0; 5], [0.0; 5 * 5]);
+        match rollout(&vi, &q, &p, &u) {
+            Err(ViError::NotGenuine { step, error, limit, .. }) => assert!(step < 5 && error > limit && error <= 1.0, "step {step}: {error}"),
+            other => panic!("{:?}", other.map(|t| t.p)),
+        }
+        let unchecked = vi.with_max_energy_error(f64::INFINITY).unwrap();
+        assert!(!unchecked.checks_energy());
+        let traj = rollout(&unchecked, &q, &p, &u).unwrap();
+        let mut ws = unchecked.workspace();
+        let (first, last) = (unchecked.energy(&mut ws, traj.q_at(0), traj.p_at(0)).unwrap(), unchecked.energy(&mut ws, traj.q_at(5), traj.p_at(5)).unwrap());
+        assert!(last - first > 10.0 * first.abs(), "energy {first} -> {last}");
+    }
+
+    /// A resolved motion passes with a small inconsistency on every step, with damping and
+    /// controls doing work (the balance counts it: the energy falls by far more than the
+    /// inconsistency), and a chain at rest in its equilibrium has none at all.
+    #[test]
+    fn resolved_steps_balance_their_energy() {
+        for scheme in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::by_name("simpson", None).unwrap()] {
+            let vi = chain(scheme, 0.01, 0.5);
+            let steps = 200;
+            let u: Vec<f64> = (0..steps * 5).map(|i| 2.0 * (i as f64 * 0.37).sin()).collect();
+            let traj = rollout(&vi, &[0.4, -0.3, 0.2, 0.5, -0.1], &[0.0; 5], &u).unwrap();
+            let mut ws = vi.workspace();
+            let energies: Vec<KnotEnergy> = (0..=steps).map(|k| vi.knot_energy(&mut ws, traj.q_at(k), traj.p_at(k)).unwrap()).collect();
+            let worst = (0..steps).map(|k| vi.energy_error(energies[k], energies[k + 1], traj.q_at(k), traj.q_at(k + 1), traj.u_at(k))).fold(0.0, f64::max);
+            assert!(worst < 0.05, "{worst}");
+            let rest = [0.0; 5];
+            let e = vi.knot_energy(&mut ws, &rest, &rest).unwrap();
+            assert_eq!(vi.energy_error(e, e, &rest, &rest, &rest), 0.0);
+        }
+    }
+}
