@@ -23,6 +23,7 @@ PUBLIC = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "ModelWarning",
     "PointOnPlane",
     "SingleDofMap",
     "Trajectory",

@@ -346,3 +346,66 @@ def test_weights_that_are_not_positive_semi_definite_are_refused(weights):
     traj = vi.rollout(chain.neutral() + 0.1, steps=10)
     with pytest.raises(vidyn.InputError, match="not positive semi-definite"):
         vidyn.optim.tracking_lqr(vi, traj, **{**base, **weights})
+
+
+# ---------------------------------------------------------------------------------------------
+# messages name the argument, the value and what is accepted
+# ---------------------------------------------------------------------------------------------
+
+
+def test_messages_name_the_argument_the_value_and_what_is_accepted(chain):
+    """Issue 21, item 7: 'unknown scheme 'simpson' (with s = Some(3))', 'a weld joint needs an
+    axis' for an unknown kind, contact errors without the bad value, Rust's `Some(…)`."""
+    cases = [
+        (lambda: vidyn.VariationalIntegrator(chain, 0.01, scheme="simpson", s=3), ["scheme 'simpson' has s = 2", "s = 3", "lobatto"]),
+        (lambda: vidyn.VariationalIntegrator(chain, 0.01, scheme="rk4"), ["unknown scheme 'rk4'", "midpoint"]),
+        (lambda: vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01).add_loop_closure("c", "weld", None, "joint2"), ["kind = 'weld'", "point_on_plane"]),
+        (lambda: vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01).add_contact("c", "joint2", [0, 0, 0], radius=-1.0), ["radius = -1", "≥ 0"]),
+        (lambda: vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01).add_contact("c", "joint2", [0, 0, 0], friction=np.nan), ["friction = NaN"]),
+        (lambda: vidyn.MaximalIntegrator(_cylinder_chain(2), 0.01).add_contact("c", "joint2", [0, 0, 0], offset=np.inf), ["offset = inf"]),
+        (lambda: vidyn.VariationalIntegrator(chain, 0.01, constraints=[vidyn.Distance("joint1", [0, 0, 0], "joint1", [0, 0, 1], 1.0)]), ["both points of the constraint are on body 0"]),
+        (lambda: vidyn.VariationalIntegrator(chain, 0.01).rollout(chain.neutral(), steps=-1), ["steps must be a non-negative int, got -1"]),
+    ]
+    for call, words in cases:
+        with pytest.raises(vidyn.InputError) as info:
+            call()
+        message = str(info.value)
+        assert all(w in message for w in words) and "Some(" not in message, message
+
+
+# ---------------------------------------------------------------------------------------------
+# models that load, with something to say
+# ---------------------------------------------------------------------------------------------
+
+_IMPOSSIBLE = '<inertial><mass value="1"/><inertia ixx="0.001" iyy="0.001" izz="0.5" ixy="0" ixz="0" iyz="0"/></inertial>'
+
+
+def test_impossible_inertias_warn_from_urdf_and_from_the_builder():
+    """A physically impossible inertia (principal moments violating the triangle inequality)
+    loaded from URDF without a word (issue 21, item 4); the builder accepted it too. Both warn
+    now, alike (refusing would reject 48 links of example-robot-data's own URDFs), and a
+    physical inertia stays silent."""
+    xml = f'<robot name="r"><link name="base"/><link name="rod">{_IMPOSSIBLE}</link><joint name="j" type="continuous"><parent link="base"/><child link="rod"/><axis xyz="0 0 1"/></joint></robot>'
+    with pytest.warns(vidyn.ModelWarning, match=r"link 'rod' has an inertia no rigid body can have: its principal moments \(0\.001, 0\.001, 0\.5\)"):
+        m = vidyn.Model.from_urdf_string(xml)
+    assert m.nv == 1
+    b = vidyn.ModelBuilder("r")
+    with pytest.warns(vidyn.ModelWarning, match="body 'j' has an inertia no rigid body can have"):
+        b.add_body(None, "j", "revolute", None, 1.0, [0, 0, 0], np.diag([0.001, 0.001, 0.5]), [0, 0, 1])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b.add_body(0, "k", "revolute", None, 1.0, [0, 0, 0], np.diag([0.3, 0.3, 0.5]), [0, 0, 1])
+        vidyn.Model.from_urdf_string(xml.replace(_IMPOSSIBLE, _IMPOSSIBLE.replace('izz="0.5"', 'izz="0.002"')))
+
+
+def test_mimic_joints_warn_that_they_are_read_as_independent():
+    """`<mimic>` joints were silently treated as independent (issue 21, item 4)."""
+    link = '<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    joint = '<joint name="{0}" type="prismatic"><parent link="base"/><child link="{1}"/><axis xyz="0 1 0"/><limit lower="0" upper="0.04" effort="20" velocity="0.2"/>{2}</joint>'
+    xml = "<robot name='hand'><link name='base'/>" + link.format("left") + link.format("right")
+    xml += joint.format("finger1", "left", "") + joint.format("finger2", "right", '<mimic joint="finger1" multiplier="-1" offset="0.01"/>') + "</robot>"
+    with pytest.warns(vidyn.ModelWarning, match=r"joint 'finger2' mimics joint 'finger1' \(multiplier -1, offset 0.01\)") as record:
+        m = vidyn.Model.from_urdf_string(xml)
+    assert m.nv == 2 and len(record) == 1

@@ -23,6 +23,7 @@ __all__ = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "ModelWarning",
     "PointOnPlane",
     "SingleDofMap",
     "Trajectory",
@@ -87,6 +88,11 @@ class UnknownNameError(VidynError, KeyError):
 
 class ConvergenceError(VidynError):
     """An iterative solver or implicit integrator did not converge."""
+
+class ModelWarning(UserWarning):
+    """A model was built or loaded, but with something you should know: an inertia that no
+    rigid body can have (principal moments violating the triangle inequality), or a URDF
+    ``<mimic>`` joint read as an independent joint."""
 
 # ----------------------------------------------------------------------------------------
 # Model

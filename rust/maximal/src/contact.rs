@@ -87,8 +87,23 @@ impl Mechanism {
     /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
     /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions).
     pub fn add_contact(&mut self, name: &str, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64) -> Result<usize> {
-        if body >= self.nbodies() || !(radius >= 0.0 && friction >= 0.0 && radius.is_finite() && friction.is_finite() && offset.is_finite()) || (normal.norm() - 1.0).abs() > 1e-9 || !point.iter().all(|x| x.is_finite()) {
-            return Err(MaximalError::InvalidMechanism(format!("contact '{name}': needs an existing body, a unit normal, finite point/offset and non-negative radius and friction")));
+        let bad = |what: String| Err(MaximalError::InvalidParameter(format!("contact '{name}': {what}")));
+        if body >= self.nbodies() {
+            return bad(format!("body = {body} is out of range (the mechanism has {} bodies)", self.nbodies()));
+        }
+        if !point.iter().all(|x| x.is_finite()) {
+            return bad(format!("point = [{}, {}, {}] is not finite", point.x, point.y, point.z));
+        }
+        for (arg, value) in [("radius", radius), ("friction", friction)] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return bad(format!("{arg} = {value}; expected a finite number ≥ 0"));
+            }
+        }
+        if !offset.is_finite() {
+            return bad(format!("offset = {offset}; expected a finite number"));
+        }
+        if (normal.norm() - 1.0).abs() > 1e-9 || !normal.norm().is_finite() {
+            return bad(format!("normal = [{}, {}, {}] has norm {}; expected a unit vector", normal.x, normal.y, normal.z, normal.norm()));
         }
         let (t1, t2) = crate::constraint::orthonormal_complement(&normal);
         self.contacts.push(Contact { name: name.to_string(), body, point: point - self.com[body], radius, normal, offset, friction, tangents: [t1, t2] });

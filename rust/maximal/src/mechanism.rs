@@ -143,7 +143,8 @@ impl Mechanism {
     pub fn add_joint(&mut self, name: &str, kind: JointKind, parent: Option<usize>, parent_frame: Se3, child: usize, child_frame: Se3) -> Result<usize> {
         let nb = self.bodies.len();
         if child >= nb || parent.is_some_and(|p| p >= nb || p == child) {
-            return Err(MaximalError::InvalidMechanism(format!("loop closure '{name}': bodies {parent:?} and {child} must be distinct bodies of the {nb}")));
+            let parent = parent.map_or_else(|| "the world".to_string(), |p| format!("body {p}"));
+            return Err(MaximalError::InvalidMechanism(format!("loop closure '{name}': {parent} and body {child} must be distinct bodies of the {nb} (or the world for the parent)")));
         }
         if self.joints.iter().any(|j| j.name == name) {
             return Err(MaximalError::InvalidMechanism(format!("duplicate joint name '{name}'")));

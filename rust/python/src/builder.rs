@@ -111,6 +111,7 @@ impl PyModelBuilder {
     #[allow(clippy::too_many_arguments)]
     fn add_body(
         &self,
+        py: Python<'_>,
         parent: Option<&Bound<'_, PyAny>>,
         name: &str,
         joint: &str,
@@ -136,11 +137,16 @@ impl PyModelBuilder {
             Some(i) if !i.is_none() => convert::matrix3(i, "inertia")?,
             _ => Matrix3::zeros(),
         };
-        self.with(|b| {
+        let (id, warnings) = self.with(|b| {
             check_parent(parent, b.len())?;
-            b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
-                .map_err(|e| to_pyerr(&e))
-        })
+            let before = b.warnings().len();
+            let id = b
+                .add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
+                .map_err(|e| to_pyerr(&e))?;
+            Ok((id, b.warnings()[before..].to_vec()))
+        })?;
+        crate::errors::warn_model(py, &warnings)?;
+        Ok(id)
     }
 
     /// Adds a named operational frame on body `parent` (None or -1 for the world) at

@@ -107,14 +107,34 @@ pub static CONVERGENCE_ERROR: ExceptionClass = ExceptionClass::new(
     |py| Ok(vec![VIDYN_ERROR.get(py)?]),
 );
 
+/// The warning category of vidyn (a model accepted with something a user should know).
+pub static MODEL_WARNING: ExceptionClass = ExceptionClass::new(
+    "ModelWarning",
+    "A model was built or loaded, but with something you should know: an inertia that no \
+     rigid body can have (principal moments violating the triangle inequality), or a URDF \
+     <mimic> joint read as an independent joint. A UserWarning.",
+    |py| Ok(vec![py.get_type::<pyo3::exceptions::PyUserWarning>()]),
+);
+
+/// Issues each of `warnings` as a `ModelWarning` (with `warnings.warn`, so the user's
+/// filters apply; an error raised by a filter set to "error" propagates).
+pub fn warn_model(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    let category = MODEL_WARNING.get(py)?;
+    for w in warnings {
+        PyErr::warn(py, &category, &std::ffi::CString::new(w.as_str()).unwrap_or_default(), 1)?;
+    }
+    Ok(())
+}
+
 /// Every class, in the order they are added to the module.
-pub static ALL: [&ExceptionClass; 6] = [
+pub static ALL: [&ExceptionClass; 7] = [
     &VIDYN_ERROR,
     &MODEL_ERROR,
     &URDF_ERROR,
     &INPUT_ERROR,
     &UNKNOWN_NAME_ERROR,
     &CONVERGENCE_ERROR,
+    &MODEL_WARNING,
 ];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -148,6 +148,10 @@ impl PyMaximalIntegrator {
         let ch = body_ref(&mech, Some(child), "child", false)?.unwrap_or(0);
         let frame = |f: Option<&Bound<'_, PyAny>>, n: &str| f.map_or(Ok(Se3::identity()), |f| convert::placement(f, n));
         let (pf, cf) = (frame(parent_frame, "parent_frame")?, frame(child_frame, "child_frame")?);
+        const KINDS: [&str; 8] = ["fixed", "revolute", "prismatic", "cylindrical", "spherical", "planar", "point_on_line", "point_on_plane"];
+        if !KINDS.contains(&kind) {
+            return Err(INPUT_ERROR.err(format!("kind = '{kind}' is an unknown joint kind; expected one of {}", KINDS.join(", "))));
+        }
         let needs_axis = !matches!(kind, "fixed" | "spherical");
         let a = match (axis, needs_axis) {
             (Some(a), true) => {
@@ -170,7 +174,7 @@ impl PyMaximalIntegrator {
             "planar" => JointKind::Planar { normal: a },
             "point_on_line" => JointKind::PointOnLine { axis: a },
             "point_on_plane" => JointKind::PointOnPlane { normal: a },
-            other => return Err(INPUT_ERROR.err(format!("unknown joint kind '{other}'; expected fixed, revolute, prismatic, cylindrical, spherical, planar, point_on_line or point_on_plane"))),
+            other => return Err(INPUT_ERROR.err(format!("kind = '{other}' is an unknown joint kind"))),
         };
         let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
         let (j, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {

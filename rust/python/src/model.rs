@@ -92,11 +92,14 @@ impl PyModel {
         })
     }
 
+    /// The model `load` reads, its warnings issued as `ModelWarning`s.
     fn from_urdf_result(
         py: Python<'_>,
-        load: impl Send + FnOnce() -> rbd::Result<rbd::Model>,
+        load: impl Send + FnOnce() -> rbd::Result<(rbd::Model, Vec<String>)>,
     ) -> PyResult<Self> {
-        detached(py, move || load().map(Self::new))
+        let (model, warnings) = detached(py, load)?;
+        crate::errors::warn_model(py, &warnings)?;
+        Ok(Self::new(model))
     }
 }
 
@@ -151,7 +154,7 @@ impl PyModel {
     #[pyo3(signature = (path, floating_base = false))]
     fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
         Self::from_urdf_result(py, move || {
-            rbd::urdf::from_urdf_file(&path, root_joint(floating_base))
+            rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base))
         })
     }
 
@@ -160,7 +163,7 @@ impl PyModel {
     #[pyo3(signature = (xml, floating_base = false))]
     fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
         Self::from_urdf_result(py, move || {
-            rbd::urdf::from_urdf_str(xml, root_joint(floating_base))
+            rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base))
         })
     }
 

@@ -36,7 +36,7 @@ pub use check::{check_configuration, check_forces, check_tangent, check_vector};
 pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};
 pub use joint::Joint;
-pub use model::{Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
+pub use model::{inertia_warning, Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
 pub use single_dof::{to_single_dof, SingleDofMap};
 pub use workspace::Workspace;
 pub use vidyn_spatial::Tensor3;

@@ -139,6 +139,8 @@ pub struct ModelBuilder {
     bodies: Vec<BodySpec>,
     frames: Vec<Frame>,
     gravity: Option<Vector3<f64>>,
+    /// What the builder accepted but a user should hear about ([`ModelBuilder::warnings`]).
+    warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -218,8 +220,24 @@ impl ModelBuilder {
             return Err(RbdError::InvalidModel(format!("joint '{name}': placement is not a rigid transform")));
         }
         check_inertia(name, &inertia)?;
+        if let Some(w) = inertia_warning(&format!("body '{name}'"), &inertia) {
+            self.warnings.push(w);
+        }
         self.bodies.push(BodySpec { name: name.to_string(), joint, parent, placement, inertia, limits: None });
         Ok(self.bodies.len() - 1)
+    }
+
+    /// Records a warning about the model being built (the URDF reader's, for instance).
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// What the builder accepted but a user should hear about, in the order it happened:
+    /// inertias that no rigid body can have ([`inertia_warning`]), and the URDF reader's
+    /// notes (unsupported `<mimic>` joints).
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Sets the limits of body `body`'s joint.
@@ -262,7 +280,8 @@ impl ModelBuilder {
         self.bodies.is_empty()
     }
 
-    /// Renumbers the bodies depth-first and freezes the model.
+    /// Renumbers the bodies depth-first and freezes the model (its [`ModelBuilder::warnings`]
+    /// are dropped: read them before).
     pub fn build(self) -> Result<Model> {
         let n = self.bodies.len();
         // depth-first pre-order, children in insertion order
@@ -341,6 +360,35 @@ impl ModelBuilder {
             .collect();
         Ok(m)
     }
+}
+
+/// Relative tolerance of the triangle inequalities in [`inertia_warning`]: violations below
+/// `1e-6` of the trace are rounding in published inertias.
+const TRIANGLE_TOLERANCE: f64 = 1e-6;
+
+/// A warning when `inertia` (of `what`) is not one a rigid body can have: its principal
+/// moments `I₁ ≤ I₂ ≤ I₃` about the centre of mass violate the triangle inequality
+/// `I₁ + I₂ ≥ I₃` (every real mass distribution satisfies it, since `I₁ + I₂ − I₃ =
+/// 2 ∫ ρ x₃² dV ≥ 0` along the third principal axis). The model is still valid — the
+/// algorithms only need a positive semi-definite inertia, which [`ModelBuilder::add_body`]
+/// checks — so this is a warning, not an error: 48 links of example-robot-data's URDFs
+/// violate it (icub, tiago, anymal, …), most of them by more than 10 %.
+#[must_use]
+pub fn inertia_warning(what: &str, inertia: &Inertia) -> Option<String> {
+    let moments = inertia.rot_inertia.symmetric_eigenvalues();
+    let mut m = [moments[0], moments[1], moments[2]];
+    m.sort_by(f64::total_cmp);
+    let trace = m.iter().sum::<f64>();
+    let margin = m[0] + m[1] - m[2];
+    (trace > 0.0 && margin < -TRIANGLE_TOLERANCE * trace).then(|| {
+        format!(
+            "{what} has an inertia no rigid body can have: its principal moments ({}, {}, {}) violate the triangle inequality I1 + I2 >= I3 (by {:.1} % of their sum); its dynamics are computed as given",
+            m[0],
+            m[1],
+            m[2],
+            -100.0 * margin / trace
+        )
+    })
 }
 
 fn check_inertia(name: &str, inertia: &Inertia) -> Result<()> {

@@ -75,7 +75,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
-use crate::model::{FrameKind, JointLimits, Model, ModelBuilder};
+use crate::model::{inertia_warning, FrameKind, JointLimits, Model, ModelBuilder};
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use roxmltree::{Document, Node, ParsingOptions};
 use std::collections::{HashMap, HashSet};
@@ -96,14 +96,26 @@ pub const ROOT_JOINT_NAME: &str = "root_joint";
 
 /// Reads the URDF file at `path` (see [`from_urdf_str`]).
 pub fn from_urdf_file(path: impl AsRef<Path>, root: RootJoint) -> Result<Model> {
+    from_urdf_file_with_warnings(path, root).map(|(model, _)| model)
+}
+
+/// [`from_urdf_file`] with the reader's warnings (see [`from_urdf_str_with_warnings`]).
+pub fn from_urdf_file_with_warnings(path: impl AsRef<Path>, root: RootJoint) -> Result<(Model, Vec<String>)> {
     let path = path.as_ref();
     let xml = std::fs::read_to_string(path)
         .map_err(|e| RbdError::Urdf(format!("cannot read {}: {e}", path.display())))?;
-    from_urdf_str(&xml, root)
+    from_urdf_str_with_warnings(&xml, root)
 }
 
 /// Builds a model from a URDF document (see the module documentation for the mapping).
 pub fn from_urdf_str(xml: &str, root: RootJoint) -> Result<Model> {
+    from_urdf_str_with_warnings(xml, root).map(|(model, _)| model)
+}
+
+/// [`from_urdf_str`], with what the document holds that the model accepts but a user should
+/// hear about: links whose inertia no rigid body can have ([`crate::model::inertia_warning`])
+/// and `<mimic>` joints, which are read as independent joints (not supported yet).
+pub fn from_urdf_str_with_warnings(xml: &str, root: RootJoint) -> Result<(Model, Vec<String>)> {
     let options = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(xml, options).map_err(|e| urdf(format!("malformed XML: {e}")))?;
     let robot = doc.root_element();
@@ -112,12 +124,16 @@ pub fn from_urdf_str(xml: &str, root: RootJoint) -> Result<Model> {
     }
     let mut links = Vec::new();
     let mut link_index = HashMap::new();
+    let mut warnings = Vec::new();
     for node in elements(robot, "link") {
         let name = node.attribute("name").ok_or_else(|| urdf("a <link> has no name attribute".into()))?;
         if link_index.insert(name, links.len()).is_some() {
             return Err(urdf(format!("link '{name}' is defined twice")));
         }
-        links.push(Link { name, inertia: parse_inertia(node, &format!("link '{name}'"))? });
+        let ctx = format!("link '{name}'");
+        let inertia = parse_inertia(node, &ctx)?;
+        warnings.extend(inertia_warning(&ctx, &inertia));
+        links.push(Link { name, inertia });
     }
     if links.is_empty() {
         return Err(urdf("<robot> has no <link>".into()));
@@ -129,9 +145,14 @@ pub fn from_urdf_str(xml: &str, root: RootJoint) -> Result<Model> {
         if !joint_names.insert(joint.name) {
             return Err(urdf(format!("joint '{}' is defined twice", joint.name)));
         }
+        if let Some(mimic) = element(node, "mimic") {
+            let leader = mimic.attribute("joint").unwrap_or("?");
+            let (multiplier, offset) = (mimic.attribute("multiplier").unwrap_or("1"), mimic.attribute("offset").unwrap_or("0"));
+            warnings.push(format!("joint '{}' mimics joint '{leader}' (multiplier {multiplier}, offset {offset}); vidyn does not support <mimic> yet and reads it as an independent joint with its own coordinate", joint.name));
+        }
         joints.push(joint);
     }
-    assemble(robot.attribute("name").unwrap_or(""), &links, &joints, root)
+    Ok((assemble(robot.attribute("name").unwrap_or(""), &links, &joints, root)?, warnings))
 }
 
 struct Link<'a> {

@@ -83,7 +83,7 @@ impl Constraint {
         let (a, b) = match self {
             Constraint::PointOnPlane { a, normal, b } => {
                 if !(normal.norm() > 0.0 && normal.iter().all(|x| x.is_finite())) {
-                    return Err(format!("point-on-plane normal {normal:?} must be a finite non-zero vector"));
+                    return Err(format!("point-on-plane normal [{}, {}, {}] must be a finite non-zero vector", normal.x, normal.y, normal.z));
                 }
                 (a, b)
             }
@@ -95,12 +95,16 @@ impl Constraint {
             }
         };
         for bp in [a, b] {
-            if bp.body.is_some_and(|k| k >= nbodies) || bp.point.iter().any(|x| !x.is_finite()) {
-                return Err(format!("constraint point {bp:?} names no body of the model (it has {nbodies}) or is not finite"));
+            if let Some(k) = bp.body.filter(|&k| k >= nbodies) {
+                return Err(format!("constraint point on body {k}: the model has {nbodies} bodies"));
+            }
+            if bp.point.iter().any(|x| !x.is_finite()) {
+                return Err(format!("constraint point [{}, {}, {}] is not finite", bp.point.x, bp.point.y, bp.point.z));
             }
         }
         if a.body == b.body {
-            return Err(format!("both points of the constraint are on the same body ({:?}): h would be constant", a.body));
+            let body = a.body.map_or_else(|| "the world".to_string(), |k| format!("body {k}"));
+            return Err(format!("both points of the constraint are on {body}: h would be constant"));
         }
         Ok(())
     }

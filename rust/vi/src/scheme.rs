@@ -101,9 +101,11 @@ impl Scheme {
             ("simpson", None | Some(2)) => Ok(Self::simpson()),
             ("lobatto", Some(s)) => Self::lobatto(s),
             ("lobatto", None) => Err(ViError::InvalidScheme("scheme 'lobatto' needs s (number of intervals per step)".into())),
-            (other, _) => Err(ViError::InvalidScheme(format!(
-                "unknown scheme '{other}' (with s = {s:?}); expected 'midpoint', 'trapezoid', 'simpson' or 'lobatto' with s"
-            ))),
+            ("midpoint" | "trapezoid" | "simpson", Some(s)) => {
+                let fixed = if name == "simpson" { 2 } else { 1 };
+                Err(ViError::InvalidScheme(format!("scheme '{name}' has s = {fixed}, got s = {s}; give s = {fixed} (or none), or scheme 'lobatto' with s = {s}")))
+            }
+            (other, _) => Err(ViError::InvalidScheme(format!("unknown scheme '{other}'; expected 'midpoint', 'trapezoid', 'simpson' or 'lobatto' (with s)"))),
         }
     }
 
