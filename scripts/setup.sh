@@ -12,4 +12,6 @@ fi
 source .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet -r requirements-dev.txt
-maturin develop --release --quiet
+echo "Building vidyn (release; the first build compiles the Rust crates for a few minutes and prints little)"
+# PIP_QUIET: the pip that maturin runs would list every optional dependency it skips
+PIP_QUIET=1 maturin develop --release --quiet

@@ -17,7 +17,7 @@ pub mod single_dof;
 pub mod urdf;
 mod workspace;
 
-pub use algorithms::aba::aba;
+pub use algorithms::aba::{aba, mass_solve};
 pub use algorithms::aba_derivatives::{aba_derivatives, aba_derivatives_ext, AbaDerivatives};
 pub use algorithms::aba_second_order::{aba_second_order, aba_second_order_contracted, aba_second_order_contracted_ext, aba_second_order_ext, AbaSecondOrder, AbaSecondOrderContracted, AbaSecondOrderWorkspace};
 pub use algorithms::crba::crba;

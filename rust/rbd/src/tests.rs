@@ -101,6 +101,23 @@ fn minverse_inverts_crba() {
     }
 }
 
+/// `mass_solve(q, b)` is `M(q)⁻¹ b` (against Minverse, to the round-off of two O(n)
+/// recursions: 1e-10 relative), and solves `M x = b` (against CRBA), on every model kind.
+#[test]
+fn mass_solve_matches_minverse() {
+    for model in models() {
+        let mut ws = model.workspace();
+        for s in states(&model, 15) {
+            let minv = minverse(&model, &mut ws, &s.q).unwrap().clone();
+            let m = crba(&model, &mut ws, &s.q).unwrap().clone();
+            let b = DVector::from_column_slice(&s.a);
+            let x = DVector::from_column_slice(mass_solve(&model, &mut ws, &s.q, &s.a).unwrap());
+            assert!(rel_err(x.as_slice(), (&minv * &b).as_slice()) < 1e-10, "{}", model.name);
+            assert!(rel_err((&m * &x).as_slice(), b.as_slice()) < 1e-10, "{}", model.name);
+        }
+    }
+}
+
 #[test]
 fn kinetic_energy_is_quadratic_form_of_mass_matrix() {
     for model in models() {

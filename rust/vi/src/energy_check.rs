@@ -45,18 +45,17 @@ impl KnotEnergy {
 }
 
 impl VariationalIntegrator {
-    /// Kinetic energy `½ pᵀ M(q)⁻¹ p` and potential energy `V(q)` (gravity and springs) of a
-    /// knot. O(n).
+    /// Kinetic energy `½ pᵀ M(q)⁻¹ p` (`M⁻¹ p` by [`vidyn_rbd::mass_solve`]) and potential
+    /// energy `V(q)` (gravity and springs) of a knot. O(n).
     ///
     /// # Errors
     /// Invalid `q` or `p` (shapes, NaN, singular mass matrix).
     pub fn knot_energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
-        let mut v = std::mem::take(&mut ws.scratch);
-        let kinetic = self.velocity(ws, q, p, &mut v).map(|()| 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>());
-        ws.scratch = v;
+        let v = vidyn_rbd::mass_solve(&self.model, &mut ws.rbd, q, p)?;
+        let kinetic = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
         let f = &self.forces;
         let springs: f64 = (0..q.len()).map(|i| 0.5 * f.stiffness[i] * (q[i] - f.rest[i]).powi(2)).sum();
-        Ok(KnotEnergy { kinetic: kinetic?, potential: vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs })
+        Ok(KnotEnergy { kinetic, potential: vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs })
     }
 
     /// Whether [`Self::check_step_energy`] checks anything: not without a limit, nor with

@@ -22,6 +22,29 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, tau, "tau")?;
+    passes(model, ws, q, v, tau, &-model.gravity)?;
+    Ok(&ws.ddq)
+}
+
+/// `x = M(q)⁻¹ b` in O(n): the articulated-body passes of [`aba`] at rest without gravity
+/// (`q̇ = 0`, `g = 0`, `τ = b`), Featherstone 2008 §7.3. `q`: (nq,), `b`: (nv,); returns `x`
+/// (nv,). The O(n) alternative to [`crate::minverse`] when one product is wanted (the kinetic
+/// energy `½ pᵀ M⁻¹ p` of a momentum, for instance). Equals `minverse(q) · b` to round-off;
+/// checked by `tests::mass_solve_matches_minverse`. Fills the fields [`aba`] fills.
+pub fn mass_solve<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], b: &[f64]) -> Result<&'w [f64]> {
+    check_configuration(model, q)?;
+    check_tangent(model, b, "b")?;
+    let mut rest = std::mem::take(&mut ws.scratch_nv);
+    rest.fill(0.0);
+    let result = passes(model, ws, q, &rest, b, &vidyn_spatial::Motion::zero());
+    ws.scratch_nv = rest;
+    result?;
+    Ok(&ws.ddq)
+}
+
+/// The three passes of [`aba`] with the world accelerating at `minus_gravity` (inputs checked).
+#[inline]
+fn passes(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], tau: &[f64], minus_gravity: &vidyn_spatial::Motion) -> Result<()> {
     let n = model.nbodies();
     for i in 0..n {
         let j = &model.joints[i];
@@ -62,14 +85,13 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
             ws.bias_forces[p] += li.act_force(&Force::from_vector(&pa));
         }
     }
-    let minus_gravity = -model.gravity;
     for i in 0..n {
         let j = &model.joints[i];
         let (iv, nvi) = (model.idx_v[i], j.nv());
         let li = &ws.parent_placements[i];
         let ap = match model.parents[i] {
             Some(p) => li.inv_act_motion(&ws.accelerations[p]),
-            None => li.inv_act_motion(&minus_gravity),
+            None => li.inv_act_motion(minus_gravity),
         } + ws.bias_accelerations[i];
         let apv = ap.to_vector();
         let mut rhs = ws.u_bias[i];
@@ -80,7 +102,7 @@ pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: 
         ws.ddq[iv..iv + nvi].copy_from_slice(&qdd[..nvi]);
         ws.accelerations[i] = ap + j.motion(&qdd[..nvi]);
     }
-    Ok(&ws.ddq)
+    Ok(())
 }
 
 /// `U_i = I^A_i S_i` and `D_i⁻¹ = (S_iᵀ U_i)⁻¹` for body `i` (shared with Minverse).
