@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 import vidyn
+from strategies import joint_blocks
 
 # ------------------------------------------------------------------------------------------
 # Layouts
@@ -146,18 +147,6 @@ def scalars(rng: np.random.Generator, shape, exact: str | None, scale: float = 2
         k = int(scale * 256)
         return rng.integers(-k, k + 1, size=shape).astype(np.float64) / 256.0
     return rng.uniform(-scale, scale, size=shape)
-
-
-def joint_blocks(model) -> list[tuple[str, slice, slice]]:
-    """[(kind, q slice, v slice)] in the model's joint order."""
-    out = []
-    kinds = list(model.joint_kinds)
-    for i, kind in enumerate(kinds):
-        iq, iv = int(model.idx_q[i]), int(model.idx_v[i])
-        nq_i = (int(model.idx_q[i + 1]) if i + 1 < len(kinds) else model.nq) - iq
-        nv_i = (int(model.idx_v[i + 1]) if i + 1 < len(kinds) else model.nv) - iv
-        out.append((kind, slice(iq, iq + nq_i), slice(iv, iv + nv_i)))
-    return out
 
 
 def configuration(model, rng: np.random.Generator, exact: str | None) -> np.ndarray:
