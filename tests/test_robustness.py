@@ -209,14 +209,17 @@ def test_thread_count_is_bounded():
 # Ctrl-C
 # ---------------------------------------------------------------------------------------------
 
+_CHAIN12 = "chain = models.pendulum_chain(12, planar=False)\nvi = vidyn.VariationalIntegrator(chain, dt=0.01)\n"
+_TARGET = "x_ref=np.r_[chain.neutral() + 1.0, np.zeros(chain.nv)]"
 LONG_CALLS = {
-    # each runs for at least several seconds unless interrupted
-    "rollout": "vi.rollout(chain.neutral() + 0.1, steps=10**6)",
-    "linearize": "[vi.linearize(traj, order=2) for _ in range(10**5)][0]",
-    "linearize one call": "vi.linearize(vi.rollout(chain.neutral() + 0.1, steps=30_000), order=2)",
-    "maximal rollout": "vidyn.MaximalIntegrator(cylinders(2), 0.01).rollout(np.array([0.0, 0.3]), steps=10**6)",
-    "ilqr": "vidyn.optim.ilqr(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, x_ref=np.r_[chain.neutral() + 1.0, np.zeros(chain.nv)], max_iterations=10**6, tolerance=0.0)",
-    "projection": "vidyn.optim.projection(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, x_ref=np.r_[chain.neutral() + 1.0, np.zeros(chain.nv)], max_iterations=10**6, tolerance=0.0)",
+    # (set-up, a call that runs for at least several seconds unless interrupted)
+    "rollout": (_CHAIN12, "vi.rollout(chain.neutral() + 0.1, steps=10**6)"),
+    "linearize": (_CHAIN12 + "traj = vi.rollout(chain.neutral() + 0.1, steps=200)", "[vi.linearize(traj, order=2) for _ in range(10**5)]"),
+    "linearize one call": (_CHAIN12 + "traj = vi.rollout(chain.neutral() + 0.1, steps=30_000)", "vi.linearize(traj, order=2)"),
+    "maximal rollout": ("mi = vidyn.MaximalIntegrator(cylinders(2), 0.01)", "mi.rollout(np.array([0.0, 0.3]), steps=10**6)"),
+    "maximal linearize": ("mi = vidyn.MaximalIntegrator(cylinders(6), 0.01)\ntraj = mi.rollout(np.full(6, 0.3), steps=20_000)", "mi.linearize(traj)"),
+    "ilqr": (_CHAIN12, f"vidyn.optim.ilqr(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, {_TARGET}, max_iterations=10**6, tolerance=0.0)"),
+    "projection": (_CHAIN12, f"vidyn.optim.projection(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, {_TARGET}, max_iterations=10**6, tolerance=0.0)"),
 }
 
 
@@ -225,22 +228,21 @@ def test_ctrl_c_stops_long_single_calls(name):
     """Single long calls ignored SIGINT until they finished (issue 21, item 5). The signal is
     sent 1 s into the call; the call must raise KeyboardInterrupt soon after (the binding
     polls every 50 ms; a second leaves room for a loaded machine)."""
+    setup, call = LONG_CALLS[name]
     out = isolated(
-        f"""
-        chain = models.pendulum_chain(12, planar=False)
-        vi = vidyn.VariationalIntegrator(chain, dt=0.01)
-        traj = vi.rollout(chain.neutral() + 0.1, steps=200)
-        sent = []
-        def interrupt():
-            sent.append(time.perf_counter())
-            os.kill(os.getpid(), signal.SIGINT)
-        threading.Timer(1.0, interrupt).start()
-        try:
-            {LONG_CALLS[name]}
-            print("finished")
-        except KeyboardInterrupt:
-            print(f"interrupted {{time.perf_counter() - sent[0]:.3f}}")
-        """,
+        setup
+        + f"""
+sent = []
+def interrupt():
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Timer(1.0, interrupt).start()
+try:
+    {call}
+    print("finished")
+except KeyboardInterrupt:
+    print(f"interrupted {{time.perf_counter() - sent[0]:.3f}}")
+""",
         timeout=300,
     )
     word, *latency = out.split()

@@ -37,7 +37,7 @@ pub use constraint::{Constraint, JointKind};
 pub use error::{MaximalError, Result};
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 pub use mechanism::{Mechanism, MechanismJoint};
-pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, MaximalLinearization, MaximalTrajectory};
+pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, LinearizationOut, MaximalTrajectory};
 
 #[cfg(test)]
 mod tests;

@@ -525,14 +525,21 @@ fn trajectory_linearisation_matches_step_linearisation() {
     let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
     let u: Vec<f64> = (0..20 * 3).map(|k| 0.3 * (k as f64).sin()).collect();
     let traj = rollout_minimal(&vi, &Control::new(), &q0, &[0.2, 0.0, -0.1], &u, 20).unwrap();
-    let lin = linearize_trajectory(&vi, &traj).unwrap();
-    assert_eq!(lin.a.len(), 20);
-    assert!(lin.max_defect < 1e-12, "re-solved knots differ by {:e}", lin.max_defect);
+    let (mut rows_a, mut rows_b) = (vec![0.0; 20 * 36 * 36], vec![0.0; 20 * 36 * 3]);
+    let defect = linearize_trajectory(&vi, &Control::new(), &traj, LinearizationOut { a: &mut rows_a, b: &mut rows_b }).unwrap();
+    assert!(defect < 1e-12, "re-solved knots differ by {defect:e}");
     let mut ws = vi.workspace();
     let mut next = traj.knot(7).to_vec();
     let (mut a, mut b) = (DMatrix::zeros(36, 36), DMatrix::zeros(36, 3));
     vi.linearize(&mut ws, 7, traj.knot(7), &u[21..24], &mut next, &mut a, &mut b).unwrap();
-    assert!((&a - &lin.a[7]).amax() < 1e-9 && (&b - &lin.b[7]).amax() < 1e-9);
+    // step 7's rows (to the Newton tolerance: a workspace warm-starts from its last solve)
+    assert!((&a - DMatrix::from_row_slice(36, 36, &rows_a[7 * 36 * 36..8 * 36 * 36])).amax() < 1e-9);
+    assert!((&b - DMatrix::from_row_slice(36, 3, &rows_b[7 * 36 * 3..8 * 36 * 3])).amax() < 1e-9);
+    // a cancelled control stops it
+    let cancelled = Control::new();
+    cancelled.cancel();
+    let r = linearize_trajectory(&vi, &cancelled, &traj, LinearizationOut { a: &mut rows_a, b: &mut rows_b });
+    assert!(matches!(r, Err(MaximalError::Cancelled { step: 0 })), "{r:?}");
 }
 
 #[test]

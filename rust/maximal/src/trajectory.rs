@@ -5,7 +5,8 @@ use crate::error::{MaximalError, Result};
 use crate::integrator::MaximalIntegrator;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
-use vidyn_batch::Control;
+use vidyn_batch::engine::run_rows;
+use vidyn_batch::{BatchError, Control};
 
 /// A trajectory of `N` steps: `N + 1` knots of `nbodies` body states (row-major, knot by
 /// knot), with per-knot diagnostics and, for mechanisms built from a model, the minimal
@@ -109,45 +110,53 @@ pub fn rollout_minimal(vi: &MaximalIntegrator, control: &Control, q0: &[f64], v0
     rollout(vi, control, &initial, u, steps)
 }
 
-/// Exact linearisation of every step of a trajectory (see [`MaximalIntegrator::linearize`]):
-/// `a[k]` (`12nb × 12nb`), `b[k]` (`12nb × nu`), computed in parallel (rayon, one workspace per
-/// worker; each step re-solved from its stored knot, results independent of the thread count).
-/// `max_defect` is the largest deviation of a re-solved knot from the stored one.
-#[derive(Clone, Debug)]
-pub struct MaximalLinearization {
-    pub a: Vec<DMatrix<f64>>,
-    pub b: Vec<DMatrix<f64>>,
-    pub max_defect: f64,
+/// Output buffers of [`linearize_trajectory`], row-major (C order): `a` `(N, 12·nb, 12·nb)`
+/// and `b` `(N, 12·nb, nu)`.
+pub struct LinearizationOut<'a> {
+    pub a: &'a mut [f64],
+    pub b: &'a mut [f64],
 }
 
-/// Linearises every step of `traj` (produced by [`rollout`] with the same integrator).
-pub fn linearize_trajectory(vi: &MaximalIntegrator, traj: &MaximalTrajectory) -> Result<MaximalLinearization> {
-    let (nb, nu) = (traj.nbodies, vi.mechanism().nu);
-    if nb != vi.mechanism().nbodies() || !(traj.u.is_empty() || traj.u.len() == traj.steps * nu) {
+/// Exact linearisation of every step of `traj` (produced by [`rollout`] with the same
+/// integrator; see [`MaximalIntegrator::linearize`]) into `out`, in parallel on the batch
+/// engine's pool (the calling thread computes steps too, one workspace per participant; each
+/// step re-solved from its stored knot, to the Newton tolerance). `control`
+/// counts steps; once it is cancelled, steps not started are skipped and the call fails with
+/// [`MaximalError::Cancelled`]. Returns the largest deviation of a re-solved knot from the
+/// stored one (a consistency check: ~ the Newton tolerance for a trajectory of [`rollout`]).
+///
+/// # Errors
+/// Buffers or a trajectory of the wrong size; the first step that fails (in step order).
+pub fn linearize_trajectory(vi: &MaximalIntegrator, control: &Control, traj: &MaximalTrajectory, out: LinearizationOut<'_>) -> Result<f64> {
+    let (nb, nu, steps) = (traj.nbodies, vi.mechanism().nu, traj.steps);
+    let nx = 12 * nb;
+    if nb != vi.mechanism().nbodies() || !(traj.u.is_empty() || traj.u.len() == steps * nu) {
         return Err(MaximalError::InvalidParameter("the trajectory does not belong to this integrator".to_string()));
     }
-    type Step = (DMatrix<f64>, DMatrix<f64>, f64);
-    let results: Vec<Result<Step>> = (0..traj.steps)
-        .into_par_iter()
-        .map_init(
-            || (vi.workspace(), vec![crate::BodyState::default(); nb]),
-            |(ws, next), k| {
-                let (mut a, mut b) = (DMatrix::zeros(12 * nb, 12 * nb), DMatrix::zeros(12 * nb, nu));
-                let u = if traj.u.is_empty() { &[][..] } else { &traj.u[k * nu..(k + 1) * nu] };
-                vi.linearize(ws, k, traj.knot(k), u, next, &mut a, &mut b)?;
-                let defect = next.iter().zip(traj.knot(k + 1)).fold(0.0_f64, |m, (x, y)| {
-                    m.max((x.pose.x - y.pose.x).amax()).max((x.v - y.v).amax()).max((x.w - y.w).amax()).max(x.pose.q.angle_to(&y.pose.q))
-                });
-                Ok((a, b, defect))
-            },
-        )
-        .collect();
-    let mut lin = MaximalLinearization { a: Vec::with_capacity(traj.steps), b: Vec::with_capacity(traj.steps), max_defect: 0.0 };
-    for r in results {
-        let (a, b, d) = r?;
-        lin.a.push(a);
-        lin.b.push(b);
-        lin.max_defect = lin.max_defect.max(d);
+    if out.a.len() != steps * nx * nx || out.b.len() != steps * nx * nu {
+        return Err(MaximalError::InvalidParameter(format!("A has {} and B {} entries; expected N·(12nb)² = {} and N·12nb·nu = {}", out.a.len(), out.b.len(), steps * nx * nx, steps * nx * nu)));
     }
-    Ok(lin)
+    let mut defects = vec![0.0; steps];
+    let items = out.a.par_chunks_mut((nx * nx).max(1)).zip(out.b.par_chunks_mut((nx * nu).max(1))).zip(defects.par_iter_mut()).map(|((a, b), d)| (a, b, std::slice::from_mut(d)));
+    let init = || (vi.workspace(), vec![crate::BodyState::default(); nb], DMatrix::zeros(nx, nx), DMatrix::zeros(nx, nu));
+    let failures = run_rows(control, items, &init, 1, |(ws, next, am, bm), k, (a, b, defect)| {
+        let u = if traj.u.is_empty() { &[][..] } else { &traj.u[k * nu..(k + 1) * nu] };
+        vi.linearize(ws, k, traj.knot(k), u, next, am, bm)?;
+        for (r, row) in a.chunks_exact_mut(nx.max(1)).enumerate() {
+            row.iter_mut().enumerate().for_each(|(c, x)| *x = am[(r, c)]);
+        }
+        for (r, row) in b.chunks_exact_mut(nu.max(1)).enumerate().take(nx) {
+            row.iter_mut().enumerate().for_each(|(c, x)| *x = bm[(r, c)]);
+        }
+        defect[0] = next.iter().zip(traj.knot(k + 1)).fold(0.0_f64, |m, (x, y)| {
+            m.max((x.pose.x - y.pose.x).amax()).max((x.v - y.v).amax()).max((x.w - y.w).amax()).max(x.pose.q.angle_to(&y.pose.q))
+        });
+        Ok(())
+    });
+    match failures.into_iter().next() {
+        None => Ok(defects.into_iter().fold(0.0, f64::max)),
+        Some((_, BatchError::Core(e))) => Err(e),
+        Some((k, BatchError::Cancelled)) => Err(MaximalError::Cancelled { step: k }),
+        Some((k, e)) => Err(MaximalError::InvalidParameter(format!("step {k}: {e}"))),
+    }
 }

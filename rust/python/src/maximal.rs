@@ -7,17 +7,17 @@ use crate::errors::{CoreError, CONVERGENCE_ERROR, INPUT_ERROR, MODEL_ERROR, UNKN
 use crate::model::PyModel;
 use nalgebra::Vector3;
 use numpy::ndarray::Array3;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDyn};
 use pyo3::prelude::*;
 use std::sync::{Arc, RwLock};
-use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
+use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
 use vidyn_spatial::Se3;
 
 /// `(q_next, v_next, A, B)` of a minimal-coordinate step.
 type MinimalStep<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Two arrays returned together (`(A, B)`).
-type Pair<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>);
+type Pair<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
 
 impl CoreError for MaximalError {
     fn to_pyerr(&self) -> PyErr {
@@ -279,12 +279,12 @@ impl PyMaximalIntegrator {
     fn linearize<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<Pair<'py>> {
         let vi = self.current();
         let t = &traj.get().inner;
-        let lin = detached(py, move || linearize_trajectory(&vi, t))?;
-        let steps = lin.a.len();
-        let (nx, nu) = (lin.a.first().map_or(0, |a| a.nrows()), lin.b.first().map_or(0, |b| b.ncols()));
-        let a = Array3::from_shape_fn((steps, nx, nx), |(k, i, j)| lin.a[k][(i, j)]);
-        let b = Array3::from_shape_fn((steps, nx, nu), |(k, i, j)| lin.b[k][(i, j)]);
-        Ok((a.into_pyarray(py), b.into_pyarray(py)))
+        let (nx, nu) = (12 * vi.mechanism().nbodies(), vi.mechanism().nu);
+        let (a_shape, b_shape) = ([t.steps, nx, nx], [t.steps, nx, nu]);
+        let (mut a, mut b) = (convert::zeros_for::<f64>(&a_shape, "A")?, convert::zeros_for::<f64>(&b_shape, "B")?);
+        let out = LinearizationOut { a: &mut a, b: &mut b };
+        interruptible(py, None, t.steps, |c| linearize_trajectory(&vi, c, t, out))?.map_err(|e| maximal_to_pyerr(&e))?;
+        Ok((convert::array_out(py, a, &a_shape)?, convert::array_out(py, b, &b_shape)?))
     }
 
     /// One step in minimal coordinates and its exact linearisation, for a tree of revolute /
