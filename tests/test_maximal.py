@@ -214,5 +214,5 @@ def test_joint_limits_are_never_exceeded():
     traj = vi.rollout(np.zeros(2), np.array([3.0, 0.0]), steps=300)
     assert traj.q[:, 0].max() <= 0.5 + 1e-9 and traj.q[:, 0].min() >= -0.3 - 1e-9
     assert traj.q[:, 0].max() > 0.5 - 1e-6  # the limit was reached
-    with pytest.raises(vidyn.ModelError):
+    with pytest.raises(vidyn.InputError, match="lower < upper"):
         vi.add_joint_limit("joint2", 0.2, -0.2)

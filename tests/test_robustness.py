@@ -217,7 +217,7 @@ LONG_CALLS = {
     "linearize": (_CHAIN12 + "traj = vi.rollout(chain.neutral() + 0.1, steps=200)", "[vi.linearize(traj, order=2) for _ in range(10**5)]"),
     "linearize one call": (_CHAIN12 + "traj = vi.rollout(chain.neutral() + 0.1, steps=30_000)", "vi.linearize(traj, order=2)"),
     "maximal rollout": ("mi = vidyn.MaximalIntegrator(cylinders(2), 0.01)", "mi.rollout(np.array([0.0, 0.3]), steps=10**6)"),
-    "maximal linearize": ("mi = vidyn.MaximalIntegrator(cylinders(6), 0.01)\ntraj = mi.rollout(np.full(6, 0.3), steps=20_000)", "mi.linearize(traj)"),
+    "maximal linearize": ("vidyn.set_num_threads(1)\nmi = vidyn.MaximalIntegrator(cylinders(6), 0.01)\ntraj = mi.rollout(np.full(6, 0.3), steps=40_000)", "mi.linearize(traj)"),
     "ilqr": (_CHAIN12, f"vidyn.optim.ilqr(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, {_TARGET}, max_iterations=10**6, tolerance=0.0)"),
     "projection": (_CHAIN12, f"vidyn.optim.projection(vi, chain.neutral(), steps=2000, Q=1.0, R=1e-3, {_TARGET}, max_iterations=10**6, tolerance=0.0)"),
 }

@@ -76,8 +76,11 @@ impl Mechanism {
     /// Adds position limits to the 1-dof model joint `joint` (index into `joints`).
     pub fn add_joint_limit(&mut self, joint: usize, lower: f64, upper: f64) -> Result<usize> {
         let ok = self.joints.get(joint).and_then(|j| j.minimal).is_some_and(|(mj, _)| mj.nv() == 1);
-        if !ok || lower.is_nan() || upper.is_nan() || lower >= upper {
-            return Err(MaximalError::InvalidMechanism(format!("joint limit on joint {joint}: needs a revolute or prismatic model joint and lower < upper (got {lower}, {upper})")));
+        if !ok {
+            return Err(MaximalError::InvalidMechanism(format!("joint limit on joint {joint}: needs a revolute or prismatic model joint")));
+        }
+        if !(lower.is_finite() && upper.is_finite() && lower < upper) {
+            return Err(MaximalError::InvalidParameter(format!("joint limit on joint {joint}: lower = {lower}, upper = {upper}; expected finite bounds with lower < upper (for a one-sided limit give the other bound beyond the motion's range)")));
         }
         self.limits.push(JointLimit { joint, lower, upper });
         Ok(self.limits.len() - 1)

@@ -22,7 +22,7 @@ pub enum MaximalError {
     SingularPivot { node: String, step: usize, hint: &'static str },
     /// A body's discrete angular velocity reached `2/Δt`, beyond which the unit-quaternion
     /// update has no real solution.
-    #[error("body '{body}' spins at |ω| = {omega} rad/s at step {step}, at or beyond the limit 2/Δt = {limit}; use a smaller time step")]
+    #[error("body '{body}' spins at |ω| = {omega:e} rad/s at step {step}, at or beyond the limit 2/Δt = {limit:e}; use a smaller time step")]
     AngularVelocityTooLarge { body: String, step: usize, omega: f64, limit: f64 },
     /// Newton's method did not converge.
     #[error("Newton's method did not converge at step {step}: residual {residual:e} after {iterations} iterations (tolerance {tolerance:e})")]

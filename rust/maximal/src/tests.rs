@@ -532,9 +532,14 @@ fn trajectory_linearisation_matches_step_linearisation() {
     let mut next = traj.knot(7).to_vec();
     let (mut a, mut b) = (DMatrix::zeros(36, 36), DMatrix::zeros(36, 3));
     vi.linearize(&mut ws, 7, traj.knot(7), &u[21..24], &mut next, &mut a, &mut b).unwrap();
-    // step 7's rows (to the Newton tolerance: a workspace warm-starts from its last solve)
-    assert!((&a - DMatrix::from_row_slice(36, 36, &rows_a[7 * 36 * 36..8 * 36 * 36])).amax() < 1e-9);
-    assert!((&b - DMatrix::from_row_slice(36, 3, &rows_b[7 * 36 * 3..8 * 36 * 3])).amax() < 1e-9);
+    // step 7's rows, bit for bit (every step starts Newton from zero multipliers, as a
+    // fresh workspace does), whatever the thread count
+    assert_eq!(DMatrix::from_row_slice(36, 36, &rows_a[7 * 36 * 36..8 * 36 * 36]), a);
+    assert_eq!(DMatrix::from_row_slice(36, 3, &rows_b[7 * 36 * 3..8 * 36 * 3]), b);
+    let one = vidyn_batch::new_pool(1).unwrap();
+    let (mut one_a, mut one_b) = (vec![0.0; 20 * 36 * 36], vec![0.0; 20 * 36 * 3]);
+    vidyn_batch::with_pool(&one, || linearize_trajectory(&vi, &Control::new(), &traj, LinearizationOut { a: &mut one_a, b: &mut one_b })).unwrap();
+    assert!(one_a == rows_a && one_b == rows_b);
     // a cancelled control stops it
     let cancelled = Control::new();
     cancelled.cancel();

@@ -3,7 +3,7 @@
 use crate::body::{BodyState, Pose};
 use crate::error::{MaximalError, Result};
 use crate::integrator::MaximalIntegrator;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, Vector6};
 use rayon::prelude::*;
 use vidyn_batch::engine::run_rows;
 use vidyn_batch::{BatchError, Control};
@@ -120,7 +120,8 @@ pub struct LinearizationOut<'a> {
 /// Exact linearisation of every step of `traj` (produced by [`rollout`] with the same
 /// integrator; see [`MaximalIntegrator::linearize`]) into `out`, in parallel on the batch
 /// engine's pool (the calling thread computes steps too, one workspace per participant; each
-/// step re-solved from its stored knot, to the Newton tolerance). `control`
+/// step re-solved from its stored knot with Newton started from zero multipliers, so the
+/// results do not depend on the thread count). `control`
 /// counts steps; once it is cancelled, steps not started are skipped and the call fails with
 /// [`MaximalError::Cancelled`]. Returns the largest deviation of a re-solved knot from the
 /// stored one (a consistency check: ~ the Newton tolerance for a trajectory of [`rollout`]).
@@ -141,6 +142,9 @@ pub fn linearize_trajectory(vi: &MaximalIntegrator, control: &Control, traj: &Ma
     let init = || (vi.workspace(), vec![crate::BodyState::default(); nb], DMatrix::zeros(nx, nx), DMatrix::zeros(nx, nu));
     let failures = run_rows(control, items, &init, 1, |(ws, next, am, bm), k, (a, b, defect)| {
         let u = if traj.u.is_empty() { &[][..] } else { &traj.u[k * nu..(k + 1) * nu] };
+        // Newton from zero multipliers, so that a step does not depend on which steps the
+        // workspace solved before (nor on the thread count)
+        ws.lambda.fill(Vector6::zeros());
         vi.linearize(ws, k, traj.knot(k), u, next, am, bm)?;
         for (r, row) in a.chunks_exact_mut(nx.max(1)).enumerate() {
             row.iter_mut().enumerate().for_each(|(c, x)| *x = am[(r, c)]);
