@@ -87,7 +87,16 @@ fn measure(mech: Mechanism, q0: &[f64], args: &Args, minimal: bool) -> Row {
     let budget = args.min_time / args.pool as f64;
     let mut ws = vi.workspace();
     let mut next = vec![BodyState::default(); nb];
-    let step = median(pool.iter().map(|s| time_passes(1, 3, budget, |_| { black_box(vi.step(&mut ws, 0, s, &[], None, &mut next).expect("step")); }).min_ns).collect());
+    let step = median(
+        pool.iter()
+            .map(|s| {
+                time_passes(1, 3, budget, |_| {
+                    black_box(vi.step(&mut ws, 0, s, &[], None, &mut next).expect("step"));
+                })
+                .min_ns
+            })
+            .collect(),
+    );
     let assemble = median(pool.iter().map(|s| time_passes(1, 3, budget, |_| vi.assemble_newton(&mut ws, s, &[]).expect("assemble")).min_ns).collect());
     let graph = median(
         pool.iter()
@@ -103,7 +112,12 @@ fn measure(mech: Mechanism, q0: &[f64], args: &Args, minimal: bool) -> Row {
     vi.assemble_newton(&mut ws, &pool[0], &[]).expect("assemble");
     let (a, r) = vi.assembled_dense(&ws);
     let unknowns = a.nrows();
-    let dense = (unknowns <= args.dense_max).then(|| time_passes(1, 1, args.min_time, |_| { black_box(a.clone().lu().solve(&r)); }).min_ns);
+    let dense = (unknowns <= args.dense_max).then(|| {
+        time_passes(1, 1, args.min_time, |_| {
+            black_box(a.clone().lu().solve(&r));
+        })
+        .min_ns
+    });
     let minimal = minimal.then(|| {
         let mvi = VariationalIntegrator::new(model.clone(), Scheme::trapezoid(), 0.01, None).expect("1-dof joints");
         let mut mws = mvi.workspace();
@@ -111,7 +125,10 @@ fn measure(mech: Mechanism, q0: &[f64], args: &Args, minimal: bool) -> Row {
         let p0 = vec![0.0; model.nv];
         let u = vec![0.0; model.nv];
         let q = traj.q[10 * model.nq..11 * model.nq].to_vec();
-        time_passes(1, 3, args.min_time, |_| { black_box(mvi.step(&mut mws, 0, &q, &p0, &u, None, &mut qn, &mut pn).expect("minimal step")); }).min_ns
+        time_passes(1, 3, args.min_time, |_| {
+            black_box(mvi.step(&mut mws, 0, &q, &p0, &u, None, &mut qn, &mut pn).expect("minimal step"));
+        })
+        .min_ns
     });
     let iterations = traj.iterations.iter().sum::<usize>() as f64 / steps as f64;
     Row { bodies: nb, unknowns, step, assemble, graph, dense, minimal, iterations }
@@ -126,12 +143,24 @@ fn print(title: &str, rows: &[Row]) {
         let ratio = r.dense.map_or("–".into(), |d| format!("{:.1}", d / r.graph));
         let m = r.minimal.map_or("–".into(), |m| format!("{:.1}", m / 1e3));
         let mr = r.minimal.map_or("–".into(), |m| format!("{:.2}", r.step / m));
-        println!("| {} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {d} | {ratio} | {m} | {mr} |", r.bodies, r.unknowns, r.iterations, r.step / 1e3, r.assemble / 1e3, r.graph / 1e3);
+        println!(
+            "| {} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {d} | {ratio} | {m} | {mr} |",
+            r.bodies,
+            r.unknowns,
+            r.iterations,
+            r.step / 1e3,
+            r.assemble / 1e3,
+            r.graph / 1e3
+        );
     }
     let big: Vec<&Row> = rows.iter().filter(|r| r.bodies >= 16).collect();
     let fit = |f: &dyn Fn(&Row) -> Option<f64>| {
         let pts: Vec<(usize, f64)> = big.iter().filter_map(|r| f(r).map(|t| (r.bodies, t))).collect();
-        if pts.len() >= 2 { format!("{:.2}", slope(&pts)) } else { "–".into() }
+        if pts.len() >= 2 {
+            format!("{:.2}", slope(&pts))
+        } else {
+            "–".into()
+        }
     };
     println!(
         "\nlog-log slopes over ≥ 16 bodies: step {}, graph solve {}, dense LU {}, minimal VI step {}",
@@ -178,7 +207,16 @@ fn main() {
         let budget = args.min_time / args.pool as f64;
         let mut ws = vi.workspace();
         let mut next = start.clone();
-        let t = median(pool.iter().map(|s| time_passes(1, 3, budget, |_| { black_box(vi.step(&mut ws, 0, s, &[], None, &mut next).expect("step")); }).min_ns).collect());
+        let t = median(
+            pool.iter()
+                .map(|s| {
+                    time_passes(1, 3, budget, |_| {
+                        black_box(vi.step(&mut ws, 0, s, &[], None, &mut next).expect("step"));
+                    })
+                    .min_ns
+                })
+                .collect(),
+        );
         vi.assemble_newton(&mut ws, &pool[0], &[]).expect("assemble");
         let unknowns = vi.assembled_dense(&ws).0.nrows();
         let its = traj.iterations.iter().sum::<usize>() as f64 / steps as f64;

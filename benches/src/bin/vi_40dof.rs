@@ -109,7 +109,8 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let mut systems: Vec<(&str, Model)> = vec![("chain", pendulum_chain(args.n, false)), ("tree", random_tree(args.n, 3, &[Joint::Revolute { axis: nalgebra::Vector3::z() }]))];
+    let mut systems: Vec<(&str, Model)> =
+        vec![("chain", pendulum_chain(args.n, false)), ("tree", random_tree(args.n, 3, &[Joint::Revolute { axis: nalgebra::Vector3::z() }]))];
     if let Some(spec) = ROBOTS.iter().find(|r| r.name == "talos") {
         if let Some(talos) = load_robot(spec) {
             match talos.to_single_dof() {
@@ -119,7 +120,9 @@ fn main() -> std::process::ExitCode {
         }
     }
     let schemes = [("midpoint", Scheme::midpoint()), ("trapezoid", Scheme::trapezoid()), ("simpson", Scheme::simpson())];
-    println!("| system | scheme | Newton iterations | step (µs) | step + linearisation (µs) | first order (µs) | thesis step / ours | thesis first order / ours |");
+    println!(
+        "| system | scheme | Newton iterations | step (µs) | step + linearisation (µs) | first order (µs) | thesis step / ours | thesis first order / ours |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for (name, model) in &systems {
         let roots = model.parents.iter().filter(|p| p.is_none()).count();

@@ -47,7 +47,8 @@ fn parse_list(s: &str) -> Result<Vec<usize>, String> {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { sizes: vec![5, 10, 20, 50, 100, 200], schemes: vec!["1".into(), "2".into()], pool: 8, min_time: 1.0, dense_max: 200, dt: 0.005, amplitude: 0.1 };
+    let mut a =
+        Args { sizes: vec![5, 10, 20, 50, 100, 200], schemes: vec!["1".into(), "2".into()], pool: 8, min_time: 1.0, dense_max: 200, dt: 0.005, amplitude: 0.1 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || it.next().ok_or(format!("{flag} needs a value"));
@@ -168,7 +169,11 @@ fn main() -> std::process::ExitCode {
             let per_case = |passes: usize, call: &mut dyn FnMut(usize)| -> f64 {
                 let mut t: Vec<f64> = (0..count).map(|k| time_passes(1, passes, budget, |_| call(k)).min_ns).collect();
                 t.sort_by(f64::total_cmp);
-                if count % 2 == 1 { t[count / 2] } else { 0.5 * (t[count / 2 - 1] + t[count / 2]) }
+                if count % 2 == 1 {
+                    t[count / 2]
+                } else {
+                    0.5 * (t[count / 2 - 1] + t[count / 2])
+                }
             };
             let t_res = per_case(5, &mut |k| {
                 let c = &cases[k];

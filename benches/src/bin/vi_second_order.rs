@@ -130,9 +130,15 @@ fn main() -> std::process::ExitCode {
             let budget = args.min_time / count as f64;
             let wall = args.wall;
             let per_case = |passes: usize, call: &mut dyn FnMut(usize)| -> f64 {
-                let mut t: Vec<f64> = (0..count).map(|k| if wall { time_passes(1, passes, budget, |_| call(k)).min_ns } else { on_cpu_per_call(passes, budget, &mut || call(k)) }).collect();
+                let mut t: Vec<f64> = (0..count)
+                    .map(|k| if wall { time_passes(1, passes, budget, |_| call(k)).min_ns } else { on_cpu_per_call(passes, budget, &mut || call(k)) })
+                    .collect();
                 t.sort_by(f64::total_cmp);
-                if count % 2 == 1 { t[count / 2] } else { 0.5 * (t[count / 2 - 1] + t[count / 2]) }
+                if count % 2 == 1 {
+                    t[count / 2]
+                } else {
+                    0.5 * (t[count / 2 - 1] + t[count / 2])
+                }
             };
             let t1 = per_case(3, &mut |k| {
                 let c = &cases[k];
@@ -149,11 +155,14 @@ fn main() -> std::process::ExitCode {
                 black_box(vi.linearize_second_order_contracted(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &c.lam).expect("contracted").hxx[(0, 0)]);
             });
             // the λ-dependent part alone, on a step prepared once (DDP's backward pass)
-            let mut prepared: Vec<_> = cases.iter().map(|c| {
-                let mut so = vi.second_order_workspace();
-                vi.prepare_second_order(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next)).expect("prepare");
-                so
-            }).collect();
+            let mut prepared: Vec<_> = cases
+                .iter()
+                .map(|c| {
+                    let mut so = vi.second_order_workspace();
+                    vi.prepare_second_order(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next)).expect("prepare");
+                    so
+                })
+                .collect();
             let tcp = per_case(3, &mut |k| {
                 black_box(vi.contract_prepared_second_order(&mut prepared[k], &cases[k].lam).expect("contract").hxx[(0, 0)]);
             });

@@ -66,7 +66,10 @@ fn main() {
     // trajectories to linearise: rolled out once, untimed
     let (mut tq, mut tp, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0_i64; batch * steps]);
     if op == "linearize" {
-        let f = with_pool(&pool, || trajectories::rollout(&vi, &Control::new(), batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: &mut tq, p: &mut tp, iterations: &mut it }).expect("shapes"));
+        let f = with_pool(&pool, || {
+            trajectories::rollout(&vi, &Control::new(), batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: &mut tq, p: &mut tp, iterations: &mut it })
+                .expect("shapes")
+        });
         assert!(f.is_empty(), "{f:?}");
     }
     let (lens, iterations) = match op {
@@ -94,8 +97,14 @@ fn main() {
             ("rnea", [tau]) => dynamics::rnea(&model, &c, batch, &q, &v, &a, tau).map(|f| f.len()).expect("shapes"),
             ("aba", [ddq]) => dynamics::aba(&model, &c, batch, &q, &v, &a, ddq).map(|f| f.len()).expect("shapes"),
             ("crba", [mass]) => dynamics::crba(&model, &c, batch, &q, mass).map(|f| f.len()).expect("shapes"),
-            ("rnea_derivatives", [first, second, third]) => dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first, second, third }).map(|f| f.len()).expect("shapes"),
-            ("rollout", [rq, rp]) => trajectories::rollout(&vi, &c, batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: rq, p: rp, iterations: &mut o.iterations }).map(|f| f.len()).expect("shapes"),
+            ("rnea_derivatives", [first, second, third]) => {
+                dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first, second, third }).map(|f| f.len()).expect("shapes")
+            }
+            ("rollout", [rq, rp]) => {
+                trajectories::rollout(&vi, &c, batch, steps, &q, Start::Velocity(&v), &u, RolloutOut { q: rq, p: rp, iterations: &mut o.iterations })
+                    .map(|f| f.len())
+                    .expect("shapes")
+            }
             ("linearize", [la, lb]) => trajectories::linearize(&vi, &c, batch, steps, &tq, &tp, &u, la, lb).map(|f| f.len()).expect("shapes"),
             _ => unreachable!("outputs sized by op above"),
         });
@@ -103,5 +112,8 @@ fn main() {
         assert_eq!(failures, 0, "rows failed");
     }
     let times: Vec<String> = times.iter().map(|t| format!("{t:.9}")).collect();
-    println!(r#"{{"op": "{op}", "links": {links}, "batch": {batch}, "steps": {steps}, "threads": {threads}, "outputs": "{outputs}", "times": [{}]}}"#, times.join(", "));
+    println!(
+        r#"{{"op": "{op}", "links": {links}, "batch": {batch}, "steps": {steps}, "threads": {threads}, "outputs": "{outputs}", "times": [{}]}}"#,
+        times.join(", ")
+    );
 }

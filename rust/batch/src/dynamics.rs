@@ -199,7 +199,16 @@ pub fn aba_derivatives(model: &Model, control: &Control, batch: usize, q: &[f64]
 ///
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
-pub fn rnea_second_order_contracted(model: &Model, control: &Control, batch: usize, q: &[f64], v: &[f64], a: &[f64], lam: &[f64], out: Matrices3<'_>) -> Result<Failures<RbdError>> {
+pub fn rnea_second_order_contracted(
+    model: &Model,
+    control: &Control,
+    batch: usize,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    lam: &[f64],
+    out: Matrices3<'_>,
+) -> Result<Failures<RbdError>> {
     let s = Shapes::new(model, batch, q)?;
     s.tangent(v, "v")?;
     s.tangent(a, "a")?;
@@ -246,7 +255,8 @@ pub fn rnea_second_order(model: &Model, control: &Control, batch: usize, q: &[f6
     if nv == 0 {
         return Ok(Vec::new());
     }
-    let items = (out.d2tau_dq2.par_chunks_mut(t), out.d2tau_dv2.par_chunks_mut(t), out.d2tau_dqdv.par_chunks_mut(t), out.dm_dq.par_chunks_mut(t)).into_par_iter();
+    let items =
+        (out.d2tau_dq2.par_chunks_mut(t), out.d2tau_dv2.par_chunks_mut(t), out.d2tau_dqdv.par_chunks_mut(t), out.dm_dq.par_chunks_mut(t)).into_par_iter();
     let init = || SecondOrderWorkspace::new(model);
     Ok(run_rows(control, items, &init, 1, |ws, i, (qq, vv, qv, dm)| {
         let d = rbd::rnea_second_order(model, ws, s.q(i), row(v, i, nv), row(a, i, nv))?;

@@ -243,10 +243,7 @@ out_row_tuple!(A.0, B.1, C.2, D.3);
 out_row_tuple!(A.0, B.1, C.2, D.3, E.4);
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(ToString::to_string)
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
+    p.downcast_ref::<&str>().map(ToString::to_string).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".to_string())
 }
 
 /// Runs `f(workspace, row, outputs)` for every item of `items` (an indexed parallel iterator

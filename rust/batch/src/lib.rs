@@ -45,7 +45,9 @@ pub mod trajectories;
 pub use engine::{default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, Control, MAX_THREADS, NUM_THREADS_ENV};
 pub use error::{BatchError, Failures};
 pub use system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms, ViBatchWorkspace};
-pub use trajectories::{by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, ContractedOut, RolloutOut, SecondOrderOut, Start};
+pub use trajectories::{
+    by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, ContractedOut, RolloutOut, SecondOrderOut, Start,
+};
 
 #[cfg(test)]
 mod tests;

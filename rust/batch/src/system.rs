@@ -90,7 +90,17 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// Invalid inputs, or a solver that fails.
     #[allow(clippy::too_many_arguments)]
-    fn step(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
+    fn step(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize, BatchError<Self::Error>>;
 
     /// Checks that the step just taken, `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`, is a genuine
     /// step of the motion (an implicit step's solver may converge to another solution of its
@@ -99,7 +109,16 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// A step that is not genuine.
     #[allow(clippy::too_many_arguments)]
-    fn check_step(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<Self::Error>> {
+    fn check_step(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        q_next: &[f64],
+        p_next: &[f64],
+    ) -> Result<(), BatchError<Self::Error>> {
         let _ = (ws, step, q, p, u, q_next, p_next);
         Ok(())
     }
@@ -111,7 +130,17 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// As [`DiscreteDynamics::step`].
     #[allow(clippy::too_many_arguments)]
-    fn linearize(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
+    fn linearize(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        a: &mut [f64],
+        b: &mut [f64],
+    ) -> Result<usize, BatchError<Self::Error>>;
 
     /// Full second-order terms of the step (see [`SecondOrderTerms`]). Optional: the default
     /// reports [`BatchError::Unsupported`].
@@ -119,7 +148,16 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
     #[allow(clippy::too_many_arguments)]
-    fn linearize_second_order(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<Self::Error>> {
+    fn linearize_second_order(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        out: SecondOrderTerms<'_>,
+    ) -> Result<(), BatchError<Self::Error>> {
         let _ = (ws, step, q, p, u, guess, out);
         Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order" })
     }
@@ -131,7 +169,17 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
     #[allow(clippy::too_many_arguments)]
-    fn linearize_second_order_contracted(&self, ws: &mut Self::Workspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<Self::Error>> {
+    fn linearize_second_order_contracted(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        lam: &[f64],
+        out: ContractedTerms<'_>,
+    ) -> Result<(), BatchError<Self::Error>> {
         let _ = (ws, step, q, p, u, guess, lam, out);
         Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order_contracted" })
     }
@@ -190,7 +238,17 @@ impl DiscreteDynamics for VariationalIntegrator {
     }
     fn workspace(&self) -> ViBatchWorkspace {
         let n = self.n();
-        ViBatchWorkspace { vi: VariationalIntegrator::workspace(self), second: None, a: DMatrix::zeros(2 * n, 2 * n), b: DMatrix::zeros(2 * n, n), q_next: vec![0.0; n], p_next: vec![0.0; n], knot_q: vec![0.0; n], knot_p: vec![0.0; n], knot_energy: None }
+        ViBatchWorkspace {
+            vi: VariationalIntegrator::workspace(self),
+            second: None,
+            a: DMatrix::zeros(2 * n, 2 * n),
+            b: DMatrix::zeros(2 * n, n),
+            q_next: vec![0.0; n],
+            p_next: vec![0.0; n],
+            knot_q: vec![0.0; n],
+            knot_p: vec![0.0; n],
+            knot_energy: None,
+        }
     }
 
     fn momentum(&self, ws: &mut ViBatchWorkspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<ViError>> {
@@ -202,14 +260,33 @@ impl DiscreteDynamics for VariationalIntegrator {
         vidyn_vi::predict_next(past, self.n(), guess)
     }
 
-    fn step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+    fn step(
+        &self,
+        ws: &mut ViBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize, BatchError<ViError>> {
         let r = VariationalIntegrator::step(self, &mut ws.vi, step, q, p, u, guess, q_next, p_next);
         Ok(self.fresh_after_error(ws, r)?)
     }
 
     /// [`VariationalIntegrator::check_step_energy`]; the energy of `(q_k, p_k)` is the one the
     /// previous check computed for it, when it was that step's end.
-    fn check_step(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<ViError>> {
+    fn check_step(
+        &self,
+        ws: &mut ViBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        q_next: &[f64],
+        p_next: &[f64],
+    ) -> Result<(), BatchError<ViError>> {
         if !self.checks_energy() {
             return Ok(());
         }
@@ -224,7 +301,17 @@ impl DiscreteDynamics for VariationalIntegrator {
         Ok(self.check_step_energy(step, before, after, q, q_next, u)?)
     }
 
-    fn linearize(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+    fn linearize(
+        &self,
+        ws: &mut ViBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        a: &mut [f64],
+        b: &mut [f64],
+    ) -> Result<usize, BatchError<ViError>> {
         let r = VariationalIntegrator::linearize(self, &mut ws.vi, step, q, p, u, guess, &mut ws.a, &mut ws.b, &mut ws.q_next, &mut ws.p_next);
         let it = self.fresh_after_error(ws, r)?;
         crate::dynamics::matrix_to_rows(&ws.a, a);
@@ -234,7 +321,16 @@ impl DiscreteDynamics for VariationalIntegrator {
 
     /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this
     /// trait's C-order layouts (`fxu` `[i, j, k]`: `j` state, `k` control).
-    fn linearize_second_order(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<ViError>> {
+    fn linearize_second_order(
+        &self,
+        ws: &mut ViBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        out: SecondOrderTerms<'_>,
+    ) -> Result<(), BatchError<ViError>> {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
         match VariationalIntegrator::linearize_second_order(self, so, step, q, p, u, guess) {
             Ok(d) => {
@@ -256,7 +352,17 @@ impl DiscreteDynamics for VariationalIntegrator {
 
     /// [`VariationalIntegrator::linearize_second_order_contracted`] (one adjoint solve, no
     /// tensor is formed): `xx` `(2n, 2n)`, `xu` `(2n, n)`, `uu` `(n, n)`, C order.
-    fn linearize_second_order_contracted(&self, ws: &mut ViBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<ViError>> {
+    fn linearize_second_order_contracted(
+        &self,
+        ws: &mut ViBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        lam: &[f64],
+        out: ContractedTerms<'_>,
+    ) -> Result<(), BatchError<ViError>> {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
         match VariationalIntegrator::linearize_second_order_contracted(self, so, step, q, p, u, guess, lam) {
             Ok(d) => {

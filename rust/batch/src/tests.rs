@@ -119,9 +119,13 @@ fn derivatives_bit_for_bit_with_single_calls() {
             let [r0, r1, r2, r3, r4, r5, r6, r7, r8] = &mut r[..] else { unreachable!() };
             assert!(dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r0, second: r1, third: r2 }).unwrap().is_empty());
             assert!(dynamics::aba_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r3, second: r4, third: r5 }).unwrap().is_empty());
-            assert!(dynamics::rnea_second_order_contracted(&model, &c, batch, &q, &v, &a, &lam, Matrices3 { first: r6, second: r7, third: r8 }).unwrap().is_empty());
+            assert!(dynamics::rnea_second_order_contracted(&model, &c, batch, &q, &v, &a, &lam, Matrices3 { first: r6, second: r7, third: r8 })
+                .unwrap()
+                .is_empty());
             let [t0, t1, t2, t3] = &mut t[..] else { unreachable!() };
-            assert!(dynamics::rnea_second_order(&model, &c, batch, &q, &v, &a, Tensors4 { d2tau_dq2: t0, d2tau_dv2: t1, d2tau_dqdv: t2, dm_dq: t3 }).unwrap().is_empty());
+            assert!(dynamics::rnea_second_order(&model, &c, batch, &q, &v, &a, Tensors4 { d2tau_dq2: t0, d2tau_dv2: t1, d2tau_dqdv: t2, dm_dq: t3 })
+                .unwrap()
+                .is_empty());
             (r.iter().map(|x| bits(x)).collect::<Vec<_>>(), t.iter().map(|x| bits(x)).collect::<Vec<_>>())
         };
         let (r, t) = same_for_all_threads(run);
@@ -157,7 +161,9 @@ fn bad_rows_fail_alone() {
     let (nq, nv) = (model.nq, model.nv);
     let batch = 11;
     let (mut q, mut v, a) = inputs(&model, batch, 8);
-    let quat = (0..model.nbodies()).find(|&b| matches!(model.joints[b], Joint::Spherical | Joint::FreeFlyer)).map(|b| model.idx_q[b] + if matches!(model.joints[b], Joint::FreeFlyer) { 3 } else { 0 });
+    let quat = (0..model.nbodies())
+        .find(|&b| matches!(model.joints[b], Joint::Spherical | Joint::FreeFlyer))
+        .map(|b| model.idx_q[b] + if matches!(model.joints[b], Joint::FreeFlyer) { 3 } else { 0 });
     assert!(quat.is_some(), "the test tree should have a spherical or free-flyer joint");
     q[2 * nq] = f64::NAN; // row 2: NaN configuration
     v[5 * nv + nv - 1] = f64::INFINITY; // row 5: infinite velocity
@@ -212,7 +218,8 @@ fn rollouts_and_linearisations_bit_for_bit_with_vidyn_vi() {
         let run = || {
             let c = Control::new();
             let (mut q, mut p, mut it) = (unwritten(batch * (steps + 1) * n), unwritten(batch * (steps + 1) * n), unwritten_counts(batch * steps));
-            let f = trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
+            let f =
+                trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
             assert!(f.is_empty(), "{f:?}");
             assert_eq!(c.done(), batch * steps);
             let (mut a, mut b) = (unwritten(batch * steps * 4 * n * n), unwritten(batch * steps * 2 * n * n));
@@ -299,7 +306,9 @@ fn momentum_start_equals_velocity_start() {
     let u = vec![0.1; batch * steps * n];
     let run = |start: Start<'_>| {
         let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0; batch * steps]);
-        assert!(trajectories::rollout(&vi, &Control::new(), batch, steps, &q0, start, &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
+        assert!(trajectories::rollout(&vi, &Control::new(), batch, steps, &q0, start, &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it })
+            .unwrap()
+            .is_empty());
         (bits(&q), bits(&p))
     };
     assert_eq!(run(Start::Velocity(&v0)), run(Start::Momentum(&p0)));
@@ -332,19 +341,48 @@ impl DiscreteDynamics for Toy {
         p.copy_from_slice(v);
         Ok(())
     }
-    fn step(&self, _: &mut (), _: usize, q: &[f64], p: &[f64], u: &[f64], _: Option<&[f64]>, qn: &mut [f64], pn: &mut [f64]) -> Result<usize, BatchError<RbdError>> {
+    fn step(
+        &self,
+        _: &mut (),
+        _: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        _: Option<&[f64]>,
+        qn: &mut [f64],
+        pn: &mut [f64],
+    ) -> Result<usize, BatchError<RbdError>> {
         assert!(u[0] != 1e300, "toy panic");
         pn[0] = p[0] + self.dt * (u[0] - q[0].sin());
         qn[0] = q[0] + self.dt * pn[0];
         Ok(0)
     }
-    fn linearize(&self, _: &mut (), _: usize, q: &[f64], _: &[f64], _: &[f64], _: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<RbdError>> {
+    fn linearize(
+        &self,
+        _: &mut (),
+        _: usize,
+        q: &[f64],
+        _: &[f64],
+        _: &[f64],
+        _: Option<&[f64]>,
+        a: &mut [f64],
+        b: &mut [f64],
+    ) -> Result<usize, BatchError<RbdError>> {
         let (h, c) = (self.dt, q[0].cos());
         a.copy_from_slice(&[1.0 - h * h * c, h, -h * c, 1.0]);
         b.copy_from_slice(&[h * h, h]);
         Ok(0)
     }
-    fn linearize_second_order(&self, ws: &mut (), k: usize, q: &[f64], p: &[f64], u: &[f64], _: Option<&[f64]>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order(
+        &self,
+        ws: &mut (),
+        k: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        _: Option<&[f64]>,
+        out: SecondOrderTerms<'_>,
+    ) -> Result<(), BatchError<RbdError>> {
         if let Some((a, b)) = out.first {
             self.linearize(ws, k, q, p, u, None, a, b)?;
         }
@@ -356,7 +394,17 @@ impl DiscreteDynamics for Toy {
         out.fuu.fill(0.0);
         Ok(())
     }
-    fn linearize_second_order_contracted(&self, ws: &mut (), k: usize, q: &[f64], p: &[f64], u: &[f64], _: Option<&[f64]>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order_contracted(
+        &self,
+        ws: &mut (),
+        k: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        _: Option<&[f64]>,
+        lam: &[f64],
+        out: ContractedTerms<'_>,
+    ) -> Result<(), BatchError<RbdError>> {
         if let Some((a, b)) = out.first {
             self.linearize(ws, k, q, p, u, None, a, b)?;
         }
@@ -377,13 +425,38 @@ fn toy_system_second_order_and_contraction_agree() {
     let u = vec![0.2; batch * steps];
     let c = Control::new();
     let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1)], vec![0.0; batch * (steps + 1)], vec![0; batch * steps]);
-    assert!(trajectories::rollout(&toy, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
+    assert!(trajectories::rollout(&toy, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it })
+        .unwrap()
+        .is_empty());
     let rows = batch * steps;
     let (mut fxx, mut fxu, mut fuu) = (vec![0.0; rows * 8], vec![0.0; rows * 4], vec![0.0; rows * 2]);
-    assert!(trajectories::linearize_second_order(&toy, &c, batch, steps, &q, &p, &u, SecondOrderOut { first: None, fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
+    assert!(trajectories::linearize_second_order(
+        &toy,
+        &c,
+        batch,
+        steps,
+        &q,
+        &p,
+        &u,
+        SecondOrderOut { first: None, fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }
+    )
+    .unwrap()
+    .is_empty());
     let lam: Vec<f64> = (0..rows * 2).map(|i| 1.0 + i as f64).collect();
     let (mut xx, mut xu, mut uu) = (vec![0.0; rows * 4], vec![0.0; rows * 2], vec![0.0; rows]);
-    assert!(trajectories::linearize_second_order_contracted(&toy, &c, batch, steps, &q, &p, &u, &lam, ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
+    assert!(trajectories::linearize_second_order_contracted(
+        &toy,
+        &c,
+        batch,
+        steps,
+        &q,
+        &p,
+        &u,
+        &lam,
+        ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }
+    )
+    .unwrap()
+    .is_empty());
     for r in 0..rows {
         for j in 0..2 {
             for k in 0..2 {
@@ -404,15 +477,40 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     let (q0, v0, u, lam) = (draw(batch * n, 1.0), draw(batch * n, 1.0), draw(batch * steps * n, 2.0), draw(batch * steps * m, 1.0));
     let c = Control::new();
     let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * n], vec![0.0; batch * (steps + 1) * n], vec![0; batch * steps]);
-    assert!(trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap().is_empty());
+    assert!(trajectories::rollout(&vi, &c, batch, steps, &q0, Start::Velocity(&v0), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it })
+        .unwrap()
+        .is_empty());
     let run = || {
         let rows = batch * steps;
         let (mut fxx, mut fxu, mut fuu) = (unwritten(rows * m * m * m), unwritten(rows * m * m * n), unwritten(rows * m * n * n));
         let (mut a, mut b) = (unwritten(rows * m * m), unwritten(rows * m * n));
-        assert!(trajectories::linearize_second_order(&vi, &Control::new(), batch, steps, &q, &p, &u, SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }).unwrap().is_empty());
+        assert!(trajectories::linearize_second_order(
+            &vi,
+            &Control::new(),
+            batch,
+            steps,
+            &q,
+            &p,
+            &u,
+            SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }
+        )
+        .unwrap()
+        .is_empty());
         let (mut xx, mut xu, mut uu) = (unwritten(rows * m * m), unwritten(rows * m * n), unwritten(rows * n * n));
         let (mut a2, mut b2) = (unwritten(rows * m * m), unwritten(rows * m * n));
-        assert!(trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &lam, ContractedOut { first: Some((&mut a2, &mut b2)), xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap().is_empty());
+        assert!(trajectories::linearize_second_order_contracted(
+            &vi,
+            &Control::new(),
+            batch,
+            steps,
+            &q,
+            &p,
+            &u,
+            &lam,
+            ContractedOut { first: Some((&mut a2, &mut b2)), xx: &mut xx, xu: &mut xu, uu: &mut uu }
+        )
+        .unwrap()
+        .is_empty());
         ([fxx, fxu, fuu, xx, xu, uu].map(|t| bits(&t)), [a, b, a2, b2].map(|t| bits(&t)))
     };
     let ([fxx, fxu, fuu, xx, xu, uu], [a, b, a2, b2]) = same_for_all_threads(run);
@@ -441,7 +539,18 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     bad[m + 1] = f64::NAN;
     let rows = batch * steps;
     let (mut xx, mut xu, mut uu) = (vec![0.0; rows * m * m], vec![0.0; rows * m * n], vec![0.0; rows * n * n]);
-    let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), batch, steps, &q, &p, &u, &bad, ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
+    let f = trajectories::linearize_second_order_contracted(
+        &vi,
+        &Control::new(),
+        batch,
+        steps,
+        &q,
+        &p,
+        &u,
+        &bad,
+        ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu },
+    )
+    .unwrap();
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].0, 1);
     assert!(matches!(f[0].1, BatchError::Core(ViError::Model(vidyn_rbd::RbdError::NonFinite { arg: "lam", index: 1, .. }))), "{:?}", f[0].1);
@@ -454,7 +563,17 @@ fn a_panicking_row_is_isolated() {
     let mut u = vec![0.0; batch * steps];
     u[2 * steps + 1] = 1e300;
     let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1)], vec![0.0; batch * (steps + 1)], vec![0; batch * steps]);
-    let f = trajectories::rollout(&toy, &Control::new(), batch, steps, &[0.1; 5], Start::Momentum(&[0.0; 5]), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
+    let f = trajectories::rollout(
+        &toy,
+        &Control::new(),
+        batch,
+        steps,
+        &[0.1; 5],
+        Start::Momentum(&[0.0; 5]),
+        &u,
+        RolloutOut { q: &mut q, p: &mut p, iterations: &mut it },
+    )
+    .unwrap();
     assert_eq!(f.len(), 1);
     assert!(matches!(f[0], (2, BatchError::Panicked(ref m)) if m.contains("toy panic")), "{f:?}");
     assert!(q[3 * (steps + 1)..].iter().all(|x| x.is_finite()));

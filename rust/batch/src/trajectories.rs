@@ -76,7 +76,16 @@ fn chunks<'a, T: Send + Clone + Default>(buf: &'a mut [T], stride: usize, rows: 
 /// Newton failure at some step) is listed in the returned failures with its error; the
 /// others complete.
 #[allow(clippy::too_many_arguments)]
-pub fn rollout<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, steps: usize, q0: &[f64], start: Start<'_>, u: &[f64], out: RolloutOut<'_>) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+pub fn rollout<D: DiscreteDynamics>(
+    sys: &D,
+    control: &Control,
+    batch: usize,
+    steps: usize,
+    q0: &[f64],
+    start: Start<'_>,
+    u: &[f64],
+    out: RolloutOut<'_>,
+) -> Result<Failures<D::Error>, BatchError<D::Error>> {
     let (nq, nv, np, nu) = (sys.nq(), sys.nv(), sys.np(), sys.nu());
     check_len("q0", q0.len(), batch, nq, "(B, nq)")?;
     match start {
@@ -88,9 +97,10 @@ pub fn rollout<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, st
     check_len("p", out.p.len(), batch, (steps + 1) * np, "(B, N+1, np)")?;
     check_len("iterations", out.iterations.len(), batch, steps, "(B, N)")?;
     let (mut dq, mut dp, mut di) = (Vec::new(), Vec::new(), Vec::new());
-    let items = (chunks(out.q, (steps + 1) * nq, batch, &mut dq), chunks(out.p, (steps + 1) * np, batch, &mut dp), chunks(out.iterations, steps, batch, &mut di))
-        .into_par_iter()
-        .map(|(q, p, iterations)| TrajectoryRows { q, p, iterations, valid: 0, nq, np });
+    let items =
+        (chunks(out.q, (steps + 1) * nq, batch, &mut dq), chunks(out.p, (steps + 1) * np, batch, &mut dp), chunks(out.iterations, steps, batch, &mut di))
+            .into_par_iter()
+            .map(|(q, p, iterations)| TrajectoryRows { q, p, iterations, valid: 0, nq, np });
     let init = || (sys.workspace(), vec![0.0; nq]);
     Ok(run_rows(control, items, &init, 0, |(ws, guess), b, t| {
         let (qs, ps) = (&mut *t.q, &mut *t.p);
@@ -163,7 +173,17 @@ impl<'a> Pairs<'a> {
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-pair errors are in the returned list.
 #[allow(clippy::too_many_arguments)]
-pub fn linearize<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, steps: usize, q: &[f64], p: &[f64], u: &[f64], a: &mut [f64], b: &mut [f64]) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+pub fn linearize<D: DiscreteDynamics>(
+    sys: &D,
+    control: &Control,
+    batch: usize,
+    steps: usize,
+    q: &[f64],
+    p: &[f64],
+    u: &[f64],
+    a: &mut [f64],
+    b: &mut [f64],
+) -> Result<Failures<D::Error>, BatchError<D::Error>> {
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("A", a.len(), rows, ndx * ndx, "(B, N, ndx, ndx)")?;
@@ -194,7 +214,13 @@ pub struct SecondOrderOut<'a> {
 /// they are wanted, and their row chunks (one-entry rows of `dummies` when they are not, so
 /// that the zip with the other outputs keeps its length).
 #[allow(clippy::type_complexity)]
-fn first_order_rows<'b, E>(first: Option<(&'b mut [f64], &'b mut [f64])>, rows: usize, ndx: usize, nu: usize, dummies: &'b mut (Vec<f64>, Vec<f64>)) -> Result<(bool, rayon::slice::ChunksMut<'b, f64>, rayon::slice::ChunksMut<'b, f64>), BatchError<E>> {
+fn first_order_rows<'b, E>(
+    first: Option<(&'b mut [f64], &'b mut [f64])>,
+    rows: usize,
+    ndx: usize,
+    nu: usize,
+    dummies: &'b mut (Vec<f64>, Vec<f64>),
+) -> Result<(bool, rayon::slice::ChunksMut<'b, f64>, rayon::slice::ChunksMut<'b, f64>), BatchError<E>> {
     let (da, db) = (&mut dummies.0, &mut dummies.1);
     Ok(match first {
         Some((a, b)) => {
@@ -214,7 +240,16 @@ fn first_order_rows<'b, E>(first: Option<(&'b mut [f64], &'b mut [f64])>, rows: 
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths.
 #[allow(clippy::too_many_arguments)]
-pub fn linearize_second_order<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, steps: usize, q: &[f64], p: &[f64], u: &[f64], out: SecondOrderOut<'_>) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+pub fn linearize_second_order<D: DiscreteDynamics>(
+    sys: &D,
+    control: &Control,
+    batch: usize,
+    steps: usize,
+    q: &[f64],
+    p: &[f64],
+    u: &[f64],
+    out: SecondOrderOut<'_>,
+) -> Result<Failures<D::Error>, BatchError<D::Error>> {
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("fxx", out.fxx.len(), rows, ndx * ndx * ndx, "(B, N, ndx, ndx, ndx)")?;
@@ -227,7 +262,8 @@ pub fn linearize_second_order<D: DiscreteDynamics>(sys: &D, control: &Control, b
     let (mut dummies, mut d) = ((Vec::new(), Vec::new()), [(); 3].map(|()| Vec::new()));
     let [d1, d2, d3] = &mut d;
     let (wanted, a, b) = first_order_rows(out.first, rows, ndx, nu, &mut dummies)?;
-    let items = (a, b, chunks(out.fxx, ndx * ndx * ndx, rows, d1), chunks(out.fxu, ndx * ndx * nu, rows, d2), chunks(out.fuu, ndx * nu * nu, rows, d3)).into_par_iter();
+    let items =
+        (a, b, chunks(out.fxx, ndx * ndx * ndx, rows, d1), chunks(out.fxu, ndx * ndx * nu, rows, d2), chunks(out.fuu, ndx * nu * nu, rows, d3)).into_par_iter();
     let init = || sys.workspace();
     Ok(run_rows(control, items, &init, 1, |ws, r, (a, b, fxx, fxu, fuu)| {
         let (k, qk, pk, uk, qn) = pairs.get(r);
@@ -252,7 +288,17 @@ pub struct ContractedOut<'a> {
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths.
 #[allow(clippy::too_many_arguments)]
-pub fn linearize_second_order_contracted<D: DiscreteDynamics>(sys: &D, control: &Control, batch: usize, steps: usize, q: &[f64], p: &[f64], u: &[f64], lam: &[f64], out: ContractedOut<'_>) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+pub fn linearize_second_order_contracted<D: DiscreteDynamics>(
+    sys: &D,
+    control: &Control,
+    batch: usize,
+    steps: usize,
+    q: &[f64],
+    p: &[f64],
+    u: &[f64],
+    lam: &[f64],
+    out: ContractedOut<'_>,
+) -> Result<Failures<D::Error>, BatchError<D::Error>> {
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("lam", lam.len(), rows, ndx, "(B, N, ndx)")?;

@@ -54,7 +54,17 @@ fn batches_do_not_allocate_per_row() {
         let (q0, u) = (vec![0.2; b * nv], vec![0.0; b * steps * nv]);
         let (mut q, mut p, mut it) = (vec![0.0; b * (steps + 1) * nv], vec![0.0; b * (steps + 1) * nv], vec![0; b * steps]);
         allocations(|| {
-            let f = trajectories::rollout(&vi, &Control::new(), b, steps, &q0, Start::Momentum(&u[..b * nv]), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap();
+            let f = trajectories::rollout(
+                &vi,
+                &Control::new(),
+                b,
+                steps,
+                &q0,
+                Start::Momentum(&u[..b * nv]),
+                &u,
+                RolloutOut { q: &mut q, p: &mut p, iterations: &mut it },
+            )
+            .unwrap();
             assert!(f.is_empty());
         })
     };
@@ -69,7 +79,18 @@ fn batches_do_not_allocate_per_row() {
     let contract = |b: usize| {
         let (mut xx, mut xu, mut uu) = (vec![0.0; b * steps * 4 * nv * nv], vec![0.0; b * steps * 2 * nv * nv], vec![0.0; b * steps * nv * nv]);
         allocations(|| {
-            let f = trajectories::linearize_second_order_contracted(&vi, &Control::new(), b, steps, &q[..b * (steps + 1) * nv], &p[..b * (steps + 1) * nv], &u[..b * steps * nv], &lam[..b * steps * 2 * nv], ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }).unwrap();
+            let f = trajectories::linearize_second_order_contracted(
+                &vi,
+                &Control::new(),
+                b,
+                steps,
+                &q[..b * (steps + 1) * nv],
+                &p[..b * (steps + 1) * nv],
+                &u[..b * steps * nv],
+                &lam[..b * steps * 2 * nv],
+                ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu },
+            )
+            .unwrap();
             assert!(f.is_empty(), "{f:?}");
         })
     };

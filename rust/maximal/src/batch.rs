@@ -26,7 +26,13 @@ pub struct MaximalBatchWorkspace {
 
 fn unpack(q: &[f64], p: &[f64], out: &mut [BodyState]) -> Result<(), MaximalError> {
     if q.len() != 7 * out.len() || p.len() != 6 * out.len() {
-        return Err(MaximalError::InvalidParameter(format!("q has {} and p {} entries; expected 7·nb = {} and 6·nb = {}", q.len(), p.len(), 7 * out.len(), 6 * out.len())));
+        return Err(MaximalError::InvalidParameter(format!(
+            "q has {} and p {} entries; expected 7·nb = {} and 6·nb = {}",
+            q.len(),
+            p.len(),
+            7 * out.len(),
+            6 * out.len()
+        )));
     }
     for (i, s) in out.iter_mut().enumerate() {
         let (qi, pi) = (&q[7 * i..7 * i + 7], &p[6 * i..6 * i + 6]);
@@ -35,7 +41,11 @@ fn unpack(q: &[f64], p: &[f64], out: &mut [BodyState]) -> Result<(), MaximalErro
         if !norm.is_finite() || (norm - 1.0).abs() > 1e-9 {
             return Err(MaximalError::InvalidParameter(format!("q[{}..{}] (body {i}) is not a unit quaternion (norm {norm})", 7 * i + 3, 7 * i + 7)));
         }
-        *s = BodyState { pose: Pose::new(Vector3::new(qi[0], qi[1], qi[2]), UnitQuaternion::new_unchecked(quat)), v: Vector3::new(pi[0], pi[1], pi[2]), w: Vector3::new(pi[3], pi[4], pi[5]) };
+        *s = BodyState {
+            pose: Pose::new(Vector3::new(qi[0], qi[1], qi[2]), UnitQuaternion::new_unchecked(quat)),
+            v: Vector3::new(pi[0], pi[1], pi[2]),
+            w: Vector3::new(pi[3], pi[4], pi[5]),
+        };
     }
     Ok(())
 }
@@ -96,7 +106,17 @@ impl DiscreteDynamics for MaximalIntegrator {
         Ok(())
     }
 
-    fn step(&self, ws: &mut MaximalBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], _guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
+    fn step(
+        &self,
+        ws: &mut MaximalBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        _guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize, BatchError<MaximalError>> {
         unpack(q, p, &mut ws.state)?;
         ws.ws.lambda.fill(Vector6::zeros());
         let stats = MaximalIntegrator::step(self, &mut ws.ws, step, &ws.state, u, None, &mut ws.next)?;
@@ -104,7 +124,17 @@ impl DiscreteDynamics for MaximalIntegrator {
         Ok(stats.iterations)
     }
 
-    fn linearize(&self, ws: &mut MaximalBatchWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], _guess: Option<&[f64]>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
+    fn linearize(
+        &self,
+        ws: &mut MaximalBatchWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        _guess: Option<&[f64]>,
+        a: &mut [f64],
+        b: &mut [f64],
+    ) -> Result<usize, BatchError<MaximalError>> {
         unpack(q, p, &mut ws.state)?;
         ws.ws.lambda.fill(Vector6::zeros());
         let stats = MaximalIntegrator::linearize(self, &mut ws.ws, step, &ws.state, u, &mut ws.next, &mut ws.a, &mut ws.b)?;
@@ -149,7 +179,19 @@ mod tests {
         let run = |threads: usize| {
             let (mut q, mut p, mut it) = (vec![0.0; batch * (steps + 1) * nq], vec![0.0; batch * (steps + 1) * np], vec![0i64; batch * steps]);
             let pool = new_pool(threads).unwrap();
-            let failures = with_pool(&pool, || vidyn_batch::rollout(&vi, &Control::new(), batch, steps, &q0s, Start::Momentum(&p0s), &u, RolloutOut { q: &mut q, p: &mut p, iterations: &mut it }).unwrap());
+            let failures = with_pool(&pool, || {
+                vidyn_batch::rollout(
+                    &vi,
+                    &Control::new(),
+                    batch,
+                    steps,
+                    &q0s,
+                    Start::Momentum(&p0s),
+                    &u,
+                    RolloutOut { q: &mut q, p: &mut p, iterations: &mut it },
+                )
+                .unwrap()
+            });
             assert!(failures.is_empty());
             let (mut a, mut bm) = (vec![0.0; batch * steps * ndx * ndx], vec![0.0; batch * steps * ndx * nu]);
             let failures = with_pool(&pool, || vidyn_batch::linearize(&vi, &Control::new(), batch, steps, &q, &p, &u, &mut a, &mut bm).unwrap());

@@ -89,7 +89,16 @@ impl Mechanism {
     /// Adds a contact between a sphere of `radius` centred at `point` (in body `body`'s
     /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
     /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions).
-    pub fn add_contact(&mut self, name: &str, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64) -> Result<usize> {
+    pub fn add_contact(
+        &mut self,
+        name: &str,
+        body: usize,
+        point: Vector3<f64>,
+        radius: f64,
+        normal: Vector3<f64>,
+        offset: f64,
+        friction: f64,
+    ) -> Result<usize> {
         let bad = |what: String| Err(MaximalError::InvalidParameter(format!("contact '{name}': {what}")));
         if body >= self.nbodies() {
             return bad(format!("body = {body} is out of range (the mechanism has {} bodies)", self.nbodies()));

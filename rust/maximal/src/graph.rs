@@ -299,7 +299,14 @@ pub fn elimination_order(nb: usize, joints: &[(Option<usize>, usize)]) -> (Vec<u
     let mut roots: Vec<(Option<usize>, usize)> = Vec::new(); // (root joint, root body)
     let mut depth = vec![0usize; nb];
     let mut stack: Vec<usize> = Vec::new();
-    let grow = |start: usize, via: Option<usize>, stack: &mut Vec<usize>, visited: &mut Vec<bool>, is_loop: &mut Vec<bool>, tree_parent: &mut Vec<Option<(usize, Option<usize>)>>, children: &mut Vec<Vec<usize>>, depth: &mut Vec<usize>| {
+    let grow = |start: usize,
+                via: Option<usize>,
+                stack: &mut Vec<usize>,
+                visited: &mut Vec<bool>,
+                is_loop: &mut Vec<bool>,
+                tree_parent: &mut Vec<Option<(usize, Option<usize>)>>,
+                children: &mut Vec<Vec<usize>>,
+                depth: &mut Vec<usize>| {
         visited[start] = true;
         if let Some(j) = via {
             is_loop[j] = false;
@@ -478,12 +485,16 @@ mod tests {
         let expected = dense.clone().lu().solve(&rhs).unwrap();
         let sv = dense.clone().singular_values();
         let cond = sv.max() / sv.min();
-        let mut b: Vec<Vector6<f64>> = (0..s.len()).map(|k| {
-            let mut v = Vector6::zeros();
-            v.rows_mut(0, dims[k]).copy_from(&rhs.rows(offsets[k], dims[k]));
-            v
-        }).collect();
-        if let Err(k) = s.factorize() { panic!("pivot {k} dims {dims:?} edges {edges:?} cond {cond:e}"); }
+        let mut b: Vec<Vector6<f64>> = (0..s.len())
+            .map(|k| {
+                let mut v = Vector6::zeros();
+                v.rows_mut(0, dims[k]).copy_from(&rhs.rows(offsets[k], dims[k]));
+                v
+            })
+            .collect();
+        if let Err(k) = s.factorize() {
+            panic!("pivot {k} dims {dims:?} edges {edges:?} cond {cond:e}");
+        }
         s.solve(&mut b);
         let mut err = 0.0_f64;
         for k in 0..s.len() {

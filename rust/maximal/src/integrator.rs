@@ -235,7 +235,10 @@ impl MaximalIntegrator {
         for (i, s) in state.iter().enumerate() {
             let finite = s.pose.x.iter().chain(s.v.iter()).chain(s.w.iter()).chain(s.pose.q.coords.iter()).all(|x| x.is_finite());
             if !finite || (s.pose.q.coords.norm() - 1.0).abs() > 1e-9 {
-                return Err(MaximalError::InvalidParameter(format!("{what}[{i}] (body '{}') is not finite or its quaternion is not unit norm", self.mech.bodies[i].name)));
+                return Err(MaximalError::InvalidParameter(format!(
+                    "{what}[{i}] (body '{}') is not finite or its quaternion is not unit norm",
+                    self.mech.bodies[i].name
+                )));
             }
         }
         Ok(())
@@ -244,7 +247,15 @@ impl MaximalIntegrator {
     /// One step from `state` (knot `k`) with generalised forces `u` (`(nu,)`, may be empty
     /// for zero) and optional external wrenches `fext` (per body: world force at the centre of
     /// mass, body-frame moment), writing knot `k + 1` into `next`. `step` labels errors.
-    pub fn step(&self, ws: &mut MaximalWorkspace, step: usize, state: &[BodyState], u: &[f64], fext: Option<&[Force]>, next: &mut [BodyState]) -> Result<StepStats> {
+    pub fn step(
+        &self,
+        ws: &mut MaximalWorkspace,
+        step: usize,
+        state: &[BodyState],
+        u: &[f64],
+        fext: Option<&[Force]>,
+        next: &mut [BodyState],
+    ) -> Result<StepStats> {
         let nb = self.mech.nbodies();
         if next.len() != nb {
             return Err(MaximalError::InvalidParameter(format!("next has {} bodies, expected {nb}", next.len())));

@@ -53,7 +53,16 @@ impl MaximalIntegrator {
     /// (with contacts or limits: of the `μ`-relaxed system at the final barrier):
     /// `a = ∂x_{k+1}/∂x_k` (`12nb × 12nb`) and `b = ∂x_{k+1}/∂u_k` (`12nb × nu`) in the tangent
     /// coordinates of the module docs. O(n²) per step (one O(n) graph solve per column).
-    pub fn linearize(&self, ws: &mut MaximalWorkspace, step: usize, state: &[BodyState], u: &[f64], next: &mut [BodyState], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<StepStats> {
+    pub fn linearize(
+        &self,
+        ws: &mut MaximalWorkspace,
+        step: usize,
+        state: &[BodyState],
+        u: &[f64],
+        next: &mut [BodyState],
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<StepStats> {
         let mech = &**self.mechanism();
         let (nb, nu, dt) = (mech.nbodies(), mech.nu, self.dt());
         let nx = 12 * nb;
@@ -87,7 +96,8 @@ impl MaximalIntegrator {
                 }
             }
         }
-        let step_rot: Vec<Matrix3<f64>> = (0..nb).map(|i| step_quaternion(&ws.w[i], dt).map_or(Matrix3::identity(), |q| q.to_rotation_matrix().into_inner())).collect();
+        let step_rot: Vec<Matrix3<f64>> =
+            (0..nb).map(|i| step_quaternion(&ws.w[i], dt).map_or(Matrix3::identity(), |q| q.to_rotation_matrix().into_inner())).collect();
         for (jn, jt) in mech.joints.iter().enumerate() {
             let bodies = [jt.parent, Some(jt.child)];
             if let Some(node) = self.joint_node[jn] {
@@ -253,7 +263,18 @@ impl MaximalIntegrator {
     /// maps back with the left inverse of `J` (exact on the joints' tangent space, where the
     /// step's outputs lie: every step satisfies the constraints at `z_{k+1}` exactly). Allocates
     /// (O(n²) scratch).
-    pub fn linearize_minimal(&self, ws: &mut MaximalWorkspace, step: usize, q: &[f64], v: &[f64], u: &[f64], q_next: &mut [f64], v_next: &mut [f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<StepStats> {
+    pub fn linearize_minimal(
+        &self,
+        ws: &mut MaximalWorkspace,
+        step: usize,
+        q: &[f64],
+        v: &[f64],
+        u: &[f64],
+        q_next: &mut [f64],
+        v_next: &mut [f64],
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<StepStats> {
         let mech = &**self.mechanism();
         let model = mech.require_model()?;
         let (n, nb, dt) = (model.nv, mech.nbodies(), self.dt());
@@ -261,7 +282,14 @@ impl MaximalIntegrator {
             return Err(MaximalError::NotYet("minimal-coordinate linearisation of loops or of joints other than revolute and prismatic"));
         }
         if a.shape() != (2 * n, 2 * n) || b.shape() != (2 * n, n) || q_next.len() != n || v_next.len() != n {
-            return Err(MaximalError::InvalidParameter(format!("A is {:?}, B is {:?}, q_next/v_next have {}/{} entries; expected ({m}, {m}), ({m}, {n}), {n}, {n}", a.shape(), b.shape(), q_next.len(), v_next.len(), m = 2 * n)));
+            return Err(MaximalError::InvalidParameter(format!(
+                "A is {:?}, B is {:?}, q_next/v_next have {}/{} entries; expected ({m}, {m}), ({m}, {n}), {n}, {n}",
+                a.shape(),
+                b.shape(),
+                q_next.len(),
+                v_next.len(),
+                m = 2 * n
+            )));
         }
         let mut state = vec![BodyState::default(); nb];
         mech.state_from_minimal(q, v, dt, &mut state)?;

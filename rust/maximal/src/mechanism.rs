@@ -127,7 +127,19 @@ impl Mechanism {
             }
         }
         let n = bodies.len();
-        Ok(Self { bodies, joints: Vec::new(), gravity, com: vec![Vector3::zeros(); n], model: None, nu: 0, stiffness: vec![], rest: vec![], damping: vec![], contacts: Vec::new(), limits: Vec::new() })
+        Ok(Self {
+            bodies,
+            joints: Vec::new(),
+            gravity,
+            com: vec![Vector3::zeros(); n],
+            model: None,
+            nu: 0,
+            stiffness: vec![],
+            rest: vec![],
+            damping: vec![],
+            contacts: Vec::new(),
+            limits: Vec::new(),
+        })
     }
 
     /// Adds a loop-closure joint; the same as [`Self::add_joint`] (whether a joint closes a
@@ -144,7 +156,9 @@ impl Mechanism {
         let nb = self.bodies.len();
         if child >= nb || parent.is_some_and(|p| p >= nb || p == child) {
             let parent = parent.map_or_else(|| "the world".to_string(), |p| format!("body {p}"));
-            return Err(MaximalError::InvalidMechanism(format!("loop closure '{name}': {parent} and body {child} must be distinct bodies of the {nb} (or the world for the parent)")));
+            return Err(MaximalError::InvalidMechanism(format!(
+                "loop closure '{name}': {parent} and body {child} must be distinct bodies of the {nb} (or the world for the parent)"
+            )));
         }
         if self.joints.iter().any(|j| j.name == name) {
             return Err(MaximalError::InvalidMechanism(format!("duplicate joint name '{name}'")));
@@ -213,7 +227,13 @@ impl Mechanism {
     pub fn configuration(&self, poses: &[Pose], q: &mut [f64]) -> Result<()> {
         let model = self.require_model()?;
         if q.len() != model.nq || poses.len() != self.nbodies() {
-            return Err(MaximalError::InvalidParameter(format!("q has length {}, expected model.nq = {}; poses {} for {} bodies", q.len(), model.nq, poses.len(), self.nbodies())));
+            return Err(MaximalError::InvalidParameter(format!(
+                "q has length {}, expected model.nq = {}; poses {} for {} bodies",
+                q.len(),
+                model.nq,
+                poses.len(),
+                self.nbodies()
+            )));
         }
         for (i, j) in self.joints.iter().enumerate().take(model.nbodies()) {
             let iq = model.idx_q[i];

@@ -78,7 +78,8 @@ pub fn four_bar_chain(segments: usize) -> (Mechanism, Vec<f64>) {
         closures.push((format!("closure{s}"), bottom, right));
         above = Some(bottom);
     }
-    let names: Vec<(String, String, String)> = closures.iter().map(|(c, _, _)| c.clone()).zip((0..segments).map(|s| (format!("bar{s}"), format!("right{s}")))).map(|(c, (a, r))| (c, a, r)).collect();
+    let names: Vec<(String, String, String)> =
+        closures.iter().map(|(c, _, _)| c.clone()).zip((0..segments).map(|s| (format!("bar{s}"), format!("right{s}")))).map(|(c, (a, r))| (c, a, r)).collect();
     let model = Arc::new(b.build().unwrap());
     let mut mech = Mechanism::from_model(model.clone()).unwrap();
     for (c, bar_name, right_name) in names {
@@ -96,7 +97,6 @@ pub fn four_bar_chain(segments: usize) -> (Mechanism, Vec<f64>) {
     }
     (mech, q)
 }
-
 
 /// A chain of `n` spheres (radius 0.25 m, 1 kg) joined by spherical joints at their surfaces,
 /// each in contact with the ground `z = 0` (friction 0.4; Brüdigam et al. 2023 Fig. 8b), and
@@ -116,7 +116,11 @@ pub fn sphere_chain(n: usize) -> (Mechanism, Vec<crate::BodyState>) {
         mech.add_contact(&format!("ground{k}"), k, Vector3::zeros(), r, Vector3::z(), 0.0, 0.4).expect("valid contact");
     }
     let state = (0..n)
-        .map(|k| crate::BodyState { pose: crate::Pose::new(Vector3::new(2.0 * r * k as f64, 0.0, r + 0.3), nalgebra::UnitQuaternion::identity()), v: Vector3::new(0.0, 0.5, 0.0), w: Vector3::zeros() })
+        .map(|k| crate::BodyState {
+            pose: crate::Pose::new(Vector3::new(2.0 * r * k as f64, 0.0, r + 0.3), nalgebra::UnitQuaternion::identity()),
+            v: Vector3::new(0.0, 0.5, 0.0),
+            w: Vector3::zeros(),
+        })
         .collect();
     (mech, state)
 }

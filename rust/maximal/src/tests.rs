@@ -141,7 +141,9 @@ fn graph_solve_matches_dense_lu_on_the_newton_matrix() {
 /// Three asymmetric bodies joined by a spherical and a revolute joint, floating, no gravity.
 fn free_mechanism() -> (Mechanism, Vec<BodyState>) {
     let body = |name: &str, m: f64, d: [f64; 3]| Body { name: name.into(), mass: m, inertia: Matrix3::from_diagonal(&Vector3::from(d)) };
-    let mut mech = Mechanism::new(vec![body("a", 2.0, [0.1, 0.2, 0.3]), body("b", 1.0, [0.05, 0.09, 0.12]), body("c", 0.7, [0.04, 0.02, 0.05])], Vector3::zeros()).unwrap();
+    let mut mech =
+        Mechanism::new(vec![body("a", 2.0, [0.1, 0.2, 0.3]), body("b", 1.0, [0.05, 0.09, 0.12]), body("c", 0.7, [0.04, 0.02, 0.05])], Vector3::zeros())
+            .unwrap();
     let frame = |x: f64, y: f64, z: f64, r: [f64; 3]| Se3::from_quaternion(&UnitQuaternion::from_scaled_axis(Vector3::from(r)), Vector3::new(x, y, z));
     let (fa, fb) = (frame(0.4, 0.1, 0.0, [0.2, 0.0, 0.1]), frame(-0.3, 0.0, 0.05, [0.0, 0.3, 0.0]));
     let (fb2, fc) = (frame(0.25, -0.1, 0.0, [0.1, 0.1, 0.0]), frame(-0.2, 0.0, 0.0, [0.0, 0.0, 0.4]));
@@ -214,7 +216,10 @@ fn four_bar_keeps_its_loop_closed_without_drift_over_ten_thousand_steps() {
             mean_b += e / 1000.0;
         }
     }
-    println!("four-bar, 10⁴ steps: max |g| = {viol:.1e} (first half {first_half:.1e}); energy range {:.3e}, window means {mean_a:.6} → {mean_b:.6}", e_max - e_min);
+    println!(
+        "four-bar, 10⁴ steps: max |g| = {viol:.1e} (first half {first_half:.1e}); energy range {:.3e}, window means {mean_a:.6} → {mean_b:.6}",
+        e_max - e_min
+    );
     // within the Newton tolerance (1e-12 on |g|) at every one of the 10⁴ knots: no drift
     assert!(viol <= 1e-12, "constraint violation {viol:e}");
     // no drift: the energy oscillates (O(Δt) for this first-order scheme) around a fixed level
@@ -283,7 +288,16 @@ fn maximal_final(mech: &Arc<Mechanism>, dt: f64, t_end: f64, q0: &[f64], v0: &[f
     q
 }
 
-fn minimal_final(model: &Arc<Model>, scheme: vidyn_vi::Scheme, forces: &vidyn_vi::JointForces, dt: f64, t_end: f64, q0: &[f64], v0: &[f64], u: &[f64]) -> Vec<f64> {
+fn minimal_final(
+    model: &Arc<Model>,
+    scheme: vidyn_vi::Scheme,
+    forces: &vidyn_vi::JointForces,
+    dt: f64,
+    t_end: f64,
+    q0: &[f64],
+    v0: &[f64],
+    u: &[f64],
+) -> Vec<f64> {
     let vi = vidyn_vi::VariationalIntegrator::new(model.clone(), scheme, dt, Some(forces.clone())).unwrap();
     let mut ws = vi.workspace();
     let mut p0 = vec![0.0; q0.len()];
@@ -390,7 +404,14 @@ fn check_linearization(mech: Mechanism, q0: &[f64], v0: &[f64], u: &[f64]) {
     for c in 0..12 * nb {
         let fd = diff(&solve(&perturb(c, 1.0), u), &solve(&perturb(c, -1.0), u), h);
         let err = (&fd - a.column(c)).amax();
-        assert!(err < 1e-6 * fd.amax().max(1.0), "A column {c} (body {}, coordinate {}): error {err:e}\nfd {}\nA  {}", c / 12, c % 12, fd.transpose(), a.column(c).transpose());
+        assert!(
+            err < 1e-6 * fd.amax().max(1.0),
+            "A column {c} (body {}, coordinate {}): error {err:e}\nfd {}\nA  {}",
+            c / 12,
+            c % 12,
+            fd.transpose(),
+            a.column(c).transpose()
+        );
     }
     for c in 0..nu {
         let (mut up, mut um) = (u.to_vec(), u.to_vec());
@@ -461,10 +482,22 @@ fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) {
         let (i, k) = (c / 12, c % 12);
         let e = |j: usize, s: f64| Vector3::ith(j, s * h);
         match k {
-            0..=2 => { sp[i].pose = sp[i].pose.retract(&e(k, 1.0), &Vector3::zeros()); sm[i].pose = sm[i].pose.retract(&e(k, -1.0), &Vector3::zeros()); }
-            3..=5 => { sp[i].pose = sp[i].pose.retract(&Vector3::zeros(), &e(k - 3, 1.0)); sm[i].pose = sm[i].pose.retract(&Vector3::zeros(), &e(k - 3, -1.0)); }
-            6..=8 => { sp[i].v += e(k - 6, 1.0); sm[i].v -= e(k - 6, 1.0); }
-            _ => { sp[i].w += e(k - 9, 1.0); sm[i].w -= e(k - 9, 1.0); }
+            0..=2 => {
+                sp[i].pose = sp[i].pose.retract(&e(k, 1.0), &Vector3::zeros());
+                sm[i].pose = sm[i].pose.retract(&e(k, -1.0), &Vector3::zeros());
+            }
+            3..=5 => {
+                sp[i].pose = sp[i].pose.retract(&Vector3::zeros(), &e(k - 3, 1.0));
+                sm[i].pose = sm[i].pose.retract(&Vector3::zeros(), &e(k - 3, -1.0));
+            }
+            6..=8 => {
+                sp[i].v += e(k - 6, 1.0);
+                sm[i].v -= e(k - 6, 1.0);
+            }
+            _ => {
+                sp[i].w += e(k - 9, 1.0);
+                sm[i].w -= e(k - 9, 1.0);
+            }
         }
         let (p, m) = (solve(&sp), solve(&sm));
         let mut fd = DVector::zeros(12 * nb);
@@ -585,9 +618,18 @@ fn minimal_coordinate_linearisation_matches_central_differences() {
             let (mut x, mut y, mut w) = (q.clone(), v.clone(), u.clone());
             let (mut x2, mut y2, mut w2) = (q.clone(), v.clone(), u.clone());
             match c {
-                c if c < n => { x[c] += h; x2[c] -= h; }
-                c if c < 2 * n => { y[c - n] += h; y2[c - n] -= h; }
-                c => { w[c - 2 * n] += h; w2[c - 2 * n] -= h; }
+                c if c < n => {
+                    x[c] += h;
+                    x2[c] -= h;
+                }
+                c if c < 2 * n => {
+                    y[c - n] += h;
+                    y2[c - n] -= h;
+                }
+                c => {
+                    w[c - 2 * n] += h;
+                    w2[c - 2 * n] -= h;
+                }
             }
             let fd = (step(&x, &y, &w) - step(&x2, &y2, &w2)) / (2.0 * h);
             let col = if c < 2 * n { a.column(c).into_owned() } else { b.column(c - 2 * n).into_owned() };
@@ -598,11 +640,7 @@ fn minimal_coordinate_linearisation_matches_central_differences() {
 }
 
 fn gap(vi: &MaximalIntegrator, state: &[BodyState]) -> f64 {
-    vi.mechanism()
-        .contacts
-        .iter()
-        .map(|c| c.normal.dot(&state[c.body].pose.point(&c.point)) - c.radius - c.offset)
-        .fold(f64::INFINITY, f64::min)
+    vi.mechanism().contacts.iter().map(|c| c.normal.dot(&state[c.body].pose.point(&c.point)) - c.radius - c.offset).fold(f64::INFINITY, f64::min)
 }
 
 /// A 1 kg cube of edge 0.5 m with its 8 corners in contact with the ground `z = 0`.
@@ -706,7 +744,10 @@ fn joint_limits_hold_at_solver_tolerance_and_are_reached() {
     let (min0, max0) = (th0.iter().copied().fold(f64::INFINITY, f64::min), th0.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     let (min1, max1) = (th1.iter().copied().fold(f64::INFINITY, f64::min), th1.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     let viol = traj.constraint_violation.iter().copied().fold(0.0, f64::max);
-    println!("joint limits: θ₀ ∈ [{min0:.9}, {max0:.9}] (limits [{lo}, {hi}]), θ₁ ∈ [{min1:.6}, {max1:.6}] (±0.2), max |g| {viol:.1e}, max iterations {}", traj.iterations.iter().max().unwrap());
+    println!(
+        "joint limits: θ₀ ∈ [{min0:.9}, {max0:.9}] (limits [{lo}, {hi}]), θ₁ ∈ [{min1:.6}, {max1:.6}] (±0.2), max |g| {viol:.1e}, max iterations {}",
+        traj.iterations.iter().max().unwrap()
+    );
     assert!(min0 >= lo - 1e-9 && max0 <= hi + 1e-9, "limits violated: [{min0}, {max0}]");
     assert!(min1 >= -0.2 - 1e-9 && max1 <= 0.2 + 1e-9, "limits violated: [{min1}, {max1}]");
     assert!(max0 > hi - 1e-6 && min0 < lo + 1e-6, "the swing must reach both limits: [{min0}, {max0}]");

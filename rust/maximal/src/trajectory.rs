@@ -135,10 +135,21 @@ pub fn linearize_trajectory(vi: &MaximalIntegrator, control: &Control, traj: &Ma
         return Err(MaximalError::InvalidParameter("the trajectory does not belong to this integrator".to_string()));
     }
     if out.a.len() != steps * nx * nx || out.b.len() != steps * nx * nu {
-        return Err(MaximalError::InvalidParameter(format!("A has {} and B {} entries; expected N·(12nb)² = {} and N·12nb·nu = {}", out.a.len(), out.b.len(), steps * nx * nx, steps * nx * nu)));
+        return Err(MaximalError::InvalidParameter(format!(
+            "A has {} and B {} entries; expected N·(12nb)² = {} and N·12nb·nu = {}",
+            out.a.len(),
+            out.b.len(),
+            steps * nx * nx,
+            steps * nx * nu
+        )));
     }
     let mut defects = vec![0.0; steps];
-    let items = out.a.par_chunks_mut((nx * nx).max(1)).zip(out.b.par_chunks_mut((nx * nu).max(1))).zip(defects.par_iter_mut()).map(|((a, b), d)| (a, b, std::slice::from_mut(d)));
+    let items = out
+        .a
+        .par_chunks_mut((nx * nx).max(1))
+        .zip(out.b.par_chunks_mut((nx * nu).max(1)))
+        .zip(defects.par_iter_mut())
+        .map(|((a, b), d)| (a, b, std::slice::from_mut(d)));
     let init = || (vi.workspace(), vec![crate::BodyState::default(); nb], DMatrix::zeros(nx, nx), DMatrix::zeros(nx, nu));
     let failures = run_rows(control, items, &init, 1, |(ws, next, am, bm), k, (a, b, defect)| {
         let u = if traj.u.is_empty() { &[][..] } else { &traj.u[k * nu..(k + 1) * nu] };
@@ -152,9 +163,10 @@ pub fn linearize_trajectory(vi: &MaximalIntegrator, control: &Control, traj: &Ma
         for (r, row) in b.chunks_exact_mut(nu.max(1)).enumerate().take(nx) {
             row.iter_mut().enumerate().for_each(|(c, x)| *x = bm[(r, c)]);
         }
-        defect[0] = next.iter().zip(traj.knot(k + 1)).fold(0.0_f64, |m, (x, y)| {
-            m.max((x.pose.x - y.pose.x).amax()).max((x.v - y.v).amax()).max((x.w - y.w).amax()).max(x.pose.q.angle_to(&y.pose.q))
-        });
+        defect[0] = next
+            .iter()
+            .zip(traj.knot(k + 1))
+            .fold(0.0_f64, |m, (x, y)| m.max((x.pose.x - y.pose.x).amax()).max((x.v - y.v).amax()).max((x.w - y.w).amax()).max(x.pose.q.angle_to(&y.pose.q)));
         Ok(())
     });
     match failures.into_iter().next() {

@@ -24,7 +24,10 @@ fn main() {
     let opts = IlqrOptions { max_iterations: 300, tolerance: 1e-9, ..IlqrOptions::default() };
     let res = ilqr(&dynamics, cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
     for (i, l) in res.log.iter().enumerate() {
-        println!("{i:3} J {:.8e} exp {:.3e} act {:.3e} α {:.4} μ {:.1e} |g| {:.3e} t {:.3}s", l.cost, l.expected_reduction, l.actual_reduction, l.alpha, l.mu, l.gradient_norm, l.time);
+        println!(
+            "{i:3} J {:.8e} exp {:.3e} act {:.3e} α {:.4} μ {:.1e} |g| {:.3e} t {:.3}s",
+            l.cost, l.expected_reduction, l.actual_reduction, l.alpha, l.mu, l.gradient_norm, l.time
+        );
     }
     let n = steps;
     println!("{}: {} iterations, cost {:.8e}, final state {:?}, wall {:.3}s (after the rollout: cost, derivatives left, next backward pass {:.3}, other backward {:.3}, forward {:.3})", res.message, res.iterations, res.cost, &res.x[n * 4..], res.wall_time, res.time_linearize, res.time_backward, res.time_forward);

@@ -29,7 +29,14 @@ fn main() {
     let w: Vec<f64> = (0..2 * n).map(|i| if i < n { 1e-2 } else { 1e-1 }).collect();
     let wn: Vec<f64> = (0..2 * n).map(|i| if i < n { 1e-2 } else { 10.0 }).collect();
     let y0: Vec<f64> = q0.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();
-    let quad = QuadraticCost::new(vec![DMatrix::from_diagonal(&DVector::from_vec(w)) * dt], vec![DMatrix::identity(n, n) * 1e-3 * dt], DMatrix::from_diagonal(&DVector::from_vec(wn)), y0, vec![]).unwrap();
+    let quad = QuadraticCost::new(
+        vec![DMatrix::from_diagonal(&DVector::from_vec(w)) * dt],
+        vec![DMatrix::identity(n, n) * 1e-3 * dt],
+        DMatrix::from_diagonal(&DVector::from_vec(wn)),
+        y0,
+        vec![],
+    )
+    .unwrap();
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
     // VELOCITY_STATE=1: iterate on (q, v) (`ViDynamics::with_velocity_state`)
     let velocity_state = std::env::var("VELOCITY_STATE").is_ok();

@@ -164,7 +164,12 @@ impl QuadraticCost {
             return Err(OptimError::InvalidInput(format!("Q has {} and R {} matrices; expected 1 or N = {steps}", self.q.len(), self.r.len())));
         }
         if !ok(self.x_ref.len(), self.nx, steps + 1) || !ok(self.u_ref.len(), self.nu, steps) {
-            return Err(OptimError::InvalidInput(format!("x_ref has {} rows and u_ref {}; expected 1 or N+1 = {} and 1 or N = {steps}", self.x_ref.len() / self.nx, self.u_ref.len() / self.nu, steps + 1)));
+            return Err(OptimError::InvalidInput(format!(
+                "x_ref has {} rows and u_ref {}; expected 1 or N+1 = {} and 1 or N = {steps}",
+                self.x_ref.len() / self.nx,
+                self.u_ref.len() / self.nu,
+                steps + 1
+            )));
         }
         Ok(())
     }
@@ -291,7 +296,12 @@ impl VelocityCost {
     /// `inner` must have `nx = 2·model.nv` and the model 1-dof joints only (`nq = nv`).
     pub fn new(model: std::sync::Arc<vidyn_rbd::Model>, inner: QuadraticCost) -> Result<Self> {
         if model.nq != model.nv || inner.nx() != 2 * model.nv {
-            return Err(OptimError::InvalidInput(format!("the velocity cost needs nq = nv and nx = 2nv; got nq = {}, nv = {}, nx = {}", model.nq, model.nv, inner.nx())));
+            return Err(OptimError::InvalidInput(format!(
+                "the velocity cost needs nq = nv and nx = 2nv; got nq = {}, nv = {}, nx = {}",
+                model.nq,
+                model.nv,
+                inner.nx()
+            )));
         }
         Ok(Self { inner, model, pool: std::sync::Mutex::new(Vec::new()) })
     }
@@ -300,7 +310,16 @@ impl VelocityCost {
         let s = self.pool.lock().ok().and_then(|mut p| p.pop());
         let mut s = s.unwrap_or_else(|| {
             let n = self.model.nv;
-            Box::new(VelocityScratch { ws: self.model.workspace(), y: vec![0.0; 2 * n], mass: DMatrix::zeros(n, n), x_jac: DMatrix::zeros(n, 2 * n), x_jac_t: DMatrix::zeros(2 * n, n), gv: DVector::zeros(n), wj: DMatrix::zeros(2 * n, 2 * n), luv: DMatrix::zeros(0, n) })
+            Box::new(VelocityScratch {
+                ws: self.model.workspace(),
+                y: vec![0.0; 2 * n],
+                mass: DMatrix::zeros(n, n),
+                x_jac: DMatrix::zeros(n, 2 * n),
+                x_jac_t: DMatrix::zeros(2 * n, n),
+                gv: DVector::zeros(n),
+                wj: DMatrix::zeros(2 * n, 2 * n),
+                luv: DMatrix::zeros(0, n),
+            })
         });
         let out = f(&mut s);
         if let Ok(mut p) = self.pool.lock() {
@@ -391,7 +410,8 @@ fn factor_and_solve(m: &DMatrix<f64>, mass: &mut DMatrix<f64>, p: &mut [f64]) ->
         *mass = DMatrix::zeros(n, n);
     }
     mass.copy_from(m);
-    let chol = Cholesky::new(std::mem::replace(mass, DMatrix::zeros(0, 0))).ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
+    let chol = Cholesky::new(std::mem::replace(mass, DMatrix::zeros(0, 0)))
+        .ok_or_else(|| OptimError::NotPositiveDefinite("the mass matrix M(q) of the velocity cost is not positive definite".into()))?;
     chol.solve_mut(&mut DVectorViewMut::from_slice(p, n));
     Ok(chol)
 }

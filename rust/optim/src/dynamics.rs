@@ -281,7 +281,16 @@ impl StepScratch {
     fn new(vi: &VariationalIntegrator) -> Self {
         let n = vi.n();
         let node = || Legendre::new(vi.model());
-        Self { ws: vi.workspace(), b: DMatrix::zeros(2 * n, n), full: vec![0.0; n], q_next: vec![0.0; n], p_next: vec![0.0; n], p: vec![0.0; n], node: node(), next_node: node() }
+        Self {
+            ws: vi.workspace(),
+            b: DMatrix::zeros(2 * n, n),
+            full: vec![0.0; n],
+            q_next: vec![0.0; n],
+            p_next: vec![0.0; n],
+            p: vec![0.0; n],
+            node: node(),
+            next_node: node(),
+        }
     }
 }
 
@@ -293,7 +302,14 @@ impl<'a> ViDynamics<'a> {
         if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
             return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
         }
-        Ok(Self { vi, actuated, velocity_state: false, node_maps: std::sync::Arc::default(), second_order_pool: std::sync::Arc::default(), step_pool: std::sync::Arc::default() })
+        Ok(Self {
+            vi,
+            actuated,
+            velocity_state: false,
+            node_maps: std::sync::Arc::default(),
+            second_order_pool: std::sync::Arc::default(),
+            step_pool: std::sync::Arc::default(),
+        })
     }
     /// The same dynamics on the velocity state `x = (q, v)`, `v = M(q)⁻¹ p`
     /// (the `velocity_state` module): rollouts start from and return `(q, v)`, `A`, `B` are the
@@ -422,7 +438,15 @@ impl<'a> ViDynamics<'a> {
                 (true, _) => Some(guess.as_slice()),
                 _ => None,
             };
-            let (q, p) = (&xk[..n], if self.velocity_state { node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?; &pk[..] } else { &xk[n..] });
+            let (q, p) = (
+                &xk[..n],
+                if self.velocity_state {
+                    node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?;
+                    &pk[..]
+                } else {
+                    &xk[n..]
+                },
+            );
             self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
             // for linearize_steps, which then need not solve the step again
             self.vi.keep_solved(k, ws, q, p, full, qn, pn);
@@ -456,7 +480,14 @@ impl<'a> ViDynamics<'a> {
     pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Result<Trajectory> {
         let n = self.vi.n();
         let steps = x.len() / (2 * n) - 1;
-        let mut traj = Trajectory { n, steps, q: Vec::with_capacity((steps + 1) * n), p: vec![0.0; (steps + 1) * n], u: self.full_controls(u), iterations: vec![0; steps] };
+        let mut traj = Trajectory {
+            n,
+            steps,
+            q: Vec::with_capacity((steps + 1) * n),
+            p: vec![0.0; (steps + 1) * n],
+            u: self.full_controls(u),
+            iterations: vec![0; steps],
+        };
         let mut s = self.velocity_state.then(|| self.take_scratch());
         for (xk, pk) in x.chunks_exact(2 * n).zip(traj.p.chunks_exact_mut(n)) {
             traj.q.extend_from_slice(&xk[..n]);
@@ -505,7 +536,8 @@ impl Dynamics for ViDynamics<'_> {
         let (n, steps) = (self.vi.n(), traj.steps);
         let nx = 2 * n;
         let (mut a, mut b) = (vec![0.0; steps * nx * nx], vec![0.0; steps * nx * n]);
-        let failures = vidyn_batch::linearize(self.vi, &vidyn_batch::Control::new(), 1, steps, &traj.q, &traj.p, &traj.u, &mut a, &mut b).map_err(batch_error)?;
+        let failures =
+            vidyn_batch::linearize(self.vi, &vidyn_batch::Control::new(), 1, steps, &traj.q, &traj.p, &traj.u, &mut a, &mut b).map_err(batch_error)?;
         if let Some((_, e)) = failures.into_iter().next() {
             return Err(batch_error(e));
         }
@@ -513,7 +545,10 @@ impl Dynamics for ViDynamics<'_> {
         // sequential copy here was 2.4 % of the panda reach's instructions)
         let to_matrices = |k: usize| {
             let bk = &b[k * nx * n..(k + 1) * nx * n];
-            (DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]), DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]))
+            (
+                DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]),
+                DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]),
+            )
         };
         Ok(vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(to_matrices).unzip()))
     }
@@ -533,7 +568,12 @@ impl Dynamics for ViDynamics<'_> {
         let (n, m) = (self.vi.n(), self.actuated.len());
         let nx = 2 * n;
         if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
-            return Err(OptimError::InvalidInput(format!("linearize_steps: {} steps need {} state and {} control entries and as many B as A", a.len(), (a.len() + 1) * nx, a.len() * m)));
+            return Err(OptimError::InvalidInput(format!(
+                "linearize_steps: {} steps need {} state and {} control entries and as many B as A",
+                a.len(),
+                (a.len() + 1) * nx,
+                a.len() * m
+            )));
         }
         let mut s = self.take_scratch();
         let model = self.vi.model();
@@ -608,7 +648,11 @@ impl ViDynamics<'_> {
         let (nx, m) = (self.nx(), self.actuated.len());
         let steps = u.len() / m;
         if x.len() != (steps + 1) * nx || u.len() != steps * m {
-            return Err(OptimError::InvalidInput(format!("linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}", x.len(), u.len())));
+            return Err(OptimError::InvalidInput(format!(
+                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
+                x.len(),
+                u.len()
+            )));
         }
         let mut a = vec![DMatrix::zeros(nx, nx); steps];
         let mut b = vec![DMatrix::zeros(nx, m); steps];

@@ -393,7 +393,9 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         add_symmetric_transposed_product(b, s.vxx_b.as_slice(), nx, s.quu.as_mut_slice());
         if let Some(dynamics) = self.ddp {
             // V_x here is still V_x(k+1)
-            dynamics.second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so).map_err(BackwardError::Dynamics)?;
+            dynamics
+                .second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so)
+                .map_err(BackwardError::Dynamics)?;
             s.qxx += &s.so.hxx;
             s.quu += &s.so.huu;
             s.qux += &s.so.hux;
@@ -546,9 +548,18 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         return Err(OptimError::InvalidInput("U_init must have at least one step".into()));
     }
     let o = options;
-    let valid = o.tolerance >= 0.0 && o.max_iterations > 0 && o.mu_init >= 0.0 && o.mu_min > 0.0 && o.mu_max > o.mu_min && o.mu_factor > 1.0 && !o.alphas.is_empty() && o.alphas.iter().all(|a| *a > 0.0 && *a <= 1.0);
+    let valid = o.tolerance >= 0.0
+        && o.max_iterations > 0
+        && o.mu_init >= 0.0
+        && o.mu_min > 0.0
+        && o.mu_max > o.mu_min
+        && o.mu_factor > 1.0
+        && !o.alphas.is_empty()
+        && o.alphas.iter().all(|a| *a > 0.0 && *a <= 1.0);
     if !valid {
-        return Err(OptimError::InvalidInput("options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1 and step lengths in (0, 1]".into()));
+        return Err(OptimError::InvalidInput(
+            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1 and step lengths in (0, 1]".into(),
+        ));
     }
     let bounds = match (&o.u_min, &o.u_max) {
         (None, None) => None,
@@ -624,20 +635,21 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
-            let solved = std::mem::take(&mut precomputed) || loop {
-                let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
-                match backward_pass(&nominal, &x, &u, &mut sweep) {
-                    Ok(()) => break true,
-                    Err(BackwardError::Dynamics(e)) => return Err(e),
-                    Err(BackwardError::Indefinite) => {
-                        delta = delta.max(1.0) * o.mu_factor;
-                        mu = (mu * delta).max(o.mu_min);
-                        if mu > o.mu_max {
-                            break false;
+            let solved = std::mem::take(&mut precomputed)
+                || loop {
+                    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
+                    match backward_pass(&nominal, &x, &u, &mut sweep) {
+                        Ok(()) => break true,
+                        Err(BackwardError::Dynamics(e)) => return Err(e),
+                        Err(BackwardError::Indefinite) => {
+                            delta = delta.max(1.0) * o.mu_factor;
+                            mu = (mu * delta).max(o.mu_min);
+                            if mu > o.mu_max {
+                                break false;
+                            }
                         }
                     }
-                }
-            };
+                };
             t_back += t.elapsed().as_secs_f64();
             if !solved {
                 status = IlqrStatus::RegularisationLimit;
@@ -648,7 +660,16 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let gnorm = bw.gradient_norm;
             let expected = -(bw.dv1 + bw.dv2);
             if expected <= o.tolerance * j.abs().max(1.0) && mu <= o.mu_min {
-                log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: 0.0, actual_reduction: 0.0, alpha: 0.0, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
+                log.push(IterationLog {
+                    cost: j,
+                    expected_reduction: expected,
+                    expected_reduction_alpha: 0.0,
+                    actual_reduction: 0.0,
+                    alpha: 0.0,
+                    mu,
+                    gradient_norm: gnorm,
+                    time: start.elapsed().as_secs_f64(),
+                });
                 status = IlqrStatus::Converged;
                 message = format!("converged: expected decrease {expected:.3e} ≤ tolerance·max(1, |J|) after {iterations} iterations");
                 std::mem::swap(&mut current, &mut last);
@@ -697,7 +718,16 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     t_lin += kept.after_rollout;
                     t_fwd += elapsed - kept.after_rollout;
                     let (jn, exp_a, actual) = kept.verdict;
-                    log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: exp_a, actual_reduction: actual, alpha, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
+                    log.push(IterationLog {
+                        cost: j,
+                        expected_reduction: expected,
+                        expected_reduction_alpha: exp_a,
+                        actual_reduction: actual,
+                        alpha,
+                        mu,
+                        gradient_norm: gnorm,
+                        time: start.elapsed().as_secs_f64(),
+                    });
                     x = kept.x;
                     u = kept.u;
                     j = jn;
@@ -717,7 +747,16 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     delta = delta.max(1.0) * o.mu_factor;
                     mu = (mu * delta).max(o.mu_min);
                     if mu > o.mu_max {
-                        log.push(IterationLog { cost: j, expected_reduction: expected, expected_reduction_alpha: 0.0, actual_reduction: 0.0, alpha: 0.0, mu, gradient_norm: gnorm, time: start.elapsed().as_secs_f64() });
+                        log.push(IterationLog {
+                            cost: j,
+                            expected_reduction: expected,
+                            expected_reduction_alpha: 0.0,
+                            actual_reduction: 0.0,
+                            alpha: 0.0,
+                            mu,
+                            gradient_norm: gnorm,
+                            time: start.elapsed().as_secs_f64(),
+                        });
                         status = IlqrStatus::RegularisationLimit;
                         message = format!("line search failed with regularisation up to μ = {:e} (expected decrease {expected:.3e}): no step decreases the cost — stationary to round-off or a poor model", o.mu_max);
                         std::mem::swap(&mut current, &mut last);

@@ -43,6 +43,9 @@ pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Nomin
 pub use error::{OptimError, Result};
 pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
-pub use maximal_dynamics::MaximalDynamics;
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};
-pub use projection::{lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog, ProjectionOptions, ProjectionResult, ProjectionStatus};
+pub use maximal_dynamics::MaximalDynamics;
+pub use projection::{
+    lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog,
+    ProjectionOptions, ProjectionResult, ProjectionStatus,
+};

@@ -45,11 +45,22 @@ fn check_list(v: &[DMatrix<f64>], steps: usize, shape: (usize, usize), name: &st
 }
 
 /// One Riccati step: `(K, P)` from `P' = P_{k+1}`; `step` labels errors.
-pub fn riccati_step(a: &DMatrix<f64>, b: &DMatrix<f64>, q: &DMatrix<f64>, r: &DMatrix<f64>, p_next: &DMatrix<f64>, step: usize) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
+pub fn riccati_step(
+    a: &DMatrix<f64>,
+    b: &DMatrix<f64>,
+    q: &DMatrix<f64>,
+    r: &DMatrix<f64>,
+    p_next: &DMatrix<f64>,
+    step: usize,
+) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
     let pb = p_next * b; // nx×nu
     let gamma = r + b.transpose() * &pb;
     let bpa = pb.transpose() * a; // nu×nx
-    let chol = gamma.clone().cholesky().ok_or_else(|| OptimError::NotPositiveDefinite(format!("R + BᵀPB is not positive definite at step {step} (R must be positive definite, Q and Q_N positive semi-definite)")))?;
+    let chol = gamma.clone().cholesky().ok_or_else(|| {
+        OptimError::NotPositiveDefinite(format!(
+            "R + BᵀPB is not positive definite at step {step} (R must be positive definite, Q and Q_N positive semi-definite)"
+        ))
+    })?;
     let k = chol.solve(&bpa);
     let mut p = q + a.transpose() * p_next * a - bpa.transpose() * &k;
     symmetrise(&mut p);
@@ -116,7 +127,9 @@ pub fn lqr(a: &[DMatrix<f64>], b: &[DMatrix<f64>], q: &[DMatrix<f64>], r: &[DMat
     for k in (0..steps).rev() {
         let (kk, pk) = riccati_step(&a[k], &b[k], at(q, k), at(r, k), &p[k + 1], k)?;
         if !(kk.iter().chain(pk.iter()).all(|x| x.is_finite())) {
-            return Err(OptimError::NotConverged(format!("the Riccati recursion overflowed at step {k} (P or K is not finite): the weights or the dynamics are too large for float64; scale them down")));
+            return Err(OptimError::NotConverged(format!(
+                "the Riccati recursion overflowed at step {k} (P or K is not finite): the weights or the dynamics are too large for float64; scale them down"
+            )));
         }
         gains[k] = kk;
         p[k] = pk;
@@ -129,7 +142,14 @@ pub fn lqr(a: &[DMatrix<f64>], b: &[DMatrix<f64>], q: &[DMatrix<f64>], r: &[DMat
 /// Errors with [`OptimError::NotConverged`] (reporting the last change) after
 /// `max_iterations`, or when `P` stops being finite — `(A, B)` not stabilisable, or `(A, Q)`
 /// with an undetectable unstable mode.
-pub fn dlqr(a: &DMatrix<f64>, b: &DMatrix<f64>, q: &DMatrix<f64>, r: &DMatrix<f64>, tolerance: f64, max_iterations: usize) -> Result<(DMatrix<f64>, DMatrix<f64>, usize)> {
+pub fn dlqr(
+    a: &DMatrix<f64>,
+    b: &DMatrix<f64>,
+    q: &DMatrix<f64>,
+    r: &DMatrix<f64>,
+    tolerance: f64,
+    max_iterations: usize,
+) -> Result<(DMatrix<f64>, DMatrix<f64>, usize)> {
     let (nx, nu) = (a.nrows(), b.ncols());
     check_list(std::slice::from_ref(a), 1, (nx, nx), "A")?;
     check_list(std::slice::from_ref(b), 1, (nx, nu), "B")?;
@@ -221,7 +241,13 @@ impl TrackingController {
 /// step, e.g. the VI's Newton solve). Returns `(x, u)` row-major.
 pub fn closed_loop_rollout<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], controller: &TrackingController, steps: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     if controller.nx != dynamics.nx() || controller.nu != dynamics.nu() {
-        return Err(OptimError::InvalidInput(format!("controller is for nx = {}, nu = {} but the dynamics have nx = {}, nu = {}", controller.nx, controller.nu, dynamics.nx(), dynamics.nu())));
+        return Err(OptimError::InvalidInput(format!(
+            "controller is for nx = {}, nu = {} but the dynamics have nx = {}, nu = {}",
+            controller.nx,
+            controller.nu,
+            dynamics.nx(),
+            dynamics.nu()
+        )));
     }
     if steps > controller.horizon() {
         return Err(OptimError::InvalidInput(format!("{steps} steps requested but the controller's references cover {}", controller.horizon())));
@@ -231,7 +257,14 @@ pub fn closed_loop_rollout<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], contr
 
 /// Tracking LQR about a trajectory `(x, u)`: linearises every step (in parallel for a VI) and
 /// solves the time-varying Riccati recursion; the thesis uses `Q = R = 1`.
-pub fn tracking_lqr<D: Dynamics + ?Sized>(dynamics: &D, x: &[f64], u: &[f64], q: &[DMatrix<f64>], r: &[DMatrix<f64>], qn: &DMatrix<f64>) -> Result<LqrSolution> {
+pub fn tracking_lqr<D: Dynamics + ?Sized>(
+    dynamics: &D,
+    x: &[f64],
+    u: &[f64],
+    q: &[DMatrix<f64>],
+    r: &[DMatrix<f64>],
+    qn: &DMatrix<f64>,
+) -> Result<LqrSolution> {
     let (a, b) = dynamics.linearize(x, u)?;
     lqr(&a, &b, q, r, qn)
 }

@@ -37,7 +37,9 @@ impl<'a> MaximalDynamics<'a> {
         let model = mech.require_model().map_err(maximal_error)?;
         let n = model.nv;
         if mech.joints.len() != mech.nbodies() || model.joints.iter().any(|j| j.nv() != 1 || j.nq() != 1) {
-            return Err(OptimError::InvalidInput("MaximalDynamics needs a loop-free tree of revolute and prismatic joints (its state is the joint coordinates)".into()));
+            return Err(OptimError::InvalidInput(
+                "MaximalDynamics needs a loop-free tree of revolute and prismatic joints (its state is the joint coordinates)".into(),
+            ));
         }
         let actuated = actuated.unwrap_or_else(|| (0..n).collect());
         if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {

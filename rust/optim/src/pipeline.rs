@@ -105,7 +105,17 @@ pub(crate) trait ReverseSweep {
 /// calling thread, and should not itself run parallel work (the helpers occupy the other
 /// threads).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn simulate_and_derive<D, C, T>(dynamics: &D, cost: &C, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>, judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>, sweep: Option<&mut dyn ReverseSweep>, out: &mut Derivatives) -> std::result::Result<Option<Kept<T>>, TrialError>
+pub(crate) fn simulate_and_derive<D, C, T>(
+    dynamics: &D,
+    cost: &C,
+    x0: &[f64],
+    steps: usize,
+    policy: &mut Policy<'_>,
+    near: Option<&Nominal<'_>>,
+    judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>,
+    sweep: Option<&mut dyn ReverseSweep>,
+    out: &mut Derivatives,
+) -> std::result::Result<Option<Kept<T>>, TrialError>
 where
     D: Dynamics + ?Sized,
     C: Cost + ?Sized,
@@ -619,7 +629,17 @@ mod tests {
         let check = |threads: usize, place: &str| {
             let mut out = Derivatives::zeros(steps, 2, 1);
             let mut rec = Recorder::default();
-            let kept = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |k, _, u| u[0] = (k as f64).sin(), None, |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))), Some(&mut rec), &mut out);
+            let kept = simulate_and_derive(
+                &dynamics,
+                &cost,
+                &[0.3, 0.2],
+                steps,
+                &mut |k, _, u| u[0] = (k as f64).sin(),
+                None,
+                |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))),
+                Some(&mut rec),
+                &mut out,
+            );
             let Ok(Some(kept)) = kept else { panic!("{threads} threads {place}: the trial was not kept") };
             assert_eq!(kept.verdict.0.to_bits(), kept.verdict.1.to_bits(), "{threads} threads {place}: the judge's cost is not total_cost's");
             assert!(rec.started);
@@ -629,7 +649,8 @@ mod tests {
                 assert_eq!(a, &dynamics.a[*k]);
             }
             let mut rec = Recorder::default();
-            let dropped = simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
+            let dropped =
+                simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
             assert!(matches!(dropped, Ok(None)));
             // with helpers the sweep starts before the verdict (and stops at it); alone,
             // the verdict comes first

@@ -136,20 +136,17 @@ pub struct ProjectionResult {
 
 /// The projection `P(ξ̄)` (6.10) with gains `K_k` (nu×nx, `N` of them): `x̄` `(N+1)·nx`,
 /// `ū` `N·nu`. Fails when a step of the dynamics fails.
-pub fn project<D: Dynamics + ?Sized>(
-    dynamics: &D,
-    x_bar: &[f64],
-    u_bar: &[f64],
-    gains: &[DMatrix<f64>],
-) -> Result<(Vec<f64>, Vec<f64>)> {
+pub fn project<D: Dynamics + ?Sized>(dynamics: &D, x_bar: &[f64], u_bar: &[f64], gains: &[DMatrix<f64>]) -> Result<(Vec<f64>, Vec<f64>)> {
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     check_multiple(u_bar.len(), nu, "u_bar")?;
     let steps = u_bar.len() / nu;
-    if x_bar.len() != (steps + 1) * nx
-        || gains.len() != steps
-        || gains.iter().any(|g| g.shape() != (nu, nx))
-    {
-        return Err(OptimError::InvalidInput(format!("projection: x_bar needs (N+1)·nx = {} entries and N = {steps} gains of shape ({nu}, {nx}); got {} entries and {} gains", (steps + 1) * nx, x_bar.len(), gains.len())));
+    if x_bar.len() != (steps + 1) * nx || gains.len() != steps || gains.iter().any(|g| g.shape() != (nu, nx)) {
+        return Err(OptimError::InvalidInput(format!(
+            "projection: x_bar needs (N+1)·nx = {} entries and N = {steps} gains of shape ({nu}, {nx}); got {} entries and {} gains",
+            (steps + 1) * nx,
+            x_bar.len(),
+            gains.len()
+        )));
     }
     dynamics.rollout(&x_bar[..nx], steps, &mut |k, xk, uk| {
         let g = &gains[k];
@@ -185,33 +182,12 @@ pub fn project_tangent(
 }
 
 /// The DLQR projection gains about `(x, u)` (weights default to identity).
-pub fn projection_gains<D: Dynamics + ?Sized>(
-    dynamics: &D,
-    a: &[DMatrix<f64>],
-    b: &[DMatrix<f64>],
-    options: &ProjectionOptions,
-) -> Result<Vec<DMatrix<f64>>> {
+pub fn projection_gains<D: Dynamics + ?Sized>(dynamics: &D, a: &[DMatrix<f64>], b: &[DMatrix<f64>], options: &ProjectionOptions) -> Result<Vec<DMatrix<f64>>> {
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
-    let q = options
-        .proj_q
-        .clone()
-        .unwrap_or_else(|| DMatrix::identity(nx, nx));
-    let r = options
-        .proj_r
-        .clone()
-        .unwrap_or_else(|| DMatrix::identity(nu, nu));
-    let qn = options
-        .proj_qn
-        .clone()
-        .unwrap_or_else(|| DMatrix::identity(nx, nx));
-    Ok(lqr(
-        a,
-        b,
-        std::slice::from_ref(&q),
-        std::slice::from_ref(&r),
-        &qn,
-    )?
-    .k)
+    let q = options.proj_q.clone().unwrap_or_else(|| DMatrix::identity(nx, nx));
+    let r = options.proj_r.clone().unwrap_or_else(|| DMatrix::identity(nu, nu));
+    let qn = options.proj_qn.clone().unwrap_or_else(|| DMatrix::identity(nx, nx));
+    Ok(lqr(a, b, std::slice::from_ref(&q), std::slice::from_ref(&r), &qn)?.k)
 }
 
 /// The quadratic model `(Q_k, S_k, R_k, Q_N)` of the descent problem, along with the data it
@@ -233,9 +209,7 @@ impl LqModel {
         let steps = du.len();
         let mut v = 0.0;
         for k in 0..steps {
-            v += dx[k].dot(&(&self.q[k] * &dx[k]))
-                + 2.0 * du[k].dot(&(&self.s[k] * &dx[k]))
-                + du[k].dot(&(&self.r[k] * &du[k]));
+            v += dx[k].dot(&(&self.q[k] * &dx[k])) + 2.0 * du[k].dot(&(&self.s[k] * &dx[k])) + du[k].dot(&(&self.r[k] * &du[k]));
         }
         v + dx[steps].dot(&(&self.qn * &dx[steps]))
     }
@@ -244,13 +218,7 @@ impl LqModel {
 /// The Newton adjoint of Prop. 7: `z_N = m_x`, `z_k = ℓ_x − K_kᵀℓ_u + (A_k − B_kK_k)ᵀ z_{k+1}`
 /// (`N+1` vectors).
 #[must_use]
-pub fn newton_adjoint(
-    a: &[DMatrix<f64>],
-    b: &[DMatrix<f64>],
-    gains: &[DMatrix<f64>],
-    d: &[StageDerivatives],
-    term: &StageDerivatives,
-) -> Vec<DVector<f64>> {
+pub fn newton_adjoint(a: &[DMatrix<f64>], b: &[DMatrix<f64>], gains: &[DMatrix<f64>], d: &[StageDerivatives], term: &StageDerivatives) -> Vec<DVector<f64>> {
     let steps = a.len();
     let mut z = vec![DVector::zeros(term.lx.len()); steps + 1];
     z[steps] = term.lx.clone();
@@ -298,13 +266,7 @@ pub fn lq_model<D: Dynamics + ?Sized>(
                     .into_par_iter()
                     .map(|k| {
                         let mut so = SecondOrder::zeros(nx, nu);
-                        dynamics.second_order_contracted(
-                            k,
-                            &x[k * nx..(k + 1) * nx],
-                            &u[k * nu..(k + 1) * nu],
-                            z[k + 1].as_slice(),
-                            &mut so,
-                        )?;
+                        dynamics.second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], z[k + 1].as_slice(), &mut so)?;
                         Ok(so)
                     })
                     .collect()
@@ -322,17 +284,9 @@ pub fn lq_model<D: Dynamics + ?Sized>(
                 s.push(&d[k].lux + so.hux);
                 r.push(rk);
             }
-            Ok(LqModel {
-                model,
-                q,
-                s,
-                r,
-                qn: term.lxx.clone(),
-            })
+            Ok(LqModel { model, q, s, r, qn: term.lxx.clone() })
         }
-        DescentModel::Auto => Err(OptimError::InvalidInput(
-            "lq_model needs a concrete model (steepest, quasi-Newton or Newton)".into(),
-        )),
+        DescentModel::Auto => Err(OptimError::InvalidInput("lq_model needs a concrete model (steepest, quasi-Newton or Newton)".into())),
     }
 }
 
@@ -342,13 +296,7 @@ pub type Direction = (Vec<DVector<f64>>, Vec<DVector<f64>>, f64);
 /// Solves the descent LQ problem for `model`; `None` when `Γ_k` is not positive definite
 /// (an indefinite Newton model). Returns `(δx, δu, Dh∘δξ)`.
 #[must_use]
-pub fn lq_descent(
-    a: &[DMatrix<f64>],
-    b: &[DMatrix<f64>],
-    model: &LqModel,
-    d: &[StageDerivatives],
-    term: &StageDerivatives,
-) -> Option<Direction> {
+pub fn lq_descent(a: &[DMatrix<f64>], b: &[DMatrix<f64>], model: &LqModel, d: &[StageDerivatives], term: &StageDerivatives) -> Option<Direction> {
     let steps = a.len();
     let mut p = model.qn.clone();
     symmetrise(&mut p);
@@ -407,19 +355,14 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
 ) -> Result<ProjectionResult> {
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     if x0.len() != nx {
-        return Err(OptimError::InvalidInput(format!(
-            "x0 has {} entries, expected nx = {nx}",
-            x0.len()
-        )));
+        return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected nx = {nx}", x0.len())));
     }
     check_finite(x0, "x0")?;
     check_multiple(u_init.len(), nu, "U_init")?;
     check_finite(u_init, "U_init")?;
     let steps = u_init.len() / nu;
     if steps == 0 {
-        return Err(OptimError::InvalidInput(
-            "U_init must have at least one step".into(),
-        ));
+        return Err(OptimError::InvalidInput("U_init must have at least one step".into()));
     }
     let o = options;
     if !(o.tolerance >= 0.0
@@ -430,19 +373,14 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         && o.armijo_beta < 1.0
         && o.max_armijo > 0)
     {
-        return Err(OptimError::InvalidInput("options: need tolerance ≥ 0, max_iterations ≥ 1, 0 < armijo_alpha < 1, 0 < armijo_beta < 1, max_armijo ≥ 1".into()));
+        return Err(OptimError::InvalidInput(
+            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 < armijo_alpha < 1, 0 < armijo_beta < 1, max_armijo ≥ 1".into(),
+        ));
     }
-    for (w, dim, name) in [
-        (&o.proj_q, nx, "proj_Q"),
-        (&o.proj_r, nu, "proj_R"),
-        (&o.proj_qn, nx, "proj_QN"),
-    ] {
+    for (w, dim, name) in [(&o.proj_q, nx, "proj_Q"), (&o.proj_r, nu, "proj_R"), (&o.proj_qn, nx, "proj_QN")] {
         if let Some(w) = w {
             if w.shape() != (dim, dim) {
-                return Err(OptimError::InvalidInput(format!(
-                    "{name} is {:?}, expected ({dim}, {dim})",
-                    w.shape()
-                )));
+                return Err(OptimError::InvalidInput(format!("{name} is {:?}, expected ({dim}, {dim})", w.shape())));
             }
             check_finite(w.as_slice(), name)?;
         }
@@ -460,11 +398,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         None => rollout_open_loop(dynamics, x0, u_init)?,
         Some(xg) => {
             if xg.len() != (steps + 1) * nx {
-                return Err(OptimError::InvalidInput(format!(
-                    "x_guess has {} entries, expected (N+1)·nx = {}",
-                    xg.len(),
-                    (steps + 1) * nx
-                )));
+                return Err(OptimError::InvalidInput(format!("x_guess has {} entries, expected (N+1)·nx = {}", xg.len(), (steps + 1) * nx)));
             }
             check_finite(xg, "x_guess")?;
             let mut xb = xg.to_vec();
@@ -476,9 +410,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     };
     let mut j = total_cost(cost, &x, &u, nx, nu)?;
     if !j.is_finite() {
-        return Err(OptimError::InvalidInput(format!(
-            "the initial trajectory has cost {j}"
-        )));
+        return Err(OptimError::InvalidInput(format!("the initial trajectory has cost {j}")));
     }
     let mut cost_history = vec![j];
     let mut log = Vec::new();
@@ -493,19 +425,13 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         derivatives.evaluate(cost, &x, &u)?;
         let (d, term) = (&derivatives.stages, &derivatives.terminal);
         let first = match o.model {
-            DescentModel::Auto if it >= o.newton_after && dynamics.has_second_order() => {
-                DescentModel::Newton
-            }
+            DescentModel::Auto if it >= o.newton_after && dynamics.has_second_order() => DescentModel::Newton,
             DescentModel::Auto => DescentModel::QuasiNewton,
             m => m,
         };
         // fallback chain newton → quasi-Newton → steepest (trep's)
         let chain: &[DescentModel] = match first {
-            DescentModel::Newton => &[
-                DescentModel::Newton,
-                DescentModel::QuasiNewton,
-                DescentModel::Steepest,
-            ],
+            DescentModel::Newton => &[DescentModel::Newton, DescentModel::QuasiNewton, DescentModel::Steepest],
             DescentModel::QuasiNewton => &[DescentModel::QuasiNewton, DescentModel::Steepest],
             _ => &[DescentModel::Steepest],
         };
@@ -517,14 +443,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             };
             last_slope = slope;
             if slope.abs() < o.tolerance {
-                log.push(ProjectionLog {
-                    cost: j,
-                    slope,
-                    model: m,
-                    step: 0.0,
-                    trials: 0,
-                    time: start.elapsed().as_secs_f64(),
-                });
+                log.push(ProjectionLog { cost: j, slope, model: m, step: 0.0, trials: 0, time: start.elapsed().as_secs_f64() });
                 status = ProjectionStatus::Converged;
                 message = format!("converged: |Dh∘δξ| = {:.3e} < {:e} after {iterations} iterations ({m:?} model)", slope.abs(), o.tolerance);
                 break 'outer;
@@ -555,14 +474,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 if let Ok((xn, un)) = projected {
                     if let Ok(jn) = total_cost(cost, &xn, &un, nx, nu) {
                         if jn.is_finite() && jn < j + o.armijo_alpha * lambda * slope {
-                            log.push(ProjectionLog {
-                                cost: j,
-                                slope,
-                                model: m,
-                                step: lambda,
-                                trials: trial,
-                                time: start.elapsed().as_secs_f64(),
-                            });
+                            log.push(ProjectionLog { cost: j, slope, model: m, step: lambda, trials: trial, time: start.elapsed().as_secs_f64() });
                             x = xn;
                             u = un;
                             j = jn;
@@ -575,23 +487,13 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 lambda *= o.armijo_beta;
             }
         }
-        log.push(ProjectionLog {
-            cost: j,
-            slope: last_slope,
-            model: first,
-            step: 0.0,
-            trials: o.max_armijo,
-            time: start.elapsed().as_secs_f64(),
-        });
+        log.push(ProjectionLog { cost: j, slope: last_slope, model: first, step: 0.0, trials: o.max_armijo, time: start.elapsed().as_secs_f64() });
         status = ProjectionStatus::LineSearchFailed;
         message = format!("no Armijo step accepted with any model (last Dh∘δξ = {last_slope:.3e}) after {iterations} iterations");
         break;
     }
     if status == ProjectionStatus::MaxIterations {
-        message = format!(
-            "reached max_iterations = {} (cost {j:.6e})",
-            o.max_iterations
-        );
+        message = format!("reached max_iterations = {} (cost {j:.6e})", o.max_iterations);
     }
     if gains.is_empty() {
         let (a, b) = dynamics.linearize(&x, &u)?;

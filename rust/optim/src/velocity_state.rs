@@ -80,7 +80,9 @@ impl Legendre {
                 let s = m[(i, j)] - (0..j).map(|k| l[(i, k)] * l[(j, k)]).sum::<f64>();
                 if i == j {
                     if s <= 0.0 || !s.is_finite() {
-                        return Err(OptimError::NotPositiveDefinite(format!("the mass matrix M(q) is not positive definite (pivot {i}: {s:e}): no velocity state")));
+                        return Err(OptimError::NotPositiveDefinite(format!(
+                            "the mass matrix M(q) is not positive definite (pivot {i}: {s:e}): no velocity state"
+                        )));
                     }
                     l[(i, i)] = s.sqrt();
                 } else {

@@ -136,7 +136,10 @@ fn ilqr_and_ddp_on_lq_problem_converge_in_one_iteration_to_kkt() {
         let opts = IlqrOptions { method, ..IlqrOptions::default() };
         let res = ilqr(&dynamics, &cost, p.x0.as_slice(), &u_init, &opts).unwrap();
         let (ex, eu) = (max_diff(&res.x, &xk), max_diff(&res.u, &uk));
-        println!("{method:?} on LQ: {} iteration(s), status {:?}, |x−x_kkt| {ex:.2e}, |u−u_kkt| {eu:.2e}, cost {} vs {ck}", res.iterations, res.status, res.cost);
+        println!(
+            "{method:?} on LQ: {} iteration(s), status {:?}, |x−x_kkt| {ex:.2e}, |u−u_kkt| {eu:.2e}, cost {} vs {ck}",
+            res.iterations, res.status, res.cost
+        );
         assert!(res.converged, "{}", res.message);
         assert_eq!(res.iterations, 1, "{:?}", res.log);
         assert_eq!(res.log[0].alpha, 1.0);
@@ -189,7 +192,9 @@ fn ilqr_box_constraints_hold_and_are_kkt() {
     let b = DMatrix::from_row_slice(2, 1, &[0.5 * dt * dt, dt]);
     let steps = 40;
     let dynamics = LinearDynamics::new(vec![a.clone()], vec![b.clone()]).unwrap();
-    let cost = QuadraticCost::new(vec![DMatrix::identity(2, 2) * 0.1], vec![DMatrix::identity(1, 1) * 0.01], DMatrix::identity(2, 2) * 100.0, vec![0.0; 2], vec![]).unwrap();
+    let cost =
+        QuadraticCost::new(vec![DMatrix::identity(2, 2) * 0.1], vec![DMatrix::identity(1, 1) * 0.01], DMatrix::identity(2, 2) * 100.0, vec![0.0; 2], vec![])
+            .unwrap();
     let opts = IlqrOptions { u_min: Some(vec![-0.5]), u_max: Some(vec![0.5]), ..IlqrOptions::default() };
     let x0 = [3.0, 0.0];
     let res = ilqr(&dynamics, &cost, &x0, &vec![0.0; steps], &opts).unwrap();

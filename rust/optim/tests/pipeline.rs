@@ -40,7 +40,8 @@ fn solve(dynamics: &dyn Dynamics, model: &Arc<vidyn_rbd::Model>, threads: usize,
     let wn = DMatrix::identity(4, 4) * 1e3;
     let quad = QuadraticCost::new(vec![w], vec![r], wn, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
     let cost: Box<dyn vidyn_optim::Cost> = if velocity_state { Box::new(quad) } else { Box::new(VelocityCost::new(model.clone(), quad).unwrap()) };
-    let opts = IlqrOptions { max_iterations: 200, tolerance: 1e-9, u_min: limits.map(|l| vec![-l; 2]), u_max: limits.map(|l| vec![l; 2]), ..IlqrOptions::default() };
+    let opts =
+        IlqrOptions { max_iterations: 200, tolerance: 1e-9, u_min: limits.map(|l| vec![-l; 2]), u_max: limits.map(|l| vec![l; 2]), ..IlqrOptions::default() };
     let pool = vidyn_batch::new_pool(threads).unwrap();
     vidyn_batch::with_pool(&pool, || ilqr(dynamics, &*cost, &[0.0; 4], &vec![0.0; 2 * steps], &opts)).unwrap()
 }

@@ -94,7 +94,14 @@ fn cartpole_swing_up_converges_and_is_feasible() {
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
-    let inner = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    let inner = QuadraticCost::new(
+        vec![w],
+        vec![DMatrix::from_element(1, 1, 1e-2 * dt)],
+        DMatrix::identity(4, 4) * 1e3,
+        vec![0.0, std::f64::consts::PI, 0.0, 0.0],
+        vec![],
+    )
+    .unwrap();
     let cost = VelocityCost::new(model, inner).unwrap();
     let opts = IlqrOptions { max_iterations: 400, tolerance: 1e-9, ..IlqrOptions::default() };
     let res = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
@@ -134,8 +141,16 @@ fn pendulum_on_cart() -> vidyn_rbd::Model {
     use vidyn_spatial::{Inertia, Se3};
     let mut b = ModelBuilder::new("pendulum_on_cart");
     b.gravity(Vector3::new(0.0, 0.0, -9.8));
-    let cart = b.add_body(None, "cart", Joint::Prismatic { axis: Vector3::x() }, Se3::identity(), Inertia::new(10.0, Vector3::zeros(), Matrix3::zeros())).unwrap();
-    b.add_body(Some(cart), "pendulum", Joint::Revolute { axis: Vector3::y() }, Se3::identity(), Inertia::new(1.0, Vector3::new(0.0, 0.0, -1.0), Matrix3::zeros())).unwrap();
+    let cart =
+        b.add_body(None, "cart", Joint::Prismatic { axis: Vector3::x() }, Se3::identity(), Inertia::new(10.0, Vector3::zeros(), Matrix3::zeros())).unwrap();
+    b.add_body(
+        Some(cart),
+        "pendulum",
+        Joint::Revolute { axis: Vector3::y() },
+        Se3::identity(),
+        Inertia::new(1.0, Vector3::new(0.0, 0.0, -1.0), Matrix3::zeros()),
+    )
+    .unwrap();
     b.build().unwrap()
 }
 
@@ -217,7 +232,14 @@ fn ddp_on_a_vi_converges_in_fewer_iterations_than_ilqr() {
     let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
-    let inner = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    let inner = QuadraticCost::new(
+        vec![w],
+        vec![DMatrix::from_element(1, 1, 1e-2 * dt)],
+        DMatrix::identity(4, 4) * 1e3,
+        vec![0.0, std::f64::consts::PI, 0.0, 0.0],
+        vec![],
+    )
+    .unwrap();
     // a quadratic cost on x = (q, p) itself: its Hessian is exact (a velocity cost's would be
     // Gauss–Newton), so DDP's model is exact to second order and its predictions can be checked
     let cost = inner;
@@ -235,7 +257,10 @@ fn ddp_on_a_vi_converges_in_fewer_iterations_than_ilqr() {
     assert!((il.cost - ddp.cost).abs() < 1e-6 * il.cost, "same optimum: {} vs {}", il.cost, ddp.cost);
     assert!(ddp.iterations < il.iterations, "DDP {} vs iLQR {} iterations", ddp.iterations, il.iterations);
     for l in &ddp.log {
-        println!("  J {:.14} expected {:.3e} actual {:.3e} α {} μ {:.1e} |∇J| {:.3e}", l.cost, l.expected_reduction_alpha, l.actual_reduction, l.alpha, l.mu, l.gradient_norm);
+        println!(
+            "  J {:.14} expected {:.3e} actual {:.3e} α {} μ {:.1e} |∇J| {:.3e}",
+            l.cost, l.expected_reduction_alpha, l.actual_reduction, l.alpha, l.mu, l.gradient_norm
+        );
     }
     let last = ddp.log.iter().rfind(|l| l.alpha == 1.0 && l.actual_reduction > 1e-9).expect("DDP takes full steps near the optimum");
     let ratio = last.actual_reduction / last.expected_reduction_alpha;
@@ -250,7 +275,8 @@ fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
     let model = Arc::new(vidyn_rbd::builders::acrobot());
     let tip = model.frame_index("tip").unwrap();
     let target = [1.2, 0.0, 0.8];
-    let inner = QuadraticCost::new(vec![DMatrix::identity(4, 4) * 1e-3], vec![DMatrix::identity(2, 2) * 1e-3], DMatrix::zeros(4, 4), vec![0.0; 4], vec![]).unwrap();
+    let inner =
+        QuadraticCost::new(vec![DMatrix::identity(4, 4) * 1e-3], vec![DMatrix::identity(2, 2) * 1e-3], DMatrix::zeros(4, 4), vec![0.0; 4], vec![]).unwrap();
     let cost = FramePositionCost::new(model.clone(), inner, 4, tip, target, 0.1, 1e3).unwrap();
     let x = [0.4, 1.1, 0.7, -0.3];
     let u = [0.2, -0.1];
@@ -442,7 +468,14 @@ fn cancellable_dynamics_stop_a_run_and_change_nothing_else() {
     let vi = VariationalIntegrator::new(model, Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
-    let cost = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, std::f64::consts::PI, 0.0, 0.0], vec![]).unwrap();
+    let cost = QuadraticCost::new(
+        vec![w],
+        vec![DMatrix::from_element(1, 1, 1e-2 * dt)],
+        DMatrix::identity(4, 4) * 1e3,
+        vec![0.0, std::f64::consts::PI, 0.0, 0.0],
+        vec![],
+    )
+    .unwrap();
     let opts = IlqrOptions { max_iterations: 30, tolerance: 1e-12, ..IlqrOptions::default() };
     let plain = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
     let control = Control::new();

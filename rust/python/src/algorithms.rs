@@ -12,11 +12,7 @@ use vidyn_rbd::ReferenceFrame;
 
 type Array1<'py> = PyResult<Bound<'py, PyArray1<f64>>>;
 type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
-type Matrices3<'py> = (
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-);
+type Matrices3<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i`.
 ///
@@ -36,12 +32,7 @@ pub fn rnea<'py>(
 ) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(a, "a", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
+    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let tau = detached(py, move || match &fext {
@@ -69,12 +60,8 @@ pub fn aba<'py>(
 ) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(tau, "tau", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
+    let (q, v, tau, fext) =
+        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let a = detached(py, move || match &fext {
@@ -104,23 +91,14 @@ pub fn rnea_derivatives<'py>(
 ) -> PyResult<Matrices3<'py>> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(a, "a", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
+    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let d = detached(py, move || match &fext {
         Some(f) => rbd::rnea_derivatives_ext(m, ws, &q, &v, &a, f),
         None => rbd::rnea_derivatives(m, ws, &q, &v, &a),
     })?;
-    Ok((
-        convert::matrix_out(py, d.dtau_dq),
-        convert::matrix_out(py, d.dtau_dv),
-        convert::matrix_out(py, d.dtau_da),
-    ))
+    Ok((convert::matrix_out(py, d.dtau_dq), convert::matrix_out(py, d.dtau_dv), convert::matrix_out(py, d.dtau_da)))
 }
 
 /// First-order derivatives of forward dynamics: `(dddq_dq, dddq_dv, dddq_dtau = M^-1)`.
@@ -142,23 +120,15 @@ pub fn aba_derivatives<'py>(
 ) -> PyResult<Matrices3<'py>> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(tau, "tau", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
+    let (q, v, tau, fext) =
+        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let d = detached(py, move || match &fext {
         Some(f) => rbd::aba_derivatives_ext(m, ws, &q, &v, &tau, f),
         None => rbd::aba_derivatives(m, ws, &q, &v, &tau),
     })?;
-    Ok((
-        convert::matrix_out(py, d.dddq_dq),
-        convert::matrix_out(py, d.dddq_dv),
-        convert::matrix_out(py, d.dddq_dtau),
-    ))
+    Ok((convert::matrix_out(py, d.dddq_dq), convert::matrix_out(py, d.dddq_dv), convert::matrix_out(py, d.dddq_dtau)))
 }
 
 type Array3<'py> = Bound<'py, PyArray3<f64>>;
@@ -183,26 +153,14 @@ pub fn rnea_second_order<'py>(
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, a, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(a, "a", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
-    let mut ws = detached(py, move || {
-        Ok::<_, rbd::RbdError>(m.second_order_workspace())
-    })?;
+    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
+    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
     let wsr = &mut ws;
     let d = detached(py, move || match &fext {
         Some(f) => rbd::rnea_second_order_ext(m, wsr, &q, &v, &a, f),
         None => rbd::rnea_second_order(m, wsr, &q, &v, &a),
     })?;
-    Ok((
-        convert::tensor_out(py, d.d2tau_dq2),
-        convert::tensor_out(py, d.d2tau_dv2),
-        convert::tensor_out(py, d.d2tau_dqdv),
-        convert::tensor_out(py, d.dm_dq),
-    ))
+    Ok((convert::tensor_out(py, d.d2tau_dq2), convert::tensor_out(py, d.d2tau_dv2), convert::tensor_out(py, d.d2tau_dqdv), convert::tensor_out(py, d.dm_dq)))
 }
 
 /// Second-order derivatives of inverse dynamics contracted with a co-vector `lam`:
@@ -239,11 +197,7 @@ pub fn rnea_second_order_contracted<'py>(
         Some(f) => rbd::rnea_second_order_contracted_ext(m, ws, &q, &v, &a, &lam, f),
         None => rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam),
     })?;
-    Ok((
-        convert::matrix_out(py, d.d2tau_dq2),
-        convert::matrix_out(py, d.d2tau_dv2),
-        convert::matrix_out(py, d.d2tau_dqdv),
-    ))
+    Ok((convert::matrix_out(py, d.d2tau_dq2), convert::matrix_out(py, d.d2tau_dv2), convert::matrix_out(py, d.d2tau_dqdv)))
 }
 
 /// Second-order derivatives of forward dynamics
@@ -267,15 +221,9 @@ pub fn aba_second_order<'py>(
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v, tau, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(tau, "tau", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
-    let mut ws = detached(py, move || {
-        Ok::<_, rbd::RbdError>(m.aba_second_order_workspace())
-    })?;
+    let (q, v, tau, fext) =
+        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
+    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.aba_second_order_workspace()))?;
     let wsr = &mut ws;
     let d = detached(py, move || match &fext {
         Some(f) => rbd::aba_second_order_ext(m, wsr, &q, &v, &tau, f),
@@ -289,12 +237,7 @@ pub fn aba_second_order<'py>(
     ))
 }
 
-type Matrices4<'py> = (
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-);
+type Matrices4<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Second-order derivatives of forward dynamics contracted with a co-vector `lam`:
 /// `sum_i lam_i T[i]` for the four tensors of `aba_second_order`.
@@ -342,11 +285,7 @@ pub fn aba_second_order_contracted<'py>(
 ///
 /// q: (nq,) -> M: (nv, nv)
 #[pyfunction]
-pub fn crba<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-) -> Array2<'py> {
+pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -360,11 +299,7 @@ pub fn crba<'py>(
 ///
 /// q: (nq,) -> Minv: (nv, nv)
 #[pyfunction]
-pub fn minverse<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-) -> Array2<'py> {
+pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -378,11 +313,7 @@ pub fn minverse<'py>(
 ///
 /// q: (nq,) -> g: (nv,)
 #[pyfunction]
-pub fn gravity<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-) -> Array1<'py> {
+pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -396,18 +327,10 @@ pub fn gravity<'py>(
 ///
 /// q: (nq,), v: (nv,) -> h: (nv,)
 #[pyfunction]
-pub fn nonlinear_effects<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-) -> Array1<'py> {
+pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> Array1<'py> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-    );
+    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let h = detached(py, move || rbd::nonlinear_effects(m, ws, &q, &v))?;
@@ -418,18 +341,10 @@ pub fn nonlinear_effects<'py>(
 ///
 /// q: (nq,), v: (nv,) -> float
 #[pyfunction]
-pub fn kinetic_energy<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-) -> PyResult<f64> {
+pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<f64> {
     let pm = model.get();
     let m = &*pm.inner;
-    let (q, v) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-    );
+    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     detached(py, move || rbd::kinetic_energy(m, ws, &q, &v))
@@ -439,11 +354,7 @@ pub fn kinetic_energy<'py>(
 ///
 /// q: (nq,) -> float
 #[pyfunction]
-pub fn potential_energy<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-) -> PyResult<f64> {
+pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<f64> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -471,10 +382,7 @@ pub struct Kinematics {
 impl Kinematics {
     fn __repr__(&self, py: Python<'_>) -> String {
         use numpy::PyUntypedArrayMethods;
-        format!(
-            "Kinematics(nbodies={})",
-            self.placements.bind(py).shape()[0]
-        )
+        format!("Kinematics(nbodies={})", self.placements.bind(py).shape()[0])
     }
 }
 
@@ -494,10 +402,7 @@ pub fn forward_kinematics<'py>(
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
-    let (v, a) = (
-        convert::tangent_or_zero(v, "v", m)?,
-        convert::tangent_or_zero(a, "a", m)?,
-    );
+    let (v, a) = (convert::tangent_or_zero(v, "v", m)?, convert::tangent_or_zero(a, "a", m)?);
     let mut ws = pm.workspace();
     let w = &mut *ws;
     detached(py, move || rbd::forward_kinematics(m, w, &q, &v, &a))?;
@@ -512,12 +417,7 @@ pub fn forward_kinematics<'py>(
 ///
 /// q: (nq,), frame: str | int -> (4, 4) homogeneous matrix
 #[pyfunction]
-pub fn frame_placement<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    frame: &Bound<'py, PyAny>,
-) -> Array2<'py> {
+pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -536,11 +436,7 @@ pub fn frame_placement<'py>(
 ///
 /// q: (nq,) -> (nframes, 4, 4) homogeneous matrices
 #[pyfunction]
-pub fn frame_placements<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyArray3<f64>>> {
+pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray3<f64>>> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
@@ -559,9 +455,7 @@ fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
         "world" => Ok(ReferenceFrame::World),
         "local" => Ok(ReferenceFrame::Local),
         "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
-        other => Err(INPUT_ERROR.err(format!(
-            "reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"
-        ))),
+        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"))),
     }
 }
 
@@ -572,13 +466,7 @@ fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
 /// q: (nq,), frame: str | int -> J: (6, nv), rows [linear; angular]
 #[pyfunction]
 #[pyo3(signature = (model, q, frame, reference = "local_world_aligned"))]
-pub fn jacobian<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    frame: &Bound<'py, PyAny>,
-    reference: &str,
-) -> Array2<'py> {
+pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>, reference: &str) -> Array2<'py> {
     let pm = model.get();
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;

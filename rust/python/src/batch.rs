@@ -18,10 +18,10 @@
 //! (`vidyn/batch.py` raises the first one or returns them all).
 
 use crate::convert::{self, shape_str, ZeroBits};
-use crate::{detached, interruptible};
 use crate::errors::{CoreError, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use crate::vi::PyVariationalIntegrator;
+use crate::{detached, interruptible};
 use numpy::{Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -146,7 +146,8 @@ impl<'py> OutArg<'py> {
         let Some(out) = out.filter(|o| !o.is_none()) else {
             return Ok(Self { items: vec![None; count] });
         };
-        let seq = out.cast::<pyo3::types::PyTuple>().map(|t| t.iter().collect::<Vec<_>>()).or_else(|_| out.cast::<PyList>().map(|l| l.iter().collect::<Vec<_>>()));
+        let seq =
+            out.cast::<pyo3::types::PyTuple>().map(|t| t.iter().collect::<Vec<_>>()).or_else(|_| out.cast::<PyList>().map(|l| l.iter().collect::<Vec<_>>()));
         let items: Vec<Bound<'py, PyAny>> = match seq {
             Ok(items) => items,
             Err(_) if count == 1 => vec![out.clone()],
@@ -168,7 +169,9 @@ impl<'py> OutArg<'py> {
         let Some(x) = &self.items[i] else {
             return convert::array_out(py, convert::zeros_for::<T>(shape, &format!("result {i} of shape {}", shape_str(shape)))?, shape);
         };
-        let a = x.cast::<PyArrayDyn<T>>().map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), convert::type_name(x))))?;
+        let a = x
+            .cast::<PyArrayDyn<T>>()
+            .map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array of dtype {}, got {}", numpy::dtype::<T>(py), convert::type_name(x))))?;
         if a.shape() != shape {
             return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {}", shape_str(a.shape()), shape_str(shape))));
         }
@@ -250,7 +253,15 @@ type Any<'a, 'py> = &'a Bound<'py, PyAny>;
 #[pyfunction]
 #[pyo3(name = "_batch_rnea", signature = (model, q, v, a, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+pub fn batch_rnea<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
@@ -269,7 +280,15 @@ pub fn batch_rnea<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
 #[pyfunction]
 #[pyo3(name = "_batch_aba", signature = (model, q, v, tau, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, tau: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+pub fn batch_aba<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
@@ -287,7 +306,13 @@ pub fn batch_aba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, '
 /// Batched joint-space inertia: q (B, nq) -> (M (B, nv, nv), failures).
 #[pyfunction]
 #[pyo3(name = "_batch_crba", signature = (model, q, progress = None, out = None))]
-pub fn batch_crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+pub fn batch_crba<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
@@ -302,7 +327,13 @@ pub fn batch_crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
 /// Batched inverse inertia: q (B, nq) -> (Minv (B, nv, nv), failures).
 #[pyfunction]
 #[pyo3(name = "_batch_minverse", signature = (model, q, progress = None, out = None))]
-pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+pub fn batch_minverse<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
@@ -315,11 +346,27 @@ pub fn batch_minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<
 }
 
 type Three<'py> = (Arr<'py>, Arr<'py>, Arr<'py>);
-type DynJob<'j> = &'j (dyn Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &[&[f64]], vb::dynamics::Matrices3<'_>) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>> + Sync);
+type DynJob<'j> = &'j (dyn Fn(
+    &vidyn_rbd::Model,
+    &Control<'_>,
+    usize,
+    &[f64],
+    &[&[f64]],
+    vb::dynamics::Matrices3<'_>,
+) -> Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>>
+         + Sync);
 
 /// Shared body of the functions returning three (B, nv, nv) arrays from q and two or three
 /// tangent inputs.
-fn three_matrices<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, tangents: &[(Any<'_, 'py>, &str)], progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>, job: DynJob<'_>) -> PyResult<(Three<'py>, Fails<'py>)> {
+fn three_matrices<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    tangents: &[(Any<'_, 'py>, &str)],
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+    job: DynJob<'_>,
+) -> PyResult<(Three<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
@@ -342,7 +389,15 @@ fn three_matrices<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 
 #[pyfunction]
 #[pyo3(name = "_batch_rnea_derivatives", signature = (model, q, v, a, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_rnea_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
+pub fn batch_rnea_derivatives<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Three<'py>, Fails<'py>)> {
     three_matrices(py, model, q, &[(v, "v"), (a, "a")], progress, out, &|m, c, b, q, t, o| vb::dynamics::rnea_derivatives(m, c, b, q, t[0], t[1], o))
 }
 
@@ -351,7 +406,15 @@ pub fn batch_rnea_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>,
 #[pyfunction]
 #[pyo3(name = "_batch_aba_derivatives", signature = (model, q, v, tau, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_aba_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, tau: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
+pub fn batch_aba_derivatives<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Three<'py>, Fails<'py>)> {
     three_matrices(py, model, q, &[(v, "v"), (tau, "tau")], progress, out, &|m, c, b, q, t, o| vb::dynamics::aba_derivatives(m, c, b, q, t[0], t[1], o))
 }
 
@@ -360,8 +423,19 @@ pub fn batch_aba_derivatives<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, 
 #[pyfunction]
 #[pyo3(name = "_batch_rnea_second_order_contracted", signature = (model, q, v, a, lam, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_rnea_second_order_contracted<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, lam: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Three<'py>, Fails<'py>)> {
-    three_matrices(py, model, q, &[(v, "v"), (a, "a"), (lam, "lam")], progress, out, &|m, c, b, q, t, o| vb::dynamics::rnea_second_order_contracted(m, c, b, q, t[0], t[1], t[2], o))
+pub fn batch_rnea_second_order_contracted<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    lam: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Three<'py>, Fails<'py>)> {
+    three_matrices(py, model, q, &[(v, "v"), (a, "a"), (lam, "lam")], progress, out, &|m, c, b, q, t, o| {
+        vb::dynamics::rnea_second_order_contracted(m, c, b, q, t[0], t[1], t[2], o)
+    })
 }
 
 /// Batched second-order derivatives of inverse dynamics: q (B, nq), v, a (B, nv) ->
@@ -369,7 +443,15 @@ pub fn batch_rnea_second_order_contracted<'py>(py: Python<'py>, model: &Bound<'p
 #[pyfunction]
 #[pyo3(name = "_batch_rnea_second_order", signature = (model, q, v, a, progress = None, out = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn batch_rnea_second_order<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>, a: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<((Arr<'py>, Arr<'py>, Arr<'py>, Arr<'py>), Fails<'py>)> {
+pub fn batch_rnea_second_order<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<((Arr<'py>, Arr<'py>, Arr<'py>, Arr<'py>), Fails<'py>)> {
     let m = &*model.get().inner;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
@@ -437,7 +519,15 @@ pub fn batch_rollout<'py>(
 #[pyfunction]
 #[pyo3(name = "_batch_linearize", signature = (vi, q, p, u, progress = None, out = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn batch_linearize<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: &Bound<'py, PyAny>, progress: Option<&Bound<'py, PyAny>>, out: Option<&Bound<'py, PyAny>>) -> PyResult<(Arr<'py>, Arr<'py>, Fails<'py>)> {
+pub fn batch_linearize<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    q: &Bound<'py, PyAny>,
+    p: &Bound<'py, PyAny>,
+    u: &Bound<'py, PyAny>,
+    progress: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Arr<'py>, Arr<'py>, Fails<'py>)> {
     let sys = &*vi.get().inner;
     let n = sys.n();
     let mut s = Sizes::default();
@@ -480,7 +570,8 @@ pub fn batch_linearize_contracted<'py>(
     let lam = s.read(lam, "lam", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(2 * n)], "(B, N, 2n)")?;
     let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
     let o = OutArg::new(out, 3)?;
-    let (xx, xu, uu) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?, o.array::<f64>(py, 2, &[b, steps, n, n])?);
+    let (xx, xu, uu) =
+        (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?, o.array::<f64>(py, 2, &[b, steps, n, n])?);
     let (mut wxx, mut wxu, mut wuu) = (writable(&xx)?, writable(&xu)?, writable(&uu)?);
     let (qs, ps, us, ls) = (slice(&q)?, slice(&p)?, slice(&u)?, slice(&lam)?);
     let dest = vb::ContractedOut { first: None, xx: data(&mut wxx)?, xu: data(&mut wxu)?, uu: data(&mut wuu)? };

@@ -44,9 +44,7 @@ fn parent_arg(parent: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
 
 fn check_parent(parent: Option<usize>, len: usize) -> PyResult<()> {
     match parent {
-        Some(i) if i >= len => Err(INPUT_ERROR.err(format!(
-            "parent {i} is not a body index: the builder has {len} bodies (use None for the world)"
-        ))),
+        Some(i) if i >= len => Err(INPUT_ERROR.err(format!("parent {i} is not a body index: the builder has {len} bodies (use None for the world)"))),
         _ => Ok(()),
     }
 }
@@ -77,11 +75,7 @@ fn joint_arg(joint: &str, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Joint> {
         "spherical" => Joint::Spherical,
         "freeflyer" => Joint::FreeFlyer,
         "planar" => Joint::Planar,
-        other => {
-            return Err(INPUT_ERROR.err(format!(
-                "joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got '{other}'"
-            )))
-        }
+        other => return Err(INPUT_ERROR.err(format!("joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got '{other}'"))),
     };
     if axis.is_some() && !matches!(j, Joint::Revolute { .. } | Joint::Prismatic { .. }) {
         return Err(INPUT_ERROR.err(format!("a {joint} joint takes no axis (got one)")));
@@ -94,9 +88,7 @@ impl PyModelBuilder {
     #[new]
     #[pyo3(signature = (name = "model"))]
     fn new(name: &str) -> Self {
-        Self {
-            inner: Mutex::new(Some(rbd::ModelBuilder::new(name))),
-        }
+        Self { inner: Mutex::new(Some(rbd::ModelBuilder::new(name))) }
     }
 
     /// Adds a body moved by a joint of kind `joint` ("revolute", "prismatic", "spherical",
@@ -125,9 +117,7 @@ impl PyModelBuilder {
         let joint = joint_arg(joint, axis)?;
         let placement = placement_arg(placement)?;
         if !mass.is_finite() {
-            return Err(
-                INPUT_ERROR.err(format!("mass is not finite ({})", convert::float_str(mass)))
-            );
+            return Err(INPUT_ERROR.err(format!("mass is not finite ({})", convert::float_str(mass))));
         }
         let com = match com {
             Some(c) if !c.is_none() => convert::vector3(c, "com")?,
@@ -140,9 +130,7 @@ impl PyModelBuilder {
         let (id, warnings) = self.with(|b| {
             check_parent(parent, b.len())?;
             let before = b.warnings().len();
-            let id = b
-                .add_body(parent, name, joint, placement, Inertia::new(mass, com, rot))
-                .map_err(|e| to_pyerr(&e))?;
+            let id = b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot)).map_err(|e| to_pyerr(&e))?;
             Ok((id, b.warnings()[before..].to_vec()))
         })?;
         crate::errors::warn_model(py, &warnings)?;
@@ -152,18 +140,12 @@ impl PyModelBuilder {
     /// Adds a named operational frame on body `parent` (None or -1 for the world) at
     /// `placement` (4, 4) in that body's frame.
     #[pyo3(signature = (name, parent, placement = None))]
-    fn add_frame(
-        &self,
-        name: &str,
-        parent: Option<&Bound<'_, PyAny>>,
-        placement: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn add_frame(&self, name: &str, parent: Option<&Bound<'_, PyAny>>, placement: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let parent = parent_arg(parent)?;
         let placement = placement_arg(placement)?;
         self.with(|b| {
             check_parent(parent, b.len())?;
-            b.add_frame(name, parent, placement, FrameKind::Operational)
-                .map_err(|e| to_pyerr(&e))
+            b.add_frame(name, parent, placement, FrameKind::Operational).map_err(|e| to_pyerr(&e))
         })
     }
 
@@ -178,11 +160,7 @@ impl PyModelBuilder {
 
     /// Freezes the model. The builder cannot be used afterwards.
     fn build(&self, py: Python<'_>) -> PyResult<PyModel> {
-        let taken = self
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let taken = self.inner.lock().unwrap_or_else(PoisonError::into_inner).take();
         let b = taken.ok_or_else(consumed)?;
         crate::detached(py, move || b.build().map(PyModel::new))
     }
@@ -203,9 +181,7 @@ const MAX_BUILTIN_BODIES: usize = 10_000;
 fn body_count(n: i128, name: &str) -> PyResult<usize> {
     let n = convert::non_negative(n, name)?;
     if n > MAX_BUILTIN_BODIES {
-        return Err(INPUT_ERROR.err(format!(
-            "{name} = {n} is too large (at most {MAX_BUILTIN_BODIES} bodies)"
-        )));
+        return Err(INPUT_ERROR.err(format!("{name} = {n} is too large (at most {MAX_BUILTIN_BODIES} bodies)")));
     }
     Ok(n)
 }
@@ -217,9 +193,7 @@ fn body_count(n: i128, name: &str) -> PyResult<usize> {
 #[pyo3(signature = (n, planar = true))]
 pub fn pendulum_chain(py: Python<'_>, n: i128, planar: bool) -> PyResult<PyModel> {
     let n = body_count(n, "n")?;
-    crate::detached(py, move || {
-        Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::pendulum_chain(n, planar)))
-    })
+    crate::detached(py, move || Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::pendulum_chain(n, planar))))
 }
 
 /// A complete binary tree of `depth` levels (`2**depth - 1` revolute bodies).
@@ -228,13 +202,9 @@ pub fn binary_tree(py: Python<'_>, depth: i128) -> PyResult<PyModel> {
     let depth = convert::non_negative(depth, "depth")?;
     let max_depth = (MAX_BUILTIN_BODIES + 1).ilog2() as usize;
     if depth > max_depth {
-        return Err(INPUT_ERROR.err(format!(
-            "depth = {depth} is too large (at most {max_depth}: {MAX_BUILTIN_BODIES} bodies)"
-        )));
+        return Err(INPUT_ERROR.err(format!("depth = {depth} is too large (at most {max_depth}: {MAX_BUILTIN_BODIES} bodies)")));
     }
-    crate::detached(py, move || {
-        Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::binary_tree(depth)))
-    })
+    crate::detached(py, move || Ok::<_, rbd::RbdError>(PyModel::new(rbd::builders::binary_tree(depth))))
 }
 
 /// Cart-pole: prismatic `cart` along x (1 kg) and revolute `pole` about y (0.1 kg, 1 m rod,
@@ -256,8 +226,7 @@ pub fn acrobot() -> PyModel {
 #[pyo3(signature = (n, seed = 0))]
 pub fn random_tree(py: Python<'_>, n: i128, seed: i128) -> PyResult<PyModel> {
     let n = body_count(n, "n")?;
-    let seed = u64::try_from(seed)
-        .map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
+    let seed = u64::try_from(seed).map_err(|_| INPUT_ERROR.err(format!("seed must be in [0, 2**64), got {seed}")))?;
     crate::detached(py, move || {
         let m = rbd::builders::random_tree(n, seed, &Joint::examples());
         Ok::<_, rbd::RbdError>(PyModel::new(m))

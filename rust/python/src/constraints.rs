@@ -36,8 +36,18 @@ fn frame_name(f: Option<String>) -> Option<String> {
 impl PyPointOnPlane {
     #[new]
     #[pyo3(signature = (frame_a, point_a, normal, frame_b, point_b))]
-    fn new(frame_a: Option<String>, point_a: &Bound<'_, PyAny>, normal: &Bound<'_, PyAny>, frame_b: Option<String>, point_b: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(Self { a: (frame_name(frame_a), convert::vector3(point_a, "point_a")?), normal: convert::vector3(normal, "normal")?, b: (frame_name(frame_b), convert::vector3(point_b, "point_b")?) })
+    fn new(
+        frame_a: Option<String>,
+        point_a: &Bound<'_, PyAny>,
+        normal: &Bound<'_, PyAny>,
+        frame_b: Option<String>,
+        point_b: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            a: (frame_name(frame_a), convert::vector3(point_a, "point_a")?),
+            normal: convert::vector3(normal, "normal")?,
+            b: (frame_name(frame_b), convert::vector3(point_b, "point_b")?),
+        })
     }
     fn __repr__(&self) -> String {
         format!("PointOnPlane({:?}, {:?}, normal={:?}, {:?}, {:?})", self.a.0, self.a.1.as_slice(), self.normal.as_slice(), self.b.0, self.b.1.as_slice())

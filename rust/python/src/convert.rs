@@ -12,14 +12,11 @@
 use crate::errors::INPUT_ERROR;
 use nalgebra::{DMatrix, Matrix3, Vector3};
 use numpy::ndarray::{Array2, Array3, IxDyn};
-use numpy::{
-    Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods,
-    PyUntypedArray, PyUntypedArrayMethods,
-};
+use numpy::{Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyTypeError};
-use pyo3::types::{PyBool, PyInt};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyInt};
 use vidyn_rbd::Model;
 use vidyn_spatial::{Force, Motion, Se3};
 
@@ -30,14 +27,7 @@ pub const ROTATION_TOL: f64 = 1e-9;
 pub fn shape_str(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("({})", shape.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -50,13 +40,7 @@ fn subscript(mut flat: usize, shape: &[usize]) -> String {
             flat /= n;
         }
     }
-    format!(
-        "[{}]",
-        idx.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    format!("[{}]", idx.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
 }
 
 /// `x` as a float64 NumPy array: itself when it already is one, else `numpy.asarray(x, dtype=float64)`.
@@ -67,21 +51,14 @@ fn as_array<'py>(x: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArr
     let py = x.py();
     if let Ok(a) = x.cast::<PyUntypedArray>() {
         if a.dtype().kind() == b'c' {
-            return Err(INPUT_ERROR.err(format!(
-                "{name} has complex dtype {}, expected real float64 values",
-                a.dtype()
-            )));
+            return Err(INPUT_ERROR.err(format!("{name} has complex dtype {}, expected real float64 values", a.dtype())));
         }
     }
     static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let converted = ASARRAY
         .import(py, "numpy", "asarray")?
         .call1((x, numpy::dtype::<f64>(py)))
-        .map_err(|e| {
-            INPUT_ERROR.err(format!(
-                "{name} cannot be converted to a float64 array: {e}"
-            ))
-        })?;
+        .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be converted to a float64 array: {e}")))?;
     Ok(converted.cast_into::<PyArrayDyn<f64>>()?)
 }
 
@@ -93,26 +70,16 @@ pub fn ndim(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
 /// The entries of `x` in C order after checking its shape against `expected` and that
 /// every entry is finite. `expected_desc`, when given, describes the expected shape in
 /// terms of the model (`(model.nq,)`).
-pub fn read(
-    x: &Bound<'_, PyAny>,
-    name: &str,
-    expected: &[usize],
-    expected_desc: Option<&str>,
-) -> PyResult<Vec<f64>> {
+pub fn read(x: &Bound<'_, PyAny>, name: &str, expected: &[usize], expected_desc: Option<&str>) -> PyResult<Vec<f64>> {
     let a = as_array(x, name)?;
     if a.shape() != expected {
         let want = match expected_desc {
             Some(desc) => format!("{desc} = {}", shape_str(expected)),
             None => shape_str(expected),
         };
-        return Err(INPUT_ERROR.err(format!(
-            "{name} has shape {}, expected {want}",
-            shape_str(a.shape())
-        )));
+        return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {want}", shape_str(a.shape()))));
     }
-    let a = a
-        .try_readonly()
-        .map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
+    let a = a.try_readonly().map_err(|e| INPUT_ERROR.err(format!("{name} cannot be read: {e}")))?;
     // `as_slice` also accepts Fortran-contiguous arrays (their memory order is not C order),
     // so it is taken only for C-contiguous ones; every other layout is read element by
     // element in logical (C) order.
@@ -121,33 +88,18 @@ pub fn read(
         _ => a.as_array().iter().copied().collect(),
     };
     if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(INPUT_ERROR.err(format!(
-            "{name}{} is not finite ({})",
-            subscript(k, expected),
-            float_str(*v)
-        )));
+        return Err(INPUT_ERROR.err(format!("{name}{} is not finite ({})", subscript(k, expected), float_str(*v))));
     }
     Ok(data)
 }
 
 /// A 2-D array with `ncols` columns and any number of rows: `(entries in C order, rows)`.
 /// `desc` is its shape in words, `(N+1, n)`, and `cols` the name of `ncols` in it.
-pub fn read_rows(
-    x: &Bound<'_, PyAny>,
-    name: &str,
-    ncols: usize,
-    desc: &str,
-    cols: &str,
-) -> PyResult<(Vec<f64>, usize)> {
+pub fn read_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str, cols: &str) -> PyResult<(Vec<f64>, usize)> {
     let shape = as_array(x, name)?.shape().to_vec();
     let rows = match shape.as_slice() {
         [rows, c] if *c == ncols => *rows,
-        _ => {
-            return Err(INPUT_ERROR.err(format!(
-                "{name} has shape {}, expected {desc} with {cols} = {ncols}",
-                shape_str(&shape)
-            )))
-        }
+        _ => return Err(INPUT_ERROR.err(format!("{name} has shape {}, expected {desc} with {cols} = {ncols}", shape_str(&shape)))),
     };
     Ok((read(x, name, &[rows, ncols], None)?, rows))
 }
@@ -163,11 +115,7 @@ pub fn tangent(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<
 }
 
 /// A tangent vector, or zeros when `x` is `None`.
-pub fn tangent_or_zero(
-    x: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    model: &Model,
-) -> PyResult<Vec<f64>> {
+pub fn tangent_or_zero(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
     match x {
         Some(x) if !x.is_none() => tangent(x, name, model),
         _ => Ok(vec![0.0; model.nv]),
@@ -176,26 +124,13 @@ pub fn tangent_or_zero(
 
 /// Optional per-body external wrenches `(model.nbodies, 6)`, rows `[linear; angular]` (body
 /// frames); `None` (or a missing argument) gives `None`.
-pub fn forces(
-    x: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    model: &Model,
-) -> PyResult<Option<Vec<Force>>> {
+pub fn forces(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Option<Vec<Force>>> {
     let Some(x) = x.filter(|x| !x.is_none()) else {
         return Ok(None);
     };
     let n = model.nbodies();
     let data = read(x, name, &[n, 6], Some("(model.nbodies, 6)"))?;
-    Ok(Some(
-        data.chunks_exact(6)
-            .map(|r| {
-                Force::new(
-                    Vector3::new(r[0], r[1], r[2]),
-                    Vector3::new(r[3], r[4], r[5]),
-                )
-            })
-            .collect(),
-    ))
+    Ok(Some(data.chunks_exact(6).map(|r| Force::new(Vector3::new(r[0], r[1], r[2]), Vector3::new(r[3], r[4], r[5]))).collect()))
 }
 
 pub fn vector3(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vector3<f64>> {
@@ -211,17 +146,13 @@ pub fn placement(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Se3> {
     let h = read(x, name, &[4, 4], None)?;
     let bottom = &h[12..16];
     if bottom != [0.0, 0.0, 0.0, 1.0] {
-        return Err(INPUT_ERROR.err(format!(
-            "{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)"
-        )));
+        return Err(INPUT_ERROR.err(format!("{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)")));
     }
     let r = Matrix3::new(h[0], h[1], h[2], h[4], h[5], h[6], h[8], h[9], h[10]);
     let orth = (r.transpose() * r - Matrix3::identity()).abs().max();
     let det = r.determinant();
     if orth > ROTATION_TOL || (det - 1.0).abs() > ROTATION_TOL {
-        return Err(INPUT_ERROR.err(format!(
-            "{name}[:3, :3] is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (tolerance {ROTATION_TOL:e})"
-        )));
+        return Err(INPUT_ERROR.err(format!("{name}[:3, :3] is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (tolerance {ROTATION_TOL:e})")));
     }
     Ok(Se3::new(r, Vector3::new(h[3], h[7], h[11])))
 }
@@ -274,14 +205,7 @@ pub fn placements_out<'py>(py: Python<'py>, ms: &[Se3]) -> Bound<'py, PyArray3<f
 
 /// Spatial motions as an `(n, 6)` array of rows `[linear; angular]`.
 pub fn motions_out<'py>(py: Python<'py>, ms: &[Motion]) -> Bound<'py, PyArray2<f64>> {
-    Array2::from_shape_fn((ms.len(), 6), |(k, i)| {
-        if i < 3 {
-            ms[k].linear[i]
-        } else {
-            ms[k].angular[i - 3]
-        }
-    })
-    .into_pyarray(py)
+    Array2::from_shape_fn((ms.len(), 6), |(k, i)| if i < 3 { ms[k].linear[i] } else { ms[k].angular[i - 3] }).into_pyarray(py)
 }
 
 /// The number of entries of an array of `shape`, or `InputError` when it does not fit in
@@ -292,12 +216,7 @@ pub fn entries<T>(shape: &[usize], name: &str) -> PyResult<usize> {
         .iter()
         .try_fold(1_usize, |acc, &d| acc.checked_mul(d))
         .filter(|&n| std::alloc::Layout::array::<T>(n).is_ok())
-        .ok_or_else(|| {
-            INPUT_ERROR.err(format!(
-                "{name} would have shape {}: too many entries to address",
-                shape_str(shape)
-            ))
-        })
+        .ok_or_else(|| INPUT_ERROR.err(format!("{name} would have shape {}: too many entries to address", shape_str(shape))))
 }
 
 /// Element types whose all-zero bit pattern is the value zero (so [`zeros`] may hand out
@@ -310,12 +229,7 @@ impl ZeroBits for i64 {}
 /// of aborting the process. Like `vec!`, it asks the allocator for zeroed memory, which the
 /// system hands out lazily.
 pub fn zeros<T: ZeroBits>(len: usize, name: &str) -> PyResult<Vec<T>> {
-    let too_large = || {
-        PyMemoryError::new_err(format!(
-            "cannot allocate {name}: {len} entries of {} bytes",
-            std::mem::size_of::<T>()
-        ))
-    };
+    let too_large = || PyMemoryError::new_err(format!("cannot allocate {name}: {len} entries of {} bytes", std::mem::size_of::<T>()));
     let layout = std::alloc::Layout::array::<T>(len).map_err(|_| too_large())?;
     if layout.size() == 0 {
         return Ok(Vec::new());
@@ -338,11 +252,7 @@ pub fn zeros_for<T: ZeroBits>(shape: &[usize], name: &str) -> PyResult<Vec<T>> {
 }
 
 /// `data` (C order) as an array of `shape`, handed to NumPy without a copy.
-pub fn array_out<'py, T: Element>(
-    py: Python<'py>,
-    data: Vec<T>,
-    shape: &[usize],
-) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+pub fn array_out<'py, T: Element>(py: Python<'py>, data: Vec<T>, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
     PyArray1::from_vec(py, data).reshape(IxDyn(shape))
 }
 
@@ -364,14 +274,8 @@ pub fn index(x: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
     }
     match x.extract::<i128>() {
         Ok(i) => non_negative(i, name),
-        Err(_) if x.is_instance_of::<PyInt>() => Err(INPUT_ERROR.err(format!(
-            "{name} must be a non-negative int below 2**{}, got {x}",
-            usize::BITS
-        ))),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "{name} must be an int, got {}",
-            type_name(x)
-        ))),
+        Err(_) if x.is_instance_of::<PyInt>() => Err(INPUT_ERROR.err(format!("{name} must be a non-negative int below 2**{}, got {x}", usize::BITS))),
+        Err(_) => Err(PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(x)))),
     }
 }
 
@@ -384,7 +288,5 @@ pub fn non_negative(i: i128, name: &str) -> PyResult<usize> {
 }
 
 pub fn type_name(x: &Bound<'_, PyAny>) -> String {
-    x.get_type()
-        .name()
-        .map_or_else(|_| "?".to_string(), |n| n.to_string())
+    x.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
 }

@@ -34,12 +34,7 @@ pub struct ExceptionClass {
 
 impl ExceptionClass {
     const fn new(name: &'static str, doc: &'static str, bases: Bases) -> Self {
-        Self {
-            name,
-            doc,
-            bases,
-            cell: PyOnceLock::new(),
-        }
+        Self { name, doc, bases, cell: PyOnceLock::new() }
     }
 
     /// The Python class.
@@ -69,11 +64,8 @@ impl ExceptionClass {
     }
 }
 
-pub static VIDYN_ERROR: ExceptionClass = ExceptionClass::new(
-    "VidynError",
-    "Base class of every error raised by vidyn.",
-    |py| Ok(vec![py.get_type::<PyException>()]),
-);
+pub static VIDYN_ERROR: ExceptionClass =
+    ExceptionClass::new("VidynError", "Base class of every error raised by vidyn.", |py| Ok(vec![py.get_type::<PyException>()]));
 
 pub static MODEL_ERROR: ExceptionClass = ExceptionClass::new(
     "ModelError",
@@ -82,11 +74,8 @@ pub static MODEL_ERROR: ExceptionClass = ExceptionClass::new(
     |py| Ok(vec![VIDYN_ERROR.get(py)?]),
 );
 
-pub static URDF_ERROR: ExceptionClass = ExceptionClass::new(
-    "UrdfError",
-    "A URDF document or file that cannot be turned into a model.",
-    |py| Ok(vec![MODEL_ERROR.get(py)?]),
-);
+pub static URDF_ERROR: ExceptionClass =
+    ExceptionClass::new("UrdfError", "A URDF document or file that cannot be turned into a model.", |py| Ok(vec![MODEL_ERROR.get(py)?]));
 
 pub static INPUT_ERROR: ExceptionClass = ExceptionClass::new(
     "InputError",
@@ -95,17 +84,13 @@ pub static INPUT_ERROR: ExceptionClass = ExceptionClass::new(
     |py| Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyValueError>()]),
 );
 
-pub static UNKNOWN_NAME_ERROR: ExceptionClass = ExceptionClass::new(
-    "UnknownNameError",
-    "The model has no frame or joint of that name. Also a KeyError.",
-    |py| Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyKeyError>()]),
-);
+pub static UNKNOWN_NAME_ERROR: ExceptionClass =
+    ExceptionClass::new("UnknownNameError", "The model has no frame or joint of that name. Also a KeyError.", |py| {
+        Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyKeyError>()])
+    });
 
-pub static CONVERGENCE_ERROR: ExceptionClass = ExceptionClass::new(
-    "ConvergenceError",
-    "An iterative solver or implicit integrator did not converge.",
-    |py| Ok(vec![VIDYN_ERROR.get(py)?]),
-);
+pub static CONVERGENCE_ERROR: ExceptionClass =
+    ExceptionClass::new("ConvergenceError", "An iterative solver or implicit integrator did not converge.", |py| Ok(vec![VIDYN_ERROR.get(py)?]));
 
 /// The warning category of vidyn (a model accepted with something a user should know).
 pub static MODEL_WARNING: ExceptionClass = ExceptionClass::new(
@@ -127,15 +112,7 @@ pub fn warn_model(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 }
 
 /// Every class, in the order they are added to the module.
-pub static ALL: [&ExceptionClass; 7] = [
-    &VIDYN_ERROR,
-    &MODEL_ERROR,
-    &URDF_ERROR,
-    &INPUT_ERROR,
-    &UNKNOWN_NAME_ERROR,
-    &CONVERGENCE_ERROR,
-    &MODEL_WARNING,
-];
+pub static ALL: [&ExceptionClass; 7] = [&VIDYN_ERROR, &MODEL_ERROR, &URDF_ERROR, &INPUT_ERROR, &UNKNOWN_NAME_ERROR, &CONVERGENCE_ERROR, &MODEL_WARNING];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for class in ALL {
@@ -164,22 +141,12 @@ impl From<PyVidynErr> for PyErr {
 /// `tests/test_errors.py` (through [`raise_core_error`] and through real calls).
 pub fn to_pyerr(e: &RbdError) -> PyErr {
     match e {
-        RbdError::Dimension {
-            arg,
-            got,
-            expected,
-            field,
-        } => INPUT_ERROR.err(format!(
-            "{arg} has shape ({got},), expected ({field},) = ({expected},)"
-        )),
-        RbdError::NonFinite { .. }
-        | RbdError::NotNormalized { .. }
-        | RbdError::IndexOutOfRange { .. }
-        | RbdError::Singular { .. } => INPUT_ERROR.err(e.to_string()),
-        RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
-        RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => {
-            MODEL_ERROR.err(e.to_string())
+        RbdError::Dimension { arg, got, expected, field } => INPUT_ERROR.err(format!("{arg} has shape ({got},), expected ({field},) = ({expected},)")),
+        RbdError::NonFinite { .. } | RbdError::NotNormalized { .. } | RbdError::IndexOutOfRange { .. } | RbdError::Singular { .. } => {
+            INPUT_ERROR.err(e.to_string())
         }
+        RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
+        RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => MODEL_ERROR.err(e.to_string()),
         RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
         // `RbdError` is non-exhaustive: a variant added later lands on the base class until
         // it gets its own arm (and its own test).
@@ -211,7 +178,11 @@ pub fn vi_to_pyerr(e: &ViError) -> PyErr {
         ViError::Model(inner) => to_pyerr(inner),
         ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
         ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
-        ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. } | ViError::DegenerateConstraints { .. } | ViError::NotGenuine { .. } | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
+        ViError::NewtonDiverged { .. }
+        | ViError::SingularJacobian { .. }
+        | ViError::DegenerateConstraints { .. }
+        | ViError::NotGenuine { .. }
+        | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
         #[allow(unreachable_patterns)]
         _ => VIDYN_ERROR.err(e.to_string()),
     }
@@ -224,39 +195,15 @@ pub fn vi_to_pyerr(e: &ViError) -> PyErr {
 #[pyo3(name = "_raise_core_error")]
 pub fn raise_core_error(variant: &str) -> PyResult<()> {
     let e = match variant {
-        "Dimension" => RbdError::Dimension {
-            arg: "q",
-            got: 6,
-            expected: 7,
-            field: "model.nq",
-        },
-        "NonFinite" => RbdError::NonFinite {
-            arg: "v",
-            index: 2,
-            value: f64::NAN,
-        },
-        "NotNormalized" => RbdError::NotNormalized {
-            joint: "root".into(),
-            index: 3,
-            norm: 2.0,
-            tol: 1e-6,
-        },
-        "UnknownName" => RbdError::UnknownName {
-            what: "frame",
-            name: "nowhere".into(),
-        },
-        "IndexOutOfRange" => RbdError::IndexOutOfRange {
-            what: "frame",
-            index: 9,
-            len: 3,
-        },
+        "Dimension" => RbdError::Dimension { arg: "q", got: 6, expected: 7, field: "model.nq" },
+        "NonFinite" => RbdError::NonFinite { arg: "v", index: 2, value: f64::NAN },
+        "NotNormalized" => RbdError::NotNormalized { joint: "root".into(), index: 3, norm: 2.0, tol: 1e-6 },
+        "UnknownName" => RbdError::UnknownName { what: "frame", name: "nowhere".into() },
+        "IndexOutOfRange" => RbdError::IndexOutOfRange { what: "frame", index: 9, len: 3 },
         "InvalidModel" => RbdError::InvalidModel("sample".into()),
         "Urdf" => RbdError::Urdf("sample".into()),
         "NotPositiveDefinite" => RbdError::NotPositiveDefinite { joint: "j1".into() },
-        "Singular" => RbdError::Singular {
-            joint: "ball".into(),
-            detail: "gimbal lock".into(),
-        },
+        "Singular" => RbdError::Singular { joint: "ball".into(), detail: "gimbal lock".into() },
         other => return Err(INPUT_ERROR.err(format!("unknown RbdError variant '{other}'"))),
     };
     Err(to_pyerr(&e))

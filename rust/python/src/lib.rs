@@ -59,7 +59,12 @@ const POLL: Duration = Duration::from_millis(50);
 /// thread re-attaches at most every [`POLL`] to check signals (Ctrl-C cancels the job, which
 /// stops at its next step or row, and raises `KeyboardInterrupt`) and to call
 /// `progress(done, total)` (an exception from the callback cancels the job too).
-pub(crate) fn interruptible<'py, R: Send>(py: Python<'py>, progress: Option<&Bound<'py, PyAny>>, total: usize, job: impl FnOnce(&Control<'_>) -> R + Send) -> PyResult<R> {
+pub(crate) fn interruptible<'py, R: Send>(
+    py: Python<'py>,
+    progress: Option<&Bound<'py, PyAny>>,
+    total: usize,
+    job: impl FnOnce(&Control<'_>) -> R + Send,
+) -> PyResult<R> {
     let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(|p| p.clone().unbind());
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);
     let control = Control::with_poll(POLL, |c| {
@@ -145,13 +150,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::optim_projection, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_project, m)?)?;
     // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
-    let mut public: Vec<String> = m
-        .dict()
-        .keys()
-        .iter()
-        .map(|k| k.to_string())
-        .filter(|k| !k.starts_with('_'))
-        .collect();
+    let mut public: Vec<String> = m.dict().keys().iter().map(|k| k.to_string()).filter(|k| !k.starts_with('_')).collect();
     public.sort();
     m.add("__all__", public)?;
     Ok(())

@@ -2,9 +2,9 @@
 //! `vidyn_maximal`. Every computation runs detached from the interpreter.
 
 use crate::convert;
-use crate::{detached, interruptible};
 use crate::errors::{CoreError, CONVERGENCE_ERROR, INPUT_ERROR, MODEL_ERROR, UNKNOWN_NAME_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
+use crate::{detached, interruptible};
 use nalgebra::Vector3;
 use numpy::ndarray::Array3;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDyn};
@@ -84,7 +84,15 @@ impl PyMaximalIntegrator {
     #[new]
     #[pyo3(signature = (model, dt, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30))]
     #[allow(clippy::too_many_arguments)]
-    fn new(model: &Bound<'_, PyModel>, dt: f64, damping: Option<&Bound<'_, PyAny>>, stiffness: Option<&Bound<'_, PyAny>>, rest: Option<&Bound<'_, PyAny>>, tolerance: f64, max_iterations: usize) -> PyResult<Self> {
+    fn new(
+        model: &Bound<'_, PyModel>,
+        dt: f64,
+        damping: Option<&Bound<'_, PyAny>>,
+        stiffness: Option<&Bound<'_, PyAny>>,
+        rest: Option<&Bound<'_, PyAny>>,
+        tolerance: f64,
+        max_iterations: usize,
+    ) -> PyResult<Self> {
         let m = model.get().inner.clone();
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str| x.map(|x| convert::read(x, name, &[n], Some("(model.nv,)"))).transpose();
@@ -141,7 +149,16 @@ impl PyMaximalIntegrator {
     /// index.
     #[pyo3(signature = (name, kind, parent, child, parent_frame = None, child_frame = None, axis = None))]
     #[allow(clippy::too_many_arguments)]
-    fn add_loop_closure(&self, name: &str, kind: &str, parent: Option<&Bound<'_, PyAny>>, child: &Bound<'_, PyAny>, parent_frame: Option<&Bound<'_, PyAny>>, child_frame: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+    fn add_loop_closure(
+        &self,
+        name: &str,
+        kind: &str,
+        parent: Option<&Bound<'_, PyAny>>,
+        child: &Bound<'_, PyAny>,
+        parent_frame: Option<&Bound<'_, PyAny>>,
+        child_frame: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
         let vi = self.current();
         let mut mech = (**vi.mechanism()).clone();
         let pa = body_ref(&mech, parent, "parent", true)?;
@@ -195,7 +212,16 @@ impl PyMaximalIntegrator {
     /// contact index.
     #[pyo3(signature = (name, body, point, radius = 0.0, normal = None, offset = 0.0, friction = 0.5))]
     #[allow(clippy::too_many_arguments)]
-    fn add_contact(&self, name: &str, body: &Bound<'_, PyAny>, point: &Bound<'_, PyAny>, radius: f64, normal: Option<&Bound<'_, PyAny>>, offset: f64, friction: f64) -> PyResult<usize> {
+    fn add_contact(
+        &self,
+        name: &str,
+        body: &Bound<'_, PyAny>,
+        point: &Bound<'_, PyAny>,
+        radius: f64,
+        normal: Option<&Bound<'_, PyAny>>,
+        offset: f64,
+        friction: f64,
+    ) -> PyResult<usize> {
         let vi = self.current();
         let mut mech = (**vi.mechanism()).clone();
         let b = body_ref(&mech, Some(body), "body", false)?.unwrap_or(0);
@@ -247,7 +273,14 @@ impl PyMaximalIntegrator {
     /// zeros if omitted) under the generalised forces `u` (N, model.nv), or `steps` steps
     /// without forces. -> MaximalTrajectory. Ctrl-C stops it between steps.
     #[pyo3(signature = (q0, v0 = None, u = None, *, steps = None))]
-    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, steps: Option<&Bound<'_, PyAny>>) -> PyResult<PyMaximalTrajectory> {
+    fn rollout(
+        &self,
+        py: Python<'_>,
+        q0: &Bound<'_, PyAny>,
+        v0: Option<&Bound<'_, PyAny>>,
+        u: Option<&Bound<'_, PyAny>>,
+        steps: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyMaximalTrajectory> {
         let vi = self.current();
         let model = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
         let n = model.nv;
@@ -292,7 +325,13 @@ impl PyMaximalIntegrator {
     /// of the last interval, `(q_k − q_{k−1})/dt`) under `u` (n,) (zeros if omitted) ->
     /// `(q_next, v_next, A (2n, 2n), B (2n, n))`.
     #[pyo3(signature = (q, v, u = None))]
-    fn linearize_minimal<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<MinimalStep<'py>> {
+    fn linearize_minimal<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        u: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<MinimalStep<'py>> {
         let vi = self.current();
         let model = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
         let n = model.nv;

@@ -54,10 +54,7 @@ impl DerefMut for WorkspaceGuard<'_> {
 
 impl PyModel {
     pub fn new(model: rbd::Model) -> Self {
-        Self {
-            inner: Arc::new(model),
-            ws: OnceLock::new(),
-        }
+        Self { inner: Arc::new(model), ws: OnceLock::new() }
     }
 
     /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned
@@ -66,9 +63,7 @@ impl PyModel {
         match self.ws.get_or_init(|| Mutex::new(self.inner.workspace())).try_lock() {
             Ok(g) => WorkspaceGuard::Shared(g),
             Err(TryLockError::Poisoned(p)) => WorkspaceGuard::Shared(p.into_inner()),
-            Err(TryLockError::WouldBlock) => {
-                WorkspaceGuard::Fresh(Box::new(self.inner.workspace()))
-            }
+            Err(TryLockError::WouldBlock) => WorkspaceGuard::Fresh(Box::new(self.inner.workspace())),
         }
     }
 
@@ -79,24 +74,14 @@ impl PyModel {
             return m.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e));
         }
         let Ok(i) = frame.extract::<i128>() else {
-            return Err(PyTypeError::new_err(format!(
-                "frame must be a frame name (str) or index (int), got {}",
-                convert::type_name(frame)
-            )));
+            return Err(PyTypeError::new_err(format!("frame must be a frame name (str) or index (int), got {}", convert::type_name(frame))));
         };
         let len = m.frames.len();
-        usize::try_from(i).ok().filter(|&i| i < len).ok_or_else(|| {
-            INPUT_ERROR.err(format!(
-                "frame index {i} out of range (model has {len} frames)"
-            ))
-        })
+        usize::try_from(i).ok().filter(|&i| i < len).ok_or_else(|| INPUT_ERROR.err(format!("frame index {i} out of range (model has {len} frames)")))
     }
 
     /// The model `load` reads, its warnings issued as `ModelWarning`s.
-    fn from_urdf_result(
-        py: Python<'_>,
-        load: impl Send + FnOnce() -> rbd::Result<(rbd::Model, Vec<String>)>,
-    ) -> PyResult<Self> {
+    fn from_urdf_result(py: Python<'_>, load: impl Send + FnOnce() -> rbd::Result<(rbd::Model, Vec<String>)>) -> PyResult<Self> {
         let (model, warnings) = detached(py, load)?;
         crate::errors::warn_model(py, &warnings)?;
         Ok(Self::new(model))
@@ -119,17 +104,11 @@ fn seed_from(rng: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
     let py = rng.py();
     static GENERATOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     if rng.is_instance(GENERATOR.import(py, "numpy.random", "Generator")?)? {
-        return rng
-            .call_method1(intern!(py, "integers"), (0u64, 1u64 << 63))?
-            .extract::<u64>();
+        return rng.call_method1(intern!(py, "integers"), (0u64, 1u64 << 63))?.extract::<u64>();
     }
     match rng.extract::<i128>() {
-        Ok(s) => u64::try_from(s)
-            .map_err(|_| INPUT_ERROR.err(format!("rng seed must be in [0, 2**64), got {s}"))),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "rng must be None, an int seed or a numpy.random.Generator, got {}",
-            convert::type_name(rng)
-        ))),
+        Ok(s) => u64::try_from(s).map_err(|_| INPUT_ERROR.err(format!("rng seed must be in [0, 2**64), got {s}"))),
+        Err(_) => Err(PyTypeError::new_err(format!("rng must be None, an int seed or a numpy.random.Generator, got {}", convert::type_name(rng)))),
     }
 }
 
@@ -138,9 +117,7 @@ fn check_sampling_limits(m: &rbd::Model) -> PyResult<()> {
     let (lo, hi) = (&m.limits.lower_position, &m.limits.upper_position);
     for (i, (l, h)) in lo.iter().zip(hi).enumerate() {
         if l.is_finite() && h.is_finite() && l < h && !(h - l).is_finite() {
-            return Err(MODEL_ERROR.err(format!(
-                "position limits of q[{i}] span [{l}, {h}], too wide to sample uniformly"
-            )));
+            return Err(MODEL_ERROR.err(format!("position limits of q[{i}] span [{l}, {h}], too wide to sample uniformly")));
         }
     }
     Ok(())
@@ -153,18 +130,14 @@ impl PyModel {
     #[staticmethod]
     #[pyo3(signature = (path, floating_base = false))]
     fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || {
-            rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base))
-        })
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base)))
     }
 
     /// Parses a URDF document given as a string.
     #[staticmethod]
     #[pyo3(signature = (xml, floating_base = false))]
     fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || {
-            rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base))
-        })
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base)))
     }
 
     /// Model name (the URDF robot name).
@@ -200,21 +173,13 @@ impl PyModel {
     /// (nbodies,) kind of each joint: revolute, prismatic, spherical, freeflyer or planar.
     #[getter]
     fn joint_kinds(&self) -> Vec<&'static str> {
-        self.inner
-            .joints
-            .iter()
-            .map(rbd::Joint::kind_name)
-            .collect()
+        self.inner.joints.iter().map(rbd::Joint::kind_name).collect()
     }
 
     /// (nbodies,) parent body of each body, -1 for the world.
     #[getter]
     fn parents(&self) -> Vec<i64> {
-        self.inner
-            .parents
-            .iter()
-            .map(|p| p.map_or(-1, |p| p as i64))
-            .collect()
+        self.inner.parents.iter().map(|p| p.map_or(-1, |p| p as i64)).collect()
     }
 
     /// (nbodies,) first configuration index of each joint.
@@ -301,11 +266,7 @@ impl PyModel {
     /// `rng`: None (fresh entropy), an int seed, or a `numpy.random.Generator` (one
     /// integer is drawn from it as the seed).
     #[pyo3(signature = (rng = None))]
-    fn random_configuration<'py>(
-        &self,
-        py: Python<'py>,
-        rng: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn random_configuration<'py>(&self, py: Python<'py>, rng: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let mut r = ChaCha8Rng::seed_from_u64(seed_from(rng)?);
         let m = &*self.inner;
         check_sampling_limits(m)?;
@@ -315,33 +276,17 @@ impl PyModel {
 
     /// `q ⊕ v` `(nq,)`: the configuration reached from `q` `(nq,)` by following the
     /// constant velocity `v` `(nv,)` for unit time.
-    fn integrate<'py>(
-        &self,
-        py: Python<'py>,
-        q: &Bound<'py, PyAny>,
-        v: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn integrate<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q, v) = (
-            convert::configuration(q, "q", m)?,
-            convert::tangent(v, "v", m)?,
-        );
+        let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
         let out = detached(py, move || rbd::integrate(m, &q, &v))?;
         Ok(convert::vector_out(py, &out))
     }
 
     /// `q1 ⊖ q0` `(nv,)`: the velocity `v` with `integrate(q0, v) == q1`.
-    fn difference<'py>(
-        &self,
-        py: Python<'py>,
-        q0: &Bound<'py, PyAny>,
-        q1: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn difference<'py>(&self, py: Python<'py>, q0: &Bound<'py, PyAny>, q1: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q0, q1) = (
-            convert::configuration(q0, "q0", m)?,
-            convert::configuration(q1, "q1", m)?,
-        );
+        let (q0, q1) = (convert::configuration(q0, "q0", m)?, convert::configuration(q1, "q1", m)?);
         let out = detached(py, move || rbd::difference(m, &q0, &q1))?;
         Ok(convert::vector_out(py, &out))
     }
@@ -354,26 +299,17 @@ impl PyModel {
 
     /// Index of the frame called `name` (raises UnknownNameError).
     fn frame_index(&self, name: &str) -> PyResult<usize> {
-        self.inner
-            .frame_index(name)
-            .map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e))
     }
 
     /// Index of the body moved by the joint called `name` (raises UnknownNameError).
     fn joint_index(&self, name: &str) -> PyResult<usize> {
-        self.inner
-            .joint_index(name)
-            .map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let m = &self.inner;
         let name = pyo3::types::PyString::new(py, &m.name).repr()?;
-        Ok(format!(
-            "Model(name={name}, nq={}, nv={}, nbodies={})",
-            m.nq,
-            m.nv,
-            m.nbodies()
-        ))
+        Ok(format!("Model(name={name}, nq={}, nv={}, nbodies={})", m.nq, m.nv, m.nbodies()))
     }
 }

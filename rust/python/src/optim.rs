@@ -3,9 +3,9 @@
 //! only; the maths is `vidyn_optim`, run with the interpreter detached.
 
 use crate::convert;
-use crate::{detached, interruptible};
 use crate::errors::{vi_to_pyerr, CoreError, CONVERGENCE_ERROR, INPUT_ERROR};
 use crate::vi::PyVariationalIntegrator;
+use crate::{detached, interruptible};
 use nalgebra::DMatrix;
 use numpy::ndarray::{Array1, Array3};
 use numpy::{IntoPyArray, PyArray1};
@@ -15,8 +15,8 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    Cancellable,
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cost, DescentModel, FramePositionCost, IlqrOptions, LinearDynamics, Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, DescentModel, FramePositionCost, IlqrOptions, LinearDynamics,
+    Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
 };
 
 impl CoreError for OptimError {
@@ -66,12 +66,18 @@ fn stack_out<'py>(py: Python<'py>, ms: &[DMatrix<f64>], r: usize, c: usize) -> B
     Array3::from_shape_fn((ms.len(), r, c), |(k, i, j)| ms[k][(i, j)]).into_pyarray(py)
 }
 
-
 /// Time-varying LQR: A (N, nx, nx), B (N, nx, nu), Q (N, nx, nx), R (N, nu, nu), QN (nx, nx)
 /// -> (K (N, nu, nx), P (N+1, nx, nx)).
 #[pyfunction]
 #[pyo3(name = "_optim_lqr")]
-pub fn optim_lqr<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>, q: &Bound<'py, PyAny>, r: &Bound<'py, PyAny>, qn: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+pub fn optim_lqr<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    qn: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     let a = read_stack(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
     if a.first().is_some_and(|m| m.ncols() != nx) {
@@ -90,7 +96,15 @@ pub fn optim_lqr<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyA
 #[pyfunction]
 #[pyo3(name = "_optim_dlqr")]
 #[allow(clippy::too_many_arguments)]
-pub fn optim_dlqr<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>, q: &Bound<'py, PyAny>, r: &Bound<'py, PyAny>, tolerance: f64, max_iterations: usize) -> PyResult<Bound<'py, PyAny>> {
+pub fn optim_dlqr<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    tolerance: f64,
+    max_iterations: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     let sa = shape(a, "A")?;
     let sb = shape(b, "B")?;
     let (&[nx, nx2], &[nxb, nu]) = (&sa[..], &sb[..]) else {
@@ -122,7 +136,16 @@ fn actuated_list(actuated: Option<Vec<i64>>, n: usize) -> PyResult<Option<Vec<us
 #[pyfunction]
 #[pyo3(name = "_optim_closed_loop", signature = (vi, q0, p0, x_ref, u_ref, gains, actuated = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn optim_closed_loop<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, q0: &Bound<'py, PyAny>, p0: &Bound<'py, PyAny>, x_ref: &Bound<'py, PyAny>, u_ref: &Bound<'py, PyAny>, gains: &Bound<'py, PyAny>, actuated: Option<Vec<i64>>) -> PyResult<Bound<'py, PyAny>> {
+pub fn optim_closed_loop<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    q0: &Bound<'py, PyAny>,
+    p0: &Bound<'py, PyAny>,
+    x_ref: &Bound<'py, PyAny>,
+    u_ref: &Bound<'py, PyAny>,
+    gains: &Bound<'py, PyAny>,
+    actuated: Option<Vec<i64>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
@@ -201,7 +224,8 @@ pub fn optim_ilqr<'py>(
         })
         .transpose()
     };
-    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min: bound(u_min, "u_min")?, u_max: bound(u_max, "u_max")?, ..IlqrOptions::default() };
+    let options =
+        IlqrOptions { method, max_iterations, tolerance, mu_init, u_min: bound(u_min, "u_min")?, u_max: bound(u_max, "u_max")?, ..IlqrOptions::default() };
     if let (Some(lo), Some(hi)) = (&options.u_min, &options.u_max) {
         if lo.len() != m || hi.len() != m {
             return Err(INPUT_ERROR.err(format!("u_min and u_max must have shape (m,) = ({m},)")));
@@ -325,7 +349,12 @@ fn parse_method(method: &str) -> PyResult<Method> {
 /// `(frame index, target, running weight, terminal weight)` of a Cartesian reaching cost.
 type FrameSpec = (usize, [f64; 3], f64, f64);
 
-fn frame_spec(vi: &vidyn_vi::VariationalIntegrator, frame: Option<String>, target: Option<Vec<f64>>, weights: Option<(f64, f64)>) -> PyResult<Option<FrameSpec>> {
+fn frame_spec(
+    vi: &vidyn_vi::VariationalIntegrator,
+    frame: Option<String>,
+    target: Option<Vec<f64>>,
+    weights: Option<(f64, f64)>,
+) -> PyResult<Option<FrameSpec>> {
     match (frame, target) {
         (None, None) => Ok(None),
         (Some(name), Some(t)) => {
@@ -362,7 +391,14 @@ type FrameArgs = (Option<String>, Option<Vec<f64>>, Option<(f64, f64)>);
 
 impl OptimProblem {
     /// `arrays`: `q0, p0, U_init, Q, R, QN, x_ref, u_ref` as passed by `vidyn/optim.py`.
-    fn read(vi: &Bound<'_, PyVariationalIntegrator>, arrays: [&Bound<'_, PyAny>; 8], actuated: Option<Vec<i64>>, velocity_cost: bool, frame: FrameArgs, cost: Option<Py<PyAny>>) -> PyResult<Self> {
+    fn read(
+        vi: &Bound<'_, PyVariationalIntegrator>,
+        arrays: [&Bound<'_, PyAny>; 8],
+        actuated: Option<Vec<i64>>,
+        velocity_cost: bool,
+        frame: FrameArgs,
+        cost: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
         let vi = vi.get().inner.clone();
         let n = vi.n();
@@ -480,7 +516,8 @@ impl Cost for PyCost {
         let (nx, nu) = (self.nx, self.nu);
         self.call(|py, obj| {
             let t = obj.call_method1("running_derivatives", (k, PyArray1::from_slice(py, x), PyArray1::from_slice(py, u)))?;
-            let parts: Vec<Bound<'_, PyAny>> = t.extract().map_err(|_| INPUT_ERROR.err("running_derivatives() must return a tuple (l, l_x, l_u, l_xx, l_uu, l_ux)"))?;
+            let parts: Vec<Bound<'_, PyAny>> =
+                t.extract().map_err(|_| INPUT_ERROR.err("running_derivatives() must return a tuple (l, l_x, l_u, l_xx, l_uu, l_ux)"))?;
             let [l, lx, lu, lxx, luu, lux] = &parts[..] else {
                 return Err(INPUT_ERROR.err(format!("running_derivatives() returned {} items, expected 6: (l, l_x, l_u, l_xx, l_uu, l_ux)", parts.len())));
             };
@@ -621,7 +658,14 @@ pub fn optim_projection<'py>(
 /// K (N, m, 2n) -> (x (N+1, 2n), u (N, m)).
 #[pyfunction]
 #[pyo3(name = "_optim_project", signature = (vi, x_bar, u_bar, gains, actuated = None))]
-pub fn optim_project<'py>(py: Python<'py>, vi: &Bound<'py, PyVariationalIntegrator>, x_bar: &Bound<'py, PyAny>, u_bar: &Bound<'py, PyAny>, gains: &Bound<'py, PyAny>, actuated: Option<Vec<i64>>) -> PyResult<Bound<'py, PyAny>> {
+pub fn optim_project<'py>(
+    py: Python<'py>,
+    vi: &Bound<'py, PyVariationalIntegrator>,
+    x_bar: &Bound<'py, PyAny>,
+    u_bar: &Bound<'py, PyAny>,
+    gains: &Bound<'py, PyAny>,
+    actuated: Option<Vec<i64>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;

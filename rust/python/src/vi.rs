@@ -36,7 +36,6 @@ pub struct PyTrajectory {
     origin: Arc<VariationalIntegrator>,
 }
 
-
 #[pymethods]
 impl PyTrajectory {
     /// Configurations, (N+1, n).
@@ -108,11 +107,8 @@ impl PyVariationalIntegrator {
         let m = model.get().inner.clone();
         // (nbodies, 6) rows `[force; moment]` in the body frames, as the `fext` of `aba`
         let wrenches = convert::forces(body_wrenches, "body_wrenches", &m)?.unwrap_or_default();
-        let kinematic = kinematic
-            .unwrap_or_default()
-            .iter()
-            .map(|name| m.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e)))
-            .collect::<PyResult<Vec<usize>>>()?;
+        let kinematic =
+            kinematic.unwrap_or_default().iter().map(|name| m.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))).collect::<PyResult<Vec<usize>>>()?;
         let constraints = crate::constraints::resolve(&m, constraints.as_deref().unwrap_or(&[]))?;
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
@@ -126,7 +122,12 @@ impl PyVariationalIntegrator {
         };
         let build = || -> Result<VariationalIntegrator, ViError> {
             let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?.with_newton(tolerance, max_iterations)?.with_constraints(constraints)?.with_kinematic(&kinematic)?.with_body_wrenches(wrenches)?.with_max_energy_error(max_energy_error)
+            VariationalIntegrator::new(m, sc, dt, Some(forces))?
+                .with_newton(tolerance, max_iterations)?
+                .with_constraints(constraints)?
+                .with_kinematic(&kinematic)?
+                .with_body_wrenches(wrenches)?
+                .with_max_energy_error(max_energy_error)
         };
         let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
@@ -263,7 +264,15 @@ impl PyVariationalIntegrator {
     /// Legendre transform) or initial momentum `p0`. u: (N, n). -> Trajectory. Runs as a
     /// one-trajectory batch of the engine (the same steps, bit for bit), so Ctrl-C stops it.
     #[pyo3(signature = (q0, v0 = None, u = None, *, p0 = None, steps = None))]
-    fn rollout(&self, py: Python<'_>, q0: &Bound<'_, PyAny>, v0: Option<&Bound<'_, PyAny>>, u: Option<&Bound<'_, PyAny>>, p0: Option<&Bound<'_, PyAny>>, steps: Option<&Bound<'_, PyAny>>) -> PyResult<PyTrajectory> {
+    fn rollout(
+        &self,
+        py: Python<'_>,
+        q0: &Bound<'_, PyAny>,
+        v0: Option<&Bound<'_, PyAny>>,
+        u: Option<&Bound<'_, PyAny>>,
+        p0: Option<&Bound<'_, PyAny>>,
+        steps: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTrajectory> {
         let n = self.dofs();
         let q0 = self.vector(q0, "q0")?;
         let start = match (v0.filter(|x| !x.is_none()), p0.filter(|x| !x.is_none())) {
@@ -307,7 +316,15 @@ impl PyVariationalIntegrator {
     /// (N, 2n, 2n, 2n), (N, 2n, 2n, n), (N, 2n, n, n), or, with co-states `lam` (N, 2n),
     /// `(A, B, hxx, hxu, huu)` contracted with them: (N, 2n, 2n), (N, 2n, n), (N, n, n).
     #[pyo3(signature = (traj_or_q, p = None, u = None, *, order = 1, lam = None))]
-    fn linearize<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>, order: usize, lam: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+    fn linearize<'py>(
+        &self,
+        py: Python<'py>,
+        traj_or_q: &Bound<'py, PyAny>,
+        p: Option<&Bound<'py, PyAny>>,
+        u: Option<&Bound<'py, PyAny>>,
+        order: usize,
+        lam: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let arrays = self.linearize_arrays(py, traj_or_q, p, u, order, lam)?;
         PyTuple::new(py, arrays)
     }
@@ -350,7 +367,15 @@ impl PyVariationalIntegrator {
     /// The arrays of [`Self::linearize`], computed by the batch engine on a one-trajectory
     /// batch (every step in parallel, Ctrl-C stops it, results written once into the
     /// returned arrays).
-    fn linearize_arrays<'py>(&self, py: Python<'py>, traj_or_q: &Bound<'py, PyAny>, p: Option<&Bound<'py, PyAny>>, u: Option<&Bound<'py, PyAny>>, order: usize, lam: Option<&Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
+    fn linearize_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        traj_or_q: &Bound<'py, PyAny>,
+        p: Option<&Bound<'py, PyAny>>,
+        u: Option<&Bound<'py, PyAny>>,
+        order: usize,
+        lam: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
         let n = self.dofs();
         let read;
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
@@ -394,7 +419,8 @@ impl PyVariationalIntegrator {
             None if order == 1 => interruptible(py, None, steps, |c| vb::linearize(vi, c, 1, steps, q, p, u, &mut a, &mut b))?,
             None => {
                 let shapes = [vec![steps, m, m, m], vec![steps, m, m, n], vec![steps, m, n, n]];
-                let (mut fxx, mut fxu, mut fuu) = (convert::zeros_for(&shapes[0], "fxx")?, convert::zeros_for(&shapes[1], "fxu")?, convert::zeros_for(&shapes[2], "fuu")?);
+                let (mut fxx, mut fxu, mut fuu) =
+                    (convert::zeros_for(&shapes[0], "fxx")?, convert::zeros_for(&shapes[1], "fxu")?, convert::zeros_for(&shapes[2], "fuu")?);
                 let out = vb::SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu };
                 let f = interruptible(py, None, steps, |c| vb::linearize_second_order(vi, c, 1, steps, q, p, u, out))?;
                 second = [fxx, fxu, fuu].into_iter().zip(shapes).collect();
@@ -402,7 +428,8 @@ impl PyVariationalIntegrator {
             }
             Some(lam) => {
                 let shapes = [vec![steps, m, m], vec![steps, m, n], vec![steps, n, n]];
-                let (mut xx, mut xu, mut uu) = (convert::zeros_for(&shapes[0], "hxx")?, convert::zeros_for(&shapes[1], "hxu")?, convert::zeros_for(&shapes[2], "huu")?);
+                let (mut xx, mut xu, mut uu) =
+                    (convert::zeros_for(&shapes[0], "hxx")?, convert::zeros_for(&shapes[1], "hxu")?, convert::zeros_for(&shapes[2], "huu")?);
                 let out = vb::ContractedOut { first: Some((&mut a, &mut b)), xx: &mut xx, xu: &mut xu, uu: &mut uu };
                 let f = interruptible(py, None, steps, |c| vb::linearize_second_order_contracted(vi, c, 1, steps, q, p, u, &lam, out))?;
                 second = [xx, xu, uu].into_iter().zip(shapes).collect();

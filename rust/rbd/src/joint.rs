@@ -209,12 +209,7 @@ impl Joint {
             _ => return Ok(()),
         };
         if (norm - 1.0).abs() > UNIT_NORM_TOL {
-            return Err(RbdError::NotNormalized {
-                joint: name.to_string(),
-                index: offset + at,
-                norm,
-                tol: UNIT_NORM_TOL,
-            });
+            return Err(RbdError::NotNormalized { joint: name.to_string(), index: offset + at, norm, tol: UNIT_NORM_TOL });
         }
         Ok(())
     }

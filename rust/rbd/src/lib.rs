@@ -19,7 +19,10 @@ mod workspace;
 
 pub use algorithms::aba::{aba, mass_solve};
 pub use algorithms::aba_derivatives::{aba_derivatives, aba_derivatives_ext, AbaDerivatives};
-pub use algorithms::aba_second_order::{aba_second_order, aba_second_order_contracted, aba_second_order_contracted_ext, aba_second_order_ext, AbaSecondOrder, AbaSecondOrderContracted, AbaSecondOrderWorkspace};
+pub use algorithms::aba_second_order::{
+    aba_second_order, aba_second_order_contracted, aba_second_order_contracted_ext, aba_second_order_ext, AbaSecondOrder, AbaSecondOrderContracted,
+    AbaSecondOrderWorkspace,
+};
 pub use algorithms::crba::crba;
 pub use algorithms::energy::{kinetic_energy, potential_energy};
 pub use algorithms::external_forces::{aba_ext, external_joint_torques};
@@ -30,7 +33,8 @@ pub use algorithms::minverse::minverse;
 pub use algorithms::rnea::{gravity, nonlinear_effects, rnea, rnea_ext};
 pub use algorithms::rnea_derivatives::{rnea_derivatives, rnea_derivatives_ext, RneaDerivatives};
 pub use algorithms::rnea_second_order::{
-    rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace,
+    rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted,
+    SecondOrderWorkspace,
 };
 pub use check::{check_configuration, check_forces, check_tangent, check_vector};
 pub use configuration::{difference, integrate, neutral, random_configuration};
@@ -38,8 +42,8 @@ pub use error::{RbdError, Result};
 pub use joint::Joint;
 pub use model::{inertia_warning, Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
 pub use single_dof::{to_single_dof, SingleDofMap};
-pub use workspace::Workspace;
 pub use vidyn_spatial::Tensor3;
+pub use workspace::Workspace;
 
 #[cfg(test)]
 mod tests;

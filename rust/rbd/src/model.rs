@@ -97,18 +97,12 @@ impl Model {
 
     /// Index of the frame called `name`.
     pub fn frame_index(&self, name: &str) -> Result<usize> {
-        self.frames
-            .iter()
-            .position(|f| f.name == name)
-            .ok_or_else(|| RbdError::UnknownName { what: "frame", name: name.to_string() })
+        self.frames.iter().position(|f| f.name == name).ok_or_else(|| RbdError::UnknownName { what: "frame", name: name.to_string() })
     }
 
     /// Index of the body moved by the joint called `name`.
     pub fn joint_index(&self, name: &str) -> Result<usize> {
-        self.joint_names
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| RbdError::UnknownName { what: "joint", name: name.to_string() })
+        self.joint_names.iter().position(|n| n == name).ok_or_else(|| RbdError::UnknownName { what: "joint", name: name.to_string() })
     }
 
     /// Total mass.
@@ -244,7 +238,13 @@ impl ModelBuilder {
     pub fn set_limits(&mut self, body: usize, limits: JointLimits) -> Result<()> {
         let b = self.bodies.get_mut(body).ok_or(RbdError::IndexOutOfRange { what: "body", index: body, len: 0 })?;
         let (nq, nv) = (b.joint.nq(), b.joint.nv());
-        if limits.lower.len() != nq || limits.upper.len() != nq || limits.velocity.len() != nv || limits.effort.len() != nv || limits.damping.len() != nv || limits.friction.len() != nv {
+        if limits.lower.len() != nq
+            || limits.upper.len() != nq
+            || limits.velocity.len() != nv
+            || limits.effort.len() != nv
+            || limits.damping.len() != nv
+            || limits.friction.len() != nv
+        {
             return Err(RbdError::InvalidModel(format!("joint '{}': limits have the wrong sizes", b.name)));
         }
         b.limits = Some(limits);
@@ -353,11 +353,7 @@ impl ModelBuilder {
                 m.nv_subtree[p] += m.nv_subtree[i];
             }
         }
-        m.frames = self
-            .frames
-            .into_iter()
-            .map(|f| Frame { parent: f.parent.map(|p| new_index[p]), ..f })
-            .collect();
+        m.frames = self.frames.into_iter().map(|f| Frame { parent: f.parent.map(|p| new_index[p]), ..f }).collect();
         Ok(m)
     }
 }

@@ -144,7 +144,12 @@ fn chain_limits(model: &Model, body: usize) -> Result<Vec<JointLimits>> {
     let inf = f64::INFINITY;
     let damping = &l.damping[iv..iv + joint.nv()];
     let friction = &l.friction[iv..iv + joint.nv()];
-    let fail = |what: &str| RbdError::InvalidModel(format!("joint '{name}' ({}): {what} has no per-coordinate equivalent on the single-dof chain (see vidyn_rbd::single_dof)", joint.kind_name()));
+    let fail = |what: &str| {
+        RbdError::InvalidModel(format!(
+            "joint '{name}' ({}): {what} has no per-coordinate equivalent on the single-dof chain (see vidyn_rbd::single_dof)",
+            joint.kind_name()
+        ))
+    };
     // isotropic translational damping, or an error
     let translational = |k: usize| -> Result<f64> {
         let d = damping[0];
@@ -245,7 +250,9 @@ impl Model {
 /// `Rz(α) Ry(β) Rx(γ)`.
 #[must_use]
 pub fn zyx_rotation(alpha: f64, beta: f64, gamma: f64) -> UnitQuaternion<f64> {
-    UnitQuaternion::from_axis_angle(&Vector3::z_axis(), alpha) * UnitQuaternion::from_axis_angle(&Vector3::y_axis(), beta) * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), gamma)
+    UnitQuaternion::from_axis_angle(&Vector3::z_axis(), alpha)
+        * UnitQuaternion::from_axis_angle(&Vector3::y_axis(), beta)
+        * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), gamma)
 }
 
 /// Z-Y-X Euler angles `(α, β, γ)` with `R = Rz(α) Ry(β) Rx(γ)`, `α, γ ∈ (−π, π]`,
@@ -571,7 +578,9 @@ mod tests {
                     assert!((a.translation - b.translation).abs().max() < 1e-12 * scale, "{} body {i}", m.name);
                 }
                 for (a, b) in ws.frame_placements.iter().zip(&we.frame_placements) {
-                    assert!((a.rotation - b.rotation).abs().max() < 1e-12 && (a.translation - b.translation).abs().max() < 1e-12 * a.translation.norm().max(1.0));
+                    assert!(
+                        (a.rotation - b.rotation).abs().max() < 1e-12 && (a.translation - b.translation).abs().max() < 1e-12 * a.translation.norm().max(1.0)
+                    );
                 }
                 // round trip through the other coordinates reproduces the placement
                 let back = map.q_to_single_dof(&map.q_from_single_dof(&theta).unwrap()).unwrap();

@@ -27,9 +27,7 @@ struct State {
 
 fn states(model: &Model, seed: u64) -> Vec<State> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..4)
-        .map(|_| State { q: random_configuration(model, &mut rng), v: random_vec(&mut rng, model.nv), a: random_vec(&mut rng, model.nv) })
-        .collect()
+    (0..4).map(|_| State { q: random_configuration(model, &mut rng), v: random_vec(&mut rng, model.nv), a: random_vec(&mut rng, model.nv) }).collect()
 }
 
 /// max |x − y| / max(1, |y|∞)
@@ -499,10 +497,7 @@ fn rnea_second_order_contracted_matches_contraction() {
     let mut ws = model.workspace();
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
-    assert!(matches!(
-        rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]),
-        Err(RbdError::Dimension { arg: "lam", .. })
-    ));
+    assert!(matches!(rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lam", .. })));
 }
 
 #[test]
@@ -612,7 +607,9 @@ fn external_force_second_order_matches_differences() {
             let fext = random_wrenches(&mut rng, model.nbodies());
             let d2 = rnea_second_order_ext(&model, &mut so, &s.q, &s.v, &s.a, &fext).unwrap();
             let hqq = tensor_pages(d2.d2tau_dq2);
-            let fd_qq = central_difference(nv, |e| rnea_derivatives_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().dtau_dq.as_slice().to_vec());
+            let fd_qq = central_difference(nv, |e| {
+                rnea_derivatives_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().dtau_dq.as_slice().to_vec()
+            });
             assert_close(&format!("{} d2tau/dq2 with fext", model.name), &hqq, &fd_qq, 1e-6);
             let (hvv, hqv, dm) = (d2.d2tau_dv2.clone(), d2.d2tau_dqdv.clone(), d2.dm_dq.clone());
             let plain = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
@@ -741,12 +738,23 @@ fn aba_second_order_contracted_matches_contraction() {
             let fext = random_wrenches(&mut rng, model.nbodies());
             for with_fext in [false, true] {
                 let (full, c) = if with_fext {
-                    (aba_second_order_ext(&model, &mut so, &s.q, &s.v, &tau, &fext).unwrap(), aba_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &tau, &lambda, &fext).unwrap())
+                    (
+                        aba_second_order_ext(&model, &mut so, &s.q, &s.v, &tau, &fext).unwrap(),
+                        aba_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &tau, &lambda, &fext).unwrap(),
+                    )
                 } else {
-                    (aba_second_order(&model, &mut so, &s.q, &s.v, &tau).unwrap(), aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda).unwrap())
+                    (
+                        aba_second_order(&model, &mut so, &s.q, &s.v, &tau).unwrap(),
+                        aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda).unwrap(),
+                    )
                 };
                 let mut expected = DMatrix::zeros(nv, nv);
-                for (name, t, got) in [("qq", full.d2ddq_dq2, c.d2ddq_dq2), ("vv", full.d2ddq_dv2, c.d2ddq_dv2), ("qv", full.d2ddq_dqdv, c.d2ddq_dqdv), ("tq", full.d2ddq_dtaudq, c.d2ddq_dtaudq)] {
+                for (name, t, got) in [
+                    ("qq", full.d2ddq_dq2, c.d2ddq_dq2),
+                    ("vv", full.d2ddq_dv2, c.d2ddq_dv2),
+                    ("qv", full.d2ddq_dqdv, c.d2ddq_dqdv),
+                    ("tq", full.d2ddq_dtaudq, c.d2ddq_dtaudq),
+                ] {
                     t.contract_first(&lambda, &mut expected);
                     // two routes through M⁻¹ (LᵀDL solve vs the ABA-based M⁻¹): cond(M)·ε
                     assert_close(&format!("{} contracted FD-SO {name} (fext: {with_fext})", model.name), got, &expected, 1e-9);

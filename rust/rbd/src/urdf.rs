@@ -102,8 +102,7 @@ pub fn from_urdf_file(path: impl AsRef<Path>, root: RootJoint) -> Result<Model> 
 /// [`from_urdf_file`] with the reader's warnings (see [`from_urdf_str_with_warnings`]).
 pub fn from_urdf_file_with_warnings(path: impl AsRef<Path>, root: RootJoint) -> Result<(Model, Vec<String>)> {
     let path = path.as_ref();
-    let xml = std::fs::read_to_string(path)
-        .map_err(|e| RbdError::Urdf(format!("cannot read {}: {e}", path.display())))?;
+    let xml = std::fs::read_to_string(path).map_err(|e| RbdError::Urdf(format!("cannot read {}: {e}", path.display())))?;
     from_urdf_str_with_warnings(&xml, root)
 }
 
@@ -182,10 +181,7 @@ fn assemble(name: &str, links: &[Link], joints: &[UrdfJoint], root: RootJoint) -
     let mut parent_joint: Vec<Option<usize>> = vec![None; links.len()];
     for (j, joint) in joints.iter().enumerate() {
         if let Some(other) = parent_joint[joint.child] {
-            return Err(urdf(format!(
-                "link '{}' is the child of two joints, '{}' and '{}'",
-                links[joint.child].name, joints[other].name, joint.name
-            )));
+            return Err(urdf(format!("link '{}' is the child of two joints, '{}' and '{}'", links[joint.child].name, joints[other].name, joint.name)));
         }
         parent_joint[joint.child] = Some(j);
     }
@@ -227,8 +223,7 @@ fn assemble(name: &str, links: &[Link], joints: &[UrdfJoint], root: RootJoint) -
     visited[root_link] = true;
     // Explicit stack (deep chains must not overflow the call stack): (joint, body its parent
     // link moves with (`None`: world), placement of the parent link in that body's frame).
-    let mut stack: Vec<(usize, Option<usize>, Se3)> =
-        children[root_link].iter().rev().map(|&j| (j, root_body, Se3::identity())).collect();
+    let mut stack: Vec<(usize, Option<usize>, Se3)> = children[root_link].iter().rev().map(|&j| (j, root_body, Se3::identity())).collect();
     while let Some((j, body, parent_placement)) = stack.pop() {
         let joint = &joints[j];
         let link = &links[joint.child];
@@ -258,16 +253,12 @@ fn assemble(name: &str, links: &[Link], joints: &[UrdfJoint], root: RootJoint) -
     }
     let detached: Vec<String> = (0..links.len()).filter(|&l| !visited[l]).map(|l| format!("'{}'", links[l].name)).collect();
     if !detached.is_empty() {
-        return Err(urdf(format!(
-            "links {} are not connected to the root link '{}' (their joints form a cycle)",
-            detached.join(", "),
-            links[root_link].name
-        )));
+        return Err(urdf(format!("links {} are not connected to the root link '{}' (their joints form a cycle)", detached.join(", "), links[root_link].name)));
     }
     for (id, inertia) in merged.into_iter().enumerate() {
-        builder.append_inertia(id, inertia).map_err(|e| {
-            urdf(format!("link '{}' together with the links fixed to it has a non-physical inertia ({e})", body_link[id]))
-        })?;
+        builder
+            .append_inertia(id, inertia)
+            .map_err(|e| urdf(format!("link '{}' together with the links fixed to it has a non-physical inertia ({e})", body_link[id])))?;
     }
     builder.build()
 }
@@ -626,7 +617,10 @@ mod tests {
             (r#"<robot name="x"><link name="a"></robot>"#.into(), vec!["malformed XML"]),
             (r#"<model name="x"/>"#.into(), vec!["<model>", "<robot>"]),
             (r#"<robot name="x"/>"#.into(), vec!["no <link>"]),
-            (robot(r#"<joint name="j" type="fixed"><parent link="r"/><child link="ghost"/></joint>"#), vec!["joint 'j'", "<child link=\"ghost\">", "unknown link"]),
+            (
+                robot(r#"<joint name="j" type="fixed"><parent link="r"/><child link="ghost"/></joint>"#),
+                vec!["joint 'j'", "<child link=\"ghost\">", "unknown link"],
+            ),
             (robot(r#"<joint name="j" type="fixed"><parent link="r"/></joint>"#), vec!["joint 'j'", "missing <child>"]),
             (robot(r#"<link name="a"/>"#), vec!["several root links", "'r'", "'a'"]),
             (
@@ -651,7 +645,10 @@ mod tests {
                 ),
                 vec!["link 'a'", "two joints", "'j1'", "'j2'"],
             ),
-            (robot(r#"<link name="c"/><joint name="j" type="ball"><parent link="r"/><child link="c"/></joint>"#), vec!["joint 'j'", "unknown joint type 'ball'"]),
+            (
+                robot(r#"<link name="c"/><joint name="j" type="ball"><parent link="r"/><child link="c"/></joint>"#),
+                vec!["joint 'j'", "unknown joint type 'ball'"],
+            ),
             (revolute(r#"<axis xyz="0 0 0"/>"#), vec!["joint 'j'", "<axis xyz>", "zero"]),
             (revolute(r#"<axis xyz="0 1"/>"#), vec!["joint 'j'", "<axis xyz=\"0 1\">", "three finite numbers"]),
             (revolute(r#"<origin xyz="0 0 nan"/>"#), vec!["joint 'j'", "<origin xyz="]),
@@ -659,11 +656,18 @@ mod tests {
             (revolute(r#"<limit effort="lots"/>"#), vec!["joint 'j'", "<limit effort=\"lots\">", "not a number"]),
             (revolute(r#"<dynamics damping="inf"/>"#), vec!["joint 'j'", "<dynamics damping=\"inf\">", "finite"]),
             (robot(r#"<joint name="j" type="revolute"><parent link="r"/><child link="r"/></joint>"#), vec!["no root link"]),
-            (robot(r#"<link name="n"><inertial><mass value="-1"/></inertial></link><joint name="j" type="revolute"><parent link="r"/><child link="n"/></joint>"#), vec!["link 'n'", "<mass value=\"-1\">", "negative"]),
+            (
+                robot(
+                    r#"<link name="n"><inertial><mass value="-1"/></inertial></link><joint name="j" type="revolute"><parent link="r"/><child link="n"/></joint>"#,
+                ),
+                vec!["link 'n'", "<mass value=\"-1\">", "negative"],
+            ),
             (robot(r#"<link name="n"><inertial/></link>"#), vec!["link 'n'", "no <mass>"]),
             (robot(r#"<link name="r"/>"#), vec!["link 'r'", "defined twice"]),
             (
-                robot(r#"<link name="n"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="-1"/></inertial></link><joint name="j" type="revolute"><parent link="r"/><child link="n"/></joint>"#),
+                robot(
+                    r#"<link name="n"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="-1"/></inertial></link><joint name="j" type="revolute"><parent link="r"/><child link="n"/></joint>"#,
+                ),
                 vec!["link 'n'", "non-physical inertia"],
             ),
         ];

@@ -55,11 +55,7 @@ impl Inertia {
     #[inline]
     #[must_use]
     pub fn transformed(&self, m: &Se3) -> Inertia {
-        Inertia::new(
-            self.mass,
-            m.act_point(&self.com),
-            m.rotation * self.rot_inertia * m.rotation.transpose(),
-        )
+        Inertia::new(self.mass, m.act_point(&self.com), m.rotation * self.rot_inertia * m.rotation.transpose())
     }
 
     /// The 6×6 matrix of the inertia.
@@ -81,15 +77,7 @@ impl Inertia {
         let sym = (self.rot_inertia - self.rot_inertia.transpose()).abs().max() <= tol;
         let eig = self.rot_inertia.symmetric_eigenvalues();
         let (a, b, c) = (eig[0], eig[1], eig[2]);
-        self.mass >= 0.0
-            && self.mass.is_finite()
-            && sym
-            && a >= -tol
-            && b >= -tol
-            && c >= -tol
-            && a + b >= c - tol
-            && b + c >= a - tol
-            && a + c >= b - tol
+        self.mass >= 0.0 && self.mass.is_finite() && sym && a >= -tol && b >= -tol && c >= -tol && a + b >= c - tol && b + c >= a - tol && a + c >= b - tol
     }
 }
 

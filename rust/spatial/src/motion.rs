@@ -16,20 +16,14 @@ impl Motion {
     #[inline]
     #[must_use]
     pub fn cross_motion(&self, m: &Motion) -> Motion {
-        Motion::new(
-            self.angular.cross(&m.linear) + self.linear.cross(&m.angular),
-            self.angular.cross(&m.angular),
-        )
+        Motion::new(self.angular.cross(&m.linear) + self.linear.cross(&m.angular), self.angular.cross(&m.angular))
     }
 
     /// Force cross product `self ×* f = [ω×f; ω×n + v×f]` (Featherstone 2008, eq. 2.32).
     #[inline]
     #[must_use]
     pub fn cross_force(&self, f: &Force) -> Force {
-        Force::new(
-            self.angular.cross(&f.linear),
-            self.angular.cross(&f.angular) + self.linear.cross(&f.linear),
-        )
+        Force::new(self.angular.cross(&f.linear), self.angular.cross(&f.angular) + self.linear.cross(&f.linear))
     }
 
     /// Power pairing `⟨m, f⟩ = v·f + ω·n`.

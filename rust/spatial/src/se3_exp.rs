@@ -82,10 +82,7 @@ mod tests {
 
     fn twists() -> Vec<Motion> {
         let mut r = rng(6);
-        [0.0, 1e-8, 0.05, 0.2, 1.0, 2.5, 3.1]
-            .iter()
-            .map(|&t| Motion::new(vec3(&mut r) * 2.0, vec3(&mut r).normalize() * t))
-            .collect()
+        [0.0, 1e-8, 0.05, 0.2, 1.0, 2.5, 3.1].iter().map(|&t| Motion::new(vec3(&mut r) * 2.0, vec3(&mut r).normalize() * t)).collect()
     }
 
     fn series(xi: &Motion, terms: usize) -> Matrix6<f64> {

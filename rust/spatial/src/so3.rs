@@ -17,11 +17,7 @@ pub const TAYLOR_THRESHOLD: f64 = 1e-3;
 fn coefficients(theta: f64) -> (f64, f64, f64) {
     let t2 = theta * theta;
     if theta < TAYLOR_THRESHOLD {
-        (
-            1.0 - t2 / 6.0 + t2 * t2 / 120.0,
-            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
-            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
-        )
+        (1.0 - t2 / 6.0 + t2 * t2 / 120.0, 0.5 - t2 / 24.0 + t2 * t2 / 720.0, 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0)
     } else {
         let (s, c) = theta.sin_cos();
         (s / theta, (1.0 - c) / t2, (theta - s) / (t2 * theta))
@@ -162,9 +158,7 @@ mod tests {
             for k in 0..3 {
                 let mut e = Vector3::zeros();
                 e[k] = h;
-                let d = (log3(&(exp3(&w).transpose() * exp3(&(w + e))))
-                    - log3(&(exp3(&w).transpose() * exp3(&(w - e)))))
-                    / (2.0 * h);
+                let d = (log3(&(exp3(&w).transpose() * exp3(&(w + e)))) - log3(&(exp3(&w).transpose() * exp3(&(w - e))))) / (2.0 * h);
                 assert!((d - j.column(k)).norm() < 1e-8, "theta={theta}");
                 let d = (log3(&(exp3(&w) * exp3(&e))) - log3(&(exp3(&w) * exp3(&(-e))))) / (2.0 * h);
                 if theta < 3.0 {

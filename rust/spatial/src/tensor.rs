@@ -105,7 +105,6 @@ impl IndexMut<[usize; 3]> for Tensor3 {
     }
 }
 
-
 impl Tensor3 {
     /// A tensor from its C-order entries (`data.len()` must be the product of `shape`).
     #[must_use]
@@ -336,7 +335,11 @@ mod tests {
         let a = DMatrix::from_fn(5, 6, |i, j| (i as f64 - j as f64 * 0.3).sin());
         close(&Tensor3::left_mul(&a, &uxs).transpose_pages(), &uxs.transpose_pages().mul_matrix(&a.transpose()), "M20");
         // M21 Fᵀ(U×̃V) = −[Vᵀ(F×̄̃*U)^R̃]^T̃
-        close(&Tensor3::left_mul(&fm.transpose(), &ux.mul_matrix(&vm)), &neg(&Tensor3::left_mul(&vm.transpose(), &fxb.mul_matrix(&um).rotate()).transpose_pages()), "M21");
+        close(
+            &Tensor3::left_mul(&fm.transpose(), &ux.mul_matrix(&vm)),
+            &neg(&Tensor3::left_mul(&vm.transpose(), &fxb.mul_matrix(&um).rotate()).transpose_pages()),
+            "M21",
+        );
     }
 
     #[test]

@@ -82,7 +82,15 @@ impl ConstraintWork {
     }
 }
 
-fn gradient_rows(c: &[Constraint], model: &vidyn_rbd::Model, st: &PointState, scratch: &mut ConstraintScratch, out: &mut DMatrix<f64>, scale: f64, row: &mut [f64]) {
+fn gradient_rows(
+    c: &[Constraint],
+    model: &vidyn_rbd::Model,
+    st: &PointState,
+    scratch: &mut ConstraintScratch,
+    out: &mut DMatrix<f64>,
+    scale: f64,
+    row: &mut [f64],
+) {
     for (i, con) in c.iter().enumerate() {
         con.gradient(model, st, scratch, row);
         for (j, g) in row.iter().enumerate() {

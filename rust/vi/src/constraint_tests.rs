@@ -52,7 +52,11 @@ fn closed_configuration(model: &Model, t1: f64) -> Vec<f64> {
     assert!(gap(lo) * gap(hi) < 0.0);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if gap(lo) * gap(mid) <= 0.0 { hi = mid } else { lo = mid }
+        if gap(lo) * gap(mid) <= 0.0 {
+            hi = mid
+        } else {
+            lo = mid
+        }
     }
     let t3 = 0.5 * (lo + hi);
     let d = rocker_end(t3) - crank_end;
@@ -94,7 +98,8 @@ fn four_bar_stays_closed_without_drift_for_ten_thousand_steps() {
             let (qa, qb) = (traj.q_at(k - 1), traj.q_at(k));
             let mid: Vec<f64> = qa.iter().zip(qb).map(|(a, b)| 0.5 * (a + b)).collect();
             let vel: Vec<f64> = qa.iter().zip(qb).map(|(a, b)| (b - a) / vi.dt()).collect();
-            energies.push(vidyn_rbd::kinetic_energy(vi.model(), &mut ws, &mid, &vel).unwrap() + vidyn_rbd::potential_energy(vi.model(), &mut ws, &mid).unwrap());
+            energies
+                .push(vidyn_rbd::kinetic_energy(vi.model(), &mut ws, &mid, &vel).unwrap() + vidyn_rbd::potential_energy(vi.model(), &mut ws, &mid).unwrap());
         }
         let (lo, hi) = energies.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &e| (l.min(e), h.max(e)));
         let tenth = steps / 10;
@@ -102,7 +107,13 @@ fn four_bar_stays_closed_without_drift_for_ten_thousand_steps() {
         let trend = (mean(&energies[steps - tenth..]) - mean(&energies[..tenth])).abs();
         let crank = vi.model().joint_index("crank").unwrap();
         let swing = (0..=steps).map(|k| traj.q_at(k)[crank]).fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
-        println!("{}: crank swings over [{:.2}, {:.2}] rad, max |h| {worst:.1e}, energy range {:.2e}, trend {trend:.1e}", vi.scheme().s, swing.0, swing.1, hi - lo);
+        println!(
+            "{}: crank swings over [{:.2}, {:.2}] rad, max |h| {worst:.1e}, energy range {:.2e}, trend {trend:.1e}",
+            vi.scheme().s,
+            swing.0,
+            swing.1,
+            hi - lo
+        );
         assert!(swing.1 - swing.0 > 0.5, "the linkage must actually move: {swing:?}");
         assert!(worst < 1e-11, "constraint drift {worst:e}");
         // the swing exchanges ≈ 4 J between kinetic and potential energy

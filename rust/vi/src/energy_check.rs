@@ -119,7 +119,7 @@ impl VariationalIntegrator {
     /// # Errors
     /// A negative or NaN `limit`.
     pub fn with_max_energy_error(mut self, limit: f64) -> Result<Self> {
-        if !(limit >= 0.0) {
+        if limit.is_nan() || limit < 0.0 {
             return Err(ViError::InvalidParameter(format!("max_energy_error = {limit}; expected a number ≥ 0 (or inf to turn the check off)")));
         }
         self.max_energy_error = limit;

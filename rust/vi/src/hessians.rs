@@ -44,7 +44,14 @@ pub struct EnergyHessians {
 
 impl EnergyHessians {
     pub(crate) fn new(n: usize) -> Self {
-        Self { kqq: DMatrix::zeros(n, n), kvq: DMatrix::zeros(n, n), kvv: DMatrix::zeros(n, n), vqq: DMatrix::zeros(n, n), wq: DMatrix::zeros(n, n), composites: vec![Inertia::zero(); n] }
+        Self {
+            kqq: DMatrix::zeros(n, n),
+            kvq: DMatrix::zeros(n, n),
+            kvv: DMatrix::zeros(n, n),
+            vqq: DMatrix::zeros(n, n),
+            wq: DMatrix::zeros(n, n),
+            composites: vec![Inertia::zero(); n],
+        }
     }
 
     /// Fills the Hessians from a [`PointState`] updated at the same point. O(n·d).
@@ -62,7 +69,8 @@ impl EnergyHessians {
         let g = model.gravity.linear;
         // column-major storage, entry (r, c) at r + c·n, written through plain slices (the
         // (r, c) indexing of a dynamic nalgebra matrix cost ~25 instructions per entry here)
-        let (kqq, kvq, kvv, vqq, wq) = (self.kqq.as_mut_slice(), self.kvq.as_mut_slice(), self.kvv.as_mut_slice(), self.vqq.as_mut_slice(), self.wq.as_mut_slice());
+        let (kqq, kvq, kvv, vqq, wq) =
+            (self.kqq.as_mut_slice(), self.kvq.as_mut_slice(), self.kvv.as_mut_slice(), self.vqq.as_mut_slice(), self.wq.as_mut_slice());
         for i in 0..n {
             let comp = &self.composites[i];
             let ma = comp.mul_motion(&pt.columns[i]);

@@ -124,7 +124,20 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        Ok(Self { model, scheme, dt, forces, tolerance: 1e-12, max_iterations: 30, constraints: Vec::new(), prescribed: vec![false; n], wrenches: Vec::new(), dense_max: DEFAULT_DENSE_MAX, kept: KeptSteps::default(), max_energy_error: DEFAULT_MAX_ENERGY_ERROR })
+        Ok(Self {
+            model,
+            scheme,
+            dt,
+            forces,
+            tolerance: 1e-12,
+            max_iterations: 30,
+            constraints: Vec::new(),
+            prescribed: vec![false; n],
+            wrenches: Vec::new(),
+            dense_max: DEFAULT_DENSE_MAX,
+            kept: KeptSteps::default(),
+            max_energy_error: DEFAULT_MAX_ENERGY_ERROR,
+        })
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
@@ -162,7 +175,10 @@ impl VariationalIntegrator {
     pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
         let n = self.n();
         if !joints.is_empty() && self.scheme.s != 1 {
-            return Err(ViError::InvalidParameter(format!("kinematic joints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}", self.scheme.s)));
+            return Err(ViError::InvalidParameter(format!(
+                "kinematic joints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
+                self.scheme.s
+            )));
         }
         let mut prescribed = vec![false; n];
         for &j in joints {
@@ -435,7 +451,17 @@ impl VariationalIntegrator {
     /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `guess`: an estimate
     /// of `q_{k+1}` (e.g. from the previous trajectory), otherwise `q_k + Δt M⁻¹ p_k` is used;
     /// interior points are interpolated. `step` only labels errors.
-    pub fn step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+    pub fn step(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
         ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
         self.initial_guess(ws, q, p, u, guess)?;
@@ -624,7 +650,19 @@ impl VariationalIntegrator {
     /// momentum term, so only `2n` columns are solved
     /// (controls constant over the step). With holonomic constraints the columns go through the
     /// KKT system of [`crate::constrained`]. Writes the next state too.
-    pub fn linearize(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+    pub fn linearize(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
         self.linearize_converged(ws, step, q, a, b)?;

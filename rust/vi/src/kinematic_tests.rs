@@ -124,12 +124,13 @@ fn kinematic_joints_and_constraints_together_linearise_exactly() {
     let tip_world = st.placements[2].act_point(&tip.point);
     let anchor = tip_world + Vector3::new(0.8, 0.0, 0.6);
     let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: tip, length: (tip_world - anchor).norm() };
-    let vi = VariationalIntegrator::new(model, Scheme::midpoint(), 0.01, Some(JointForces { damping: vec![0.1; 3], stiffness: vec![0.0; 3], rest: vec![0.0; 3] }))
-        .unwrap()
-        .with_constraints(vec![tether])
-        .unwrap()
-        .with_kinematic(&[0])
-        .unwrap();
+    let vi =
+        VariationalIntegrator::new(model, Scheme::midpoint(), 0.01, Some(JointForces { damping: vec![0.1; 3], stiffness: vec![0.0; 3], rest: vec![0.0; 3] }))
+            .unwrap()
+            .with_constraints(vec![tether])
+            .unwrap()
+            .with_kinematic(&[0])
+            .unwrap();
     assert_linearisation_matches_differences(&vi, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
 }
 

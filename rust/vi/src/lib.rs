@@ -25,8 +25,8 @@ pub mod constraints;
 mod del;
 mod dense;
 pub(crate) mod dense_step;
-mod energy_check;
 mod dual;
+mod energy_check;
 pub mod error;
 mod hessians;
 mod integrator;
@@ -49,8 +49,8 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
-pub use solved::KEPT_BYTES;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
+pub use solved::KEPT_BYTES;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 
 #[cfg(test)]

@@ -812,7 +812,16 @@ impl NewtonFactorization {
     /// [`Self::solve`] for `LANES` right-hand sides at once (same maths, vectorised over the
     /// right-hand sides): `f` `(s·n)` rows of lanes, `x` `(s·n)`, `momentum` `(n)` (needs a
     /// factorisation with the momentum row). Call [`Self::ensure_lanes`] first.
-    pub(crate) fn solve_lanes(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, f: &[Lanes], x: &mut [Lanes], momentum: Option<&mut [Lanes]>) {
+    pub(crate) fn solve_lanes(
+        &mut self,
+        model: &Model,
+        sc: &Scheme,
+        dt: f64,
+        forces: &JointForces,
+        f: &[Lanes],
+        x: &mut [Lanes],
+        momentum: Option<&mut [Lanes]>,
+    ) {
         match self.s {
             1 => self.solve_lanes_sized::<1>(model, sc, dt, forces, f, x, momentum),
             _ => self.solve_lanes_sized::<0>(model, sc, dt, forces, f, x, momentum),
@@ -822,7 +831,16 @@ impl NewtonFactorization {
     /// [`Self::solve_lanes`] for `s = S` known at compile time (`S = 0`: read at run time), as
     /// [`Self::factorize_sized`].
     #[allow(clippy::too_many_arguments)]
-    fn solve_lanes_sized<const S: usize>(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, f: &[Lanes], x: &mut [Lanes], mut momentum: Option<&mut [Lanes]>) {
+    fn solve_lanes_sized<const S: usize>(
+        &mut self,
+        model: &Model,
+        sc: &Scheme,
+        dt: f64,
+        forces: &JointForces,
+        f: &[Lanes],
+        x: &mut [Lanes],
+        mut momentum: Option<&mut [Lanes]>,
+    ) {
         let (n, s, rows) = (self.n, sized::<S>(self.s), self.rows);
         let p = s + 1;
         debug_assert!(momentum.is_none() || rows == p, "the factorisation does not carry the momentum row");

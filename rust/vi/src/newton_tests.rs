@@ -30,7 +30,11 @@ pub(crate) fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
 }
 
 pub(crate) fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
-    JointForces { damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(), stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(), rest: random(rng, n, 1.0) }
+    JointForces {
+        damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(),
+        stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(),
+        rest: random(rng, n, 1.0),
+    }
 }
 
 /// A random state and unknowns `z` near (not at) the solution: `q^γ = q + c_γ Δt v + noise`.
@@ -293,7 +297,8 @@ fn the_dense_path_of_small_systems_equals_the_recursive_path() {
             assert!(dense.uses_dense() && !recursive.uses_dense());
             let (q, p, u, _) = problem(&recursive, &mut rng);
             let n = model.nv;
-            let (mut a1, mut b1, mut a2, mut b2) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+            let (mut a1, mut b1, mut a2, mut b2) =
+                (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
             let (mut q1, mut p1, mut q2, mut p2) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
             recursive.linearize(&mut recursive.workspace(), 0, &q, &p, &u, None, &mut a1, &mut b1, &mut q1, &mut p1).unwrap();
             dense.linearize(&mut dense.workspace(), 0, &q, &p, &u, None, &mut a2, &mut b2, &mut q2, &mut p2).unwrap();

@@ -36,7 +36,17 @@ impl DenseOracle {
     }
 
     /// `δz = −J⁻¹ r` by forming `J` and factoring it (LU with partial pivoting), O(s³ n³).
-    pub fn newton_direction(&mut self, vi: &VariationalIntegrator, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], z: &[f64], dz: &mut [f64]) -> Result<()> {
+    pub fn newton_direction(
+        &mut self,
+        vi: &VariationalIntegrator,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        z: &[f64],
+        dz: &mut [f64],
+    ) -> Result<()> {
         vi.check_inputs(q, p, u)?;
         vi.check_unknowns(z)?;
         let (sc, dt) = (vi.scheme(), vi.dt());
@@ -55,7 +65,20 @@ impl DenseOracle {
     /// The linearisation of [`VariationalIntegrator::linearize`] by the dense path: the step,
     /// then one LU of `J` at its solution for the `3n` right-hand sides
     /// ([`crate::dense_step`]), O(s³ n³).
-    pub fn linearize(&mut self, vi: &VariationalIntegrator, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+    pub fn linearize(
+        &mut self,
+        vi: &VariationalIntegrator,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
         let iterations = vi.step(ws, step, q, p, u, guess, q_next, p_next)?;
         let (sc, dt) = (vi.scheme(), vi.dt());
         // a converged step leaves `ws.points` at its solution

@@ -103,7 +103,9 @@ impl Scheme {
             ("lobatto", None) => Err(ViError::InvalidScheme("scheme 'lobatto' needs s (number of intervals per step)".into())),
             ("midpoint" | "trapezoid" | "simpson", Some(s)) => {
                 let fixed = if name == "simpson" { 2 } else { 1 };
-                Err(ViError::InvalidScheme(format!("scheme '{name}' has s = {fixed}, got s = {s}; give s = {fixed} (or none), or scheme 'lobatto' with s = {s}")))
+                Err(ViError::InvalidScheme(format!(
+                    "scheme '{name}' has s = {fixed}, got s = {s}; give s = {fixed} (or none), or scheme 'lobatto' with s = {s}"
+                )))
             }
             (other, _) => Err(ViError::InvalidScheme(format!("unknown scheme '{other}'; expected 'midpoint', 'trapezoid', 'simpson' or 'lobatto' (with s)"))),
         }

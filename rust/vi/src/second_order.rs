@@ -177,7 +177,15 @@ impl VariationalIntegrator {
     /// Solves the step from `(q, p, u)` and computes `A`, `B` and the control-point
     /// sensitivities `Q_y` (module docs): `J` is formed and factored densely. Leaves the
     /// points of `so.vi` at the solution.
-    pub(crate) fn second_order_prepare(&self, so: &mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<()> {
+    pub(crate) fn second_order_prepare(
+        &self,
+        so: &mut SecondOrderWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+    ) -> Result<()> {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), self.model());
         let s = sc.s;
         so.prepared = false;
@@ -185,7 +193,10 @@ impl VariationalIntegrator {
             // the implicit-function theorem below has no multiplier rows and no prescribed
             // points, and the third derivatives (forward-mode AD of the energy Hessians) carry
             // no wrench term: refuse rather than return the derivatives of a different map
-            return Err(ViError::InvalidParameter("second-order derivatives are not implemented for integrators with holonomic constraints, kinematic joints or body wrenches (first order is)".into()));
+            return Err(ViError::InvalidParameter(
+                "second-order derivatives are not implemented for integrators with holonomic constraints, kinematic joints or body wrenches (first order is)"
+                    .into(),
+            ));
         }
         so.out.iterations = self.step(&mut so.vi, step, q, p, u, guess, &mut so.out.q_next, &mut so.out.p_next)?;
         let pts = &mut so.vi.points;
@@ -294,7 +305,8 @@ impl VariationalIntegrator {
                     for c in 0..n {
                         let col = &mut so.cmat.as_mut_slice()[(be2 * n + c) * ld + be * n..][..n];
                         let cols = c * n..(c + 1) * n;
-                        let (lqq, kvqt, kvq, kvv) = (&t.kqq.as_slice()[cols.clone()], &so.kvq_t.as_slice()[cols.clone()], &t.kvq.as_slice()[cols.clone()], &t.kvv.as_slice()[cols]);
+                        let (lqq, kvqt, kvq, kvv) =
+                            (&t.kqq.as_slice()[cols.clone()], &so.kvq_t.as_slice()[cols.clone()], &t.kvq.as_slice()[cols.clone()], &t.kvv.as_slice()[cols]);
                         for r in 0..n {
                             col[r] += cqq * lqq[r] + cqv * kvqt[r] + cvq * kvq[r] + cvv * kvv[r];
                         }
@@ -355,7 +367,16 @@ impl VariationalIntegrator {
     /// step, O(n²) memory; no allocation after the workspace exists. `guess`, `step` as for
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
-    pub fn linearize_second_order_contracted<'w>(&self, so: &'w mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
+    pub fn linearize_second_order_contracted<'w>(
+        &self,
+        so: &'w mut SecondOrderWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        lambda: &[f64],
+    ) -> Result<&'w FlowDerivatives> {
         self.check_co_state(lambda)?;
         self.second_order_prepare(so, step, q, p, u, guess)?;
         self.contract_prepared_second_order(so, lambda)
@@ -371,7 +392,15 @@ impl VariationalIntegrator {
     /// momentum blocks; about two thirds of the cost), and returns `A`, `B` and the next
     /// state. Prepare the steps in parallel (one workspace per step), then call
     /// [`Self::contract_prepared_second_order`] with each step's co-state as it becomes known.
-    pub fn prepare_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<&'w FlowDerivatives> {
+    pub fn prepare_second_order<'w>(
+        &self,
+        so: &'w mut SecondOrderWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+    ) -> Result<&'w FlowDerivatives> {
         self.second_order_prepare(so, step, q, p, u, guess)?;
         Ok(&so.out)
     }
@@ -415,7 +444,15 @@ impl VariationalIntegrator {
     /// The contraction of [`Self::linearize_second_order_contracted`] for each of the `2n`
     /// outputs (`λ = e_i`), sharing the solve, the factorisation and `Q_y`: O(s² n⁴) per step.
     /// The first call on a workspace allocates the tensors (18 n³ numbers).
-    pub fn linearize_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>) -> Result<&'w FlowDerivatives> {
+    pub fn linearize_second_order<'w>(
+        &self,
+        so: &'w mut SecondOrderWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+    ) -> Result<&'w FlowDerivatives> {
         let n = self.n();
         let m = 2 * n;
         if so.out.fxx.len() != m * m * m {
@@ -517,7 +554,8 @@ pub fn linearize_trajectory_contracted(vi: &VariationalIntegrator, traj: &Trajec
         .map_init(
             || vi.second_order_workspace(),
             |so, k| {
-                let out = vi.linearize_second_order_contracted(so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lambda[k * m..(k + 1) * m])?;
+                let out =
+                    vi.linearize_second_order_contracted(so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lambda[k * m..(k + 1) * m])?;
                 Ok((out.a.clone(), out.b.clone(), out.hxx.clone(), out.hxu.clone(), out.huu.clone(), defect(out, traj, k)))
             },
         )

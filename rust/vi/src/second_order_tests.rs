@@ -37,7 +37,11 @@ fn schemes() -> Vec<(&'static str, Scheme)> {
 fn setup(model: Arc<Model>, sc: Scheme, seed: u64) -> (VariationalIntegrator, Vec<f64>, Vec<f64>, Vec<f64>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = model.nv;
-    let forces = JointForces { damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(), stiffness: random(&mut rng, n, 3.0).iter().map(|x| x.abs()).collect(), rest: random(&mut rng, n, 0.5) };
+    let forces = JointForces {
+        damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(),
+        stiffness: random(&mut rng, n, 3.0).iter().map(|x| x.abs()).collect(),
+        rest: random(&mut rng, n, 0.5),
+    };
     // Newton to round-off: the differences below divide the solver's error by h
     let vi = VariationalIntegrator::new(model, sc, 0.02, Some(forces)).unwrap().with_newton(1e-15, 60).unwrap();
     let q = random(&mut rng, n, 1.0);
@@ -266,8 +270,14 @@ fn contracted_form_matches_differences_of_the_contracted_first_order_map() {
 fn bad_co_states_are_errors() {
     let (vi, q, p, u) = setup(Arc::new(random_tree(3, 1, &one_dof())), Scheme::trapezoid(), 1);
     let mut so = vi.second_order_workspace();
-    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.0; 5]), Err(ViError::Model(RbdError::Dimension { arg: "lam", got: 5, expected: 6, .. }))));
-    assert!(matches!(vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[f64::NAN; 6]), Err(ViError::Model(RbdError::NonFinite { arg: "lam", index: 0, .. }))));
+    assert!(matches!(
+        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.0; 5]),
+        Err(ViError::Model(RbdError::Dimension { arg: "lam", got: 5, expected: 6, .. }))
+    ));
+    assert!(matches!(
+        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[f64::NAN; 6]),
+        Err(ViError::Model(RbdError::NonFinite { arg: "lam", index: 0, .. }))
+    ));
     let traj = rollout(&vi, &q, &p, &[0.0; 6]).unwrap();
     assert!(linearize_trajectory_contracted(&vi, &traj, &[0.0; 5]).is_err());
 }
@@ -290,7 +300,9 @@ fn trajectory_functions_equal_the_per_step_calls_for_any_thread_count() {
         assert_eq!(full.fxx[k], full1.fxx[k]);
         assert_eq!(con.hxx[k], con1.hxx[k]);
         assert_eq!(con.hxu[k], con1.hxu[k]);
-        let out = vi.linearize_second_order_contracted(&mut so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lam[k * 2 * n..(k + 1) * 2 * n]).unwrap();
+        let out = vi
+            .linearize_second_order_contracted(&mut so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lam[k * 2 * n..(k + 1) * 2 * n])
+            .unwrap();
         assert_eq!(out.huu, con.huu[k]);
         assert_eq!(out.a, con.a[k]);
         assert_eq!(out.a, full.a[k]);
@@ -356,7 +368,6 @@ fn state_conversions_and_their_jacobians() {
         }
     }
 }
-
 
 #[test]
 fn raw_contraction_is_symmetric_to_rounding() {

@@ -83,7 +83,13 @@ impl VariationalIntegrator {
         }
         let mut saved = ws.spare_solved.take().unwrap_or_else(|| {
             let s = self.scheme.s;
-            Box::new(SolvedStep { inputs: vec![0.0; 3 * n], z: vec![0.0; s * n], outputs: vec![0.0; 2 * n], points: StepPoints::new(&self.model, s + 1), valid: false })
+            Box::new(SolvedStep {
+                inputs: vec![0.0; 3 * n],
+                z: vec![0.0; s * n],
+                outputs: vec![0.0; 2 * n],
+                points: StepPoints::new(&self.model, s + 1),
+                valid: false,
+            })
         });
         for (dst, src) in saved.inputs.chunks_exact_mut(n).zip([q, p, u]) {
             dst.copy_from_slice(src);
@@ -106,13 +112,30 @@ impl VariationalIntegrator {
     /// the module docs), otherwise by solving the step. Same results as [`Self::linearize`],
     /// bit for bit; returns the Newton iterations (0 from kept points, as a re-solve that
     /// starts at the solution takes none).
-    pub fn linearize_kept(&self, ws: &mut ViWorkspace, k: usize, q: &[f64], p: &[f64], u: &[f64], guess: &[f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+    pub fn linearize_kept(
+        &self,
+        ws: &mut ViWorkspace,
+        k: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: &[f64],
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
         let n = self.n();
         let taken = self.kept.slots.lock().ok().and_then(|mut slots| slots.get_mut(k).and_then(Option::take));
         let Some(mut saved) = taken else {
             return self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next);
         };
-        let matches = saved.valid && same_bits(&saved.inputs[..n], q) && same_bits(&saved.inputs[n..2 * n], p) && same_bits(&saved.inputs[2 * n..], u) && q_next.len() == n && p_next.len() == n;
+        let matches = saved.valid
+            && same_bits(&saved.inputs[..n], q)
+            && same_bits(&saved.inputs[n..2 * n], p)
+            && same_bits(&saved.inputs[2 * n..], u)
+            && q_next.len() == n
+            && p_next.len() == n;
         let result = if matches && self.initial_guess(ws, q, p, u, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
             self.linearize_from(ws, k, q, &mut saved, a, b, q_next, p_next)
         } else {
@@ -130,7 +153,17 @@ impl VariationalIntegrator {
     /// The linearisation of step `k` (from `q_k = q`) at the points `saved` holds, which are
     /// moved into `ws` (`saved` is left empty).
     #[allow(clippy::too_many_arguments)]
-    fn linearize_from(&self, ws: &mut ViWorkspace, k: usize, q: &[f64], saved: &mut SolvedStep, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+    fn linearize_from(
+        &self,
+        ws: &mut ViWorkspace,
+        k: usize,
+        q: &[f64],
+        saved: &mut SolvedStep,
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
         let n = self.n();
         self.check_jacobian_shapes(a, b)?;
         ws.points.swap_states(&mut saved.points);

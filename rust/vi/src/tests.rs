@@ -45,7 +45,11 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
     for model in models() {
         for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
             let n = model.nv;
-            let forces = JointForces { damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(), stiffness: random(&mut rng, n, 2.0).iter().map(|x| x.abs()).collect(), rest: random(&mut rng, n, 1.0) };
+            let forces = JointForces {
+                damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(),
+                stiffness: random(&mut rng, n, 2.0).iter().map(|x| x.abs()).collect(),
+                rest: random(&mut rng, n, 1.0),
+            };
             let q0 = random(&mut rng, n, 1.0);
             let pts: Vec<Vec<f64>> = (0..sc.points()).map(|_| q0.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect()).collect();
             let z: Vec<f64> = pts[1..].concat();
@@ -85,7 +89,13 @@ fn del_rows_and_blocks_match_finite_differences_of_the_discrete_lagrangian() {
                         let (plus, minus) = (rows(h), rows(-h));
                         for i in 0..n {
                             let fd = (plus[i] - minus[i]) / (2.0 * h);
-                            assert!((blk[(i, k)] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} s={} H({a},{b})[{i},{k}]: {} vs {fd}", model.name, sc.s, blk[(i, k)]);
+                            assert!(
+                                (blk[(i, k)] - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+                                "{} s={} H({a},{b})[{i},{k}]: {} vs {fd}",
+                                model.name,
+                                sc.s,
+                                blk[(i, k)]
+                            );
                         }
                     }
                 }
@@ -111,7 +121,11 @@ fn midpoint_rows_are_the_derivatives_of_the_midpoint_lagrangian() {
             let vel: Vec<f64> = qa.iter().zip(qb).map(|(a, b)| (b - a) / dt).collect();
             dt * (vidyn_rbd::kinetic_energy(&model, &mut ws, &mid, &vel).unwrap() - vidyn_rbd::potential_energy(&model, &mut ws, &mid).unwrap())
         };
-        let forces = JointForces { damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(), stiffness: random(&mut rng, n, 2.0).iter().map(|x| x.abs()).collect(), rest: random(&mut rng, n, 1.0) };
+        let forces = JointForces {
+            damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(),
+            stiffness: random(&mut rng, n, 2.0).iter().map(|x| x.abs()).collect(),
+            rest: random(&mut rng, n, 1.0),
+        };
         let u = random(&mut rng, n, 1.0);
         let qa = random(&mut rng, n, 1.0);
         let qb: Vec<f64> = qa.iter().map(|x| x + 0.05 * rng.random_range(-1.0..1.0)).collect();
@@ -124,7 +138,11 @@ fn midpoint_rows_are_the_derivatives_of_the_midpoint_lagrangian() {
             let mut d = |which: usize| {
                 let mut shifted = |e: f64| {
                     let (mut a, mut b) = (qa.clone(), qb.clone());
-                    if which == 0 { a[i] += e } else { b[i] += e }
+                    if which == 0 {
+                        a[i] += e
+                    } else {
+                        b[i] += e
+                    }
                     ld(&a, &b)
                 };
                 (shifted(h) - shifted(-h)) / (2.0 * h)
@@ -296,7 +314,9 @@ fn convergence_order_is_2s() {
         [t.q_at(steps).to_vec(), t.p_at(steps).to_vec()].concat()
     };
     let exact = final_state(&reference, 200);
-    for (sc, coarse, expected) in [(Scheme::midpoint(), 20, 2.0), (Scheme::trapezoid(), 20, 2.0), (Scheme::simpson(), 10, 4.0), (Scheme::lobatto(3).unwrap(), 5, 6.0)] {
+    for (sc, coarse, expected) in
+        [(Scheme::midpoint(), 20, 2.0), (Scheme::trapezoid(), 20, 2.0), (Scheme::simpson(), 10, 4.0), (Scheme::lobatto(3).unwrap(), 5, 6.0)]
+    {
         let err = |steps: usize| {
             let x = final_state(&make(sc.clone(), steps), steps);
             x.iter().zip(&exact).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()))

@@ -40,7 +40,12 @@ fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
                 for i in 0..n {
                     let got = rows_with[i] - rows_without[i];
                     let want = sc.weights[a] * dt * tau[i];
-                    assert!((got - want).abs() < 1e-12 * (1.0 + want.abs() + rows_without[i].abs()), "{} s={} point {a} joint {i}: {got} vs {want}", model.name, sc.s);
+                    assert!(
+                        (got - want).abs() < 1e-12 * (1.0 + want.abs() + rows_without[i].abs()),
+                        "{} s={} point {a} joint {i}: {got} vs {want}",
+                        model.name,
+                        sc.s
+                    );
                 }
             }
             assert!(tau.iter().any(|t| t.abs() > 0.1), "the wrenches must load the joints: {tau:?}");
@@ -160,7 +165,10 @@ fn wrenched_pendulum_converges_to_aba_ext_at_order_2s() {
         let errors: Vec<f64> = [coarse, 2 * coarse, 4 * coarse]
             .iter()
             .map(|&steps| {
-                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), t_end / steps as f64, Some(JointForces::none(n))).unwrap().with_body_wrenches(fext.clone()).unwrap();
+                let vi = VariationalIntegrator::new(model.clone(), sc.clone(), t_end / steps as f64, Some(JointForces::none(n)))
+                    .unwrap()
+                    .with_body_wrenches(fext.clone())
+                    .unwrap();
                 let mut p0 = vec![0.0; n];
                 vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
                 let u: Vec<f64> = (0..steps).flat_map(|_| tau.clone()).collect();

@@ -3,10 +3,10 @@
 //! cannot disturb the count), as in `rust/rbd/tests/no_alloc.rs`.
 
 use nalgebra::DMatrix;
+use nalgebra::Vector3;
 use std::sync::Arc;
 use vidyn_rbd::builders::random_tree;
 use vidyn_rbd::Joint;
-use nalgebra::Vector3;
 use vidyn_spatial::Force;
 use vidyn_vi::{BodyPoint, Constraint, JointForces, Scheme, VariationalIntegrator};
 
@@ -29,7 +29,8 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     let mut rbd = model.workspace();
     vidyn_rbd::placements(&model, &mut rbd, &q).unwrap();
     let length = (rbd.placements[n - 1].translation - anchor).norm();
-    let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(n - 1), point: nalgebra::Vector3::zeros() }, length };
+    let tether =
+        Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(n - 1), point: nalgebra::Vector3::zeros() }, length };
     // ... and one with a kinematic joint as well; then body wrenches (with Simpson and with the
     // constrained midpoint step)
     let wrenches: Vec<Force> = (0..n).map(|i| Force::new(Vector3::new(0.5, -0.2 * i as f64, 1.0), Vector3::new(0.1, 0.0, -0.05 * i as f64))).collect();
@@ -49,7 +50,15 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
     for (sc, constraints, kinematic, wrenches, dense_max) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces)).unwrap().with_constraints(constraints).unwrap().with_kinematic(&kinematic).unwrap().with_body_wrenches(wrenches).unwrap().with_dense_max(dense_max);
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, Some(forces))
+            .unwrap()
+            .with_constraints(constraints)
+            .unwrap()
+            .with_kinematic(&kinematic)
+            .unwrap()
+            .with_body_wrenches(wrenches)
+            .unwrap()
+            .with_dense_max(dense_max);
         let mut ws = vi.workspace();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
@@ -77,7 +86,11 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         let lam: Vec<f64> = (0..2 * n).map(|i| 0.1 * i as f64 - 0.5).collect();
         vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).unwrap();
         vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).unwrap();
-        assert_eq!(allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()), 0, "contracted second order s={s}");
+        assert_eq!(
+            allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()),
+            0,
+            "contracted second order s={s}"
+        );
         assert_eq!(allocations(|| vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).map(|_| ()).unwrap()), 0, "full second order s={s}");
         // state conversions
         let mut jac = DMatrix::zeros(2 * n, 2 * n);

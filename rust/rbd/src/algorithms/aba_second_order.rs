@@ -56,13 +56,13 @@ use crate::algorithms::aba_derivatives::{aba_derivatives_after_aba, mul_by_tree_
 use crate::algorithms::external_forces::aba_ext;
 use crate::algorithms::mass_derivative::mass_derivative_product_world;
 use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace};
-use vidyn_spatial::Tensor3;
 use crate::check::check_tangent;
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::DMatrix;
 use vidyn_spatial::Force;
+use vidyn_spatial::Tensor3;
 
 /// The four second-order partials of forward dynamics, borrowed from an
 /// [`AbaSecondOrderWorkspace`]. Layout: module documentation (`[i, j, k]` = acceleration,
@@ -193,7 +193,14 @@ pub fn aba_second_order<'w>(model: &Model, ws: &'w mut AbaSecondOrderWorkspace, 
 
 /// [`aba_second_order`] of [`crate::aba_ext`]: with per-body external wrenches `fext`
 /// (`(nbodies,)`, body frames, `[linear; angular]`, Pinocchio's convention).
-pub fn aba_second_order_ext<'w>(model: &Model, ws: &'w mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: &[Force]) -> Result<AbaSecondOrder<'w>> {
+pub fn aba_second_order_ext<'w>(
+    model: &Model,
+    ws: &'w mut AbaSecondOrderWorkspace,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+    fext: &[Force],
+) -> Result<AbaSecondOrder<'w>> {
     aba_second_order_impl(model, ws, q, v, tau, Some(fext))?;
     Ok(ws.result())
 }
@@ -234,7 +241,8 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
 
     // inner terms, row l of every tensor at a time
     let nv2 = nv * nv;
-    let (hqq, hvv, hqv, dm) = (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
+    let (hqq, hvv, hqv, dm) =
+        (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
     let (xt, zt) = (&mut ws.xt, &mut ws.zt);
     for l in 0..nv {
@@ -362,7 +370,14 @@ fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t
 /// `derivatives.dtau_*` with scratch.
 /// Checked against the contraction of [`aba_second_order`]'s tensors in
 /// `tests::aba_second_order_contracted_matches_contraction`.
-pub fn aba_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64]) -> Result<AbaSecondOrderContracted<'w>> {
+pub fn aba_second_order_contracted<'w>(
+    model: &Model,
+    ws: &'w mut Workspace,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+    lambda: &[f64],
+) -> Result<AbaSecondOrderContracted<'w>> {
     check_tangent(model, lambda, "lam")?;
     aba(model, ws, q, v, tau)?;
     aba_second_order_contracted_impl(model, ws, q, v, lambda, None)?;
@@ -371,7 +386,15 @@ pub fn aba_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: 
 
 /// [`aba_second_order_contracted`] of [`crate::aba_ext`]: with per-body external wrenches
 /// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
-pub fn aba_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], lambda: &[f64], fext: &[Force]) -> Result<AbaSecondOrderContracted<'w>> {
+pub fn aba_second_order_contracted_ext<'w>(
+    model: &Model,
+    ws: &'w mut Workspace,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+    lambda: &[f64],
+    fext: &[Force],
+) -> Result<AbaSecondOrderContracted<'w>> {
     check_tangent(model, lambda, "lam")?;
     aba_ext(model, ws, q, v, tau, fext)?;
     aba_second_order_contracted_impl(model, ws, q, v, lambda, Some(fext))?;

@@ -33,10 +33,5 @@ pub fn potential_energy(model: &Model, ws: &mut Workspace, q: &[f64]) -> Result<
     check_configuration(model, q)?;
     placements_unchecked(model, ws, q);
     let g = model.gravity.linear;
-    Ok(model
-        .inertias
-        .iter()
-        .zip(&ws.placements)
-        .map(|(inertia, o)| -inertia.mass * g.dot(&o.act_point(&inertia.com)))
-        .sum())
+    Ok(model.inertias.iter().zip(&ws.placements).map(|(inertia, o)| -inertia.mass * g.dot(&o.act_point(&inertia.com))).sum())
 }

@@ -32,7 +32,13 @@ use vidyn_spatial::{Force, Motion};
 /// checks and from `choose` pass through. Checked against [`crate::rnea_derivatives`] without
 /// gravity at zero velocity and against central differences of [`crba`] in
 /// `tests::mass_derivative_*`.
-pub fn mass_matrix_and_derivative<'w, E: From<RbdError>>(model: &Model, ws: &'w mut Workspace, q: &[f64], a: &mut [f64], choose: impl FnOnce(&DMatrix<f64>, &mut [f64]) -> Result<(), E>) -> Result<&'w DMatrix<f64>, E> {
+pub fn mass_matrix_and_derivative<'w, E: From<RbdError>>(
+    model: &Model,
+    ws: &'w mut Workspace,
+    q: &[f64],
+    a: &mut [f64],
+    choose: impl FnOnce(&DMatrix<f64>, &mut [f64]) -> Result<(), E>,
+) -> Result<&'w DMatrix<f64>, E> {
     crate::check::check_tangent(model, a, "a")?;
     choose(crba(model, ws, q)?, a)?;
     crate::check::check_tangent(model, a, "a")?;

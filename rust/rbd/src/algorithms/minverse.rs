@@ -44,7 +44,8 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
         for k in 0..nvi {
             s.set_column(k, &columns[iv + k].to_vector());
         }
-        let (u, d_inv) = factor_world(&ws.articulated_inertias[i], &s, nvi).ok_or_else(|| RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() })?;
+        let (u, d_inv) =
+            factor_world(&ws.articulated_inertias[i], &s, nvi).ok_or_else(|| RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() })?;
         let end = iv + model.nv_subtree[i];
         let (lower, upper) = ws.minv_forces.split_at_mut(i);
         let f_i = upper[0].as_slice();

@@ -368,7 +368,14 @@ pub fn rnea_second_order<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q:
 /// [`rnea_second_order`] of [`crate::rnea_ext`]: with per-body external wrenches `fext`
 /// (`(nbodies,)`, body frames, `[linear; angular]`); they change `∂²τ/∂q²` only (module
 /// documentation, "External forces").
-pub fn rnea_second_order_ext<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<RneaSecondOrder<'w>> {
+pub fn rnea_second_order_ext<'w>(
+    model: &Model,
+    ws: &'w mut SecondOrderWorkspace,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    fext: &[Force],
+) -> Result<RneaSecondOrder<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
@@ -499,7 +506,14 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
 /// Overwrites the world-frame kinematic scratch of `ws.derivatives` (not its result
 /// matrices). Checked against the contraction of [`rnea_second_order`]'s tensors in
 /// `tests::rnea_second_order_contracted_matches_contraction`.
-pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64]) -> Result<RneaSecondOrderContracted<'w>> {
+pub fn rnea_second_order_contracted<'w>(
+    model: &Model,
+    ws: &'w mut Workspace,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    lambda: &[f64],
+) -> Result<RneaSecondOrderContracted<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
@@ -511,7 +525,15 @@ pub fn rnea_second_order_contracted<'w>(model: &Model, ws: &'w mut Workspace, q:
 
 /// [`rnea_second_order_contracted`] of [`crate::rnea_ext`]: with per-body external wrenches
 /// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
-pub fn rnea_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64], fext: &[Force]) -> Result<RneaSecondOrderContracted<'w>> {
+pub fn rnea_second_order_contracted_ext<'w>(
+    model: &Model,
+    ws: &'w mut Workspace,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    lambda: &[f64],
+    fext: &[Force],
+) -> Result<RneaSecondOrderContracted<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
@@ -523,7 +545,15 @@ pub fn rnea_second_order_contracted_ext<'w>(model: &Model, ws: &'w mut Workspace
 }
 
 /// The contracted forms without argument checks (results in `ws.second_order.d2tau_*`).
-pub(crate) fn rnea_second_order_contracted_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], lambda: &[f64], fext: Option<&[Force]>) {
+pub(crate) fn rnea_second_order_contracted_unchecked(
+    model: &Model,
+    ws: &mut Workspace,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    lambda: &[f64],
+    fext: Option<&[Force]>,
+) {
     forward_and_composites(model, ws, q, v, a, fext);
     let n = model.nbodies();
     let d = &ws.derivatives;
@@ -583,7 +613,8 @@ pub(crate) fn rnea_second_order_contracted_unchecked(model: &Model, ws: &mut Wor
             let i_sxl = ic * cross_motion(&s, &lb);
             let g1 = cross_force(&s, &il) - i_sxl;
             let gb = g1 - cross_force(&lb, &is);
-            let g3 = cross_force(&psi, &il) - ic * cross_motion(&psi, &lb) - cross_force(&lb, &ipsi) - bc.tr_mul(&cross_motion(&s, &lb)) + cross_force(&s, &btl);
+            let g3 =
+                cross_force(&psi, &il) - ic * cross_motion(&psi, &lb) - cross_force(&lb, &ipsi) - bc.tr_mul(&cross_motion(&s, &lb)) + cross_force(&s, &btl);
             let h6 = -i_sxl - cross_force(&lb, &is);
             let f5 = bc * psi + ic * alpha + cross_force(&s, &fc); // A5 = f5 ×̄*
             let f7 = bc * s + ic * (psi + phi); // A7 = f7 ×̄*
