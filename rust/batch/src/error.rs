@@ -29,6 +29,24 @@ pub enum BatchError<E> {
     Shape(String),
 }
 
+impl<E> BatchError<E> {
+    /// The system's own error (`Ok`), or what the engine reports itself (`Err`, as an error
+    /// that carries no system error).
+    ///
+    /// # Errors
+    /// When it is the engine's.
+    pub fn split(self) -> Result<E, BatchError<std::convert::Infallible>> {
+        Err(match self {
+            Self::Core(e) => return Ok(e),
+            Self::Unsupported { system, method } => BatchError::Unsupported { system, method },
+            Self::NonFinite { arg, index, value } => BatchError::NonFinite { arg, index, value },
+            Self::Cancelled => BatchError::Cancelled,
+            Self::Panicked(m) => BatchError::Panicked(m),
+            Self::Shape(m) => BatchError::Shape(m),
+        })
+    }
+}
+
 impl<E> From<E> for BatchError<E> {
     fn from(e: E) -> Self {
         Self::Core(e)

@@ -18,7 +18,7 @@
 //! (`vidyn/batch.py` raises the first one or returns them all).
 
 use crate::convert::{self, shape_str, ZeroBits};
-use crate::errors::{CoreError, INPUT_ERROR, VIDYN_ERROR};
+use crate::errors::{py_err, VidynErr, INPUT_ERROR};
 use crate::model::PyModel;
 use crate::vi::PyVariationalIntegrator;
 use crate::{detached, interruptible};
@@ -28,24 +28,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use std::convert::Infallible;
 use vidyn_batch::{self as vb, BatchError, Control, Failures};
-
-impl CoreError for Infallible {
-    fn to_pyerr(&self) -> PyErr {
-        match *self {}
-    }
-}
-
-impl<E: CoreError + std::fmt::Display> CoreError for BatchError<E> {
-    fn to_pyerr(&self) -> PyErr {
-        match self {
-            BatchError::Core(e) => e.to_pyerr(),
-            BatchError::Shape(m) => INPUT_ERROR.err(m.clone()),
-            BatchError::NonFinite { .. } => INPUT_ERROR.err(self.to_string()),
-            BatchError::Cancelled => pyo3::exceptions::PyKeyboardInterrupt::new_err("batch cancelled"),
-            other => VIDYN_ERROR.err(other.to_string()),
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Inputs and outputs
@@ -195,15 +177,15 @@ fn data<'a, T: Element>(w: &'a mut PyReadwriteArrayDyn<'_, T>) -> PyResult<&'a m
 
 /// Raises the first failure of a single call run as a one-row batch (its core error, as a
 /// single call that failed would).
-pub(crate) fn raise_first<E: CoreError + std::fmt::Display>(failures: Failures<E>) -> PyResult<()> {
-    failures.into_iter().next().map_or(Ok(()), |(_, e)| Err(e.to_pyerr()))
+pub(crate) fn raise_first<E: Into<VidynErr>>(failures: Failures<E>) -> PyResult<()> {
+    failures.into_iter().next().map_or(Ok(()), |(_, e)| Err(py_err(e)))
 }
 
 /// Per-row failures as `[(row, exception instance)]`, messages prefixed by `label(row)`.
-fn failures_out<'py, E: CoreError + std::fmt::Display>(py: Python<'py>, failures: Vec<(usize, String, BatchError<E>)>) -> PyResult<Bound<'py, PyList>> {
+fn failures_out<'py, E: Into<VidynErr>>(py: Python<'py>, failures: Vec<(usize, String, BatchError<E>)>) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for (row, label, e) in failures {
-        let err = e.to_pyerr();
+        let err = py_err(e);
         let ty = err.get_type(py);
         let msg = err.value(py).str()?.to_string();
         let exc = PyErr::from_type(ty, format!("{label}: {msg}")).into_value(py);
@@ -220,8 +202,8 @@ fn rows<E>(failures: Failures<E>) -> Vec<(usize, String, BatchError<E>)> {
 // Running a batch
 
 /// Maps a whole-call error of the engine (shapes; never expected after the checks above).
-pub(crate) fn call<T, E: CoreError + std::fmt::Display>(r: Result<T, BatchError<E>>) -> PyResult<T> {
-    r.map_err(|e| e.to_pyerr())
+pub(crate) fn call<T, E: Into<VidynErr>>(r: Result<T, BatchError<E>>) -> PyResult<T> {
+    r.map_err(py_err)
 }
 
 // ---------------------------------------------------------------------------------------

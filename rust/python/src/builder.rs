@@ -1,7 +1,7 @@
 //! `ModelBuilder`: builds a model body by body from Python.
 
 use crate::convert;
-use crate::errors::{to_pyerr, INPUT_ERROR, VIDYN_ERROR};
+use crate::errors::{py_err, INPUT_ERROR, VIDYN_ERROR};
 use crate::model::PyModel;
 use nalgebra::{Matrix3, Vector3};
 use pyo3::prelude::*;
@@ -130,7 +130,7 @@ impl PyModelBuilder {
         let (id, warnings) = self.with(|b| {
             check_parent(parent, b.len())?;
             let before = b.warnings().len();
-            let id = b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot)).map_err(|e| to_pyerr(&e))?;
+            let id = b.add_body(parent, name, joint, placement, Inertia::new(mass, com, rot)).map_err(py_err)?;
             Ok((id, b.warnings()[before..].to_vec()))
         })?;
         crate::errors::warn_model(py, &warnings)?;
@@ -145,7 +145,7 @@ impl PyModelBuilder {
         let placement = placement_arg(placement)?;
         self.with(|b| {
             check_parent(parent, b.len())?;
-            b.add_frame(name, parent, placement, FrameKind::Operational).map_err(|e| to_pyerr(&e))
+            b.add_frame(name, parent, placement, FrameKind::Operational).map_err(py_err)
         })
     }
 

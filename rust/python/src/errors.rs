@@ -14,10 +14,14 @@
 //! `create_exception!` takes a single base class, and two of ours have two, so every class
 //! is made the same way: by calling `type(name, bases, namespace)` once, on first use.
 
-use pyo3::exceptions::{PyException, PyKeyError, PyValueError};
+use pyo3::exceptions::{PyException, PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
+use std::convert::Infallible;
+use vidyn_batch::BatchError;
+use vidyn_maximal::MaximalError;
+use vidyn_optim::OptimError;
 use vidyn_rbd::RbdError;
 use vidyn_vi::ViError;
 
@@ -121,70 +125,110 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A core error on its way to Python (the orphan rule forbids `From<RbdError> for PyErr`).
+/// Every error a vidyn crate reports, on its way to Python: one enum with a `From` for each
+/// crate's error (the orphan rule forbids `From<RbdError> for PyErr` in this crate), and one
+/// conversion to the exception classes, `From<VidynErr> for PyErr` below.
 #[derive(Debug)]
-pub struct PyVidynErr(pub RbdError);
+pub enum VidynErr {
+    Rbd(RbdError),
+    Vi(ViError),
+    Maximal(MaximalError),
+    Optim(OptimError),
+    /// What the batch engine reports itself for a row or a call (never a system's error).
+    Engine(BatchError<Infallible>),
+}
 
-impl From<RbdError> for PyVidynErr {
+impl From<RbdError> for VidynErr {
     fn from(e: RbdError) -> Self {
-        Self(e)
+        Self::Rbd(e)
     }
 }
-
-impl From<PyVidynErr> for PyErr {
-    fn from(e: PyVidynErr) -> Self {
-        to_pyerr(&e.0)
+impl From<ViError> for VidynErr {
+    fn from(e: ViError) -> Self {
+        Self::Vi(e)
     }
 }
-
-/// The one mapping from core errors to exception classes. Each arm is exercised by
-/// `tests/test_errors.py` (through [`raise_core_error`] and through real calls).
-pub fn to_pyerr(e: &RbdError) -> PyErr {
-    match e {
-        RbdError::Dimension { arg, got, expected, field } => INPUT_ERROR.err(format!("{arg} has shape ({got},), expected ({field},) = ({expected},)")),
-        RbdError::NonFinite { .. } | RbdError::NotNormalized { .. } | RbdError::IndexOutOfRange { .. } | RbdError::Singular { .. } => {
-            INPUT_ERROR.err(e.to_string())
+impl From<MaximalError> for VidynErr {
+    fn from(e: MaximalError) -> Self {
+        Self::Maximal(e)
+    }
+}
+impl From<OptimError> for VidynErr {
+    fn from(e: OptimError) -> Self {
+        Self::Optim(e)
+    }
+}
+impl From<Infallible> for VidynErr {
+    fn from(e: Infallible) -> Self {
+        match e {}
+    }
+}
+impl<E: Into<VidynErr>> From<BatchError<E>> for VidynErr {
+    fn from(e: BatchError<E>) -> Self {
+        match e.split() {
+            Ok(system) => system.into(),
+            Err(engine) => Self::Engine(engine),
         }
-        RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
-        RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => MODEL_ERROR.err(e.to_string()),
-        RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
-        // `RbdError` is non-exhaustive: a variant added later lands on the base class until
-        // it gets its own arm (and its own test).
-        #[allow(unreachable_patterns)]
-        _ => VIDYN_ERROR.err(e.to_string()),
     }
 }
 
-/// Core errors of any vidyn crate, mapped to their exception class.
-pub trait CoreError: Send {
-    fn to_pyerr(&self) -> PyErr;
+/// The exception of any core error: `py_err(e)` for `e` of any vidyn crate.
+pub fn py_err(e: impl Into<VidynErr>) -> PyErr {
+    e.into().into()
 }
 
-impl CoreError for RbdError {
-    fn to_pyerr(&self) -> PyErr {
-        to_pyerr(self)
-    }
-}
-
-impl CoreError for ViError {
-    fn to_pyerr(&self) -> PyErr {
-        vi_to_pyerr(self)
-    }
-}
-
-/// The mapping of the variational integrators' errors (model errors keep their class).
-pub fn vi_to_pyerr(e: &ViError) -> PyErr {
-    match e {
-        ViError::Model(inner) => to_pyerr(inner),
-        ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
-        ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
-        ViError::NewtonDiverged { .. }
-        | ViError::SingularJacobian { .. }
-        | ViError::DegenerateConstraints { .. }
-        | ViError::NotGenuine { .. }
-        | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
-        #[allow(unreachable_patterns)]
-        _ => VIDYN_ERROR.err(e.to_string()),
+/// The one mapping from core errors to exception classes. Each arm of the model errors is
+/// exercised by `tests/test_errors.py` (through [`raise_core_error`] and through real
+/// calls). The core enums are non-exhaustive: a variant added later lands on the base class
+/// until it gets its own arm (and its own test).
+impl From<VidynErr> for PyErr {
+    #[allow(unreachable_patterns)]
+    fn from(e: VidynErr) -> Self {
+        match e {
+            VidynErr::Rbd(e) => match e {
+                RbdError::Dimension { arg, got, expected, field } => INPUT_ERROR.err(format!("{arg} has shape ({got},), expected ({field},) = ({expected},)")),
+                RbdError::NonFinite { .. } | RbdError::NotNormalized { .. } | RbdError::IndexOutOfRange { .. } | RbdError::Singular { .. } => {
+                    INPUT_ERROR.err(e.to_string())
+                }
+                RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
+                RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => MODEL_ERROR.err(e.to_string()),
+                RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
+                _ => VIDYN_ERROR.err(e.to_string()),
+            },
+            VidynErr::Vi(e) => match e {
+                ViError::Model(inner) => py_err(inner),
+                ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
+                ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
+                ViError::NewtonDiverged { .. }
+                | ViError::SingularJacobian { .. }
+                | ViError::DegenerateConstraints { .. }
+                | ViError::NotGenuine { .. }
+                | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
+                _ => VIDYN_ERROR.err(e.to_string()),
+            },
+            VidynErr::Maximal(e) => match e {
+                MaximalError::Model(inner) => py_err(inner),
+                MaximalError::InvalidMechanism(_) | MaximalError::SingularPivot { .. } => MODEL_ERROR.err(e.to_string()),
+                MaximalError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
+                MaximalError::AngularVelocityTooLarge { .. } | MaximalError::NewtonDiverged { .. } => CONVERGENCE_ERROR.err(e.to_string()),
+                MaximalError::TooLarge { .. } => PyMemoryError::new_err(e.to_string()),
+                MaximalError::Cancelled { .. } => PyKeyboardInterrupt::new_err(e.to_string()),
+                _ => VIDYN_ERROR.err(e.to_string()),
+            },
+            VidynErr::Optim(e) => match e {
+                OptimError::Dynamics(inner) => py_err(inner),
+                OptimError::InvalidInput(_) | OptimError::NotPositiveDefinite(_) => INPUT_ERROR.err(e.to_string()),
+                OptimError::NotConverged(_) => CONVERGENCE_ERROR.err(e.to_string()),
+                OptimError::NotImplemented(_) => PyNotImplementedError::new_err(e.to_string()),
+                OptimError::Cancelled => PyKeyboardInterrupt::new_err(e.to_string()),
+                _ => VIDYN_ERROR.err(e.to_string()),
+            },
+            VidynErr::Engine(e) => match e {
+                BatchError::Shape(_) | BatchError::NonFinite { .. } => INPUT_ERROR.err(e.to_string()),
+                BatchError::Cancelled => PyKeyboardInterrupt::new_err("batch cancelled"),
+                _ => VIDYN_ERROR.err(e.to_string()),
+            },
+        }
     }
 }
 
@@ -206,5 +250,5 @@ pub fn raise_core_error(variant: &str) -> PyResult<()> {
         "Singular" => RbdError::Singular { joint: "ball".into(), detail: "gimbal lock".into() },
         other => return Err(INPUT_ERROR.err(format!("unknown RbdError variant '{other}'"))),
     };
-    Err(to_pyerr(&e))
+    Err(py_err(e))
 }

@@ -33,11 +33,11 @@ pub(crate) fn detached<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
     F: Send + FnOnce() -> Result<T, E>,
     T: Send,
-    E: errors::CoreError,
+    E: Into<errors::VidynErr> + Send,
 {
     match py.detach(move || catch_unwind(AssertUnwindSafe(f))) {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(e.to_pyerr()),
+        Ok(Err(e)) => Err(errors::py_err(e)),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<&str>()

@@ -2,7 +2,7 @@
 //! `vidyn_maximal`. Every computation runs detached from the interpreter.
 
 use crate::convert;
-use crate::errors::{CoreError, CONVERGENCE_ERROR, INPUT_ERROR, MODEL_ERROR, UNKNOWN_NAME_ERROR, VIDYN_ERROR};
+use crate::errors::{py_err, INPUT_ERROR, UNKNOWN_NAME_ERROR};
 use crate::model::PyModel;
 use crate::{detached, interruptible};
 use nalgebra::Vector3;
@@ -18,25 +18,6 @@ type MinimalStep<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, B
 
 /// Two arrays returned together (`(A, B)`).
 type Pair<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
-
-impl CoreError for MaximalError {
-    fn to_pyerr(&self) -> PyErr {
-        maximal_to_pyerr(self)
-    }
-}
-
-/// The mapping of the maximal-coordinate integrator's errors (model errors keep their class).
-pub fn maximal_to_pyerr(e: &MaximalError) -> PyErr {
-    match e {
-        MaximalError::Model(inner) => crate::errors::to_pyerr(inner),
-        MaximalError::InvalidMechanism(_) | MaximalError::SingularPivot { .. } => MODEL_ERROR.err(e.to_string()),
-        MaximalError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
-        MaximalError::AngularVelocityTooLarge { .. } | MaximalError::NewtonDiverged { .. } => CONVERGENCE_ERROR.err(e.to_string()),
-        MaximalError::TooLarge { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
-        MaximalError::Cancelled { .. } => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
-        _ => VIDYN_ERROR.err(e.to_string()),
-    }
-}
 
 /// The maximal-coordinate variational integrator of a model (every body a free rigid body,
 /// joints and loop closures as constraints, graph-based sparse solver).
@@ -110,7 +91,7 @@ impl PyMaximalIntegrator {
             }
             MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tolerance, max_iterations)
         };
-        let inner = build().map_err(|e| maximal_to_pyerr(&e))?;
+        let inner = build().map_err(py_err)?;
         Ok(Self { inner: RwLock::new(Arc::new(inner)), tolerance, max_iterations })
     }
 
@@ -198,7 +179,7 @@ impl PyMaximalIntegrator {
             let j = mech.add_loop_closure(name, kind, pa, pf, ch, cf)?;
             Ok((j, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
         })()
-        .map_err(|e| maximal_to_pyerr(&e))?;
+        .map_err(py_err)?;
         match self.inner.write() {
             Ok(mut g) => *g = Arc::new(new),
             Err(p) => *p.into_inner() = Arc::new(new),
@@ -241,7 +222,7 @@ impl PyMaximalIntegrator {
             let c = mech.add_contact(name, b, p, radius, n, offset, friction)?;
             Ok((c, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
         })()
-        .map_err(|e| maximal_to_pyerr(&e))?;
+        .map_err(py_err)?;
         match self.inner.write() {
             Ok(mut g) => *g = Arc::new(new),
             Err(p) => *p.into_inner() = Arc::new(new),
@@ -261,7 +242,7 @@ impl PyMaximalIntegrator {
             let l = mech.add_joint_limit(j, lower, upper)?;
             Ok((l, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
         })()
-        .map_err(|e| maximal_to_pyerr(&e))?;
+        .map_err(py_err)?;
         match self.inner.write() {
             Ok(mut g) => *g = Arc::new(new),
             Err(p) => *p.into_inner() = Arc::new(new),
@@ -303,7 +284,7 @@ impl PyMaximalIntegrator {
             (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, model.nv) or the number of steps")),
         };
         let traj = interruptible(py, None, steps, |c| rollout_minimal(&vi, c, &q0, &v0, &u, steps))?;
-        Ok(PyMaximalTrajectory { inner: traj.map_err(|e| maximal_to_pyerr(&e))? })
+        Ok(PyMaximalTrajectory { inner: traj.map_err(py_err)? })
     }
 
     /// Exact linearisation of every step of `traj` (a MaximalTrajectory of this integrator),
@@ -316,7 +297,7 @@ impl PyMaximalIntegrator {
         let (a_shape, b_shape) = ([t.steps, nx, nx], [t.steps, nx, nu]);
         let (mut a, mut b) = (convert::zeros_for::<f64>(&a_shape, "A")?, convert::zeros_for::<f64>(&b_shape, "B")?);
         let out = LinearizationOut { a: &mut a, b: &mut b };
-        interruptible(py, None, t.steps, |c| linearize_trajectory(&vi, c, t, out))?.map_err(|e| maximal_to_pyerr(&e))?;
+        interruptible(py, None, t.steps, |c| linearize_trajectory(&vi, c, t, out))?.map_err(py_err)?;
         Ok((convert::array_out(py, a, &a_shape)?, convert::array_out(py, b, &b_shape)?))
     }
 

@@ -71,7 +71,7 @@ impl PyModel {
     pub fn frame_arg(&self, frame: &Bound<'_, PyAny>) -> PyResult<usize> {
         let m = &self.inner;
         if let Ok(name) = frame.extract::<&str>() {
-            return m.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e));
+            return m.frame_index(name).map_err(crate::errors::py_err);
         }
         let Ok(i) = frame.extract::<i128>() else {
             return Err(PyTypeError::new_err(format!("frame must be a frame name (str) or index (int), got {}", convert::type_name(frame))));
@@ -299,12 +299,12 @@ impl PyModel {
 
     /// Index of the frame called `name` (raises UnknownNameError).
     fn frame_index(&self, name: &str) -> PyResult<usize> {
-        self.inner.frame_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner.frame_index(name).map_err(crate::errors::py_err)
     }
 
     /// Index of the body moved by the joint called `name` (raises UnknownNameError).
     fn joint_index(&self, name: &str) -> PyResult<usize> {
-        self.inner.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))
+        self.inner.joint_index(name).map_err(crate::errors::py_err)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -3,13 +3,12 @@
 //! only; the maths is `vidyn_optim`, run with the interpreter detached.
 
 use crate::convert;
-use crate::errors::{vi_to_pyerr, CoreError, CONVERGENCE_ERROR, INPUT_ERROR};
+use crate::errors::{py_err, INPUT_ERROR};
 use crate::vi::PyVariationalIntegrator;
 use crate::{detached, interruptible};
 use nalgebra::DMatrix;
 use numpy::ndarray::{Array1, Array3};
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
@@ -19,24 +18,10 @@ use vidyn_optim::{
     Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
 };
 
-impl CoreError for OptimError {
-    fn to_pyerr(&self) -> PyErr {
-        match self {
-            OptimError::Dynamics(e) => vi_to_pyerr(e),
-            OptimError::InvalidInput(_) | OptimError::NotPositiveDefinite(_) => INPUT_ERROR.err(self.to_string()),
-            OptimError::NotConverged(_) => CONVERGENCE_ERROR.err(self.to_string()),
-            OptimError::NotImplemented(_) => PyNotImplementedError::new_err(self.to_string()),
-            OptimError::Cancelled => pyo3::exceptions::PyKeyboardInterrupt::new_err(self.to_string()),
-            #[allow(unreachable_patterns)]
-            _ => crate::errors::VIDYN_ERROR.err(self.to_string()),
-        }
-    }
-}
-
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
 /// [`Cancellable`] with the control it is given, so Ctrl-C ends the run.
 fn cancellable<T: Send>(py: Python<'_>, job: impl FnOnce(&Control<'_>) -> Result<T, OptimError> + Send) -> PyResult<T> {
-    interruptible(py, None, 0, job)?.map_err(|e| e.to_pyerr())
+    interruptible(py, None, 0, job)?.map_err(py_err)
 }
 
 fn shape(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<usize>> {
@@ -358,7 +343,7 @@ fn frame_spec(
     match (frame, target) {
         (None, None) => Ok(None),
         (Some(name), Some(t)) => {
-            let index = vi.model().frame_index(&name).map_err(|e| crate::errors::to_pyerr(&e))?;
+            let index = vi.model().frame_index(&name).map_err(py_err)?;
             let [x, y, z] = t[..] else {
                 return Err(INPUT_ERROR.err(format!("frame_target has {} entries, expected 3", t.len())));
             };

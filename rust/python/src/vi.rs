@@ -108,7 +108,7 @@ impl PyVariationalIntegrator {
         // (nbodies, 6) rows `[force; moment]` in the body frames, as the `fext` of `aba`
         let wrenches = convert::forces(body_wrenches, "body_wrenches", &m)?.unwrap_or_default();
         let kinematic =
-            kinematic.unwrap_or_default().iter().map(|name| m.joint_index(name).map_err(|e| crate::errors::to_pyerr(&e))).collect::<PyResult<Vec<usize>>>()?;
+            kinematic.unwrap_or_default().iter().map(|name| m.joint_index(name).map_err(crate::errors::py_err)).collect::<PyResult<Vec<usize>>>()?;
         let constraints = crate::constraints::resolve(&m, constraints.as_deref().unwrap_or(&[]))?;
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
@@ -129,7 +129,7 @@ impl PyVariationalIntegrator {
                 .with_body_wrenches(wrenches)?
                 .with_max_energy_error(max_energy_error)
         };
-        let inner = build().map_err(|e| crate::errors::vi_to_pyerr(&e))?;
+        let inner = build().map_err(crate::errors::py_err)?;
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
     }
 
