@@ -7,7 +7,7 @@ use crate::errors::{py_err, INPUT_ERROR};
 use crate::vi::PyVariationalIntegrator;
 use crate::{detached, interruptible};
 use nalgebra::DMatrix;
-use numpy::ndarray::{Array1, Array3};
+use numpy::ndarray::Array1;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -24,33 +24,6 @@ fn cancellable<T: Send>(py: Python<'_>, job: impl FnOnce(&Control<'_>) -> Result
     interruptible(py, None, 0, job)?.map_err(py_err)
 }
 
-fn shape(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<usize>> {
-    x.getattr("shape").and_then(|s| s.extract::<Vec<usize>>()).map_err(|_| INPUT_ERROR.err(format!("{name} must be a NumPy array")))
-}
-
-/// A stack `(N, r, c)` of matrices (`expect`: the wanted `(r, c)`, if known).
-fn read_stack(x: &Bound<'_, PyAny>, name: &str, expect: Option<(usize, usize)>) -> PyResult<Vec<DMatrix<f64>>> {
-    let s = shape(x, name)?;
-    let [n, r, c] = s[..] else {
-        return Err(INPUT_ERROR.err(format!("{name} must be 3-D (N, rows, cols), got shape {s:?}")));
-    };
-    if let Some((er, ec)) = expect {
-        if (r, c) != (er, ec) {
-            return Err(INPUT_ERROR.err(format!("{name} has shape {s:?}, expected (N, {er}, {ec})")));
-        }
-    }
-    let data = convert::read(x, name, &[n, r, c], None)?;
-    Ok((0..n).map(|k| DMatrix::from_row_slice(r, c, &data[k * r * c..(k + 1) * r * c])).collect())
-}
-
-fn read_matrix(x: &Bound<'_, PyAny>, name: &str, r: usize, c: usize) -> PyResult<DMatrix<f64>> {
-    Ok(DMatrix::from_row_slice(r, c, &convert::read(x, name, &[r, c], None)?))
-}
-
-fn stack_out<'py>(py: Python<'py>, ms: &[DMatrix<f64>], r: usize, c: usize) -> Bound<'py, numpy::PyArray3<f64>> {
-    Array3::from_shape_fn((ms.len(), r, c), |(k, i, j)| ms[k][(i, j)]).into_pyarray(py)
-}
-
 /// Time-varying LQR: A (N, nx, nx), B (N, nx, nu), Q (N, nx, nx), R (N, nu, nu), QN (nx, nx)
 /// -> (K (N, nu, nx), P (N+1, nx, nx)).
 #[pyfunction]
@@ -63,18 +36,18 @@ pub fn optim_lqr<'py>(
     r: &Bound<'py, PyAny>,
     qn: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let a = read_stack(a, "A", None)?;
+    let a = convert::matrices(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
     if a.first().is_some_and(|m| m.ncols() != nx) {
         return Err(INPUT_ERROR.err("A must be square (N, nx, nx)"));
     }
-    let b = read_stack(b, "B", None)?;
+    let b = convert::matrices(b, "B", None)?;
     let nu = b.first().map_or(0, |m| m.ncols());
-    let q = read_stack(q, "Q", Some((nx, nx)))?;
-    let r = read_stack(r, "R", Some((nu, nu)))?;
-    let qn = read_matrix(qn, "QN", nx, nx)?;
+    let q = convert::matrices(q, "Q", Some((nx, nx)))?;
+    let r = convert::matrices(r, "R", Some((nu, nu)))?;
+    let qn = convert::matrix(qn, "QN", nx, nx)?;
     let sol = detached(py, move || lqr(&a, &b, &q, &r, &qn))?;
-    Ok((stack_out(py, &sol.k, nu, nx), stack_out(py, &sol.p, nx, nx)).into_pyobject(py)?.into_any())
+    Ok((convert::matrices_out(py, &sol.k, nu, nx), convert::matrices_out(py, &sol.p, nx, nx)).into_pyobject(py)?.into_any())
 }
 
 /// Steady-state DLQR: A (nx, nx), B (nx, nu), Q (nx, nx), R (nu, nu) -> (K, P, iterations).
@@ -90,18 +63,18 @@ pub fn optim_dlqr<'py>(
     tolerance: f64,
     max_iterations: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let sa = shape(a, "A")?;
-    let sb = shape(b, "B")?;
+    let (sa, sb) = (convert::shape(a, "A")?, convert::shape(b, "B")?);
+    let bad = || INPUT_ERROR.err(format!("A must be (nx, nx) and B (nx, nu); got {} and {}", convert::shape_str(&sa), convert::shape_str(&sb)));
     let (&[nx, nx2], &[nxb, nu]) = (&sa[..], &sb[..]) else {
-        return Err(INPUT_ERROR.err(format!("A must be (nx, nx) and B (nx, nu); got {sa:?} and {sb:?}")));
+        return Err(bad());
     };
     if nx != nx2 || nxb != nx {
-        return Err(INPUT_ERROR.err(format!("A must be (nx, nx) and B (nx, nu); got {sa:?} and {sb:?}")));
+        return Err(bad());
     }
-    let a = read_matrix(a, "A", nx, nx)?;
-    let b = read_matrix(b, "B", nx, nu)?;
-    let q = read_matrix(q, "Q", nx, nx)?;
-    let r = read_matrix(r, "R", nu, nu)?;
+    let a = convert::matrix(a, "A", nx, nx)?;
+    let b = convert::matrix(b, "B", nx, nu)?;
+    let q = convert::matrix(q, "Q", nx, nx)?;
+    let r = convert::matrix(r, "R", nu, nu)?;
     let (k, p, it) = detached(py, move || dlqr(&a, &b, &q, &r, tolerance, max_iterations))?;
     Ok((convert::matrix_out(py, &k), convert::matrix_out(py, &p), it).into_pyobject(py)?.into_any())
 }
@@ -140,7 +113,7 @@ pub fn optim_closed_loop<'py>(
     let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", 2 * n, "(N+1, 2n)", "2n")?;
     let steps = rows.saturating_sub(1);
     let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
-    let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
+    let gains = convert::matrices(gains, "K", Some((m, 2 * n)))?;
     if gains.len() != steps {
         return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
     }
@@ -247,7 +220,7 @@ fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64]
     d.set_item("u", convert::rows_out(py, &res.u, m))?;
     let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
     d.set_item("k", convert::rows_out(py, &kff, m))?;
-    d.set_item("K", stack_out(py, &res.gains, m, nx))?;
+    d.set_item("K", convert::matrices_out(py, &res.gains, m, nx))?;
     d.set_item("cost", res.cost)?;
     d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
     let col = |f: &dyn Fn(&vidyn_optim::IterationLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
@@ -299,15 +272,15 @@ pub fn optim_ilqr_linear<'py>(
     method: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = parse_method(method)?;
-    let a = read_stack(a, "A", None)?;
+    let a = convert::matrices(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
-    let b = read_stack(b, "B", None)?;
+    let b = convert::matrices(b, "B", None)?;
     let nu = b.first().map_or(0, |m| m.ncols());
     let x0 = convert::read(x0, "x0", &[nx], Some("(nx,)"))?;
     let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "(N, nu)", "nu")?;
-    let qs = read_stack(q, "Q", Some((nx, nx)))?;
-    let rs = read_stack(r, "R", Some((nu, nu)))?;
-    let qn = read_matrix(qn, "QN", nx, nx)?;
+    let qs = convert::matrices(q, "Q", Some((nx, nx)))?;
+    let rs = convert::matrices(r, "R", Some((nu, nu)))?;
+    let qn = convert::matrix(qn, "QN", nx, nx)?;
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
@@ -393,9 +366,9 @@ impl OptimProblem {
         let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
         let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
         let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
-        let qs = read_stack(q, "Q", Some((2 * n, 2 * n)))?;
-        let rs = read_stack(r, "R", Some((m, m)))?;
-        let qn = read_matrix(qn, "QN", 2 * n, 2 * n)?;
+        let qs = convert::matrices(q, "Q", Some((2 * n, 2 * n)))?;
+        let rs = convert::matrices(r, "R", Some((m, m)))?;
+        let qn = convert::matrix(qn, "QN", 2 * n, 2 * n)?;
         let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
         let error = Arc::new(Mutex::new(None));
@@ -592,9 +565,9 @@ pub fn optim_projection<'py>(
         newton_after,
         max_iterations,
         tolerance,
-        proj_q: proj_q.map(|w| read_matrix(w, "proj_Q", 2 * n, 2 * n)).transpose()?,
-        proj_r: proj_r.map(|w| read_matrix(w, "proj_R", m, m)).transpose()?,
-        proj_qn: proj_qn.map(|w| read_matrix(w, "proj_QN", 2 * n, 2 * n)).transpose()?,
+        proj_q: proj_q.map(|w| convert::matrix(w, "proj_Q", 2 * n, 2 * n)).transpose()?,
+        proj_r: proj_r.map(|w| convert::matrix(w, "proj_R", m, m)).transpose()?,
+        proj_qn: proj_qn.map(|w| convert::matrix(w, "proj_QN", 2 * n, 2 * n)).transpose()?,
         ..ProjectionOptions::default()
     };
     // on the calling thread, which checks for Ctrl-C; its parallel loops enter the pool
@@ -616,7 +589,7 @@ pub fn optim_projection<'py>(
     d.set_item("p", convert::rows_out(py, &pp, n))?;
     d.set_item("U", convert::rows_out(py, &full, n))?;
     d.set_item("u", convert::rows_out(py, &res.u, m))?;
-    d.set_item("K", stack_out(py, &res.gains, m, nx))?;
+    d.set_item("K", convert::matrices_out(py, &res.gains, m, nx))?;
     d.set_item("cost", res.cost)?;
     d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
     let col = |f: &dyn Fn(&vidyn_optim::ProjectionLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
@@ -657,7 +630,7 @@ pub fn optim_project<'py>(
     let m = actuated.as_ref().map_or(n, Vec::len);
     let (u_bar, steps) = convert::read_rows(u_bar, "u_bar", m, "(N, m)", "m")?;
     let x_bar = convert::read(x_bar, "x_bar", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
-    let gains = read_stack(gains, "K", Some((m, 2 * n)))?;
+    let gains = convert::matrices(gains, "K", Some((m, 2 * n)))?;
     if gains.len() != steps {
         return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
     }

@@ -223,7 +223,7 @@ impl PyVariationalIntegrator {
     fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         let n = self.dofs();
         // one state when q is 1-D (a list of numbers, a vector), rows otherwise
-        if convert::ndim(q, "q")? == 1 {
+        if convert::shape(q, "q")?.len() == 1 {
             let (qv, pv) = (self.vector(q, "q")?, self.vector(p, "p")?);
             let vi = &*self.inner;
             let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
