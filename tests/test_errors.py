@@ -210,7 +210,7 @@ def test_frame_of_wrong_type(free_model):
 
 
 def test_unknown_jacobian_reference(free_model):
-    with pytest.raises(vidyn.InputError, match="reference must be 'world', 'local' or 'local_world_aligned', got 'WORLD'"):
+    with pytest.raises(vidyn.InputError, match="reference = 'WORLD' is not accepted; expected 'world', 'local' or 'local_world_aligned'"):
         vidyn.jacobian(free_model, free_model.neutral(), 0, "WORLD")
 
 
@@ -316,7 +316,7 @@ def test_builder_input_errors():
     b = vidyn.ModelBuilder("b")
     root = b.add_body(None, "root", "revolute", axis=[0, 0, 1], mass=1.0, inertia=np.eye(3))
     cases = [
-        (dict(joint="hinge"), vidyn.InputError, "joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got 'hinge'"),
+        (dict(joint="hinge"), vidyn.InputError, "joint = 'hinge' is not accepted; expected 'revolute', 'prismatic', 'spherical', 'freeflyer' or 'planar'"),
         (dict(joint="revolute"), vidyn.InputError, "a revolute joint needs an axis"),
         (dict(joint="prismatic", axis=[0, 0, 0]), vidyn.InputError, "axis has norm 0"),
         (dict(joint="spherical", axis=[0, 0, 1]), vidyn.InputError, "a spherical joint takes no axis"),

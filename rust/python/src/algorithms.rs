@@ -3,12 +3,10 @@
 
 use crate::convert;
 use crate::detached;
-use crate::errors::INPUT_ERROR;
 use crate::model::PyModel;
 use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use vidyn_rbd as rbd;
-use vidyn_rbd::ReferenceFrame;
 
 type Array1<'py> = PyResult<Bound<'py, PyArray1<f64>>>;
 type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
@@ -450,15 +448,6 @@ pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &B
     Ok(convert::placements_out(py, &ws.frame_placements))
 }
 
-fn reference_frame(reference: &str) -> PyResult<ReferenceFrame> {
-    match reference {
-        "world" => Ok(ReferenceFrame::World),
-        "local" => Ok(ReferenceFrame::Local),
-        "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
-        other => Err(INPUT_ERROR.err(format!("reference must be 'world', 'local' or 'local_world_aligned', got '{other}'"))),
-    }
-}
-
 /// Jacobian of a frame: `[v; omega] = J(q) qdot`, expressed in `reference`:
 /// "world" (spatial velocity at the world origin), "local" (body velocity in the frame) or
 /// "local_world_aligned" (velocity of the frame origin, world axes).
@@ -471,7 +460,7 @@ pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py
     let m = &*pm.inner;
     let q = convert::configuration(q, "q", m)?;
     let f = pm.frame_arg(frame)?;
-    let r = reference_frame(reference)?;
+    let r = convert::REFERENCE.parse(reference)?;
     let mut ws = pm.workspace();
     let ws = &mut *ws;
     let j = detached(py, move || rbd::frame_jacobian(m, ws, &q, f, r))?;

@@ -69,18 +69,12 @@ fn joint_arg(joint: &str, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Joint> {
         }
         Ok(a / n)
     };
-    let j = match joint {
-        "revolute" => Joint::Revolute { axis: unit_axis()? },
-        "prismatic" => Joint::Prismatic { axis: unit_axis()? },
-        "spherical" => Joint::Spherical,
-        "freeflyer" => Joint::FreeFlyer,
-        "planar" => Joint::Planar,
-        other => return Err(INPUT_ERROR.err(format!("joint must be one of 'revolute', 'prismatic', 'spherical', 'freeflyer', 'planar', got '{other}'"))),
-    };
-    if axis.is_some() && !matches!(j, Joint::Revolute { .. } | Joint::Prismatic { .. }) {
-        return Err(INPUT_ERROR.err(format!("a {joint} joint takes no axis (got one)")));
+    match convert::JOINT.parse(joint)? {
+        Joint::Revolute { .. } => Ok(Joint::Revolute { axis: unit_axis()? }),
+        Joint::Prismatic { .. } => Ok(Joint::Prismatic { axis: unit_axis()? }),
+        _ if axis.is_some() => Err(INPUT_ERROR.err(format!("a {joint} joint takes no axis (got one)"))),
+        other => Ok(other),
     }
-    Ok(j)
 }
 
 #[pymethods]

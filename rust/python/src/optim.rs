@@ -14,8 +14,8 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, DescentModel, FramePositionCost, IlqrOptions, LinearDynamics,
-    Method, OptimError, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FramePositionCost, IlqrOptions, LinearDynamics, Method, OptimError,
+    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
@@ -168,7 +168,7 @@ pub fn optim_ilqr<'py>(
     cost: Option<Py<PyAny>>,
     velocity_state: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let method = parse_method(method)?;
+    let method = convert::METHOD.parse(method)?;
     if velocity_state && (!velocity_cost || method != Method::Ilqr) {
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
@@ -271,7 +271,7 @@ pub fn optim_ilqr_linear<'py>(
     mu_init: f64,
     method: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let method = parse_method(method)?;
+    let method = convert::METHOD.parse(method)?;
     let a = convert::matrices(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
     let b = convert::matrices(b, "B", None)?;
@@ -294,14 +294,6 @@ pub fn optim_ilqr_linear<'py>(
         ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
     })?;
     result_dict(py, &res, &res.u, nu, nu)
-}
-
-fn parse_method(method: &str) -> PyResult<Method> {
-    match method {
-        "ilqr" => Ok(Method::Ilqr),
-        "ddp" => Ok(Method::Ddp),
-        other => Err(INPUT_ERROR.err(format!("method must be 'ilqr' or 'ddp', got {other:?}"))),
-    }
 }
 
 /// `(frame index, target, running weight, terminal weight)` of a Cartesian reaching cost.
@@ -507,25 +499,6 @@ impl Cost for PyCost {
     }
 }
 
-fn parse_model(model: &str) -> PyResult<DescentModel> {
-    match model {
-        "steepest" => Ok(DescentModel::Steepest),
-        "quasi" | "quasi-newton" => Ok(DescentModel::QuasiNewton),
-        "newton" => Ok(DescentModel::Newton),
-        "auto" => Ok(DescentModel::Auto),
-        other => Err(INPUT_ERROR.err(format!("model must be 'steepest', 'quasi', 'newton' or 'auto', got {other:?}"))),
-    }
-}
-
-fn model_name(model: DescentModel) -> &'static str {
-    match model {
-        DescentModel::Steepest => "steepest",
-        DescentModel::QuasiNewton => "quasi",
-        DescentModel::Newton => "newton",
-        DescentModel::Auto => "auto",
-    }
-}
-
 /// Johnson's projection-operator optimiser on the VI (see vidyn/optim.py). Returns a dict.
 #[pyfunction]
 #[pyo3(name = "_optim_projection", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, x_guess = None, actuated = None, velocity_cost = false, frame = None, frame_target = None, frame_weights = None, cost = None, model = "auto", newton_after = 10, max_iterations = 200, tolerance = 1e-6, proj_q = None, proj_r = None, proj_qn = None))]
@@ -556,7 +529,7 @@ pub fn optim_projection<'py>(
     proj_r: Option<&Bound<'py, PyAny>>,
     proj_qn: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let descent = parse_model(model)?;
+    let descent = convert::DESCENT_MODEL.parse(model)?;
     let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
         OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
     let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
@@ -598,7 +571,7 @@ pub fn optim_projection<'py>(
     d.set_item("step", col(&|l| l.step))?;
     d.set_item("trials", col(&|l| l.trials as f64))?;
     d.set_item("time", col(&|l| l.time))?;
-    d.set_item("model", res.log.iter().map(|l| model_name(l.model)).collect::<Vec<_>>())?;
+    d.set_item("model", res.log.iter().map(|l| convert::DESCENT_MODEL.name(l.model)).collect::<Vec<_>>())?;
     d.set_item("iterations", res.iterations)?;
     d.set_item("converged", res.converged)?;
     let status = match res.status {

@@ -1,5 +1,6 @@
 //! Every conversion between NumPy and Rust, with its checks, in one place: copies of the
-//! inputs (`read`), borrows of batch inputs and outputs (`borrowed`), results (`write`).
+//! inputs (`read`), borrows of batch inputs and outputs (`borrowed`), results (`write`),
+//! string options (`names`).
 //!
 //! Inputs: any object that `numpy.asarray(x, dtype=float64)` accepts. Shapes and finiteness
 //! are checked here, and error messages name the argument, the expected and actual shapes,
@@ -12,10 +13,12 @@
 //! nalgebra matrices are column-major and are only ever indexed by `(row, col)` here.
 
 mod borrowed;
+mod names;
 mod read;
 mod write;
 
 pub use borrowed::*;
+pub use names::*;
 pub use read::*;
 pub use write::*;
 
