@@ -14,7 +14,7 @@ use crate::ilqr::IlqrResult;
 use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
-use vidyn_vi::{Trajectory, VariationalIntegrator};
+use vidyn_vi::{SolvedSteps, Trajectory, VariationalIntegrator};
 
 /// A control law `policy(k, x_k, u_k)` writing `u_k` from the state.
 pub type Policy<'a> = dyn FnMut(usize, &[f64], &mut [f64]) + 'a;
@@ -260,6 +260,9 @@ pub struct ViDynamics<'a> {
     /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
     /// are boxed: taking one out moves a pointer, not the workspace).
     step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
+    /// The steps the latest rollout solved, which [`Dynamics::linearize_steps`] linearises
+    /// without solving them again ([`VariationalIntegrator::keep_solved`]); shared by clones.
+    solved: std::sync::Arc<SolvedSteps>,
 }
 
 /// What a rollout or [`ViDynamics::linearize_steps`] needs besides the caller's buffers: the VI
@@ -309,7 +312,15 @@ impl<'a> ViDynamics<'a> {
             node_maps: std::sync::Arc::default(),
             second_order_pool: std::sync::Arc::default(),
             step_pool: std::sync::Arc::default(),
+            solved: std::sync::Arc::default(),
         })
+    }
+    /// The same dynamics keeping their solved steps in `solved` (a store kept from one
+    /// optimisation to the next spares the allocations of its entries; [`SolvedSteps`]).
+    #[must_use]
+    pub fn with_solved_steps(mut self, solved: std::sync::Arc<SolvedSteps>) -> Self {
+        self.solved = solved;
+        self
     }
     /// The same dynamics on the velocity state `x = (q, v)`, `v = M(q)⁻¹ p`
     /// (the `velocity_state` module): rollouts start from and return `(q, v)`, `A`, `B` are the
@@ -449,7 +460,7 @@ impl<'a> ViDynamics<'a> {
             );
             self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
             // for linearize_steps, which then need not solve the step again
-            self.vi.keep_solved(k, ws, q, p, full, qn, pn);
+            self.vi.keep_solved(&self.solved, k, ws, q, p, full, qn, pn);
             if extrapolated && linear {
                 prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
             }
@@ -594,7 +605,7 @@ impl Dynamics for ViDynamics<'_> {
             } else {
                 &xk[n..]
             };
-            self.vi.linearize_kept(&mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             for (c, &jj) in self.actuated.iter().enumerate() {
                 bk.column_mut(c).copy_from(&s.b.column(jj));
             }

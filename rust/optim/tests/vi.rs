@@ -496,3 +496,34 @@ fn cancellable_dynamics_stop_a_run_and_change_nothing_else() {
     assert!(matches!(r, Err(OptimError::Cancelled)), "{:?}", r.map(|r| r.message));
     assert!(hook.done() < plain.iterations * 3 * steps, "ran on after the cancel: {} steps", hook.done());
 }
+
+/// The integrator is immutable: what a solve keeps lives in its own dynamics (Pinocchio's
+/// Model/Data split), so two iLQR solves on one integrator from two threads at once give,
+/// bit for bit, what each gives alone (two targets, so that their rollouts differ and would
+/// overwrite each other's solved steps if they shared a store).
+#[test]
+fn concurrent_solves_on_one_integrator_are_independent() {
+    use vidyn_optim::{ilqr, IlqrOptions, IlqrResult, ViDynamics};
+    use vidyn_vi::{Scheme, VariationalIntegrator};
+    let model = Arc::new(vidyn_rbd::builders::cartpole());
+    let (dt, steps) = (0.02, 60);
+    let vi = VariationalIntegrator::new(model, Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    let solve = |target: f64| -> IlqrResult {
+        let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
+        let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
+        let cost =
+            QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, target, 0.0, 0.0], vec![])
+                .unwrap();
+        ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &IlqrOptions { max_iterations: 15, ..IlqrOptions::default() }).unwrap()
+    };
+    let bits = |r: &IlqrResult| (r.x.iter().chain(&r.u).map(|v| v.to_bits()).collect::<Vec<_>>(), r.iterations);
+    let alone = [bits(&solve(1.0)), bits(&solve(-2.0))];
+    for _ in 0..3 {
+        let together = std::thread::scope(|s| {
+            let a = s.spawn(|| bits(&solve(1.0)));
+            let b = s.spawn(|| bits(&solve(-2.0)));
+            [a.join().unwrap(), b.join().unwrap()]
+        });
+        assert_eq!(together, alone);
+    }
+}

@@ -172,6 +172,7 @@ pub fn optim_ilqr<'py>(
     if velocity_state && (!velocity_cost || method != Method::Ilqr) {
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
+    let py_vi = vi;
     let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
         OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
@@ -190,8 +191,9 @@ pub fn optim_ilqr<'py>(
         }
     }
     // `ilqr` itself decides whether to run on the pool (it does not need to for the VI)
+    let solved = py_vi.get().take_solved_steps();
     let res = cancellable(py, |c| {
-        let dynamics = ViDynamics::new(&vi, actuated)?;
+        let dynamics = ViDynamics::new(&vi, actuated)?.with_solved_steps(Arc::clone(&solved));
         let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
         // on the state (q, v) the cost is used as it is
         let spec = CostSpec { velocity_cost: spec.velocity_cost && !velocity_state, ..spec };
@@ -204,6 +206,7 @@ pub fn optim_ilqr<'py>(
     });
     raise_python_error(&error)?;
     let (res, full) = res?;
+    py_vi.get().keep_solved_steps(solved);
     let d = result_dict(py, &res, &full, n, m)?;
     let (qq, pp) = split_state(&res.x, n);
     d.set_item("q", convert::rows_out(py, &qq, n))?;

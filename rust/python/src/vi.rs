@@ -9,9 +9,9 @@ use nalgebra::DMatrix;
 use numpy::{PyArray1, PyArray2, PyArrayDyn};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use vidyn_batch as vb;
-use vidyn_vi::{JointForces, Scheme, VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_vi::{JointForces, Scheme, SolvedSteps, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
@@ -26,6 +26,23 @@ type WithJacobian<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>);
 pub struct PyVariationalIntegrator {
     pub(crate) inner: Arc<VariationalIntegrator>,
     scheme_name: String,
+    /// The solved-step stores of optimisations on this integrator, kept from one call to the
+    /// next so that their entries are allocated once (one per concurrent call; the core
+    /// integrator stays immutable: `vidyn_vi::SolvedSteps`).
+    solved: Mutex<Vec<Arc<SolvedSteps>>>,
+}
+
+impl PyVariationalIntegrator {
+    /// A solved-step store for one optimisation: a kept one, or a new one.
+    pub(crate) fn take_solved_steps(&self) -> Arc<SolvedSteps> {
+        self.solved.lock().ok().and_then(|mut kept| kept.pop()).unwrap_or_default()
+    }
+    /// The store of an optimisation that has finished, kept for the next.
+    pub(crate) fn keep_solved_steps(&self, store: Arc<SolvedSteps>) {
+        if let Ok(mut kept) = self.solved.lock() {
+            kept.push(store);
+        }
+    }
 }
 
 /// A simulated trajectory: `q`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`,
@@ -130,7 +147,7 @@ impl PyVariationalIntegrator {
                 .with_max_energy_error(max_energy_error)
         };
         let inner = build().map_err(crate::errors::py_err)?;
-        Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string() })
+        Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string(), solved: Mutex::default() })
     }
 
     /// Time step.

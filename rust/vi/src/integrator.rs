@@ -17,7 +17,7 @@ use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::scheme::Scheme;
-use crate::solved::{KeptSteps, SolvedStep};
+use crate::solved::SolvedStep;
 use nalgebra::DMatrix;
 use std::sync::Arc;
 use vidyn_rbd::{check_configuration, check_forces, check_tangent, Joint, Model, Workspace};
@@ -48,9 +48,9 @@ pub struct VariationalIntegrator {
     /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
     /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
     dense_max: usize,
-    /// Solved steps kept for their linearisation ([`crate::solved`]); emptied by every
-    /// builder method.
-    pub(crate) kept: KeptSteps,
+    /// Identity of these settings, for the stores of solved steps ([`crate::SolvedSteps`]):
+    /// drawn anew by [`Self::new`] and by every builder method, kept by a clone.
+    pub(crate) id: u64,
     /// The largest energy inconsistency of a genuine step ([`crate::energy_check`]).
     pub(crate) max_energy_error: f64,
 }
@@ -135,7 +135,7 @@ impl VariationalIntegrator {
             prescribed: vec![false; n],
             wrenches: Vec::new(),
             dense_max: DEFAULT_DENSE_MAX,
-            kept: KeptSteps::default(),
+            id: crate::solved::next_id(),
             max_energy_error: DEFAULT_MAX_ENERGY_ERROR,
         })
     }
@@ -155,7 +155,7 @@ impl VariationalIntegrator {
             c.validate(self.model.nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
         }
         self.constraints = constraints;
-        self.kept = KeptSteps::default();
+        self.id = crate::solved::next_id();
         Ok(self)
     }
 
@@ -191,7 +191,7 @@ impl VariationalIntegrator {
             return Err(ViError::InvalidParameter("every joint is kinematic: nothing is left to simulate".into()));
         }
         self.prescribed = prescribed;
-        self.kept = KeptSteps::default();
+        self.id = crate::solved::next_id();
         Ok(self)
     }
 
@@ -212,7 +212,7 @@ impl VariationalIntegrator {
             check_forces(&self.model, &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
         }
         self.wrenches = wrenches;
-        self.kept = KeptSteps::default();
+        self.id = crate::solved::next_id();
         Ok(self)
     }
 
@@ -243,7 +243,7 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn with_dense_max(mut self, dense_max: usize) -> Self {
         self.dense_max = dense_max;
-        self.kept = KeptSteps::default();
+        self.id = crate::solved::next_id();
         self
     }
 
@@ -260,7 +260,7 @@ impl VariationalIntegrator {
         }
         self.tolerance = tolerance;
         self.max_iterations = max_iterations;
-        self.kept = KeptSteps::default();
+        self.id = crate::solved::next_id();
         Ok(self)
     }
 

@@ -50,7 +50,7 @@ pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use scheme::Scheme;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
-pub use solved::KEPT_BYTES;
+pub use solved::{SolvedSteps, KEPT_BYTES};
 pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 
 #[cfg(test)]

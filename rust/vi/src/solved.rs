@@ -6,23 +6,27 @@
 //! the unknown control points and the velocities of all of them. vidyn-optim simulates a trial
 //! on one thread and linearises its steps on others; on the cart-pole that re-solve was a
 //! third of each linearisation (callgrind, session 11). [`VariationalIntegrator::keep_solved`]
-//! keeps a copy of the control points of a step a rollout has just solved, by step index, in
-//! the integrator; [`VariationalIntegrator::linearize_kept`] linearises step `k` from them when
-//! they are exactly the points at which the re-solve would stop at once: the same
-//! `(q_k, p_k, u)` bit for bit, the same unknowns `z` from the guess `q_{k+1}`, and a residual
-//! that was within the tolerance there (not a stalled Newton solve, not a constrained one).
-//! Otherwise it solves as [`VariationalIntegrator::linearize`] does. Either way `A` and `B`
-//! are the same, bit for bit.
+//! keeps a copy of the control points of a step a rollout has just solved, by step index, in a
+//! caller-owned [`SolvedSteps`]; [`VariationalIntegrator::linearize_kept`] linearises step `k`
+//! from them when they are exactly the points at which the re-solve would stop at once: the
+//! same `(q_k, p_k, u)` bit for bit, the same unknowns `z` from the guess `q_{k+1}`, and a
+//! residual that was within the tolerance there (not a stalled Newton solve, not a
+//! constrained one). Otherwise it solves as [`VariationalIntegrator::linearize`] does. Either
+//! way `A` and `B` are the same, bit for bit.
 //!
-//! The store lives as long as the integrator, so that the allocations of its entries (a few
-//! dozen small vectors each) are made once, not per optimisation; it keeps at most
-//! [`KEPT_BYTES`] worth of steps. A clone of the integrator starts with an empty store, and
-//! every builder method empties it.
+//! The store belongs to the caller (the integrator stays immutable, Pinocchio's Model/Data
+//! split), so that two optimisations on one integrator keep their steps apart; a caller that
+//! keeps its store from one optimisation to the next (the Python binding does) makes the
+//! allocations of its entries (a few dozen small vectors each) once. A store serves the
+//! integrator settings that filled it: it records their identity and starts over when
+//! another integrator keeps a step in it, and another integrator's linearisation never reads
+//! it. It keeps at most [`KEPT_BYTES`] worth of steps.
 
 use crate::del::StepPoints;
 use crate::error::Result;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use nalgebra::DMatrix;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The most memory the kept steps of one integrator may take (64 MiB, estimated): about
@@ -43,17 +47,39 @@ pub(crate) struct SolvedStep {
     valid: bool,
 }
 
-/// The kept steps of an integrator, by step index.
+/// Solved steps kept for their linearisation, by step index (module docs): caller-owned
+/// scratch of [`VariationalIntegrator::keep_solved`] and
+/// [`VariationalIntegrator::linearize_kept`]. Safe to share between threads.
 #[derive(Debug, Default)]
-pub(crate) struct KeptSteps {
-    slots: Mutex<Vec<Option<Box<SolvedStep>>>>,
+pub struct SolvedSteps {
+    slots: Mutex<Slots>,
 }
 
-impl Clone for KeptSteps {
+/// The steps of a [`SolvedSteps`] and the identity of the integrator settings they belong to.
+#[derive(Debug, Default)]
+struct Slots {
+    owner: u64,
+    steps: Vec<Option<Box<SolvedStep>>>,
+}
+
+impl SolvedSteps {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Clone for SolvedSteps {
     /// Empty: a clone's steps are its own.
     fn clone(&self) -> Self {
         Self::default()
     }
+}
+
+/// A new identity for integrator settings (never 0, the identity of an empty store).
+pub(crate) fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Whether two slices hold the same numbers bit for bit.
@@ -71,12 +97,14 @@ impl VariationalIntegrator {
         KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * 6 * n + 256)
     }
 
-    /// Keeps the control points of step `k`, which [`Self::step`] has just solved on `ws`
-    /// from `(q, p, u)` to `(q_next, p_next)` (what it returned), for
+    /// Keeps in `store` the control points of step `k`, which [`Self::step`] has just solved
+    /// on `ws` from `(q, p, u)` to `(q_next, p_next)` (what it returned), for
     /// [`Self::linearize_kept`]. A step accepted outside the tolerance or with constraints is
     /// not kept. O(s n); no allocation once step `k` has been kept before (the buffer it
-    /// replaces is carried in `ws` to the next call).
-    pub fn keep_solved(&self, k: usize, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) {
+    /// replaces is carried in `ws` to the next call). A store filled by other integrator
+    /// settings is emptied first.
+    #[allow(clippy::too_many_arguments)]
+    pub fn keep_solved(&self, store: &SolvedSteps, k: usize, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) {
         let n = self.n();
         if !ws.within_tolerance || k >= self.kept_capacity() || [q, p, u, q_next, p_next].iter().any(|v| v.len() != n) {
             return;
@@ -99,21 +127,25 @@ impl VariationalIntegrator {
         saved.z.copy_from_slice(&ws.z);
         saved.points.copy_from(&ws.points);
         saved.valid = true;
-        if let Ok(mut slots) = self.kept.slots.lock() {
-            if slots.len() <= k {
-                slots.resize_with(k + 1, || None);
+        if let Ok(mut slots) = store.slots.lock() {
+            if slots.owner != self.id {
+                *slots = Slots { owner: self.id, steps: Vec::new() };
             }
-            ws.spare_solved = slots[k].replace(saved);
+            if slots.steps.len() <= k {
+                slots.steps.resize_with(k + 1, || None);
+            }
+            ws.spare_solved = slots.steps[k].replace(saved);
         }
     }
 
     /// [`Self::linearize`] of step `k` with the guess `guess` (its `q_{k+1}`), from the control
-    /// points kept for step `k` ([`Self::keep_solved`]) when they are those of this step (see
-    /// the module docs), otherwise by solving the step. Same results as [`Self::linearize`],
-    /// bit for bit; returns the Newton iterations (0 from kept points, as a re-solve that
-    /// starts at the solution takes none).
+    /// points kept for step `k` in `store` ([`Self::keep_solved`]) when they are those of this
+    /// step and these settings (see the module docs), otherwise by solving the step. Same
+    /// results as [`Self::linearize`], bit for bit; returns the Newton iterations (0 from kept
+    /// points, as a re-solve that starts at the solution takes none).
     pub fn linearize_kept(
         &self,
+        store: &SolvedSteps,
         ws: &mut ViWorkspace,
         k: usize,
         q: &[f64],
@@ -126,7 +158,7 @@ impl VariationalIntegrator {
         p_next: &mut [f64],
     ) -> Result<usize> {
         let n = self.n();
-        let taken = self.kept.slots.lock().ok().and_then(|mut slots| slots.get_mut(k).and_then(Option::take));
+        let taken = store.slots.lock().ok().filter(|slots| slots.owner == self.id).and_then(|mut slots| slots.steps.get_mut(k).and_then(Option::take));
         let Some(mut saved) = taken else {
             return self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next);
         };
@@ -142,9 +174,11 @@ impl VariationalIntegrator {
             self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next)
         };
         // the buffer back to its slot for the next rollout, unless one has filled it already
-        if let Ok(mut slots) = self.kept.slots.lock() {
-            if let Some(slot @ None) = slots.get_mut(k) {
-                *slot = Some(saved);
+        if let Ok(mut slots) = store.slots.lock() {
+            if slots.owner == self.id {
+                if let Some(slot @ None) = slots.steps.get_mut(k) {
+                    *slot = Some(saved);
+                }
             }
         }
         result
@@ -188,14 +222,15 @@ mod tests {
     use vidyn_rbd::builders::{pendulum_chain, random_tree};
     use vidyn_rbd::Joint;
 
-    /// Whether step `k` of `vi` holds kept points not yet taken.
-    fn kept_valid(vi: &VariationalIntegrator, k: usize) -> bool {
-        vi.kept.slots.lock().unwrap().get(k).and_then(Option::as_ref).is_some_and(|s| s.valid)
+    /// Whether `store` holds points kept by `vi` for step `k`, not yet taken.
+    fn kept_valid(vi: &VariationalIntegrator, store: &SolvedSteps, k: usize) -> bool {
+        let slots = store.slots.lock().unwrap();
+        slots.owner == vi.id && slots.steps.get(k).and_then(Option::as_ref).is_some_and(|s| s.valid)
     }
 
     /// Rolls out `steps` steps from a fixed state with controls `u`, keeping every step; returns
     /// the states `(q_k, p_k)`, `k = 0..=steps`.
-    fn rollout_keeping(vi: &VariationalIntegrator, steps: usize, u: &[f64]) -> Vec<(Vec<f64>, Vec<f64>)> {
+    fn rollout_keeping(vi: &VariationalIntegrator, store: &SolvedSteps, steps: usize, u: &[f64]) -> Vec<(Vec<f64>, Vec<f64>)> {
         let n = vi.n();
         let mut ws = vi.workspace();
         let q: Vec<f64> = (0..n).map(|i| 0.3 - 0.2 * i as f64).collect();
@@ -206,7 +241,7 @@ mod tests {
             let (q, p) = states[k].clone();
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
             vi.step(&mut ws, k, &q, &p, u, None, &mut qn, &mut pn).unwrap();
-            vi.keep_solved(k, &mut ws, &q, &p, u, &qn, &pn);
+            vi.keep_solved(store, k, &mut ws, &q, &p, u, &qn, &pn);
             states.push((qn, pn));
         }
         states
@@ -215,13 +250,14 @@ mod tests {
     /// `(A, B, q_{k+1}, p_{k+1}, iterations)` of one linearisation call.
     type Linearised = (DMatrix<f64>, DMatrix<f64>, Vec<f64>, Vec<f64>, usize);
 
-    fn linearised(vi: &VariationalIntegrator, kept: bool, k: usize, q: &[f64], p: &[f64], u: &[f64], guess: &[f64]) -> Linearised {
+    #[allow(clippy::too_many_arguments)]
+    fn linearised(vi: &VariationalIntegrator, store: &SolvedSteps, kept: bool, k: usize, q: &[f64], p: &[f64], u: &[f64], guess: &[f64]) -> Linearised {
         let n = vi.n();
         let mut ws = vi.workspace();
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
         let it = if kept {
-            vi.linearize_kept(&mut ws, k, q, p, u, guess, &mut a, &mut b, &mut qn, &mut pn).unwrap()
+            vi.linearize_kept(store, &mut ws, k, q, p, u, guess, &mut a, &mut b, &mut qn, &mut pn).unwrap()
         } else {
             vi.linearize(&mut ws, k, q, p, u, Some(guess), &mut a, &mut b, &mut qn, &mut pn).unwrap()
         };
@@ -248,52 +284,56 @@ mod tests {
                 let label = format!("{} s = {} ({})", model.name, sc.s, if sc.s * n <= DEFAULT_DENSE_MAX { "dense" } else { "recursive" });
                 let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, None).unwrap();
                 let u: Vec<f64> = (0..n).map(|i| 0.2 * i as f64 - 0.1).collect();
-                let states = rollout_keeping(&vi, 6, &u);
+                let store = SolvedSteps::new();
+                let states = rollout_keeping(&vi, &store, 6, &u);
                 for k in 0..6 {
                     let ((q, p), (qn, _)) = (&states[k], &states[k + 1]);
                     let trapezoid = sc.s == 1 && sc.endpoint(0) == 0.0;
                     if trapezoid {
-                        assert!(kept_valid(&vi, k), "{label}: the trapezoid's step {k} should be kept");
+                        assert!(kept_valid(&vi, &store, k), "{label}: the trapezoid's step {k} should be kept");
                     }
-                    let kept = linearised(&vi, true, k, q, p, &u, qn);
+                    let kept = linearised(&vi, &store, true, k, q, p, &u, qn);
                     if trapezoid {
-                        assert!(!kept_valid(&vi, k), "{label}: step {k} is taken from the store, once");
+                        assert!(!kept_valid(&vi, &store, k), "{label}: step {k} is taken from the store, once");
                     }
-                    let solved = linearised(&vi, false, k, q, p, &u, qn);
+                    let solved = linearised(&vi, &store, false, k, q, p, &u, qn);
                     assert_same_bits(&kept, &solved, &format!("{label}, step {k}"));
                 }
             }
         }
     }
 
-    /// Points kept for other inputs, a clone's empty store and a rebuilt integrator's are not
-    /// used: each of these linearises by solving (same results as `linearize`).
+    /// Points kept for other inputs, by other integrator settings or under another step index
+    /// are not used: each of these linearises by solving (same results as `linearize`); a
+    /// clone (the same settings) may use them, a rebuilt integrator (new settings) may not,
+    /// and keeping a step with other settings empties the store.
     #[test]
     fn kept_steps_of_other_inputs_or_settings_are_not_used() {
         let vi = VariationalIntegrator::new(Arc::new(pendulum_chain(2, false)), Scheme::trapezoid(), 0.02, None).unwrap();
+        let store = SolvedSteps::new();
         let u = [0.1, -0.2];
-        let states = rollout_keeping(&vi, 3, &u);
+        let states = rollout_keeping(&vi, &store, 3, &u);
         let ((q, p), (qn, _)) = (&states[1], &states[2]);
         // other controls: the kept points are of another step, so the step is solved
         let other_u = [0.1, -0.2 + 1e-15];
-        let kept = linearised(&vi, true, 1, q, p, &other_u, qn);
-        assert_eq!(kept.4, linearised(&vi, false, 1, q, p, &other_u, qn).4);
-        assert!(kept_valid(&vi, 1), "points that did not match stay kept");
-        // a clone starts empty; a builder method empties the store
-        assert!(!kept_valid(&vi.clone(), 1));
+        let kept = linearised(&vi, &store, true, 1, q, p, &other_u, qn);
+        assert_eq!(kept.4, linearised(&vi, &store, false, 1, q, p, &other_u, qn).4);
+        assert!(kept_valid(&vi, &store, 1), "points that did not match stay kept");
+        // a clone has the same settings; a builder method gives new ones, whose steps are
+        // solved, and whose keeping starts the store over
+        assert!(kept_valid(&vi.clone(), &store, 1));
         let rebuilt = vi.clone().with_newton(1e-10, 20).unwrap();
-        assert!(!kept_valid(&rebuilt, 1));
-        let rebuilt_keeping = {
-            let v = VariationalIntegrator::new(Arc::new(pendulum_chain(2, false)), Scheme::trapezoid(), 0.02, None).unwrap();
-            rollout_keeping(&v, 2, &u);
-            assert!(kept_valid(&v, 1));
-            v.with_dense_max(0)
-        };
-        assert!(!kept_valid(&rebuilt_keeping, 1));
+        assert!(!kept_valid(&rebuilt, &store, 1));
+        assert_eq!(linearised(&rebuilt, &store, true, 1, q, p, &u, qn).4, linearised(&rebuilt, &store, false, 1, q, p, &u, qn).4);
+        assert!(kept_valid(&vi, &store, 1), "another integrator's linearisation leaves the points");
+        rollout_keeping(&rebuilt, &store, 1, &u);
+        assert!(!kept_valid(&vi, &store, 1) && !kept_valid(&vi, &store, 2), "another integrator's keeping starts over");
         // the step index is part of the key: step 1's points are not step 2's
+        let store = SolvedSteps::new();
+        rollout_keeping(&vi, &store, 3, &u);
         let ((q2, p2), (qn2, _)) = (&states[2], &states[3]);
-        assert!(kept_valid(&vi, 2));
-        let wrong_slot = linearised(&vi, true, 1, q2, p2, &u, qn2);
-        assert_same_bits(&wrong_slot, &linearised(&vi, false, 2, q2, p2, &u, qn2), "step 2 linearised under index 1");
+        assert!(kept_valid(&vi, &store, 2));
+        let wrong_slot = linearised(&vi, &store, true, 1, q2, p2, &u, qn2);
+        assert_same_bits(&wrong_slot, &linearised(&vi, &store, false, 2, q2, p2, &u, qn2), "step 2 linearised under index 1");
     }
 }
