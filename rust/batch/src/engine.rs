@@ -171,7 +171,7 @@ impl<'a> Control<'a> {
     }
     /// A control whose `hook` runs on the thread that creates it — the caller, which computes
     /// rows itself ([`run_rows`]) — at most once per `every`, when that thread records
-    /// progress (it looks at the clock every [`POLL_STRIDE`] units of the shared count). The
+    /// progress (it looks at the clock every `POLL_STRIDE` (64) units of the shared count). The
     /// Python binding checks for Ctrl-C and reports progress there. Other threads never run it.
     #[must_use]
     pub fn with_poll(every: Duration, hook: impl Fn(&Control<'a>) + Sync + 'a) -> Self {

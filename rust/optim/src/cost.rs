@@ -240,7 +240,7 @@ impl Cost for QuadraticCost {
         out.lxx.copy_from(&self.qn);
         Ok(())
     }
-    /// `l` and the value come from the same [`quad`] arithmetic (the gradient is a by-product).
+    /// `l` and the value come from the same `quad` arithmetic (the gradient is a by-product).
     fn value_in_derivatives(&self) -> bool {
         true
     }

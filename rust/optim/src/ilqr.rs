@@ -2,7 +2,7 @@
 //!
 //! Each iteration works on the exact linearisation `A_k`, `B_k` and the cost derivatives at
 //! every step of the current trajectory — computed for each trial while it is simulated, on
-//! the pool's other threads, and kept with the trial if it is accepted ([`crate::pipeline`];
+//! the pool's other threads, and kept with the trial if it is accepted (module `pipeline`;
 //! dynamics without per-step linearisation go through [`Dynamics::linearize`], for a VI the
 //! batch engine's [`vidyn_batch::linearize`]) —, runs the Riccati-like backward
 //! pass on the Gauss–Newton model of the cost-to-go (second derivatives of the dynamics
@@ -10,7 +10,7 @@
 //! line search on the closed-loop rollout `u_k = ū_k + α k_k + K_k (x_k − x̄_k)`. The next
 //! backward pass starts on a trial as soon as the derivatives of its last steps are in, while
 //! the pool's other threads evaluate its cost and finish the derivatives of its first steps
-//! ([`BackwardSweep`]), and is kept if the trial is; on the same numbers in the same order, so
+//! (`BackwardSweep`), and is kept if the trial is; on the same numbers in the same order, so
 //! the iterates are those of the plain sequence.
 //!
 //! * **Regularisation** (Levenberg–Marquardt on `Q_uu`): the backward pass uses

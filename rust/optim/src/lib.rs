@@ -1,7 +1,7 @@
 //! Trajectory optimisation and regulation on the exact derivatives of vidyn's variational
 //! integrators (issue 6).
 //!
-//! * [`lqr`]: the time-varying finite-horizon Riccati recursion (symmetrised), steady-state
+//! * [`lqr()`]: the time-varying finite-horizon Riccati recursion (symmetrised), steady-state
 //!   [`dlqr`] for an equilibrium, the tracking controller `u = u_ref − K (x − x_ref)` and
 //!   closed-loop rollouts with the VI step (Johnson 2012, App. B.2.2; digest §4.3, §4.7).
 //! * [`ilqr()`]: iLQR with Levenberg–Marquardt regularisation on `Q_uu`, a backtracking line

@@ -22,7 +22,7 @@ pub enum ViError {
     #[error("Newton's method did not converge at step {step}: residual {residual:e} after {iterations} iterations (tolerance {tolerance:e}); try a smaller time step")]
     NewtonDiverged { step: usize, iterations: usize, residual: f64, tolerance: f64 },
     /// The step solved the discrete equations but not on the branch the motion follows: its
-    /// energy balance is off by more than the integrator's limit ([`crate::energy_check`]).
+    /// energy balance is off by more than the integrator's limit (module `energy_check`).
     #[error("step {step} is not a genuine step of the motion: the energy went from {before:.6e} to {after:.6e}, and {error:.2} of the energy the step moved is not accounted for by the work done (the limit is {limit}); dt = {dt} is too large to resolve this motion: use a smaller time step (or raise max_energy_error if a coarse motion is intended)")]
     NotGenuine { step: usize, error: f64, limit: f64, before: f64, after: f64, dt: f64 },
     /// The solved step's state overflowed (`q_{k+1}` or `p_{k+1}` not finite).

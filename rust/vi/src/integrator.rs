@@ -141,7 +141,7 @@ impl VariationalIntegrator {
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
-    /// (Johnson 2012 §4.5; [`crate::constrained`]). Only the one-interval schemes (midpoint,
+    /// (Johnson 2012 §4.5; module `constrained`). Only the one-interval schemes (midpoint,
     /// trapezoid) take constraints; the initial configuration should satisfy them (the first
     /// step lands on them regardless).
     pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
@@ -204,7 +204,7 @@ impl VariationalIntegrator {
     /// Discretely (discrete Lagrange–d'Alembert, Fan, Schultz & Murphey 2018 eq. 5 with
     /// Assumption 1) each control point `α` receives the force
     /// `w_α Δt S̄_i^α · σF_i^α`, `σF_i = Σ_{j ⪰ i} ⁰X*_j(q^α) F_j` (the world-frame subtree sum
-    /// of the wrenches, [`crate::point`]), next to the joint forces; the Newton direction and
+    /// of the wrenches, module `point`), next to the joint forces; the Newton direction and
     /// the linearisation carry its exact derivative. An empty vector removes the wrenches.
     /// Second-order derivatives refuse integrators with wrenches.
     pub fn with_body_wrenches(mut self, wrenches: Vec<Force>) -> Result<Self> {
@@ -237,7 +237,7 @@ impl VariationalIntegrator {
     /// Steps and linearisations of systems with `s·n ≤ dense_max` (default
     /// [`DEFAULT_DENSE_MAX`]) form the `sn × sn` DEL Jacobian and factor it by LU, which is
     /// cheaper than the O(s³ n) recursion of Algorithms B.1/B.2 for a few joints
-    /// ([`crate::dense_step`]); larger systems, and any integrator with constraints or
+    /// (module `dense_step`); larger systems, and any integrator with constraints or
     /// kinematic joints, take the recursion. `0` always takes it. Both paths solve the same
     /// equations and agree to round-off.
     #[must_use]
@@ -637,7 +637,7 @@ impl VariationalIntegrator {
     /// `dz/dx = −J⁻¹ ∂R/∂x`, `dq_{k+1} = Σ_α endpoint[α] dq^α` (`= dz_s` for Lobatto) and `dp_{k+1} = ∂P/∂x + Σ_γ ∂P/∂q^γ dz_γ`.
     ///
     /// Small systems ([`Self::uses_dense`]) factor the dense `J` at the solution and solve the
-    /// `3n` right-hand sides with it ([`crate::dense_step`], O(s³n³)). Otherwise:
+    /// `3n` right-hand sides with it (module `dense_step`, O(s³n³)). Otherwise:
     /// O(s² n²) per step, no `sn × sn` matrix: one B.1/B.2 factorisation of `J` at the solution
     /// (`crate::newton_direction`, O(s³ n)), carrying the momentum row `P = D_{s+1} L_d + Q^s`
     /// too, is applied to each of the `3n` columns in O(s² n) (8 columns per sweep), and that
@@ -649,7 +649,7 @@ impl VariationalIntegrator {
     /// (`s = 1`) the control columns are then `c_0 Δt` times the `p_k` columns plus the explicit
     /// momentum term, so only `2n` columns are solved
     /// (controls constant over the step). With holonomic constraints the columns go through the
-    /// KKT system of [`crate::constrained`]. Writes the next state too.
+    /// KKT system of module `constrained`. Writes the next state too.
     pub fn linearize(
         &self,
         ws: &mut ViWorkspace,

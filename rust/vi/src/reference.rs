@@ -1,4 +1,4 @@
-//! The dense reference path ([`crate::dense_step`]) as an oracle: the dense DEL Jacobian, the
+//! The dense reference path (module `dense_step`) as an oracle: the dense DEL Jacobian, the
 //! Newton direction by its LU and the dense linearisation, whatever path the integrator itself
 //! takes. The O(n) Newton direction (Algorithms B.1/B.2) and the O(n²) linearisation are
 //! tested against it, and the scaling benchmark (`benches/src/bin/vi_scaling.rs`) times it.
