@@ -42,13 +42,13 @@ fn bench_model(c: &mut Criterion, name: &str, model: &Model) {
     group.bench_function(BenchmarkId::new("rnea", name), |b| {
         b.iter(|| {
             let k = next();
-            black_box(vidyn_rbd::rnea(model, &mut ws, s.q(k), s.v(k), s.a(k)).expect("rnea"));
+            black_box(vidyn_rbd::rnea(model, &mut ws, s.q(k), s.v(k), s.a(k), None).expect("rnea"));
         });
     });
     group.bench_function(BenchmarkId::new("aba", name), |b| {
         b.iter(|| {
             let k = next();
-            black_box(vidyn_rbd::aba(model, &mut ws, s.q(k), s.v(k), s.tau(k)).expect("aba"));
+            black_box(vidyn_rbd::aba(model, &mut ws, s.q(k), s.v(k), s.tau(k), None).expect("aba"));
         });
     });
     group.bench_function(BenchmarkId::new("crba", name), |b| {

@@ -157,17 +157,17 @@ fn run() -> Result<(), String> {
         if let Some(so) = so_ws.as_mut() {
             // As in the timing loop, the tensors are not cleared between calls: fill them from
             // another state first, so that the check covers stale entries too.
-            vidyn_rbd::rnea_second_order(&model, so, s.q(s.count - 1), s.v(s.count - 1), s.a(s.count - 1)).map_err(err)?;
+            vidyn_rbd::rnea_second_order(&model, so, s.q(s.count - 1), s.v(s.count - 1), s.a(s.count - 1), None).map_err(err)?;
         }
         for k in 0..args.check.min(s.count) {
             let emit = |algo: &str, values: String| {
                 println!("{{\"lib\":\"vidyn\",\"variant\":\"{variant}\",\"robot\":\"{robot}\",\"check\":\"{algo}\",\"state\":{k},\"values\":{values}}}");
             };
             if wants("rnea") {
-                emit("rnea", json_floats(vidyn_rbd::rnea(&model, &mut ws, s.q(k), s.v(k), s.a(k)).map_err(err)?.iter().copied()));
+                emit("rnea", json_floats(vidyn_rbd::rnea(&model, &mut ws, s.q(k), s.v(k), s.a(k), None).map_err(err)?.iter().copied()));
             }
             if wants("aba") {
-                emit("aba", json_floats(vidyn_rbd::aba(&model, &mut ws, s.q(k), s.v(k), s.tau(k)).map_err(err)?.iter().copied()));
+                emit("aba", json_floats(vidyn_rbd::aba(&model, &mut ws, s.q(k), s.v(k), s.tau(k), None).map_err(err)?.iter().copied()));
             }
             if wants("crba") {
                 emit("crba", row_major!(vidyn_rbd::crba(&model, &mut ws, s.q(k)).map_err(err)?));
@@ -176,25 +176,25 @@ fn run() -> Result<(), String> {
                 emit("minverse", row_major!(vidyn_rbd::minverse(&model, &mut ws, s.q(k)).map_err(err)?));
             }
             if wants("rnea_d") {
-                let d = vidyn_rbd::rnea_derivatives(&model, &mut ws, s.q(k), s.v(k), s.a(k)).map_err(err)?;
+                let d = vidyn_rbd::rnea_derivatives(&model, &mut ws, s.q(k), s.v(k), s.a(k), None).map_err(err)?;
                 emit("rnea_d:dtau_dq", row_major!(d.dtau_dq));
                 emit("rnea_d:dtau_dv", row_major!(d.dtau_dv));
                 emit("rnea_d:dtau_da", row_major!(d.dtau_da));
             }
             if wants("aba_d") {
-                let d = vidyn_rbd::aba_derivatives(&model, &mut ws, s.q(k), s.v(k), s.tau(k)).map_err(err)?;
+                let d = vidyn_rbd::aba_derivatives(&model, &mut ws, s.q(k), s.v(k), s.tau(k), None).map_err(err)?;
                 emit("aba_d:ddq_dq", row_major!(d.dddq_dq));
                 emit("aba_d:ddq_dv", row_major!(d.dddq_dv));
                 emit("aba_d:ddq_dtau", row_major!(d.dddq_dtau));
             }
             if wants("rnea_so_c") {
-                let c = vidyn_rbd::rnea_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.a(k), s.tau(k)).map_err(err)?;
+                let c = vidyn_rbd::rnea_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.a(k), s.tau(k), None).map_err(err)?;
                 emit("rnea_so_c:d2tau_dq2", row_major!(c.d2tau_dq2));
                 emit("rnea_so_c:d2tau_dv2", row_major!(c.d2tau_dv2));
                 emit("rnea_so_c:d2tau_dqdv", row_major!(c.d2tau_dqdv));
             }
             if let (Some(so), true) = (so_ws.as_mut(), k < k_tensors) {
-                let t = vidyn_rbd::rnea_second_order(&model, so, s.q(k), s.v(k), s.a(k)).map_err(err)?;
+                let t = vidyn_rbd::rnea_second_order(&model, so, s.q(k), s.v(k), s.a(k), None).map_err(err)?;
                 emit("rnea_so:d2tau_dq2", json_floats(t.d2tau_dq2.as_slice().iter().copied()));
                 emit("rnea_so:d2tau_dv2", json_floats(t.d2tau_dv2.as_slice().iter().copied()));
                 emit("rnea_so:d2tau_dqdv", json_floats(t.d2tau_dqdv.as_slice().iter().copied()));
@@ -213,10 +213,10 @@ fn run() -> Result<(), String> {
                 black_box(&ws.accelerations);
             }),
             "rnea" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::rnea(&model, &mut ws, s.q(k), s.v(k), s.a(k)).expect("rnea"));
+                black_box(vidyn_rbd::rnea(&model, &mut ws, s.q(k), s.v(k), s.a(k), None).expect("rnea"));
             }),
             "aba" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::aba(&model, &mut ws, s.q(k), s.v(k), s.tau(k)).expect("aba"));
+                black_box(vidyn_rbd::aba(&model, &mut ws, s.q(k), s.v(k), s.tau(k), None).expect("aba"));
             }),
             "crba" => time_passes(n, passes, min_time, |k| {
                 black_box(vidyn_rbd::crba(&model, &mut ws, s.q(k)).expect("crba"));
@@ -225,28 +225,28 @@ fn run() -> Result<(), String> {
                 black_box(vidyn_rbd::minverse(&model, &mut ws, s.q(k)).expect("minverse"));
             }),
             "rnea_d" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::rnea_derivatives(&model, &mut ws, s.q(k), s.v(k), s.a(k)).expect("rnea_d"));
+                black_box(vidyn_rbd::rnea_derivatives(&model, &mut ws, s.q(k), s.v(k), s.a(k), None).expect("rnea_d"));
             }),
             "aba_d" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::aba_derivatives(&model, &mut ws, s.q(k), s.v(k), s.tau(k)).expect("aba_d"));
+                black_box(vidyn_rbd::aba_derivatives(&model, &mut ws, s.q(k), s.v(k), s.tau(k), None).expect("aba_d"));
             }),
             "rnea_so" => {
                 let so = so_ws.as_mut().expect("created above");
                 time_passes(n, passes, min_time, |k| {
-                    black_box(vidyn_rbd::rnea_second_order(&model, so, s.q(k), s.v(k), s.a(k)).expect("rnea_so"));
+                    black_box(vidyn_rbd::rnea_second_order(&model, so, s.q(k), s.v(k), s.a(k), None).expect("rnea_so"));
                 })
             }
             "rnea_so_c" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::rnea_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.a(k), s.tau(k)).expect("rnea_so_c"));
+                black_box(vidyn_rbd::rnea_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.a(k), s.tau(k), None).expect("rnea_so_c"));
             }),
             "aba_so" => {
                 let so = aba_so_ws.as_mut().expect("created above");
                 time_passes(n, passes, min_time, |k| {
-                    black_box(vidyn_rbd::aba_second_order(&model, so, s.q(k), s.v(k), s.tau(k)).expect("aba_so"));
+                    black_box(vidyn_rbd::aba_second_order(&model, so, s.q(k), s.v(k), s.tau(k), None).expect("aba_so"));
                 })
             }
             "aba_so_c" => time_passes(n, passes, min_time, |k| {
-                black_box(vidyn_rbd::aba_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.tau(k), s.tau(k)).expect("aba_so_c"));
+                black_box(vidyn_rbd::aba_second_order_contracted(&model, &mut ws, s.q(k), s.v(k), s.tau(k), s.tau(k), None).expect("aba_so_c"));
             }),
             other => return Err(format!("unknown algorithm {other}")),
         };

@@ -78,7 +78,7 @@ pub fn rnea(model: &Model, control: &Control, batch: usize, q: &[f64], v: &[f64]
     }
     let nv = s.nv;
     Ok(run_rows(control, tau.par_chunks_mut(nv), &workspace(model), 1, |ws, i, out| {
-        out.copy_from_slice(rbd::rnea(model, ws, s.q(i), row(v, i, nv), row(a, i, nv))?);
+        out.copy_from_slice(rbd::rnea(model, ws, s.q(i), row(v, i, nv), row(a, i, nv), None)?);
         Ok(())
     }))
 }
@@ -97,7 +97,7 @@ pub fn aba(model: &Model, control: &Control, batch: usize, q: &[f64], v: &[f64],
     }
     let nv = s.nv;
     Ok(run_rows(control, ddq.par_chunks_mut(nv), &workspace(model), 1, |ws, i, out| {
-        out.copy_from_slice(rbd::aba(model, ws, s.q(i), row(v, i, nv), row(tau, i, nv))?);
+        out.copy_from_slice(rbd::aba(model, ws, s.q(i), row(v, i, nv), row(tau, i, nv), None)?);
         Ok(())
     }))
 }
@@ -159,7 +159,7 @@ pub fn rnea_derivatives(model: &Model, control: &Control, batch: usize, q: &[f64
     }
     let items = (out.first.par_chunks_mut(m), out.second.par_chunks_mut(m), out.third.par_chunks_mut(m)).into_par_iter();
     Ok(run_rows(control, items, &workspace(model), 1, |ws, i, (dq, dv, da)| {
-        let d = rbd::rnea_derivatives(model, ws, s.q(i), row(v, i, nv), row(a, i, nv))?;
+        let d = rbd::rnea_derivatives(model, ws, s.q(i), row(v, i, nv), row(a, i, nv), None)?;
         matrix_to_rows(d.dtau_dq, dq);
         matrix_to_rows(d.dtau_dv, dv);
         matrix_to_rows(d.dtau_da, da);
@@ -185,7 +185,7 @@ pub fn aba_derivatives(model: &Model, control: &Control, batch: usize, q: &[f64]
     }
     let items = (out.first.par_chunks_mut(m), out.second.par_chunks_mut(m), out.third.par_chunks_mut(m)).into_par_iter();
     Ok(run_rows(control, items, &workspace(model), 1, |ws, i, (dq, dv, dtau)| {
-        let d = rbd::aba_derivatives(model, ws, s.q(i), row(v, i, nv), row(tau, i, nv))?;
+        let d = rbd::aba_derivatives(model, ws, s.q(i), row(v, i, nv), row(tau, i, nv), None)?;
         matrix_to_rows(d.dddq_dq, dq);
         matrix_to_rows(d.dddq_dv, dv);
         matrix_to_rows(d.dddq_dtau, dtau);
@@ -222,7 +222,7 @@ pub fn rnea_second_order_contracted(
     }
     let items = (out.first.par_chunks_mut(m), out.second.par_chunks_mut(m), out.third.par_chunks_mut(m)).into_par_iter();
     Ok(run_rows(control, items, &workspace(model), 1, |ws, i, (qq, vv, qv)| {
-        let d = rbd::rnea_second_order_contracted(model, ws, s.q(i), row(v, i, nv), row(a, i, nv), row(lam, i, nv))?;
+        let d = rbd::rnea_second_order_contracted(model, ws, s.q(i), row(v, i, nv), row(a, i, nv), row(lam, i, nv), None)?;
         matrix_to_rows(d.d2tau_dq2, qq);
         matrix_to_rows(d.d2tau_dv2, vv);
         matrix_to_rows(d.d2tau_dqdv, qv);
@@ -259,7 +259,7 @@ pub fn rnea_second_order(model: &Model, control: &Control, batch: usize, q: &[f6
         (out.d2tau_dq2.par_chunks_mut(t), out.d2tau_dv2.par_chunks_mut(t), out.d2tau_dqdv.par_chunks_mut(t), out.dm_dq.par_chunks_mut(t)).into_par_iter();
     let init = || SecondOrderWorkspace::new(model);
     Ok(run_rows(control, items, &init, 1, |ws, i, (qq, vv, qv, dm)| {
-        let d = rbd::rnea_second_order(model, ws, s.q(i), row(v, i, nv), row(a, i, nv))?;
+        let d = rbd::rnea_second_order(model, ws, s.q(i), row(v, i, nv), row(a, i, nv), None)?;
         qq.copy_from_slice(d.d2tau_dq2.as_slice());
         vv.copy_from_slice(d.d2tau_dv2.as_slice());
         qv.copy_from_slice(d.d2tau_dqdv.as_slice());

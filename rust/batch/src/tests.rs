@@ -94,8 +94,8 @@ fn rnea_aba_crba_minverse_bit_for_bit_with_single_calls() {
             let mut ws = model.workspace();
             for i in 0..batch {
                 let (qi, vi, ai) = (&q[i * nq..(i + 1) * nq], &v[i * nv..(i + 1) * nv], &a[i * nv..(i + 1) * nv]);
-                assert_eq!(bits(rbd::rnea(&model, &mut ws, qi, vi, ai).unwrap()), tau[i * nv..(i + 1) * nv]);
-                assert_eq!(bits(rbd::aba(&model, &mut ws, qi, vi, ai).unwrap()), ddq[i * nv..(i + 1) * nv]);
+                assert_eq!(bits(rbd::rnea(&model, &mut ws, qi, vi, ai, None).unwrap()), tau[i * nv..(i + 1) * nv]);
+                assert_eq!(bits(rbd::aba(&model, &mut ws, qi, vi, ai, None).unwrap()), ddq[i * nv..(i + 1) * nv]);
                 assert_eq!(bits(&rows_of(rbd::crba(&model, &mut ws, qi).unwrap())), m[i * nv * nv..(i + 1) * nv * nv]);
                 assert_eq!(bits(&rows_of(rbd::minverse(&model, &mut ws, qi).unwrap())), minv[i * nv * nv..(i + 1) * nv * nv]);
             }
@@ -134,19 +134,19 @@ fn derivatives_bit_for_bit_with_single_calls() {
         for i in 0..batch {
             let (qi, vi, ai, li) = (&q[i * nq..(i + 1) * nq], &v[i * nv..(i + 1) * nv], &a[i * nv..(i + 1) * nv], &lam[i * nv..(i + 1) * nv]);
             let blk = |k: usize| &r[k][i * m2..(i + 1) * m2];
-            let d = rbd::rnea_derivatives(&model, &mut ws, qi, vi, ai).unwrap();
+            let d = rbd::rnea_derivatives(&model, &mut ws, qi, vi, ai, None).unwrap();
             assert_eq!(bits(&rows_of(d.dtau_dq)), blk(0));
             assert_eq!(bits(&rows_of(d.dtau_dv)), blk(1));
             assert_eq!(bits(&rows_of(d.dtau_da)), blk(2));
-            let d = rbd::aba_derivatives(&model, &mut ws, qi, vi, ai).unwrap();
+            let d = rbd::aba_derivatives(&model, &mut ws, qi, vi, ai, None).unwrap();
             assert_eq!(bits(&rows_of(d.dddq_dq)), blk(3));
             assert_eq!(bits(&rows_of(d.dddq_dv)), blk(4));
             assert_eq!(bits(&rows_of(d.dddq_dtau)), blk(5));
-            let d = rbd::rnea_second_order_contracted(&model, &mut ws, qi, vi, ai, li).unwrap();
+            let d = rbd::rnea_second_order_contracted(&model, &mut ws, qi, vi, ai, li, None).unwrap();
             assert_eq!(bits(&rows_of(d.d2tau_dq2)), blk(6));
             assert_eq!(bits(&rows_of(d.d2tau_dv2)), blk(7));
             assert_eq!(bits(&rows_of(d.d2tau_dqdv)), blk(8));
-            let d = rbd::rnea_second_order(&model, &mut ws2, qi, vi, ai).unwrap();
+            let d = rbd::rnea_second_order(&model, &mut ws2, qi, vi, ai, None).unwrap();
             for (k, tk) in [d.d2tau_dq2, d.d2tau_dv2, d.d2tau_dqdv, d.dm_dq].into_iter().enumerate() {
                 assert_eq!(bits(tk.as_slice()), t[k][i * m3..(i + 1) * m3]);
             }
@@ -188,7 +188,10 @@ fn bad_rows_fail_alone() {
         if rows.contains(&i) {
             assert!(out.iter().all(marked));
         } else {
-            assert_eq!(bits(out), bits(rbd::rnea(&model, &mut ws, &q[i * nq..(i + 1) * nq], &v[i * nv..(i + 1) * nv], &a[i * nv..(i + 1) * nv]).unwrap()));
+            assert_eq!(
+                bits(out),
+                bits(rbd::rnea(&model, &mut ws, &q[i * nq..(i + 1) * nq], &v[i * nv..(i + 1) * nv], &a[i * nv..(i + 1) * nv], None).unwrap())
+            );
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The module-level functions: convert and check inputs, run one core algorithm detached
-//! from the interpreter in the model's workspace, convert the result.
+//! The module-level functions: read and check the arguments (`convert`), run one core
+//! algorithm on the model's workspace with the interpreter detached, convert what it left
+//! there ([`run`], the one body they share).
 
 use crate::convert;
 use crate::detached;
@@ -7,10 +8,37 @@ use crate::model::PyModel;
 use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use vidyn_rbd as rbd;
+use vidyn_rbd::{Model, Workspace};
 
-type Array1<'py> = PyResult<Bound<'py, PyArray1<f64>>>;
-type Array2<'py> = PyResult<Bound<'py, PyArray2<f64>>>;
-type Matrices3<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+type Array1<'py> = Bound<'py, PyArray1<f64>>;
+type Array2<'py> = Bound<'py, PyArray2<f64>>;
+type Array3<'py> = Bound<'py, PyArray3<f64>>;
+type Any<'a, 'py> = &'a Bound<'py, PyAny>;
+
+/// Runs `compute` on the model's workspace, detached from the interpreter, then `out` on
+/// what it returned and left in the workspace, while the workspace is still held.
+fn run<'py, R: Send, T>(
+    py: Python<'py>,
+    model: &PyModel,
+    compute: impl FnOnce(&Model, &mut Workspace) -> rbd::Result<R> + Send,
+    out: impl FnOnce(R, &Workspace) -> T,
+) -> PyResult<T> {
+    let m = &*model.inner;
+    let mut ws = model.workspace();
+    let w = &mut *ws;
+    let r = detached(py, move || compute(m, w))?;
+    Ok(out(r, &ws))
+}
+
+/// `q` (nq,) and the tangent vectors (nv,) of a call, read and checked against `model`.
+fn state<const K: usize>(model: &Model, q: Any<'_, '_>, tangents: [(Any<'_, '_>, &str); K]) -> PyResult<(Vec<f64>, [Vec<f64>; K])> {
+    let q = convert::configuration(q, "q", model)?;
+    let mut read: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
+    for (slot, (x, name)) in read.iter_mut().zip(tangents) {
+        *slot = convert::tangent(x, name, model)?;
+    }
+    Ok((q, read))
+}
 
 /// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i`.
 ///
@@ -23,21 +51,15 @@ type Matrices3<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bou
 pub fn rnea<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> Array1<'py> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let tau = detached(py, move || match &fext {
-        Some(f) => rbd::rnea_ext(m, ws, &q, &v, &a, f),
-        None => rbd::rnea(m, ws, &q, &v, &a),
-    })?;
-    Ok(convert::vector_out(py, tau))
+    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(py, pm, |m, ws| rbd::rnea(m, ws, &q, &v, &a, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
 /// Forward dynamics (ABA): `a = M(q)^-1 (tau + sum_i J_i^T fext_i - C(q, v) v - g(q))`.
@@ -51,22 +73,15 @@ pub fn rnea<'py>(
 pub fn aba<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> Array1<'py> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, tau, fext) =
-        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let a = detached(py, move || match &fext {
-        Some(f) => rbd::aba_ext(m, ws, &q, &v, &tau, f),
-        None => rbd::aba(m, ws, &q, &v, &tau),
-    })?;
-    Ok(convert::vector_out(py, a))
+    let (q, [v, tau]) = state(&pm.inner, q, [(v, "v"), (tau, "tau")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(py, pm, |m, ws| rbd::aba(m, ws, &q, &v, &tau, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.ddq))
 }
 
 /// First-order derivatives of inverse dynamics: `(dtau_dq, dtau_dv, dtau_da = M)`.
@@ -82,21 +97,23 @@ pub fn aba<'py>(
 pub fn rnea_derivatives<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Matrices3<'py>> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::rnea_derivatives_ext(m, ws, &q, &v, &a, f),
-        None => rbd::rnea_derivatives(m, ws, &q, &v, &a),
-    })?;
-    Ok((convert::matrix_out(py, d.dtau_dq), convert::matrix_out(py, d.dtau_dv), convert::matrix_out(py, d.dtau_da)))
+    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(
+        py,
+        pm,
+        |m, ws| rbd::rnea_derivatives(m, ws, &q, &v, &a, fext.as_deref()).map(drop),
+        |(), ws| {
+            let d = &ws.derivatives;
+            (convert::matrix_out(py, &d.dtau_dq), convert::matrix_out(py, &d.dtau_dv), convert::matrix_out(py, &d.dtau_da))
+        },
+    )
 }
 
 /// First-order derivatives of forward dynamics: `(dddq_dq, dddq_dv, dddq_dtau = M^-1)`.
@@ -111,25 +128,24 @@ pub fn rnea_derivatives<'py>(
 pub fn aba_derivatives<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Matrices3<'py>> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, tau, fext) =
-        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::aba_derivatives_ext(m, ws, &q, &v, &tau, f),
-        None => rbd::aba_derivatives(m, ws, &q, &v, &tau),
-    })?;
-    Ok((convert::matrix_out(py, d.dddq_dq), convert::matrix_out(py, d.dddq_dv), convert::matrix_out(py, d.dddq_dtau)))
+    let (q, [v, tau]) = state(&pm.inner, q, [(v, "v"), (tau, "tau")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(
+        py,
+        pm,
+        |m, ws| rbd::aba_derivatives(m, ws, &q, &v, &tau, fext.as_deref()).map(drop),
+        |(), ws| {
+            let d = &ws.derivatives;
+            (convert::matrix_out(py, &d.dddq_dq), convert::matrix_out(py, &d.dddq_dv), convert::matrix_out(py, &ws.mass_matrix_inv))
+        },
+    )
 }
-
-type Array3<'py> = Bound<'py, PyArray3<f64>>;
 
 /// Second-order derivatives of inverse dynamics `(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)`.
 ///
@@ -144,20 +160,18 @@ type Array3<'py> = Bound<'py, PyArray3<f64>>;
 pub fn rnea_second_order<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
-    let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, a, fext) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(a, "a", m)?, convert::forces(fext, "fext", m)?);
+    let m = &*model.get().inner;
+    let (q, [v, a]) = state(m, q, [(v, "v"), (a, "a")])?;
+    let fext = convert::forces(fext, "fext", m)?;
+    // the tensors live in a workspace of their own (O(nv³)), made for this call
     let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
-    let wsr = &mut ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::rnea_second_order_ext(m, wsr, &q, &v, &a, f),
-        None => rbd::rnea_second_order(m, wsr, &q, &v, &a),
-    })?;
+    let w = &mut ws;
+    let d = detached(py, move || rbd::rnea_second_order(m, w, &q, &v, &a, fext.as_deref()))?;
     Ok((convert::tensor_out(py, d.d2tau_dq2), convert::tensor_out(py, d.d2tau_dv2), convert::tensor_out(py, d.d2tau_dqdv), convert::tensor_out(py, d.dm_dq)))
 }
 
@@ -171,31 +185,28 @@ pub fn rnea_second_order<'py>(
 /// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
 #[pyo3(signature = (model, q, v, a, lam, fext = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn rnea_second_order_contracted<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    lam: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Matrices3<'py>> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    lam: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, a, lam, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(a, "a", m)?,
-        convert::tangent(lam, "lam", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::rnea_second_order_contracted_ext(m, ws, &q, &v, &a, &lam, f),
-        None => rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam),
-    })?;
-    Ok((convert::matrix_out(py, d.d2tau_dq2), convert::matrix_out(py, d.d2tau_dv2), convert::matrix_out(py, d.d2tau_dqdv)))
+    let (q, [v, a, lam]) = state(&pm.inner, q, [(v, "v"), (a, "a"), (lam, "lam")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(
+        py,
+        pm,
+        |m, ws| rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam, fext.as_deref()).map(drop),
+        |(), ws| {
+            let so = &ws.second_order;
+            (convert::matrix_out(py, &so.d2tau_dq2), convert::matrix_out(py, &so.d2tau_dv2), convert::matrix_out(py, &so.d2tau_dqdv))
+        },
+    )
 }
 
 /// Second-order derivatives of forward dynamics
@@ -212,21 +223,18 @@ pub fn rnea_second_order_contracted<'py>(
 pub fn aba_second_order<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
-    let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, tau, fext) =
-        (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?, convert::tangent(tau, "tau", m)?, convert::forces(fext, "fext", m)?);
+    let m = &*model.get().inner;
+    let (q, [v, tau]) = state(m, q, [(v, "v"), (tau, "tau")])?;
+    let fext = convert::forces(fext, "fext", m)?;
+    // the tensors live in a workspace of their own (O(nv³)), made for this call
     let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.aba_second_order_workspace()))?;
-    let wsr = &mut ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::aba_second_order_ext(m, wsr, &q, &v, &tau, f),
-        None => rbd::aba_second_order(m, wsr, &q, &v, &tau),
-    })?;
+    let w = &mut ws;
+    let d = detached(py, move || rbd::aba_second_order(m, w, &q, &v, &tau, fext.as_deref()))?;
     Ok((
         convert::tensor_out(py, d.d2ddq_dq2),
         convert::tensor_out(py, d.d2ddq_dv2),
@@ -234,8 +242,6 @@ pub fn aba_second_order<'py>(
         convert::tensor_out(py, d.d2ddq_dtaudq),
     ))
 }
-
-type Matrices4<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Second-order derivatives of forward dynamics contracted with a co-vector `lam`:
 /// `sum_i lam_i T[i]` for the four tensors of `aba_second_order`.
@@ -247,118 +253,93 @@ type Matrices4<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bou
 /// about body i's origin, expressed in body frame i (Pinocchio's `fext` without the universe).
 #[pyfunction]
 #[pyo3(signature = (model, q, v, tau, lam, fext = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn aba_second_order_contracted<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
-    lam: &Bound<'py, PyAny>,
-    fext: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Matrices4<'py>> {
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    tau: Any<'_, 'py>,
+    lam: Any<'_, 'py>,
+    fext: Option<Any<'_, 'py>>,
+) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v, tau, lam, fext) = (
-        convert::configuration(q, "q", m)?,
-        convert::tangent(v, "v", m)?,
-        convert::tangent(tau, "tau", m)?,
-        convert::tangent(lam, "lam", m)?,
-        convert::forces(fext, "fext", m)?,
-    );
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let d = detached(py, move || match &fext {
-        Some(f) => rbd::aba_second_order_contracted_ext(m, ws, &q, &v, &tau, &lam, f),
-        None => rbd::aba_second_order_contracted(m, ws, &q, &v, &tau, &lam),
-    })?;
-    Ok((
-        convert::matrix_out(py, d.d2ddq_dq2),
-        convert::matrix_out(py, d.d2ddq_dv2),
-        convert::matrix_out(py, d.d2ddq_dqdv),
-        convert::matrix_out(py, d.d2ddq_dtaudq),
-    ))
+    let (q, [v, tau, lam]) = state(&pm.inner, q, [(v, "v"), (tau, "tau"), (lam, "lam")])?;
+    let fext = convert::forces(fext, "fext", &pm.inner)?;
+    run(
+        py,
+        pm,
+        |m, ws| rbd::aba_second_order_contracted(m, ws, &q, &v, &tau, &lam, fext.as_deref()).map(drop),
+        |(), ws| {
+            let so = &ws.second_order;
+            (
+                convert::matrix_out(py, &so.d2ddq_dq2),
+                convert::matrix_out(py, &so.d2ddq_dv2),
+                convert::matrix_out(py, &so.d2ddq_dqdv),
+                convert::matrix_out(py, &so.d2ddq_dtaudq),
+            )
+        },
+    )
 }
 
 /// Joint-space inertia matrix `M(q)` (CRBA), full and symmetric.
 ///
 /// q: (nq,) -> M: (nv, nv)
 #[pyfunction]
-pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let mass = detached(py, move || rbd::crba(m, ws, &q))?;
-    Ok(convert::matrix_out(py, mass))
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::crba(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix))
 }
 
 /// Inverse of the joint-space inertia matrix `M(q)^-1`, full and symmetric.
 ///
 /// q: (nq,) -> Minv: (nv, nv)
 #[pyfunction]
-pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let minv = detached(py, move || rbd::minverse(m, ws, &q))?;
-    Ok(convert::matrix_out(py, minv))
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::minverse(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix_inv))
 }
 
 /// Generalised gravity `g(q) = rnea(q, 0, 0)`.
 ///
 /// q: (nq,) -> g: (nv,)
 #[pyfunction]
-pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let g = detached(py, move || rbd::gravity(m, ws, &q))?;
-    Ok(convert::vector_out(py, g))
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::gravity(m, ws, &q).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
 /// Nonlinear effects `C(q, v) v + g(q) = rnea(q, v, 0)`.
 ///
 /// q: (nq,), v: (nv,) -> h: (nv,)
 #[pyfunction]
-pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> Array1<'py> {
+pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let h = detached(py, move || rbd::nonlinear_effects(m, ws, &q, &v))?;
-    Ok(convert::vector_out(py, h))
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    run(py, pm, |m, ws| rbd::nonlinear_effects(m, ws, &q, &v).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
 /// Kinetic energy `T = 1/2 v^T M(q) v`.
 ///
 /// q: (nq,), v: (nv,) -> float
 #[pyfunction]
-pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<f64> {
+pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<f64> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    detached(py, move || rbd::kinetic_energy(m, ws, &q, &v))
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    run(py, pm, |m, ws| rbd::kinetic_energy(m, ws, &q, &v), |t, _| t)
 }
 
 /// Potential energy of gravity `V = -sum_i m_i g^T c_i` (zero at the world origin).
 ///
 /// q: (nq,) -> float
 #[pyfunction]
-pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<f64> {
+pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<f64> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    detached(py, move || rbd::potential_energy(m, ws, &q))
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::potential_energy(m, ws, &q), |e, _| e)
 }
 
 /// Result of `forward_kinematics`: world placements, body velocities and accelerations.
@@ -393,59 +374,51 @@ impl Kinematics {
 pub fn forward_kinematics<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: Option<&Bound<'py, PyAny>>,
-    a: Option<&Bound<'py, PyAny>>,
+    q: Any<'_, 'py>,
+    v: Option<Any<'_, 'py>>,
+    a: Option<Any<'_, 'py>>,
 ) -> PyResult<Kinematics> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let (v, a) = (convert::tangent_or_zero(v, "v", m)?, convert::tangent_or_zero(a, "a", m)?);
-    let mut ws = pm.workspace();
-    let w = &mut *ws;
-    detached(py, move || rbd::forward_kinematics(m, w, &q, &v, &a))?;
-    Ok(Kinematics {
-        placements: convert::placements_out(py, &ws.placements).unbind(),
-        velocities: convert::motions_out(py, &ws.velocities).unbind(),
-        accelerations: convert::motions_out(py, &ws.accelerations).unbind(),
-    })
+    let (q, []) = state(&pm.inner, q, [])?;
+    let (v, a) = (convert::tangent_or_zero(v, "v", &pm.inner)?, convert::tangent_or_zero(a, "a", &pm.inner)?);
+    run(
+        py,
+        pm,
+        |m, ws| rbd::forward_kinematics(m, ws, &q, &v, &a),
+        |(), ws| Kinematics {
+            placements: convert::placements_out(py, &ws.placements).unbind(),
+            velocities: convert::motions_out(py, &ws.velocities).unbind(),
+            accelerations: convert::motions_out(py, &ws.accelerations).unbind(),
+        },
+    )
+}
+
+/// The world placements of the model's frames at `q`, in the workspace.
+fn frames(m: &Model, ws: &mut Workspace, q: &[f64]) -> rbd::Result<()> {
+    rbd::placements(m, ws, q)?;
+    rbd::update_frame_placements(m, ws);
+    Ok(())
 }
 
 /// World placement of one frame, given by name or index.
 ///
 /// q: (nq,), frame: str | int -> (4, 4) homogeneous matrix
 #[pyfunction]
-pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>) -> Array2<'py> {
+pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, frame: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
+    let (q, []) = state(&pm.inner, q, [])?;
     let f = pm.frame_arg(frame)?;
-    let mut ws = pm.workspace();
-    let w = &mut *ws;
-    detached(py, move || {
-        rbd::placements(m, w, &q)?;
-        rbd::update_frame_placements(m, w);
-        Ok::<(), rbd::RbdError>(())
-    })?;
-    Ok(convert::placement_out(py, &ws.frame_placements[f]))
+    run(py, pm, |m, ws| frames(m, ws, &q), |(), ws| convert::placement_out(py, &ws.frame_placements[f]))
 }
 
 /// World placements of every frame, in the order of `model.frame_names`.
 ///
 /// q: (nq,) -> (nframes, 4, 4) homogeneous matrices
 #[pyfunction]
-pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array3<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let mut ws = pm.workspace();
-    let w = &mut *ws;
-    detached(py, move || {
-        rbd::placements(m, w, &q)?;
-        rbd::update_frame_placements(m, w);
-        Ok::<(), rbd::RbdError>(())
-    })?;
-    Ok(convert::placements_out(py, &ws.frame_placements))
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| frames(m, ws, &q), |(), ws| convert::placements_out(py, &ws.frame_placements))
 }
 
 /// Jacobian of a frame: `[v; omega] = J(q) qdot`, expressed in `reference`:
@@ -455,14 +428,9 @@ pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &B
 /// q: (nq,), frame: str | int -> J: (6, nv), rows [linear; angular]
 #[pyfunction]
 #[pyo3(signature = (model, q, frame, reference = "local_world_aligned"))]
-pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: &Bound<'py, PyAny>, frame: &Bound<'py, PyAny>, reference: &str) -> Array2<'py> {
+pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, frame: Any<'_, 'py>, reference: &str) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let q = convert::configuration(q, "q", m)?;
-    let f = pm.frame_arg(frame)?;
-    let r = convert::REFERENCE.parse(reference)?;
-    let mut ws = pm.workspace();
-    let ws = &mut *ws;
-    let j = detached(py, move || rbd::frame_jacobian(m, ws, &q, f, r))?;
-    Ok(convert::matrix_out(py, j))
+    let (q, []) = state(&pm.inner, q, [])?;
+    let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
+    run(py, pm, |m, ws| rbd::frame_jacobian(m, ws, &q, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian))
 }

@@ -18,24 +18,18 @@ pub mod urdf;
 mod workspace;
 
 pub use algorithms::aba::{aba, mass_solve};
-pub use algorithms::aba_derivatives::{aba_derivatives, aba_derivatives_ext, AbaDerivatives};
-pub use algorithms::aba_second_order::{
-    aba_second_order, aba_second_order_contracted, aba_second_order_contracted_ext, aba_second_order_ext, AbaSecondOrder, AbaSecondOrderContracted,
-    AbaSecondOrderWorkspace,
-};
+pub use algorithms::aba_derivatives::{aba_derivatives, AbaDerivatives};
+pub use algorithms::aba_second_order::{aba_second_order, aba_second_order_contracted, AbaSecondOrder, AbaSecondOrderContracted, AbaSecondOrderWorkspace};
 pub use algorithms::crba::crba;
 pub use algorithms::energy::{kinetic_energy, potential_energy};
-pub use algorithms::external_forces::{aba_ext, external_joint_torques};
+pub use algorithms::external_forces::external_joint_torques;
 pub use algorithms::jacobian::{frame_jacobian, ReferenceFrame};
 pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_placements};
 pub use algorithms::mass_derivative::mass_matrix_and_derivative;
 pub use algorithms::minverse::minverse;
-pub use algorithms::rnea::{gravity, nonlinear_effects, rnea, rnea_ext};
-pub use algorithms::rnea_derivatives::{rnea_derivatives, rnea_derivatives_ext, RneaDerivatives};
-pub use algorithms::rnea_second_order::{
-    rnea_second_order, rnea_second_order_contracted, rnea_second_order_contracted_ext, rnea_second_order_ext, RneaSecondOrder, RneaSecondOrderContracted,
-    SecondOrderWorkspace,
-};
+pub use algorithms::rnea::{gravity, nonlinear_effects, rnea};
+pub use algorithms::rnea_derivatives::{rnea_derivatives, RneaDerivatives};
+pub use algorithms::rnea_second_order::{rnea_second_order, rnea_second_order_contracted, RneaSecondOrder, RneaSecondOrderContracted, SecondOrderWorkspace};
 pub use check::{check_configuration, check_forces, check_tangent, check_vector};
 pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};

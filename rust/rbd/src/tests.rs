@@ -41,7 +41,7 @@ fn rnea_is_mass_matrix_times_a_plus_bias() {
     for model in models() {
         let mut ws = model.workspace();
         for s in states(&model, 10) {
-            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().to_vec();
+            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a, None).unwrap().to_vec();
             let b = nonlinear_effects(&model, &mut ws, &s.q, &s.v).unwrap().to_vec();
             let m = crba(&model, &mut ws, &s.q).unwrap().clone();
             let expected = &m * DVector::from_column_slice(&s.a) + DVector::from_vec(b);
@@ -63,7 +63,7 @@ fn crba_matches_rnea_columns() {
             for k in 0..model.nv {
                 let mut e = zero.clone();
                 e[k] = 1.0;
-                let col: Vec<f64> = rnea(&model, &mut ws, &s.q, &zero, &e).unwrap().iter().zip(&g).map(|(t, g)| t - g).collect();
+                let col: Vec<f64> = rnea(&model, &mut ws, &s.q, &zero, &e, None).unwrap().iter().zip(&g).map(|(t, g)| t - g).collect();
                 assert!(rel_err(&col, m.column(k).as_slice()) < 1e-12, "{} column {k}", model.name);
             }
         }
@@ -75,11 +75,11 @@ fn aba_inverts_rnea() {
     for model in models() {
         let mut ws = model.workspace();
         for s in states(&model, 12) {
-            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().to_vec();
-            let a = aba(&model, &mut ws, &s.q, &s.v, &tau).unwrap().to_vec();
+            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a, None).unwrap().to_vec();
+            let a = aba(&model, &mut ws, &s.q, &s.v, &tau, None).unwrap().to_vec();
             // round trip error grows with cond(M); these models stay below ~1e4
             assert!(rel_err(&a, &s.a) < 1e-8, "{}: {}", model.name, rel_err(&a, &s.a));
-            let back = rnea(&model, &mut ws, &s.q, &s.v, &a).unwrap().to_vec();
+            let back = rnea(&model, &mut ws, &s.q, &s.v, &a, None).unwrap().to_vec();
             assert!(rel_err(&back, &tau) < 1e-10, "{}", model.name);
         }
     }
@@ -209,10 +209,10 @@ fn bad_inputs_are_errors_not_panics() {
     let mut ws = model.workspace();
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
-    assert!(matches!(rnea(&model, &mut ws, &q[1..], &v, &v), Err(RbdError::Dimension { arg: "q", .. })));
+    assert!(matches!(rnea(&model, &mut ws, &q[1..], &v, &v, None), Err(RbdError::Dimension { arg: "q", .. })));
     let mut bad = v.clone();
     bad[2] = f64::NAN;
-    assert!(matches!(aba(&model, &mut ws, &q, &v, &bad), Err(RbdError::NonFinite { arg: "tau", index: 2, .. })));
+    assert!(matches!(aba(&model, &mut ws, &q, &v, &bad, None), Err(RbdError::NonFinite { arg: "tau", index: 2, .. })));
     let mut qn = q.clone();
     qn[6] = 2.0;
     assert!(matches!(crba(&model, &mut ws, &qn), Err(RbdError::NotNormalized { .. })));
@@ -248,18 +248,18 @@ fn rnea_derivatives_match_finite_differences() {
         let mut ws = model.workspace();
         let mut ws2 = model.workspace();
         for s in states(&model, 18).iter().take(2) {
-            let d = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a).unwrap();
+            let d = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a, None).unwrap();
             let (dq, dv, da) = (d.dtau_dq.clone(), d.dtau_dv.clone(), d.dtau_da.clone());
             let tau = ws.tau.clone();
-            let expected = rnea(&model, &mut ws2, &s.q, &s.v, &s.a).unwrap().to_vec();
+            let expected = rnea(&model, &mut ws2, &s.q, &s.v, &s.a, None).unwrap().to_vec();
             assert!(rel_err(&tau, &expected) < 1e-12, "{}: tau", model.name);
             let fd_q = central_difference(model.nv, |e| {
                 let q = integrate(&model, &s.q, e).unwrap();
-                rnea(&model, &mut ws2, &q, &s.v, &s.a).unwrap().to_vec()
+                rnea(&model, &mut ws2, &q, &s.v, &s.a, None).unwrap().to_vec()
             });
             let fd_v = central_difference(model.nv, |e| {
                 let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
-                rnea(&model, &mut ws2, &s.q, &v, &s.a).unwrap().to_vec()
+                rnea(&model, &mut ws2, &s.q, &v, &s.a, None).unwrap().to_vec()
             });
             assert_close(&format!("{} dtau/dq", model.name), &dq, &fd_q, 1e-6);
             assert_close(&format!("{} dtau/dv", model.name), &dv, &fd_v, 1e-6);
@@ -294,7 +294,7 @@ fn mass_derivative_matches_rnea_derivatives_and_differences() {
             let ma: Vec<f64> = (m * DVector::from_column_slice(&a)).iter().copied().collect();
             assert!(rel_err(&ma, &s.a) < 1e-9, "{}: the hook's a = M⁻¹b", model.name);
             let zero = vec![0.0; nv];
-            let full = rnea_derivatives(&weightless, &mut ws2, &s.q, &zero, &a).unwrap().dtau_dq.clone();
+            let full = rnea_derivatives(&weightless, &mut ws2, &s.q, &zero, &a, None).unwrap().dtau_dq.clone();
             assert_close(&format!("{} T vs rnea_derivatives", model.name), &t, &full, 1e-12);
             let fd = central_difference(nv, |e| {
                 let m = crba(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap()).unwrap().clone();
@@ -321,15 +321,15 @@ fn aba_derivatives_match_finite_differences() {
         let mut ws2 = model.workspace();
         for s in states(&model, 19).iter().take(2) {
             let tau = s.a.clone();
-            let d = aba_derivatives(&model, &mut ws, &s.q, &s.v, &tau).unwrap();
+            let d = aba_derivatives(&model, &mut ws, &s.q, &s.v, &tau, None).unwrap();
             let (dq, dv, dtau) = (d.dddq_dq.clone(), d.dddq_dv.clone(), d.dddq_dtau.clone());
             let fd_q = central_difference(model.nv, |e| {
                 let q = integrate(&model, &s.q, e).unwrap();
-                aba(&model, &mut ws2, &q, &s.v, &tau).unwrap().to_vec()
+                aba(&model, &mut ws2, &q, &s.v, &tau, None).unwrap().to_vec()
             });
             let fd_v = central_difference(model.nv, |e| {
                 let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
-                aba(&model, &mut ws2, &s.q, &v, &tau).unwrap().to_vec()
+                aba(&model, &mut ws2, &s.q, &v, &tau, None).unwrap().to_vec()
             });
             // q̈ is M⁻¹(·): its differences lose a factor cond(M) ≲ 1e3 on these models
             assert_close(&format!("{} dddq/dq", model.name), &dq, &fd_q, 1e-5);
@@ -374,10 +374,10 @@ fn rnea_second_order_matches_differences_of_first_order() {
         let mut so = model.second_order_workspace();
         let mut ws2 = model.workspace();
         for s in states(&model, 20).iter().take(2) {
-            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
             let (hqq, hvv, hqv, dm) = (tensor_pages(d2.d2tau_dq2), tensor_pages(d2.d2tau_dv2), tensor_pages(d2.d2tau_dqdv), tensor_pages(d2.dm_dq));
             let first = |ws: &mut Workspace, q: &[f64], v: &[f64]| {
-                let d = rnea_derivatives(&model, ws, q, v, &s.a).unwrap();
+                let d = rnea_derivatives(&model, ws, q, v, &s.a, None).unwrap();
                 (d.dtau_dq.as_slice().to_vec(), d.dtau_dv.as_slice().to_vec())
             };
             let along_q = |e: &[f64]| integrate(&model, &s.q, e).unwrap();
@@ -408,8 +408,8 @@ fn rnea_second_order_symmetries_and_structural_zeros() {
         let mut so = model.second_order_workspace();
         let mut ws = model.workspace();
         for s in states(&model, 21).iter().take(2) {
-            let dq = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().dtau_dq.clone();
-            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let dq = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a, None).unwrap().dtau_dq.clone();
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
             let scale = |t: &Tensor3| t.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
             let (sqq, svv, sm) = (scale(d2.d2tau_dq2), scale(d2.d2tau_dv2), scale(d2.dm_dq));
             for i in 0..nv {
@@ -466,9 +466,9 @@ fn rnea_second_order_invariances() {
         let mut so = model.second_order_workspace();
         let s = &states(&model, 22)[0];
         let zero = vec![0.0; nv];
-        let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+        let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
         let (hvv, dm) = (d2.d2tau_dv2.clone(), d2.dm_dq.clone());
-        let d2 = rnea_second_order(&model, &mut so, &s.q, &zero, &zero).unwrap();
+        let d2 = rnea_second_order(&model, &mut so, &s.q, &zero, &zero, None).unwrap();
         assert!(rel_err(d2.d2tau_dv2.as_slice(), hvv.as_slice()) < 1e-12, "{}", model.name);
         assert!(rel_err(d2.dm_dq.as_slice(), dm.as_slice()) < 1e-12, "{}", model.name);
         assert!(d2.d2tau_dqdv.as_slice().iter().all(|x| x.abs() < 1e-12), "{}", model.name);
@@ -484,9 +484,9 @@ fn rnea_second_order_contracted_matches_contraction() {
         let mut rng = ChaCha8Rng::seed_from_u64(23);
         for s in states(&model, 23).iter().take(2) {
             let lambda = random_vec(&mut rng, nv);
-            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
             let mut expected = DMatrix::zeros(nv, nv);
-            let c = rnea_second_order_contracted(&model, &mut ws, &s.q, &s.v, &s.a, &lambda).unwrap();
+            let c = rnea_second_order_contracted(&model, &mut ws, &s.q, &s.v, &s.a, &lambda, None).unwrap();
             for (name, full, contracted) in [("qq", d2.d2tau_dq2, c.d2tau_dq2), ("vv", d2.d2tau_dv2, c.d2tau_dv2), ("qv", d2.d2tau_dqdv, c.d2tau_dqdv)] {
                 full.contract_first(&lambda, &mut expected);
                 assert_close(&format!("{} contracted {name}", model.name), contracted, &expected, 1e-12);
@@ -497,7 +497,7 @@ fn rnea_second_order_contracted_matches_contraction() {
     let mut ws = model.workspace();
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
-    assert!(matches!(rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lam", .. })));
+    assert!(matches!(rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..], None), Err(RbdError::Dimension { arg: "lam", .. })));
 }
 
 #[test]
@@ -508,17 +508,17 @@ fn second_order_workspace_can_be_reused_across_trees() {
     assert_eq!(chain.nv, tree.nv);
     let (zero, a) = (vec![0.0; 3], vec![0.3, -0.2, 0.5]);
     let mut reused = chain.second_order_workspace();
-    rnea_second_order(&chain, &mut reused, &neutral(&chain), &a, &a).unwrap();
+    rnea_second_order(&chain, &mut reused, &neutral(&chain), &a, &a, None).unwrap();
     let mut fresh = tree.second_order_workspace();
-    let expected = rnea_second_order(&tree, &mut fresh, &neutral(&tree), &a, &zero).unwrap().d2tau_dq2.clone();
-    let got = rnea_second_order(&tree, &mut reused, &neutral(&tree), &a, &zero).unwrap();
+    let expected = rnea_second_order(&tree, &mut fresh, &neutral(&tree), &a, &zero, None).unwrap().d2tau_dq2.clone();
+    let got = rnea_second_order(&tree, &mut reused, &neutral(&tree), &a, &zero, None).unwrap();
     assert_eq!(got.d2tau_dq2, &expected);
     assert_eq!(reused.d2tau_dv2(), fresh.d2tau_dv2());
     assert_eq!(reused.dm_dq(), fresh.dm_dq());
 }
 
 // ---------------------------------------------------------------------------------------
-// External forces (algorithms/external_forces.rs and the `_ext` variants)
+// External forces (algorithms/external_forces.rs and the `fext` argument of the algorithms)
 
 fn random_wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<vidyn_spatial::Force> {
     (0..n).map(|_| vidyn_spatial::Force::from_vector(&nalgebra::Vector6::from_iterator(random_vec(rng, 6)))).collect()
@@ -531,8 +531,8 @@ fn external_forces_enter_rnea_and_aba_as_joint_torques() {
         let mut rng = ChaCha8Rng::seed_from_u64(30);
         for s in states(&model, 30).iter().take(2) {
             let fext = random_wrenches(&mut rng, model.nbodies());
-            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a).unwrap().to_vec();
-            let tau_ext = rnea_ext(&model, &mut ws, &s.q, &s.v, &s.a, &fext).unwrap().to_vec();
+            let tau = rnea(&model, &mut ws, &s.q, &s.v, &s.a, None).unwrap().to_vec();
+            let tau_ext = rnea(&model, &mut ws, &s.q, &s.v, &s.a, Some(&fext)).unwrap().to_vec();
             let mut jtf = vec![0.0; model.nv];
             external_joint_torques(&model, &mut ws, &s.q, &fext, &mut jtf).unwrap();
             let expected: Vec<f64> = tau.iter().zip(&jtf).map(|(t, e)| t - e).collect();
@@ -540,8 +540,8 @@ fn external_forces_enter_rnea_and_aba_as_joint_torques() {
             // Σ Jᵢᵀ fᵢ against the body Jacobians: a wrench on body b does virtual work
             // fᵀ(J_b δq) with J_b the local Jacobian of b, whose columns are the body-frame
             // joint axes of b's ancestors (checked through unit velocities and FK)
-            let a = aba_ext(&model, &mut ws, &s.q, &s.v, &tau_ext, &fext).unwrap().to_vec();
-            assert!(rel_err(&a, &s.a) < 1e-8, "{}: aba_ext inverts rnea_ext ({})", model.name, rel_err(&a, &s.a));
+            let a = aba(&model, &mut ws, &s.q, &s.v, &tau_ext, Some(&fext)).unwrap().to_vec();
+            assert!(rel_err(&a, &s.a) < 1e-8, "{}: aba with fext inverts rnea with fext ({})", model.name, rel_err(&a, &s.a));
             let zero = vec![0.0; model.nv];
             for k in 0..model.nv {
                 let mut e = zero.clone();
@@ -557,9 +557,9 @@ fn external_forces_enter_rnea_and_aba_as_joint_torques() {
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
     let mut fext = vec![vidyn_spatial::Force::zero(); model.nbodies()];
-    assert!(matches!(rnea_ext(&model, &mut ws, &q, &v, &v, &fext[1..]), Err(RbdError::Dimension { arg: "fext", .. })));
+    assert!(matches!(rnea(&model, &mut ws, &q, &v, &v, Some(&fext[1..])), Err(RbdError::Dimension { arg: "fext", .. })));
     fext[1].angular.y = f64::INFINITY;
-    assert!(matches!(aba_ext(&model, &mut ws, &q, &v, &v, &fext), Err(RbdError::NonFinite { arg: "fext", index: 10, .. })));
+    assert!(matches!(aba(&model, &mut ws, &q, &v, &v, Some(&fext)), Err(RbdError::NonFinite { arg: "fext", index: 10, .. })));
 }
 
 #[test]
@@ -570,23 +570,24 @@ fn external_force_derivatives_match_finite_differences() {
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         for s in states(&model, 31).iter().take(2) {
             let fext = random_wrenches(&mut rng, model.nbodies());
-            let d = rnea_derivatives_ext(&model, &mut ws, &s.q, &s.v, &s.a, &fext).unwrap();
+            let d = rnea_derivatives(&model, &mut ws, &s.q, &s.v, &s.a, Some(&fext)).unwrap();
             let (dq, dv, da) = (d.dtau_dq.clone(), d.dtau_dv.clone(), d.dtau_da.clone());
-            let expected = rnea_ext(&model, &mut ws2, &s.q, &s.v, &s.a, &fext).unwrap().to_vec();
+            let expected = rnea(&model, &mut ws2, &s.q, &s.v, &s.a, Some(&fext)).unwrap().to_vec();
             assert!(rel_err(&ws.tau, &expected) < 1e-12, "{}: tau", model.name);
-            let fd_q = central_difference(model.nv, |e| rnea_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().to_vec());
+            let fd_q =
+                central_difference(model.nv, |e| rnea(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, Some(&fext)).unwrap().to_vec());
             assert_close(&format!("{} dtau/dq with fext", model.name), &dq, &fd_q, 1e-6);
             // q̇ and q̈ derivatives do not see the wrenches
-            let plain = rnea_derivatives(&model, &mut ws2, &s.q, &s.v, &s.a).unwrap();
+            let plain = rnea_derivatives(&model, &mut ws2, &s.q, &s.v, &s.a, None).unwrap();
             assert_close(&format!("{} dtau/dv with fext", model.name), &dv, plain.dtau_dv, 1e-12);
             assert_close(&format!("{} dtau/da with fext", model.name), &da, plain.dtau_da, 1e-12);
             let tau = s.a.clone();
-            let d = aba_derivatives_ext(&model, &mut ws, &s.q, &s.v, &tau, &fext).unwrap();
+            let d = aba_derivatives(&model, &mut ws, &s.q, &s.v, &tau, Some(&fext)).unwrap();
             let (dq, dv) = (d.dddq_dq.clone(), d.dddq_dv.clone());
-            let fd_q = central_difference(model.nv, |e| aba_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &tau, &fext).unwrap().to_vec());
+            let fd_q = central_difference(model.nv, |e| aba(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &tau, Some(&fext)).unwrap().to_vec());
             let fd_v = central_difference(model.nv, |e| {
                 let v: Vec<f64> = s.v.iter().zip(e).map(|(a, b)| a + b).collect();
-                aba_ext(&model, &mut ws2, &s.q, &v, &tau, &fext).unwrap().to_vec()
+                aba(&model, &mut ws2, &s.q, &v, &tau, Some(&fext)).unwrap().to_vec()
             });
             assert_close(&format!("{} dddq/dq with fext", model.name), &dq, &fd_q, 1e-5);
             assert_close(&format!("{} dddq/dv with fext", model.name), &dv, &fd_v, 1e-5);
@@ -605,18 +606,18 @@ fn external_force_second_order_matches_differences() {
         let mut rng = ChaCha8Rng::seed_from_u64(32);
         for s in states(&model, 32).iter().take(2) {
             let fext = random_wrenches(&mut rng, model.nbodies());
-            let d2 = rnea_second_order_ext(&model, &mut so, &s.q, &s.v, &s.a, &fext).unwrap();
+            let d2 = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, Some(&fext)).unwrap();
             let hqq = tensor_pages(d2.d2tau_dq2);
             let fd_qq = central_difference(nv, |e| {
-                rnea_derivatives_ext(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, &fext).unwrap().dtau_dq.as_slice().to_vec()
+                rnea_derivatives(&model, &mut ws2, &integrate(&model, &s.q, e).unwrap(), &s.v, &s.a, Some(&fext)).unwrap().dtau_dq.as_slice().to_vec()
             });
             assert_close(&format!("{} d2tau/dq2 with fext", model.name), &hqq, &fd_qq, 1e-6);
             let (hvv, hqv, dm) = (d2.d2tau_dv2.clone(), d2.d2tau_dqdv.clone(), d2.dm_dq.clone());
-            let plain = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let plain = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
             assert_eq!((&hvv, &hqv, &dm), (plain.d2tau_dv2, plain.d2tau_dqdv, plain.dm_dq), "{}: only d2tau/dq2 sees fext", model.name);
             let lambda = random_vec(&mut rng, nv);
-            let full = rnea_second_order_ext(&model, &mut so, &s.q, &s.v, &s.a, &fext).unwrap();
-            let c = rnea_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &s.a, &lambda, &fext).unwrap();
+            let full = rnea_second_order(&model, &mut so, &s.q, &s.v, &s.a, Some(&fext)).unwrap();
+            let c = rnea_second_order_contracted(&model, &mut ws, &s.q, &s.v, &s.a, &lambda, Some(&fext)).unwrap();
             let mut expected = DMatrix::zeros(nv, nv);
             for (name, t, got) in [("qq", full.d2tau_dq2, c.d2tau_dq2), ("vv", full.d2tau_dv2, c.d2tau_dv2), ("qv", full.d2tau_dqdv, c.d2tau_dqdv)] {
                 t.contract_first(&lambda, &mut expected);
@@ -639,15 +640,15 @@ fn check_aba_second_order(model: &Model, s: &State, tau: &[f64], fext: Option<&[
     let nv = model.nv;
     let mut ws2 = model.workspace();
     let d2 = match fext {
-        Some(f) => aba_second_order_ext(model, so, &s.q, &s.v, tau, f),
-        None => aba_second_order(model, so, &s.q, &s.v, tau),
+        Some(f) => aba_second_order(model, so, &s.q, &s.v, tau, Some(f)),
+        None => aba_second_order(model, so, &s.q, &s.v, tau, None),
     }
     .unwrap();
     let (tqq, tvv, tqv, ttq) = (tensor_pages(d2.d2ddq_dq2), tensor_pages(d2.d2ddq_dv2), tensor_pages(d2.d2ddq_dqdv), tensor_pages(d2.d2ddq_dtaudq));
     let mut first = |q: &[f64], v: &[f64]| {
         let d = match fext {
-            Some(f) => aba_derivatives_ext(model, &mut ws2, q, v, tau, f),
-            None => aba_derivatives(model, &mut ws2, q, v, tau),
+            Some(f) => aba_derivatives(model, &mut ws2, q, v, tau, Some(f)),
+            None => aba_derivatives(model, &mut ws2, q, v, tau, None),
         }
         .unwrap();
         (d.dddq_dq.as_slice().to_vec(), d.dddq_dv.as_slice().to_vec(), d.dddq_dtau.as_slice().to_vec())
@@ -704,7 +705,7 @@ fn aba_second_order_is_the_implicit_function_of_rnea_second_order() {
         let mut so = model.aba_second_order_workspace();
         let mut ws = model.workspace();
         for s in states(&model, 34).iter().take(1) {
-            let d2 = aba_second_order(&model, &mut so, &s.q, &s.v, &s.a).unwrap();
+            let d2 = aba_second_order(&model, &mut so, &s.q, &s.v, &s.a, None).unwrap();
             let (tvv, ttq) = (d2.d2ddq_dv2.clone(), d2.d2ddq_dtaudq.clone());
             let m = crba(&model, &mut ws, &s.q).unwrap().clone();
             let minv = minverse(&model, &mut ws, &s.q).unwrap().clone();
@@ -739,13 +740,13 @@ fn aba_second_order_contracted_matches_contraction() {
             for with_fext in [false, true] {
                 let (full, c) = if with_fext {
                     (
-                        aba_second_order_ext(&model, &mut so, &s.q, &s.v, &tau, &fext).unwrap(),
-                        aba_second_order_contracted_ext(&model, &mut ws, &s.q, &s.v, &tau, &lambda, &fext).unwrap(),
+                        aba_second_order(&model, &mut so, &s.q, &s.v, &tau, Some(&fext)).unwrap(),
+                        aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda, Some(&fext)).unwrap(),
                     )
                 } else {
                     (
-                        aba_second_order(&model, &mut so, &s.q, &s.v, &tau).unwrap(),
-                        aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda).unwrap(),
+                        aba_second_order(&model, &mut so, &s.q, &s.v, &tau, None).unwrap(),
+                        aba_second_order_contracted(&model, &mut ws, &s.q, &s.v, &tau, &lambda, None).unwrap(),
                     )
                 };
                 let mut expected = DMatrix::zeros(nv, nv);
@@ -766,7 +767,7 @@ fn aba_second_order_contracted_matches_contraction() {
     let mut ws = model.workspace();
     let q = neutral(&model);
     let v = vec![0.0; model.nv];
-    assert!(matches!(aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..]), Err(RbdError::Dimension { arg: "lam", .. })));
+    assert!(matches!(aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v[1..], None), Err(RbdError::Dimension { arg: "lam", .. })));
 }
 
 /// `Joint::placed_transform` is the composition `placement · M(q)` it replaces (bit for bit

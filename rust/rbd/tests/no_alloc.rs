@@ -19,8 +19,8 @@ fn algorithms_do_not_allocate_once_the_workspace_exists() {
     let q = neutral(&model);
     let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
     let frame = model.frames.len() - 1;
-    assert_eq!(allocations(|| rnea(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "rnea");
-    assert_eq!(allocations(|| aba(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "aba");
+    assert_eq!(allocations(|| rnea(&model, &mut ws, &q, &v, &v, None).map(|_| ())), 0, "rnea");
+    assert_eq!(allocations(|| aba(&model, &mut ws, &q, &v, &v, None).map(|_| ())), 0, "aba");
     assert_eq!(allocations(|| crba(&model, &mut ws, &q).map(|_| ())), 0, "crba");
     assert_eq!(allocations(|| minverse(&model, &mut ws, &q).map(|_| ())), 0, "minverse");
     assert_eq!(allocations(|| forward_kinematics(&model, &mut ws, &q, &v, &v)), 0, "forward_kinematics");
@@ -28,8 +28,8 @@ fn algorithms_do_not_allocate_once_the_workspace_exists() {
     assert_eq!(allocations(|| nonlinear_effects(&model, &mut ws, &q, &v).map(|_| ())), 0, "nle");
     assert_eq!(allocations(|| kinetic_energy(&model, &mut ws, &q, &v)), 0, "kinetic energy");
     assert_eq!(allocations(|| potential_energy(&model, &mut ws, &q)), 0, "potential energy");
-    assert_eq!(allocations(|| rnea_derivatives(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "rnea derivatives");
-    assert_eq!(allocations(|| aba_derivatives(&model, &mut ws, &q, &v, &v).map(|_| ())), 0, "aba derivatives");
+    assert_eq!(allocations(|| rnea_derivatives(&model, &mut ws, &q, &v, &v, None).map(|_| ())), 0, "rnea derivatives");
+    assert_eq!(allocations(|| aba_derivatives(&model, &mut ws, &q, &v, &v, None).map(|_| ())), 0, "aba derivatives");
     assert_eq!(allocations(|| frame_jacobian(&model, &mut ws, &q, frame, ReferenceFrame::World).map(|_| ())), 0, "jacobian");
 }
 
@@ -40,8 +40,8 @@ fn second_order_derivatives_do_not_allocate_once_the_workspace_exists() {
     let mut so = model.second_order_workspace();
     let q = neutral(&model);
     let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
-    assert_eq!(allocations(|| rnea_second_order(&model, &mut so, &q, &v, &v).map(|_| ())), 0, "rnea second order");
-    assert_eq!(allocations(|| rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v).map(|_| ())), 0, "contracted");
+    assert_eq!(allocations(|| rnea_second_order(&model, &mut so, &q, &v, &v, None).map(|_| ())), 0, "rnea second order");
+    assert_eq!(allocations(|| rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v, None).map(|_| ())), 0, "contracted");
 }
 
 #[test]
@@ -53,14 +53,18 @@ fn external_forces_and_forward_second_order_do_not_allocate_once_the_workspace_e
     let q = neutral(&model);
     let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
     let fext: Vec<vidyn_spatial::Force> = (0..model.nbodies()).map(|b| vidyn_spatial::Force::from_vector(&nalgebra::Vector6::repeat(0.1 * b as f64))).collect();
-    assert_eq!(allocations(|| rnea_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_ext");
-    assert_eq!(allocations(|| aba_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "aba_ext");
-    assert_eq!(allocations(|| rnea_derivatives_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_derivatives_ext");
-    assert_eq!(allocations(|| aba_derivatives_ext(&model, &mut ws, &q, &v, &v, &fext).map(|_| ())), 0, "aba_derivatives_ext");
-    assert_eq!(allocations(|| rnea_second_order_ext(&model, &mut so, &q, &v, &v, &fext).map(|_| ())), 0, "rnea_second_order_ext");
-    assert_eq!(allocations(|| rnea_second_order_contracted_ext(&model, &mut ws, &q, &v, &v, &v, &fext).map(|_| ())), 0, "contracted ext");
-    assert_eq!(allocations(|| aba_second_order(&model, &mut aso, &q, &v, &v).map(|_| ())), 0, "aba_second_order");
-    assert_eq!(allocations(|| aba_second_order_ext(&model, &mut aso, &q, &v, &v, &fext).map(|_| ())), 0, "aba_second_order_ext");
-    assert_eq!(allocations(|| aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v).map(|_| ())), 0, "aba_second_order_contracted");
-    assert_eq!(allocations(|| aba_second_order_contracted_ext(&model, &mut ws, &q, &v, &v, &v, &fext).map(|_| ())), 0, "aba_second_order_contracted_ext");
+    assert_eq!(allocations(|| rnea(&model, &mut ws, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "rnea with fext");
+    assert_eq!(allocations(|| aba(&model, &mut ws, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "aba with fext");
+    assert_eq!(allocations(|| rnea_derivatives(&model, &mut ws, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "rnea_derivatives with fext");
+    assert_eq!(allocations(|| aba_derivatives(&model, &mut ws, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "aba_derivatives with fext");
+    assert_eq!(allocations(|| rnea_second_order(&model, &mut so, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "rnea_second_order with fext");
+    assert_eq!(allocations(|| rnea_second_order_contracted(&model, &mut ws, &q, &v, &v, &v, Some(&fext)).map(|_| ())), 0, "contracted ext");
+    assert_eq!(allocations(|| aba_second_order(&model, &mut aso, &q, &v, &v, None).map(|_| ())), 0, "aba_second_order");
+    assert_eq!(allocations(|| aba_second_order(&model, &mut aso, &q, &v, &v, Some(&fext)).map(|_| ())), 0, "aba_second_order with fext");
+    assert_eq!(allocations(|| aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v, None).map(|_| ())), 0, "aba_second_order_contracted");
+    assert_eq!(
+        allocations(|| aba_second_order_contracted(&model, &mut ws, &q, &v, &v, &v, Some(&fext)).map(|_| ())),
+        0,
+        "aba_second_order_contracted with fext"
+    );
 }

@@ -197,7 +197,7 @@ impl VariationalIntegrator {
 
     /// Applies constant external wrenches to the bodies, one per body (`model.nbodies()`,
     /// finite): `wrenches[j]` is `[force; moment]` acting on body `j`, expressed in body frame
-    /// `j` and taken about its origin (Pinocchio's `fext`, as in [`vidyn_rbd::aba_ext`]), and
+    /// `j` and taken about its origin (Pinocchio's `fext`, as in [`vidyn_rbd::aba`]), and
     /// held constant in that frame, so it turns with the body. The continuous equations become
     /// `M q̈ + C q̇ + g = u + Σ_j J_jᵀ F_j`.
     ///

@@ -31,9 +31,9 @@ fn continuous_pole(model: &vidyn_rbd::Model, theta0: f64, t_end: f64, steps: usi
         let mut v = [0.0; 2];
         let mut a = [0.0; 2];
         (q[cart], q[pole], v[cart], v[pole], a[cart]) = (r, th, rd, om, rdd);
-        let bias = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a).unwrap()[pole];
+        let bias = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a, None).unwrap()[pole];
         a[pole] = 1.0;
-        let with_unit = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a).unwrap()[pole];
+        let with_unit = vidyn_rbd::rnea(model, &mut ws, &q, &v, &a, None).unwrap()[pole];
         -bias / (with_unit - bias)
     };
     let h = t_end / steps as f64;

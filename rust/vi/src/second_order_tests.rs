@@ -338,8 +338,8 @@ fn state_conversions_and_their_jacobians() {
         // ∂(M v)/∂q against RNEA: ∂τ/∂q at (q, 0, v) minus the gravity part at (q, 0, 0)
         let mut rws = model.workspace();
         let zero = vec![0.0; n];
-        let d1 = vidyn_rbd::rnea_derivatives(&model, &mut rws, &q, &zero, &v).unwrap().dtau_dq.clone();
-        let d0 = vidyn_rbd::rnea_derivatives(&model, &mut rws, &q, &zero, &zero).unwrap().dtau_dq.clone();
+        let d1 = vidyn_rbd::rnea_derivatives(&model, &mut rws, &q, &zero, &v, None).unwrap().dtau_dq.clone();
+        let d0 = vidyn_rbd::rnea_derivatives(&model, &mut rws, &q, &zero, &zero, None).unwrap().dtau_dq.clone();
         let dmv = d1 - d0;
         assert!((jp.view((n, 0), (n, n)) - &dmv).amax() < 1e-10 * (1.0 + dmv.amax()), "{}", model.name);
         assert!(dmv.amax() > 1e-3, "non-trivial ∂(Mv)/∂q");

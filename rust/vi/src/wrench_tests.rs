@@ -2,7 +2,7 @@
 //! force against `vidyn_rbd::external_joint_torques`, the DEL blocks against central
 //! differences of the rows, the O(n) Newton direction, the Jacobian–vector product and the
 //! O(n²) linearisation against the dense oracle and central differences of the solved step,
-//! and the motion against RK4 of `vidyn_rbd::aba_ext` (observed order 2s).
+//! and the motion against RK4 of `vidyn_rbd::aba` with `fext` (observed order 2s).
 
 use crate::newton_tests::{integrator, models, problem, random, rel_err, schemes, wrenches};
 use crate::*;
@@ -118,11 +118,11 @@ fn linearisation_with_wrenches_matches_finite_differences_of_the_solved_step() {
     }
 }
 
-/// `q(T)` of `q̈ = aba_ext(q, q̇, τ, fext)` by RK4 with `steps` steps (the continuous oracle).
+/// `q(T)` of `q̈ = aba(q, q̇, τ, Some(fext))` by RK4 with `steps` steps (the continuous oracle).
 fn continuous(model: &Model, q0: &[f64], v0: &[f64], tau: &[f64], fext: &[Force], t_end: f64, steps: usize) -> Vec<f64> {
     let mut ws = model.workspace();
     let n = model.nv;
-    let mut f = |q: &[f64], v: &[f64]| vidyn_rbd::aba_ext(model, &mut ws, q, v, tau, fext).unwrap().to_vec();
+    let mut f = |q: &[f64], v: &[f64]| vidyn_rbd::aba(model, &mut ws, q, v, tau, Some(fext)).unwrap().to_vec();
     let h = t_end / steps as f64;
     let (mut q, mut v) = (q0.to_vec(), v0.to_vec());
     let axpy = |x: &[f64], a: f64, y: &[f64]| x.iter().zip(y).map(|(x, y)| x + a * y).collect::<Vec<_>>();
@@ -143,11 +143,11 @@ fn continuous(model: &Model, q0: &[f64], v0: &[f64], tau: &[f64], fext: &[Force]
 }
 
 /// A 3-D triple pendulum with constant body-frame wrenches and constant joint torques: the
-/// VI's `q(T)` converges to RK4 of `aba_ext` (at 20 000 steps, error ~1e-17, ≪ the VI's) with
+/// VI's `q(T)` converges to RK4 of `aba` with `fext` (at 20 000 steps, error ~1e-17, ≪ the VI's) with
 /// observed order 2 for the midpoint and trapezoid rules and 4 for Simpson (from 20 steps: at 10
 /// it is still pre-asymptotic, 3.7), while the wrenches move `q(T)` by 0.27 rad.
 #[test]
-fn wrenched_pendulum_converges_to_aba_ext_at_order_2s() {
+fn wrenched_pendulum_converges_to_aba_with_fext_at_order_2s() {
     let model = Arc::new(pendulum_chain(3, false));
     let n = model.nv;
     let fext = vec![

@@ -1,6 +1,7 @@
 //! Forward dynamics by the articulated-body algorithm.
 
-use crate::check::{check_configuration, check_tangent};
+use crate::algorithms::external_forces::external_joint_torques_unchecked;
+use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
@@ -18,11 +19,31 @@ use vidyn_spatial::Force;
 /// Inverse of RNEA: `rnea(q, v, aba(q, v, τ)) = τ`; checked by `tests::aba_inverts_rnea`.
 /// Errors: `NotPositiveDefinite` when a subtree has no inertia along a joint axis.
 /// Fills `parent_placements`, `velocities`, `accelerations` (with `−g`), the ABA fields.
-pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<&'w [f64]> {
+///
+/// `fext`: optional external wrenches, `(nbodies,)` (convention in
+/// [`crate::algorithms::external_forces`], Pinocchio's `fext`); then
+/// $$\ddot q = M(q)^{-1}\Big(\tau + \sum_i J_i(q)^T f^{ext}_i - C(q,\dot q)\dot q - g(q)\Big),$$
+/// computed as above with the generalised force `τ + Σ Jᵢᵀ fᵢ` of the wrenches (one extra O(n)
+/// backward pass, [`crate::external_joint_torques`]); equals Pinocchio's
+/// `aba(model, data, q, v, tau, fext)` and inverts [`crate::rnea`] with `fext`. Also overwrites
+/// `ws.forces` (subtree sums of the wrenches) and `ws.scratch_nv`.
+pub fn aba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<&'w [f64]> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, tau, "tau")?;
-    passes(model, ws, q, v, tau, &-model.gravity)?;
+    let Some(fext) = fext else {
+        passes(model, ws, q, v, tau, &-model.gravity)?;
+        return Ok(&ws.ddq);
+    };
+    check_forces(model, fext, "fext")?;
+    let mut effective = std::mem::take(&mut ws.scratch_nv);
+    external_joint_torques_unchecked(model, ws, q, fext, &mut effective);
+    for (e, t) in effective.iter_mut().zip(tau) {
+        *e += t;
+    }
+    let result = passes(model, ws, q, v, &effective, &-model.gravity);
+    ws.scratch_nv = effective;
+    result?;
     Ok(&ws.ddq)
 }
 

@@ -1,6 +1,5 @@
 //! First-order partial derivatives of forward dynamics.
 
-use crate::algorithms::external_forces::aba_ext;
 use crate::algorithms::rnea_derivatives::rnea_derivatives_unchecked;
 use crate::algorithms::{aba::aba, minverse::minverse};
 use crate::error::Result;
@@ -29,22 +28,13 @@ pub struct AbaDerivatives<'w> {
 /// M⁻¹ (O(n·nv)) + two products `M⁻¹·∂τ` that skip the structural zeros of `∂τ`
 /// (O(nv²·d)). No allocation.
 /// Checked against central differences of [`crate::aba`] in `tests::aba_derivatives_match_finite_differences`.
-pub fn aba_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<AbaDerivatives<'w>> {
-    aba(model, ws, q, v, tau)?;
-    aba_derivatives_after_aba(model, ws, q, v, None)?;
-    let d = &ws.derivatives;
-    Ok(AbaDerivatives { dddq_dq: &d.dddq_dq, dddq_dv: &d.dddq_dv, dddq_dtau: &ws.mass_matrix_inv })
-}
-
-/// [`aba_derivatives`] of [`crate::aba_ext`]: forward dynamics with per-body external wrenches
-/// `fext` (`(nbodies,)`, each in its body frame, `[linear; angular]`, Pinocchio's convention).
-/// The same implicit-function formulas with `∂τ/∂q` of [`crate::rnea_derivatives_ext`], which
-/// includes the turning of the body-fixed wrenches. Leaves `q̈` in `ws.ddq`.
-/// Checked against central differences of [`crate::aba_ext`] in
+/// With `fext` (the wrenches of [`crate::aba`]), the same formulas with the `∂τ/∂q` of
+/// [`crate::rnea_derivatives`] with `fext`, which includes the turning of the body-fixed
+/// wrenches; checked against central differences in
 /// `tests::external_force_derivatives_match_finite_differences`.
-pub fn aba_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], fext: &[Force]) -> Result<AbaDerivatives<'w>> {
-    aba_ext(model, ws, q, v, tau, fext)?;
-    aba_derivatives_after_aba(model, ws, q, v, Some(fext))?;
+pub fn aba_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<AbaDerivatives<'w>> {
+    aba(model, ws, q, v, tau, fext)?;
+    aba_derivatives_after_aba(model, ws, q, v, fext)?;
     let d = &ws.derivatives;
     Ok(AbaDerivatives { dddq_dq: &d.dddq_dq, dddq_dv: &d.dddq_dv, dddq_dtau: &ws.mass_matrix_inv })
 }

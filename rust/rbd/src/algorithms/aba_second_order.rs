@@ -53,7 +53,6 @@
 
 use crate::algorithms::aba::aba;
 use crate::algorithms::aba_derivatives::{aba_derivatives_after_aba, mul_by_tree_sparse};
-use crate::algorithms::external_forces::aba_ext;
 use crate::algorithms::mass_derivative::mass_derivative_product_world;
 use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace};
 use crate::check::check_tangent;
@@ -186,22 +185,16 @@ impl Model {
 /// Errors: those of [`crate::aba`] (bad inputs, singular `M`).
 /// Checked against central differences of [`crate::aba_derivatives`] in
 /// `tests::aba_second_order_matches_differences_of_first_order`.
-pub fn aba_second_order<'w>(model: &Model, ws: &'w mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64]) -> Result<AbaSecondOrder<'w>> {
-    aba_second_order_impl(model, ws, q, v, tau, None)?;
-    Ok(ws.result())
-}
-
-/// [`aba_second_order`] of [`crate::aba_ext`]: with per-body external wrenches `fext`
-/// (`(nbodies,)`, body frames, `[linear; angular]`, Pinocchio's convention).
-pub fn aba_second_order_ext<'w>(
+/// `fext`: the optional wrenches of [`crate::aba`].
+pub fn aba_second_order<'w>(
     model: &Model,
     ws: &'w mut AbaSecondOrderWorkspace,
     q: &[f64],
     v: &[f64],
     tau: &[f64],
-    fext: &[Force],
+    fext: Option<&[Force]>,
 ) -> Result<AbaSecondOrder<'w>> {
-    aba_second_order_impl(model, ws, q, v, tau, Some(fext))?;
+    aba_second_order_impl(model, ws, q, v, tau, fext)?;
     Ok(ws.result())
 }
 
@@ -217,8 +210,8 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     // first order: q̈, FD_q, FD_v, M⁻¹ (and M in derivatives.dtau_da)
     let w = &mut ws.inverse.workspace;
     match fext {
-        Some(f) => aba_ext(model, w, q, v, tau, f)?,
-        None => aba(model, w, q, v, tau)?,
+        Some(f) => aba(model, w, q, v, tau, Some(f))?,
+        None => aba(model, w, q, v, tau, None)?,
     };
     aba_derivatives_after_aba(model, w, q, v, fext)?;
     // inverse-dynamics second order at q̈
@@ -370,6 +363,7 @@ fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t
 /// `derivatives.dtau_*` with scratch.
 /// Checked against the contraction of [`aba_second_order`]'s tensors in
 /// `tests::aba_second_order_contracted_matches_contraction`.
+/// `fext`: the optional wrenches of [`crate::aba`].
 pub fn aba_second_order_contracted<'w>(
     model: &Model,
     ws: &'w mut Workspace,
@@ -377,27 +371,11 @@ pub fn aba_second_order_contracted<'w>(
     v: &[f64],
     tau: &[f64],
     lambda: &[f64],
+    fext: Option<&[Force]>,
 ) -> Result<AbaSecondOrderContracted<'w>> {
     check_tangent(model, lambda, "lam")?;
-    aba(model, ws, q, v, tau)?;
-    aba_second_order_contracted_impl(model, ws, q, v, lambda, None)?;
-    Ok(contracted_result(ws))
-}
-
-/// [`aba_second_order_contracted`] of [`crate::aba_ext`]: with per-body external wrenches
-/// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
-pub fn aba_second_order_contracted_ext<'w>(
-    model: &Model,
-    ws: &'w mut Workspace,
-    q: &[f64],
-    v: &[f64],
-    tau: &[f64],
-    lambda: &[f64],
-    fext: &[Force],
-) -> Result<AbaSecondOrderContracted<'w>> {
-    check_tangent(model, lambda, "lam")?;
-    aba_ext(model, ws, q, v, tau, fext)?;
-    aba_second_order_contracted_impl(model, ws, q, v, lambda, Some(fext))?;
+    aba(model, ws, q, v, tau, fext)?;
+    aba_second_order_contracted_impl(model, ws, q, v, lambda, fext)?;
     Ok(contracted_result(ws))
 }
 

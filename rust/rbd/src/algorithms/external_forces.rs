@@ -11,40 +11,15 @@
 //!
 //! The equations of motion become
 //! $$M(q)\,\ddot q + C(q,\dot q)\dot q + g(q) = \tau + \sum_i J_i(q)^T f^{ext}_i$$
-//! with `J_i` the body Jacobian of body `i` (local frame), so [`crate::rnea_ext`] returns
-//! `τ = rnea(q, v, a) − Σ Jᵢᵀ fᵢ` and [`aba_ext`] solves for `q̈`.
+//! with `J_i` the body Jacobian of body `i` (local frame), so [`crate::rnea`] with `fext`
+//! returns `τ = rnea(q, v, a) − Σ Jᵢᵀ fᵢ` and [`crate::aba`] with `fext` solves for `q̈`.
 
-use crate::algorithms::aba::aba;
 use crate::algorithms::kinematics::parent_placements_unchecked;
-use crate::check::{check_configuration, check_forces, check_tangent};
+use crate::check::{check_configuration, check_forces};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
 use vidyn_spatial::Force;
-
-/// Forward dynamics with external wrenches:
-/// $$\ddot q = M(q)^{-1}\Big(\tau + \sum_i J_i(q)^T f^{ext}_i - C(q,\dot q)\dot q - g(q)\Big)$$
-/// (convention of `fext` in the module documentation; `(nbodies,)`). Computed as
-/// [`crate::aba`] with the generalised force `τ + Σ Jᵢᵀ fᵢ` of the wrenches (one extra O(n)
-/// backward pass, [`external_joint_torques`]); equals Pinocchio's
-/// `aba(model, data, q, v, tau, fext)` and inverts [`crate::rnea_ext`].
-/// `q`: (nq,), `v`, `tau`: (nv,); returns q̈ (nv,). No allocation.
-/// Also overwrites `ws.forces` (subtree sums of the wrenches) and `ws.scratch_nv`.
-pub fn aba_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], tau: &[f64], fext: &[Force]) -> Result<&'w [f64]> {
-    check_configuration(model, q)?;
-    check_tangent(model, v, "v")?;
-    check_tangent(model, tau, "tau")?;
-    check_forces(model, fext, "fext")?;
-    let mut effective = std::mem::take(&mut ws.scratch_nv);
-    external_joint_torques_unchecked(model, ws, q, fext, &mut effective);
-    for (e, t) in effective.iter_mut().zip(tau) {
-        *e += t;
-    }
-    let result = aba(model, ws, q, v, &effective).map(|_| ());
-    ws.scratch_nv = effective;
-    result?;
-    Ok(&ws.ddq)
-}
 
 /// Generalised force of the external wrenches, `Σ_i J_i(q)ᵀ f^ext_i` (nv,), written into
 /// `out`: a backward pass `g_i = f_i + Σ_children λX*_c g_c`, `out_i = S_iᵀ g_i` in body
@@ -59,7 +34,7 @@ pub fn external_joint_torques(model: &Model, ws: &mut Workspace, q: &[f64], fext
     Ok(())
 }
 
-fn external_joint_torques_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], fext: &[Force], out: &mut [f64]) {
+pub(crate) fn external_joint_torques_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], fext: &[Force], out: &mut [f64]) {
     parent_placements_unchecked(model, ws, q);
     ws.forces.copy_from_slice(fext);
     for i in (0..model.nbodies()).rev() {

@@ -13,27 +13,20 @@ use vidyn_spatial::Force;
 /// `q`: (nq,), `v`, `a`: (nv,); returns τ (nv,). O(n), no allocation.
 /// Equals `crba(q)·a + rnea(q, v, 0)`; checked by `tests::rnea_is_mass_matrix_times_a_plus_bias`.
 /// Fills `parent_placements`, `velocities`, `accelerations` (with `−g`), `forces`, `tau`.
-pub fn rnea<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<&'w [f64]> {
+/// `fext`: optional external wrenches, `(nbodies,)`: `fext[i]` is the wrench applied to body
+/// `i` (`[linear; angular]`: force, and moment about the body frame's origin), expressed in
+/// body frame `i` — Pinocchio's `fext` of `rnea(model, data, q, v, a, fext)` (which has one
+/// more entry, for the universe); then
+/// $$\tau = M(q)\,\ddot q + C(q,\dot q)\dot q + g(q) - \sum_i J_i(q)^T f^{ext}_i,$$
+/// each body force becoming `f_i = I_i a_i + v_i ×* I_i v_i − f^ext_i`.
+pub fn rnea<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) -> Result<&'w [f64]> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    rnea_unchecked(model, ws, q, v, a, None);
-    Ok(&ws.tau)
-}
-
-/// [`rnea`] with external wrenches acting on the bodies:
-/// $$\tau = M(q)\,\ddot q + C(q,\dot q)\dot q + g(q) - \sum_i J_i(q)^T f^{ext}_i$$
-/// `fext[i]` is the wrench applied to body `i` (`[linear; angular]`: force, and moment about
-/// the body frame's origin), expressed in body frame `i` — the joint frame of joint `i`, i.e.
-/// Pinocchio's `fext` of `rnea(model, data, q, v, a, fext)` (which has one more entry, for the
-/// universe). Each body force becomes `f_i = I_i a_i + v_i ×* I_i v_i − f^ext_i`.
-/// `fext`: (nbodies,). O(n), no allocation.
-pub fn rnea_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<&'w [f64]> {
-    check_configuration(model, q)?;
-    check_tangent(model, v, "v")?;
-    check_tangent(model, a, "a")?;
-    check_forces(model, fext, "fext")?;
-    rnea_unchecked(model, ws, q, v, a, Some(fext));
+    if let Some(f) = fext {
+        check_forces(model, f, "fext")?;
+    }
+    rnea_unchecked(model, ws, q, v, a, fext);
     Ok(&ws.tau)
 }
 

@@ -24,9 +24,9 @@
 //!
 //! Cost O(n + nv·d) (d = depth), plus O(nv²) to clear the outputs.
 //!
-//! # External forces ([`rnea_derivatives_ext`])
+//! # External forces (`fext` of [`rnea_derivatives`])
 //! A wrench `f^ext_i` given in body frame `i` (Pinocchio's `fext` convention, see
-//! [`crate::rnea_ext`]) is attached to the body: its world-frame value
+//! [`crate::rnea`]) is attached to the body: its world-frame value
 //! `F^ext_i = ⁰X*_i f^ext_i` turns with the body. Under the perturbation of `q_k` the subtree
 //! of `k` turns rigidly about `J_k`, so
 //! * `∂F^ext_i/∂q_k = J_k ×* F^ext_i` for `k ⪯ i` (zero otherwise), and `F^ext` depends on
@@ -69,26 +69,17 @@ pub struct RneaDerivatives<'w> {
 /// module documentation. `q`: (nq,), `v`, `a`: (nv,). Also leaves `τ` in `ws.tau`.
 /// Checked against central differences of [`crate::rnea`] in `tests::rnea_derivatives_match_finite_differences`
 /// and `∂τ/∂a` against [`crate::crba`].
-pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<RneaDerivatives<'w>> {
+/// With `fext` (the wrenches of [`crate::rnea`]), their turning with the bodies adds to
+/// `∂τ/∂q` (module documentation, "External forces"); checked against central differences
+/// in `tests::external_force_derivatives_match_finite_differences`.
+pub fn rnea_derivatives<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) -> Result<RneaDerivatives<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    rnea_derivatives_unchecked(model, ws, q, v, a, None);
-    let d = &ws.derivatives;
-    Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
-}
-
-/// [`rnea_derivatives`] of [`crate::rnea_ext`]: with per-body external wrenches `fext`
-/// (`(nbodies,)`, each in its body frame, `[linear; angular]`), whose turning with the bodies
-/// adds to `∂τ/∂q` (module documentation, "External forces"). Also leaves `τ` in `ws.tau`.
-/// Checked against central differences of [`crate::rnea_ext`] in
-/// `tests::external_force_derivatives_match_finite_differences`.
-pub fn rnea_derivatives_ext<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: &[Force]) -> Result<RneaDerivatives<'w>> {
-    check_configuration(model, q)?;
-    check_tangent(model, v, "v")?;
-    check_tangent(model, a, "a")?;
-    check_forces(model, fext, "fext")?;
-    rnea_derivatives_unchecked(model, ws, q, v, a, Some(fext));
+    if let Some(f) = fext {
+        check_forces(model, f, "fext")?;
+    }
+    rnea_derivatives_unchecked(model, ws, q, v, a, fext);
     let d = &ws.derivatives;
     Ok(RneaDerivatives { dtau_dq: &d.dtau_dq, dtau_dv: &d.dtau_dv, dtau_da: &d.dtau_da })
 }

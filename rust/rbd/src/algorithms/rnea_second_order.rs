@@ -85,8 +85,8 @@
 //! blocks are filled. Cost O(N·d²) (d = tree depth). Every call writes the same set of
 //! (structurally non-zero) entries, so the tensors are cleared only when the tree changes.
 //!
-//! # External forces ([`rnea_second_order_ext`], [`rnea_second_order_contracted_ext`])
-//! Body-frame wrenches `f^ext_i` (the convention of [`crate::rnea_ext`]) turn with their
+//! # External forces (`fext` of [`rnea_second_order`] and [`rnea_second_order_contracted`])
+//! Body-frame wrenches `f^ext_i` (the convention of [`crate::rnea`]) turn with their
 //! bodies: `∂F^ext_i/∂q_k = J_k ×* F^ext_i` for `k ⪯ i`, independent of `q̇`, `q̈`
 //! ([`crate::rnea_derivatives`], "External forces"). This is the `f_i ×̄* S_k` term of the
 //! paper's K11, so K11–K12 keep their form with `f_i ← f_i − F^ext_i`, and the composite force
@@ -94,7 +94,7 @@
 //! `F^C_i − F^{ext,C}_i` is the whole change. The second derivative of a wrench term,
 //! `∂²(J_jᵀ F^{ext,C})/∂q∂q`, is thereby included (it is the `s_p ×* F^C` part of `A5`, and of
 //! `f₅` in the contracted form); `∂²τ/∂q̇²`, `∂²τ/∂q∂q̇` and `∂M/∂q` do not change.
-//! Checked by differences of [`crate::rnea_derivatives_ext`] in
+//! Checked by differences of [`crate::rnea_derivatives`] with `fext` in
 //! `tests::external_force_second_order_matches_differences`.
 //!
 //! # Contracted forms without the tensors
@@ -357,30 +357,23 @@ fn forward_and_composites(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64
 /// Errors: wrong lengths, non-finite entries, non-unit quaternions.
 /// Checked against central differences of [`crate::rnea_derivatives`] (and of
 /// [`crate::crba`] for `∂M/∂q`) in `tests::rnea_second_order_matches_differences_of_first_order`.
-pub fn rnea_second_order<'w>(model: &Model, ws: &'w mut SecondOrderWorkspace, q: &[f64], v: &[f64], a: &[f64]) -> Result<RneaSecondOrder<'w>> {
-    check_configuration(model, q)?;
-    check_tangent(model, v, "v")?;
-    check_tangent(model, a, "a")?;
-    rnea_second_order_unchecked(model, ws, q, v, a, None);
-    Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
-}
-
-/// [`rnea_second_order`] of [`crate::rnea_ext`]: with per-body external wrenches `fext`
-/// (`(nbodies,)`, body frames, `[linear; angular]`); they change `∂²τ/∂q²` only (module
+/// With `fext` (the wrenches of [`crate::rnea`]), which change `∂²τ/∂q²` only (module
 /// documentation, "External forces").
-pub fn rnea_second_order_ext<'w>(
+pub fn rnea_second_order<'w>(
     model: &Model,
     ws: &'w mut SecondOrderWorkspace,
     q: &[f64],
     v: &[f64],
     a: &[f64],
-    fext: &[Force],
+    fext: Option<&[Force]>,
 ) -> Result<RneaSecondOrder<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
-    check_forces(model, fext, "fext")?;
-    rnea_second_order_unchecked(model, ws, q, v, a, Some(fext));
+    if let Some(f) = fext {
+        check_forces(model, f, "fext")?;
+    }
+    rnea_second_order_unchecked(model, ws, q, v, a, fext);
     Ok(RneaSecondOrder { d2tau_dq2: &ws.d2tau_dq2, d2tau_dv2: &ws.d2tau_dv2, d2tau_dqdv: &ws.d2tau_dqdv, dm_dq: &ws.dm_dq })
 }
 
@@ -506,6 +499,7 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
 /// Overwrites the world-frame kinematic scratch of `ws.derivatives` (not its result
 /// matrices). Checked against the contraction of [`rnea_second_order`]'s tensors in
 /// `tests::rnea_second_order_contracted_matches_contraction`.
+/// `fext`: the optional wrenches of [`crate::rnea`].
 pub fn rnea_second_order_contracted<'w>(
     model: &Model,
     ws: &'w mut Workspace,
@@ -513,33 +507,16 @@ pub fn rnea_second_order_contracted<'w>(
     v: &[f64],
     a: &[f64],
     lambda: &[f64],
+    fext: Option<&[Force]>,
 ) -> Result<RneaSecondOrderContracted<'w>> {
     check_configuration(model, q)?;
     check_tangent(model, v, "v")?;
     check_tangent(model, a, "a")?;
     check_tangent(model, lambda, "lam")?;
-    rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, None);
-    let so = &ws.second_order;
-    Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
-}
-
-/// [`rnea_second_order_contracted`] of [`crate::rnea_ext`]: with per-body external wrenches
-/// `fext` (`(nbodies,)`, body frames, `[linear; angular]`).
-pub fn rnea_second_order_contracted_ext<'w>(
-    model: &Model,
-    ws: &'w mut Workspace,
-    q: &[f64],
-    v: &[f64],
-    a: &[f64],
-    lambda: &[f64],
-    fext: &[Force],
-) -> Result<RneaSecondOrderContracted<'w>> {
-    check_configuration(model, q)?;
-    check_tangent(model, v, "v")?;
-    check_tangent(model, a, "a")?;
-    check_tangent(model, lambda, "lam")?;
-    check_forces(model, fext, "fext")?;
-    rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, Some(fext));
+    if let Some(f) = fext {
+        check_forces(model, f, "fext")?;
+    }
+    rnea_second_order_contracted_unchecked(model, ws, q, v, a, lambda, fext);
     let so = &ws.second_order;
     Ok(RneaSecondOrderContracted { d2tau_dq2: &so.d2tau_dq2, d2tau_dv2: &so.d2tau_dv2, d2tau_dqdv: &so.d2tau_dqdv })
 }
