@@ -270,19 +270,8 @@ impl PyMaximalIntegrator {
             Some(v) => convert::tangent(v, "v0", &model)?,
             None => vec![0.0; n],
         };
-        let steps = steps.filter(|s| !s.is_none()).map(|s| convert::index(s, "steps")).transpose()?;
-        let (u, steps) = match (u.filter(|u| !u.is_none()), steps) {
-            (Some(u), None) => convert::read_rows(u, "u", n, "(N, model.nv)", "model.nv")?,
-            (None, Some(s)) => (Vec::new(), s),
-            (Some(u), Some(s)) => {
-                let (d, rows) = convert::read_rows(u, "u", n, "(N, model.nv)", "model.nv")?;
-                if rows != s {
-                    return Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {s}")));
-                }
-                (d, rows)
-            }
-            (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, model.nv) or the number of steps")),
-        };
+        let (u, steps) = convert::controls(u, steps, n, "(N, model.nv)", "model.nv")?;
+        let u = u.unwrap_or_default();
         let traj = interruptible(py, None, steps, |c| rollout_minimal(&vi, c, &q0, &v0, &u, steps))?;
         Ok(PyMaximalTrajectory { inner: traj.map_err(py_err)? })
     }

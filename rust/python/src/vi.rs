@@ -298,18 +298,9 @@ impl PyVariationalIntegrator {
             (None, None) => Start::Velocity(vec![0.0; n]),
             (Some(_), Some(_)) => return Err(INPUT_ERROR.err("give either v0 or p0, not both")),
         };
-        let steps = steps.filter(|s| !s.is_none()).map(|s| convert::index(s, "steps")).transpose()?;
-        let (u, steps) = match (u.filter(|x| !x.is_none()), steps) {
-            (Some(u), None) => convert::read_rows(u, "u", n, "(N, n)", "n")?,
-            (None, Some(steps)) => (convert::zeros(convert::entries::<f64>(&[steps, n], "u")?, "u")?, steps),
-            (Some(u), Some(steps)) => {
-                let (data, rows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
-                if rows != steps {
-                    return Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {steps}")));
-                }
-                (data, rows)
-            }
-            (None, None) => return Err(INPUT_ERROR.err("give the controls u (N, n) or the number of steps")),
+        let (u, steps) = match convert::controls(u, steps, n, "(N, n)", "n")? {
+            (Some(u), steps) => (u, steps),
+            (None, steps) => (convert::zeros(convert::entries::<f64>(&[steps, n], "u")?, "u")?, steps),
         };
         let states = convert::entries::<f64>(&[steps.saturating_add(1), n], "the trajectory's q and p")?;
         let (mut q, mut p) = (convert::zeros::<f64>(states, "q")?, convert::zeros::<f64>(states, "p")?);

@@ -75,6 +75,24 @@ pub fn read_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str, col
     Ok((read(x, name, &[rows, ncols], None)?, rows))
 }
 
+/// The controls of a rollout: `u` `(N, ncols)` (described as `desc`, e.g. `(N, n)`, with
+/// `cols` the name of `ncols`), or `steps` alone (`None` controls, `N = steps`), or both when
+/// they agree. Returns `(controls, N)`.
+pub fn controls(u: Option<&Bound<'_, PyAny>>, steps: Option<&Bound<'_, PyAny>>, ncols: usize, desc: &str, cols: &str) -> PyResult<(Option<Vec<f64>>, usize)> {
+    let steps = steps.filter(|s| !s.is_none()).map(|s| index(s, "steps")).transpose()?;
+    match (u.filter(|x| !x.is_none()), steps) {
+        (Some(u), steps) => {
+            let (data, rows) = read_rows(u, "u", ncols, desc, cols)?;
+            match steps {
+                Some(steps) if steps != rows => Err(INPUT_ERROR.err(format!("u has {rows} rows but steps = {steps}"))),
+                _ => Ok((Some(data), rows)),
+            }
+        }
+        (None, Some(steps)) => Ok((None, steps)),
+        (None, None) => Err(INPUT_ERROR.err(format!("give the controls u {desc} or the number of steps"))),
+    }
+}
+
 /// A configuration `(model.nq,)`. Unit quaternions are checked by the core.
 pub fn configuration(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
     read(x, name, &[model.nq], Some("(model.nq,)"))
