@@ -214,7 +214,10 @@ class Model:
         ``VariationalIntegrator`` needs. Singular at gimbal lock, pitch ``β = ±π/2``: there
         ``v_to_single_dof`` raises InputError, the mass matrix is singular (ABA and the
         integrator raise ModelError "not positive definite" for a configuration exactly on it)
-        and ill-conditioned next to it. Raises ModelError for rotational or anisotropic translational
+        and ill-conditioned next to it (condition ∝ 1/cos²β, and so is the integration
+        error): a ``VariationalIntegrator`` step whose pitch comes within 5.7° of ±π/2
+        (``|cos β| < 0.1``) raises ModelError naming the joint, the step and the pitch instead
+        of returning a wrong motion. Raises ModelError for rotational or anisotropic translational
         damping / friction of a composite joint (no per-coordinate equivalent)."""
 
 @final

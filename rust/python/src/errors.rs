@@ -197,7 +197,7 @@ impl From<VidynErr> for PyErr {
             },
             VidynErr::Vi(e) => match e {
                 ViError::Model(inner) => py_err(inner),
-                ViError::UnsupportedJoint { .. } => MODEL_ERROR.err(e.to_string()),
+                ViError::UnsupportedJoint { .. } | ViError::GimbalLock { .. } => MODEL_ERROR.err(e.to_string()),
                 ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
                 ViError::NewtonDiverged { .. }
                 | ViError::SingularJacobian { .. }

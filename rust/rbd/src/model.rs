@@ -2,6 +2,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
+use crate::single_dof::Gimbal;
 use nalgebra::Vector3;
 use vidyn_spatial::{Inertia, Motion, Se3};
 
@@ -85,6 +86,10 @@ pub struct Model {
     pub limits: Limits,
     /// Named frames (links, joints, fixed joints, operational frames).
     pub frames: Vec<Frame>,
+    /// The pitch coordinates of the Z-Y-X Euler-angle chains that [`crate::to_single_dof`]
+    /// made of spherical and free-flyer joints, where the chain locks (`cos β = 0`); empty
+    /// for every other model.
+    pub gimbals: Vec<Gimbal>,
 }
 
 impl Model {
@@ -321,6 +326,7 @@ impl ModelBuilder {
             gravity: Motion::new(g, Vector3::zeros()),
             limits: Limits::default(),
             frames: Vec::new(),
+            gimbals: Vec::new(),
         };
         for &old in &order {
             let b = &self.bodies[old];

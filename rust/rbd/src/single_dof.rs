@@ -36,8 +36,10 @@
 //! [`GIMBAL_TOL`] of it); ABA, `M⁻¹` and hence the VI's initial guess `q + Δt M⁻¹ p` fail with
 //! [`RbdError::NotPositiveDefinite`] when a configuration lands on it, and the DEL Newton
 //! Jacobian (whose leading term is `M/Δt`) is singular there (`vidyn-vi`'s
-//! `SingularJacobian`) and ill-conditioned near it. A trajectory whose time nodes merely pass
-//! near the lock is integrated normally (`tests/test_vi_single_dof.py`). The neutral
+//! `SingularJacobian`) and ill-conditioned near it, where the integration error grows like
+//! `1/cos²β`: the expanded model lists its chains' pitch coordinates ([`Model::gimbals`]), and
+//! `vidyn-vi` refuses a step that comes within `GIMBAL_MARGIN` (`|cos β| < 0.1`) of the lock
+//! (`GimbalLock`) instead of returning a wrong motion. The neutral
 //! configuration (`β = 0`) is as far from it as possible, so a floating base that stays
 //! within ±90° of level pitch is safe; a Lie-group free-flyer (a DEL on SE(3)) would have no
 //! such singularity but is not a chain of 1-dof joints.
@@ -74,6 +76,15 @@ use vidyn_spatial::{Inertia, Se3};
 /// norm ≈ `1/|cos β|`, so the converted rates would carry a relative error ≈ `ε / |cos β|`
 /// (≥ 2e-7 here) and grow without bound.
 pub const GIMBAL_TOL: f64 = 1e-9;
+
+/// The pitch `β` of a Z-Y-X Euler-angle chain in an expanded model: where its gimbal locks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gimbal {
+    /// The original (spherical or free-flyer) joint.
+    pub joint: String,
+    /// The configuration index of `β` (the `name_ry` coordinate).
+    pub pitch: usize,
+}
 
 /// How one original joint is expanded.
 #[derive(Clone, Debug, PartialEq)]
@@ -228,7 +239,13 @@ pub fn to_single_dof(model: &Model) -> Result<(Model, SingleDofMap)> {
     for f in &model.frames {
         b.add_frame(&f.name, f.parent.map(|p| last[p]), f.placement, f.kind)?;
     }
-    let expanded = b.build()?;
+    let mut expanded = b.build()?;
+    for (j, name) in model.joints.iter().zip(&model.joint_names) {
+        if matches!(j, Joint::Spherical | Joint::FreeFlyer) {
+            let pitch = expanded.idx_q[expanded.joint_index(&format!("{name}_ry"))?];
+            expanded.gimbals.push(Gimbal { joint: name.clone(), pitch });
+        }
+    }
     let bodies = model
         .joints
         .iter()

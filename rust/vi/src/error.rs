@@ -25,6 +25,11 @@ pub enum ViError {
     /// energy balance is off by more than the integrator's limit (module `energy_check`).
     #[error("step {step} is not a genuine step of the motion: the energy went from {before:.6e} to {after:.6e}, and {error:.2} of the energy the step moved is not accounted for by the work done (the limit is {limit}); dt = {dt} is too large to resolve this motion: use a smaller time step (or raise max_energy_error if a coarse motion is intended)")]
     NotGenuine { step: usize, error: f64, limit: f64, before: f64, after: f64, dt: f64 },
+    /// A Z-Y-X Euler-angle chain of `vidyn_rbd::to_single_dof` came within
+    /// [`crate::GIMBAL_MARGIN`] of its lock (pitch ±π/2), where the integration error grows
+    /// like `1/cos²β` and the result would be silently wrong.
+    #[error("step {step}: joint '{joint}' (expanded by to_single_dof into Z-Y-X Euler angles) reached pitch β = {pitch:.4} rad, |cos β| = {cos:.3e} < {margin}, {degrees:.1}° from ±90° where the Euler angles lock: the discretisation error there grows like 1/cos²β (≥ {amplification:.0}× that at level pitch), so the motion would be wrong; keep the pitch away from ±90° (choose the chain's zero attitude accordingly), or simulate the floating body with MaximalIntegrator (quaternions, no such singularity)")]
+    GimbalLock { step: usize, joint: String, pitch: f64, cos: f64, margin: f64, degrees: f64, amplification: f64 },
     /// The solved step's state overflowed (`q_{k+1}` or `p_{k+1}` not finite).
     #[error("the state after step {step} is not finite (it overflowed): dt = {dt} is too large for this motion; use a smaller time step")]
     NonFiniteState { step: usize, dt: f64 },

@@ -464,6 +464,7 @@ impl VariationalIntegrator {
     ) -> Result<usize> {
         ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
+        self.check_gimbals(step, q)?;
         self.initial_guess(ws, q, p, u, guess)?;
         let sc = &self.scheme;
         // the configuration terms of q^0 = q_k are fixed for the whole solve
@@ -507,7 +508,11 @@ impl VariationalIntegrator {
                 for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
                     p_next[i] = (u[i] - q[i]) / self.dt;
                 }
-                outcome = if q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) { Ok(it) } else { Err(ViError::NonFiniteState { step, dt: self.dt }) };
+                outcome = if q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) {
+                    self.check_gimbals(step, q_next).map(|()| it)
+                } else {
+                    Err(ViError::NonFiniteState { step, dt: self.dt })
+                };
                 break;
             }
             if it == self.max_iterations {

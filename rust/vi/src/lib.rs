@@ -43,7 +43,7 @@ mod trajectory;
 pub use constraints::{BodyPoint, Constraint};
 pub use del::JointForces;
 pub use dense_step::DEFAULT_DENSE_MAX;
-pub use energy_check::{KnotEnergy, DEFAULT_MAX_ENERGY_ERROR};
+pub use energy_check::{KnotEnergy, DEFAULT_MAX_ENERGY_ERROR, GIMBAL_MARGIN};
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
