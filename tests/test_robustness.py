@@ -322,7 +322,8 @@ def test_a_step_off_the_motion_raises():
         vi.rollout(q0, steps=5)
     _, status = vidyn.batch.rollout(vi, q0[None], np.zeros((1, chain.nv)), np.zeros((1, 5, chain.nv)), errors="return")
     assert "not a genuine step" in status.messages[0]
-    traj = vidyn.VariationalIntegrator(chain, dt=10.0, scheme="midpoint", max_energy_error=np.inf).rollout(q0, steps=5)
+    # unchecked, four steps run away (Newton finds no solution for a fifth from there)
+    traj = vidyn.VariationalIntegrator(chain, dt=10.0, scheme="midpoint", max_energy_error=np.inf).rollout(q0, steps=4)
     bad = int(np.argmax(np.abs(np.diff(vi.energy(traj.q, traj.p)))))
     with pytest.raises(vidyn.ConvergenceError, match="not a genuine step"):
         [vi.step(traj.q[k], traj.p[k]) for k in range(bad + 1)]

@@ -488,7 +488,10 @@ class VariationalIntegrator:
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
-    ``|residual| <= tolerance * max(1, |p|)``; raises ConvergenceError when it cannot.
+    ``|residual| <= tolerance * max(1, |p|)``, or once it has levelled off within the round-off
+    floor it measures (long chains, steps from rest); it starts from the extrapolated motion,
+    then a Taylor predictor, then constant velocity, and raises ConvergenceError (residual,
+    floor, advice) when none converges.
     ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
     exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
     schemes; ConvergenceError when they are redundant. ``kinematic``: names of joints whose

@@ -180,8 +180,9 @@ mod tests {
     }
 
     /// The case of issue 21: a 3-D five-link chain under the midpoint rule at `dt = 10`
-    /// converges at every step while its energy runs away; the rollout now stops at the first
-    /// such step, and turning the check off gives back the old behaviour.
+    /// converges step after step while its energy runs away; the rollout now stops at the
+    /// first such step, and turning the check off gives back the old behaviour (over four
+    /// steps: Newton finds no solution for the fifth from that state).
     #[test]
     fn a_step_off_the_motion_is_an_error() {
         let vi = chain(Scheme::midpoint(), 10.0, 0.0);
@@ -192,9 +193,9 @@ mod tests {
         }
         let unchecked = vi.with_max_energy_error(f64::INFINITY).unwrap();
         assert!(!unchecked.checks_energy());
-        let traj = rollout(&unchecked, &q, &p, &u).unwrap();
+        let traj = rollout(&unchecked, &q, &p, &u[..4 * 5]).unwrap();
         let mut ws = unchecked.workspace();
-        let (first, last) = (unchecked.energy(&mut ws, traj.q_at(0), traj.p_at(0)).unwrap(), unchecked.energy(&mut ws, traj.q_at(5), traj.p_at(5)).unwrap());
+        let (first, last) = (unchecked.energy(&mut ws, traj.q_at(0), traj.p_at(0)).unwrap(), unchecked.energy(&mut ws, traj.q_at(4), traj.p_at(4)).unwrap());
         assert!(last - first > 10.0 * first.abs(), "energy {first} -> {last}");
     }
 

@@ -19,8 +19,10 @@ pub enum ViError {
     #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// Newton's method did not converge on the discrete Euler–Lagrange equations.
-    #[error("Newton's method did not converge at step {step}: residual {residual:e} after {iterations} iterations (tolerance {tolerance:e}); try a smaller time step")]
-    NewtonDiverged { step: usize, iterations: usize, residual: f64, tolerance: f64 },
+    /// `floor`: the residual's round-off floor estimated at the last iterate (when finite);
+    /// `levelled`: the smallest residual once Newton levelled off, when it did.
+    #[error("Newton's method did not converge at step {step}: residual {residual:e} after {iterations} iterations (tolerance {tolerance:e}{}); {}", floor_note(*floor), newton_advice(*levelled, *floor))]
+    NewtonDiverged { step: usize, iterations: usize, residual: f64, tolerance: f64, floor: Option<f64>, levelled: Option<f64> },
     /// The step solved the discrete equations but not on the branch the motion follows: its
     /// energy balance is off by more than the integrator's limit (module `energy_check`).
     #[error("step {step} is not a genuine step of the motion: the energy went from {before:.6e} to {after:.6e}, and {error:.2} of the energy the step moved is not accounted for by the work done (the limit is {limit}); dt = {dt} is too large to resolve this motion: use a smaller time step (or raise max_energy_error if a coarse motion is intended)")]
@@ -43,3 +45,18 @@ pub enum ViError {
 }
 
 pub type Result<T> = std::result::Result<T, ViError>;
+
+fn floor_note(floor: Option<f64>) -> String {
+    floor.map_or(String::new(), |f| format!(", round-off floor at the last iterate {f:e}"))
+}
+
+/// What to do about a Newton solve that failed, from how it failed.
+fn newton_advice(levelled: Option<f64>, floor: Option<f64>) -> String {
+    match (levelled, floor) {
+        (Some(l), Some(f)) if l > f => format!(
+            "Newton levelled off at a residual of {l:e}, {:.0e} times the round-off floor: the discrete equations have no solution near the predicted motion (the step is too large for it) or are nearly singular here (a massless subtree, a singular configuration); try a smaller time step",
+            l / f
+        ),
+        _ => "the residual was still far from converging: the step is too large for this motion, or the configuration is near a singularity; try a smaller time step".to_string(),
+    }
+}

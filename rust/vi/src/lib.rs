@@ -32,6 +32,7 @@ mod hessians;
 mod integrator;
 pub(crate) mod newton_direction;
 mod point;
+mod predictor;
 #[doc(hidden)]
 pub mod reference;
 pub mod scheme;
@@ -48,6 +49,7 @@ pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
+pub use predictor::Predictor;
 pub use scheme::Scheme;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use solved::{SolvedSteps, KEPT_BYTES};

@@ -25,6 +25,7 @@
 use crate::del::StepPoints;
 use crate::error::Result;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::predictor::Predictor;
 use nalgebra::DMatrix;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -168,7 +169,7 @@ impl VariationalIntegrator {
             && same_bits(&saved.inputs[2 * n..], u)
             && q_next.len() == n
             && p_next.len() == n;
-        let result = if matches && self.initial_guess(ws, q, p, u, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
+        let result = if matches && self.initial_guess(ws, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
             self.linearize_from(ws, k, q, &mut saved, a, b, q_next, p_next)
         } else {
             self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next)
