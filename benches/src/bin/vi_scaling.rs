@@ -7,14 +7,15 @@
 //! ```text
 //! cargo run --release -p vidyn-benches --bin vi_scaling -- [--sizes 5,10,20,50,100,200]
 //!     [--schemes 1,2] (Lobatto s, or `midpoint`) [--pool 8] [--min-time 1.0] [--dense-max 200] [--dt 0.005]
-//!     [--amplitude 0.1]
+//!     [--amplitude 0.1] [--velocity A] (default: the amplitude)
 //! ```
 //!
 //! Inputs: `pendulum_chain(n, false)` (3D chain of unit rods), Δt = 0.005 s, no damping,
-//! `pool` seeded random states with `q, q̇` uniform in `[−amplitude, amplitude]` and controls
-//! uniform in `[−1, 1]` (states whose step does not converge are redrawn: random joint
-//! velocities excite the fast modes of long chains, which the schemes no longer resolve at
-//! large Δt; from n = 512 use Δt = 10⁻³). The residual and Newton directions are evaluated at the integrator's initial
+//! `pool` seeded random states with `q` uniform in `[−amplitude, amplitude]`, `q̇` in
+//! `[−velocity, velocity]` and controls
+//! uniform in `[−1, 1]` (states whose step does not converge are redrawn). Independent joint
+//! velocities add up along a chain: the last links of a 512-link chain then move at hundreds
+//! of m/s, a motion no step of 10⁻³ s resolves, so long chains want `--velocity 0`. The residual and Newton directions are evaluated at the integrator's initial
 //! guess `q^γ = q + c_γ Δt q̇` (perturbed by 1e-3); the linearisation is of the solved step,
 //! warm-started at the solution (so it includes one residual check, no Newton iteration).
 //! Timing: each pooled state on its own with `vidyn_benches::time_passes` (one call per pass,
@@ -41,6 +42,8 @@ struct Args {
     dense_max: usize,
     dt: f64,
     amplitude: f64,
+    /// `None`: the amplitude.
+    velocity: Option<f64>,
 }
 
 fn parse_list(s: &str) -> Result<Vec<usize>, String> {
@@ -48,8 +51,16 @@ fn parse_list(s: &str) -> Result<Vec<usize>, String> {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a =
-        Args { sizes: vec![5, 10, 20, 50, 100, 200], schemes: vec!["1".into(), "2".into()], pool: 8, min_time: 1.0, dense_max: 200, dt: 0.005, amplitude: 0.1 };
+    let mut a = Args {
+        sizes: vec![5, 10, 20, 50, 100, 200],
+        schemes: vec!["1".into(), "2".into()],
+        pool: 8,
+        min_time: 1.0,
+        dense_max: 200,
+        dt: 0.005,
+        amplitude: 0.1,
+        velocity: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || it.next().ok_or(format!("{flag} needs a value"));
@@ -61,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
             "--dense-max" => a.dense_max = val()?.parse().map_err(|e| format!("--dense-max: {e}"))?,
             "--dt" => a.dt = val()?.parse().map_err(|e| format!("--dt: {e}"))?,
             "--amplitude" => a.amplitude = val()?.parse().map_err(|e| format!("--amplitude: {e}"))?,
+            "--velocity" => a.velocity = Some(val()?.parse().map_err(|e| format!("--velocity: {e}"))?),
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
@@ -133,7 +145,8 @@ fn main() -> std::process::ExitCode {
                 assert!(draws <= 100 * args.pool, "n = {n}, scheme {label}: steps keep failing to converge; try a smaller --dt");
                 let amp = args.amplitude;
                 let q: Vec<f64> = (0..n).map(|_| rng.random_range(-amp..amp)).collect();
-                let v: Vec<f64> = (0..n).map(|_| rng.random_range(-amp..amp)).collect();
+                let vel = args.velocity.unwrap_or(amp);
+                let v: Vec<f64> = (0..n).map(|_| if vel > 0.0 { rng.random_range(-vel..vel) } else { 0.0 }).collect();
                 let u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
                 let mut p = vec![0.0; n];
                 vi.momentum(&mut ws, &q, &v, &mut p).expect("momentum");
@@ -216,7 +229,8 @@ fn main() -> std::process::ExitCode {
                 let c = &cases[k];
                 black_box(vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step"));
             });
-            let iterations: f64 = cases.iter().map(|c| vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step") as f64).sum::<f64>() / count as f64;
+            let iterations: f64 =
+                cases.iter().map(|c| vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step") as f64).sum::<f64>() / count as f64;
             let times = [Some(t_res), Some(t_b1), t_dense, Some(t_lin), t_lin_dense, Some(t_step)];
             let mut cells: Vec<String> = times.iter().map(|t| t.map_or("—".into(), |t| format!("{t:.0}"))).collect();
             cells[5] = format!("{} ({iterations:.1})", cells[5]);

@@ -1,4 +1,5 @@
-//! In-place LU factorisation with partial pivoting on preallocated storage (no allocation).
+//! In-place LU factorisation with partial pivoting on preallocated storage (no allocation):
+//! of `DMatrix` systems, and of the row-major `s × s` blocks of the O(n) Newton direction.
 //! Used for the DEL Jacobian, whose `sn × sn` system is solved once per Newton iteration and
 //! then reused for every right-hand side of the linearisation.
 
@@ -90,6 +91,60 @@ pub(crate) fn lu_solve_transposed(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [
     }
     for k in (0..n).rev() {
         b.swap(k, pivots[k]);
+    }
+}
+
+/// In-place LU with partial pivoting of the row-major `s × s` matrix `m`; returns the smallest
+/// `|pivot|` (0 when exactly singular, NaN when not finite; the factors are then incomplete).
+pub(crate) fn small_lu(m: &mut [f64], s: usize, piv: &mut [usize]) -> f64 {
+    let mut min_pivot = f64::INFINITY;
+    for k in 0..s {
+        let mut best = k;
+        for r in k + 1..s {
+            if m[r * s + k].abs() > m[best * s + k].abs() {
+                best = r;
+            }
+        }
+        piv[k] = best;
+        if best != k {
+            for c in 0..s {
+                m.swap(k * s + c, best * s + c);
+            }
+        }
+        let pivot = m[k * s + k];
+        min_pivot = min_pivot.min(pivot.abs());
+        if pivot == 0.0 || !pivot.is_finite() {
+            return if pivot.is_finite() { 0.0 } else { f64::NAN };
+        }
+        for r in k + 1..s {
+            let f = m[r * s + k] / pivot;
+            m[r * s + k] = f;
+            for c in k + 1..s {
+                m[r * s + c] -= f * m[k * s + c];
+            }
+        }
+    }
+    min_pivot
+}
+
+/// Solves `m x = b` in place with the factors of [`small_lu`].
+pub(crate) fn small_solve(m: &[f64], s: usize, piv: &[usize], b: &mut [f64]) {
+    for k in 0..s {
+        b.swap(k, piv[k]);
+    }
+    for r in 1..s {
+        let mut v = b[r];
+        for c in 0..r {
+            v -= m[r * s + c] * b[c];
+        }
+        b[r] = v;
+    }
+    for r in (0..s).rev() {
+        let mut v = b[r];
+        for c in r + 1..s {
+            v -= m[r * s + c] * b[c];
+        }
+        b[r] = v / m[r * s + r];
     }
 }
 
