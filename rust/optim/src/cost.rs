@@ -1,9 +1,9 @@
 //! Stage costs `ℓ_k(x, u)` and the terminal cost `m(x)` with their first and second
 //! derivatives, as iLQR consumes them.
 
-use crate::dynamics::{check_finite, check_multiple};
+use crate::checks::{check_finite, check_multiple, check_weights};
+use crate::dense_kernels::symmetrise;
 use crate::error::{OptimError, Result};
-use crate::lqr::{check_weights, symmetrise};
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 use rayon::prelude::*;
 
@@ -449,5 +449,36 @@ impl Cost for VelocityCost {
     /// `l` alone.
     fn value_in_derivatives(&self) -> bool {
         self.inner.value_in_derivatives()
+    }
+}
+
+/// The stage derivatives of a cost along a trajectory (stages `0..N`, then the terminal one),
+/// allocated once per solve and overwritten at every iterate.
+pub(crate) struct CostDerivatives {
+    pub(crate) stages: Vec<StageDerivatives>,
+    pub(crate) terminal: StageDerivatives,
+}
+
+impl CostDerivatives {
+    pub(crate) fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
+        Self { stages: vec![StageDerivatives::zeros(nx, nu); steps], terminal: StageDerivatives::zeros(nx, 0) }
+    }
+
+    /// Evaluates every stage along `(x, u)` (`(N+1)·nx` and `N·nu` entries); each stage is
+    /// zeroed before the cost writes into it (in parallel on the batch engine's pool unless
+    /// the cost says otherwise).
+    pub(crate) fn evaluate<C: Cost + ?Sized>(&mut self, cost: &C, x: &[f64], u: &[f64]) -> Result<()> {
+        let (nx, nu, steps) = (self.terminal.lx.len(), self.stages.first().map_or(0, |d| d.lu.len()), self.stages.len());
+        let eval = |(k, d): (usize, &mut StageDerivatives)| -> Result<()> {
+            d.clear();
+            cost.running_derivatives(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], d)
+        };
+        if cost.parallel() {
+            vidyn_batch::install(|| self.stages.par_iter_mut().enumerate().try_for_each(eval))?;
+        } else {
+            self.stages.iter_mut().enumerate().try_for_each(eval)?;
+        }
+        self.terminal.clear();
+        cost.terminal_derivatives(&x[steps * nx..], &mut self.terminal)
     }
 }

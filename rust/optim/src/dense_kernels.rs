@@ -11,7 +11,7 @@
 //! 244 M with the loops of this module throughout (137 M before these kernels, with fewer but
 //! larger products).
 
-use nalgebra::{DMatrixView, DMatrixViewMut, Dyn};
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut, Dyn};
 
 /// Products with every dimension above this go to nalgebra's `gemm` (nalgebra's own threshold
 /// for handing a product to matrixmultiply).
@@ -116,6 +116,18 @@ pub(crate) fn set_product(a: &[f64], m: usize, b: &[f64], r: usize, c: &mut [f64
             for (ci, &aik) in cj.iter_mut().zip(ak) {
                 *ci += aik * bkj;
             }
+        }
+    }
+}
+
+/// `p ← (p + pᵀ)/2`, in place.
+pub(crate) fn symmetrise(p: &mut DMatrix<f64>) {
+    let n = p.nrows();
+    for i in 0..n {
+        for j in 0..i {
+            let s = 0.5 * (p[(i, j)] + p[(j, i)]);
+            p[(i, j)] = s;
+            p[(j, i)] = s;
         }
     }
 }

@@ -1,8 +1,8 @@
 //! A Cartesian reaching cost: the squared distance of a frame's origin from a target, added
 //! to any other [`Cost`].
 
+use crate::checks::check_finite;
 use crate::cost::{Cost, StageDerivatives};
-use crate::dynamics::check_finite;
 use crate::error::{OptimError, Result};
 use nalgebra::Vector3;
 use std::sync::{Arc, Mutex};

@@ -25,27 +25,32 @@
 
 pub mod boxqp;
 mod cancellable;
+mod checks;
 pub mod cost;
 mod dense_kernels;
 pub mod dynamics;
 pub mod error;
 pub mod frame_cost;
 pub mod ilqr;
+pub mod linear_dynamics;
 pub mod lqr;
 pub mod maximal_dynamics;
 mod pipeline;
 pub mod projection;
 mod velocity_state;
+pub mod vi_dynamics;
 
 pub use cancellable::Cancellable;
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
-pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, LinearDynamics, Nominal, Policy, SecondOrder, ViDynamics};
+pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 pub use error::{OptimError, Result};
 pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
+pub use linear_dynamics::LinearDynamics;
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};
 pub use maximal_dynamics::MaximalDynamics;
 pub use projection::{
     lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog,
     ProjectionOptions, ProjectionResult, ProjectionStatus,
 };
+pub use vi_dynamics::ViDynamics;

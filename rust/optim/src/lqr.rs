@@ -15,7 +15,9 @@
 //! is evaluated as `(B_kᵀ P_{k+1} A_k)ᵀ K_k`, and `P` is symmetrised at every step, as trep
 //! does ("absolutely necessary for stability").
 
-use crate::dynamics::{check_finite, Dynamics};
+use crate::checks::{check_finite, check_weights};
+use crate::dense_kernels::symmetrise;
+use crate::dynamics::Dynamics;
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
 
@@ -65,40 +67,6 @@ pub fn riccati_step(
     let mut p = q + a.transpose() * p_next * a - bpa.transpose() * &k;
     symmetrise(&mut p);
     Ok((k, p))
-}
-
-/// Checks that every weight of `list` (`name[k]`) is positive semi-definite: the quadratic
-/// form `½ δᵀ W δ` of a weight with a negative eigenvalue rewards the deviation, and an
-/// optimiser on it runs away (iLQR with `R = −1` reached a cost of −2.3e7) or solves a
-/// problem that has no minimum. Only the symmetric part counts (the form's), and its
-/// smallest eigenvalue may be negative by round-off, `n·1e-12·max|W|`. A weight equal to the
-/// previous one is not checked again (stage weights are usually one matrix repeated).
-pub(crate) fn check_weights(list: &[DMatrix<f64>], name: &str) -> Result<()> {
-    for (k, w) in list.iter().enumerate() {
-        if k > 0 && w == &list[k - 1] {
-            continue;
-        }
-        let mut sym = w.clone();
-        symmetrise(&mut sym);
-        let tol = 1e-12 * w.nrows() as f64 * w.amax();
-        let smallest = if w.nrows() == 0 { 0.0 } else { sym.symmetric_eigenvalues().min() };
-        if smallest.is_nan() || smallest < -tol {
-            let which = if list.len() == 1 { name.to_string() } else { format!("{name}[{k}]") };
-            return Err(OptimError::InvalidInput(format!("{which} is not positive semi-definite: its smallest eigenvalue is {smallest:e}; a cost weight must be (symmetric) positive semi-definite, or the cost has no minimum")));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn symmetrise(p: &mut DMatrix<f64>) {
-    let n = p.nrows();
-    for i in 0..n {
-        for j in 0..i {
-            let s = 0.5 * (p[(i, j)] + p[(j, i)]);
-            p[(i, j)] = s;
-            p[(j, i)] = s;
-        }
-    }
 }
 
 /// Time-varying finite-horizon LQR. `a`, `b`: one matrix per step (`N` of each, `N ≥ 1`);
@@ -202,8 +170,8 @@ impl TrackingController {
         if gains.iter().any(|g| g.shape() != (nu, nx)) {
             return Err(OptimError::InvalidInput(format!("every gain must be {nu}×{nx}")));
         }
-        crate::dynamics::check_multiple(x_ref.len(), nx, "x_ref")?;
-        crate::dynamics::check_multiple(u_ref.len(), nu, "u_ref")?;
+        crate::checks::check_multiple(x_ref.len(), nx, "x_ref")?;
+        crate::checks::check_multiple(u_ref.len(), nu, "u_ref")?;
         check_finite(&x_ref, "x_ref")?;
         check_finite(&u_ref, "u_ref")?;
         Ok(Self { x_ref, u_ref, gains, nx, nu })

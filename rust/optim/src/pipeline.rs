@@ -35,10 +35,9 @@
 //! within microseconds, and waking it for the next trial took 30–90 µs on our test machine,
 //! against rounds of about 1 ms on the cart-pole swing-up.
 
-use crate::cost::{add_up, trajectory_cost_sequential, Cost, StageDerivatives};
+use crate::cost::{add_up, trajectory_cost_sequential, Cost, CostDerivatives, StageDerivatives};
 use crate::dynamics::{Dynamics, Nominal, Policy};
 use crate::error::{OptimError, Result};
-use crate::ilqr::CostDerivatives;
 use nalgebra::DMatrix;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;

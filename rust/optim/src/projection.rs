@@ -35,11 +35,13 @@
 //! (Alg. 1). Each iteration linearises the iterate once ([`Dynamics::linearize`], every step in
 //! parallel for a VI) and is linear in the horizon.
 
+use crate::checks::{check_finite, check_multiple};
+use crate::cost::CostDerivatives;
 use crate::cost::{total_cost, Cost, StageDerivatives};
-use crate::dynamics::{check_finite, check_multiple, rollout_open_loop, Dynamics, SecondOrder};
+use crate::dense_kernels::symmetrise;
+use crate::dynamics::{rollout_open_loop, Dynamics, SecondOrder};
 use crate::error::{OptimError, Result};
-use crate::ilqr::CostDerivatives;
-use crate::lqr::{lqr, symmetrise};
+use crate::lqr::lqr;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use std::time::Instant;

@@ -1,0 +1,42 @@
+//! Input checks shared by the optimisers: lengths, finiteness and cost weights.
+
+use crate::dense_kernels::symmetrise;
+use crate::error::{OptimError, Result};
+use nalgebra::DMatrix;
+
+pub(crate) fn check_multiple(len: usize, n: usize, name: &str) -> Result<()> {
+    if n == 0 || !len.is_multiple_of(n) {
+        return Err(OptimError::InvalidInput(format!("{name} has {len} entries, not a multiple of {n}")));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_finite(x: &[f64], name: &str) -> Result<()> {
+    if let Some((i, v)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(OptimError::InvalidInput(format!("{name}[{i}] is not finite ({v})")));
+    }
+    Ok(())
+}
+
+/// Checks that every weight of `list` (`name[k]`) is positive semi-definite: the quadratic
+/// form `½ δᵀ W δ` of a weight with a negative eigenvalue rewards the deviation, and an
+/// optimiser on it runs away (iLQR with `R = −1` reached a cost of −2.3e7) or solves a
+/// problem that has no minimum. Only the symmetric part counts (the form's), and its
+/// smallest eigenvalue may be negative by round-off, `n·1e-12·max|W|`. A weight equal to the
+/// previous one is not checked again (stage weights are usually one matrix repeated).
+pub(crate) fn check_weights(list: &[DMatrix<f64>], name: &str) -> Result<()> {
+    for (k, w) in list.iter().enumerate() {
+        if k > 0 && w == &list[k - 1] {
+            continue;
+        }
+        let mut sym = w.clone();
+        symmetrise(&mut sym);
+        let tol = 1e-12 * w.nrows() as f64 * w.amax();
+        let smallest = if w.nrows() == 0 { 0.0 } else { sym.symmetric_eigenvalues().min() };
+        if smallest.is_nan() || smallest < -tol {
+            let which = if list.len() == 1 { name.to_string() } else { format!("{name}[{k}]") };
+            return Err(OptimError::InvalidInput(format!("{which} is not positive semi-definite: its smallest eigenvalue is {smallest:e}; a cost weight must be (symmetric) positive semi-definite, or the cost has no minimum")));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,462 @@
+//! A [`VariationalIntegrator`] as the optimisers' [`Dynamics`].
+
+use crate::checks::check_finite;
+use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
+use crate::error::{OptimError, Result};
+use crate::ilqr::IlqrResult;
+use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+use vidyn_vi::{SolvedSteps, Trajectory, VariationalIntegrator};
+
+/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), or `x = (q, v)` after
+/// [`ViDynamics::with_velocity_state`], and the controls are the generalised forces of the
+/// `actuated` joints (nu = m; the other joints get zero force).
+///
+/// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
+/// does; linearisations go through the batch engine (every step in parallel, exact `A`, `B`),
+/// keeping the actuated columns of `B`; DDP's second-order terms come from
+/// the VI's λ-contracted second derivatives.
+#[derive(Clone, Debug)]
+pub struct ViDynamics<'a> {
+    pub vi: &'a VariationalIntegrator,
+    actuated: Vec<usize>,
+    /// `x = (q, v)` instead of `(q, p)` (the `velocity_state` module).
+    velocity_state: bool,
+    /// On the velocity state, the Legendre data of every node of the latest linearisation
+    /// ([`Legendre::save`]), for [`ViDynamics::result_in_momentum`].
+    node_maps: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// Second-order workspaces, one per concurrent caller (allocated on first use).
+    second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<vidyn_vi::SecondOrderWorkspace>>>>,
+    /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
+    /// are boxed: taking one out moves a pointer, not the workspace).
+    step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
+    /// The steps the latest rollout solved, which [`Dynamics::linearize_steps`] linearises
+    /// without solving them again ([`VariationalIntegrator::keep_solved`]); shared by clones.
+    solved: std::sync::Arc<SolvedSteps>,
+}
+
+/// What a rollout or [`ViDynamics::linearize_steps`] needs besides the caller's buffers: the VI
+/// workspace, the full `B` (2n×n, all joints), the full controls, the next state, and for the
+/// velocity state the momentum `p_k` and two nodes' Legendre data.
+#[derive(Debug)]
+struct StepScratch {
+    ws: vidyn_vi::ViWorkspace,
+    b: DMatrix<f64>,
+    full: Vec<f64>,
+    q_next: Vec<f64>,
+    p_next: Vec<f64>,
+    p: Vec<f64>,
+    node: Legendre,
+    next_node: Legendre,
+}
+
+impl StepScratch {
+    fn new(vi: &VariationalIntegrator) -> Self {
+        let n = vi.n();
+        let node = || Legendre::new(vi.model());
+        Self {
+            ws: vi.workspace(),
+            b: DMatrix::zeros(2 * n, n),
+            full: vec![0.0; n],
+            q_next: vec![0.0; n],
+            p_next: vec![0.0; n],
+            p: vec![0.0; n],
+            node: node(),
+            next_node: node(),
+        }
+    }
+}
+
+impl<'a> ViDynamics<'a> {
+    /// `actuated`: indices of the controlled joints (strictly increasing, `< n`); `None` for all.
+    pub fn new(vi: &'a VariationalIntegrator, actuated: Option<Vec<usize>>) -> Result<Self> {
+        let n = vi.n();
+        let actuated = actuated.unwrap_or_else(|| (0..n).collect());
+        if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
+            return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
+        }
+        Ok(Self {
+            vi,
+            actuated,
+            velocity_state: false,
+            node_maps: std::sync::Arc::default(),
+            second_order_pool: std::sync::Arc::default(),
+            step_pool: std::sync::Arc::default(),
+            solved: std::sync::Arc::default(),
+        })
+    }
+    /// The same dynamics keeping their solved steps in `solved` (a store kept from one
+    /// optimisation to the next spares the allocations of its entries; [`SolvedSteps`]).
+    #[must_use]
+    pub fn with_solved_steps(mut self, solved: std::sync::Arc<SolvedSteps>) -> Self {
+        self.solved = solved;
+        self
+    }
+    /// The same dynamics on the velocity state `x = (q, v)`, `v = M(q)⁻¹ p`
+    /// (the `velocity_state` module): rollouts start from and return `(q, v)`, `A`, `B` are the
+    /// exact Jacobians of the step in these coordinates, and a cost on `(q, v)` is used as it
+    /// is (no [`crate::VelocityCost`]). No second derivatives (full DDP and the Newton model
+    /// need the `(q, p)` state). Fails with kinematic joints, whose slots hold velocities
+    /// already.
+    pub fn with_velocity_state(mut self) -> Result<Self> {
+        if self.vi.kinematic().iter().any(|&k| k) {
+            return Err(OptimError::InvalidInput("the velocity state is not defined with kinematic joints".into()));
+        }
+        self.velocity_state = true;
+        Ok(self)
+    }
+    /// Whether `x = (q, v)` ([`ViDynamics::with_velocity_state`]).
+    #[must_use]
+    pub fn has_velocity_state(&self) -> bool {
+        self.velocity_state
+    }
+    /// The state `x` of `(q, p)` in these dynamics' coordinates.
+    pub fn state_from_momentum(&self, q: &[f64], p: &[f64]) -> Result<Vec<f64>> {
+        let mut x: Vec<f64> = q.iter().chain(p).copied().collect();
+        if self.velocity_state {
+            let (q, v) = x.split_at_mut(self.vi.n());
+            let mut s = self.take_scratch();
+            s.node.velocity(self.vi.model(), s.ws.rbd(), q, p, v)?;
+            self.return_scratch(s);
+        }
+        Ok(x)
+    }
+    /// An iLQR result on the velocity state expressed in the VI's `(q, p)`: every `x_k` by
+    /// `p_k = M(q_k) v_k` (the momentum its rollout stepped with) and the gains by
+    /// `K ← K ∂(q, v)/∂(q, p)`, the same feedback to first order, with the Legendre data the
+    /// latest linearisation kept for these nodes (else computed: ≈ 6 k instructions per node
+    /// on the cart-pole against ≈ 0.5 k). On the calling thread: waking the pool's workers
+    /// for this took longer than the work. Nothing to do on `(q, p)`.
+    pub fn result_in_momentum(&self, res: &mut IlqrResult) -> Result<()> {
+        if !self.velocity_state {
+            return Ok(());
+        }
+        let (n, model) = (self.vi.n(), self.vi.model());
+        let mut s = self.take_scratch();
+        let StepScratch { ws, node, .. } = &mut *s;
+        for (k, xk) in res.x.chunks_exact_mut(2 * n).enumerate() {
+            let (q, v) = xk.split_at_mut(n);
+            if !self.load_node(k, node, q, v) {
+                node.linearize_at(model, ws.rbd(), q, v)?;
+            }
+            if let Some(gain) = res.gains.get_mut(k) {
+                gains_to_momentum(gain, node);
+            }
+            node.momentum_in_place(v);
+        }
+        self.return_scratch(s);
+        Ok(())
+    }
+    /// Keeps node `k`'s Legendre data at `y = (q, v)`.
+    fn save_node(&self, k: usize, node: &Legendre, y: &[f64]) {
+        let stride = Legendre::saved_len(self.vi.n());
+        if let Ok(mut maps) = self.node_maps.lock() {
+            if maps.len() < (k + 1) * stride {
+                maps.resize((k + 1) * stride, f64::NAN);
+            }
+            node.save(y, &mut maps[k * stride..(k + 1) * stride]);
+        }
+    }
+    /// Node `k`'s kept Legendre data into `node` when it was computed at `(q, v)`, bit for bit.
+    fn load_node(&self, k: usize, node: &mut Legendre, q: &[f64], v: &[f64]) -> bool {
+        let stride = Legendre::saved_len(self.vi.n());
+        self.node_maps.lock().is_ok_and(|maps| maps.get(k * stride..(k + 1) * stride).is_some_and(|saved| node.load(q, v, saved)))
+    }
+    /// The actuated joints.
+    #[must_use]
+    pub fn actuated(&self) -> &[usize] {
+        &self.actuated
+    }
+    /// Full generalised forces `(N, n)` from actuated controls `(N, m)`.
+    #[must_use]
+    pub fn full_controls(&self, u: &[f64]) -> Vec<f64> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let steps = u.len() / m;
+        let mut full = vec![0.0; steps * n];
+        for k in 0..steps {
+            for (j, &i) in self.actuated.iter().enumerate() {
+                full[k * n + i] = u[k * m + j];
+            }
+        }
+        full
+    }
+    /// [`Dynamics::rollout`], each Newton solve started from [`vidyn_vi::predict_next`] (as
+    /// [`vidyn_vi::rollout`] does) or, given `near`, from its [`Nominal::predict`] when that was
+    /// the better start at the step before.
+    fn simulate(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let nx = 2 * n;
+        if x0.len() != nx {
+            return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected 2n = {nx}", x0.len())));
+        }
+        let mut x = vec![0.0; (steps + 1) * nx];
+        let mut u = vec![0.0; steps * m];
+        x[..nx].copy_from_slice(x0);
+        let mut scratch = self.take_scratch();
+        let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
+        let model = self.vi.model();
+        full.fill(0.0);
+        let (mut guess, mut linear_guess) = (vec![0.0; n], vec![0.0; n]);
+        let mut prefer_linear = true;
+        for k in 0..steps {
+            let (done, rest) = x.split_at_mut((k + 1) * nx);
+            let xk = &done[k * nx..];
+            let uk = &mut u[k * m..(k + 1) * m];
+            policy(k, xk, uk);
+            check_finite(uk, "u")?;
+            for (j, &i) in self.actuated.iter().enumerate() {
+                full[i] = uk[j];
+            }
+            // with a nominal both starting points are formed and the one that was closer to
+            // the previous step's solution is taken: the linear prediction is far better near
+            // convergence (second order in the distance to the nominal: 1.0 Newton iterations per
+            // step instead of 1.9 in the last cart-pole iterations), the extrapolation after
+            // the first, long steps of a solve (2.0 instead of 3.7)
+            let extrapolated = vidyn_vi::predict_next(done, nx, &mut guess);
+            let linear = near.is_some_and(|near| near.predict(k, xk, uk, &mut linear_guess));
+            let warm = match (extrapolated, linear) {
+                (_, true) if prefer_linear || !extrapolated => Some(linear_guess.as_slice()),
+                (true, _) => Some(guess.as_slice()),
+                _ => None,
+            };
+            let (q, p) = (
+                &xk[..n],
+                if self.velocity_state {
+                    node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?;
+                    &pk[..]
+                } else {
+                    &xk[n..]
+                },
+            );
+            self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
+            // for linearize_steps, which then need not solve the step again
+            self.vi.keep_solved(&self.solved, k, ws, q, p, full, qn, pn);
+            if extrapolated && linear {
+                prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
+            }
+            rest[..n].copy_from_slice(qn);
+            if self.velocity_state {
+                node.velocity(model, ws.rbd(), qn, pn, &mut rest[n..nx])?;
+            } else {
+                rest[n..nx].copy_from_slice(pn);
+            }
+        }
+        self.return_scratch(scratch);
+        Ok((x, u))
+    }
+    /// Scratch for one rollout or linearisation from the pool (a new one when it is empty).
+    fn take_scratch(&self) -> Box<StepScratch> {
+        self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(StepScratch::new(self.vi)))
+    }
+    /// Scratch back to the pool after a call that succeeded (a failed call drops its own, so
+    /// that no state of a failure reaches the next call).
+    fn return_scratch(&self, s: Box<StepScratch>) {
+        if let Ok(mut pool) = self.step_pool.lock() {
+            pool.push(s);
+        }
+    }
+    /// The state trajectory `x` (in these dynamics' coordinates) and actuated controls `u` as
+    /// a [`Trajectory`] of the VI (`(q, p)`, full controls; on the velocity state
+    /// `p_k = M(q_k) v_k`, the momentum a rollout steps with).
+    pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Result<Trajectory> {
+        let n = self.vi.n();
+        let steps = x.len() / (2 * n) - 1;
+        let mut traj = Trajectory {
+            n,
+            steps,
+            q: Vec::with_capacity((steps + 1) * n),
+            p: vec![0.0; (steps + 1) * n],
+            u: self.full_controls(u),
+            iterations: vec![0; steps],
+        };
+        let mut s = self.velocity_state.then(|| self.take_scratch());
+        for (xk, pk) in x.chunks_exact(2 * n).zip(traj.p.chunks_exact_mut(n)) {
+            traj.q.extend_from_slice(&xk[..n]);
+            match s.as_deref_mut() {
+                Some(StepScratch { ws, node, .. }) => node.momentum(self.vi.model(), ws.rbd(), &xk[..n], &xk[n..], pk)?,
+                None => pk.copy_from_slice(&xk[n..]),
+            }
+        }
+        if let Some(s) = s {
+            self.return_scratch(s);
+        }
+        Ok(traj)
+    }
+}
+
+impl Dynamics for ViDynamics<'_> {
+    fn nx(&self) -> usize {
+        2 * self.vi.n()
+    }
+    /// Exact second derivatives exist unless the VI has constraints or kinematic joints, or
+    /// the state is `(q, v)`.
+    fn has_second_order(&self) -> bool {
+        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
+    }
+    fn nu(&self) -> usize {
+        self.actuated.len()
+    }
+    fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        self.simulate(x0, steps, policy, None)
+    }
+    /// Each Newton solve starts from `near`'s linear prediction of `q_{k+1}` (error second order
+    /// in the distance to the nominal) or from [`Dynamics::rollout`]'s extrapolation (error
+    /// third order in `Δt`), whichever was closer to the solution at the step before.
+    fn rollout_near(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: &Nominal<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        self.simulate(x0, steps, policy, Some(near))
+    }
+    /// Every step through the batch engine ([`vidyn_batch::linearize`], one trajectory, all its
+    /// steps in parallel on vidyn's pool), keeping the actuated columns of `B`; the first
+    /// failing step's error is returned. On the velocity state, chunks of
+    /// [`Dynamics::linearize_steps`] in parallel instead (the same matrices).
+    fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        if self.velocity_state {
+            return self.linearize_in_chunks(x, u);
+        }
+        let traj = self.to_trajectory(x, u)?;
+        let (n, steps) = (self.vi.n(), traj.steps);
+        let nx = 2 * n;
+        let (mut a, mut b) = (vec![0.0; steps * nx * nx], vec![0.0; steps * nx * n]);
+        let failures =
+            vidyn_batch::linearize(self.vi, &vidyn_batch::Control::new(), 1, steps, &traj.q, &traj.p, &traj.u, &mut a, &mut b).map_err(batch_error)?;
+        if let Some((_, e)) = failures.into_iter().next() {
+            return Err(batch_error(e));
+        }
+        // the row-major blocks to nalgebra's column-major matrices, in parallel too (a
+        // sequential copy here was 2.4 % of the panda reach's instructions)
+        let to_matrices = |k: usize| {
+            let bk = &b[k * nx * n..(k + 1) * nx * n];
+            (
+                DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]),
+                DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]),
+            )
+        };
+        Ok(vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(to_matrices).unzip()))
+    }
+    fn linearizes_steps(&self) -> bool {
+        true
+    }
+    /// Each step by [`VariationalIntegrator::linearize`] from `(q_k, p_k, u_k)`, warm-started at
+    /// `q_{k+1}` — what the batch engine runs for every step in [`Dynamics::linearize`] — with
+    /// scratch from a pool (one per concurrent caller; a failed step's is dropped, so that no
+    /// state of a failure reaches the next call). A step the latest rollout solved is
+    /// linearised from its kept control points instead
+    /// ([`VariationalIntegrator::linearize_kept`]: the same matrices without the re-solve).
+    /// On the velocity state each step gets `p_k = M(q_k) v_k` as the rollout did, and its
+    /// `A`, `B` are mapped to `(q, v)` (the `velocity_state` module; each node's Legendre data
+    /// computed once per call).
+    fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
+        let (n, m) = (self.vi.n(), self.actuated.len());
+        let nx = 2 * n;
+        if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
+            return Err(OptimError::InvalidInput(format!(
+                "linearize_steps: {} steps need {} state and {} control entries and as many B as A",
+                a.len(),
+                (a.len() + 1) * nx,
+                a.len() * m
+            )));
+        }
+        let mut s = self.take_scratch();
+        let model = self.vi.model();
+        if self.velocity_state && !a.is_empty() {
+            s.node.linearize_at(model, s.ws.rbd(), &x[..n], &x[n..nx])?;
+            self.save_node(k0, &s.node, &x[..nx]);
+        }
+        for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+            let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 2) * nx]);
+            s.full.fill(0.0);
+            for (j, &jj) in self.actuated.iter().enumerate() {
+                s.full[jj] = u[i * m + j];
+            }
+            let s = &mut *s;
+            let p = if self.velocity_state {
+                s.node.momentum_of(&xk[n..], &mut s.p);
+                &s.p[..]
+            } else {
+                &xk[n..]
+            };
+            self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            for (c, &jj) in self.actuated.iter().enumerate() {
+                bk.column_mut(c).copy_from(&s.b.column(jj));
+            }
+            if self.velocity_state {
+                s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
+                self.save_node(k0 + i + 1, &s.next_node, next);
+                jacobians_to_velocity(ak, bk, &s.node, &mut s.next_node);
+                std::mem::swap(&mut s.node, &mut s.next_node);
+            }
+        }
+        self.return_scratch(s);
+        Ok(())
+    }
+    /// The VI's exact λ-contracted second derivatives
+    /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on
+    /// `x_{k+1}`), keeping the actuated rows of `hux` (`= hxuᵀ`) and the actuated rows and
+    /// columns of `huu`. The step is re-solved from `(x_k, u_k)`; one workspace per concurrent
+    /// caller is kept in a pool.
+    fn second_order_contracted(&self, k: usize, x: &[f64], u: &[f64], w: &[f64], out: &mut SecondOrder) -> Result<()> {
+        if self.velocity_state {
+            return Err(OptimError::NotImplemented("second derivatives on the velocity state (q, v): use the (q, p) state".into()));
+        }
+        let n = self.vi.n();
+        let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
+        let mut full = vec![0.0; n];
+        for (j, &i) in self.actuated.iter().enumerate() {
+            full[i] = u[j];
+        }
+        let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..n], &x[n..2 * n], &full, None, w).map(|d| {
+            out.hxx.copy_from(&d.hxx);
+            for (r, &i) in self.actuated.iter().enumerate() {
+                for c in 0..2 * n {
+                    out.hux[(r, c)] = d.hxu[(c, i)];
+                }
+                for (cc, &j) in self.actuated.iter().enumerate() {
+                    out.huu[(r, cc)] = d.huu[(i, j)];
+                }
+            }
+        });
+        if let Ok(mut pool) = self.second_order_pool.lock() {
+            pool.push(so);
+        }
+        Ok(result?)
+    }
+}
+
+impl ViDynamics<'_> {
+    /// [`Dynamics::linearize`] as chunks of [`Dynamics::linearize_steps`] on vidyn's pool.
+    fn linearize_in_chunks(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
+        const CHUNK: usize = 8;
+        let (nx, m) = (self.nx(), self.actuated.len());
+        let steps = u.len() / m;
+        if x.len() != (steps + 1) * nx || u.len() != steps * m {
+            return Err(OptimError::InvalidInput(format!(
+                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
+                x.len(),
+                u.len()
+            )));
+        }
+        let mut a = vec![DMatrix::zeros(nx, nx); steps];
+        let mut b = vec![DMatrix::zeros(nx, m); steps];
+        vidyn_batch::install(|| {
+            a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (ac, bc))| {
+                let k0 = c * CHUNK;
+                self.linearize_steps(k0, &x[k0 * nx..(k0 + ac.len() + 1) * nx], &u[k0 * m..(k0 + ac.len()) * m], ac, bc)
+            })
+        })?;
+        Ok((a, b))
+    }
+}
+
+/// `max_i |a_i − b_i|`.
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
+}
+
+/// A failed step of the batch engine as an optimiser error.
+fn batch_error(e: vidyn_batch::BatchError<vidyn_vi::ViError>) -> OptimError {
+    match e {
+        vidyn_batch::BatchError::Core(e) => OptimError::Dynamics(e),
+        other => OptimError::InvalidInput(other.to_string()),
+    }
+}
