@@ -247,6 +247,7 @@ impl GraphSolver {
 
     /// The assembled matrix as a dense `N × N` matrix (`N = Σ dims`), rows and columns in node
     /// order — for tests and the dense baseline of the benchmarks. Call before `factorize`.
+    #[cfg(any(test, feature = "oracles"))]
     #[must_use]
     pub fn to_dense(&self) -> nalgebra::DMatrix<f64> {
         let offsets = self.offsets();

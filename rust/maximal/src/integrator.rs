@@ -479,7 +479,7 @@ impl MaximalIntegrator {
     /// Benchmark and test hook: prepares the step from `state` and assembles the Newton matrix
     /// at the warm start (`ż_k = ż_{k−1}`, `λ` from the workspace), with the residual as
     /// right-hand side. Follow with [`Self::solve_assembled`] or [`Self::assembled_dense`].
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "oracles"))]
     pub fn assemble_newton(&self, ws: &mut MaximalWorkspace, state: &[BodyState], u: &[f64]) -> Result<()> {
         let p_scale = self.prepare(ws, 0, state, u, None)?;
         self.evaluate(ws, p_scale).ok_or_else(|| self.spin(ws, 0))?;
@@ -489,7 +489,7 @@ impl MaximalIntegrator {
 
     /// Benchmark hook: factorises the assembled matrix on the graph and solves for the Newton
     /// direction (in place: assemble again before the next call).
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "oracles"))]
     pub fn solve_assembled(&self, ws: &mut MaximalWorkspace) -> Result<()> {
         ws.solver.factorize().map_err(|node| self.singular(node, 0))?;
         for (d, r) in ws.direction.iter_mut().zip(&ws.residual) {
@@ -501,7 +501,7 @@ impl MaximalIntegrator {
 
     /// Benchmark hook: the assembled Newton matrix as a dense matrix and the right-hand side
     /// `−r` (node order), for the dense-LU baseline.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "oracles"))]
     #[must_use]
     pub fn assembled_dense(&self, ws: &MaximalWorkspace) -> (nalgebra::DMatrix<f64>, nalgebra::DVector<f64>) {
         let o = ws.solver.offsets();

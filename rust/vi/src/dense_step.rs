@@ -9,7 +9,7 @@
 //! 4126 / 14782 ns against 3034 / 8197 / 23495 ns. [`crate::VariationalIntegrator`] therefore
 //! uses it when `s·n` is at most its `dense_max` (default [`DEFAULT_DENSE_MAX`]) and the
 //! integrator has no constraints or kinematic joints; the two paths agree to round-off (tests).
-//! It is also the oracle of the recursive path ([`crate::reference::DenseOracle`]).
+//! It is also the oracle of the recursive path (module `reference`, feature `oracles`).
 
 use crate::del::{assemble_jacobian, JointForces, StepPoints};
 use crate::dense::{axpy, lu_factor, lu_solve};

@@ -18,7 +18,7 @@
 //! `3n` right-hand sides. Small systems (`s·n ≤ 10` by default, [`VariationalIntegrator::with_dense_max`],
 //! unconstrained) take a dense Jacobian and LU instead (module `dense_step`), which is cheaper
 //! there; a plain dense implementation of everything is kept as a test and benchmark oracle
-//! (module `reference`, hidden from the docs).
+//! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
 mod constrained;
 pub mod constraints;
@@ -33,7 +33,7 @@ mod integrator;
 pub(crate) mod newton_direction;
 mod point;
 mod predictor;
-#[doc(hidden)]
+#[cfg(any(test, feature = "oracles"))]
 pub mod reference;
 pub mod scheme;
 mod second_order;

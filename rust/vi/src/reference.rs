@@ -64,7 +64,7 @@ impl DenseOracle {
 
     /// The linearisation of [`VariationalIntegrator::linearize`] by the dense path: the step,
     /// then one LU of `J` at its solution for the `3n` right-hand sides
-    /// ([`crate::dense_step`]), O(s³ n³).
+    /// (module `dense_step`), O(s³ n³).
     pub fn linearize(
         &mut self,
         vi: &VariationalIntegrator,
