@@ -14,8 +14,8 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FramePositionCost, IlqrOptions, LinearDynamics, Method, OptimError,
-    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, VelocityCost, ViDynamics,
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrameTarget, IlqrOptions, LinearDynamics, Method, OptimError,
+    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, TrackingCost, ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
@@ -388,13 +388,9 @@ fn build_cost(model: &Arc<vidyn_rbd::Model>, spec: CostSpec, steps: usize, nx: u
     if let Some(obj) = spec.python {
         return Ok(Box::new(PyCost { obj, nx, nu, error: spec.error }));
     }
-    let quad = QuadraticCost::new(spec.qs, spec.rs, spec.qn, spec.x_ref, spec.u_ref)?;
-    quad.check_horizon(steps)?;
-    let base: Box<dyn Cost> = if spec.velocity_cost { Box::new(VelocityCost::new(model.clone(), quad)?) } else { Box::new(quad) };
-    Ok(match spec.frame {
-        Some((frame, target, wr, wt)) => Box::new(FramePositionCost::new(model.clone(), base, nx, frame, target, wr, wt)?),
-        None => base,
-    })
+    let quadratic = QuadraticCost::new(spec.qs, spec.rs, spec.qn, spec.x_ref, spec.u_ref)?;
+    let frame = spec.frame.map(|(frame, target, weight_running, weight_terminal)| FrameTarget { frame, target, weight_running, weight_terminal });
+    TrackingCost { quadratic, on_velocity: spec.velocity_cost, frame }.build(model, steps, nx)
 }
 
 /// Raises the first exception a Python cost raised during the solve, if any (it wins over
