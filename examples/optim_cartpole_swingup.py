@@ -26,11 +26,13 @@ def main() -> None:
     dt, T = 0.02, 2.5
     N = int(round(T / dt))
     vi = vd.VariationalIntegrator(vd.models.cartpole(), dt=dt)
-    common = dict(
-        U_init=np.zeros((N, 1)), actuated=[0], Q=dt * np.array([1.0, 1.0, 0.1, 0.1]), R=dt * 1e-2, QN=1e3,
-        x_ref=[0.0, np.pi, 0.0, 0.0], cost_state="velocity", max_iterations=500, tolerance=1e-9,
+    # one problem, read once, solved with and without control limits
+    problem = optim.Problem(
+        vi, [0.0, 0.0], U_init=np.zeros((N, 1)), actuated=[0], Q=dt * np.array([1.0, 1.0, 0.1, 0.1]), R=dt * 1e-2, QN=1e3,
+        x_ref=[0.0, np.pi, 0.0, 0.0], cost_state="velocity",
     )
-    runs = {"unconstrained": optim.ilqr(vi, [0.0, 0.0], **common), "|u| ≤ 20 N": optim.ilqr(vi, [0.0, 0.0], u_min=-20, u_max=20, **common)}
+    settings = dict(max_iterations=500, tolerance=1e-9)
+    runs = {"unconstrained": optim.ilqr(problem, **settings), "|u| ≤ 20 N": optim.ilqr(problem, u_min=-20, u_max=20, **settings)}
     for name, r in runs.items():
         again = vi.rollout([0.0, 0.0], [0.0, 0.0], r.U)
         feas = max(np.abs(again.q - r.q).max(), np.abs(again.p - r.p).max())

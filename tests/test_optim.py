@@ -434,3 +434,72 @@ def test_python_cost_errors_propagate(cartpole_vi):
         optim.ilqr(cartpole_vi, [0.0, 0.0], cost=Missing(), **kw)  # type: ignore[arg-type]
     with pytest.raises(vd.InputError, match="replaces"):
         optim.ilqr(cartpole_vi, [0.0, 0.0], cost=QuadraticPythonCost(Q, R, QN, GOAL), Q=Q, **kw)
+
+
+def test_a_problem_is_built_once_and_solved_by_each_solver(cartpole_vi, swing):
+    """``optim.Problem`` reads and checks the problem once; ``ilqr`` and ``projection`` solve
+    it as often as wanted, with the same results bit for bit as from the keyword form; a
+    Python cost works through it too; it is read-only, and problem keywords next to a given
+    problem are refused."""
+    problem = optim.Problem(
+        cartpole_vi,
+        [0.0, 0.0],
+        U_init=np.zeros((STEPS, 1)),
+        actuated=[0],
+        Q=DT * np.array([1.0, 1.0, 0.1, 0.1]),
+        R=DT * 1e-2,
+        QN=1e3,
+        x_ref=GOAL,
+        cost_state="velocity",
+    )
+    assert problem.steps == STEPS and problem.U_init.shape == (STEPS, 1) and "steps=125" in repr(problem)
+    res = optim.ilqr(problem, max_iterations=400, tolerance=1e-9)
+    np.testing.assert_array_equal(res.x, swing.x)
+    np.testing.assert_array_equal(res.K, swing.K)
+    assert res.cost == swing.cost
+    again = optim.ilqr(problem, max_iterations=400, tolerance=1e-9)
+    np.testing.assert_array_equal(again.x, res.x)
+    np.testing.assert_array_equal(again.trajectory.q, res.trajectory.q)
+    # another solver on the same problem, and its keyword form
+    short = dict(model="quasi", max_iterations=3)
+    by_problem = optim.projection(problem, **short)
+    by_keywords = optim.projection(
+        cartpole_vi,
+        [0.0, 0.0],
+        U_init=np.zeros((STEPS, 1)),
+        actuated=[0],
+        Q=DT * np.array([1.0, 1.0, 0.1, 0.1]),
+        R=DT * 1e-2,
+        QN=1e3,
+        x_ref=GOAL,
+        cost_state="velocity",
+        **short,
+    )
+    np.testing.assert_array_equal(by_problem.x, by_keywords.x)
+    assert by_problem.cost_history[-1] < by_problem.cost_history[0]
+    with pytest.raises(AttributeError, match="read-only"):
+        problem.q0 = np.ones(2)  # type: ignore[misc]
+    with pytest.raises(vd.InputError, match="give Q to Problem, not to the solver"):
+        optim.ilqr(problem, Q=1.0)
+    with pytest.raises(vd.InputError, match="Problem, or the integrator and q0"):
+        optim.ilqr(cartpole_vi)
+
+
+def test_a_problem_with_a_python_cost_is_solved_twice(cartpole_vi):
+    class Quadratic:
+        def running(self, k, x, u):
+            return 0.5 * float(x @ x + u @ u)
+
+        def running_derivatives(self, k, x, u):
+            return self.running(k, x, u), x, u, np.eye(4), np.eye(1), np.zeros((1, 4))
+
+        def terminal(self, x):
+            return 0.5 * float(x @ x)
+
+        def terminal_derivatives(self, x):
+            return self.terminal(x), x, np.eye(4)
+
+    problem = optim.Problem(cartpole_vi, [0.1, 0.2], steps=20, actuated=[0], cost=Quadratic())
+    first, second = optim.ilqr(problem), optim.ilqr(problem)
+    assert first.converged and first.cost < first.cost_history[0]
+    np.testing.assert_array_equal(first.x, second.x)

@@ -892,34 +892,47 @@ def _optim_closed_loop(
 ) -> tuple[_Array, _Array, _Array]:
     """q0, p0 (n,), x_ref (N+1, 2n), u_ref (N, m), K (N, m, 2n) -> (q (N+1, n), p (N+1, n), u (N, n))."""
 
+@final
+class _Problem:
+    """An optimal-control problem on a VI, read and checked once (vidyn.optim.Problem builds it):
+    ``q0``, ``p0`` (n,), ``u_init`` (N, m), ``q`` (N or 1, 2n, 2n), ``r`` (N or 1, m, m), ``qn``
+    (2n, 2n), ``x_ref`` (N+1, 2n), ``u_ref`` (N, m); ``frame``/``frame_target``/``frame_weights``:
+    a frame-position cost added to the quadratic one; ``cost``: an object with ``running``,
+    ``running_derivatives``, ``terminal``, ``terminal_derivatives`` used instead of both."""
+
+    def __new__(
+        cls,
+        vi: VariationalIntegrator,
+        q0: _ArrayLike,
+        p0: _ArrayLike,
+        u_init: _ArrayLike,
+        q: _ArrayLike,
+        r: _ArrayLike,
+        qn: _ArrayLike,
+        x_ref: _ArrayLike,
+        u_ref: _ArrayLike,
+        actuated: list[int] | None = None,
+        velocity_cost: bool = False,
+        frame: str | None = None,
+        frame_target: list[float] | None = None,
+        frame_weights: tuple[float, float] | None = None,
+        cost: Any | None = None,
+    ) -> _Problem: ...
+    @property
+    def steps(self) -> int:
+        """The number of steps N."""
+
 def _optim_ilqr(
-    vi: VariationalIntegrator,
-    q0: _ArrayLike,
-    p0: _ArrayLike,
-    u_init: _ArrayLike,
-    q: _ArrayLike,
-    r: _ArrayLike,
-    qn: _ArrayLike,
-    x_ref: _ArrayLike,
-    u_ref: _ArrayLike,
+    problem: _Problem,
     u_min: _ArrayLike | None = None,
     u_max: _ArrayLike | None = None,
-    actuated: list[int] | None = None,
-    velocity_cost: bool = False,
     method: str = "ilqr",
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
-    frame: str | None = None,
-    frame_target: list[float] | None = None,
-    frame_weights: tuple[float, float] | None = None,
-    cost: Any | None = None,
     velocity_state: bool = False,
 ) -> dict[str, Any]:
-    """iLQR/DDP on the VI; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result).
-    ``frame``/``frame_target``/``frame_weights``: a frame-position cost added to the quadratic one;
-    ``cost``: an object with ``running``, ``running_derivatives``, ``terminal``,
-    ``terminal_derivatives`` used instead of both (vidyn.optim wraps the user's cost)."""
+    """iLQR/DDP on a problem; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
 
 def _optim_ilqr_linear(
     a: _ArrayLike,
@@ -941,22 +954,8 @@ def _optim_ilqr_linear(
     """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""
 
 def _optim_projection(
-    vi: VariationalIntegrator,
-    q0: _ArrayLike,
-    p0: _ArrayLike,
-    u_init: _ArrayLike,
-    q: _ArrayLike,
-    r: _ArrayLike,
-    qn: _ArrayLike,
-    x_ref: _ArrayLike,
-    u_ref: _ArrayLike,
+    problem: _Problem,
     x_guess: _ArrayLike | None = None,
-    actuated: list[int] | None = None,
-    velocity_cost: bool = False,
-    frame: str | None = None,
-    frame_target: list[float] | None = None,
-    frame_weights: tuple[float, float] | None = None,
-    cost: Any | None = None,
     model: str = "auto",
     newton_after: int = 10,
     max_iterations: int = 200,
@@ -965,7 +964,7 @@ def _optim_projection(
     proj_r: _ArrayLike | None = None,
     proj_qn: _ArrayLike | None = None,
 ) -> dict[str, Any]:
-    """Johnson's projection-operator optimiser on the VI; a dict (vidyn.optim.projection builds the result)."""
+    """Johnson's projection-operator optimiser on a problem; a dict (vidyn.optim.projection builds the result)."""
 
 def _optim_project(
     vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, gains: _ArrayLike, actuated: list[int] | None = None

@@ -26,6 +26,8 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
   directions from a time-varying LQ problem (steepest / quasi-Newton; Newton needs the
   second-order VI derivatives), Armijo search with the projection-success check.
   :func:`project` applies ``P`` to a curve.
+* :class:`Problem` — the problem (integrator, start, initial controls, actuated joints,
+  cost) read and checked once; :func:`ilqr` and :func:`projection` take it, or its keywords.
 * Costs: the quadratic tracking cost below; plus a Cartesian reaching term
   ``½ w |p_frame(q) − p*|²`` (``frame=``, ``frame_target=``: exact gradient, Gauss–Newton
   Hessian from the frame Jacobian, in Rust); or, for prototyping, any Python object
@@ -68,6 +70,7 @@ __all__ = [
     "DlqrSolution",
     "IlqrResult",
     "LqrSolution",
+    "Problem",
     "ProjectionResult",
     "StageCost",
     "closed_loop_rollout",
@@ -408,9 +411,132 @@ def _cost_object(cost: StageCost | None, cost_state: str, given: dict[str, Any])
     return _CostAdapter(cost)
 
 
+class Problem:
+    """An optimal-control problem on a VI, read and checked once: the integrator, the initial
+    state ``q0`` with velocity ``v0`` (or momentum ``p0``; rest by default), the initial controls
+    ``U_init`` (N, m) (zeros for ``steps`` steps if omitted; (N, n) is accepted when the
+    unactuated columns are zero), the ``actuated`` joints and the cost (module docstring):
+    ``Q`` (running state weight, default 0), ``R`` (control, default 1), ``QN`` (terminal,
+    default 0), references ``x_ref`` ((2n,) or (N+1, 2n); in ``(q, v)`` when
+    ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)); ``frame``, ``frame_target`` (3,):
+    adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
+    ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
+    frame); ``cost``: a :class:`StageCost` used *instead* of all of these.
+
+    :func:`ilqr` and :func:`projection` solve it, as often as wanted (other methods, limits or
+    tolerances) without reading the arrays again; given their problem keywords instead, they
+    build one. Read-only: ``vi``, ``q0``, ``p0`` (n,), ``U_init`` (N, m), ``actuated``,
+    ``cost_state``, ``steps``."""
+
+    __slots__ = ("vi", "q0", "p0", "U_init", "actuated", "cost_state", "_native")
+    vi: VariationalIntegrator
+    q0: _Array
+    p0: _Array
+    U_init: _Array
+    actuated: list[int] | None
+    cost_state: str
+    _native: _core._Problem
+
+    def __init__(
+        self,
+        vi: VariationalIntegrator,
+        q0: _ArrayLike,
+        v0: _ArrayLike | None = None,
+        U_init: _ArrayLike | None = None,
+        *,
+        p0: _ArrayLike | None = None,
+        steps: int | None = None,
+        Q: _ArrayLike | None = None,
+        R: _ArrayLike | None = None,
+        QN: _ArrayLike | None = None,
+        x_ref: _ArrayLike | None = None,
+        u_ref: _ArrayLike | None = None,
+        actuated: Sequence[int] | None = None,
+        cost_state: Literal["momentum", "velocity"] = "momentum",
+        frame: str | None = None,
+        frame_target: _ArrayLike | None = None,
+        frame_weight: float = 0.0,
+        frame_weight_terminal: float = 1.0,
+        cost: StageCost | None = None,
+    ) -> None:
+        act, m = _actuated(vi, actuated)
+        n2 = 2 * vi.n
+        q, p = _start(vi, q0, v0, p0)
+        u0 = _initial_controls(vi, act, m, U_init, steps)
+        adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
+        fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
+        N = u0.shape[0]
+        core = _core._Problem(
+            vi,
+            q,
+            p,
+            u0,
+            _stage_weight(Q, n2, N, "Q", 0.0),
+            _stage_weight(R, m, N, "R", 1.0),
+            _weight(QN, n2, None, "QN", 0.0),
+            _rows(x_ref, N + 1, n2, "x_ref"),
+            _rows(u_ref, N, m, "u_ref"),
+            act,
+            cost_state == "velocity",
+            fr,
+            ft,
+            fw,
+            adapter,
+        )
+        for name, value in (("vi", vi), ("q0", q), ("p0", p), ("U_init", u0), ("actuated", act), ("cost_state", cost_state), ("_native", core)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Problem is read-only (tried to set {name!r}); build a new one")
+
+    @property
+    def steps(self) -> int:
+        """The number of steps N."""
+        return int(self.U_init.shape[0])
+
+    def __repr__(self) -> str:
+        return f"Problem(n={self.vi.n}, m={self.U_init.shape[1]}, steps={self.steps}, cost_state={self.cost_state!r})"
+
+
+# The problem keywords of ilqr/projection and their defaults (None: absent).
+_PROBLEM_DEFAULTS: dict[str, Any] = dict(
+    q0=None,
+    v0=None,
+    U_init=None,
+    p0=None,
+    steps=None,
+    Q=None,
+    R=None,
+    QN=None,
+    x_ref=None,
+    u_ref=None,
+    actuated=None,
+    cost_state="momentum",
+    frame=None,
+    frame_target=None,
+    frame_weight=0.0,
+    frame_weight_terminal=1.0,
+    cost=None,
+)
+
+
+def _problem(vi: VariationalIntegrator | Problem, given: dict[str, Any]) -> Problem:
+    """``vi`` itself when it is a Problem (then no problem keyword may be given), else the
+    problem the keywords describe."""
+    if isinstance(vi, Problem):
+        clash = [k for k, v in given.items() if (v is not None) if _PROBLEM_DEFAULTS[k] is None or v != _PROBLEM_DEFAULTS[k]]
+        if clash:
+            raise InputError(f"a Problem is given, and it holds the problem's arguments: give {', '.join(clash)} to Problem, not to the solver")
+        return vi
+    if given["q0"] is None:
+        raise InputError("give a Problem, or the integrator and q0")
+    q0 = given.pop("q0")
+    return Problem(vi, q0, **given)
+
+
 def ilqr(
-    vi: VariationalIntegrator,
-    q0: _ArrayLike,
+    vi: VariationalIntegrator | Problem,
+    q0: _ArrayLike | None = None,
     v0: _ArrayLike | None = None,
     U_init: _ArrayLike | None = None,
     *,
@@ -436,16 +562,9 @@ def ilqr(
     mu_init: float = 0.0,
     coordinates: Literal["momentum", "velocity"] = "momentum",
 ) -> IlqrResult:
-    """iLQR from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) and initial controls
-    ``U_init`` (N, m) (zeros for ``steps`` steps if omitted; (N, n) is accepted when the
-    unactuated columns are zero).
-
-    Cost (module docstring): ``Q`` (running state weight, default 0), ``R`` (control, default
-    1), ``QN`` (terminal, default 0), references ``x_ref`` ((2n,) or (N+1, 2n); in ``(q, v)``
-    when ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)). ``frame``, ``frame_target``
-    (3,): adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
-    ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
-    frame). ``cost``: a :class:`StageCost` used *instead* of all of these. ``u_min``, ``u_max``:
+    """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
+    ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
+    ``cost_state``, ``frame…``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
     at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
     λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
@@ -460,13 +579,8 @@ def ilqr(
     panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
     with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
     first order)."""
-    act, m = _actuated(vi, actuated)
-    n2 = 2 * vi.n
-    q, p = _start(vi, q0, v0, p0)
-    u0 = _initial_controls(vi, act, m, U_init, steps)
-    adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
-    fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
-    N = u0.shape[0]
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, cost=cost))
+    m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
 
@@ -481,30 +595,9 @@ def ilqr(
         return np.ascontiguousarray(a)
 
     d: dict[str, Any] = _core._optim_ilqr(
-        vi,
-        q,
-        p,
-        u0,
-        _stage_weight(Q, n2, N, "Q", 0.0),
-        _stage_weight(R, m, N, "R", 1.0),
-        _weight(QN, n2, None, "QN", 0.0),
-        _rows(x_ref, N + 1, n2, "x_ref"),
-        _rows(u_ref, N, m, "u_ref"),
-        limit(u_min, "u_min"),
-        limit(u_max, "u_max"),
-        act,
-        cost_state == "velocity",
-        method,
-        max_iterations,
-        tolerance,
-        mu_init,
-        fr,
-        ft,
-        fw,
-        adapter,
-        coordinates == "velocity",
+        problem._native, limit(u_min, "u_min"), limit(u_max, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
-    return _result(d, lambda: vi.rollout(q, p0=p, u=d["U"]))
+    return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
 
 
 @dataclass(frozen=True)
@@ -535,8 +628,8 @@ class ProjectionResult:
 
 
 def projection(
-    vi: VariationalIntegrator,
-    q0: _ArrayLike,
+    vi: VariationalIntegrator | Problem,
+    q0: _ArrayLike | None = None,
     v0: _ArrayLike | None = None,
     U_init: _ArrayLike | None = None,
     *,
@@ -565,7 +658,8 @@ def projection(
 ) -> ProjectionResult:
     """Projection-operator trajectory optimisation (Johnson 2012, Ch. 6, Alg. 1 and 3).
 
-    Same problem arguments as :func:`ilqr` (no control limits). The first iterate is the
+    On a :class:`Problem`, or on the one its keywords describe, as for :func:`ilqr` (no
+    control limits). The first iterate is the
     open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, 2n) in the VI state ``(q, p)``,
     e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
     ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
@@ -575,30 +669,11 @@ def projection(
     joints), and the Armijo search
     ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
-    act, m = _actuated(vi, actuated)
-    n2 = 2 * vi.n
-    q, p = _start(vi, q0, v0, p0)
-    u0 = _initial_controls(vi, act, m, U_init, steps)
-    adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
-    fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
-    N = u0.shape[0]
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, cost=cost))
+    n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
     d: dict[str, Any] = _core._optim_projection(
-        vi,
-        q,
-        p,
-        u0,
-        _stage_weight(Q, n2, N, "Q", 0.0),
-        _stage_weight(R, m, N, "R", 1.0),
-        _weight(QN, n2, None, "QN", 0.0),
-        _rows(x_ref, N + 1, n2, "x_ref"),
-        _rows(u_ref, N, m, "u_ref"),
+        problem._native,
         None if x_guess is None else _f64(x_guess),
-        act,
-        cost_state == "velocity",
-        fr,
-        ft,
-        fw,
-        adapter,
         model,
         newton_after,
         max_iterations,
@@ -607,7 +682,7 @@ def projection(
         None if proj_R is None else _weight(proj_R, m, None, "proj_R", 1.0),
         None if proj_QN is None else _weight(proj_QN, n2, None, "proj_QN", 1.0),
     )
-    traj = vi.rollout(q, p0=p, u=d["U"])
+    traj = problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"])
     log = {"cost": d["log_cost"], "slope": d["slope"], "step": d["step"], "trials": d["trials"], "time": d["time"], "model": list(d["model"])}
     return ProjectionResult(
         trajectory=traj,

@@ -145,6 +145,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::optim_lqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_dlqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;
+    m.add_class::<optim::PyProblem>()?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_projection, m)?)?;

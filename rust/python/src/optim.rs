@@ -139,42 +139,28 @@ fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     (q, p)
 }
 
-/// iLQR on the VI (see vidyn/optim.py for the arguments). Returns a dict.
+/// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments). Returns a dict.
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, actuated = None, velocity_cost = false, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, frame = None, frame_target = None, frame_weights = None, cost = None, velocity_state = false))]
+#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
-    vi: &Bound<'py, PyVariationalIntegrator>,
-    q0: &Bound<'py, PyAny>,
-    p0: &Bound<'py, PyAny>,
-    u_init: &Bound<'py, PyAny>,
-    q: &Bound<'py, PyAny>,
-    r: &Bound<'py, PyAny>,
-    qn: &Bound<'py, PyAny>,
-    x_ref: &Bound<'py, PyAny>,
-    u_ref: &Bound<'py, PyAny>,
+    problem: &Bound<'py, PyProblem>,
     u_min: Option<&Bound<'py, PyAny>>,
     u_max: Option<&Bound<'py, PyAny>>,
-    actuated: Option<Vec<i64>>,
-    velocity_cost: bool,
     method: &str,
     max_iterations: usize,
     tolerance: f64,
     mu_init: f64,
-    frame: Option<String>,
-    frame_target: Option<Vec<f64>>,
-    frame_weights: Option<(f64, f64)>,
-    cost: Option<Py<PyAny>>,
     velocity_state: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = convert::METHOD.parse(method)?;
-    if velocity_state && (!velocity_cost || method != Method::Ilqr) {
+    let prob = &problem.get().problem;
+    if velocity_state && (!prob.spec.velocity_cost || method != Method::Ilqr) {
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
-    let py_vi = vi;
-    let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
-        OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
+    let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
+    let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
         b.map(|b| {
             let a = convert::read(b, name, &[m], Some("(m,)"));
@@ -191,20 +177,20 @@ pub fn optim_ilqr<'py>(
         }
     }
     // `ilqr` itself decides whether to run on the pool (it does not need to for the VI)
+    let py_vi = problem.get().vi.bind(py);
     let solved = py_vi.get().take_solved_steps();
     let res = cancellable(py, |c| {
-        let dynamics = ViDynamics::new(&vi, actuated)?.with_solved_steps(Arc::clone(&solved));
+        let dynamics = ViDynamics::new(vi, prob.actuated.clone())?.with_solved_steps(Arc::clone(&solved));
         let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
         // on the state (q, v) the cost is used as it is
-        let spec = CostSpec { velocity_cost: spec.velocity_cost && !velocity_state, ..spec };
-        let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
-        let x0 = dynamics.state_from_momentum(&q0, &p0)?;
-        let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &u_init, &options)?;
+        let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, 2 * n, m)?;
+        let x0 = dynamics.state_from_momentum(&prob.q0, &prob.p0)?;
+        let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, &options)?;
         dynamics.result_in_momentum(&mut res)?;
         let full = dynamics.full_controls(&res.u);
         Ok((res, full))
     });
-    raise_python_error(&error)?;
+    raise_python_error(&prob.spec.error)?;
     let (res, full) = res?;
     py_vi.get().keep_solved_steps(solved);
     let d = result_dict(py, &res, &full, n, m)?;
@@ -336,8 +322,50 @@ struct OptimProblem {
     p0: Vec<f64>,
     u_init: Vec<f64>,
     spec: CostSpec,
-    /// Where a Python cost's exception is kept (shared with `spec`).
-    error: Arc<Mutex<Option<PyErr>>>,
+}
+
+/// An optimal-control problem on a VI, read and checked once (`vidyn.optim.Problem` builds
+/// it): the integrator, the initial state and controls, the actuated joints and the cost.
+/// `_optim_ilqr` and `_optim_projection` solve it, as often as wanted.
+#[pyclass(frozen, module = "vidyn._core", name = "_Problem")]
+pub struct PyProblem {
+    vi: Py<PyVariationalIntegrator>,
+    problem: OptimProblem,
+}
+
+#[pymethods]
+impl PyProblem {
+    /// Arrays as prepared by `vidyn/optim.py`: `q0`, `p0` (n,), `u_init` (N, m), `q` (N or 1,
+    /// 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m).
+    #[new]
+    #[pyo3(signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, actuated = None, velocity_cost = false, frame = None, frame_target = None, frame_weights = None, cost = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        vi: &Bound<'_, PyVariationalIntegrator>,
+        q0: &Bound<'_, PyAny>,
+        p0: &Bound<'_, PyAny>,
+        u_init: &Bound<'_, PyAny>,
+        q: &Bound<'_, PyAny>,
+        r: &Bound<'_, PyAny>,
+        qn: &Bound<'_, PyAny>,
+        x_ref: &Bound<'_, PyAny>,
+        u_ref: &Bound<'_, PyAny>,
+        actuated: Option<Vec<i64>>,
+        velocity_cost: bool,
+        frame: Option<String>,
+        frame_target: Option<Vec<f64>>,
+        frame_weights: Option<(f64, f64)>,
+        cost: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
+        Ok(Self { vi: vi.clone().unbind(), problem })
+    }
+
+    /// The number of steps N.
+    #[getter]
+    fn steps(&self) -> usize {
+        self.problem.steps
+    }
 }
 
 type FrameArgs = (Option<String>, Option<Vec<f64>>, Option<(f64, f64)>);
@@ -366,9 +394,8 @@ impl OptimProblem {
         let qn = convert::matrix(qn, "QN", 2 * n, 2 * n)?;
         let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
-        let error = Arc::new(Mutex::new(None));
-        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: error.clone() };
-        Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec, error })
+        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: Arc::new(Mutex::new(None)) };
+        Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec })
     }
 }
 
@@ -381,16 +408,31 @@ struct CostSpec {
     velocity_cost: bool,
     frame: Option<FrameSpec>,
     python: Option<Py<PyAny>>,
+    /// Where a Python cost's exception is kept during a solve.
     error: Arc<Mutex<Option<PyErr>>>,
 }
 
-fn build_cost(model: &Arc<vidyn_rbd::Model>, spec: CostSpec, steps: usize, nx: usize, nu: usize) -> Result<Box<dyn Cost>, OptimError> {
-    if let Some(obj) = spec.python {
-        return Ok(Box::new(PyCost { obj, nx, nu, error: spec.error }));
+impl CostSpec {
+    /// The cost of one solve: the Python object (`python`, a new reference to `self.python`,
+    /// taken with the GIL held) or the built-in [`TrackingCost`]; `velocity`: whether a
+    /// velocity cost is mapped through the Legendre transform (not when the solver already
+    /// iterates on `(q, v)`).
+    fn build(
+        &self,
+        model: &Arc<vidyn_rbd::Model>,
+        python: Option<Py<PyAny>>,
+        velocity: bool,
+        steps: usize,
+        nx: usize,
+        nu: usize,
+    ) -> Result<Box<dyn Cost>, OptimError> {
+        if let Some(obj) = python {
+            return Ok(Box::new(PyCost { obj, nx, nu, error: Arc::clone(&self.error) }));
+        }
+        let quadratic = QuadraticCost::new(self.qs.clone(), self.rs.clone(), self.qn.clone(), self.x_ref.clone(), self.u_ref.clone())?;
+        let frame = self.frame.map(|(frame, target, weight_running, weight_terminal)| FrameTarget { frame, target, weight_running, weight_terminal });
+        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, frame }.build(model, steps, nx)
     }
-    let quadratic = QuadraticCost::new(spec.qs, spec.rs, spec.qn, spec.x_ref, spec.u_ref)?;
-    let frame = spec.frame.map(|(frame, target, weight_running, weight_terminal)| FrameTarget { frame, target, weight_running, weight_terminal });
-    TrackingCost { quadratic, on_velocity: spec.velocity_cost, frame }.build(model, steps, nx)
 }
 
 /// Raises the first exception a Python cost raised during the solve, if any (it wins over
@@ -498,28 +540,15 @@ impl Cost for PyCost {
     }
 }
 
-/// Johnson's projection-operator optimiser on the VI (see vidyn/optim.py). Returns a dict.
+/// Johnson's projection-operator optimiser on a problem (`_Problem`; see vidyn/optim.py).
+/// Returns a dict.
 #[pyfunction]
-#[pyo3(name = "_optim_projection", signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, x_guess = None, actuated = None, velocity_cost = false, frame = None, frame_target = None, frame_weights = None, cost = None, model = "auto", newton_after = 10, max_iterations = 200, tolerance = 1e-6, proj_q = None, proj_r = None, proj_qn = None))]
+#[pyo3(name = "_optim_projection", signature = (problem, x_guess = None, model = "auto", newton_after = 10, max_iterations = 200, tolerance = 1e-6, proj_q = None, proj_r = None, proj_qn = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_projection<'py>(
     py: Python<'py>,
-    vi: &Bound<'py, PyVariationalIntegrator>,
-    q0: &Bound<'py, PyAny>,
-    p0: &Bound<'py, PyAny>,
-    u_init: &Bound<'py, PyAny>,
-    q: &Bound<'py, PyAny>,
-    r: &Bound<'py, PyAny>,
-    qn: &Bound<'py, PyAny>,
-    x_ref: &Bound<'py, PyAny>,
-    u_ref: &Bound<'py, PyAny>,
+    problem: &Bound<'py, PyProblem>,
     x_guess: Option<&Bound<'py, PyAny>>,
-    actuated: Option<Vec<i64>>,
-    velocity_cost: bool,
-    frame: Option<String>,
-    frame_target: Option<Vec<f64>>,
-    frame_weights: Option<(f64, f64)>,
-    cost: Option<Py<PyAny>>,
     model: &str,
     newton_after: usize,
     max_iterations: usize,
@@ -529,8 +558,9 @@ pub fn optim_projection<'py>(
     proj_qn: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let descent = convert::DESCENT_MODEL.parse(model)?;
-    let OptimProblem { vi, n, m, steps, actuated, q0, p0, u_init, spec, error } =
-        OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
+    let prob = &problem.get().problem;
+    let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
+    let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
     let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
     let options = ProjectionOptions {
         model: descent,
@@ -544,14 +574,14 @@ pub fn optim_projection<'py>(
     };
     // on the calling thread, which checks for Ctrl-C; its parallel loops enter the pool
     let res = cancellable(py, |c| {
-        let dynamics = ViDynamics::new(&vi, actuated)?;
-        let cost = build_cost(vi.model(), spec, steps, 2 * n, m)?;
-        let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
-        let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &u_init, x_guess.as_deref(), &options)?;
+        let dynamics = ViDynamics::new(vi, prob.actuated.clone())?;
+        let cost = prob.spec.build(vi.model(), python, true, steps, 2 * n, m)?;
+        let x0: Vec<f64> = prob.q0.iter().chain(&prob.p0).copied().collect();
+        let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, x_guess.as_deref(), &options)?;
         let full = dynamics.full_controls(&res.u);
         Ok((res, full))
     });
-    raise_python_error(&error)?;
+    raise_python_error(&prob.spec.error)?;
     let (res, full) = res?;
     let nx = 2 * n;
     let d = PyDict::new(py);
