@@ -441,17 +441,8 @@ def test_a_problem_is_built_once_and_solved_by_each_solver(cartpole_vi, swing):
     it as often as wanted, with the same results bit for bit as from the keyword form; a
     Python cost works through it too; it is read-only, and problem keywords next to a given
     problem are refused."""
-    problem = optim.Problem(
-        cartpole_vi,
-        [0.0, 0.0],
-        U_init=np.zeros((STEPS, 1)),
-        actuated=[0],
-        Q=DT * np.array([1.0, 1.0, 0.1, 0.1]),
-        R=DT * 1e-2,
-        QN=1e3,
-        x_ref=GOAL,
-        cost_state="velocity",
-    )
+    arguments = dict(U_init=np.zeros((STEPS, 1)), actuated=[0], Q=DT * np.array([1.0, 1.0, 0.1, 0.1]), R=DT * 1e-2, QN=1e3, x_ref=GOAL, cost_state="velocity")
+    problem = optim.Problem(cartpole_vi, [0.0, 0.0], **arguments)
     assert problem.steps == STEPS and problem.U_init.shape == (STEPS, 1) and "steps=125" in repr(problem)
     res = optim.ilqr(problem, max_iterations=400, tolerance=1e-9)
     np.testing.assert_array_equal(res.x, swing.x)
@@ -463,18 +454,7 @@ def test_a_problem_is_built_once_and_solved_by_each_solver(cartpole_vi, swing):
     # another solver on the same problem, and its keyword form
     short = dict(model="quasi", max_iterations=3)
     by_problem = optim.projection(problem, **short)
-    by_keywords = optim.projection(
-        cartpole_vi,
-        [0.0, 0.0],
-        U_init=np.zeros((STEPS, 1)),
-        actuated=[0],
-        Q=DT * np.array([1.0, 1.0, 0.1, 0.1]),
-        R=DT * 1e-2,
-        QN=1e3,
-        x_ref=GOAL,
-        cost_state="velocity",
-        **short,
-    )
+    by_keywords = optim.projection(cartpole_vi, [0.0, 0.0], **arguments, **short)
     np.testing.assert_array_equal(by_problem.x, by_keywords.x)
     assert by_problem.cost_history[-1] < by_problem.cost_history[0]
     with pytest.raises(AttributeError, match="read-only"):

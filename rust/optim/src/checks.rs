@@ -40,3 +40,19 @@ pub(crate) fn check_weights(list: &[DMatrix<f64>], name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// The start of an optimisation: `x0` (`nx` finite entries) and the initial controls `u_init`
+/// (`N·nu` finite entries, `N ≥ 1`). Returns `N`.
+pub(crate) fn check_start(x0: &[f64], u_init: &[f64], nx: usize, nu: usize) -> Result<usize> {
+    if x0.len() != nx {
+        return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected nx = {nx}", x0.len())));
+    }
+    check_finite(x0, "x0")?;
+    check_multiple(u_init.len(), nu, "U_init")?;
+    check_finite(u_init, "U_init")?;
+    let steps = u_init.len() / nu;
+    if steps == 0 {
+        return Err(OptimError::InvalidInput("U_init must have at least one step".into()));
+    }
+    Ok(steps)
+}

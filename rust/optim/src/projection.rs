@@ -35,7 +35,7 @@
 //! (Alg. 1). Each iteration linearises the iterate once ([`Dynamics::linearize`], every step in
 //! parallel for a VI) and is linear in the horizon.
 
-use crate::checks::{check_finite, check_multiple};
+use crate::checks::{check_finite, check_multiple, check_start};
 use crate::cost::CostDerivatives;
 use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dense_kernels::symmetrise;
@@ -356,16 +356,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     options: &ProjectionOptions,
 ) -> Result<ProjectionResult> {
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
-    if x0.len() != nx {
-        return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected nx = {nx}", x0.len())));
-    }
-    check_finite(x0, "x0")?;
-    check_multiple(u_init.len(), nu, "U_init")?;
-    check_finite(u_init, "U_init")?;
-    let steps = u_init.len() / nu;
-    if steps == 0 {
-        return Err(OptimError::InvalidInput("U_init must have at least one step".into()));
-    }
+    let steps = check_start(x0, u_init, nx, nu)?;
     let o = options;
     if !(o.tolerance >= 0.0
         && o.max_iterations > 0

@@ -42,7 +42,7 @@
 //! with constraints or kinematic joints) make [`Method::Ddp`] fail with
 //! [`OptimError::NotImplemented`].
 
-use crate::checks::{check_finite, check_multiple};
+use crate::checks::check_start;
 use crate::cost::Cost;
 use crate::dynamics::{Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
@@ -126,16 +126,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             Ok(()) => OptimError::NotImplemented("full DDP needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
         });
     }
-    if x0.len() != nx {
-        return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected nx = {nx}", x0.len())));
-    }
-    check_finite(x0, "x0")?;
-    check_multiple(u_init.len(), nu, "U_init")?;
-    check_finite(u_init, "U_init")?;
-    let steps = u_init.len() / nu;
-    if steps == 0 {
-        return Err(OptimError::InvalidInput("U_init must have at least one step".into()));
-    }
+    let steps = check_start(x0, u_init, nx, nu)?;
     let o = options;
     let valid = o.tolerance >= 0.0
         && o.max_iterations > 0
