@@ -280,6 +280,8 @@ def test_bad_inputs(cartpole_vi):
         optim.ilqr(cartpole_vi, [0.0, 0.0], U_init=np.ones((5, 2)), actuated=[0])
     with pytest.raises(vd.InputError):
         swing_up(cartpole_vi, u_min=1.0, u_max=-1.0)
+    with pytest.raises(vd.InputError, match="at least one step"):
+        optim.lqr(np.zeros((0, 2, 2)), np.zeros((0, 2, 1)), 1.0, 1.0, 1.0)
 
 
 def test_ddp_on_linear_system_one_step_to_kkt():

@@ -266,6 +266,8 @@ def lqr(A: _ArrayLike, B: _ArrayLike, Q: _ArrayLike, R: _ArrayLike, QN: _ArrayLi
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[1] != a.shape[2] or b.shape[1] != a.shape[1]:
         raise InputError(f"A must be (N, nx, nx) and B (N, nx, nu); got {a.shape} and {b.shape}")
     steps, nx, nu = a.shape[0], a.shape[1], b.shape[2]
+    if steps == 0:
+        raise InputError(f"A and B need at least one step (N ≥ 1); got A {a.shape} and B {b.shape}")
     k, p = _core._optim_lqr(a, b, _weight(Q, nx, steps, "Q", 0.0), _weight(R, nu, steps, "R", 0.0), _weight(QN, nx, None, "QN", 0.0))
     return LqrSolution(k, p)
 
