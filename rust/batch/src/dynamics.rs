@@ -2,7 +2,7 @@
 //!
 //! Every function takes the batch size `batch`, row-major inputs (`q`: `(batch, nq)`, the
 //! tangent inputs `(batch, nv)`) and caller-provided row-major outputs, which it fills row by
-//! row through disjoint `par_chunks_mut` on the engine's pool ([`crate::engine`]). Row `i`
+//! row through disjoint `par_chunks_mut` on the engine's pool ([`vidyn_system::engine`]). Row `i`
 //! is computed by exactly the single call `vidyn_rbd::f(model, ws, q_i, …)` and copied out
 //! (matrices in C order: entry `[i, j]` of an `(nv, nv)` block at `i·nv + j`), so results are
 //! bit-for-bit those of a loop of single calls, for any thread count.
@@ -12,24 +12,12 @@
 //! outputs are set to NaN. Inconsistent buffer lengths fail the whole call
 //! ([`BatchError::Shape`]). `control` counts finished rows.
 
-use crate::engine::{run_rows, Control};
-use crate::error::{check_len, BatchError, Failures};
-use nalgebra::DMatrix;
 use rayon::prelude::*;
 use vidyn_rbd::{self as rbd, Model, RbdError, SecondOrderWorkspace, Workspace};
+use vidyn_system::engine::run_rows;
+use vidyn_system::{check_len, matrix_to_rows, BatchError, Control, Failures};
 
 type Result<T> = std::result::Result<T, BatchError<RbdError>>;
-
-/// Copies a nalgebra (column-major) matrix into a C-order slice.
-#[inline]
-pub fn matrix_to_rows(m: &DMatrix<f64>, out: &mut [f64]) {
-    let c = m.ncols();
-    for (i, row) in out.chunks_exact_mut(c.max(1)).enumerate().take(m.nrows()) {
-        for (j, x) in row.iter_mut().enumerate() {
-            *x = m[(i, j)];
-        }
-    }
-}
 
 /// `(row i of x)` for a row-major `(rows, stride)` buffer.
 #[inline]

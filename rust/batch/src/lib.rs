@@ -1,16 +1,15 @@
 //! The parallel batch engine of vidyn: dynamics, rollouts and linearisations over a leading
 //! batch axis, on the calling thread helped by a dedicated rayon pool, one workspace per thread.
 //!
-//! * [`engine`]: the pool ([`set_num_threads`], env var `VIDYN_NUM_THREADS`), per-thread
-//!   workspaces, cancellation and progress ([`Control`]) and [`engine::run_rows`], the one
-//!   loop every operation uses. Outputs are caller-provided row-major slices filled through
-//!   disjoint `par_chunks_mut`; nothing is allocated per row.
+//! * [`engine`] (from `vidyn-system`): the pool ([`set_num_threads`], env var
+//!   `VIDYN_NUM_THREADS`), per-thread workspaces, cancellation and progress ([`Control`]) and
+//!   [`engine::run_rows`], the one loop every operation uses. Outputs are caller-provided
+//!   row-major slices filled through disjoint `par_chunks_mut`; nothing is allocated per row.
 //! * [`dynamics`]: `rnea`, `aba`, `crba`, `minverse`, `rnea_derivatives`, `aba_derivatives`,
 //!   `rnea_second_order(_contracted)` over `(batch, nq)` / `(batch, nv)` inputs.
-//! * [`system`]: the [`DiscreteDynamics`] trait (step, linearise to first order, optional
-//!   second-order and contracted terms) and its implementation for the minimal-coordinate
-//!   [`vidyn_vi::VariationalIntegrator`] (all of it, second order included; the second-order
-//!   scratch is created on a thread's first second-order row, the only allocation per thread).
+//! * [`DiscreteDynamics`] (from `vidyn-system`): the trait (step, linearise to first order,
+//!   optional second-order and contracted terms) that `vidyn_vi::VariationalIntegrator` and
+//!   `vidyn_maximal::MaximalIntegrator` implement in their own crates.
 //! * [`trajectories`]: batched rollouts (parallel over trajectories) and linearisations
 //!   (parallel over all `(trajectory, step)` pairs) of any [`DiscreteDynamics`].
 //!
@@ -37,16 +36,17 @@
 //! ```
 
 pub mod dynamics;
-pub mod engine;
-pub mod error;
-pub mod system;
 pub mod trajectories;
 
-pub use engine::{default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, Control, MAX_THREADS, NUM_THREADS_ENV};
-pub use error::{BatchError, Failures};
-pub use system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms, ViBatchWorkspace};
+// The engine and the system interface live in `vidyn-system` (below the integrators, which
+// implement the interface); they are re-exported here, where batch users look for them.
 pub use trajectories::{
     by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, ContractedOut, RolloutOut, SecondOrderOut, Start,
+};
+pub use vidyn_system::engine;
+pub use vidyn_system::{
+    default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures,
+    SecondOrderTerms, MAX_THREADS, NUM_THREADS_ENV,
 };
 
 #[cfg(test)]

@@ -4,15 +4,13 @@
 //! start as [`unwritten`], so the same checks prove that every output element is written.
 
 use crate::dynamics::{self, Matrices3, Tensors4};
-use crate::engine::{new_pool, with_pool, Control};
-use crate::error::BatchError;
-use crate::system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms};
 use crate::trajectories::{self, by_trajectory, ContractedOut, RolloutOut, SecondOrderOut, Start};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{self as rbd, Joint, Model, RbdError};
+use vidyn_system::{new_pool, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, SecondOrderTerms};
 use vidyn_vi::{Scheme, VariationalIntegrator, ViError};
 
 const THREADS: [usize; 3] = [1, 2, 4];
@@ -41,7 +39,7 @@ fn marked(x: &f64) -> bool {
 
 fn rows_of(m: &nalgebra::DMatrix<f64>) -> Vec<f64> {
     let mut out = vec![0.0; m.nrows() * m.ncols()];
-    dynamics::matrix_to_rows(m, &mut out);
+    vidyn_system::matrix_to_rows(m, &mut out);
     out
 }
 

@@ -4,15 +4,14 @@
 //! Layouts (row-major, `B` trajectories of `N` steps): `q` `(B, N+1, nq)`, `p` `(B, N+1, np)`,
 //! `u` `(B, N, nu)`, `A` `(B, N, ndx, ndx)`, `B` `(B, N, ndx, nu)`, Newton iterations
 //! `(B, N)`. A trajectory is simulated by exactly the sequential code of
-//! [`vidyn_vi::rollout`] (same warm start), a pair is linearised by exactly the single call
-//! that [`vidyn_vi::linearize_trajectory`] makes, so results are bit-for-bit equal to
+//! `vidyn_vi::rollout` (same warm start), a pair is linearised by exactly the single call
+//! that `vidyn_vi::linearize_trajectory` makes, so results are bit-for-bit equal to
 //! theirs for any number of threads.
 
 use crate::dynamics::row;
-use crate::engine::{run_rows, Control, OutRow};
-use crate::error::{check_finite, check_len, BatchError, Failures};
-use crate::system::{ContractedTerms, DiscreteDynamics, SecondOrderTerms};
 use rayon::prelude::*;
+use vidyn_system::engine::{run_rows, OutRow};
+use vidyn_system::{check_finite, check_len, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures, SecondOrderTerms};
 
 /// How the initial momentum of each trajectory is given.
 #[derive(Clone, Copy, Debug)]

@@ -30,7 +30,7 @@ pub enum MaximalError {
     /// An output too large to allocate (its size overflows, or the system refuses it).
     #[error("cannot allocate {what} for {steps} steps: not enough memory")]
     TooLarge { what: &'static str, steps: usize },
-    /// The caller cancelled the computation (its `vidyn_batch::Control`).
+    /// The caller cancelled the computation (its `vidyn_system::Control`).
     #[error("cancelled at step {step}")]
     Cancelled { step: usize },
     /// A feature that is specified but not implemented yet.

@@ -13,14 +13,13 @@
 //! loop closures, joint forces), [`integrator`] (the DEL step and its Newton solve),
 //! [`contact`] (contacts with friction and joint limits by a primal-dual interior point),
 //! [`linearize`] (exact implicit-function-theorem linearisation, maximal and minimal
-//! coordinates), [`trajectory`] (rollouts, parallel linearisation), [`batch`] (the
-//! `vidyn_batch::DiscreteDynamics` implementation), [`models`] (test and benchmark mechanisms).
+//! coordinates), [`trajectory`] (rollouts, parallel linearisation), [`system`] (the
+//! `vidyn_system::DiscreteDynamics` implementation), [`models`] (test and benchmark mechanisms).
 //!
 //! Conventions (beyond the workspace's `[linear; angular]` and `Se3` child→parent): rotations
 //! are perturbed on the right with the full angle, `q ⊗ exp(δθ/2)`, so rotational multipliers,
 //! residuals and Jacobians are physical torques, half the papers' half-angle values.
 
-pub mod batch;
 pub mod body;
 pub mod constraint;
 pub mod contact;
@@ -30,6 +29,7 @@ pub mod integrator;
 pub mod linearize;
 pub mod mechanism;
 pub mod models;
+pub mod system;
 pub mod trajectory;
 
 pub use body::{Body, BodyState, Pose};
@@ -37,6 +37,7 @@ pub use constraint::{Constraint, JointKind};
 pub use error::{MaximalError, Result};
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 pub use mechanism::{Mechanism, MechanismJoint};
+pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, LinearizationOut, MaximalTrajectory};
 
 #[cfg(test)]

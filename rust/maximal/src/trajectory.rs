@@ -5,8 +5,8 @@ use crate::error::{MaximalError, Result};
 use crate::integrator::MaximalIntegrator;
 use nalgebra::{DMatrix, Vector6};
 use rayon::prelude::*;
-use vidyn_batch::engine::run_rows;
-use vidyn_batch::{BatchError, Control};
+use vidyn_system::engine::run_rows;
+use vidyn_system::{BatchError, Control};
 
 /// A trajectory of `N` steps: `N + 1` knots of `nbodies` body states (row-major, knot by
 /// knot), with per-knot diagnostics and, for mechanisms built from a model, the minimal

@@ -39,6 +39,7 @@ pub mod scheme;
 mod second_order;
 mod solved;
 mod state;
+mod system;
 mod trajectory;
 
 pub use constraints::{BodyPoint, Constraint};
@@ -53,6 +54,7 @@ pub use predictor::Predictor;
 pub use scheme::Scheme;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use solved::{SolvedSteps, KEPT_BYTES};
+pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl<E> From<E> for BatchError<E> {
 pub type Failures<E> = Vec<(usize, BatchError<E>)>;
 
 /// Checks that `len` is `rows · stride` for a buffer called `name`.
-pub(crate) fn check_len<E>(name: &str, len: usize, rows: usize, stride: usize, shape: &str) -> Result<(), BatchError<E>> {
+pub fn check_len<E>(name: &str, len: usize, rows: usize, stride: usize, shape: &str) -> Result<(), BatchError<E>> {
     if len == rows * stride {
         Ok(())
     } else {
@@ -66,7 +66,7 @@ pub(crate) fn check_len<E>(name: &str, len: usize, rows: usize, stride: usize, s
 }
 
 /// Checks that every entry of `x`, a row of the input `arg`, is finite.
-pub(crate) fn check_finite<E>(x: &[f64], arg: &'static str) -> Result<(), BatchError<E>> {
+pub fn check_finite<E>(x: &[f64], arg: &'static str) -> Result<(), BatchError<E>> {
     match x.iter().position(|v| !v.is_finite()) {
         Some(index) => Err(BatchError::NonFinite { arg, index, value: x[index] }),
         None => Ok(()),

@@ -1,4 +1,4 @@
-//! The maximal-coordinate integrator as a [`vidyn_batch::DiscreteDynamics`] system, so that
+//! The maximal-coordinate integrator as a [`vidyn_system::DiscreteDynamics`] system, so that
 //! the batch engine (parallel rollouts and linearisations) and the optimisers can drive it.
 //!
 //! State layout (per body, bodies in order): `q` = `[x (3); quaternion [x y z w] (4)]`
@@ -13,10 +13,10 @@ use crate::body::{BodyState, Pose};
 use crate::error::MaximalError;
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace};
 use nalgebra::{DMatrix, Quaternion, UnitQuaternion, Vector3, Vector6};
-use vidyn_batch::{BatchError, DiscreteDynamics};
+use vidyn_system::{BatchError, DiscreteDynamics};
 
 /// Per-thread scratch of a [`MaximalIntegrator`] in the batch engine.
-pub struct MaximalBatchWorkspace {
+pub struct SystemWorkspace {
     pub ws: MaximalWorkspace,
     state: Vec<BodyState>,
     next: Vec<BodyState>,
@@ -71,7 +71,7 @@ fn engine_index(c: usize, nb: usize) -> usize {
 }
 
 impl DiscreteDynamics for MaximalIntegrator {
-    type Workspace = MaximalBatchWorkspace;
+    type Workspace = SystemWorkspace;
     type Error = MaximalError;
 
     fn name(&self) -> &'static str {
@@ -86,9 +86,9 @@ impl DiscreteDynamics for MaximalIntegrator {
     fn nu(&self) -> usize {
         self.mechanism().nu
     }
-    fn workspace(&self) -> MaximalBatchWorkspace {
+    fn workspace(&self) -> SystemWorkspace {
         let nb = self.mechanism().nbodies();
-        MaximalBatchWorkspace {
+        SystemWorkspace {
             ws: MaximalIntegrator::workspace(self),
             state: vec![BodyState::default(); nb],
             next: vec![BodyState::default(); nb],
@@ -98,7 +98,7 @@ impl DiscreteDynamics for MaximalIntegrator {
     }
 
     /// The velocity part of the state is the velocity itself: `p = v`.
-    fn momentum(&self, _ws: &mut MaximalBatchWorkspace, _q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<MaximalError>> {
+    fn momentum(&self, _ws: &mut SystemWorkspace, _q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<MaximalError>> {
         if v.len() != p.len() {
             return Err(BatchError::Core(MaximalError::InvalidParameter(format!("v has {} entries, expected 6·nb = {}", v.len(), p.len()))));
         }
@@ -108,7 +108,7 @@ impl DiscreteDynamics for MaximalIntegrator {
 
     fn step(
         &self,
-        ws: &mut MaximalBatchWorkspace,
+        ws: &mut SystemWorkspace,
         step: usize,
         q: &[f64],
         p: &[f64],
@@ -126,7 +126,7 @@ impl DiscreteDynamics for MaximalIntegrator {
 
     fn linearize(
         &self,
-        ws: &mut MaximalBatchWorkspace,
+        ws: &mut SystemWorkspace,
         step: usize,
         q: &[f64],
         p: &[f64],

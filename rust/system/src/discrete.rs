@@ -1,0 +1,199 @@
+//! [`DiscreteDynamics`]: what the engine needs from a discrete-time system. The integrators
+//! implement it in their own crates (`vidyn_vi::VariationalIntegrator`,
+//! `vidyn_maximal::MaximalIntegrator`), so that the engine and the optimisers above drive
+//! every integrator through this one interface.
+//!
+//! # State convention
+//! A state is a pair `(q, p)`: `q` has `nq` coordinates on a configuration manifold whose
+//! tangent space has dimension `nv`, and `p` (momentum or velocity) has `np` coordinates;
+//! a control `u` has `nu`. Linearisations are taken in the tangent state space of dimension
+//! `ndx = nv + np` (perturbations of `q` along the manifold, as everywhere in vidyn):
+//! `A = ∂x_{k+1}/∂x_k` `(ndx, ndx)`, `B = ∂x_{k+1}/∂u_k` `(ndx, nu)`, written row-major
+//! (C order) into caller slices. Second-order terms are tensors `[i, j, k] = ∂²x'_i/∂y_j∂z_k`
+//! in C order.
+//!
+//! The minimal-coordinate VI has `nq = nv = np = nu = n` and `p` the discrete momentum. A
+//! maximal-coordinate integrator (poses `nq = 7·bodies`, tangent `nv = 6·bodies`) fits the
+//! same trait; so does a plain explicit integrator of ABA with `p = v`.
+
+use crate::error::BatchError;
+use nalgebra::DMatrix;
+
+/// Output slices of the full second-order terms of one step, C order:
+/// `fxx` `(ndx, ndx, ndx)`, `fxu` `(ndx, ndx, nu)` (`[i, j, k]`: `j` state, `k` control),
+/// `fuu` `(ndx, nu, nu)`; and, when the caller wants them too, the first-order terms `A`
+/// `(ndx, ndx)` and `B` `(ndx, nu)` of the same step (computed on the way).
+pub struct SecondOrderTerms<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
+    pub fxx: &'a mut [f64],
+    pub fxu: &'a mut [f64],
+    pub fuu: &'a mut [f64],
+}
+
+/// Output slices of the second-order terms contracted with a co-state `λ` `(ndx,)`
+/// (`Σ_i λ_i ∂²x'_i`), C order: `xx` `(ndx, ndx)`, `xu` `(ndx, nu)`, `uu` `(nu, nu)`; and
+/// optionally `A`, `B` as in [`SecondOrderTerms`].
+pub struct ContractedTerms<'a> {
+    pub first: Option<(&'a mut [f64], &'a mut [f64])>,
+    pub xx: &'a mut [f64],
+    pub xu: &'a mut [f64],
+    pub uu: &'a mut [f64],
+}
+
+/// A discrete-time system `x_{k+1} = f(x_k, u_k)` with `x = (q, p)` (see the module docs).
+///
+/// Implementations must be deterministic (the same inputs give the same bits, whatever the
+/// workspace held before): the engine's bit-for-bit guarantee rests on it.
+pub trait DiscreteDynamics: Sync {
+    /// Per-thread scratch, created once per thread by [`DiscreteDynamics::workspace`].
+    type Workspace: Send;
+    /// The system's own error (shapes, NaN, convergence …).
+    type Error: std::error::Error + Clone + Send + Sync + 'static;
+
+    /// Name used in error messages.
+    fn name(&self) -> &'static str;
+    /// Configuration coordinates.
+    fn nq(&self) -> usize;
+    /// Dimension of the configuration's tangent space.
+    fn nv(&self) -> usize;
+    /// Coordinates of the momentum (or velocity) part of the state.
+    fn np(&self) -> usize {
+        self.nv()
+    }
+    /// Controls per step.
+    fn nu(&self) -> usize;
+    /// Tangent state dimension `nv + np` (rows and columns of `A`).
+    fn ndx(&self) -> usize {
+        self.nv() + self.np()
+    }
+    /// Fresh scratch.
+    fn workspace(&self) -> Self::Workspace;
+
+    /// The momentum part `p` `(np,)` of the state at configuration `q` moving with velocity
+    /// `v` `(nv,)` (the Legendre transform for a VI; a copy when `p = v`).
+    ///
+    /// # Errors
+    /// Invalid inputs.
+    fn momentum(&self, ws: &mut Self::Workspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<Self::Error>>;
+
+    /// Writes an estimate of `q_{k+1}` from the configurations so far, `past` = `(q_0, …, q_k)`
+    /// row-major `(k+1, nq)`, into `guess` for an implicit step, and returns `true`; the
+    /// default (no estimate) returns `false`.
+    fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
+        let _ = (past, guess);
+        false
+    }
+
+    /// One step `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`. `step` (= k) only labels errors;
+    /// `guess` is an estimate of `q_{k+1}` for implicit systems. Returns the number of solver
+    /// iterations (0 for explicit systems).
+    ///
+    /// # Errors
+    /// Invalid inputs, or a solver that fails.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize, BatchError<Self::Error>>;
+
+    /// Checks that the step just taken, `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`, is a genuine
+    /// step of the motion (an implicit step's solver may converge to another solution of its
+    /// equations). Rollouts call it after every step; the default accepts every step.
+    ///
+    /// # Errors
+    /// A step that is not genuine.
+    #[allow(clippy::too_many_arguments)]
+    fn check_step(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        q_next: &[f64],
+        p_next: &[f64],
+    ) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, q_next, p_next);
+        Ok(())
+    }
+
+    /// First-order linearisation of the step from `(q_k, p_k, u_k)`: `a` `(ndx, ndx)` and
+    /// `b` `(ndx, nu)`, C order. `guess` as for [`DiscreteDynamics::step`] (the engine passes
+    /// the stored `q_{k+1}`). Returns the solver iterations.
+    ///
+    /// # Errors
+    /// As [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        a: &mut [f64],
+        b: &mut [f64],
+    ) -> Result<usize, BatchError<Self::Error>>;
+
+    /// Full second-order terms of the step (see [`SecondOrderTerms`]). Optional: the default
+    /// reports [`BatchError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize_second_order(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        out: SecondOrderTerms<'_>,
+    ) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, guess, out);
+        Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order" })
+    }
+
+    /// Second-order terms contracted with `lam` `(ndx,)` (see [`ContractedTerms`]), the
+    /// product DDP needs, ideally without forming the tensors. Optional: the default reports
+    /// [`BatchError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
+    #[allow(clippy::too_many_arguments)]
+    fn linearize_second_order_contracted(
+        &self,
+        ws: &mut Self::Workspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        lam: &[f64],
+        out: ContractedTerms<'_>,
+    ) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, step, q, p, u, guess, lam, out);
+        Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order_contracted" })
+    }
+}
+
+/// Copies a nalgebra (column-major) matrix into a C-order slice (entry `[i, j]` at
+/// `i·ncols + j`), the layout of every output of this interface.
+#[inline]
+pub fn matrix_to_rows(m: &DMatrix<f64>, out: &mut [f64]) {
+    let c = m.ncols();
+    for (i, row) in out.chunks_exact_mut(c.max(1)).enumerate().take(m.nrows()) {
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = m[(i, j)];
+        }
+    }
+}
