@@ -10,8 +10,9 @@
 //!   by step on the pool's other threads while the trial is simulated (all steps in parallel,
 //!   bit-for-bit those of the batch engine's [`vidyn_batch::linearize`]).
 //! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)` or, with
-//!   [`ViDynamics::with_velocity_state`], `x = (q, v)`; controls on a chosen set of actuated
-//!   joints) or [`LinearDynamics`].
+//!   [`ViDynamics::with_velocity_state`], `x = (q, v)`), [`MaximalDynamics`] or
+//!   [`LinearDynamics`]; controls on a chosen set of actuated joints ([`Actuation`], one map
+//!   for every integrator).
 //!
 //! * [`projection_optimize`]: Johnson's discrete projection-operator method (Ch. 6): DLQR
 //!   projection, steepest / quasi-Newton / Newton descent directions from a time-varying LQ
@@ -23,6 +24,7 @@
 //! [`ViDynamics`] provides it from the VI's exact λ-contracted second derivatives (except with
 //! constraints or kinematic joints, where it reports [`OptimError::NotImplemented`]).
 
+pub mod actuation;
 pub mod boxqp;
 mod cancellable;
 mod checks;
@@ -41,6 +43,7 @@ pub mod tracking_cost;
 mod velocity_state;
 pub mod vi_dynamics;
 
+pub use actuation::Actuation;
 pub use cancellable::Cancellable;
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, Policy, SecondOrder};

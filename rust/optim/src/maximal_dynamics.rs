@@ -11,6 +11,7 @@
 //! linearisation ([`MaximalIntegrator::linearize_minimal`]). Controls are the joint forces of
 //! the `actuated` joints.
 
+use crate::actuation::Actuation;
 use crate::dynamics::{Dynamics, Jacobians, Policy};
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
@@ -22,7 +23,7 @@ use vidyn_maximal::{BodyState, MaximalError, MaximalIntegrator, Pose};
 pub struct MaximalDynamics<'a> {
     pub integrator: &'a MaximalIntegrator,
     n: usize,
-    actuated: Vec<usize>,
+    actuation: Actuation,
 }
 
 fn maximal_error(e: MaximalError) -> OptimError {
@@ -41,18 +42,7 @@ impl<'a> MaximalDynamics<'a> {
                 "MaximalDynamics needs a loop-free tree of revolute and prismatic joints (its state is the joint coordinates)".into(),
             ));
         }
-        let actuated = actuated.unwrap_or_else(|| (0..n).collect());
-        if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
-            return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
-        }
-        Ok(Self { integrator, n, actuated })
-    }
-
-    fn full(&self, u: &[f64], out: &mut [f64]) {
-        out.fill(0.0);
-        for (j, &i) in self.actuated.iter().enumerate() {
-            out[i] = u[j];
-        }
+        Ok(Self { integrator, n, actuation: Actuation::new(n, actuated)? })
     }
 }
 
@@ -61,10 +51,10 @@ impl Dynamics for MaximalDynamics<'_> {
         2 * self.n
     }
     fn nu(&self) -> usize {
-        self.actuated.len()
+        self.actuation.nu()
     }
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
-        let (n, m, nx) = (self.n, self.actuated.len(), 2 * self.n);
+        let (n, m, nx) = (self.n, self.actuation.nu(), 2 * self.n);
         if x0.len() != nx {
             return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected 2n = {nx}", x0.len())));
         }
@@ -86,7 +76,7 @@ impl Dynamics for MaximalDynamics<'_> {
             if uk.iter().any(|v| !v.is_finite()) {
                 return Err(OptimError::InvalidInput(format!("the policy returned non-finite controls at step {k}")));
             }
-            self.full(uk, &mut full);
+            self.actuation.expand(uk, &mut full);
             mi.step(&mut ws, k, &state, &full, None, &mut next).map_err(maximal_error)?;
             for (p, s) in poses.iter_mut().zip(&next) {
                 *p = s.pose;
@@ -101,7 +91,7 @@ impl Dynamics for MaximalDynamics<'_> {
     }
     /// Every step in parallel (one workspace per worker), each re-solved from its knot.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
-        let (n, m, nx) = (self.n, self.actuated.len(), 2 * self.n);
+        let (n, m, nx) = (self.n, self.actuation.nu(), 2 * self.n);
         let steps = u.len() / m;
         if x.len() != (steps + 1) * nx {
             return Err(OptimError::InvalidInput(format!("x has {} entries, expected (N+1)·2n = {}", x.len(), (steps + 1) * nx)));
@@ -114,11 +104,12 @@ impl Dynamics for MaximalDynamics<'_> {
                     |ws, k| {
                         let xk = &x[k * nx..(k + 1) * nx];
                         let mut full = vec![0.0; n];
-                        self.full(&u[k * m..(k + 1) * m], &mut full);
+                        self.actuation.expand(&u[k * m..(k + 1) * m], &mut full);
                         let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
-                        let (mut a, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n));
-                        self.integrator.linearize_minimal(ws, k, &xk[..n], &xk[n..], &full, &mut qn, &mut vn, &mut a, &mut b).map_err(maximal_error)?;
-                        Ok((a, b.select_columns(self.actuated.iter())))
+                        let (mut a, mut b_full, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n), DMatrix::zeros(nx, m));
+                        self.integrator.linearize_minimal(ws, k, &xk[..n], &xk[n..], &full, &mut qn, &mut vn, &mut a, &mut b_full).map_err(maximal_error)?;
+                        self.actuation.select_columns(&b_full, &mut b);
+                        Ok((a, b))
                     },
                 )
                 .collect()

@@ -1,5 +1,6 @@
 //! A [`VariationalIntegrator`] as the optimisers' [`Dynamics`].
 
+use crate::actuation::Actuation;
 use crate::checks::check_finite;
 use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
@@ -14,13 +15,13 @@ use vidyn_vi::{SolvedSteps, Trajectory, VariationalIntegrator};
 /// `actuated` joints (nu = m; the other joints get zero force).
 ///
 /// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
-/// does; linearisations go through the batch engine (every step in parallel, exact `A`, `B`),
-/// keeping the actuated columns of `B`; DDP's second-order terms come from
-/// the VI's λ-contracted second derivatives.
+/// does; linearisations run chunks of steps in parallel on vidyn's pool (exact `A`, `B`,
+/// written straight into the optimiser's matrices), keeping the actuated columns of `B`;
+/// DDP's second-order terms come from the VI's λ-contracted second derivatives.
 #[derive(Clone, Debug)]
 pub struct ViDynamics<'a> {
     pub vi: &'a VariationalIntegrator,
-    actuated: Vec<usize>,
+    actuation: Actuation,
     /// `x = (q, v)` instead of `(q, p)` (the `velocity_state` module).
     velocity_state: bool,
     /// On the velocity state, the Legendre data of every node of the latest linearisation
@@ -71,14 +72,9 @@ impl StepScratch {
 impl<'a> ViDynamics<'a> {
     /// `actuated`: indices of the controlled joints (strictly increasing, `< n`); `None` for all.
     pub fn new(vi: &'a VariationalIntegrator, actuated: Option<Vec<usize>>) -> Result<Self> {
-        let n = vi.n();
-        let actuated = actuated.unwrap_or_else(|| (0..n).collect());
-        if actuated.is_empty() || actuated.windows(2).any(|w| w[0] >= w[1]) || actuated.iter().any(|&i| i >= n) {
-            return Err(OptimError::InvalidInput(format!("actuated = {actuated:?}: expected strictly increasing joint indices in 0..{n}, at least one")));
-        }
         Ok(Self {
             vi,
-            actuated,
+            actuation: Actuation::new(vi.n(), actuated)?,
             velocity_state: false,
             node_maps: std::sync::Arc::default(),
             second_order_pool: std::sync::Arc::default(),
@@ -163,29 +159,16 @@ impl<'a> ViDynamics<'a> {
         let stride = Legendre::saved_len(self.vi.n());
         self.node_maps.lock().is_ok_and(|maps| maps.get(k * stride..(k + 1) * stride).is_some_and(|saved| node.load(q, v, saved)))
     }
-    /// The actuated joints.
+    /// The actuated joints and the map of controls to generalised forces.
     #[must_use]
-    pub fn actuated(&self) -> &[usize] {
-        &self.actuated
-    }
-    /// Full generalised forces `(N, n)` from actuated controls `(N, m)`.
-    #[must_use]
-    pub fn full_controls(&self, u: &[f64]) -> Vec<f64> {
-        let (n, m) = (self.vi.n(), self.actuated.len());
-        let steps = u.len() / m;
-        let mut full = vec![0.0; steps * n];
-        for k in 0..steps {
-            for (j, &i) in self.actuated.iter().enumerate() {
-                full[k * n + i] = u[k * m + j];
-            }
-        }
-        full
+    pub fn actuation(&self) -> &Actuation {
+        &self.actuation
     }
     /// [`Dynamics::rollout`], each Newton solve started from [`vidyn_vi::predict_next`] (as
     /// [`vidyn_vi::rollout`] does) or, given `near`, from its [`Nominal::predict`] when that was
     /// the better start at the step before.
     fn simulate(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
-        let (n, m) = (self.vi.n(), self.actuated.len());
+        let (n, m) = (self.vi.n(), self.actuation.nu());
         let nx = 2 * n;
         if x0.len() != nx {
             return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected 2n = {nx}", x0.len())));
@@ -196,7 +179,6 @@ impl<'a> ViDynamics<'a> {
         let mut scratch = self.take_scratch();
         let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
         let model = self.vi.model();
-        full.fill(0.0);
         let (mut guess, mut linear_guess) = (vec![0.0; n], vec![0.0; n]);
         let mut prefer_linear = true;
         for k in 0..steps {
@@ -205,9 +187,7 @@ impl<'a> ViDynamics<'a> {
             let uk = &mut u[k * m..(k + 1) * m];
             policy(k, xk, uk);
             check_finite(uk, "u")?;
-            for (j, &i) in self.actuated.iter().enumerate() {
-                full[i] = uk[j];
-            }
+            self.actuation.expand(uk, full);
             // with a nominal both starting points are formed and the one that was closer to
             // the previous step's solution is taken: the linear prediction is far better near
             // convergence (second order in the distance to the nominal: 1.0 Newton iterations per
@@ -267,7 +247,7 @@ impl<'a> ViDynamics<'a> {
             steps,
             q: Vec::with_capacity((steps + 1) * n),
             p: vec![0.0; (steps + 1) * n],
-            u: self.full_controls(u),
+            u: self.actuation.expand_all(u),
             iterations: vec![0; steps],
         };
         let mut s = self.velocity_state.then(|| self.take_scratch());
@@ -295,7 +275,7 @@ impl Dynamics for ViDynamics<'_> {
         !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
     }
     fn nu(&self) -> usize {
-        self.actuated.len()
+        self.actuation.nu()
     }
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
         self.simulate(x0, steps, policy, None)
@@ -306,39 +286,35 @@ impl Dynamics for ViDynamics<'_> {
     fn rollout_near(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: &Nominal<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
         self.simulate(x0, steps, policy, Some(near))
     }
-    /// Every step through the batch engine ([`vidyn_batch::linearize`], one trajectory, all its
-    /// steps in parallel on vidyn's pool), keeping the actuated columns of `B`; the first
-    /// failing step's error is returned. On the velocity state, chunks of
-    /// [`Dynamics::linearize_steps`] in parallel instead (the same matrices).
+    /// Chunks of [`Dynamics::linearize_steps`] in parallel on vidyn's pool (the matrices of
+    /// the batch engine's linearisation of the same steps, written straight into nalgebra's
+    /// layout; steps the latest rollout solved are not solved again).
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
-        if self.velocity_state {
-            return self.linearize_in_chunks(x, u);
+        const CHUNK: usize = 8;
+        let (nx, m) = (self.nx(), self.actuation.nu());
+        let steps = u.len() / m;
+        if x.len() != (steps + 1) * nx || u.len() != steps * m {
+            return Err(OptimError::InvalidInput(format!(
+                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
+                x.len(),
+                u.len()
+            )));
         }
-        let traj = self.to_trajectory(x, u)?;
-        let (n, steps) = (self.vi.n(), traj.steps);
-        let nx = 2 * n;
-        let (mut a, mut b) = (vec![0.0; steps * nx * nx], vec![0.0; steps * nx * n]);
-        let failures =
-            vidyn_batch::linearize(self.vi, &vidyn_batch::Control::new(), 1, steps, &traj.q, &traj.p, &traj.u, &mut a, &mut b).map_err(batch_error)?;
-        if let Some((_, e)) = failures.into_iter().next() {
-            return Err(batch_error(e));
-        }
-        // the row-major blocks to nalgebra's column-major matrices, in parallel too (a
-        // sequential copy here was 2.4 % of the panda reach's instructions)
-        let to_matrices = |k: usize| {
-            let bk = &b[k * nx * n..(k + 1) * nx * n];
-            (
-                DMatrix::from_row_slice(nx, nx, &a[k * nx * nx..(k + 1) * nx * nx]),
-                DMatrix::from_fn(nx, self.actuated.len(), |r, c| bk[r * n + self.actuated[c]]),
-            )
-        };
-        Ok(vidyn_batch::install(|| (0..steps).into_par_iter().with_min_len(8).map(to_matrices).unzip()))
+        let mut a = vec![DMatrix::zeros(nx, nx); steps];
+        let mut b = vec![DMatrix::zeros(nx, m); steps];
+        vidyn_batch::install(|| {
+            a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (ac, bc))| {
+                let k0 = c * CHUNK;
+                self.linearize_steps(k0, &x[k0 * nx..(k0 + ac.len() + 1) * nx], &u[k0 * m..(k0 + ac.len()) * m], ac, bc)
+            })
+        })?;
+        Ok((a, b))
     }
     fn linearizes_steps(&self) -> bool {
         true
     }
     /// Each step by [`VariationalIntegrator::linearize`] from `(q_k, p_k, u_k)`, warm-started at
-    /// `q_{k+1}` — what the batch engine runs for every step in [`Dynamics::linearize`] — with
+    /// `q_{k+1}` — what the batch engine runs for every step of `vidyn_batch::linearize` — with
     /// scratch from a pool (one per concurrent caller; a failed step's is dropped, so that no
     /// state of a failure reaches the next call). A step the latest rollout solved is
     /// linearised from its kept control points instead
@@ -347,7 +323,7 @@ impl Dynamics for ViDynamics<'_> {
     /// `A`, `B` are mapped to `(q, v)` (the `velocity_state` module; each node's Legendre data
     /// computed once per call).
     fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
-        let (n, m) = (self.vi.n(), self.actuated.len());
+        let (n, m) = (self.vi.n(), self.actuation.nu());
         let nx = 2 * n;
         if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
             return Err(OptimError::InvalidInput(format!(
@@ -365,11 +341,8 @@ impl Dynamics for ViDynamics<'_> {
         }
         for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
             let (xk, next) = (&x[i * nx..(i + 1) * nx], &x[(i + 1) * nx..(i + 2) * nx]);
-            s.full.fill(0.0);
-            for (j, &jj) in self.actuated.iter().enumerate() {
-                s.full[jj] = u[i * m + j];
-            }
             let s = &mut *s;
+            self.actuation.expand(&u[i * m..(i + 1) * m], &mut s.full);
             let p = if self.velocity_state {
                 s.node.momentum_of(&xk[n..], &mut s.p);
                 &s.p[..]
@@ -377,9 +350,7 @@ impl Dynamics for ViDynamics<'_> {
                 &xk[n..]
             };
             self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
-            for (c, &jj) in self.actuated.iter().enumerate() {
-                bk.column_mut(c).copy_from(&s.b.column(jj));
-            }
+            self.actuation.select_columns(&s.b, bk);
             if self.velocity_state {
                 s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
                 self.save_node(k0 + i + 1, &s.next_node, next);
@@ -402,19 +373,10 @@ impl Dynamics for ViDynamics<'_> {
         let n = self.vi.n();
         let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
         let mut full = vec![0.0; n];
-        for (j, &i) in self.actuated.iter().enumerate() {
-            full[i] = u[j];
-        }
+        self.actuation.expand(u, &mut full);
         let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..n], &x[n..2 * n], &full, None, w).map(|d| {
             out.hxx.copy_from(&d.hxx);
-            for (r, &i) in self.actuated.iter().enumerate() {
-                for c in 0..2 * n {
-                    out.hux[(r, c)] = d.hxu[(c, i)];
-                }
-                for (cc, &j) in self.actuated.iter().enumerate() {
-                    out.huu[(r, cc)] = d.huu[(i, j)];
-                }
-            }
+            self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
         });
         if let Ok(mut pool) = self.second_order_pool.lock() {
             pool.push(so);
@@ -423,40 +385,7 @@ impl Dynamics for ViDynamics<'_> {
     }
 }
 
-impl ViDynamics<'_> {
-    /// [`Dynamics::linearize`] as chunks of [`Dynamics::linearize_steps`] on vidyn's pool.
-    fn linearize_in_chunks(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
-        const CHUNK: usize = 8;
-        let (nx, m) = (self.nx(), self.actuated.len());
-        let steps = u.len() / m;
-        if x.len() != (steps + 1) * nx || u.len() != steps * m {
-            return Err(OptimError::InvalidInput(format!(
-                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
-                x.len(),
-                u.len()
-            )));
-        }
-        let mut a = vec![DMatrix::zeros(nx, nx); steps];
-        let mut b = vec![DMatrix::zeros(nx, m); steps];
-        vidyn_batch::install(|| {
-            a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (ac, bc))| {
-                let k0 = c * CHUNK;
-                self.linearize_steps(k0, &x[k0 * nx..(k0 + ac.len() + 1) * nx], &u[k0 * m..(k0 + ac.len()) * m], ac, bc)
-            })
-        })?;
-        Ok((a, b))
-    }
-}
-
 /// `max_i |a_i − b_i|`.
 fn distance(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
-}
-
-/// A failed step of the batch engine as an optimiser error.
-fn batch_error(e: vidyn_batch::BatchError<vidyn_vi::ViError>) -> OptimError {
-    match e {
-        vidyn_batch::BatchError::Core(e) => OptimError::Dynamics(e),
-        other => OptimError::InvalidInput(other.to_string()),
-    }
 }

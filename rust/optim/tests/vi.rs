@@ -114,7 +114,7 @@ fn cartpole_swing_up_converges_and_is_feasible() {
     // the whole control sequence is not compared: the optimiser's rollouts start Newton
     // elsewhere, so each step agrees only to the Newton tolerance, 1e-12 relative, and the
     // swing-up amplifies those differences along the horizon.)
-    let full = dynamics.full_controls(&res.u);
+    let full = dynamics.actuation().expand_all(&res.u);
     let mut ws = vi.workspace();
     let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
     let mut defect = 0.0_f64;

@@ -122,7 +122,7 @@ pub fn optim_closed_loop<'py>(
         let ctrl = TrackingController::new(x_ref, u_ref, gains)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
         let (x, u) = closed_loop_rollout(&Cancellable::new(&dynamics, c), &x0, &ctrl, steps)?;
-        Ok((x, dynamics.full_controls(&u)))
+        Ok((x, dynamics.actuation().expand_all(&u)))
     })?;
     let (q, p) = split_state(&x, n);
     Ok((convert::rows_out(py, &q, n), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
@@ -187,7 +187,7 @@ pub fn optim_ilqr<'py>(
         let x0 = dynamics.state_from_momentum(&prob.q0, &prob.p0)?;
         let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, &options)?;
         dynamics.result_in_momentum(&mut res)?;
-        let full = dynamics.full_controls(&res.u);
+        let full = dynamics.actuation().expand_all(&res.u);
         Ok((res, full))
     });
     raise_python_error(&prob.spec.error)?;
@@ -578,7 +578,7 @@ pub fn optim_projection<'py>(
         let cost = prob.spec.build(vi.model(), python, true, steps, 2 * n, m)?;
         let x0: Vec<f64> = prob.q0.iter().chain(&prob.p0).copied().collect();
         let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, x_guess.as_deref(), &options)?;
-        let full = dynamics.full_controls(&res.u);
+        let full = dynamics.actuation().expand_all(&res.u);
         Ok((res, full))
     });
     raise_python_error(&prob.spec.error)?;
