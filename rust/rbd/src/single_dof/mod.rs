@@ -65,6 +65,8 @@
 //! composite coordinate other than the planar `φ` have no per-coordinate equivalent, and the
 //! expansion fails with [`RbdError::InvalidModel`] unless they are zero.
 
+mod chart;
+
 use crate::check::check_vector;
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
@@ -377,21 +379,9 @@ impl SingleDofMap {
         check_vector(theta, "theta", self.n, "n")?;
         let mut j = DMatrix::zeros(self.nv, self.n);
         for s in &self.segments {
-            let t = &theta[s.ie..s.ie + s.joint.nv()];
-            let (r, c) = (s.iv, s.ie);
-            match s.joint {
-                Joint::Revolute { .. } | Joint::Prismatic { .. } => j[(r, c)] = 1.0,
-                Joint::Planar => {
-                    j.view_mut((r, c), (2, 2)).copy_from(&planar_rotation(t[2]).transpose());
-                    j[(r + 2, c + 2)] = 1.0;
-                }
-                Joint::Spherical => j.view_mut((r, c), (3, 3)).copy_from(&zyx_rate_matrix(t[1], t[2])),
-                Joint::FreeFlyer => {
-                    let rot = zyx_rotation(t[3], t[4], t[5]).to_rotation_matrix().into_inner();
-                    j.view_mut((r, c), (3, 3)).copy_from(&rot.transpose());
-                    j.view_mut((r + 3, c + 3), (3, 3)).copy_from(&zyx_rate_matrix(t[4], t[5]));
-                }
-            }
+            let d = s.joint.nv();
+            let block = chart::velocity_block(&s.joint, &theta[s.ie..s.ie + d]);
+            j.view_mut((s.iv, s.ie), (d, d)).copy_from(&block.view((0, 0), (d, d)));
         }
         Ok(j)
     }
@@ -410,36 +400,7 @@ impl SingleDofMap {
         let theta = self.q_to_single_dof(q)?;
         check_vector(v, "v", self.nv, "model.nv")?;
         let mut out = vec![0.0; self.n];
-        for s in &self.segments {
-            let (t, v, o) = (&theta[s.ie..s.ie + s.joint.nv()], &v[s.iv..s.iv + s.joint.nv()], &mut out[s.ie..s.ie + s.joint.nv()]);
-            let rates = |beta: f64, gamma: f64, w: &[f64]| -> Result<Vector3<f64>> {
-                if beta.cos().abs() < GIMBAL_TOL {
-                    return Err(RbdError::Singular {
-                        joint: s.name.clone(),
-                        detail: format!("Z-Y-X Euler angles at gimbal lock (pitch β = {beta}, |cos β| < {GIMBAL_TOL}): the angular velocity has no unique Euler-angle rates"),
-                    });
-                }
-                zyx_rate_matrix(beta, gamma)
-                    .try_inverse()
-                    .map(|e| e * Vector3::new(w[0], w[1], w[2]))
-                    .ok_or_else(|| RbdError::Singular { joint: s.name.clone(), detail: format!("Euler-angle rate matrix not invertible at pitch {beta}") })
-            };
-            match s.joint {
-                Joint::Revolute { .. } | Joint::Prismatic { .. } => o[0] = v[0],
-                Joint::Planar => {
-                    let d = planar_rotation(t[2]) * nalgebra::Vector2::new(v[0], v[1]);
-                    o[0] = d.x;
-                    o[1] = d.y;
-                    o[2] = v[2];
-                }
-                Joint::Spherical => o.copy_from_slice(rates(t[1], t[2], v)?.as_slice()),
-                Joint::FreeFlyer => {
-                    let rot = zyx_rotation(t[3], t[4], t[5]).to_rotation_matrix().into_inner();
-                    o[..3].copy_from_slice((rot * Vector3::new(v[0], v[1], v[2])).as_slice());
-                    o[3..].copy_from_slice(rates(t[4], t[5], &v[3..])?.as_slice());
-                }
-            }
-        }
+        self.chart_rates(&theta, v, &mut out)?;
         Ok(out)
     }
 }

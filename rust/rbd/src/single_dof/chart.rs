@@ -1,0 +1,287 @@
+//! Step charts: local coordinates of the configuration space centred at a configuration `c`,
+//! in which a composite joint is the 1-dof chain of [`super::to_single_dof`] starting at `c`.
+//!
+//! Composite joints have no global coordinates free of singularities (Euler angles lock at
+//! pitch ±90°), but a chart re-centred at every step never comes near one. The chart
+//! centred at `c` writes a configuration as `q = c ∘ τ(θ)`, with `τ(0)` the identity:
+//!
+//! | joint | `q = c ∘ τ(θ)` |
+//! |---|---|
+//! | revolute / prismatic | `q = θ` (its own coordinate, not re-centred) |
+//! | planar | `M(q) = M(c) · Trans(θ₀, θ₁, 0) · Rz(θ₂)` |
+//! | spherical | `R(q) = R(c) · Rz(θ₀) Ry(θ₁) Rx(θ₂)` |
+//! | free-flyer | `M(q) = M(c) · Trans(θ₀, θ₁, θ₂) · Rz(θ₃) Ry(θ₄) Rx(θ₅)` |
+//!
+//! (`M` the joint's transform, Pinocchio's layouts.) It is the single-dof expansion's chain
+//! with the first joint of each composite chain placed at `placement · M(c)` instead of
+//! `placement` ([`SingleDofMap::chart_placements`]), so the expanded model's kinematics,
+//! energies and DEL recursions hold in it unchanged. Since the centre is multiplied from the
+//! left, the chart is left-invariant: charts centred at `g c` and `c` give the same `θ` to
+//! `g q` and `q`. The velocity `v` (Pinocchio's tangent, body frame) is `v = J(θ) θ̇` with the
+//! blocks of [`SingleDofMap::velocity_map`] at the relative angles, so the chart is regular
+//! while the relative pitch `θ_pitch` stays away from ±90°.
+
+use super::{planar_rotation, quaternion, zyx_angles, zyx_rate_matrix, zyx_rotation, Segment, SingleDofMap, GIMBAL_TOL};
+use crate::error::{RbdError, Result};
+use crate::joint::Joint;
+use crate::model::Model;
+use nalgebra::{Matrix6, UnitQuaternion, Vector2, Vector3, Vector6};
+use vidyn_spatial::Se3;
+
+/// The block `J_s(θ)` (`d × d`, `d` = the joint's nv, top-left of a 6×6 padded with the
+/// identity) of the velocity map `v = J θ̇` of segment `s` at its chart coordinates `t`.
+pub(super) fn velocity_block(joint: &Joint, t: &[f64]) -> Matrix6<f64> {
+    let mut j = Matrix6::identity();
+    match joint {
+        Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
+        Joint::Planar => j.fixed_view_mut::<2, 2>(0, 0).copy_from(&planar_rotation(t[2]).transpose()),
+        Joint::Spherical => j.fixed_view_mut::<3, 3>(0, 0).copy_from(&zyx_rate_matrix(t[1], t[2])),
+        Joint::FreeFlyer => {
+            j.fixed_view_mut::<3, 3>(0, 0).copy_from(&zyx_rotation(t[3], t[4], t[5]).to_rotation_matrix().matrix().transpose());
+            j.fixed_view_mut::<3, 3>(3, 3).copy_from(&zyx_rate_matrix(t[4], t[5]));
+        }
+    }
+    j
+}
+
+/// The relative pitch of a composite segment's rotation (`None` for joints without one).
+fn pitch(joint: &Joint, t: &[f64]) -> Option<f64> {
+    match joint {
+        Joint::Spherical => Some(t[1]),
+        Joint::FreeFlyer => Some(t[4]),
+        _ => None,
+    }
+}
+
+impl Segment {
+    /// `Singular` when the segment's Euler chain is within [`GIMBAL_TOL`] of its lock at `t`.
+    fn check_regular(&self, t: &[f64]) -> Result<()> {
+        match pitch(&self.joint, t) {
+            Some(beta) if beta.cos().abs() < GIMBAL_TOL => Err(RbdError::Singular {
+                joint: self.name.clone(),
+                detail: format!(
+                    "Z-Y-X Euler angles at gimbal lock (pitch β = {beta}, |cos β| < {GIMBAL_TOL}): the angular velocity has no unique Euler-angle rates"
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+    fn nv(&self) -> usize {
+        self.joint.nv()
+    }
+}
+
+fn vec6(x: &[f64]) -> Vector6<f64> {
+    let mut v = Vector6::zeros();
+    v.rows_mut(0, x.len()).copy_from_slice(x);
+    v
+}
+
+impl SingleDofMap {
+    /// Whether the model has composite joints (otherwise every chart is the identity map).
+    #[must_use]
+    pub fn has_composite_joints(&self) -> bool {
+        self.segments.iter().any(|s| s.nv() > 1)
+    }
+
+    /// The composite joints, as `(name, first expanded coordinate, nv)`.
+    pub fn composite_joints(&self) -> impl Iterator<Item = (&str, usize, usize)> {
+        self.segments.iter().filter(|s| s.nv() > 1).map(|s| (s.name.as_str(), s.ie, s.nv()))
+    }
+
+    /// The expanded coordinate of the relative pitch of each spherical or free-flyer joint, with
+    /// the joint's name: where its chart is singular (`|cos θ| = 0`).
+    pub fn chart_pitches(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.segments.iter().filter_map(|s| match s.joint {
+            Joint::Spherical => Some((s.name.as_str(), s.ie + 1)),
+            Joint::FreeFlyer => Some((s.name.as_str(), s.ie + 4)),
+            _ => None,
+        })
+    }
+
+    /// The joint placements `(n,)` of the expanded model `expanded` (of this map) in the chart
+    /// centred at `centre` `(nq,)`: the first joint of each composite chain at
+    /// `placement · M(centre)`, the others as in `expanded`. Only the composite chains' first
+    /// entries are written, so `placements` should start as a copy of
+    /// `expanded.joint_placements`. O(joints), no allocation.
+    pub fn chart_placements(&self, expanded: &Model, centre: &[f64], placements: &mut [Se3]) {
+        for s in self.segments.iter().filter(|s| s.nv() > 1) {
+            placements[s.ie] = expanded.joint_placements[s.ie] * s.joint.transform(&centre[s.iq..s.iq + s.joint.nq()]);
+        }
+    }
+
+    /// Chart coordinates `θ` `(n,)` of `q` `(nq,)` in the chart centred at `centre` `(nq,)`
+    /// (module docs; quaternions of `q` need not be normalised). Angles in `(−π, π]`, the
+    /// pitch in `[−π/2, π/2]`. O(joints), no allocation.
+    pub fn chart_coordinates(&self, centre: &[f64], q: &[f64], theta: &mut [f64]) {
+        for s in &self.segments {
+            let (c, x, t) = (&centre[s.iq..s.iq + s.joint.nq()], &q[s.iq..s.iq + s.joint.nq()], &mut theta[s.ie..s.ie + s.nv()]);
+            match s.joint {
+                Joint::Revolute { .. } | Joint::Prismatic { .. } => t[0] = x[0],
+                Joint::Planar => {
+                    let (phi_c, phi) = (c[3].atan2(c[2]), x[3].atan2(x[2]));
+                    let d = planar_rotation(phi_c).transpose() * Vector2::new(x[0] - c[0], x[1] - c[1]);
+                    t[0] = d.x;
+                    t[1] = d.y;
+                    t[2] = (phi - phi_c).sin().atan2((phi - phi_c).cos());
+                }
+                Joint::Spherical => t.copy_from_slice(zyx_angles(&(quaternion(c).inverse() * quaternion(x)).to_rotation_matrix().into_inner()).as_slice()),
+                Joint::FreeFlyer => {
+                    let rc = quaternion(&c[3..]);
+                    let d = rc.inverse_transform_vector(&Vector3::new(x[0] - c[0], x[1] - c[1], x[2] - c[2]));
+                    t[..3].copy_from_slice(d.as_slice());
+                    t[3..].copy_from_slice(zyx_angles(&(rc.inverse() * quaternion(&x[3..])).to_rotation_matrix().into_inner()).as_slice());
+                }
+            }
+        }
+    }
+
+    /// The configuration `q = centre ∘ τ(θ)` `(nq,)` of chart coordinates `θ` `(n,)` (module
+    /// docs). Quaternions are `q_c ⊗ q(θ)`, renormalised (no sign flip, so that a sequence of
+    /// steps gives a continuous quaternion path). O(joints), no allocation.
+    pub fn chart_point(&self, centre: &[f64], theta: &[f64], q: &mut [f64]) {
+        let write = |r: &UnitQuaternion<f64>, out: &mut [f64]| out.copy_from_slice(r.quaternion().coords.as_slice());
+        for s in &self.segments {
+            let (c, t, x) = (&centre[s.iq..s.iq + s.joint.nq()], &theta[s.ie..s.ie + s.nv()], &mut q[s.iq..s.iq + s.joint.nq()]);
+            match s.joint {
+                Joint::Revolute { .. } | Joint::Prismatic { .. } => x[0] = t[0],
+                Joint::Planar => {
+                    let phi_c = c[3].atan2(c[2]);
+                    let d = planar_rotation(phi_c) * Vector2::new(t[0], t[1]);
+                    let (sin, cos) = (phi_c + t[2]).sin_cos();
+                    x.copy_from_slice(&[c[0] + d.x, c[1] + d.y, cos, sin]);
+                }
+                Joint::Spherical => write(&(quaternion(c) * zyx_rotation(t[0], t[1], t[2])), x),
+                Joint::FreeFlyer => {
+                    let rc = quaternion(&c[3..]);
+                    let d = rc * Vector3::new(t[0], t[1], t[2]);
+                    x[..3].copy_from_slice(&[c[0] + d.x, c[1] + d.y, c[2] + d.z]);
+                    write(&(rc * zyx_rotation(t[3], t[4], t[5])), &mut x[3..]);
+                }
+            }
+        }
+    }
+
+    /// The chart rates `θ̇ = J(θ)⁻¹ v` `(n,)` of the velocity `v` `(nv,)` at chart coordinates
+    /// `θ` (also the expanded rates at absolute `θ`, [`Self::v_to_single_dof`]). Errors with
+    /// [`RbdError::Singular`] where a chain is within [`GIMBAL_TOL`] of gimbal lock.
+    pub fn chart_rates(&self, theta: &[f64], v: &[f64], theta_dot: &mut [f64]) -> Result<()> {
+        for s in &self.segments {
+            let (t, d) = (&theta[s.ie..s.ie + s.nv()], s.nv());
+            s.check_regular(t)?;
+            let rates = velocity_block(&s.joint, t).lu().solve(&vec6(&v[s.iv..s.iv + d])).ok_or_else(|| singular(s))?;
+            theta_dot[s.ie..s.ie + d].copy_from_slice(&rates.as_slice()[..d]);
+        }
+        Ok(())
+    }
+
+    /// The chart covector `p_θ = J(θ)ᵀ p` `(n,)` of a momentum or force `p` `(nv,)` (dual to
+    /// `v`): the same power `p·v = p_θ·θ̇`. O(joints), no allocation.
+    pub fn chart_covector(&self, theta: &[f64], p: &[f64], p_theta: &mut [f64]) {
+        for s in &self.segments {
+            let d = s.nv();
+            let out = velocity_block(&s.joint, &theta[s.ie..s.ie + d]).transpose() * vec6(&p[s.iv..s.iv + d]);
+            p_theta[s.ie..s.ie + d].copy_from_slice(&out.as_slice()[..d]);
+        }
+    }
+
+    /// The inverse of [`Self::chart_covector`]: `p = J(θ)⁻ᵀ p_θ` `(nv,)`. Errors with
+    /// [`RbdError::Singular`] where a chain is within [`GIMBAL_TOL`] of gimbal lock.
+    pub fn covector_from_chart(&self, theta: &[f64], p_theta: &[f64], p: &mut [f64]) -> Result<()> {
+        for s in &self.segments {
+            let (t, d) = (&theta[s.ie..s.ie + s.nv()], s.nv());
+            s.check_regular(t)?;
+            let out = velocity_block(&s.joint, t).transpose().lu().solve(&vec6(&p_theta[s.ie..s.ie + d])).ok_or_else(|| singular(s))?;
+            p[s.iv..s.iv + d].copy_from_slice(&out.as_slice()[..d]);
+        }
+        Ok(())
+    }
+}
+
+fn singular(s: &Segment) -> RbdError {
+    RbdError::Singular { joint: s.name.clone(), detail: "the chart's velocity map is not invertible here".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::builders::random_tree;
+    use crate::{kinetic_energy, placements, random_configuration, Joint};
+    use nalgebra::Vector3;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn amax(x: impl IntoIterator<Item = f64>) -> f64 {
+        x.into_iter().fold(0.0_f64, |m, v| m.max(v.abs()))
+    }
+
+    /// Trees mixing every composite joint with revolute ones.
+    fn models() -> Vec<crate::Model> {
+        let hinge = Joint::Revolute { axis: Vector3::new(0.3, -0.5, 0.8).normalize() };
+        [Joint::FreeFlyer, Joint::Spherical, Joint::Planar].iter().enumerate().map(|(k, j)| random_tree(7, 20 + k as u64, &[*j, hinge])).collect()
+    }
+
+    /// The expanded model placed in the chart centred at `c` reproduces the original model's
+    /// body placements and kinetic energy at `q = c ∘ τ(θ)`, `v = J(θ) θ̇`; coordinates and
+    /// points are inverse maps; covectors keep the power `p·v`.
+    #[test]
+    fn the_chart_is_the_original_configuration_space() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for m in models() {
+            let (e, map) = m.to_single_dof().unwrap();
+            let (mut ws_m, mut ws_e) = (m.workspace(), e.workspace());
+            for _ in 0..5 {
+                let c = random_configuration(&m, &mut rng);
+                let mut charted = e.clone();
+                map.chart_placements(&e, &c, &mut charted.joint_placements);
+                let theta: Vec<f64> = (0..map.n).map(|_| rng.random_range(-1.2..1.2)).collect();
+                let mut q = vec![0.0; m.nq];
+                map.chart_point(&c, &theta, &mut q);
+                placements(&m, &mut ws_m, &q).unwrap();
+                placements(&charted, &mut ws_e, &theta).unwrap();
+                for (i, &b) in map.bodies.iter().enumerate() {
+                    let (a, x) = (ws_m.placements[i], ws_e.placements[b]);
+                    assert!((a.translation - x.translation).amax() < 1e-12 && (a.rotation - x.rotation).amax() < 1e-12, "{}: body {i}", m.name);
+                }
+                // coordinates of the point are θ again; the centre has θ = 0 on composite joints
+                let mut back = vec![0.0; map.n];
+                map.chart_coordinates(&c, &q, &mut back);
+                assert!(amax(back.iter().zip(&theta).map(|(a, b)| a - b)) < 1e-12, "{}: {back:?} vs {theta:?}", m.name);
+                map.chart_coordinates(&c, &c, &mut back);
+                for (_, ie, d) in map.composite_joints() {
+                    assert!(amax(back[ie..ie + d].iter().copied()) < 1e-15);
+                }
+                // velocities and covectors
+                let theta_dot: Vec<f64> = (0..map.n).map(|_| rng.random_range(-2.0..2.0)).collect();
+                let v = map.v_from_single_dof(&theta, &theta_dot).unwrap();
+                let mut rates = vec![0.0; map.n];
+                map.chart_rates(&theta, &v, &mut rates).unwrap();
+                assert!(amax(rates.iter().zip(&theta_dot).map(|(a, b)| a - b)) < 1e-12);
+                let (ke_m, ke_e) = (kinetic_energy(&m, &mut ws_m, &q, &v).unwrap(), kinetic_energy(&charted, &mut ws_e, &theta, &theta_dot).unwrap());
+                assert!((ke_m - ke_e).abs() < 1e-12 * ke_m.abs().max(1.0), "{}: {ke_m} vs {ke_e}", m.name);
+                let p: Vec<f64> = (0..m.nv).map(|_| rng.random_range(-2.0..2.0)).collect();
+                let (mut p_theta, mut p_back) = (vec![0.0; map.n], vec![0.0; m.nv]);
+                map.chart_covector(&theta, &p, &mut p_theta);
+                let power = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+                assert!((power(&p, &v) - power(&p_theta, &theta_dot)).abs() < 1e-12 * power(&p, &v).abs().max(1.0));
+                map.covector_from_chart(&theta, &p_theta, &mut p_back).unwrap();
+                assert!(amax(p_back.iter().zip(&p).map(|(a, b)| a - b)) < 1e-12);
+            }
+        }
+    }
+
+    /// A chart is singular only at a relative pitch of ±90°, wherever its centre is: a
+    /// free-flyer at absolute pitch 90° is regular in the chart centred there.
+    #[test]
+    fn a_chart_at_the_euler_singularity_is_regular() {
+        let m = random_tree(1, 4, &[Joint::FreeFlyer]);
+        let (_, map) = m.to_single_dof().unwrap();
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        let c = [0.0, 0.0, 0.0, 0.0, h, 0.0, h]; // a quarter turn about y: pitch 90°
+        let mut theta = [0.0; 6];
+        let q = [0.1, 0.2, 0.3, 0.01, h, 0.02, h];
+        map.chart_coordinates(&c, &q, &mut theta);
+        let mut rates = [0.0; 6];
+        map.chart_rates(&theta, &[1.0, 2.0, 3.0, 0.4, 0.5, 0.6], &mut rates).unwrap();
+        assert!(map.chart_rates(&[0.0, 0.0, 0.0, 0.0, std::f64::consts::FRAC_PI_2, 0.0], &[0.0, 0.0, 0.0, 1.0, 0.0, 0.0], &mut rates).is_err());
+    }
+}
