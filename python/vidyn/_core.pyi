@@ -317,7 +317,7 @@ class Trajectory:
 
     @property
     def q(self) -> _Array:
-        """(N+1, n) configurations."""
+        """(N+1, nq) configurations."""
     @property
     def p(self) -> _Array:
         """(N+1, n) discrete momenta."""
@@ -477,14 +477,18 @@ class MaximalTrajectory:
 
 @final
 class VariationalIntegrator:
-    """Variational integrator for a model whose joints are all revolute or prismatic
-    (expand other joints with ``Model.to_single_dof``): the
-    midpoint rule (Johnson 2012, as in trep) or a Galerkin–Lobatto scheme of order 2s (Fan,
-    Schultz & Murphey 2018).
+    """Variational integrator: the midpoint rule (Johnson 2012, as in trep) or a
+    Galerkin–Lobatto scheme of order 2s (Fan, Schultz & Murphey 2018).
 
     The state is ``(q, p)`` with ``p`` the discrete momentum; ``momentum(q, v)`` gives the
-    ``p`` of an initial velocity. Controls ``u`` (one generalised force per joint) are held
-    constant over a step. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
+    ``p`` of an initial velocity. Controls ``u`` (``n = model.nv`` generalised forces) are held
+    constant over a step. Free-flyer, spherical and planar joints step on their Lie groups:
+    ``q`` (``nq``,) in Pinocchio's layout (unit quaternions kept unit to round-off), ``p`` and
+    ``u`` in the tangent space, each step in the chart centred at its start (no gimbal lock;
+    the momenta of symmetries are conserved to the Newton tolerance). For them the
+    linearisation, the velocity-state maps, constraints, kinematic joints, body wrenches and
+    the optimisers raise NotImplementedError for now; damping and springs act on 1-dof joints
+    only; a step that turns a joint by about 90° raises ConvergenceError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at
@@ -542,7 +546,10 @@ class VariationalIntegrator:
         """Order of accuracy, 2s."""
     @property
     def n(self) -> int:
-        """Degrees of freedom."""
+        """Degrees of freedom (= model.nv: the length of p, u and velocities)."""
+    @property
+    def nq(self) -> int:
+        """Length of a configuration q (= model.nq; n + 1 per quaternion)."""
     @property
     def kinematic(self) -> npt.NDArray[np.bool_]:
         """(n,) which joints are kinematic (prescribed)."""
@@ -553,16 +560,16 @@ class VariationalIntegrator:
     def constraint_count(self) -> int:
         """Number of holonomic constraints m."""
     def constraint_values(self, q: _ArrayLike) -> _Array:
-        """The constraint values ``h(q)``: (n,) -> (m,)."""
+        """The constraint values ``h(q)``: (nq,) -> (m,)."""
     def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
-        """Legendre transform ``p = M(q) v``. (n,), (n,) -> (n,)."""
+        """Legendre transform ``p = M(q) v``. (nq,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:
-        """Inverse Legendre transform ``v = M(q)⁻¹ p``. (n,), (n,) -> (n,)."""
+        """Inverse Legendre transform ``v = M(q)⁻¹ p``. (nq,), (n,) -> (n,)."""
     def energy(self, q: _ArrayLike, p: _ArrayLike) -> float | _Array:
         """``½ pᵀ M⁻¹ p + V(q)`` (gravity plus the joint springs ``½ κ (q − rest)²``) of one
-        state (n,) -> float, or of each row of (N, n) arrays -> (N,)."""
+        state (nq,), (n,) -> float, or of each row of (N, nq), (N, n) arrays -> (N,)."""
     def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None) -> tuple[_Array, _Array]:
-        """One step ``(q, p, u) -> (q_next, p_next)``, each (n,)."""
+        """One step ``(q, p, u) -> (q_next, p_next)``: (nq,), (n,)."""
     def rollout(
         self,
         q0: _ArrayLike,
@@ -572,8 +579,8 @@ class VariationalIntegrator:
         p0: _ArrayLike | None = None,
         steps: int | None = None,
     ) -> Trajectory:
-        """Simulate from ``q0`` with initial velocity ``v0`` (or momentum ``p0``) under controls
-        ``u`` (N, n) (or ``steps`` zero-control steps)."""
+        """Simulate from ``q0`` (nq,) with initial velocity ``v0`` (or momentum ``p0``) (n,)
+        under controls ``u`` (N, n) (or ``steps`` zero-control steps)."""
     @overload
     def linearize(
         self,

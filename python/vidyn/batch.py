@@ -304,7 +304,7 @@ def rollout(
 ) -> Rollout | tuple[Rollout, BatchStatus]:
     """Simulates B trajectories in parallel (steps of one trajectory in sequence).
 
-    ``q0`` (B, n) with initial velocities ``v0`` (B, n) (default zeros; converted by the
+    ``q0`` (B, nq) with initial velocities ``v0`` (B, n) (default zeros; converted by the
     Legendre transform) or momenta ``p0`` (B, n), under controls ``u`` (B, N, n) or ``steps``
     zero-control steps. Returns a :class:`Rollout`; trajectory ``b`` equals
     ``vi.rollout(q0[b], v0[b], u[b])`` bit for bit. A trajectory whose Newton solve fails is

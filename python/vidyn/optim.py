@@ -293,11 +293,12 @@ def _actuated(vi: VariationalIntegrator, actuated: Sequence[int] | None) -> tupl
     return act, len(act)
 
 
-def _vector(x: _ArrayLike, n: int, name: str) -> _Array:
-    """``x`` as an (n,) float64 vector, or InputError naming ``name`` (shape, NaN, inf)."""
+def _vector(x: _ArrayLike, n: int, name: str, size: str = "n") -> _Array:
+    """``x`` as an (n,) float64 vector, or InputError naming ``name`` (shape, NaN, inf);
+    ``size`` names ``n`` in the message."""
     a = _f64(x)
     if a.shape != (n,):
-        raise InputError(f"{name} has shape {a.shape}, expected (n,) = ({n},)")
+        raise InputError(f"{name} has shape {a.shape}, expected ({size},) = ({n},)")
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
         raise InputError(f"{name}[{bad[0]}] is not finite ({a[bad[0]]})")
@@ -305,7 +306,7 @@ def _vector(x: _ArrayLike, n: int, name: str) -> _Array:
 
 
 def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0: _ArrayLike | None) -> tuple[_Array, _Array]:
-    q = _vector(q0, vi.n, "q0")
+    q = _vector(q0, vi.nq, "q0", "nq")
     if v0 is not None and p0 is not None:
         raise InputError("give either v0 or p0, not both")
     if p0 is not None:

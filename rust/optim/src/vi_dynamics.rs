@@ -72,6 +72,11 @@ impl StepScratch {
 impl<'a> ViDynamics<'a> {
     /// `actuated`: indices of the controlled joints (strictly increasing, `< n`); `None` for all.
     pub fn new(vi: &'a VariationalIntegrator, actuated: Option<Vec<usize>>) -> Result<Self> {
+        if vi.has_composite_joints() {
+            return Err(OptimError::NotImplemented(
+                "optimisation on models with free-flyer, spherical or planar joints (their linearisation on the Lie group is not implemented yet); use model.to_single_dof() meanwhile".into(),
+            ));
+        }
         Ok(Self {
             vi,
             actuation: Actuation::new(vi.n(), actuated)?,
@@ -244,6 +249,7 @@ impl<'a> ViDynamics<'a> {
         let steps = x.len() / (2 * n) - 1;
         let mut traj = Trajectory {
             n,
+            nq: n,
             steps,
             q: Vec::with_capacity((steps + 1) * n),
             p: vec![0.0; (steps + 1) * n],

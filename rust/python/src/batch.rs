@@ -310,8 +310,8 @@ pub fn batch_rnea_second_order<'py>(
 // ---------------------------------------------------------------------------------------
 // Trajectories of a variational integrator
 
-/// Batched rollouts: q0 (B, n), exactly one of v0 / p0 (B, n), u (B, N, n) ->
-/// (q (B, N+1, n), p (B, N+1, n), iterations (B, N) int64, failures per trajectory).
+/// Batched rollouts: q0 (B, nq), exactly one of v0 / p0 (B, n), u (B, N, n) ->
+/// (q (B, N+1, nq), p (B, N+1, n), iterations (B, N) int64, failures per trajectory).
 #[pyfunction]
 #[pyo3(name = "_batch_rollout", signature = (vi, q0, v0, p0, u, progress = None, out = None))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -326,9 +326,9 @@ pub fn batch_rollout<'py>(
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Bound<'py, PyArrayDyn<i64>>, Fails<'py>)> {
     let sys = &*vi.get().inner;
-    let n = sys.n();
+    let (n, nq) = (sys.n(), sys.nq());
     let mut s = Sizes::default();
-    let q0 = s.read(q0, "q0", &[Dim::Batch, Dim::Fixed(n)], "(B, n)")?;
+    let q0 = s.read(q0, "q0", &[Dim::Batch, Dim::Fixed(nq)], "(B, nq)")?;
     let (v0, p0) = match (v0.filter(|x| !x.is_none()), p0.filter(|x| !x.is_none())) {
         (Some(v), None) => (Some(s.read(v, "v0", &[Dim::Batch, Dim::Fixed(n)], "(B, n)")?), None),
         (None, Some(p)) => (None, Some(s.read(p, "p0", &[Dim::Batch, Dim::Fixed(n)], "(B, n)")?)),
@@ -337,7 +337,7 @@ pub fn batch_rollout<'py>(
     let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
     let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
     let o = OutArg::new(out, 3)?;
-    let (q, p, it) = (o.array::<f64>(py, 0, &[b, steps + 1, n])?, o.array::<f64>(py, 1, &[b, steps + 1, n])?, o.array::<i64>(py, 2, &[b, steps])?);
+    let (q, p, it) = (o.array::<f64>(py, 0, &[b, steps + 1, nq])?, o.array::<f64>(py, 1, &[b, steps + 1, n])?, o.array::<i64>(py, 2, &[b, steps])?);
     let (mut wq, mut wp, mut wi) = (writable(&q)?, writable(&p)?, writable(&it)?);
     let start = match (&v0, &p0) {
         (Some(v), _) => vb::Start::Velocity(slice(v)?),

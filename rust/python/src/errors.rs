@@ -197,12 +197,14 @@ impl From<VidynErr> for PyErr {
             },
             VidynErr::Vi(e) => match e {
                 ViError::Model(inner) => py_err(inner),
-                ViError::UnsupportedJoint { .. } | ViError::GimbalLock { .. } => MODEL_ERROR.err(e.to_string()),
+                ViError::GimbalLock { .. } => MODEL_ERROR.err(e.to_string()),
+                ViError::NotOnLieGroup { .. } => PyNotImplementedError::new_err(e.to_string()),
                 ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
                 ViError::NewtonDiverged { .. }
                 | ViError::SingularJacobian { .. }
                 | ViError::DegenerateConstraints { .. }
                 | ViError::NotGenuine { .. }
+                | ViError::StepTooLarge { .. }
                 | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),
                 _ => VIDYN_ERROR.err(e.to_string()),
             },

@@ -382,6 +382,8 @@ impl OptimProblem {
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
         let vi = vi.get().inner.clone();
+        // what the optimisers cannot drive yet (Lie-group joints) is refused before any array is read
+        vidyn_optim::ViDynamics::new(&vi, None).map_err(crate::errors::py_err)?;
         let n = vi.n();
         let frame = frame_spec(&vi, frame.0, frame.1, frame.2)?;
         let actuated = actuated_list(actuated, n)?;

@@ -19,9 +19,9 @@ type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
 /// A vector `(n,)` and a Jacobian `(2n, 2n)`.
 type WithJacobian<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>);
 
-/// A variational integrator (midpoint rule or Galerkin–Lobatto of order 2s) for a model with revolute and
-/// prismatic joints. State `(q, p)`, controls `u` (one generalised force per joint, held
-/// constant over each step).
+/// A variational integrator (midpoint rule or Galerkin–Lobatto of order 2s). State `(q, p)`
+/// (`q` (nq,) in Pinocchio's layout, `p` (nv,)), controls `u` (nv generalised forces, held
+/// constant over each step); free-flyer, spherical and planar joints step on their Lie groups.
 #[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
 pub struct PyVariationalIntegrator {
     pub(crate) inner: Arc<VariationalIntegrator>,
@@ -45,7 +45,7 @@ impl PyVariationalIntegrator {
     }
 }
 
-/// A simulated trajectory: `q`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`,
+/// A simulated trajectory: `q` `(N+1, nq)`, `p` `(N+1, n)`, `u` `(N, n)`, Newton `iterations` `(N,)`,
 /// and the integrator that made it (linearised only by one with the same dynamics).
 #[pyclass(frozen, module = "vidyn", name = "Trajectory")]
 pub struct PyTrajectory {
@@ -55,11 +55,11 @@ pub struct PyTrajectory {
 
 #[pymethods]
 impl PyTrajectory {
-    /// Configurations, (N+1, n).
+    /// Configurations, (N+1, nq).
     #[getter]
     fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         let t = &self.inner;
-        convert::rows_out(py, &t.q, t.n)
+        convert::rows_out(py, &t.q, t.nq)
     }
     /// Discrete momenta, (N+1, n).
     #[getter]
@@ -97,6 +97,17 @@ impl PyVariationalIntegrator {
     }
     fn vector(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
         convert::read(x, name, &[self.dofs()], Some("(n,)"))
+    }
+    /// A configuration `(nq,)`.
+    fn configuration(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        convert::read(x, name, &[self.inner.nq()], Some("(model.nq,)"))
+    }
+    /// The error of what is not implemented on Lie-group joints yet, for such a model.
+    fn refuse_lie_group(&self, what: &'static str) -> PyResult<()> {
+        if self.inner.has_composite_joints() {
+            return Err(crate::errors::py_err(ViError::NotOnLieGroup { what }));
+        }
+        Ok(())
     }
 }
 
@@ -176,10 +187,15 @@ impl PyVariationalIntegrator {
     fn order(&self) -> usize {
         self.inner.scheme().order()
     }
-    /// Degrees of freedom n.
+    /// Degrees of freedom n (= model.nv: the length of p, u and velocities).
     #[getter]
     fn n(&self) -> usize {
         self.inner.n()
+    }
+    /// Length of a configuration q (= model.nq; more than n with quaternions).
+    #[getter]
+    fn nq(&self) -> usize {
+        self.inner.nq()
     }
 
     /// (n,) booleans: which joints are kinematic (prescribed).
@@ -204,7 +220,7 @@ impl PyVariationalIntegrator {
 
     /// The constraint values `h(q)`: (n,) -> (m,).
     fn constraint_values<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let q = self.vector(q, "q")?;
+        let q = self.configuration(q, "q")?;
         let vi = &*self.inner;
         let h = detached(py, move || {
             let mut h = vec![0.0; vi.constraints().len()];
@@ -213,40 +229,40 @@ impl PyVariationalIntegrator {
         Ok(PyArray1::from_vec(py, h))
     }
 
-    /// Legendre transform `p = M(q) v`: (n,), (n,) -> (n,).
+    /// Legendre transform `p = M(q) v`: (nq,), (n,) -> (n,).
     fn momentum<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let (q, v) = (self.vector(q, "q")?, self.vector(v, "v")?);
+        let (q, v) = (self.configuration(q, "q")?, self.vector(v, "v")?);
         let vi = &*self.inner;
         let p = detached(py, move || {
-            let mut p = vec![0.0; q.len()];
+            let mut p = vec![0.0; v.len()];
             vi.momentum(&mut vi.workspace(), &q, &v, &mut p).map(|()| p)
         })?;
         Ok(PyArray1::from_vec(py, p))
     }
 
-    /// Inverse Legendre transform `v = M(q)⁻¹ p`: (n,), (n,) -> (n,).
+    /// Inverse Legendre transform `v = M(q)⁻¹ p`: (nq,), (n,) -> (n,).
     fn velocity<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let (q, p) = (self.configuration(q, "q")?, self.vector(p, "p")?);
         let vi = &*self.inner;
         let v = detached(py, move || {
-            let mut v = vec![0.0; q.len()];
+            let mut v = vec![0.0; p.len()];
             vi.velocity(&mut vi.workspace(), &q, &p, &mut v).map(|()| v)
         })?;
         Ok(PyArray1::from_vec(py, v))
     }
 
     /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` (gravity and joint springs) of one state, or of
-    /// every row of `(N, n)` arrays.
+    /// every row of `(N, nq)`, `(N, n)` arrays.
     fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-        let n = self.dofs();
+        let (n, nq) = (self.dofs(), self.inner.nq());
         // one state when q is 1-D (a list of numbers, a vector), rows otherwise
         if convert::shape(q, "q")?.len() == 1 {
-            let (qv, pv) = (self.vector(q, "q")?, self.vector(p, "p")?);
+            let (qv, pv) = (self.configuration(q, "q")?, self.vector(p, "p")?);
             let vi = &*self.inner;
             let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
             return Ok(e.into_pyobject(py)?.into_any().unbind());
         }
-        let (qs, rows) = convert::read_rows(q, "q", n, "(N, n)", "n")?;
+        let (qs, rows) = convert::read_rows(q, "q", nq, "(N, nq)", "nq")?;
         let (ps, prow) = convert::read_rows(p, "p", n, "(N, n)", "n")?;
         if prow != rows {
             return Err(INPUT_ERROR.err(format!("q has {rows} rows but p has {prow}")));
@@ -254,7 +270,7 @@ impl PyVariationalIntegrator {
         let vi = &*self.inner;
         let e = detached(py, move || {
             let mut ws: ViWorkspace = vi.workspace();
-            (0..rows).map(|k| vi.energy(&mut ws, &qs[k * n..(k + 1) * n], &ps[k * n..(k + 1) * n])).collect::<Result<Vec<f64>, ViError>>()
+            (0..rows).map(|k| vi.energy(&mut ws, &qs[k * nq..(k + 1) * nq], &ps[k * n..(k + 1) * n])).collect::<Result<Vec<f64>, ViError>>()
         })?;
         Ok(PyArray1::from_vec(py, e).into_any().unbind())
     }
@@ -262,14 +278,14 @@ impl PyVariationalIntegrator {
     /// One step from `(q, p)` under control `u` (zeros if omitted): -> `(q_next, p_next)`.
     #[pyo3(signature = (q, p, u = None))]
     fn step<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<Pair<'py, PyArray1<f64>>> {
-        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let (q, p) = (self.configuration(q, "q")?, self.vector(p, "p")?);
         let u = match u {
             Some(u) => self.vector(u, "u")?,
             None => vec![0.0; self.dofs()],
         };
         let vi = &*self.inner;
         let (qn, pn) = detached(py, move || {
-            let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; q.len()]);
+            let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; p.len()]);
             let mut ws = vi.workspace();
             vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn)?;
             vi.check_step(&mut ws, 0, &q, &p, &u, &qn, &pn).map(|()| (qn, pn))
@@ -290,8 +306,8 @@ impl PyVariationalIntegrator {
         p0: Option<&Bound<'_, PyAny>>,
         steps: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTrajectory> {
-        let n = self.dofs();
-        let q0 = self.vector(q0, "q0")?;
+        let (n, nq) = (self.dofs(), self.inner.nq());
+        let q0 = self.configuration(q0, "q0")?;
         let start = match (v0.filter(|x| !x.is_none()), p0.filter(|x| !x.is_none())) {
             (Some(v), None) => Start::Velocity(self.vector(v, "v0")?),
             (None, Some(p)) => Start::Momentum(self.vector(p, "p0")?),
@@ -302,8 +318,11 @@ impl PyVariationalIntegrator {
             (Some(u), steps) => (u, steps),
             (None, steps) => (convert::zeros(convert::entries::<f64>(&[steps, n], "u")?, "u")?, steps),
         };
-        let states = convert::entries::<f64>(&[steps.saturating_add(1), n], "the trajectory's q and p")?;
-        let (mut q, mut p) = (convert::zeros::<f64>(states, "q")?, convert::zeros::<f64>(states, "p")?);
+        let (configurations, momenta) = (
+            convert::entries::<f64>(&[steps.saturating_add(1), nq], "the trajectory's q")?,
+            convert::entries::<f64>(&[steps.saturating_add(1), n], "the trajectory's p")?,
+        );
+        let (mut q, mut p) = (convert::zeros::<f64>(configurations, "q")?, convert::zeros::<f64>(momenta, "p")?);
         let mut iterations = convert::zeros::<i64>(convert::entries::<i64>(&[steps], "iterations")?, "iterations")?;
         let vi = &*self.inner;
         let start = match &start {
@@ -314,7 +333,7 @@ impl PyVariationalIntegrator {
         let failures = interruptible(py, None, steps, |c| vb::rollout(vi, c, 1, steps, &q0, start, &u, out))?;
         crate::batch::raise_first(crate::batch::call(failures)?)?;
         let iterations = iterations.into_iter().map(|i| usize::try_from(i).unwrap_or_default()).collect();
-        Ok(PyTrajectory { inner: vidyn_vi::Trajectory { n, steps, q, p, u, iterations }, origin: Arc::clone(&self.inner) })
+        Ok(PyTrajectory { inner: vidyn_vi::Trajectory { n, nq, steps, q, p, u, iterations }, origin: Arc::clone(&self.inner) })
     }
 
     /// Exact linearisation of every step of a trajectory, computed in parallel:
@@ -339,6 +358,7 @@ impl PyVariationalIntegrator {
 
     /// `(q, v) -> (p, J)`: the momentum `p = M(q) v` (n,) and `J = d(q, p)/d(q, v)` (2n, 2n).
     fn momentum_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
+        self.refuse_lie_group("the velocity state")?;
         let (q, v) = (self.vector(q, "q")?, self.vector(v, "v")?);
         let vi = &*self.inner;
         let (p, j) = detached(py, move || {
@@ -351,6 +371,7 @@ impl PyVariationalIntegrator {
 
     /// `(q, p) -> (v, J)`: the velocity `v = M(q)⁻¹ p` (n,) and `J = d(q, v)/d(q, p)` (2n, 2n).
     fn velocity_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
+        self.refuse_lie_group("the velocity state")?;
         let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
         let vi = &*self.inner;
         let (v, j) = detached(py, move || {
@@ -384,6 +405,7 @@ impl PyVariationalIntegrator {
         order: usize,
         lam: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
+        self.refuse_lie_group("the linearisation")?;
         let n = self.dofs();
         let read;
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
@@ -402,7 +424,7 @@ impl PyVariationalIntegrator {
             if prows != qrows || urows + 1 != qrows {
                 return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
             }
-            read = vidyn_vi::Trajectory { n, steps: urows, q, p, u, iterations: Vec::new() };
+            read = vidyn_vi::Trajectory { n, nq: n, steps: urows, q, p, u, iterations: Vec::new() };
             &read
         };
         let (steps, m) = (traj.steps, 2 * n);

@@ -29,7 +29,7 @@ use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use std::sync::{Arc, Weak};
 use vidyn_rbd::Model;
-use vidyn_spatial::Force;
+use vidyn_spatial::{Force, Se3};
 
 /// Joint forces that depend only on the joint's own coordinate and rate.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +65,9 @@ pub struct StepPoints {
     /// other model can appear at its address: a point state configured at that address was
     /// configured with this model ([`Self::set_start`]).
     model: Weak<Model>,
+    /// The joint placements of the current step's chart ([`Self::set_chart`]); empty: the
+    /// model's own.
+    chart_placements: Vec<Se3>,
 }
 
 impl StepPoints {
@@ -76,6 +79,21 @@ impl StepPoints {
             states: (0..points).map(|_| PointState::new(n)).collect(),
             hessians: Vec::new(),
             model: Arc::downgrade(model),
+            chart_placements: Vec::new(),
+        }
+    }
+
+    /// Places the joints for the next steps at the placements `place` writes (given the
+    /// previous ones; the first call starts from the model's): the chart of a step of a model
+    /// with composite joints (`vidyn_rbd::SingleDofMap::chart_placements`). Forgets every
+    /// point's configuration. O(n); allocates on the first call only.
+    pub(crate) fn set_chart(&mut self, model: &Model, place: impl FnOnce(&mut [Se3])) {
+        if self.chart_placements.len() != model.nbodies() {
+            self.chart_placements.clone_from(&model.joint_placements);
+        }
+        place(&mut self.chart_placements);
+        for st in &mut self.states {
+            st.forget_configuration();
         }
     }
 
@@ -100,7 +118,8 @@ impl StepPoints {
             if ours && self.states[last].configured_for(address, q_k) {
                 self.states.swap(0, last);
             } else {
-                self.states[0].update_configuration(model, q_k);
+                let placements = if self.chart_placements.is_empty() { &model.joint_placements } else { &self.chart_placements };
+                self.states[0].update_configuration(model, placements, q_k);
             }
         }
         if wrenches.is_empty() {
@@ -115,9 +134,10 @@ impl StepPoints {
     /// `1..s` and the velocity fields of all points. O(s²n).
     pub(crate) fn set_unknowns(&mut self, model: &Model, scheme: &Scheme, dt: f64, z: &[f64], wrenches: &[Force]) {
         let n = self.q[0].len();
+        let placements = if self.chart_placements.is_empty() { &model.joint_placements } else { &self.chart_placements };
         for g in 1..scheme.points() {
             self.q[g].copy_from_slice(&z[(g - 1) * n..g * n]);
-            self.states[g].update_configuration(model, &self.q[g]);
+            self.states[g].update_configuration(model, placements, &self.q[g]);
             if !wrenches.is_empty() {
                 self.states[g].update_wrenches(model, wrenches);
             }

@@ -59,11 +59,19 @@ impl VariationalIntegrator {
     /// # Errors
     /// Invalid `q` or `p` (shapes, NaN, singular mass matrix).
     pub fn knot_energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
-        let v = vidyn_rbd::mass_solve(&self.model, &mut ws.rbd, q, p)?;
+        let model = self.model();
+        let v = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p)?;
         let kinetic = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
         let f = &self.forces;
-        let springs: f64 = (0..q.len()).map(|i| 0.5 * f.stiffness[i] * (q[i] - f.rest[i]).powi(2)).sum();
-        Ok(KnotEnergy { kinetic, potential: vidyn_rbd::potential_energy(&self.model, &mut ws.rbd, q)? + springs })
+        // springs act on 1-dof joints only (the integrator refuses them on composite ones)
+        let springs: f64 = (0..model.nbodies())
+            .filter(|&j| model.joints[j].nv() == 1)
+            .map(|j| {
+                let (iq, iv) = (model.idx_q[j], model.idx_v[j]);
+                0.5 * f.stiffness[iv] * (q[iq] - f.rest[iv]).powi(2)
+            })
+            .sum();
+        Ok(KnotEnergy { kinetic, potential: vidyn_rbd::potential_energy(model, &mut ws.rbd, q)? + springs })
     }
 
     /// [`ViError::GimbalLock`] when configuration `q` (of step `step`) has an Euler-angle
@@ -71,10 +79,14 @@ impl VariationalIntegrator {
     ///
     /// # Errors
     /// As said.
-    pub fn check_gimbals(&self, step: usize, q: &[f64]) -> Result<()> {
+    pub(crate) fn check_gimbals(&self, step: usize, q: &[f64]) -> Result<()> {
         for g in &self.model.gimbals {
             let pitch = q.get(g.pitch).copied().unwrap_or(0.0);
             let cos = pitch.cos().abs();
+            if cos < GIMBAL_MARGIN && self.chart.is_some() {
+                // the pitch of a step's chart is the rotation the step made
+                return Err(ViError::StepTooLarge { step, joint: g.joint.clone(), degrees: pitch.abs().to_degrees(), dt: self.dt });
+            }
             if cos < GIMBAL_MARGIN {
                 let amplification = (1.0 / GIMBAL_MARGIN).powi(2);
                 return Err(ViError::GimbalLock {
@@ -103,7 +115,14 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn energy_error(&self, before: KnotEnergy, after: KnotEnergy, q: &[f64], q_next: &[f64], u: &[f64]) -> f64 {
         let d = &self.forces.damping;
-        let work: f64 = (0..q.len()).map(|i| (q_next[i] - q[i]) * (u[i] - d[i] * (q_next[i] - q[i]) / self.dt)).sum();
+        // the work of the controls and the damping over the step's displacement δ (a tangent
+        // vector: q_next − q, or with composite joints its chart coordinates in the step's chart)
+        let mut work = 0.0;
+        let mut add = |i: usize, delta: f64| work += delta * (u[i] - d[i] * delta / self.dt);
+        match &self.chart {
+            None => (0..q.len()).for_each(|i| add(i, q_next[i] - q[i])),
+            Some(chart) => chart.map.for_each_displacement(q, q_next, add),
+        }
         let moved = before.kinetic + after.kinetic + (after.potential - before.potential).abs() + work.abs();
         let unexplained = (after.total() - before.total() - work).abs();
         // round-off of the energies themselves: a step at rest moves no energy at all

@@ -9,9 +9,14 @@ pub enum ViError {
     /// An error of the underlying model or inputs (shapes, NaN, …).
     #[error(transparent)]
     Model(#[from] vidyn_rbd::RbdError),
-    /// A joint kind the integrator does not support.
-    #[error("joint '{joint}' is {kind}: the minimal-coordinate variational integrator supports revolute and prismatic joints only; expand spherical, planar and free-flyer joints into chains of 1-dof joints with `vidyn_rbd::to_single_dof` (Python: `model.to_single_dof()`, which also returns the coordinate maps)")]
-    UnsupportedJoint { joint: String, kind: &'static str },
+    /// A computation not implemented yet for models with composite joints (free-flyer,
+    /// spherical, planar), whose steps run on their Lie groups (module `chart_step`).
+    #[error("{what} is not implemented yet for models with free-flyer, spherical or planar joints (their steps run on the Lie group); for now use model.to_single_dof(), whose Z-Y-X Euler-angle coordinates have it, away from pitch ±90°")]
+    NotOnLieGroup { what: &'static str },
+    /// A composite joint turned so far within one step that the step's chart (Z-Y-X angles
+    /// centred at the step's start, module `chart_step`) neared its singularity at ±90°.
+    #[error("step {step}: joint '{joint}' turns by about {degrees:.0}° within one step, too close to the 90° at which the step's Z-Y-X chart degenerates (a rotation too fast for dt = {dt}): use a smaller time step")]
+    StepTooLarge { step: usize, joint: String, degrees: f64, dt: f64 },
     /// A bad scheme name or order.
     #[error("invalid scheme: {0}")]
     InvalidScheme(String),

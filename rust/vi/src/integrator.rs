@@ -9,6 +9,7 @@
 //! both take that path ([`VariationalIntegrator::with_dense_max`]); it is also the oracle the
 //! recursion is tested against (`crate::reference`).
 
+use crate::chart_step::{Chart, ChartWork};
 use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
@@ -21,17 +22,24 @@ use crate::scheme::Scheme;
 use crate::solved::SolvedStep;
 use nalgebra::DMatrix;
 use std::sync::Arc;
-use vidyn_rbd::{check_configuration, check_forces, check_tangent, Joint, Model, Workspace};
+use vidyn_rbd::{check_configuration, check_forces, check_tangent, Model, Workspace};
 use vidyn_spatial::Force;
 
-/// A variational integrator for a model whose joints are all revolute or prismatic.
+/// A variational integrator.
 ///
 /// State convention: `x = (q, p)` with `p` the discrete momentum (for the continuous system
-/// `p = M(q) q̇`, the Legendre transform used by [`VariationalIntegrator::momentum`]).
-/// Controls `u` (one per joint, generalised forces) are held constant over each step.
+/// `p = M(q) v`, the Legendre transform used by [`VariationalIntegrator::momentum`]).
+/// Controls `u` (`nv` generalised forces) are held constant over each step. With free-flyer,
+/// spherical or planar joints `q` has Pinocchio's layout (`nq` entries, unit quaternions) and
+/// `p`, `u` live in the tangent space; each step then runs on the Lie group in the chart
+/// centred at its start (module `chart_step`).
 #[derive(Clone, Debug)]
 pub struct VariationalIntegrator {
+    /// The model the DEL equations are written for: the user's, or its single-dof expansion
+    /// when it has composite joints (then `chart` holds the user's).
     pub(crate) model: Arc<Model>,
+    /// The user's model and the maps to `model`, for a model with composite joints.
+    pub(crate) chart: Option<Arc<Chart>>,
     pub(crate) scheme: Scheme,
     pub(crate) dt: f64,
     pub(crate) forces: JointForces,
@@ -98,6 +106,8 @@ pub struct ViWorkspace {
     pub(crate) within_tolerance: bool,
     /// The buffer [`VariationalIntegrator::keep_solved`] fills next.
     pub(crate) spare_solved: Option<Box<SolvedStep>>,
+    /// A step's chart with composite joints (module `chart_step`).
+    pub(crate) chart: ChartWork,
 }
 
 impl ViWorkspace {
@@ -111,14 +121,9 @@ impl ViWorkspace {
 }
 
 impl VariationalIntegrator {
-    /// A new integrator. Errors for non-1-dof joints, a non-positive or non-finite `dt`,
-    /// or forcing vectors of the wrong length.
+    /// A new integrator. Errors for a non-positive or non-finite `dt`, forcing vectors of the
+    /// wrong length, or joint forces (damping, springs) on composite joints.
     pub fn new(model: Arc<Model>, scheme: Scheme, dt: f64, forces: Option<JointForces>) -> Result<Self> {
-        for (i, j) in model.joints.iter().enumerate() {
-            if !matches!(j, Joint::Revolute { .. } | Joint::Prismatic { .. }) {
-                return Err(ViError::UnsupportedJoint { joint: model.joint_names[i].clone(), kind: j.kind_name() });
-            }
-        }
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(ViError::InvalidParameter(format!("dt = {dt}; expected a positive finite time step")));
         }
@@ -127,8 +132,25 @@ impl VariationalIntegrator {
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
             check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
+        let (model, chart) = if model.joints.iter().all(|j| j.nv() == 1 && j.nq() == 1) {
+            (model, None)
+        } else {
+            let (expanded, map) = vidyn_rbd::to_single_dof(&model)?;
+            for j in map.composite_joints() {
+                let dofs = j.first()..j.first() + j.nv();
+                if forces.damping[dofs.clone()].iter().chain(&forces.stiffness[dofs]).any(|&x| x != 0.0) {
+                    return Err(ViError::InvalidParameter(format!(
+                        "joint '{}': damping and springs act on revolute and prismatic joints only, not on free-flyer, spherical or planar ones (give zeros for its {} entries)",
+                        j.name(),
+                        j.nv()
+                    )));
+                }
+            }
+            (Arc::new(expanded), Some(Arc::new(Chart { native: model, map })))
+        };
         Ok(Self {
             model,
+            chart,
             scheme,
             dt,
             forces,
@@ -148,6 +170,9 @@ impl VariationalIntegrator {
     /// trapezoid) take constraints; the initial configuration should satisfy them (the first
     /// step lands on them regardless).
     pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
+        if !constraints.is_empty() {
+            self.refuse_lie_group("holonomic constraints")?;
+        }
         if !constraints.is_empty() && self.scheme.s != 1 {
             return Err(ViError::InvalidParameter(format!(
                 "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
@@ -176,6 +201,9 @@ impl VariationalIntegrator {
     /// one-interval schemes (midpoint, trapezoid) take kinematic joints; at least one joint must
     /// stay dynamic.
     pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
+        if !joints.is_empty() {
+            self.refuse_lie_group("kinematic joints")?;
+        }
         let n = self.n();
         if !joints.is_empty() && self.scheme.s != 1 {
             return Err(ViError::InvalidParameter(format!(
@@ -212,6 +240,7 @@ impl VariationalIntegrator {
     /// Second-order derivatives refuse integrators with wrenches.
     pub fn with_body_wrenches(mut self, wrenches: Vec<Force>) -> Result<Self> {
         if !wrenches.is_empty() {
+            self.refuse_lie_group("body wrenches")?;
             check_forces(&self.model, &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
         }
         self.wrenches = wrenches;
@@ -267,9 +296,10 @@ impl VariationalIntegrator {
         Ok(self)
     }
 
+    /// The model (as given: with composite joints, not its single-dof expansion).
     #[must_use]
     pub fn model(&self) -> &Arc<Model> {
-        &self.model
+        self.chart.as_ref().map_or(&self.model, |c| &c.native)
     }
     #[must_use]
     pub fn scheme(&self) -> &Scheme {
@@ -286,6 +316,7 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn same_dynamics(&self, other: &Self) -> bool {
         (Arc::ptr_eq(&self.model, &other.model) || self.model == other.model)
+            && self.chart == other.chart
             && self.scheme == other.scheme
             && self.dt.to_bits() == other.dt.to_bits()
             && self.forces == other.forces
@@ -298,10 +329,23 @@ impl VariationalIntegrator {
         &self.forces
     }
 
-    /// Number of degrees of freedom `n` (= nq = nv).
+    /// Number of degrees of freedom `n` (= nv, the length of `p` and `u`).
     #[must_use]
     pub fn n(&self) -> usize {
         self.model.nv
+    }
+
+    /// Whether the model has free-flyer, spherical or planar joints, whose steps run on their
+    /// Lie groups (module `chart_step`).
+    #[must_use]
+    pub fn has_composite_joints(&self) -> bool {
+        self.chart.is_some()
+    }
+
+    /// Length of a configuration `q`: `n`, or more with composite joints (quaternions).
+    #[must_use]
+    pub fn nq(&self) -> usize {
+        self.model().nq
     }
 
     /// Fresh scratch for this integrator.
@@ -328,6 +372,7 @@ impl VariationalIntegrator {
             scratch_zero: vec![0.0; n],
             constraint: ConstraintWork::new(n, self.constraints.len()),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
+            chart: ChartWork::new(self.chart.as_deref()),
             last_iterations: 0,
             within_tolerance: false,
             spare_solved: None,
@@ -337,8 +382,8 @@ impl VariationalIntegrator {
     /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity); the
     /// entries of kinematic joints are their velocities ([`Self::with_kinematic`]).
     pub fn momentum(&self, ws: &mut ViWorkspace, q: &[f64], qdot: &[f64], p: &mut [f64]) -> Result<()> {
-        check_tangent(&self.model, qdot, "v")?;
-        let m = vidyn_rbd::crba(&self.model, &mut ws.rbd, q)?;
+        check_tangent(self.model(), qdot, "v")?;
+        let m = vidyn_rbd::crba(self.model(), &mut ws.rbd, q)?;
         for (i, pi) in p.iter_mut().enumerate() {
             *pi = if self.prescribed[i] { qdot[i] } else { (0..qdot.len()).map(|j| m[(i, j)] * qdot[j]).sum() };
         }
@@ -347,8 +392,8 @@ impl VariationalIntegrator {
 
     /// Inverse Legendre transform `q̇ = M(q)⁻¹ p` (of a system without kinematic joints).
     pub fn velocity(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], qdot: &mut [f64]) -> Result<()> {
-        check_tangent(&self.model, p, "p")?;
-        let minv = vidyn_rbd::minverse(&self.model, &mut ws.rbd, q)?;
+        check_tangent(self.model(), p, "p")?;
+        let minv = vidyn_rbd::minverse(self.model(), &mut ws.rbd, q)?;
         for (i, v) in qdot.iter_mut().enumerate() {
             *v = (0..p.len()).map(|j| minv[(i, j)] * p[j]).sum();
         }
@@ -373,6 +418,7 @@ impl VariationalIntegrator {
     /// eq. 5a–b by Algorithm 1), written to `r` (`(s·n,)`, row `ϱ·n + i`). Returns `max |r|`.
     /// O(s² n), no allocation.
     pub fn residual(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], z: &[f64], r: &mut [f64]) -> Result<f64> {
+        self.refuse_lie_group("the DEL residual in chart coordinates")?;
         self.check_inputs(q, p, u)?;
         self.check_unknowns(z)?;
         ws.points.set(&self.model, &self.scheme, self.dt, q, z, &self.wrenches);
@@ -383,6 +429,7 @@ impl VariationalIntegrator {
     /// [`Self::residual`]) by Algorithms B.1/B.2, O(s³ n), without forming `J`. Errors with
     /// [`ViError::SingularJacobian`] (labelled `step`) when some per-body `Λ_i` is singular.
     pub fn newton_direction(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], z: &[f64], dz: &mut [f64]) -> Result<()> {
+        self.refuse_lie_group("the Newton direction in chart coordinates")?;
         self.check_inputs(q, p, u)?;
         self.check_unknowns(z)?;
         if dz.len() != z.len() {
@@ -421,6 +468,7 @@ impl VariationalIntegrator {
         for rho in 0..sc.s {
             ws.points.del_rows(sc, self.dt, &self.forces, u, rho, &mut r[rho * n..(rho + 1) * n]);
         }
+        self.add_centre_term(&ws.points, u, &mut r[..n]);
         // `p_k` enters the first row only (`p` has n entries, `r` has s·n)
         for (ri, pi) in r.iter_mut().zip(p) {
             *ri += pi;
@@ -464,7 +512,30 @@ impl VariationalIntegrator {
     /// `z` moves by 4 units in its last place):
     /// a step from rest (`p_k = 0`) or of a long chain, whose DEL Jacobian is large, is judged
     /// against what round-off allows there, not against an absolute tolerance.
+    ///
+    /// With composite joints `q`, `guess` and `q_next` have `nq` entries and the step runs in
+    /// the chart centred at `q` (module `chart_step`).
     pub fn step(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        guess: Option<&[f64]>,
+        q_next: &mut [f64],
+        p_next: &mut [f64],
+    ) -> Result<usize> {
+        match &self.chart {
+            None => self.step_in_coordinates(ws, step, q, p, u, guess, q_next, p_next),
+            Some(chart) => self.step_on_chart(chart, ws, step, q, p, u, guess, q_next, p_next),
+        }
+    }
+
+    /// [`Self::step`] in the coordinates of the DEL model `self.model` (a chart's, with
+    /// composite joints).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn step_in_coordinates(
         &self,
         ws: &mut ViWorkspace,
         step: usize,
@@ -721,6 +792,7 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
+        self.refuse_lie_group("the linearisation")?;
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
         self.linearize_converged(ws, step, q, a, b)?;

@@ -6,10 +6,13 @@
 //! their energy Hessians, a Newton solver per step and the exact linearisation of the one-step flow map
 //! `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` for trajectory optimisation.
 //!
-//! Joints: revolute and prismatic (any axis); fixed joints are merged by the model.
-//! Spherical, planar and floating joints are rejected with [`ViError::UnsupportedJoint`];
-//! `vidyn_rbd::to_single_dof` rewrites them as chains of 1-dof joints (Z-Y-X Euler angles,
-//! with a gimbal-lock singularity at pitch ±π/2) and converts the coordinates.
+//! Joints: revolute and prismatic (any axis), and free-flyer, spherical and planar joints on
+//! their Lie groups (configurations in Pinocchio's layout with unit quaternions, momenta and
+//! controls in the tangent space): each step runs in the chart centred at its start, where
+//! they are chains of 1-dof joints (module `chart_step`); steps, rollouts and energies for
+//! now, the linearisations not yet ([`ViError::NotOnLieGroup`]). Fixed joints are merged by
+//! the model. `vidyn_rbd::to_single_dof` still gives global Z-Y-X Euler-angle coordinates
+//! (with a gimbal-lock singularity at pitch ±π/2) to those who want them.
 //!
 //! Cost per step (n dofs, s + 1 control points): the DEL residual is O(s² n) (Fan et al.
 //! Algorithm 1), each Newton iteration O(s³ n) — the exact direction `−J⁻¹ r` comes from
@@ -20,6 +23,7 @@
 //! there; a plain dense implementation of everything is kept as a test and benchmark oracle
 //! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
+mod chart_step;
 mod constrained;
 pub mod constraints;
 mod del;
@@ -61,6 +65,8 @@ pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization,
 mod constraint_tests;
 #[cfg(test)]
 mod kinematic_tests;
+#[cfg(test)]
+mod lie_group_tests;
 #[cfg(test)]
 mod newton_tests;
 #[cfg(test)]

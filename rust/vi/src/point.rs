@@ -103,21 +103,23 @@ impl PointState {
     /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
     /// Clears the wrenches: call [`Self::update_wrenches`] afterwards to add them.
     pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
-        self.update_configuration(model, q);
+        self.update_configuration(model, &model.joint_placements, q);
         self.update_velocity(model, qdot);
     }
 
     /// The fields that depend on `q` alone: placements, joint columns, world-frame body
-    /// inertias, the subtree mass and first moment, and the gravity gradient `∂V/∂q`. O(n).
-    /// Clears the wrenches. The velocity fields are stale until [`Self::update_velocity`].
-    pub(crate) fn update_configuration(&mut self, model: &Model, q: &[f64]) {
+    /// inertias, the subtree mass and first moment, and the gravity gradient `∂V/∂q`, with the
+    /// joints placed at `joint_placements` (the model's own, or those of a step's chart,
+    /// `vidyn_rbd::SingleDofMap::chart_placements`). O(n). Clears the wrenches. The velocity
+    /// fields are stale until [`Self::update_velocity`].
+    pub(crate) fn update_configuration(&mut self, model: &Model, joint_placements: &[Se3], q: &[f64]) {
         let n = model.nbodies();
         self.wrenched = false;
         self.configured_q.copy_from_slice(q);
         self.configured_model = std::ptr::from_ref(model) as usize;
         for i in 0..n {
             let joint = &model.joints[i];
-            let local = joint.placed_transform(&model.joint_placements[i], &q[i..=i]);
+            let local = joint.placed_transform(&joint_placements[i], &q[i..=i]);
             let o = match model.parents[i] {
                 Some(p) => self.placements[p] * local,
                 None => local,
@@ -147,6 +149,12 @@ impl PointState {
 
     /// Whether the configuration fields were last computed for exactly (bitwise) `q` with the
     /// model at address `model`.
+    /// Makes [`Self::configured_for`] false until the next [`Self::update_configuration`]
+    /// (after the joint placements changed).
+    pub(crate) fn forget_configuration(&mut self) {
+        self.configured_model = 0;
+    }
+
     pub(crate) fn configured_for(&self, model: usize, q: &[f64]) -> bool {
         self.configured_model == model && self.configured_q.iter().zip(q).all(|(a, b)| a.to_bits() == b.to_bits())
     }

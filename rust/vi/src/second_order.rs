@@ -186,7 +186,8 @@ impl VariationalIntegrator {
         u: &[f64],
         guess: Option<&[f64]>,
     ) -> Result<()> {
-        let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), self.model());
+        self.refuse_lie_group("second-order derivatives")?;
+        let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;
         if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) || !self.wrenches.is_empty() {
@@ -250,7 +251,7 @@ impl VariationalIntegrator {
 
     /// `so.hmat = Σ_i λ_i ∂²f_i/∂y²` (3n × 3n) at the prepared step (module docs).
     pub(crate) fn second_order_contract(&self, so: &mut SecondOrderWorkspace, lam: &[f64]) {
-        let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), self.model());
+        let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), &*self.model);
         let (s, np) = (sc.s, sc.points());
         let (lq, lp) = lam.split_at(n);
         // adjoint: Jᵀ μ = E_zᵀ λ_q + P_zᵀ λ_p

@@ -107,7 +107,7 @@ impl VariationalIntegrator {
     #[allow(clippy::too_many_arguments)]
     pub fn keep_solved(&self, store: &SolvedSteps, k: usize, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) {
         let n = self.n();
-        if !ws.within_tolerance || k >= self.kept_capacity() || [q, p, u, q_next, p_next].iter().any(|v| v.len() != n) {
+        if self.chart.is_some() || !ws.within_tolerance || k >= self.kept_capacity() || [q, p, u, q_next, p_next].iter().any(|v| v.len() != n) {
             return;
         }
         let mut saved = ws.spare_solved.take().unwrap_or_else(|| {

@@ -49,7 +49,7 @@ impl DiscreteDynamics for VariationalIntegrator {
         "VariationalIntegrator"
     }
     fn nq(&self) -> usize {
-        self.n()
+        VariationalIntegrator::nq(self)
     }
     fn nv(&self) -> usize {
         self.n()
@@ -58,15 +58,15 @@ impl DiscreteDynamics for VariationalIntegrator {
         self.n()
     }
     fn workspace(&self) -> SystemWorkspace {
-        let n = self.n();
+        let (n, nq) = (self.n(), VariationalIntegrator::nq(self));
         SystemWorkspace {
             vi: VariationalIntegrator::workspace(self),
             second: None,
             a: DMatrix::zeros(2 * n, 2 * n),
             b: DMatrix::zeros(2 * n, n),
-            q_next: vec![0.0; n],
+            q_next: vec![0.0; nq],
             p_next: vec![0.0; n],
-            knot_q: vec![0.0; n],
+            knot_q: vec![0.0; nq],
             knot_p: vec![0.0; n],
             knot_energy: None,
         }
@@ -78,7 +78,7 @@ impl DiscreteDynamics for VariationalIntegrator {
 
     /// [`crate::predict_next`], as [`crate::rollout`] does.
     fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
-        crate::predict_next(past, self.n(), guess)
+        crate::predict_next(past, VariationalIntegrator::nq(self), guess)
     }
 
     fn step(

@@ -5,11 +5,13 @@ use crate::integrator::VariationalIntegrator;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-/// A trajectory of `N` steps: states `(N+1, n)` and the controls `(N, n)` that produced it,
-/// stored row-major (`q[k·n + i]`).
+/// A trajectory of `N` steps: configurations `(N+1, nq)`, momenta `(N+1, n)` and the
+/// controls `(N, n)` that produced them, stored row-major (`q[k·nq + i]`; `nq = n` unless
+/// the model has composite joints).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trajectory {
     pub n: usize,
+    pub nq: usize,
     pub steps: usize,
     pub q: Vec<f64>,
     pub p: Vec<f64>,
@@ -21,7 +23,7 @@ pub struct Trajectory {
 impl Trajectory {
     #[must_use]
     pub fn q_at(&self, k: usize) -> &[f64] {
-        &self.q[k * self.n..(k + 1) * self.n]
+        &self.q[k * self.nq..(k + 1) * self.nq]
     }
     #[must_use]
     pub fn p_at(&self, k: usize) -> &[f64] {
@@ -64,28 +66,31 @@ pub fn predict_next(past: &[f64], stride: usize, guess: &mut [f64]) -> bool {
 /// [`predict_next`] and is checked to be a genuine step of the motion
 /// ([`VariationalIntegrator::check_step_energy`]). `u`: row-major `(N, n)`.
 pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) -> Result<Trajectory> {
-    let n = vi.n();
+    let (n, nq) = (vi.n(), vi.nq());
     if !u.len().is_multiple_of(n.max(1)) {
         return Err(ViError::InvalidParameter(format!("controls have {} entries, not a multiple of n = {n}", u.len())));
     }
     let steps = u.len().checked_div(n).unwrap_or(0);
-    let mut traj = Trajectory { n, steps, q: vec![0.0; (steps + 1) * n], p: vec![0.0; (steps + 1) * n], u: u.to_vec(), iterations: vec![0; steps] };
-    traj.q[..n].copy_from_slice(q0);
+    if q0.len() != nq || p0.len() != n {
+        return Err(ViError::InvalidParameter(format!("q0 has {} and p0 {} entries; expected nq = {nq} and n = {n}", q0.len(), p0.len())));
+    }
+    let mut traj = Trajectory { n, nq, steps, q: vec![0.0; (steps + 1) * nq], p: vec![0.0; (steps + 1) * n], u: u.to_vec(), iterations: vec![0; steps] };
+    traj.q[..nq].copy_from_slice(q0);
     traj.p[..n].copy_from_slice(p0);
     let mut ws = vi.workspace();
-    let mut guess = vec![0.0; n];
+    let mut guess = vec![0.0; nq];
     let checked = vi.checks_energy();
     let mut before = if checked { Some(vi.knot_energy(&mut ws, q0, p0)?) } else { None };
     for k in 0..steps {
-        let (done, rest) = traj.q.split_at_mut((k + 1) * n);
+        let (done, rest) = traj.q.split_at_mut((k + 1) * nq);
         let (pd, pr) = traj.p.split_at_mut((k + 1) * n);
-        let qk = &done[k * n..];
-        let warm = predict_next(done, n, &mut guess).then_some(guess.as_slice());
+        let qk = &done[k * nq..];
+        let warm = predict_next(done, nq, &mut guess).then_some(guess.as_slice());
         let uk = &u[k * n..(k + 1) * n];
-        traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], uk, warm, &mut rest[..n], &mut pr[..n])?;
+        traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], uk, warm, &mut rest[..nq], &mut pr[..n])?;
         if let Some(e) = before {
-            let after = vi.knot_energy(&mut ws, &rest[..n], &pr[..n])?;
-            vi.check_step_energy(k, e, after, qk, &rest[..n], uk)?;
+            let after = vi.knot_energy(&mut ws, &rest[..nq], &pr[..n])?;
+            vi.check_step_energy(k, e, after, qk, &rest[..nq], uk)?;
             before = Some(after);
         }
     }

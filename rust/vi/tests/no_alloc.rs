@@ -101,3 +101,30 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         assert_eq!(allocations(|| vi.velocity_with_jacobian(&mut ws, &q, &p, &mut w, &mut jac).unwrap()), 0, "velocity_with_jacobian s={s}");
     }
 }
+
+/// A step of a model with free-flyer, spherical and planar joints (on their Lie groups, in
+/// the chart centred at the step's start) allocates nothing either, with and without a guess,
+/// for the dense path of small systems and the recursive one.
+#[test]
+fn steps_on_the_lie_group_do_not_allocate() {
+    let model = Arc::new(random_tree(6, 31, &Joint::examples()));
+    assert!(model.joints.iter().any(|j| j.nv() > 1));
+    let (nq, n) = (model.nq, model.nv);
+    let mut q = vidyn_rbd::neutral(&model);
+    let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
+    for (sc, dense_max) in [(Scheme::trapezoid(), vidyn_vi::DEFAULT_DENSE_MAX), (Scheme::simpson(), 0), (Scheme::midpoint(), usize::MAX)] {
+        let s = sc.s;
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, None).unwrap().with_dense_max(dense_max);
+        let mut ws = vi.workspace();
+        let mut p = vec![0.0; n];
+        vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
+        let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
+        let u = vec![0.1; n];
+        vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step s={s}");
+        let guess = qn.clone();
+        assert_eq!(allocations(|| vi.step(&mut ws, 1, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
+        assert_eq!(allocations(|| vi.energy(&mut ws, &qn, &pn).unwrap()), 0, "energy s={s}");
+        q.copy_from_slice(&qn);
+    }
+}

@@ -54,6 +54,29 @@ fn pitch(joint: &Joint, t: &[f64]) -> Option<f64> {
 }
 
 impl Segment {
+    /// This segment's chart coordinates `θ` (first `nv` entries) of `q` in the chart centred
+    /// at `c` (both `(nq,)`, the whole configurations).
+    fn coordinates(&self, centre: &[f64], q: &[f64]) -> Vector6<f64> {
+        let (c, x) = (&centre[self.iq..self.iq + self.joint.nq()], &q[self.iq..self.iq + self.joint.nq()]);
+        let mut t = Vector6::zeros();
+        match self.joint {
+            Joint::Revolute { .. } | Joint::Prismatic { .. } => t[0] = x[0],
+            Joint::Planar => {
+                let (phi_c, phi) = (c[3].atan2(c[2]), x[3].atan2(x[2]));
+                let d = planar_rotation(phi_c).transpose() * Vector2::new(x[0] - c[0], x[1] - c[1]);
+                t[0] = d.x;
+                t[1] = d.y;
+                t[2] = (phi - phi_c).sin().atan2((phi - phi_c).cos());
+            }
+            Joint::Spherical => t.fixed_rows_mut::<3>(0).copy_from(&zyx_angles(&(quaternion(c).inverse() * quaternion(x)).to_rotation_matrix().into_inner())),
+            Joint::FreeFlyer => {
+                let rc = quaternion(&c[3..]);
+                t.fixed_rows_mut::<3>(0).copy_from(&rc.inverse_transform_vector(&Vector3::new(x[0] - c[0], x[1] - c[1], x[2] - c[2])));
+                t.fixed_rows_mut::<3>(3).copy_from(&zyx_angles(&(rc.inverse() * quaternion(&x[3..])).to_rotation_matrix().into_inner()));
+            }
+        }
+        t
+    }
     /// `Singular` when the segment's Euler chain is within [`GIMBAL_TOL`] of its lock at `t`.
     fn check_regular(&self, t: &[f64]) -> Result<()> {
         match pitch(&self.joint, t) {
@@ -78,25 +101,9 @@ fn vec6(x: &[f64]) -> Vector6<f64> {
 }
 
 impl SingleDofMap {
-    /// Whether the model has composite joints (otherwise every chart is the identity map).
-    #[must_use]
-    pub fn has_composite_joints(&self) -> bool {
-        self.segments.iter().any(|s| s.nv() > 1)
-    }
-
-    /// The composite joints, as `(name, first expanded coordinate, nv)`.
-    pub fn composite_joints(&self) -> impl Iterator<Item = (&str, usize, usize)> {
-        self.segments.iter().filter(|s| s.nv() > 1).map(|s| (s.name.as_str(), s.ie, s.nv()))
-    }
-
-    /// The expanded coordinate of the relative pitch of each spherical or free-flyer joint, with
-    /// the joint's name: where its chart is singular (`|cos θ| = 0`).
-    pub fn chart_pitches(&self) -> impl Iterator<Item = (&str, usize)> {
-        self.segments.iter().filter_map(|s| match s.joint {
-            Joint::Spherical => Some((s.name.as_str(), s.ie + 1)),
-            Joint::FreeFlyer => Some((s.name.as_str(), s.ie + 4)),
-            _ => None,
-        })
+    /// The composite joints, in model order.
+    pub fn composite_joints(&self) -> impl Iterator<Item = CompositeJoint<'_>> {
+        self.segments.iter().filter(|s| s.nv() > 1).map(CompositeJoint)
     }
 
     /// The joint placements `(n,)` of the expanded model `expanded` (of this map) in the chart
@@ -115,23 +122,24 @@ impl SingleDofMap {
     /// pitch in `[−π/2, π/2]`. O(joints), no allocation.
     pub fn chart_coordinates(&self, centre: &[f64], q: &[f64], theta: &mut [f64]) {
         for s in &self.segments {
-            let (c, x, t) = (&centre[s.iq..s.iq + s.joint.nq()], &q[s.iq..s.iq + s.joint.nq()], &mut theta[s.ie..s.ie + s.nv()]);
-            match s.joint {
-                Joint::Revolute { .. } | Joint::Prismatic { .. } => t[0] = x[0],
-                Joint::Planar => {
-                    let (phi_c, phi) = (c[3].atan2(c[2]), x[3].atan2(x[2]));
-                    let d = planar_rotation(phi_c).transpose() * Vector2::new(x[0] - c[0], x[1] - c[1]);
-                    t[0] = d.x;
-                    t[1] = d.y;
-                    t[2] = (phi - phi_c).sin().atan2((phi - phi_c).cos());
-                }
-                Joint::Spherical => t.copy_from_slice(zyx_angles(&(quaternion(c).inverse() * quaternion(x)).to_rotation_matrix().into_inner()).as_slice()),
-                Joint::FreeFlyer => {
-                    let rc = quaternion(&c[3..]);
-                    let d = rc.inverse_transform_vector(&Vector3::new(x[0] - c[0], x[1] - c[1], x[2] - c[2]));
-                    t[..3].copy_from_slice(d.as_slice());
-                    t[3..].copy_from_slice(zyx_angles(&(rc.inverse() * quaternion(&x[3..])).to_rotation_matrix().into_inner()).as_slice());
-                }
+            let t = s.coordinates(centre, q);
+            theta[s.ie..s.ie + s.nv()].copy_from_slice(&t.as_slice()[..s.nv()]);
+        }
+    }
+
+    /// Calls `f(i, δ_i)` for every velocity index `i` with the displacement from `centre` to
+    /// `q` as a tangent vector at `centre`, `δ = J(0) θ` (`θ` the chart coordinates of `q`; for
+    /// a 1-dof joint `q_i − centre_i`): the work of a generalised force `u` held constant in
+    /// the chart over that displacement is `u·δ`. O(joints), no allocation.
+    pub fn for_each_displacement(&self, centre: &[f64], q: &[f64], mut f: impl FnMut(usize, f64)) {
+        for s in &self.segments {
+            if s.nv() == 1 {
+                f(s.iv, q[s.iq] - centre[s.iq]);
+                continue;
+            }
+            let delta = velocity_block(&s.joint, &[0.0; 6]) * s.coordinates(centre, q);
+            for k in 0..s.nv() {
+                f(s.iv + k, delta[k]);
             }
         }
     }
@@ -198,6 +206,130 @@ impl SingleDofMap {
     }
 }
 
+/// A composite (planar, spherical or free-flyer) joint of a [`SingleDofMap`], with the maps of
+/// its step charts that a discrete Lagrangian on its group needs.
+#[derive(Clone, Copy, Debug)]
+pub struct CompositeJoint<'a>(&'a Segment);
+
+impl CompositeJoint<'_> {
+    /// The joint's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Its first coordinate in the expanded model (= its first velocity index).
+    #[must_use]
+    pub fn first(&self) -> usize {
+        self.0.ie
+    }
+    /// Its number of coordinates `d` (3 or 6).
+    #[must_use]
+    pub fn nv(&self) -> usize {
+        self.0.nv()
+    }
+    /// The velocity indices of its 3-D rotation (whose Z-Y-X chart is singular at a relative
+    /// pitch of 90°), if it has one: spherical and free-flyer joints.
+    #[must_use]
+    pub fn rotation(&self) -> Option<std::ops::Range<usize>> {
+        match self.0.joint {
+            Joint::Spherical => Some(self.0.iv..self.0.iv + 3),
+            Joint::FreeFlyer => Some(self.0.iv + 3..self.0.iv + 6),
+            _ => None,
+        }
+    }
+
+    /// `S(y)` (top-left `d × d` of the result): how the chart coordinates `y` of a point
+    /// change when the chart's centre moves by `δ` (chart coordinates at the centre) and the
+    /// point does not, `y ↦ y − S(y) δ`; equivalently a left multiplication of the point by
+    /// `τ(δ)` moves its coordinates by `S(y) δ`: `S(y) = J(y)⁻¹ Ad_{τ(y)⁻¹} J(0)`, `S(0) = 1`.
+    /// Spherical: `E(y)⁻¹ R(y)ᵀ E(0)`; free-flyer: `(δt, δr) ↦ (δt + ω₀ × t, E⁻¹ Rᵀ ω₀)` with
+    /// `ω₀ = E(0) δr`; planar: `(δt, δφ) ↦ (δt + δφ ẑ × t, δφ)`.
+    #[must_use]
+    pub fn shift(&self, y: &[f64]) -> Matrix6<f64> {
+        let mut m = Matrix6::zeros();
+        for c in 0..self.nv() {
+            let delta = Vector6::ith(c, 1.0);
+            m.set_column(c, &self.shift_of(y, &delta));
+        }
+        m
+    }
+
+    /// The rate of [`Self::shift`] along a motion `y(t)` with `ẏ = ydot`, `(d/dt) S(y(t))`
+    /// (top-left `d × d`). For a rotation with body angular velocity `ω = E ẏ` and
+    /// `a = S δ = E⁻¹ Rᵀ ω₀`: `−E⁻¹ (Ė a + ω × Rᵀ ω₀)`; for the translations of a
+    /// free-flyer `ω₀ × ṫ`, of a planar joint `δφ ẑ × ṫ`.
+    #[must_use]
+    pub fn shift_rate(&self, y: &[f64], ydot: &[f64]) -> Matrix6<f64> {
+        let mut m = Matrix6::zeros();
+        for c in 0..self.nv() {
+            let delta = Vector6::ith(c, 1.0);
+            m.set_column(c, &self.shift_rate_of(y, ydot, &delta));
+        }
+        m
+    }
+
+    fn shift_of(&self, y: &[f64], delta: &Vector6<f64>) -> Vector6<f64> {
+        let mut out = Vector6::zeros();
+        match self.0.joint {
+            Joint::Revolute { .. } | Joint::Prismatic { .. } => out[0] = delta[0],
+            Joint::Planar => {
+                out[0] = delta[0] - delta[2] * y[1];
+                out[1] = delta[1] + delta[2] * y[0];
+                out[2] = delta[2];
+            }
+            Joint::Spherical => out.fixed_rows_mut::<3>(0).copy_from(&rotation_shift(&y[..3], &delta.fixed_rows::<3>(0).into_owned())),
+            Joint::FreeFlyer => {
+                let w0 = zyx_rate_matrix(0.0, 0.0) * delta.fixed_rows::<3>(3);
+                out.fixed_rows_mut::<3>(0).copy_from(&(delta.fixed_rows::<3>(0) + w0.cross(&Vector3::new(y[0], y[1], y[2]))));
+                out.fixed_rows_mut::<3>(3).copy_from(&rotation_shift(&y[3..6], &delta.fixed_rows::<3>(3).into_owned()));
+            }
+        }
+        out
+    }
+
+    fn shift_rate_of(&self, y: &[f64], ydot: &[f64], delta: &Vector6<f64>) -> Vector6<f64> {
+        let mut out = Vector6::zeros();
+        match self.0.joint {
+            Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
+            Joint::Planar => {
+                out[0] = -delta[2] * ydot[1];
+                out[1] = delta[2] * ydot[0];
+            }
+            Joint::Spherical => out.fixed_rows_mut::<3>(0).copy_from(&rotation_shift_rate(&y[..3], &ydot[..3], &delta.fixed_rows::<3>(0).into_owned())),
+            Joint::FreeFlyer => {
+                let w0 = zyx_rate_matrix(0.0, 0.0) * delta.fixed_rows::<3>(3);
+                out.fixed_rows_mut::<3>(0).copy_from(&w0.cross(&Vector3::new(ydot[0], ydot[1], ydot[2])));
+                out.fixed_rows_mut::<3>(3).copy_from(&rotation_shift_rate(&y[3..6], &ydot[3..6], &delta.fixed_rows::<3>(3).into_owned()));
+            }
+        }
+        out
+    }
+}
+
+/// `E(y)⁻¹ R(y)ᵀ E(0) δ` for Z-Y-X angles `y` (see [`CompositeJoint::shift`]).
+fn rotation_shift(y: &[f64], delta: &Vector3<f64>) -> Vector3<f64> {
+    let w0 = zyx_rate_matrix(0.0, 0.0) * delta;
+    let body = zyx_rotation(y[0], y[1], y[2]).inverse_transform_vector(&w0);
+    zyx_rate_matrix(y[1], y[2]).lu().solve(&body).unwrap_or_else(|| Vector3::repeat(f64::NAN))
+}
+
+/// `(d/dt) E(y)⁻¹ R(y)ᵀ E(0) δ` along `ẏ`: `−E⁻¹ (Ė a + ω × Rᵀ ω₀)`, `a` the shift, `ω = E ẏ`.
+fn rotation_shift_rate(y: &[f64], ydot: &[f64], delta: &Vector3<f64>) -> Vector3<f64> {
+    let w0 = zyx_rate_matrix(0.0, 0.0) * delta;
+    let body = zyx_rotation(y[0], y[1], y[2]).inverse_transform_vector(&w0);
+    let e = zyx_rate_matrix(y[1], y[2]);
+    let lu = e.lu();
+    let a = lu.solve(&body).unwrap_or_else(|| Vector3::repeat(f64::NAN));
+    let (sb, cb) = y[1].sin_cos();
+    let (sg, cg) = y[2].sin_cos();
+    // Ė = ∂E/∂β β̇ + ∂E/∂γ γ̇
+    let de_dbeta = nalgebra::Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
+    let de_dgamma = nalgebra::Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
+    let e_dot = de_dbeta * ydot[1] + de_dgamma * ydot[2];
+    let omega = e * Vector3::new(ydot[0], ydot[1], ydot[2]);
+    -lu.solve(&(e_dot * a + omega.cross(&body))).unwrap_or_else(|| Vector3::repeat(f64::NAN))
+}
+
 fn singular(s: &Segment) -> RbdError {
     RbdError::Singular { joint: s.name.clone(), detail: "the chart's velocity map is not invertible here".into() }
 }
@@ -247,8 +379,8 @@ mod tests {
                 map.chart_coordinates(&c, &q, &mut back);
                 assert!(amax(back.iter().zip(&theta).map(|(a, b)| a - b)) < 1e-12, "{}: {back:?} vs {theta:?}", m.name);
                 map.chart_coordinates(&c, &c, &mut back);
-                for (_, ie, d) in map.composite_joints() {
-                    assert!(amax(back[ie..ie + d].iter().copied()) < 1e-15);
+                for j in map.composite_joints() {
+                    assert!(amax(back[j.first()..j.first() + j.nv()].iter().copied()) < 1e-15);
                 }
                 // velocities and covectors
                 let theta_dot: Vec<f64> = (0..map.n).map(|_| rng.random_range(-2.0..2.0)).collect();
@@ -265,6 +397,56 @@ mod tests {
                 assert!((power(&p, &v) - power(&p_theta, &theta_dot)).abs() < 1e-12 * power(&p, &v).abs().max(1.0));
                 map.covector_from_chart(&theta, &p_theta, &mut p_back).unwrap();
                 assert!(amax(p_back.iter().zip(&p).map(|(a, b)| a - b)) < 1e-12);
+            }
+        }
+    }
+
+    /// `S(y) δ` is the change of chart coordinates when the point is left-multiplied by `τ(δ)`
+    /// (central differences, h = 1e-6: error ~h² ≈ 1e-12, round-off ~ε/h ≈ 1e-10), and
+    /// `shift_rate` the time derivative of `S` along `y + t ẏ`.
+    #[test]
+    fn shifts_match_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let h = 1e-6;
+        for m in models() {
+            let (_, map) = m.to_single_dof().unwrap();
+            let c = random_configuration(&m, &mut rng);
+            let theta: Vec<f64> = (0..map.n).map(|_| rng.random_range(-0.8..0.8)).collect();
+            let rate: Vec<f64> = (0..map.n).map(|_| rng.random_range(-2.0..2.0)).collect();
+            for j in map.composite_joints() {
+                let (f, d) = (j.first(), j.nv());
+                let y = &theta[f..f + d];
+                let (shift, shift_rate) = (j.shift(y), j.shift_rate(y, &rate[f..f + d]));
+                for col in 0..d {
+                    // y(±h) = coordinates of c τ(±h e_col) τ(y) in the chart centred at c
+                    let moved = |eps: f64| {
+                        let mut delta = vec![0.0; map.n];
+                        delta[f + col] = eps;
+                        for k in (0..map.n).filter(|&k| k < f || k >= f + d) {
+                            delta[k] = theta[k]; // other joints: their own coordinates
+                        }
+                        let mut c2 = vec![0.0; m.nq];
+                        map.chart_point(&c, &delta, &mut c2);
+                        let (mut q, mut out) = (vec![0.0; m.nq], vec![0.0; map.n]);
+                        map.chart_point(&c2, &theta, &mut q);
+                        map.chart_coordinates(&c, &q, &mut out);
+                        out
+                    };
+                    let (plus, minus) = (moved(h), moved(-h));
+                    for r in 0..d {
+                        let fd = (plus[f + r] - minus[f + r]) / (2.0 * h);
+                        assert!((fd - shift[(r, col)]).abs() < 1e-8, "{} joint {}: S[{r},{col}] {} vs {fd}", m.name, j.name(), shift[(r, col)]);
+                    }
+                    let along = |eps: f64| {
+                        let y2: Vec<f64> = y.iter().zip(&rate[f..f + d]).map(|(a, b)| a + eps * b).collect();
+                        j.shift(&y2)
+                    };
+                    let fd = (along(h) - along(-h)) / (2.0 * h);
+                    for r in 0..d {
+                        assert!((fd[(r, col)] - shift_rate[(r, col)]).abs() < 1e-8, "{} joint {}: Ṡ[{r},{col}]", m.name, j.name());
+                    }
+                }
+                assert!((j.shift(&[0.0; 6]).view((0, 0), (d, d)) - nalgebra::DMatrix::<f64>::identity(d, d)).amax() < 1e-15);
             }
         }
     }

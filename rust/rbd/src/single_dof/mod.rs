@@ -67,6 +67,8 @@
 
 mod chart;
 
+pub use chart::CompositeJoint;
+
 use crate::check::check_vector;
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
