@@ -128,8 +128,10 @@ def test_what_is_not_implemented_on_the_group_says_so():
         vi.linearize(traj)
     with pytest.raises(NotImplementedError, match="velocity state"):
         vi.momentum_jacobian(q0, np.zeros(model.nv))
-    with pytest.raises(NotImplementedError, match="kinematic joints"):
-        vidyn.VariationalIntegrator(model, 0.01, kinematic=["hinge"])
+    with pytest.raises(vidyn.InputError, match="'base'.*kinematic"):
+        vidyn.VariationalIntegrator(model, 0.01, kinematic=["base"])
+    with pytest.raises(NotImplementedError, match="body wrenches"):
+        vidyn.VariationalIntegrator(model, 0.01, body_wrenches=np.ones((model.nbodies, 6)))
     with pytest.raises(NotImplementedError, match="free-flyer"):
         vidyn.optim.ilqr(vi, q0, U_init=np.zeros((5, model.nv)))
     damping = np.zeros(model.nv)
@@ -142,3 +144,25 @@ def test_what_is_not_implemented_on_the_group_says_so():
     v0[4] = 4.0
     with pytest.raises(vidyn.ConvergenceError, match="'base' turns by about 115°.*smaller time step"):
         fast.step(q0, fast.momentum(q0, v0))
+
+
+def test_a_tethered_floating_body_through_python():
+    """A distance constraint on a free-flyer (bodies and frames of the model as given) holds at
+    every knot, and the world angular momentum about the anchor is conserved (the Rust tests
+    check the same to 1e-12 with Newton at its round-off floor; here the default tolerance)."""
+    b = vidyn.ModelBuilder("tethered box")
+    b.set_gravity([0.0, 0.0, 0.0])
+    box = b.add_body(None, "box", "freeflyer", mass=1.5, com=[0.02, 0.0, -0.01], inertia=np.diag([0.02, 0.03, 0.04]))
+    b.add_frame("hook", box, np.eye(4))
+    model = b.build()
+    anchor = np.array([0.1, 0.0, 1.0])
+    tether = vidyn.Distance(None, anchor, "hook", [0.1, 0.0, 0.0], 1.0)
+    vi = vidyn.VariationalIntegrator(model, 0.01, constraints=[tether])
+    q0 = model.neutral()
+    assert abs(vi.constraint_values(q0)[0]) < 1e-15
+    traj = vi.rollout(q0, [0.3, 0.5, 0.0, 0.4, -0.2, 0.9], steps=200)
+    assert max(abs(vi.constraint_values(q)[0]) for q in traj.q) < 1e-10
+    force = np.array([rotation(q[3:7]) @ p[:3] for q, p in zip(traj.q, traj.p)])
+    moment = np.array([rotation(q[3:7]) @ p[3:6] + np.cross(q[:3], f) for q, p, f in zip(traj.q, traj.p, force)])
+    about_anchor = moment - np.cross(anchor, force)
+    assert np.abs(about_anchor - about_anchor[0]).max() < 200 * 1e-12 * max(1.0, np.abs(traj.p).max())

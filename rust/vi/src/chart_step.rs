@@ -88,6 +88,11 @@ pub(crate) struct ChartWork {
 }
 
 impl ChartWork {
+    /// The chart coordinates of the last [`VariationalIntegrator::centre_chart`].
+    pub(crate) fn coordinates(&self) -> &[f64] {
+        &self.theta
+    }
+
     pub(crate) fn new(chart: Option<&Chart>) -> Self {
         let Some(c) = chart else { return Self::default() };
         let (nq, n) = (c.map.nq, c.map.n);
@@ -276,6 +281,16 @@ impl VariationalIntegrator {
                 r0[f + k] += term[k];
             }
         }
+    }
+
+    /// With composite joints: centres the workspace's chart at `q` (`(nq,)`) and writes `q`'s
+    /// chart coordinates there ([`ChartWork::coordinates`]); returns whether it did.
+    pub(crate) fn centre_chart(&self, ws: &mut ViWorkspace, q: &[f64]) -> bool {
+        let Some(chart) = self.chart.as_deref() else { return false };
+        let (map, model) = (&chart.map, &*self.model);
+        ws.points.set_chart(model, |placements| map.chart_placements(model, q, placements));
+        map.chart_coordinates(q, q, &mut ws.chart.theta);
+        true
     }
 
     /// The refusal of a computation not implemented for composite joints yet.

@@ -108,14 +108,18 @@ impl VariationalIntegrator {
         cw.lambda.fill(0.0);
     }
 
-    /// The constraint values `h(q)` (`(m,)`), e.g. to check an initial configuration.
+    /// The constraint values `h(q)` (`(m,)`), e.g. to check an initial configuration (`q`
+    /// `(nq,)`; with composite joints evaluated in the chart centred at `q`).
     pub fn constraint_values(&self, ws: &mut ViWorkspace, q: &[f64], h: &mut [f64]) -> crate::Result<()> {
-        vidyn_rbd::check_configuration(&self.model, q)?;
+        vidyn_rbd::check_configuration(self.model(), q)?;
         if h.len() != self.constraints.len() {
             return Err(crate::ViError::InvalidParameter(format!("h has length {}, expected the number of constraints {}", h.len(), self.constraints.len())));
         }
-        let cw = &mut ws.constraint;
-        cw.end_state.update(&self.model, q, &ws.scratch_zero);
+        let charted = self.centre_chart(ws, q);
+        let ViWorkspace { constraint: cw, points, chart, scratch_zero, .. } = ws;
+        let q = if charted { chart.coordinates() } else { q };
+        cw.end_state.update_configuration(&self.model, points.joint_placements(&self.model), q);
+        cw.end_state.update_velocity(&self.model, scratch_zero);
         for (hi, con) in h.iter_mut().zip(&self.constraints) {
             *hi = con.value(&cw.end_state);
         }
@@ -133,7 +137,9 @@ impl VariationalIntegrator {
     pub(crate) fn endpoint_constraint_values(&self, ws: &mut ViWorkspace, q: &[f64]) -> f64 {
         let cw = &mut ws.constraint;
         self.scheme.endpoint_from(q, &ws.z, &mut cw.q_end);
-        cw.end_state.update(&self.model, &cw.q_end, &ws.scratch_zero);
+        // in the step's chart with composite joints (module `chart_step`)
+        cw.end_state.update_configuration(&self.model, ws.points.joint_placements(&self.model), &cw.q_end);
+        cw.end_state.update_velocity(&self.model, &ws.scratch_zero);
         let mut hmax = 0.0_f64;
         for (hi, con) in cw.h.iter_mut().zip(&self.constraints) {
             *hi = con.value(&cw.end_state);

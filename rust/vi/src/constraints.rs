@@ -31,6 +31,14 @@ pub struct BodyPoint {
     pub point: Vector3<f64>,
 }
 
+impl BodyPoint {
+    /// The same point with its body renumbered by `bodies` (`bodies[i]`: the new index of body
+    /// `i`).
+    fn on_bodies(&self, bodies: &[usize]) -> Self {
+        Self { body: self.body.map(|b| bodies[b]), point: self.point }
+    }
+}
+
 /// One scalar holonomic constraint `h(q) = 0` (module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Constraint {
@@ -38,6 +46,18 @@ pub enum Constraint {
     PointOnPlane { a: BodyPoint, normal: Vector3<f64>, b: BodyPoint },
     /// `|p_b − p_a|² − L² = 0`, `L > 0`.
     Distance { a: BodyPoint, b: BodyPoint, length: f64 },
+}
+
+impl Constraint {
+    /// The same constraint with its bodies renumbered by `bodies` (`bodies[i]`: the new index
+    /// of body `i`), e.g. onto a single-dof expansion (`vidyn_rbd::SingleDofMap::bodies`).
+    #[must_use]
+    pub fn on_bodies(&self, bodies: &[usize]) -> Self {
+        match self {
+            Self::PointOnPlane { a, normal, b } => Self::PointOnPlane { a: a.on_bodies(bodies), normal: *normal, b: b.on_bodies(bodies) },
+            Self::Distance { a, b, length } => Self::Distance { a: a.on_bodies(bodies), b: b.on_bodies(bodies), length: *length },
+        }
+    }
 }
 
 /// Per-joint scratch of the constraint derivatives (allocated once per workspace).

@@ -83,6 +83,15 @@ impl StepPoints {
         }
     }
 
+    /// The joint placements the points are evaluated with: the current chart's, or the model's.
+    pub(crate) fn joint_placements<'a>(&'a self, model: &'a Model) -> &'a [Se3] {
+        if self.chart_placements.is_empty() {
+            &model.joint_placements
+        } else {
+            &self.chart_placements
+        }
+    }
+
     /// Places the joints for the next steps at the placements `place` writes (given the
     /// previous ones; the first call starts from the model's): the chart of a step of a model
     /// with composite joints (`vidyn_rbd::SingleDofMap::chart_placements`). Forgets every

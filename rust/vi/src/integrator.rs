@@ -168,11 +168,8 @@ impl VariationalIntegrator {
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
     /// (Johnson 2012 §4.5; module `constrained`). Only the one-interval schemes (midpoint,
     /// trapezoid) take constraints; the initial configuration should satisfy them (the first
-    /// step lands on them regardless).
+    /// step lands on them regardless). Bodies are those of the model as given ([`Self::model`]).
     pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
-        if !constraints.is_empty() {
-            self.refuse_lie_group("holonomic constraints")?;
-        }
         if !constraints.is_empty() && self.scheme.s != 1 {
             return Err(ViError::InvalidParameter(format!(
                 "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
@@ -180,9 +177,13 @@ impl VariationalIntegrator {
             )));
         }
         for (i, c) in constraints.iter().enumerate() {
-            c.validate(self.model.nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
+            c.validate(self.model().nbodies()).map_err(|e| ViError::InvalidParameter(format!("constraint {i}: {e}")))?;
         }
-        self.constraints = constraints;
+        // with composite joints, on the expanded model's bodies
+        self.constraints = match &self.chart {
+            None => constraints,
+            Some(chart) => constraints.into_iter().map(|c| c.on_bodies(&chart.map.bodies)).collect(),
+        };
         self.id = crate::solved::next_id();
         Ok(self)
     }
@@ -201,8 +202,13 @@ impl VariationalIntegrator {
     /// one-interval schemes (midpoint, trapezoid) take kinematic joints; at least one joint must
     /// stay dynamic.
     pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
-        if !joints.is_empty() {
-            self.refuse_lie_group("kinematic joints")?;
+        if let Some(chart) = &self.chart {
+            if let Some(j) = chart.map.composite_joints().find(|j| joints.iter().any(|&k| (j.first()..j.first() + j.nv()).contains(&k))) {
+                return Err(ViError::InvalidParameter(format!(
+                    "joint '{}': kinematic joints are revolute or prismatic, not free-flyer, spherical or planar",
+                    j.name()
+                )));
+            }
         }
         let n = self.n();
         if !joints.is_empty() && self.scheme.s != 1 {
@@ -260,7 +266,8 @@ impl VariationalIntegrator {
         &self.prescribed
     }
 
-    /// The holonomic constraints of this integrator.
+    /// The holonomic constraints of this integrator (with composite joints, on the bodies of
+    /// the model's single-dof expansion, `vidyn_rbd::SingleDofMap::bodies`).
     #[must_use]
     pub fn constraints(&self) -> &[Constraint] {
         &self.constraints

@@ -121,8 +121,82 @@ fn what_is_not_supported_is_refused() {
     let (mut a, mut b) = (nalgebra::DMatrix::zeros(26, 26), nalgebra::DMatrix::zeros(26, 13));
     let err = vi.linearize(&mut ws, 0, &q0, &p0, &[0.0; 13], None, &mut a, &mut b, &mut q1, &mut p1).unwrap_err();
     assert!(matches!(err, ViError::NotOnLieGroup { .. }) && err.to_string().contains("linearisation"), "{err}");
-    assert!(matches!(vi.clone().with_kinematic(&[6]), Err(ViError::NotOnLieGroup { .. })));
+    let err = vi.clone().with_kinematic(&[2]).unwrap_err().to_string();
+    assert!(err.contains("'base'") && err.contains("kinematic"), "{err}");
     let damped = JointForces { damping: vec![0.1; 13], ..JointForces::none(13) };
     let err = VariationalIntegrator::new(model, Scheme::trapezoid(), 0.01, Some(damped)).unwrap_err().to_string();
     assert!(err.contains("'base'") && err.contains("damping"), "{err}");
+}
+
+/// A free body tethered to a world anchor by a distance constraint: rotations about the anchor
+/// are symmetries, so the world angular momentum about it is conserved (Newton to round-off);
+/// the tether holds at every knot. And a floating pendulum whose hinge is prescribed (a
+/// kinematic joint, an ideal internal actuator): the system's world momentum is conserved while
+/// the hinge does work.
+#[test]
+fn constraints_and_kinematic_joints_on_the_group() {
+    let mut b = ModelBuilder::new("tethered box");
+    b.gravity(Vector3::zeros());
+    b.add_body(
+        None,
+        "box",
+        Joint::FreeFlyer,
+        Se3::identity(),
+        Inertia::new(1.5, Vector3::new(0.02, 0.0, -0.01), Matrix3::from_diagonal(&Vector3::new(0.02, 0.03, 0.04))),
+    )
+    .unwrap();
+    let model = Arc::new(b.build().unwrap());
+    let anchor = Vector3::new(0.1, 0.0, 1.0);
+    let tether =
+        Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: BodyPoint { body: Some(0), point: Vector3::new(0.1, 0.0, 0.0) }, length: 1.0 };
+    let mut q0 = vec![0.0; 7];
+    q0[6] = 1.0;
+    let v0 = [0.3, 0.5, 0.0, 0.4, -0.2, 0.9];
+    for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.01, None)
+            .unwrap()
+            .with_newton(1e-15, 50)
+            .unwrap()
+            .with_constraints(vec![tether.clone()])
+            .unwrap();
+        let mut ws = vi.workspace();
+        let mut h = [0.0];
+        vi.constraint_values(&mut ws, &q0, &mut h).unwrap();
+        assert!(h[0].abs() < 1e-15);
+        let mut p0 = vec![0.0; 6];
+        vi.momentum(&mut ws, &q0, &v0, &mut p0).unwrap();
+        let traj = rollout(&vi, &q0, &p0, &[0.0; 300 * 6]).unwrap();
+        let about_anchor = |k: usize| {
+            let w = world_momentum(traj.q_at(k), traj.p_at(k));
+            Vector3::new(w[3], w[4], w[5]) - anchor.cross(&Vector3::new(w[0], w[1], w[2]))
+        };
+        let (l0, scale) = (about_anchor(0), about_anchor(0).amax().max(1.0));
+        for k in 0..=300 {
+            vi.constraint_values(&mut ws, traj.q_at(k), &mut h).unwrap();
+            assert!(h[0].abs() < 1e-12, "s = {}: tether off by {} at step {k}", scheme.s, h[0]);
+            assert!((about_anchor(k) - l0).amax() < 1e-12 * scale, "s = {}: angular momentum about the anchor at step {k}", scheme.s);
+        }
+        // the linear momentum is not conserved: the tether pulls
+        let w = world_momentum(traj.q_at(300), traj.p_at(300));
+        assert!((Vector3::new(w[0], w[1], w[2]) - Vector3::new(p0[0], p0[1], p0[2])).amax() > 1e-3);
+    }
+
+    let model = Arc::new(floating_tree(false));
+    let q0 = start(&model);
+    let vi = VariationalIntegrator::new(model, Scheme::trapezoid(), 0.01, None).unwrap().with_newton(1e-15, 50).unwrap().with_kinematic(&[6]).unwrap();
+    let mut ws = vi.workspace();
+    let mut v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 0.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
+    let rho = |k: usize| 0.8 + 0.3 * (2.0 * 0.01 * k as f64).sin();
+    v0[6] = 0.6; // the prescribed rate at t = 0
+    let mut p0 = vec![0.0; 13];
+    vi.momentum(&mut ws, &q0, &v0, &mut p0).unwrap();
+    let u: Vec<f64> = (0..200).flat_map(|k| (0..13).map(move |i| if i == 6 { rho(k + 1) } else { 0.0 })).collect();
+    let traj = rollout(&vi, &q0, &p0, &u).unwrap();
+    let h0 = world_momentum(&q0, &p0);
+    let scale = h0.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    for k in 0..=200 {
+        let h = world_momentum(traj.q_at(k), traj.p_at(k));
+        assert!(h.iter().zip(&h0).all(|(a, b)| (a - b).abs() < 1e-12 * scale), "step {k}: {h:?} vs {h0:?}");
+        assert!((traj.q_at(k)[7] - if k == 0 { 0.8 } else { rho(k) }).abs() < 1e-15, "the hinge follows its prescription");
+    }
 }

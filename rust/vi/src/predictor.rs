@@ -48,7 +48,7 @@ impl VariationalIntegrator {
                     }
                 }
             }
-            _ if self.chart.is_some() => self.chart_prediction(ws, q, predictor == Predictor::Taylor)?,
+            _ if self.chart.is_some() => self.chart_prediction(ws, q, predictor == Predictor::Taylor && !self.prescribed.iter().any(|&k| k))?,
             _ => {
                 check_tangent(&self.model, p, "p")?;
                 let ViWorkspace { rbd, z, scratch: v, tau, .. } = ws;
