@@ -226,7 +226,7 @@ impl VariationalIntegrator {
     pub(crate) fn add_centre_term(&self, points: &StepPoints, u: &[f64], r0: &mut [f64]) {
         let Some(chart) = self.chart.as_deref() else { return };
         let (sc, dt) = (&self.scheme, self.dt);
-        let (s, pts) = (sc.s, sc.points());
+        let (s, pts, mixes) = (sc.s, sc.points(), sc.mixes_rows());
         for joint in chart.map.composite_joints() {
             let (f, d) = (joint.first(), joint.nv());
             let block = |x: &[f64]| -> [f64; 6] {
@@ -264,7 +264,8 @@ impl VariationalIntegrator {
             for alpha in 0..pts {
                 let (q, qdot, st) = (block(&points.q[alpha]), block(&points.qdot[alpha]), &points.states[alpha]);
                 let wdt = sc.weights[alpha] * dt;
-                let position = joint.shift(&q) - mixed[alpha];
+                // P_α = S(θ^α) − S̄^α vanishes when the control points are the step variables
+                let position = if mixes { joint.shift(&q) - mixed[alpha] } else { Matrix6::zeros() };
                 let mut velocity = joint.shift_rate(&q, &qdot);
                 for (beta, m) in mixed.iter().enumerate().take(pts) {
                     velocity -= m * (sc.b(alpha, beta) / dt);

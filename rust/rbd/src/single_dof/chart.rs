@@ -25,7 +25,7 @@ use super::{planar_rotation, quaternion, zyx_angles, zyx_rate_matrix, zyx_rotati
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
 use crate::model::Model;
-use nalgebra::{Matrix6, UnitQuaternion, Vector2, Vector3, Vector6};
+use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector2, Vector3, Vector6};
 use vidyn_spatial::Se3;
 
 /// The block `J_s(θ)` (`d × d`, `d` = the joint's nv, top-left of a 6×6 padded with the
@@ -246,88 +246,73 @@ impl CompositeJoint<'_> {
     /// `ω₀ = E(0) δr`; planar: `(δt, δφ) ↦ (δt + δφ ẑ × t, δφ)`.
     #[must_use]
     pub fn shift(&self, y: &[f64]) -> Matrix6<f64> {
-        let mut m = Matrix6::zeros();
-        for c in 0..self.nv() {
-            let delta = Vector6::ith(c, 1.0);
-            m.set_column(c, &self.shift_of(y, &delta));
+        let mut m = Matrix6::identity();
+        match self.0.joint {
+            Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
+            Joint::Planar => {
+                m[(0, 2)] = -y[1];
+                m[(1, 2)] = y[0];
+            }
+            Joint::Spherical => m.fixed_view_mut::<3, 3>(0, 0).copy_from(&RotationShift::new(&y[..3]).a),
+            Joint::FreeFlyer => {
+                m.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-Vector3::new(y[0], y[1], y[2]).cross_matrix() * zyx_rate_matrix(0.0, 0.0)));
+                m.fixed_view_mut::<3, 3>(3, 3).copy_from(&RotationShift::new(&y[3..6]).a);
+            }
         }
         m
     }
 
     /// The rate of [`Self::shift`] along a motion `y(t)` with `ẏ = ydot`, `(d/dt) S(y(t))`
     /// (top-left `d × d`). For a rotation with body angular velocity `ω = E ẏ` and
-    /// `a = S δ = E⁻¹ Rᵀ ω₀`: `−E⁻¹ (Ė a + ω × Rᵀ ω₀)`; for the translations of a
-    /// free-flyer `ω₀ × ṫ`, of a planar joint `δφ ẑ × ṫ`.
+    /// `A = E⁻¹ Rᵀ E(0)`: `−E⁻¹ (Ė A + [ω]× Rᵀ E(0))`; for the translations of a free-flyer
+    /// `−[ṫ]× E(0)`, of a planar joint `δφ ẑ × ṫ`.
     #[must_use]
     pub fn shift_rate(&self, y: &[f64], ydot: &[f64]) -> Matrix6<f64> {
         let mut m = Matrix6::zeros();
-        for c in 0..self.nv() {
-            let delta = Vector6::ith(c, 1.0);
-            m.set_column(c, &self.shift_rate_of(y, ydot, &delta));
-        }
-        m
-    }
-
-    fn shift_of(&self, y: &[f64], delta: &Vector6<f64>) -> Vector6<f64> {
-        let mut out = Vector6::zeros();
-        match self.0.joint {
-            Joint::Revolute { .. } | Joint::Prismatic { .. } => out[0] = delta[0],
-            Joint::Planar => {
-                out[0] = delta[0] - delta[2] * y[1];
-                out[1] = delta[1] + delta[2] * y[0];
-                out[2] = delta[2];
-            }
-            Joint::Spherical => out.fixed_rows_mut::<3>(0).copy_from(&rotation_shift(&y[..3], &delta.fixed_rows::<3>(0).into_owned())),
-            Joint::FreeFlyer => {
-                let w0 = zyx_rate_matrix(0.0, 0.0) * delta.fixed_rows::<3>(3);
-                out.fixed_rows_mut::<3>(0).copy_from(&(delta.fixed_rows::<3>(0) + w0.cross(&Vector3::new(y[0], y[1], y[2]))));
-                out.fixed_rows_mut::<3>(3).copy_from(&rotation_shift(&y[3..6], &delta.fixed_rows::<3>(3).into_owned()));
-            }
-        }
-        out
-    }
-
-    fn shift_rate_of(&self, y: &[f64], ydot: &[f64], delta: &Vector6<f64>) -> Vector6<f64> {
-        let mut out = Vector6::zeros();
         match self.0.joint {
             Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
             Joint::Planar => {
-                out[0] = -delta[2] * ydot[1];
-                out[1] = delta[2] * ydot[0];
+                m[(0, 2)] = -ydot[1];
+                m[(1, 2)] = ydot[0];
             }
-            Joint::Spherical => out.fixed_rows_mut::<3>(0).copy_from(&rotation_shift_rate(&y[..3], &ydot[..3], &delta.fixed_rows::<3>(0).into_owned())),
+            Joint::Spherical => m.fixed_view_mut::<3, 3>(0, 0).copy_from(&RotationShift::new(&y[..3]).rate(&y[..3], &ydot[..3])),
             Joint::FreeFlyer => {
-                let w0 = zyx_rate_matrix(0.0, 0.0) * delta.fixed_rows::<3>(3);
-                out.fixed_rows_mut::<3>(0).copy_from(&w0.cross(&Vector3::new(ydot[0], ydot[1], ydot[2])));
-                out.fixed_rows_mut::<3>(3).copy_from(&rotation_shift_rate(&y[3..6], &ydot[3..6], &delta.fixed_rows::<3>(3).into_owned()));
+                m.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-Vector3::new(ydot[0], ydot[1], ydot[2]).cross_matrix() * zyx_rate_matrix(0.0, 0.0)));
+                m.fixed_view_mut::<3, 3>(3, 3).copy_from(&RotationShift::new(&y[3..6]).rate(&y[3..6], &ydot[3..6]));
             }
         }
-        out
+        m
     }
 }
 
-/// `E(y)⁻¹ R(y)ᵀ E(0) δ` for Z-Y-X angles `y` (see [`CompositeJoint::shift`]).
-fn rotation_shift(y: &[f64], delta: &Vector3<f64>) -> Vector3<f64> {
-    let w0 = zyx_rate_matrix(0.0, 0.0) * delta;
-    let body = zyx_rotation(y[0], y[1], y[2]).inverse_transform_vector(&w0);
-    zyx_rate_matrix(y[1], y[2]).lu().solve(&body).unwrap_or_else(|| Vector3::repeat(f64::NAN))
+/// The rotation block of [`CompositeJoint::shift`] at Z-Y-X angles `y`: `A = E⁻¹ Rᵀ E(0)`,
+/// with `E⁻¹` and `Rᵀ E(0)` kept for the rate.
+struct RotationShift {
+    a: Matrix3<f64>,
+    e: Matrix3<f64>,
+    e_inv: Matrix3<f64>,
+    rt_e0: Matrix3<f64>,
 }
 
-/// `(d/dt) E(y)⁻¹ R(y)ᵀ E(0) δ` along `ẏ`: `−E⁻¹ (Ė a + ω × Rᵀ ω₀)`, `a` the shift, `ω = E ẏ`.
-fn rotation_shift_rate(y: &[f64], ydot: &[f64], delta: &Vector3<f64>) -> Vector3<f64> {
-    let w0 = zyx_rate_matrix(0.0, 0.0) * delta;
-    let body = zyx_rotation(y[0], y[1], y[2]).inverse_transform_vector(&w0);
-    let e = zyx_rate_matrix(y[1], y[2]);
-    let lu = e.lu();
-    let a = lu.solve(&body).unwrap_or_else(|| Vector3::repeat(f64::NAN));
-    let (sb, cb) = y[1].sin_cos();
-    let (sg, cg) = y[2].sin_cos();
-    // Ė = ∂E/∂β β̇ + ∂E/∂γ γ̇
-    let de_dbeta = nalgebra::Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
-    let de_dgamma = nalgebra::Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
-    let e_dot = de_dbeta * ydot[1] + de_dgamma * ydot[2];
-    let omega = e * Vector3::new(ydot[0], ydot[1], ydot[2]);
-    -lu.solve(&(e_dot * a + omega.cross(&body))).unwrap_or_else(|| Vector3::repeat(f64::NAN))
+impl RotationShift {
+    fn new(y: &[f64]) -> Self {
+        let e = zyx_rate_matrix(y[1], y[2]);
+        let e_inv = e.try_inverse().unwrap_or_else(|| Matrix3::repeat(f64::NAN));
+        let rt_e0 = zyx_rotation(y[0], y[1], y[2]).to_rotation_matrix().matrix().transpose() * zyx_rate_matrix(0.0, 0.0);
+        Self { a: e_inv * rt_e0, e, e_inv, rt_e0 }
+    }
+
+    /// `(d/dt) A = −E⁻¹ (Ė A + [ω]× Rᵀ E(0))` along `ẏ`, `ω = E ẏ`.
+    fn rate(&self, y: &[f64], ydot: &[f64]) -> Matrix3<f64> {
+        let (sb, cb) = y[1].sin_cos();
+        let (sg, cg) = y[2].sin_cos();
+        // Ė = ∂E/∂β β̇ + ∂E/∂γ γ̇
+        let de_dbeta = Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
+        let de_dgamma = Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
+        let e_dot = de_dbeta * ydot[1] + de_dgamma * ydot[2];
+        let omega = self.e * Vector3::new(ydot[0], ydot[1], ydot[2]);
+        -self.e_inv * (e_dot * self.a + omega.cross_matrix() * self.rt_e0)
+    }
 }
 
 fn singular(s: &Segment) -> RbdError {
