@@ -216,6 +216,9 @@ for _fn, _names in [
     (vidyn.kinetic_energy, "q v"),
     (vidyn.potential_energy, "q"),
     (vidyn.frame_placements, "q"),
+    (vidyn.center_of_mass, "q"),
+    (vidyn.center_of_mass_velocity, "q v"),
+    (vidyn.com_jacobian, "q"),
 ]:
     case(_fn.__name__, _names)(_single(_fn, _names))
 

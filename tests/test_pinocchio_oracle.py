@@ -79,6 +79,9 @@ QUANTITIES = (
     "jacobian_world",
     "jacobian_local",
     "jacobian_local_world_aligned",
+    "center_of_mass",
+    "com_velocity",
+    "com_jacobian",
 )
 
 
@@ -182,6 +185,17 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
         record("nle", relative_error(vidyn.nonlinear_effects(vd, q, v), cmap.v_to_vidyn(pin.nonLinearEffects(pm, pd, qp, vp))))
         record("kinetic_energy", relative_error(vidyn.kinetic_energy(vd, q, v), pin.computeKineticEnergy(pm, pd, qp, vp)))
         record("potential_energy", relative_error(vidyn.potential_energy(vd, q), pin.computePotentialEnergy(pm, pd, qp)))
+        if vd.total_mass > 0:
+            com, com_velocity = vidyn.center_of_mass_velocity(vd, q, v)
+            record("center_of_mass", relative_error(com, pin.centerOfMass(pm, pd, qp, vp)))
+            record("com_velocity", relative_error(com_velocity, pd.vcom[0]))
+            record("com_jacobian", relative_error(vidyn.com_jacobian(vd, q), cmap.v_to_vidyn(pin.jacobianCenterOfMass(pm, pd, qp))))
+            assert np.array_equal(vidyn.center_of_mass(vd, q), com)
+        else:  # nothing moves has mass (a fixed-base quadrotor): no centre of mass, an error
+            with pytest.raises(vidyn.ModelError, match="no mass"):
+                vidyn.center_of_mass(vd, q)
+            for key in ("center_of_mass", "com_velocity", "com_jacobian"):
+                results.setdefault(key, (float("nan"), 0.0))
         kappa = cond(m_pin)
         if np.isfinite(kappa) and kappa < 1e12:
             tol = oracle_solve_rtol(kappa)
@@ -297,7 +311,7 @@ def test_quantity(robot, floating_base, quantity, oracle_summary):
         pytest.fail(f"loading or comparing failed: {type(exc).__name__}: {exc}")
     err, tol = results[quantity]
     if np.isnan(err):
-        pytest.skip("mass matrix is singular (zero-inertia bodies): forward dynamics undefined")
+        pytest.skip(f"{quantity} undefined here (singular mass matrix: zero-inertia bodies; or no moving mass)")
     assert err <= tol, f"{quantity}: relative error {err:.3e} > {tol:.1e}"
 
 

@@ -38,6 +38,9 @@ __all__ = [
     "acrobot",
     "binary_tree",
     "cartpole",
+    "center_of_mass",
+    "center_of_mass_velocity",
+    "com_jacobian",
     "crba",
     "forward_kinematics",
     "frame_placement",
@@ -753,6 +756,17 @@ def kinetic_energy(model: Model, q: _ArrayLike, v: _ArrayLike) -> float:
 
 def potential_energy(model: Model, q: _ArrayLike) -> float:
     """Potential energy of gravity ``-Σ mᵢ gᵀ cᵢ`` (zero at the world origin). q (nq,)."""
+
+def center_of_mass(model: Model, q: _ArrayLike) -> _Array:
+    """World centre of mass ``c = Σ mᵢ cᵢ / M`` (Pinocchio's ``centerOfMass``). q (nq,) -> (3,)."""
+
+def center_of_mass_velocity(model: Model, q: _ArrayLike, v: _ArrayLike) -> tuple[_Array, _Array]:
+    """``(c, ċ)`` with ``ċ = J_c(q) v`` (Pinocchio's ``vcom``). q (nq,), v (nv,) -> (3,), (3,)."""
+
+def com_jacobian(model: Model, q: _ArrayLike) -> _Array:
+    """Jacobian of the centre of mass, ``ċ = J_c(q) v`` (Pinocchio's ``jacobianCenterOfMass``),
+    column ``j`` = ``(σmⱼ vⱼ + ωⱼ × σpⱼ)/M`` from subtree masses and first moments, O(n).
+    q (nq,) -> (3, nv)."""
 
 def forward_kinematics(model: Model, q: _ArrayLike, v: _ArrayLike | None = None, a: _ArrayLike | None = None) -> Kinematics:
     """Placements, velocities and accelerations of every body. q (nq,); v, a (nv,), default

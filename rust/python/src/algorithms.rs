@@ -342,6 +342,41 @@ pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: An
     run(py, pm, |m, ws| rbd::potential_energy(m, ws, &q), |e, _| e)
 }
 
+/// The world centre of mass of the model (Pinocchio's `centerOfMass`).
+///
+/// q: (nq,) -> c: (3,)
+#[pyfunction]
+pub fn center_of_mass<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array1<'py>> {
+    let pm = model.get();
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::center_of_mass(m, ws, &q), |c, _| convert::vector_out(py, c.as_slice()))
+}
+
+/// The centre of mass and its velocity `J_c(q) v` (Pinocchio's `centerOfMass(q, v)`, `vcom`).
+///
+/// q: (nq,), v: (nv,) -> (c: (3,), c_dot: (3,))
+#[pyfunction]
+pub fn center_of_mass_velocity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<(Array1<'py>, Array1<'py>)> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    run(
+        py,
+        pm,
+        |m, ws| rbd::center_of_mass_velocity(m, ws, &q, &v),
+        |(c, cdot), _| (convert::vector_out(py, c.as_slice()), convert::vector_out(py, cdot.as_slice())),
+    )
+}
+
+/// Jacobian of the centre of mass, `c_dot = J_c(q) v` (Pinocchio's `jacobianCenterOfMass`).
+///
+/// q: (nq,) -> J_c: (3, nv)
+#[pyfunction]
+pub fn com_jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
+    let pm = model.get();
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::com_jacobian(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.com_jacobian))
+}
+
 /// Result of `forward_kinematics`: world placements, body velocities and accelerations.
 #[pyclass(frozen, module = "vidyn", name = "Kinematics")]
 pub struct Kinematics {

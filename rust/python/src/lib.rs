@@ -119,6 +119,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms::nonlinear_effects, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::kinetic_energy, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::potential_energy, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::center_of_mass, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::center_of_mass_velocity, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::com_jacobian, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::forward_kinematics, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_placement, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_placements, m)?)?;

@@ -4,7 +4,7 @@
 use crate::algorithms::rnea_derivatives::DerivativeWorkspace;
 use crate::algorithms::rnea_second_order::SecondOrderScratch;
 use crate::model::Model;
-use nalgebra::{DMatrix, Matrix6};
+use nalgebra::{DMatrix, Matrix6, Vector3};
 use vidyn_spatial::{Force, Inertia, Motion, Se3};
 
 /// Scratch and results of the algorithms. Sizes: `n` bodies, `nv` velocity coordinates,
@@ -34,6 +34,12 @@ pub struct Workspace {
     pub mass_matrix_inv: DMatrix<f64>,
     /// `(6, nv)` Jacobian of the last `jacobian` call.
     pub jacobian: DMatrix<f64>,
+    /// `(3, nv)` Jacobian of the centre of mass. `com_jacobian`.
+    pub com_jacobian: DMatrix<f64>,
+    /// `(n,)` mass `Σ_{j⪰i} m_j` and world first moment `Σ_{j⪰i} m_j c_j` of the subtree of
+    /// body i. Centre of mass.
+    pub subtree_mass: Vec<f64>,
+    pub subtree_moment: Vec<Vector3<f64>>,
     /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA.
     pub composite_inertias: Vec<Inertia>,
     /// `(n,)` articulated-body inertia of body i, body frame i. ABA, Minverse.
@@ -78,6 +84,9 @@ impl Workspace {
             mass_matrix: DMatrix::zeros(nv, nv),
             mass_matrix_inv: DMatrix::zeros(nv, nv),
             jacobian: DMatrix::zeros(6, nv),
+            com_jacobian: DMatrix::zeros(3, nv),
+            subtree_mass: vec![0.0; n],
+            subtree_moment: vec![Vector3::zeros(); n],
             composite_inertias: vec![Inertia::zero(); n],
             articulated_inertias: vec![Matrix6::zeros(); n],
             bias_forces: vec![Force::zero(); n],
