@@ -72,16 +72,17 @@ def normalise(model: vidyn.Model, q: np.ndarray) -> None:
             q[sl] /= np.linalg.norm(q[sl])
 
 
-def rk4_reference(model: vidyn.Model, q: np.ndarray, v: np.ndarray, t_end: float, steps: int) -> np.ndarray:
+def rk4_reference(model: vidyn.Model, q: np.ndarray, v: np.ndarray, t_end: float, steps: int, fext: np.ndarray | None = None) -> np.ndarray:
     """Classical RK4 on (q, v) with q in the embedding (quaternions and cos/sin pairs
-    renormalised after each step, which keeps order 4), forward dynamics by ABA, zero torque."""
+    renormalised after each step, which keeps order 4), forward dynamics by ABA, zero torque,
+    optional constant body wrenches ``fext`` (nbodies, 6)."""
     h = t_end / steps
     tau = np.zeros(model.nv)
 
     def f(q, v):
         qn = q.copy()
         normalise(model, qn)
-        return qdot(model, qn, v), vidyn.aba(model, qn, v, tau)
+        return qdot(model, qn, v), vidyn.aba(model, qn, v, tau, fext)
 
     for _ in range(steps):
         k1q, k1v = f(q, v)

@@ -488,9 +488,9 @@ class VariationalIntegrator:
     constant over a step. Free-flyer, spherical and planar joints step on their Lie groups:
     ``q`` (``nq``,) in Pinocchio's layout (unit quaternions kept unit to round-off), ``p`` and
     ``u`` in the tangent space, each step in the chart centred at its start (no gimbal lock;
-    the momenta of symmetries are conserved to the Newton tolerance; constraints and kinematic
-    1-dof joints work with them). For them the linearisation, the velocity-state maps, body
-    wrenches and the optimisers raise NotImplementedError for now; damping and springs act on
+    the momenta of symmetries are conserved to the Newton tolerance; constraints, kinematic
+    1-dof joints and body wrenches work with them). For them the linearisation, the
+    velocity-state maps and the optimisers raise NotImplementedError for now; damping and springs act on
     1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)

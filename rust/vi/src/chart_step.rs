@@ -207,7 +207,8 @@ impl VariationalIntegrator {
                 // damping and springs act on 1-dof joints only, whose θ_i is their coordinate
                 tau[i] = cw.u[i] - f.damping[i] * v[i] - f.stiffness[i] * (theta[i] - f.rest[i]);
             }
-            map.chart_rates(theta, vidyn_rbd::aba(native, rbd, &cw.centre, v, tau, None)?, &mut cw.accelerations)?;
+            let wrenches = (!self.body_wrenches().is_empty()).then_some(self.body_wrenches());
+            map.chart_rates(theta, vidyn_rbd::aba(native, rbd, &cw.centre, v, tau, wrenches)?, &mut cw.accelerations)?;
         } else {
             cw.accelerations.fill(0.0);
         }
@@ -273,7 +274,7 @@ impl VariationalIntegrator {
                 let (mut force, mut momentum) = (Vector6::zeros(), Vector6::zeros());
                 for k in 0..d {
                     let i = f + k;
-                    force[k] = wdt * (st.dk_dq[i] - st.dv_dq[i] + u[i]);
+                    force[k] = wdt * (st.dk_dq[i] - st.dv_dq[i] + u[i] + st.wrench_force(i));
                     momentum[k] = wdt * st.dk_dqdot[i];
                 }
                 term += position.transpose() * force + velocity.transpose() * momentum;

@@ -51,9 +51,11 @@ pub struct VariationalIntegrator {
     pub(crate) constraints: Vec<Constraint>,
     /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
     pub(crate) prescribed: Vec<bool>,
-    /// `(n,)` constant body wrenches in the body frames, or empty
-    /// ([`VariationalIntegrator::with_body_wrenches`]).
+    /// Constant body wrenches in the body frames, one per body of the DEL model `model`, or
+    /// empty ([`VariationalIntegrator::with_body_wrenches`]).
     pub(crate) wrenches: Vec<Force>,
+    /// The same, one per body of the model as given (what [`Self::body_wrenches`] returns).
+    given_wrenches: Vec<Force>,
     /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
     /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
     dense_max: usize,
@@ -87,6 +89,7 @@ pub struct ViWorkspace {
     pub(crate) lane_dq: Vec<Lanes>,
     pub(crate) lane_rows: Vec<Lanes>,
     pub(crate) lane_momentum: Vec<Lanes>,
+    /// Scratch of the rigid-body algorithms on the model as given ([`VariationalIntegrator::model`]).
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
     /// `(n,)` the generalised force of the Taylor predictor ([`Predictor::Taylor`]).
@@ -159,6 +162,7 @@ impl VariationalIntegrator {
             constraints: Vec::new(),
             prescribed: vec![false; n],
             wrenches: Vec::new(),
+            given_wrenches: Vec::new(),
             dense_max: DEFAULT_DENSE_MAX,
             id: crate::solved::next_id(),
             max_energy_error: DEFAULT_MAX_ENERGY_ERROR,
@@ -246,18 +250,29 @@ impl VariationalIntegrator {
     /// Second-order derivatives refuse integrators with wrenches.
     pub fn with_body_wrenches(mut self, wrenches: Vec<Force>) -> Result<Self> {
         if !wrenches.is_empty() {
-            self.refuse_lie_group("body wrenches")?;
-            check_forces(&self.model, &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
+            check_forces(self.model(), &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
         }
-        self.wrenches = wrenches;
+        // with composite joints, each on the last body of its joint's chain (the others massless)
+        self.wrenches = match &self.chart {
+            Some(chart) if !wrenches.is_empty() => {
+                let mut expanded = vec![Force::zero(); self.model.nbodies()];
+                for (&b, w) in chart.map.bodies.iter().zip(&wrenches) {
+                    expanded[b] = *w;
+                }
+                expanded
+            }
+            _ => wrenches.clone(),
+        };
+        self.given_wrenches = wrenches;
         self.id = crate::solved::next_id();
         Ok(self)
     }
 
-    /// `(nbodies,)` the constant body wrenches ([`Self::with_body_wrenches`]); empty without.
+    /// `(nbodies,)` the constant body wrenches ([`Self::with_body_wrenches`]), one per body of
+    /// the model as given; empty without.
     #[must_use]
     pub fn body_wrenches(&self) -> &[Force] {
-        &self.wrenches
+        &self.given_wrenches
     }
 
     /// `(n,)` which joints are kinematic ([`Self::with_kinematic`]).
@@ -373,7 +388,7 @@ impl VariationalIntegrator {
             lane_dq: vec![[0.0; LANES]; (s + 1) * n],
             lane_rows: vec![[0.0; LANES]; (s + 1) * n],
             lane_momentum: vec![[0.0; LANES]; n],
-            rbd: self.model.workspace(),
+            rbd: self.model().workspace(),
             scratch: vec![0.0; n],
             tau: vec![0.0; n],
             scratch_zero: vec![0.0; n],
