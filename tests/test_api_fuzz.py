@@ -219,6 +219,8 @@ for _fn, _names in [
     (vidyn.center_of_mass, "q"),
     (vidyn.center_of_mass_velocity, "q v"),
     (vidyn.com_jacobian, "q"),
+    (vidyn.centroidal_momentum, "q v"),
+    (vidyn.centroidal_momentum_matrix, "q"),
 ]:
     case(_fn.__name__, _names)(_single(_fn, _names))
 

@@ -82,6 +82,8 @@ QUANTITIES = (
     "center_of_mass",
     "com_velocity",
     "com_jacobian",
+    "centroidal_momentum",
+    "centroidal_momentum_matrix",
 )
 
 
@@ -191,10 +193,13 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
             record("com_velocity", relative_error(com_velocity, pd.vcom[0]))
             record("com_jacobian", relative_error(vidyn.com_jacobian(vd, q), cmap.v_to_vidyn(pin.jacobianCenterOfMass(pm, pd, qp))))
             assert np.array_equal(vidyn.center_of_mass(vd, q), com)
+            ag_pin = cmap.v_to_vidyn(pin.ccrba(pm, pd, qp, vp))
+            record("centroidal_momentum_matrix", relative_error(vidyn.centroidal_momentum_matrix(vd, q), ag_pin))
+            record("centroidal_momentum", relative_error(vidyn.centroidal_momentum(vd, q, v), pd.hg.vector))
         else:  # nothing moves has mass (a fixed-base quadrotor): no centre of mass, an error
             with pytest.raises(vidyn.ModelError, match="no mass"):
                 vidyn.center_of_mass(vd, q)
-            for key in ("center_of_mass", "com_velocity", "com_jacobian"):
+            for key in ("center_of_mass", "com_velocity", "com_jacobian", "centroidal_momentum", "centroidal_momentum_matrix"):
                 results.setdefault(key, (float("nan"), 0.0))
         kappa = cond(m_pin)
         if np.isfinite(kappa) and kappa < 1e12:

@@ -40,6 +40,8 @@ __all__ = [
     "cartpole",
     "center_of_mass",
     "center_of_mass_velocity",
+    "centroidal_momentum",
+    "centroidal_momentum_matrix",
     "com_jacobian",
     "crba",
     "forward_kinematics",
@@ -762,6 +764,16 @@ def center_of_mass(model: Model, q: _ArrayLike) -> _Array:
 
 def center_of_mass_velocity(model: Model, q: _ArrayLike, v: _ArrayLike) -> tuple[_Array, _Array]:
     """``(c, ċ)`` with ``ċ = J_c(q) v`` (Pinocchio's ``vcom``). q (nq,), v (nv,) -> (3,), (3,)."""
+
+def centroidal_momentum(model: Model, q: _ArrayLike, v: _ArrayLike) -> _Array:
+    """Centroidal momentum ``h_G = A_G(q) v``: the whole model's spatial momentum about its
+    centre of mass in world axes, ``[linear; angular]`` (Pinocchio's ``hg``). q (nq,), v (nv,)
+    -> (6,)."""
+
+def centroidal_momentum_matrix(model: Model, q: _ArrayLike) -> _Array:
+    """Centroidal momentum matrix ``A_G(q)`` (6, nv) with ``h_G = A_G v`` (Pinocchio's
+    ``ccrba``): world composite inertias times joint columns, moved to the centre of mass;
+    its linear rows are ``M J_c``. q (nq,) -> (6, nv)."""
 
 def com_jacobian(model: Model, q: _ArrayLike) -> _Array:
     """Jacobian of the centre of mass, ``ċ = J_c(q) v`` (Pinocchio's ``jacobianCenterOfMass``),

@@ -377,6 +377,28 @@ pub fn com_jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_
     run(py, pm, |m, ws| rbd::com_jacobian(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.com_jacobian))
 }
 
+/// Centroidal momentum matrix `A_G(q)`: `h_G = A_G v`, the momentum about the centre of mass in
+/// world axes, rows [linear; angular] (Pinocchio's `ccrba`).
+///
+/// q: (nq,) -> A_G: (6, nv)
+#[pyfunction]
+pub fn centroidal_momentum_matrix<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
+    let pm = model.get();
+    let (q, []) = state(&pm.inner, q, [])?;
+    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.centroidal_matrix))
+}
+
+/// Centroidal momentum `h_G = A_G(q) v` [linear; angular] (Pinocchio's
+/// `computeCentroidalMomentum`).
+///
+/// q: (nq,), v: (nv,) -> h_G: (6,)
+#[pyfunction]
+pub fn centroidal_momentum<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array1<'py>> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    run(py, pm, |m, ws| rbd::centroidal_momentum(m, ws, &q, &v), |h, _| convert::vector_out(py, h.to_vector().as_slice()))
+}
+
 /// Result of `forward_kinematics`: world placements, body velocities and accelerations.
 #[pyclass(frozen, module = "vidyn", name = "Kinematics")]
 pub struct Kinematics {

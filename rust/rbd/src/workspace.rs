@@ -36,11 +36,14 @@ pub struct Workspace {
     pub jacobian: DMatrix<f64>,
     /// `(3, nv)` Jacobian of the centre of mass. `com_jacobian`.
     pub com_jacobian: DMatrix<f64>,
+    /// `(6, nv)` centroidal momentum matrix `A_G`. `centroidal_momentum_matrix`.
+    pub centroidal_matrix: DMatrix<f64>,
     /// `(n,)` mass `Σ_{j⪰i} m_j` and world first moment `Σ_{j⪰i} m_j c_j` of the subtree of
     /// body i. Centre of mass.
     pub subtree_mass: Vec<f64>,
     pub subtree_moment: Vec<Vector3<f64>>,
-    /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA.
+    /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA,
+    /// centroidal momentum.
     pub composite_inertias: Vec<Inertia>,
     /// `(n,)` articulated-body inertia of body i, body frame i. ABA, Minverse.
     pub articulated_inertias: Vec<Matrix6<f64>>,
@@ -85,6 +88,7 @@ impl Workspace {
             mass_matrix_inv: DMatrix::zeros(nv, nv),
             jacobian: DMatrix::zeros(6, nv),
             com_jacobian: DMatrix::zeros(3, nv),
+            centroidal_matrix: DMatrix::zeros(6, nv),
             subtree_mass: vec![0.0; n],
             subtree_moment: vec![Vector3::zeros(); n],
             composite_inertias: vec![Inertia::zero(); n],

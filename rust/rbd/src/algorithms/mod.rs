@@ -5,6 +5,7 @@ pub mod aba;
 pub mod aba_derivatives;
 pub mod aba_second_order;
 pub mod center_of_mass;
+pub mod centroidal;
 pub mod crba;
 pub mod energy;
 pub mod external_forces;
