@@ -35,7 +35,7 @@ pub fn centroidal_momentum_matrix<'w>(model: &Model, ws: &'w mut Workspace, q: &
             None => total = total + composite,
         }
     }
-    if !(total.mass > 0.0) {
+    if total.mass <= 0.0 {
         return Err(RbdError::InvalidModel(format!("model '{}' has no mass: its centroidal momentum is undefined", model.name)));
     }
     let c: Vector3<f64> = total.com;
