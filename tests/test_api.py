@@ -44,8 +44,10 @@ PUBLIC = [
     "com_jacobian",
     "crba",
     "forward_kinematics",
+    "frame_acceleration",
     "frame_placement",
     "frame_placements",
+    "frame_velocity",
     "get_num_threads",
     "gravity",
     "jacobian",
@@ -98,6 +100,8 @@ def test_signatures_and_docstrings():
         "frame_placement": "(model, q, frame)",
         "frame_placements": "(model, q)",
         "jacobian": "(model, q, frame, reference='local_world_aligned')",
+        "frame_velocity": "(model, q, v, frame, reference='local_world_aligned')",
+        "frame_acceleration": "(model, q, v, a, frame, reference='local_world_aligned', classical=False)",
     }
     for name, sig in expected.items():
         f = getattr(vidyn, name)

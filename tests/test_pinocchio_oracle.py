@@ -84,6 +84,9 @@ QUANTITIES = (
     "com_jacobian",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "frame_velocity",
+    "frame_acceleration",
+    "frame_classical_acceleration",
 )
 
 
@@ -178,6 +181,18 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
                 j_pin = cmap.v_to_vidyn(pin_jacobian(pm, pd, qp, fid, pref))
                 worst = max(worst, relative_error(j_vd, j_pin))
             record(f"jacobian_{ref}", worst)
+        # frame velocities and accelerations, every frame and reference
+        pin.forwardKinematics(pm, pd, qp, vp, ap)
+        for key, ours, theirs in (
+            ("frame_velocity", lambda k, r: vidyn.frame_velocity(vd, q, v, k, r), pin.getFrameVelocity),
+            ("frame_acceleration", lambda k, r: vidyn.frame_acceleration(vd, q, v, a, k, r), pin.getFrameAcceleration),
+            ("frame_classical_acceleration", lambda k, r: vidyn.frame_acceleration(vd, q, v, a, k, r, classical=True), pin.getFrameClassicalAcceleration),
+        ):
+            worst = 0.0
+            for ref, pref in REFERENCES.items():
+                for k, fid in pairs:
+                    worst = max(worst, relative_error(ours(k, ref), theirs(pm, pd, fid, pref).vector))
+            record(key, worst)
 
         # dynamics
         record("rnea", relative_error(vidyn.rnea(vd, q, v, a), cmap.v_to_vidyn(pin.rnea(pm, pd, qp, vp, ap))))

@@ -45,8 +45,10 @@ __all__ = [
     "com_jacobian",
     "crba",
     "forward_kinematics",
+    "frame_acceleration",
     "frame_placement",
     "frame_placements",
+    "frame_velocity",
     "get_num_threads",
     "gravity",
     "jacobian",
@@ -798,6 +800,18 @@ def jacobian(model: Model, q: _ArrayLike, frame: str | int, reference: _Referenc
     velocity in the frame) or "local_world_aligned" (velocity of the frame origin, world axes).
 
     Raises InputError for an unknown ``reference``."""
+
+def frame_velocity(model: Model, q: _ArrayLike, v: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned") -> _Array:
+    """Velocity ``[v; ω]`` (6,) of a frame in ``reference`` (the frames of :func:`jacobian`):
+    ``jacobian(model, q, frame, reference) @ v`` (Pinocchio's ``getFrameVelocity``)."""
+
+def frame_acceleration(
+    model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned", classical: bool = False
+) -> _Array:
+    """Spatial acceleration (6,) of a frame in ``reference``, gravity excluded (Pinocchio's
+    ``getFrameAcceleration``); ``classical=True``: the classical acceleration, ``ω × v`` added
+    to the linear part (``getFrameClassicalAcceleration``; in "local_world_aligned" the second
+    time derivative of the frame origin's position)."""
 
 # ----------------------------------------------------------------------------------------
 # Built-in models (re-exported by vidyn.models)

@@ -491,3 +491,49 @@ pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'p
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
     run(py, pm, |m, ws| rbd::frame_jacobian(m, ws, &q, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian))
 }
+
+/// Velocity of a frame `[v; omega]` in `reference` (= `jacobian(q, frame, reference) @ v`;
+/// Pinocchio's `getFrameVelocity`).
+///
+/// q: (nq,), v: (nv,), frame: str | int -> (6,)
+#[pyfunction]
+#[pyo3(signature = (model, q, v, frame, reference = "local_world_aligned"))]
+pub fn frame_velocity<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    frame: Any<'_, 'py>,
+    reference: &str,
+) -> PyResult<Array1<'py>> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
+    run(py, pm, |m, ws| rbd::frame_velocity(m, ws, &q, &v, f, r), |w, _| convert::vector_out(py, w.to_vector().as_slice()))
+}
+
+/// Spatial acceleration of a frame in `reference`, gravity excluded (Pinocchio's
+/// `getFrameAcceleration`); with `classical=True` the classical one, `omega x v` added to the
+/// linear part (`getFrameClassicalAcceleration`; in "local_world_aligned" the second
+/// derivative of the frame origin).
+///
+/// q: (nq,), v, a: (nv,), frame: str | int -> (6,)
+#[pyfunction]
+#[pyo3(signature = (model, q, v, a, frame, reference = "local_world_aligned", classical = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn frame_acceleration<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    a: Any<'_, 'py>,
+    frame: Any<'_, 'py>,
+    reference: &str,
+    classical: bool,
+) -> PyResult<Array1<'py>> {
+    let pm = model.get();
+    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
+    let kernel = if classical { rbd::frame_classical_acceleration } else { rbd::frame_acceleration };
+    run(py, pm, |m, ws| kernel(m, ws, &q, &v, &a, f, r), |w, _| convert::vector_out(py, w.to_vector().as_slice()))
+}

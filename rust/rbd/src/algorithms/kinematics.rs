@@ -35,6 +35,20 @@ pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64])
     }
 }
 
+/// Body velocities `v_i = iXλ v_λ + S_i q̇_i` (body frames) from the parent placements already
+/// in `ws`. Fills `ws.velocities`. O(n).
+pub(crate) fn velocities_unchecked(model: &Model, ws: &mut Workspace, v: &[f64]) {
+    for i in 0..model.nbodies() {
+        let j = &model.joints[i];
+        let iv = model.idx_v[i];
+        let vp = match model.parents[i] {
+            Some(p) => ws.parent_placements[i].inv_act_motion(&ws.velocities[p]),
+            None => Motion::zero(),
+        };
+        ws.velocities[i] = vp + j.motion(&v[iv..iv + j.nv()]);
+    }
+}
+
 /// Forward kinematics to second order (Featherstone 2008, §5.3), body frames:
 /// `v_i = iXλ v_λ + S_i q̇_i`, `a_i = iXλ a_λ + S_i q̈_i + v_i ×ₘ S_i q̇_i` (gravity excluded).
 /// `q`: (nq,), `v`, `a`: (nv,). Fills placements, `ws.velocities`, `ws.accelerations`. O(n).

@@ -9,6 +9,7 @@ pub mod centroidal;
 pub mod crba;
 pub mod energy;
 pub mod external_forces;
+pub mod frame_motion;
 pub mod jacobian;
 pub mod kinematics;
 pub mod mass_derivative;
