@@ -51,6 +51,7 @@ PUBLIC = [
     "get_num_threads",
     "gravity",
     "jacobian",
+    "jacobian_time_variation",
     "kinetic_energy",
     "minverse",
     "models",
@@ -101,6 +102,7 @@ def test_signatures_and_docstrings():
         "frame_placements": "(model, q)",
         "jacobian": "(model, q, frame, reference='local_world_aligned')",
         "frame_velocity": "(model, q, v, frame, reference='local_world_aligned')",
+        "jacobian_time_variation": "(model, q, v, frame, reference='local_world_aligned')",
         "frame_acceleration": "(model, q, v, a, frame, reference='local_world_aligned', classical=False)",
     }
     for name, sig in expected.items():

@@ -87,6 +87,7 @@ QUANTITIES = (
     "frame_velocity",
     "frame_acceleration",
     "frame_classical_acceleration",
+    "jacobian_time_variation",
 )
 
 
@@ -193,6 +194,17 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
                 for k, fid in pairs:
                     worst = max(worst, relative_error(ours(k, ref), theirs(pm, pd, fid, pref).vector))
             record(key, worst)
+        pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+        pin.updateFramePlacements(pm, pd)
+        worst = 0.0
+        for ref, pref in REFERENCES.items():
+            for k, fid in pairs:
+                ours = vidyn.jacobian_time_variation(vd, q, v, k, ref)
+                if pm.frames[fid].parentJoint == 0:  # fixed to the world; pin 4.1 crashes on these
+                    assert not ours.any()
+                    continue
+                worst = max(worst, relative_error(ours, cmap.v_to_vidyn(pin.getFrameJacobianTimeVariation(pm, pd, fid, pref))))
+        record("jacobian_time_variation", worst)
 
         # dynamics
         record("rnea", relative_error(vidyn.rnea(vd, q, v, a), cmap.v_to_vidyn(pin.rnea(pm, pd, qp, vp, ap))))

@@ -52,6 +52,7 @@ __all__ = [
     "get_num_threads",
     "gravity",
     "jacobian",
+    "jacobian_time_variation",
     "kinetic_energy",
     "minverse",
     "nonlinear_effects",
@@ -800,6 +801,11 @@ def jacobian(model: Model, q: _ArrayLike, frame: str | int, reference: _Referenc
     velocity in the frame) or "local_world_aligned" (velocity of the frame origin, world axes).
 
     Raises InputError for an unknown ``reference``."""
+
+def jacobian_time_variation(model: Model, q: _ArrayLike, v: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned") -> _Array:
+    """``dJ/dt`` (6, nv) of the frame Jacobian in ``reference`` along the velocity ``v``
+    (Pinocchio's ``getFrameJacobianTimeVariation``): the frame's spatial acceleration is
+    ``J a + dJ/dt v``."""
 
 def frame_velocity(model: Model, q: _ArrayLike, v: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned") -> _Array:
     """Velocity ``[v; ω]`` (6,) of a frame in ``reference`` (the frames of :func:`jacobian`):

@@ -492,6 +492,27 @@ pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'p
     run(py, pm, |m, ws| rbd::frame_jacobian(m, ws, &q, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian))
 }
 
+/// Time variation `dJ/dt` of a frame Jacobian in `reference` along the velocity `v`
+/// (Pinocchio's `getFrameJacobianTimeVariation`): the frame's spatial acceleration is
+/// `J a + dJ/dt v`.
+///
+/// q: (nq,), v: (nv,), frame: str | int -> (6, nv)
+#[pyfunction]
+#[pyo3(signature = (model, q, v, frame, reference = "local_world_aligned"))]
+pub fn jacobian_time_variation<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    frame: Any<'_, 'py>,
+    reference: &str,
+) -> PyResult<Array2<'py>> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
+    run(py, pm, |m, ws| rbd::frame_jacobian_time_variation(m, ws, &q, &v, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian_rate))
+}
+
 /// Velocity of a frame `[v; omega]` in `reference` (= `jacobian(q, frame, reference) @ v`;
 /// Pinocchio's `getFrameVelocity`).
 ///

@@ -34,6 +34,8 @@ pub struct Workspace {
     pub mass_matrix_inv: DMatrix<f64>,
     /// `(6, nv)` Jacobian of the last `jacobian` call.
     pub jacobian: DMatrix<f64>,
+    /// `(6, nv)` time variation of the last frame Jacobian. `frame_jacobian_time_variation`.
+    pub jacobian_rate: DMatrix<f64>,
     /// `(3, nv)` Jacobian of the centre of mass. `com_jacobian`.
     pub com_jacobian: DMatrix<f64>,
     /// `(6, nv)` centroidal momentum matrix `A_G`. `centroidal_momentum_matrix`.
@@ -87,6 +89,7 @@ impl Workspace {
             mass_matrix: DMatrix::zeros(nv, nv),
             mass_matrix_inv: DMatrix::zeros(nv, nv),
             jacobian: DMatrix::zeros(6, nv),
+            jacobian_rate: DMatrix::zeros(6, nv),
             com_jacobian: DMatrix::zeros(3, nv),
             centroidal_matrix: DMatrix::zeros(6, nv),
             subtree_mass: vec![0.0; n],
