@@ -221,6 +221,7 @@ for _fn, _names in [
     (vidyn.com_jacobian, "q"),
     (vidyn.centroidal_momentum, "q v"),
     (vidyn.centroidal_momentum_matrix, "q"),
+    (vidyn.centroidal_momentum_matrix_time_variation, "q v"),
 ]:
     case(_fn.__name__, _names)(_single(_fn, _names))
 

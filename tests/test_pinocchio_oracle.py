@@ -84,6 +84,7 @@ QUANTITIES = (
     "com_jacobian",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "centroidal_momentum_matrix_time_variation",
     "frame_velocity",
     "frame_acceleration",
     "frame_classical_acceleration",
@@ -223,10 +224,12 @@ def compare_model(vd, pm, seeds=range(N_STATES)):
             ag_pin = cmap.v_to_vidyn(pin.ccrba(pm, pd, qp, vp))
             record("centroidal_momentum_matrix", relative_error(vidyn.centroidal_momentum_matrix(vd, q), ag_pin))
             record("centroidal_momentum", relative_error(vidyn.centroidal_momentum(vd, q, v), pd.hg.vector))
+            dag_pin = cmap.v_to_vidyn(pin.computeCentroidalMapTimeVariation(pm, pd, qp, vp))
+            record("centroidal_momentum_matrix_time_variation", relative_error(vidyn.centroidal_momentum_matrix_time_variation(vd, q, v), dag_pin))
         else:  # nothing moves has mass (a fixed-base quadrotor): no centre of mass, an error
             with pytest.raises(vidyn.ModelError, match="no mass"):
                 vidyn.center_of_mass(vd, q)
-            for key in ("center_of_mass", "com_velocity", "com_jacobian", "centroidal_momentum", "centroidal_momentum_matrix"):
+            for key in ("center_of_mass", "com_velocity", "com_jacobian", "centroidal_momentum", "centroidal_momentum_matrix", "centroidal_momentum_matrix_time_variation"):
                 results.setdefault(key, (float("nan"), 0.0))
         kappa = cond(m_pin)
         if np.isfinite(kappa) and kappa < 1e12:

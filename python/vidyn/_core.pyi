@@ -42,6 +42,7 @@ __all__ = [
     "center_of_mass_velocity",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "centroidal_momentum_matrix_time_variation",
     "com_jacobian",
     "crba",
     "forward_kinematics",
@@ -777,6 +778,10 @@ def centroidal_momentum_matrix(model: Model, q: _ArrayLike) -> _Array:
     """Centroidal momentum matrix ``A_G(q)`` (6, nv) with ``h_G = A_G v`` (Pinocchio's
     ``ccrba``): world composite inertias times joint columns, moved to the centre of mass;
     its linear rows are ``M J_c``. q (nq,) -> (6, nv)."""
+
+def centroidal_momentum_matrix_time_variation(model: Model, q: _ArrayLike, v: _ArrayLike) -> _Array:
+    """``dA_G/dt`` (6, nv) with ``dh_G/dt = A_G a + (dA_G/dt) v`` (Pinocchio's ``dccrba``).
+    q (nq,), v (nv,) -> (6, nv)."""
 
 def com_jacobian(model: Model, q: _ArrayLike) -> _Array:
     """Jacobian of the centre of mass, ``ċ = J_c(q) v`` (Pinocchio's ``jacobianCenterOfMass``),

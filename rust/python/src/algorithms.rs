@@ -388,6 +388,17 @@ pub fn centroidal_momentum_matrix<'py>(py: Python<'py>, model: &Bound<'py, PyMod
     run(py, pm, |m, ws| rbd::centroidal_momentum_matrix(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.centroidal_matrix))
 }
 
+/// Time variation of the centroidal momentum matrix, `dA_G/dt` with
+/// `dh_G/dt = A_G a + dA_G/dt v` (Pinocchio's `dccrba`).
+///
+/// q: (nq,), v: (nv,) -> (6, nv)
+#[pyfunction]
+pub fn centroidal_momentum_matrix_time_variation<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array2<'py>> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix_time_variation(m, ws, &q, &v).map(drop), |(), ws| convert::matrix_out(py, &ws.centroidal_rate))
+}
+
 /// Centroidal momentum `h_G = A_G(q) v` [linear; angular] (Pinocchio's
 /// `computeCentroidalMomentum`).
 ///

@@ -124,6 +124,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms::com_jacobian, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::centroidal_momentum, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::centroidal_momentum_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::centroidal_momentum_matrix_time_variation, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::forward_kinematics, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_placement, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_placements, m)?)?;

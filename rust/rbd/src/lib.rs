@@ -21,7 +21,7 @@ pub use algorithms::aba::{aba, mass_solve};
 pub use algorithms::aba_derivatives::{aba_derivatives, AbaDerivatives};
 pub use algorithms::aba_second_order::{aba_second_order, aba_second_order_contracted, AbaSecondOrder, AbaSecondOrderContracted, AbaSecondOrderWorkspace};
 pub use algorithms::center_of_mass::{center_of_mass, center_of_mass_velocity, com_jacobian};
-pub use algorithms::centroidal::{centroidal_momentum, centroidal_momentum_matrix};
+pub use algorithms::centroidal::{centroidal_momentum, centroidal_momentum_matrix, centroidal_momentum_matrix_time_variation};
 pub use algorithms::crba::crba;
 pub use algorithms::energy::{kinetic_energy, potential_energy};
 pub use algorithms::external_forces::external_joint_torques;

@@ -40,6 +40,10 @@ pub struct Workspace {
     pub com_jacobian: DMatrix<f64>,
     /// `(6, nv)` centroidal momentum matrix `A_G`. `centroidal_momentum_matrix`.
     pub centroidal_matrix: DMatrix<f64>,
+    /// `(6, nv)` its time variation and `(n,)` the world composite inertias' rates (6×6).
+    /// `centroidal_momentum_matrix_time_variation`.
+    pub centroidal_rate: DMatrix<f64>,
+    pub composite_inertia_rates: Vec<Matrix6<f64>>,
     /// `(n,)` mass `Σ_{j⪰i} m_j` and world first moment `Σ_{j⪰i} m_j c_j` of the subtree of
     /// body i. Centre of mass.
     pub subtree_mass: Vec<f64>,
@@ -92,6 +96,8 @@ impl Workspace {
             jacobian_rate: DMatrix::zeros(6, nv),
             com_jacobian: DMatrix::zeros(3, nv),
             centroidal_matrix: DMatrix::zeros(6, nv),
+            centroidal_rate: DMatrix::zeros(6, nv),
+            composite_inertia_rates: vec![Matrix6::zeros(); n],
             subtree_mass: vec![0.0; n],
             subtree_moment: vec![Vector3::zeros(); n],
             composite_inertias: vec![Inertia::zero(); n],
