@@ -49,6 +49,7 @@ PUBLIC = [
     "frame_placement",
     "frame_placements",
     "frame_velocity",
+    "frame_velocity_derivatives",
     "get_num_threads",
     "gravity",
     "jacobian",
@@ -104,6 +105,7 @@ def test_signatures_and_docstrings():
         "frame_placements": "(model, q)",
         "jacobian": "(model, q, frame, reference='local_world_aligned')",
         "frame_velocity": "(model, q, v, frame, reference='local_world_aligned')",
+        "frame_velocity_derivatives": "(model, q, v, frame, reference='local_world_aligned')",
         "jacobian_time_variation": "(model, q, v, frame, reference='local_world_aligned')",
         "frame_acceleration": "(model, q, v, a, frame, reference='local_world_aligned', classical=False)",
     }

@@ -270,6 +270,15 @@ def _(g):
     return x, lambda y: vidyn.jacobian_time_variation(m, y["q"], y["v"], frame, ref)
 
 
+@case("frame_velocity_derivatives", "q v")
+def _(g):
+    m, x = dyn_inputs(g, "q v")
+    k = int(g.rng.integers(len(m.frame_names)))
+    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
+    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    return x, lambda y: vidyn.frame_velocity_derivatives(m, y["q"], y["v"], frame, ref)
+
+
 @case("frame_acceleration", "q v a")
 def _(g):
     m, x = dyn_inputs(g, "q v a")

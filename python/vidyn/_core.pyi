@@ -50,6 +50,7 @@ __all__ = [
     "frame_placement",
     "frame_placements",
     "frame_velocity",
+    "frame_velocity_derivatives",
     "get_num_threads",
     "gravity",
     "jacobian",
@@ -815,6 +816,15 @@ def jacobian_time_variation(model: Model, q: _ArrayLike, v: _ArrayLike, frame: s
 def frame_velocity(model: Model, q: _ArrayLike, v: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned") -> _Array:
     """Velocity ``[v; ω]`` (6,) of a frame in ``reference`` (the frames of :func:`jacobian`):
     ``jacobian(model, q, frame, reference) @ v`` (Pinocchio's ``getFrameVelocity``)."""
+
+def frame_velocity_derivatives(
+    model: Model, q: _ArrayLike, v: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned"
+) -> tuple[_Array, _Array]:
+    """``(∂v_f/∂q, ∂v_f/∂v)``, each (6, nv), of :func:`frame_velocity` in ``reference``: ``q``
+    perturbed in the tangent space (``Model.integrate``), ``v`` held; ``∂v_f/∂v`` is the frame
+    Jacobian (Pinocchio's ``getFrameVelocityDerivatives``). In "local_world_aligned" this is
+    the exact derivative of :func:`frame_velocity`, which includes the turning of the lever
+    arm, ``ω × ∂p``, that Pinocchio's leaves out (ours = Pinocchio's + ``[ω × J_lin; 0]``)."""
 
 def frame_acceleration(
     model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, frame: str | int, reference: _Reference = "local_world_aligned", classical: bool = False

@@ -544,6 +544,31 @@ pub fn frame_velocity<'py>(
     run(py, pm, |m, ws| rbd::frame_velocity(m, ws, &q, &v, f, r), |w, _| convert::vector_out(py, w.to_vector().as_slice()))
 }
 
+/// Derivatives of a frame's velocity in `reference` with respect to `q` (tangent
+/// perturbations, `v` held) and `v` (Pinocchio's `getFrameVelocityDerivatives`).
+///
+/// q: (nq,), v: (nv,), frame: str | int -> (dv_dq: (6, nv), dv_dv: (6, nv))
+#[pyfunction]
+#[pyo3(signature = (model, q, v, frame, reference = "local_world_aligned"))]
+pub fn frame_velocity_derivatives<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    frame: Any<'_, 'py>,
+    reference: &str,
+) -> PyResult<(Array2<'py>, Array2<'py>)> {
+    let pm = model.get();
+    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
+    run(
+        py,
+        pm,
+        |m, ws| rbd::frame_velocity_derivatives(m, ws, &q, &v, f, r),
+        |(), ws| (convert::matrix_out(py, &ws.jacobian_rate), convert::matrix_out(py, &ws.jacobian)),
+    )
+}
+
 /// Spatial acceleration of a frame in `reference`, gravity excluded (Pinocchio's
 /// `getFrameAcceleration`); with `classical=True` the classical one, `omega x v` added to the
 /// linear part (`getFrameClassicalAcceleration`; in "local_world_aligned" the second

@@ -130,6 +130,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms::frame_placements, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::jacobian, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_velocity, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms::frame_velocity_derivatives, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::jacobian_time_variation, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms::frame_acceleration, m)?)?;
     m.add_function(wrap_pyfunction!(builder::pendulum_chain, m)?)?;

@@ -25,7 +25,7 @@ pub use algorithms::centroidal::{centroidal_momentum, centroidal_momentum_matrix
 pub use algorithms::crba::crba;
 pub use algorithms::energy::{kinetic_energy, potential_energy};
 pub use algorithms::external_forces::external_joint_torques;
-pub use algorithms::frame_motion::{frame_acceleration, frame_classical_acceleration, frame_velocity};
+pub use algorithms::frame_motion::{frame_acceleration, frame_classical_acceleration, frame_velocity, frame_velocity_derivatives};
 pub use algorithms::jacobian::{frame_jacobian, frame_jacobian_time_variation, ReferenceFrame};
 pub use algorithms::kinematics::{forward_kinematics, placements, update_frame_placements};
 pub use algorithms::mass_derivative::mass_matrix_and_derivative;

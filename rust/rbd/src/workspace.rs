@@ -34,7 +34,8 @@ pub struct Workspace {
     pub mass_matrix_inv: DMatrix<f64>,
     /// `(6, nv)` Jacobian of the last `jacobian` call.
     pub jacobian: DMatrix<f64>,
-    /// `(6, nv)` time variation of the last frame Jacobian. `frame_jacobian_time_variation`.
+    /// `(6, nv)` time variation of the last frame Jacobian (`frame_jacobian_time_variation`),
+    /// or `∂v_f/∂q` (`frame_velocity_derivatives`).
     pub jacobian_rate: DMatrix<f64>,
     /// `(3, nv)` Jacobian of the centre of mass. `com_jacobian`.
     pub com_jacobian: DMatrix<f64>,

@@ -92,6 +92,49 @@ pub fn frame_classical_acceleration(
     Ok(Motion::new(spatial.linear + velocity.angular.cross(&velocity.linear), spatial.angular))
 }
 
+/// The derivatives of [`frame_velocity`] in `reference`: `(∂v_f/∂q, ∂v_f/∂v)`, each
+/// `(6, nv)`, `q` perturbed in the tangent space (`integrate(q, δ)`, `v` held: Pinocchio's
+/// `getFrameVelocityDerivatives`). `∂v_f/∂v` is the frame Jacobian. Column `k` of `∂v_f/∂q`,
+/// for a joint column `S̄_k` (world) on the frame's path with parent body velocity `v̄_λ`
+/// (world): the columns after `k` turn with it, `∂v̄_f/∂δ_k = S̄_k ×ₘ (v̄_f − v̄_λ)` (World);
+/// the frame turns too, `−ᶠX_0 (S̄_k ×ₘ v̄_λ)` (Local); and (LocalWorldAligned)
+/// `[∂v + ∂ω × p + ω × ∂p; ∂ω]` with `∂p = S̄_k,lin + S̄_k,ang × p` the frame origin's motion
+/// (the exact derivative of [`frame_velocity`]; Pinocchio's leaves out `ω × ∂p`).
+/// O(n + 6·nv). Fills `ws.jacobian` (`∂v_f/∂v`), `ws.jacobian_rate` (`∂v_f/∂q`),
+/// placements, velocities and the frame's placement.
+///
+/// # Errors
+/// Invalid inputs or frame index.
+pub fn frame_velocity_derivatives(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], frame: usize, reference: ReferenceFrame) -> Result<()> {
+    check_tangent(model, v, "v")?;
+    crate::frame_jacobian(model, ws, q, frame, reference)?;
+    velocities_unchecked(model, ws, v);
+    let (of, parent) = placed(model, ws, frame)?;
+    ws.jacobian_rate.as_mut_slice().fill(0.0);
+    let frame_velocity = parent.map_or(Motion::zero(), |b| ws.placements[b].act_motion(&ws.velocities[b]));
+    let mut body = parent;
+    while let Some(b) = body {
+        let j = &model.joints[b];
+        let parent_velocity = model.parents[b].map_or(Motion::zero(), |p| ws.placements[p].act_motion(&ws.velocities[p]));
+        for k in 0..j.nv() {
+            let s = ws.placements[b].act_motion(&j.subspace_column(k));
+            let turned = s.cross_motion(&(frame_velocity - parent_velocity));
+            let col = match reference {
+                ReferenceFrame::World => turned,
+                ReferenceFrame::Local => -of.inv_act_motion(&s.cross_motion(&parent_velocity)),
+                ReferenceFrame::LocalWorldAligned => {
+                    let p = of.translation;
+                    let dp = s.linear + s.angular.cross(&p);
+                    Motion::new(turned.linear + turned.angular.cross(&p) + frame_velocity.angular.cross(&dp), turned.angular)
+                }
+            };
+            ws.jacobian_rate.fixed_view_mut::<6, 1>(0, model.idx_v[b] + k).copy_from(&col.to_vector());
+        }
+        body = model.parents[b];
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,7 +145,8 @@ mod tests {
 
     const REFERENCES: [ReferenceFrame; 3] = [ReferenceFrame::World, ReferenceFrame::Local, ReferenceFrame::LocalWorldAligned];
 
-    /// The frame velocity is `J v` in every reference (trees with every joint kind), and on
+    /// The frame velocity is `J v` in every reference (trees with every joint kind), its
+    /// derivatives match central differences, and on
     /// trees of 1-dof joints, moving along `q(t) = q + t v + ½ t² a`, the classical
     /// acceleration in world-aligned axes is the second derivative of the frame origin
     /// (central differences, h = 1e-4: error ~h² ≈ 1e-8, round-off ~ε/h² ≈ 2e-8) and its
@@ -122,6 +166,24 @@ mod tests {
                     let jv = frame_jacobian(&model, &mut ws, &q, frame, reference).unwrap() * nalgebra::DVector::from_column_slice(&v);
                     let fv = frame_velocity(&model, &mut ws, &q, &v, frame, reference).unwrap().to_vector();
                     assert!((jv - fv).amax() < 1e-12, "seed {seed}, frame {frame}, {reference:?}");
+                }
+                // ∂v_f/∂q against central differences along integrate(q, ±h e_k), v held
+                // (h = 1e-6: error ~h² ≈ 1e-12, round-off ~ε/h ≈ 1e-10)
+                for reference in REFERENCES {
+                    frame_velocity_derivatives(&model, &mut ws, &q, &v, frame, reference).unwrap();
+                    let (dq, dv) = (ws.jacobian_rate.clone(), ws.jacobian.clone());
+                    let jac = frame_jacobian(&model, &mut ws, &q, frame, reference).unwrap();
+                    assert!((jac - &dv).amax() < 1e-15);
+                    for k in 0..model.nv {
+                        let moved = |eps: f64, ws: &mut Workspace| {
+                            let mut d = vec![0.0; model.nv];
+                            d[k] = eps;
+                            let qk = crate::integrate(&model, &q, &d).unwrap();
+                            frame_velocity(&model, ws, &qk, &v, frame, reference).unwrap().to_vector()
+                        };
+                        let fd = (moved(1e-6, &mut ws) - moved(-1e-6, &mut ws)) / 2e-6;
+                        assert!((fd - dq.column(k)).amax() < 1e-8, "seed {seed}, frame {frame}, {reference:?}, column {k}");
+                    }
                 }
                 if model.nq != model.nv {
                     continue;
