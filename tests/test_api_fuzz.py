@@ -235,6 +235,13 @@ def _(g):
     return x, lambda y: vidyn.forward_kinematics(m, y["q"], y["v"], y["a"])
 
 
+def _frame_and_reference(g, m):
+    """A frame of ``m`` by name or index, and a reference frame, drawn by ``g``."""
+    k = int(g.rng.integers(len(m.frame_names)))
+    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
+    return frame, g.choice("reference", ["world", "local", "local_world_aligned"])
+
+
 @case("frame_placement", "q")
 def _(g):
     m, x = dyn_inputs(g, "q")
@@ -246,45 +253,35 @@ def _(g):
 @case("jacobian", "q")
 def _(g):
     m, x = dyn_inputs(g, "q")
-    k = int(g.rng.integers(len(m.frame_names)))
-    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
-    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    frame, ref = _frame_and_reference(g, m)
     return x, lambda y: vidyn.jacobian(m, y["q"], frame, ref)
 
 
 @case("frame_velocity", "q v")
 def _(g):
     m, x = dyn_inputs(g, "q v")
-    k = int(g.rng.integers(len(m.frame_names)))
-    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
-    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    frame, ref = _frame_and_reference(g, m)
     return x, lambda y: vidyn.frame_velocity(m, y["q"], y["v"], frame, ref)
 
 
 @case("jacobian_time_variation", "q v")
 def _(g):
     m, x = dyn_inputs(g, "q v")
-    k = int(g.rng.integers(len(m.frame_names)))
-    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
-    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    frame, ref = _frame_and_reference(g, m)
     return x, lambda y: vidyn.jacobian_time_variation(m, y["q"], y["v"], frame, ref)
 
 
 @case("frame_velocity_derivatives", "q v")
 def _(g):
     m, x = dyn_inputs(g, "q v")
-    k = int(g.rng.integers(len(m.frame_names)))
-    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
-    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    frame, ref = _frame_and_reference(g, m)
     return x, lambda y: vidyn.frame_velocity_derivatives(m, y["q"], y["v"], frame, ref)
 
 
 @case("frame_acceleration", "q v a")
 def _(g):
     m, x = dyn_inputs(g, "q v a")
-    k = int(g.rng.integers(len(m.frame_names)))
-    frame = m.frame_names[k] if g.choice("frame_by", ["name", "index"]) == "name" else k
-    ref = g.choice("reference", ["world", "local", "local_world_aligned"])
+    frame, ref = _frame_and_reference(g, m)
     classical = g.choice("classical", [False, True])
     return x, lambda y: vidyn.frame_acceleration(m, y["q"], y["v"], y["a"], frame, ref, classical)
 
