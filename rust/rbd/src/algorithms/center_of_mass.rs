@@ -8,7 +8,7 @@
 //! `(σm_j v_j + ω_j × σp_j) / M` with the subtree mass `σm_j = Σ_{i⪰j} m_i` and first moment
 //! `σp_j = Σ_{i⪰j} m_i c_i`: one backward pass, O(n + nv). `ċ = J_c v`.
 
-use crate::algorithms::kinematics::placements_unchecked;
+use crate::algorithms::kinematics::{placements_unchecked, world_columns};
 use crate::check::{check_configuration, check_tangent};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
@@ -61,13 +61,9 @@ fn root_moment(model: &Model, ws: &Workspace) -> Vector3<f64> {
 /// Invalid `q`, or a model without mass.
 pub fn com_jacobian<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     let mass = subtree_moments(model, ws, q)?;
-    for j in 0..model.nbodies() {
-        let joint = &model.joints[j];
-        for k in 0..joint.nv() {
-            let s = ws.placements[j].act_motion(&joint.subspace_column(k));
-            let column = (s.linear * ws.subtree_mass[j] + s.angular.cross(&ws.subtree_moment[j])) / mass;
-            ws.com_jacobian.fixed_view_mut::<3, 1>(0, model.idx_v[j] + k).copy_from(&column);
-        }
+    for (j, col, s) in world_columns(model, &ws.placements) {
+        let column = (s.linear * ws.subtree_mass[j] + s.angular.cross(&ws.subtree_moment[j])) / mass;
+        ws.com_jacobian.fixed_view_mut::<3, 1>(0, col).copy_from(&column);
     }
     Ok(&ws.com_jacobian)
 }

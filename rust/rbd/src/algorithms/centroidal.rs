@@ -8,7 +8,7 @@
 //! `A_G` is `C_j S̄_j` moved from the world origin to `c`: `[f; τ − c × f]`. O(n + nv).
 //! Its linear rows are `M J_c` (the total mass times the centre-of-mass Jacobian).
 
-use crate::algorithms::kinematics::placements_unchecked;
+use crate::algorithms::kinematics::{placements_unchecked, world_columns};
 use crate::check::{check_configuration, check_tangent};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
@@ -39,13 +39,10 @@ pub fn centroidal_momentum_matrix<'w>(model: &Model, ws: &'w mut Workspace, q: &
         return Err(RbdError::InvalidModel(format!("model '{}' has no mass: its centroidal momentum is undefined", model.name)));
     }
     let c: Vector3<f64> = total.com;
-    for j in 0..model.nbodies() {
-        let joint = &model.joints[j];
-        for k in 0..joint.nv() {
-            let f = ws.composite_inertias[j].mul_motion(&ws.placements[j].act_motion(&joint.subspace_column(k)));
-            let about_com = Force::new(f.linear, f.angular - c.cross(&f.linear));
-            ws.centroidal_matrix.fixed_view_mut::<6, 1>(0, model.idx_v[j] + k).copy_from(&about_com.to_vector());
-        }
+    for (j, col, s) in world_columns(model, &ws.placements) {
+        let f = ws.composite_inertias[j].mul_motion(&s);
+        let about_com = Force::new(f.linear, f.angular - c.cross(&f.linear));
+        ws.centroidal_matrix.fixed_view_mut::<6, 1>(0, col).copy_from(&about_com.to_vector());
     }
     Ok(&ws.centroidal_matrix)
 }
@@ -90,17 +87,13 @@ pub fn centroidal_momentum_matrix_time_variation<'w>(model: &Model, ws: &'w mut 
     let (mass, c) = (total.mass, total.com);
     let linear_momentum = ws.centroidal_matrix.column_iter().zip(v).fold(Vector3::zeros(), |acc, (col, &vi)| acc + col.fixed_rows::<3>(0) * vi);
     let c_dot = linear_momentum / mass;
-    for j in 0..model.nbodies() {
-        let joint = &model.joints[j];
+    for (j, col, s) in world_columns(model, &ws.placements) {
         let world_velocity = ws.placements[j].act_motion(&ws.velocities[j]);
-        for k in 0..joint.nv() {
-            let s = ws.placements[j].act_motion(&joint.subspace_column(k));
-            let f = ws.composite_inertias[j].mul_motion(&s);
-            let f_dot =
-                Force::from_vector(&(ws.composite_inertia_rates[j] * s.to_vector())) + ws.composite_inertias[j].mul_motion(&world_velocity.cross_motion(&s));
-            let about_com = Force::new(f_dot.linear, f_dot.angular - c_dot.cross(&f.linear) - c.cross(&f_dot.linear));
-            ws.centroidal_rate.fixed_view_mut::<6, 1>(0, model.idx_v[j] + k).copy_from(&about_com.to_vector());
-        }
+        let f = ws.composite_inertias[j].mul_motion(&s);
+        let f_dot =
+            Force::from_vector(&(ws.composite_inertia_rates[j] * s.to_vector())) + ws.composite_inertias[j].mul_motion(&world_velocity.cross_motion(&s));
+        let about_com = Force::new(f_dot.linear, f_dot.angular - c_dot.cross(&f.linear) - c.cross(&f_dot.linear));
+        ws.centroidal_rate.fixed_view_mut::<6, 1>(0, col).copy_from(&about_com.to_vector());
     }
     Ok(&ws.centroidal_rate)
 }

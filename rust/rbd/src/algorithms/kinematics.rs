@@ -4,7 +4,7 @@ use crate::check::{check_configuration, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
-use vidyn_spatial::Motion;
+use vidyn_spatial::{Motion, Se3};
 
 /// Placements only: `liMi = jMi(placement) · M_J(q_i)`, `oMi = oMλ · liMi`. O(n).
 /// Fills `ws.parent_placements`, `ws.placements`.
@@ -33,6 +33,15 @@ pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64])
             None => li,
         };
     }
+}
+
+/// Every joint column in the world frame, `(body, velocity index, ⁰X_b S_bk)`, bodies in
+/// order, from the body placements `placements` (`oMi`).
+pub(crate) fn world_columns<'a>(model: &'a Model, placements: &'a [Se3]) -> impl Iterator<Item = (usize, usize, Motion)> + 'a {
+    (0..model.nbodies()).flat_map(move |b| {
+        let joint = &model.joints[b];
+        (0..joint.nv()).map(move |k| (b, model.idx_v[b] + k, placements[b].act_motion(&joint.subspace_column(k))))
+    })
 }
 
 /// Body velocities `v_i = iXλ v_λ + S_i q̇_i` (body frames) from the parent placements already
