@@ -38,7 +38,7 @@ pub use configuration::{difference, integrate, neutral, random_configuration};
 pub use error::{RbdError, Result};
 pub use joint::Joint;
 pub use model::{inertia_warning, Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
-pub use single_dof::{to_single_dof, CompositeJoint, Gimbal, SingleDofMap};
+pub use single_dof::{to_single_dof, CentredExpansion, CompositeJoint, Gimbal, SingleDofMap};
 pub use vidyn_spatial::Tensor3;
 pub use workspace::Workspace;
 

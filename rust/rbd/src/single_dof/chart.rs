@@ -25,7 +25,7 @@ use super::{planar_rotation, quaternion, zyx_angles, zyx_rate_matrix, zyx_rotati
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
 use crate::model::Model;
-use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector2, Vector3, Vector6};
+use nalgebra::{Matrix2, Matrix3, Matrix6, UnitQuaternion, Vector2, Vector3, Vector6};
 use vidyn_spatial::Se3;
 
 /// The block `J_s(θ)` (`d × d`, `d` = the joint's nv, top-left of a 6×6 padded with the
@@ -42,6 +42,60 @@ pub(super) fn velocity_block(joint: &Joint, t: &[f64]) -> Matrix6<f64> {
         }
     }
     j
+}
+
+/// The derivative `J_s'(θ)[d] = (d/dε) J_s(θ + ε d)` of [`velocity_block`] (zero outside
+/// the `d × d` block). With `R(θ + ε d) = R(θ) exp(ε [E d]×)` the rotation's transpose moves
+/// as `−[E d]× Rᵀ`; `E`'s own derivative is [`rate_matrix_derivative`].
+fn velocity_block_derivative(joint: &Joint, t: &[f64], d: &[f64]) -> Matrix6<f64> {
+    let mut j = Matrix6::zeros();
+    match joint {
+        Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
+        Joint::Planar => {
+            let (s, c) = t[2].sin_cos();
+            j.fixed_view_mut::<2, 2>(0, 0).copy_from(&(Matrix2::new(-s, c, -c, -s) * d[2]));
+        }
+        Joint::Spherical => j.fixed_view_mut::<3, 3>(0, 0).copy_from(&rate_matrix_derivative(t[1], t[2], d[1], d[2])),
+        Joint::FreeFlyer => {
+            let rt = zyx_rotation(t[3], t[4], t[5]).to_rotation_matrix().matrix().transpose();
+            let omega = zyx_rate_matrix(t[4], t[5]) * Vector3::new(d[3], d[4], d[5]);
+            j.fixed_view_mut::<3, 3>(0, 0).copy_from(&(-omega.cross_matrix() * rt));
+            j.fixed_view_mut::<3, 3>(3, 3).copy_from(&rate_matrix_derivative(t[4], t[5], d[4], d[5]));
+        }
+    }
+    j
+}
+
+/// `∂E/∂β dβ + ∂E/∂γ dγ` of [`zyx_rate_matrix`] `E(β, γ)`.
+fn rate_matrix_derivative(beta: f64, gamma: f64, d_beta: f64, d_gamma: f64) -> Matrix3<f64> {
+    let (sb, cb) = beta.sin_cos();
+    let (sg, cg) = gamma.sin_cos();
+    let de_dbeta = Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
+    let de_dgamma = Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
+    de_dbeta * d_beta + de_dgamma * d_gamma
+}
+
+/// The adjoint `ad_ξ` of the joint's Lie algebra in its tangent coordinates (Pinocchio's,
+/// body frame; zero outside the `d × d` block): free-flyer `ξ = (v, ω)`,
+/// `ad_ξ = [[ω×, v×], [0, ω×]]`; spherical `ω×`; planar `ξ = (v, ω)`,
+/// `ad_ξ (v', ω') = (ω ẑ × v' − ω' ẑ × v, 0)`.
+fn adjoint(joint: &Joint, xi: &Vector6<f64>) -> Matrix6<f64> {
+    let mut m = Matrix6::zeros();
+    match joint {
+        Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
+        Joint::Planar => {
+            let (vx, vy, w) = (xi[0], xi[1], xi[2]);
+            m.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::new(0.0, -w, vy, w, 0.0, -vx, 0.0, 0.0, 0.0));
+        }
+        Joint::Spherical => m.fixed_view_mut::<3, 3>(0, 0).copy_from(&Vector3::new(xi[0], xi[1], xi[2]).cross_matrix()),
+        Joint::FreeFlyer => {
+            let (v, w) = (Vector3::new(xi[0], xi[1], xi[2]), Vector3::new(xi[3], xi[4], xi[5]));
+            m.fixed_view_mut::<3, 3>(0, 0).copy_from(&w.cross_matrix());
+            m.fixed_view_mut::<3, 3>(0, 3).copy_from(&v.cross_matrix());
+            m.fixed_view_mut::<3, 3>(3, 3).copy_from(&w.cross_matrix());
+        }
+    }
+    m
 }
 
 /// The relative pitch of a composite segment's rotation (`None` for joints without one).
@@ -89,7 +143,7 @@ impl Segment {
             _ => Ok(()),
         }
     }
-    fn nv(&self) -> usize {
+    pub(super) fn nv(&self) -> usize {
         self.joint.nv()
     }
 }
@@ -285,6 +339,34 @@ impl CompositeJoint<'_> {
     }
 }
 
+impl CompositeJoint<'_> {
+    /// The velocity map `J(y)` of the joint's chart (`v = J(y) ẏ`, top-left `d × d` of a
+    /// 6×6 padded with the identity; [`SingleDofMap::velocity_map`]'s block).
+    #[must_use]
+    pub fn velocity_map(&self, y: &[f64]) -> Matrix6<f64> {
+        velocity_block(&self.0.joint, y)
+    }
+
+    /// Its derivative `J'(y)[d] = (d/dε) J(y + ε d)` (top-left `d × d`, zero elsewhere).
+    #[must_use]
+    pub fn velocity_map_derivative(&self, y: &[f64], d: &[f64]) -> Matrix6<f64> {
+        velocity_block_derivative(&self.0.joint, y, d)
+    }
+
+    /// The derivative `S'(y)[d] = (d/dε) S(y + ε d)` of [`Self::shift`] (top-left `d × d`,
+    /// zero elsewhere). From `S = J⁻¹ Ad_{τ(y)⁻¹} J(0)` and `τ(y + ε d) = τ(y) exp(ε J d)`,
+    /// so that `Ad_{τ⁻¹}` moves by `−ad_{J d} Ad_{τ⁻¹}`:
+    /// `S'(y)[d] = −J(y)⁻¹ (J'(y)[d] + ad_{J(y) d} J(y)) S(y)`.
+    #[must_use]
+    pub fn shift_derivative(&self, y: &[f64], d: &[f64]) -> Matrix6<f64> {
+        let joint = &self.0.joint;
+        let j = velocity_block(joint, y);
+        let Some(j_inv) = j.try_inverse() else { return Matrix6::repeat(f64::NAN) };
+        let xi = j * vec6(&d[..self.nv()]);
+        -j_inv * (velocity_block_derivative(joint, y, d) + adjoint(joint, &xi) * j) * self.shift(y)
+    }
+}
+
 /// The rotation block of [`CompositeJoint::shift`] at Z-Y-X angles `y`: `A = E⁻¹ Rᵀ E(0)`,
 /// with `E⁻¹` and `Rᵀ E(0)` kept for the rate.
 struct RotationShift {
@@ -304,12 +386,7 @@ impl RotationShift {
 
     /// `(d/dt) A = −E⁻¹ (Ė A + [ω]× Rᵀ E(0))` along `ẏ`, `ω = E ẏ`.
     fn rate(&self, y: &[f64], ydot: &[f64]) -> Matrix3<f64> {
-        let (sb, cb) = y[1].sin_cos();
-        let (sg, cg) = y[2].sin_cos();
-        // Ė = ∂E/∂β β̇ + ∂E/∂γ γ̇
-        let de_dbeta = Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
-        let de_dgamma = Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
-        let e_dot = de_dbeta * ydot[1] + de_dgamma * ydot[2];
+        let e_dot = rate_matrix_derivative(y[1], y[2], ydot[1], ydot[2]);
         let omega = self.e * Vector3::new(ydot[0], ydot[1], ydot[2]);
         -self.e_inv * (e_dot * self.a + omega.cross_matrix() * self.rt_e0)
     }
@@ -432,6 +509,30 @@ mod tests {
                     }
                 }
                 assert!((j.shift(&[0.0; 6]).view((0, 0), (d, d)) - nalgebra::DMatrix::<f64>::identity(d, d)).amax() < 1e-15);
+            }
+        }
+    }
+
+    /// `J'(y)[d]` and `S'(y)[d]` are the derivatives of `J` and `S` along `y + t d` (central
+    /// differences, h = 1e-6: truncation ~h² ≈ 1e-12, round-off ~ε/h ≈ 1e-10).
+    #[test]
+    fn chart_map_derivatives_match_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let h = 1e-6;
+        for m in models() {
+            let (_, map) = m.to_single_dof().unwrap();
+            for j in map.composite_joints() {
+                let d = j.nv();
+                for _ in 0..4 {
+                    let y: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let dir: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let at = |eps: f64| y.iter().zip(&dir).map(|(a, b)| a + eps * b).collect::<Vec<f64>>();
+                    let fd_j = (j.velocity_map(&at(h)) - j.velocity_map(&at(-h))) / (2.0 * h);
+                    let fd_s = (j.shift(&at(h)) - j.shift(&at(-h))) / (2.0 * h);
+                    let (dj, ds) = (j.velocity_map_derivative(&y, &dir), j.shift_derivative(&y, &dir));
+                    assert!((fd_j - dj).amax() < 1e-8, "{} joint {}: J' {dj} vs {fd_j}", m.name, j.name());
+                    assert!((fd_s - ds).amax() < 1e-8, "{} joint {}: S' {ds} vs {fd_s}", m.name, j.name());
+                }
             }
         }
     }

@@ -65,8 +65,10 @@
 //! composite coordinate other than the planar `φ` have no per-coordinate equivalent, and the
 //! expansion fails with [`RbdError::InvalidModel`] unless they are zero.
 
+mod centred;
 mod chart;
 
+pub use centred::CentredExpansion;
 pub use chart::CompositeJoint;
 
 use crate::check::check_vector;
