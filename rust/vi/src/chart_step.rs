@@ -48,6 +48,7 @@
 //! fixed-chart Jacobian; with the term a free system's world momentum is conserved to
 //! round-off (without it, to O(Δt²): 2e-5 over 500 steps of a free body).
 
+use crate::chart_linearize::ChartLinWork;
 use crate::del::StepPoints;
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
@@ -55,7 +56,7 @@ use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::Predictor;
 use nalgebra::{Matrix6, Vector6};
 use std::sync::Arc;
-use vidyn_rbd::{check_configuration, check_tangent, Model, SingleDofMap};
+use vidyn_rbd::{check_configuration, check_tangent, CentredExpansion, Model, SingleDofMap};
 
 /// The most control points of a scheme (Lobatto `s ≤ 12`).
 const MAX_POINTS: usize = 13;
@@ -66,6 +67,9 @@ const MAX_POINTS: usize = 13;
 pub(crate) struct Chart {
     pub native: Arc<Model>,
     pub map: SingleDofMap,
+    /// The expanded model with the centre joints, for the linearisation (module
+    /// `chart_linearize`).
+    pub centred: CentredExpansion,
 }
 
 /// Scratch of a step on the chart: the step's start in the model's coordinates (the chart's
@@ -85,12 +89,34 @@ pub(crate) struct ChartWork {
     /// Chart rates and accelerations of the predictors ([`VariationalIntegrator::chart_prediction`]).
     rates: Vec<f64>,
     accelerations: Vec<f64>,
+    /// The linearisation's scratch, made by the first one (module `chart_linearize`).
+    pub(crate) lin: Option<Box<ChartLinWork>>,
 }
 
 impl ChartWork {
     /// The chart coordinates of the last [`VariationalIntegrator::centre_chart`].
     pub(crate) fn coordinates(&self) -> &[f64] {
         &self.theta
+    }
+
+    /// The last step's start `q_k` `(nq,)`, the centre of its chart.
+    pub(crate) fn centre(&self) -> &[f64] {
+        &self.centre
+    }
+
+    /// The last step's momentum `p_k` `(n,)` (tangent).
+    pub(crate) fn momentum(&self) -> &[f64] {
+        &self.p
+    }
+
+    /// The last step's chart control `u_θ = J(0)ᵀ u` `(n,)`.
+    pub(crate) fn u_theta(&self) -> &[f64] {
+        &self.u_theta
+    }
+
+    /// The last step's end momentum in its chart, `p_θ,k+1 = J(θ_{k+1})ᵀ p_{k+1}` `(n,)`.
+    pub(crate) fn p_theta_next(&self) -> &[f64] {
+        &self.p_theta_next
     }
 
     pub(crate) fn new(chart: Option<&Chart>) -> Self {
@@ -108,6 +134,7 @@ impl ChartWork {
             p_theta_next: vec![0.0; n],
             rates: vec![0.0; n],
             accelerations: vec![0.0; n],
+            lin: None,
         }
     }
 }

@@ -149,7 +149,8 @@ impl VariationalIntegrator {
                     )));
                 }
             }
-            (Arc::new(expanded), Some(Arc::new(Chart { native: model, map })))
+            let centred = map.centred_expansion(&expanded)?;
+            (Arc::new(expanded), Some(Arc::new(Chart { native: model, map, centred })))
         };
         Ok(Self {
             model,
@@ -814,10 +815,12 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
-        self.refuse_lie_group("the linearisation")?;
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
-        self.linearize_converged(ws, step, q, a, b)?;
+        match self.chart.as_deref() {
+            Some(chart) => self.linearize_on_chart(chart, ws, step, a, b)?,
+            None => self.linearize_converged(ws, step, q, a, b)?,
+        }
         Ok(iterations)
     }
 
@@ -833,6 +836,8 @@ impl VariationalIntegrator {
     /// converged solution `ws` holds (its control points in `ws.points`; with constraints, the
     /// multipliers of the solve too).
     pub(crate) fn linearize_converged(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+        // a step on the chart is linearised right after it is solved (`linearize_on_chart`)
+        self.refuse_lie_group("the linearisation of kept solved steps")?;
         let n = self.n();
         let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
         // a converged step leaves `ws.points` at its solution (its last residual was there)

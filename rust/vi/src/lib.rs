@@ -24,6 +24,7 @@
 //! there; a plain dense implementation of everything is kept as a test and benchmark oracle
 //! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
+mod chart_linearize;
 mod chart_step;
 mod constrained;
 pub mod constraints;

@@ -13,6 +13,7 @@
 use super::{chain_joints, SingleDofMap};
 use crate::error::Result;
 use crate::model::{Model, ModelBuilder};
+use std::sync::Arc;
 use vidyn_spatial::{Inertia, Se3};
 
 /// The expanded model of a [`SingleDofMap`] with a massless copy of every composite chain
@@ -22,7 +23,7 @@ pub struct CentredExpansion {
     /// The model: the expanded model's bodies in the same order, each composite chain
     /// preceded by its centre joints (the copy carries the chain's placement, the chain
     /// itself sits at the identity on it). Frames are not carried over.
-    pub model: Model,
+    pub model: Arc<Model>,
     /// `(n,)`: the coordinate of `model` of each expanded coordinate (every joint of `model`
     /// has one coordinate, so it is also the body's index).
     pub coordinates: Vec<usize>,
@@ -59,7 +60,7 @@ impl SingleDofMap {
         debug_assert!(model.idx_v.iter().enumerate().all(|(j, &v)| j == v));
         let coordinates = expanded.joint_names.iter().map(|name| model.joint_index(name)).collect::<Result<Vec<_>>>()?;
         let centres = self.composite_joints().map(|j| model.joint_index(&format!("{}~centre", expanded.joint_names[j.first()]))).collect::<Result<Vec<_>>>()?;
-        Ok(CentredExpansion { model, coordinates, centres })
+        Ok(CentredExpansion { model: Arc::new(model), coordinates, centres })
     }
 }
 
@@ -114,7 +115,7 @@ mod tests {
                 (0..map.n).map(|i| if map.composite_joints().any(|j| (j.first()..j.first() + j.nv()).contains(&i)) { eta[i] } else { theta[i] }).collect();
             let mut moved = vec![0.0; m.nq];
             map.chart_point(&c, &shift, &mut moved);
-            let (mut at_moved, mut centred_at_c) = (e.clone(), cm.clone());
+            let (mut at_moved, mut centred_at_c) = (e.clone(), (**cm).clone());
             map.chart_placements(&e, &moved, &mut at_moved.joint_placements);
             centred.chart_placements(&map, &c, &mut centred_at_c.joint_placements);
             let (mut ws_e, mut ws_c) = (e.workspace(), cm.workspace());

@@ -1,0 +1,409 @@
+//! The exact first-order linearisation of a step on the Lie group (models with free-flyer,
+//! spherical or planar joints, module `chart_step`): `A`, `B` in tangent coordinates,
+//! `δq` as `model.difference` (right-trivialised, Pinocchio's and crocoddyl's convention),
+//! `δp`, `δu` in the tangent space's dual.
+//!
+//! # The step in centre coordinates
+//! Write the step's variables as `X_0 = c ∘ τ(η)` and `X_j = X_0 ∘ τ(y_j)`: `η` moves the
+//! chart's centre, `y` are the chart coordinates of the step (`y_0 = 0` on composite joints).
+//! In the centred expansion ([`vidyn_rbd::CentredExpansion`]) `η` are joints of their own, held
+//! at `η = 0` over the step, so the discrete Lagrangian `L̂(η, y)` is an ordinary fixed-chart
+//! one and the Newton factorisation, its solves and its Jacobian–vector products (module
+//! `newton_direction`) give every derivative of it, with `η` as prescribed joints.
+//! Moving `X_0` with the other step variables fixed on the group moves `η` and shifts each
+//! `y_j` by `−S(y_j) δη`, so the first DEL row of a composite joint, `p_k = −D_{X_0} L_d`, reads
+//! (the interior rows vanish at a solution, and `P = ∂L̂/∂y_s` is the end momentum in the chart)
+//!
+//! `J(0)ᵀ p_k + G − S(y_s)ᵀ P = 0`, `G = Σ_x ∂L̂/∂η_x + Σ_α w_α Δt S(y^α)ᵀ u_θ`,
+//!
+//! the discrete momentum balance `p_k + J(0)⁻ᵀ G = Ad*_{τ(y_s)} p_{k+1}` (`G` sums the rows of
+//! the centre joints over the step variables `x`; the control term is the work of the chart
+//! control `u_θ = J(0)ᵀ u` under a move of the centre, as in the centre term of
+//! `chart_step`). It is the row the step solves, rearranged with the interior rows. Away from
+//! `η = 0` a right perturbation `ξ` of `X_0` is `δη = J(η)⁻¹ ξ`, so the centre joints' rows
+//! enter as `J(η)⁻ᵀ ∂L̂/∂η`, whose variation along `η` adds `(J'(0)[η])ᵀ J(0)⁻ᵀ ∂L̂/∂η`
+//! (the control's work is measured in the step's own chart and has no such term).
+//!
+//! # The linearisation
+//! Replace that row by the fixed-chart one with an auxiliary momentum `π̃` in place of
+//! `J(0)ᵀ p_k`: the system is then the fixed-chart step of the centred expansion, whose
+//! solution's variation along any input `(η, q_k's 1-dof coordinates, π̃, p_k's 1-dof part, u)`
+//! is one Jacobian–vector product, one solve and one more product (for the rows of `η` and the
+//! end momentum). Each variation gives `e = J(0)ᵀ δp_k` implied by the row above,
+//! `e = −δG + S(y_s)ᵀ δP + (S'(y_s)[δy_s])ᵀ P`; the `π̃` columns then correct every column so
+//! that `e` matches the input (`J(0)ᵀ δp_k` on a momentum column, zero elsewhere), an
+//! `n_c × n_c` solve (`n_c` the composite coordinates), and a column moving `η` gets the
+//! `J'(0)[η]` term above. The input and outputs are mapped at the
+//! ends: `δq_k` on a composite joint is `η = J(0)⁻¹ δ`; `δq_{k+1} = J(y_s)(S(y_s) η + δy_s)`
+//! (`q_{k+1} = c ∘ τ(η) ∘ τ(y_s)`), `δp_{k+1} = J(y_s)⁻ᵀ (δP − (J'(y_s)[δy_s])ᵀ p_{k+1})`.
+//! O(s² n (n + n_c)) per step, like the fixed-chart linearisation with twice its products.
+
+use crate::chart_step::Chart;
+use crate::del::{JointForces, StepPoints};
+use crate::error::{Result, ViError};
+use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
+use nalgebra::{DMatrix, Matrix6, Vector6};
+use vidyn_spatial::Force;
+
+/// One column of the linearisation on the chart: the auxiliary momentum `π̃` of composite
+/// coordinate `k` (module docs), or a column of `x = (q_k, p_k, u)`.
+#[derive(Clone, Copy, Debug)]
+enum Column {
+    Centre(usize),
+    Q(usize),
+    P(usize),
+    U(usize),
+}
+
+/// Per composite joint, the step's quantities the columns need, `d` the joint's `nv`.
+#[derive(Clone, Debug)]
+struct JointTerms {
+    /// First coordinate (DEL model = tangent index), `d`, first centre coordinate (centred
+    /// expansion), first composite index (`0..n_c`).
+    first: usize,
+    d: usize,
+    centre: usize,
+    composite: usize,
+    /// `S(y^α)` at the control points (`S(y^0) = 1`), `y^α` and `y_s`.
+    shifts: Vec<Matrix6<f64>>,
+    points: Vec<Vector6<f64>>,
+    end: Vector6<f64>,
+    shift_end: Matrix6<f64>,
+    /// `J(0)`, `J(0)⁻¹`, `J(y_s)`, `J(y_s)⁻ᵀ`.
+    j0: Matrix6<f64>,
+    j0_inv: Matrix6<f64>,
+    j_end: Matrix6<f64>,
+    j_end_inv_t: Matrix6<f64>,
+    /// The chart control `u_θ`, the chart end momentum `P` and `p_{k+1}` (tangent).
+    u_theta: Vector6<f64>,
+    /// `J(0)⁻ᵀ G` at the solution, `G = S(y_s)ᵀ P − J(0)ᵀ p_k − Σ_α w_α Δt S(y^α)ᵀ u_θ` the
+    /// centre joints' rows (module docs): what moving `η` turns through `J(η)`.
+    centre_force: Vector6<f64>,
+    p_chart: Vector6<f64>,
+    p_next: Vector6<f64>,
+}
+
+/// Scratch of the linearisation on the chart, made by the first one (module docs).
+#[derive(Clone, Debug)]
+pub(crate) struct ChartLinWork {
+    points: StepPoints,
+    newton: NewtonFactorization,
+    forces: JointForces,
+    wrenches: Vec<Force>,
+    q0: Vec<f64>,
+    z: Vec<f64>,
+    dq: Vec<Lanes>,
+    rows: Vec<Lanes>,
+    rhs: Vec<Lanes>,
+    sol: Vec<Lanes>,
+    /// The chart control variation `δu_θ` of each lane, `(n,)`.
+    du: Vec<Lanes>,
+    joints: Vec<JointTerms>,
+    /// Columns `[δy_s (n); δP (n); e (n_c)]` of every [`Column`], `(2n + n_c) × (n_c + 3n)`.
+    raw: DMatrix<f64>,
+}
+
+impl ChartLinWork {
+    fn new(vi: &VariationalIntegrator, chart: &Chart) -> Self {
+        let (n, s, p) = (vi.n(), vi.scheme.s, vi.scheme.points());
+        let centred = &chart.centred;
+        let na = centred.model.nv;
+        let mut prescribed = vec![true; na];
+        let mut forces = JointForces::none(na);
+        for (i, &c) in centred.coordinates.iter().enumerate() {
+            prescribed[c] = false;
+            forces.damping[c] = vi.forces.damping[i];
+            forces.stiffness[c] = vi.forces.stiffness[i];
+            forces.rest[c] = vi.forces.rest[i];
+        }
+        let mut newton = NewtonFactorization::new(na, s);
+        newton.set_prescribed(&prescribed);
+        newton.ensure_lanes();
+        let wrenches = if vi.wrenches.is_empty() {
+            Vec::new()
+        } else {
+            let mut w = vec![Force::zero(); na];
+            for (&c, f) in centred.coordinates.iter().zip(&vi.wrenches) {
+                w[c] = *f;
+            }
+            w
+        };
+        let mut composite = 0;
+        let joints = chart
+            .map
+            .composite_joints()
+            .zip(&centred.centres)
+            .map(|(j, &centre)| {
+                let t = JointTerms {
+                    first: j.first(),
+                    d: j.nv(),
+                    centre,
+                    composite,
+                    shifts: vec![Matrix6::identity(); p],
+                    points: vec![Vector6::zeros(); p],
+                    end: Vector6::zeros(),
+                    shift_end: Matrix6::identity(),
+                    j0: j.velocity_map(&[0.0; 6]),
+                    j0_inv: j.velocity_map(&[0.0; 6]).try_inverse().unwrap_or_else(Matrix6::identity),
+                    j_end: Matrix6::identity(),
+                    j_end_inv_t: Matrix6::identity(),
+                    u_theta: Vector6::zeros(),
+                    centre_force: Vector6::zeros(),
+                    p_chart: Vector6::zeros(),
+                    p_next: Vector6::zeros(),
+                };
+                composite += j.nv();
+                t
+            })
+            .collect();
+        let lanes = |len: usize| vec![[0.0; LANES]; len];
+        Self {
+            points: StepPoints::new(&centred.model, p),
+            newton,
+            forces,
+            wrenches,
+            q0: vec![0.0; na],
+            z: vec![0.0; s * na],
+            dq: lanes(p * na),
+            rows: lanes(p * na),
+            rhs: lanes(s * na),
+            sol: lanes(s * na),
+            du: lanes(n),
+            joints,
+            raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
+        }
+    }
+
+    fn composite(&self) -> usize {
+        self.joints.iter().map(|j| j.d).sum()
+    }
+}
+
+/// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
+fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
+    let mut v = Vector6::zeros();
+    v.rows_mut(0, d).copy_from_slice(&x[first..first + d]);
+    v
+}
+
+impl VariationalIntegrator {
+    /// The linearisation (module docs) of the step of a model with composite joints that
+    /// [`Self::step`] has just solved in `ws` (its control points in `ws.points`, its chart
+    /// quantities in `ws.chart`): `a` `(2n × 2n)`, `b` `(2n × n)` in tangent coordinates.
+    pub(crate) fn linearize_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+        if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) {
+            return Err(ViError::NotOnLieGroup { what: "the linearisation with constraints or kinematic joints" });
+        }
+        let mut lin = ws.chart.lin.take().unwrap_or_else(|| Box::new(ChartLinWork::new(self, chart)));
+        let result = self.linearize_with(chart, ws, &mut lin, step, a, b);
+        ws.chart.lin = Some(lin);
+        result
+    }
+
+    /// [`Self::linearize_on_chart`] with its scratch `lin` taken out of `ws`.
+    fn linearize_with(&self, chart: &Chart, ws: &ViWorkspace, lin: &mut ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+        let (n, p, dt) = (self.n(), self.scheme.points(), self.dt);
+        let (points, cw) = (&ws.points, &ws.chart);
+        let centred = &chart.centred;
+        let (model, na, sc) = (&*centred.model, centred.model.nv, &self.scheme);
+        // the solution's control points in the centred expansion, centre joints at η = 0
+        lin.q0.fill(0.0);
+        lin.z.fill(0.0);
+        for (i, &c) in centred.coordinates.iter().enumerate() {
+            lin.q0[c] = points.q[0][i];
+            for g in 1..p {
+                lin.z[(g - 1) * na + c] = points.q[g][i];
+            }
+        }
+        lin.points.set_chart(model, |placements| centred.chart_placements(&chart.map, cw.centre(), placements));
+        lin.points.set(model, sc, dt, &lin.q0, &lin.z, &lin.wrenches);
+        if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
+            return Err(ViError::SingularJacobian { step });
+        }
+        for (t, j) in lin.joints.iter_mut().zip(chart.map.composite_joints()) {
+            for (alpha, (shift, y)) in t.shifts.iter_mut().zip(&mut t.points).enumerate() {
+                *y = block(&points.q[alpha], t.first, t.d);
+                *shift = j.shift(y.as_slice());
+            }
+            t.end = (0..p).map(|alpha| t.points[alpha] * sc.endpoint(alpha)).sum();
+            t.shift_end = j.shift(t.end.as_slice());
+            t.j_end = j.velocity_map(t.end.as_slice());
+            t.j_end_inv_t = t.j_end.transpose().try_inverse().ok_or(ViError::SingularJacobian { step })?;
+            t.u_theta = block(cw.u_theta(), t.first, t.d);
+            t.p_chart = block(cw.p_theta_next(), t.first, t.d);
+            t.p_next = t.j_end_inv_t * t.p_chart;
+            let control: Vector6<f64> = (0..p).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
+            let g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
+            t.centre_force = t.j0.transpose().try_inverse().unwrap_or_else(Matrix6::identity) * g;
+        }
+        let nc = lin.composite();
+        let columns = nc + 3 * n;
+        let column = |c: usize| match c {
+            c if c < nc => Column::Centre(c),
+            c if c < nc + n => Column::Q(c - nc),
+            c if c < nc + 2 * n => Column::P(c - nc - n),
+            c => Column::U(c - nc - 2 * n),
+        };
+        for c0 in (0..columns).step_by(LANES) {
+            let lanes = LANES.min(columns - c0);
+            self.chart_columns(chart, lin, (0..lanes).map(|l| column(c0 + l)), c0);
+        }
+        self.finish_chart_linearization(chart, lin, step, a, b)
+    }
+
+    /// The raw columns `c0..` (module docs) of `kinds`, one lane each.
+    fn chart_columns(&self, chart: &Chart, lin: &mut ChartLinWork, kinds: impl Iterator<Item = Column>, c0: usize) {
+        let (n, s, p, dt, sc) = (self.n(), self.scheme.s, self.scheme.points(), self.dt, &self.scheme);
+        let centred = &chart.centred;
+        let (model, na, coord) = (&*centred.model, centred.model.nv, &centred.coordinates);
+        let composite_of = |i: usize| lin.joints.iter().position(|t| (t.first..t.first + t.d).contains(&i));
+        lin.dq.fill([0.0; LANES]);
+        lin.rhs.fill([0.0; LANES]);
+        lin.du.fill([0.0; LANES]);
+        let mut lanes = 0;
+        // the input directions: point variations, explicit right-hand sides, chart controls
+        for (l, kind) in kinds.enumerate() {
+            lanes = l + 1;
+            match kind {
+                Column::Centre(k) => {
+                    let t = lin.joints.iter().find(|t| (t.composite..t.composite + t.d).contains(&k)).expect("a composite coordinate");
+                    lin.rhs[coord[t.first + k - t.composite]][l] -= 1.0;
+                }
+                Column::Q(i) => match composite_of(i) {
+                    None => lin.dq[coord[i]][l] = 1.0,
+                    Some(j) => {
+                        let t = &lin.joints[j];
+                        let eta = t.j0_inv.column(i - t.first);
+                        for alpha in 0..p {
+                            for r in 0..t.d {
+                                lin.dq[alpha * na + t.centre + r][l] = eta[r];
+                            }
+                        }
+                    }
+                },
+                Column::P(i) => {
+                    if composite_of(i).is_none() {
+                        lin.rhs[coord[i]][l] -= 1.0;
+                    }
+                }
+                Column::U(i) => match composite_of(i) {
+                    None => lin.du[i][l] = 1.0,
+                    Some(j) => {
+                        let t = &lin.joints[j];
+                        for r in 0..t.d {
+                            lin.du[t.first + r][l] = t.j0[(i - t.first, r)];
+                        }
+                    }
+                },
+            }
+        }
+        for i in 0..n {
+            for rho in 0..s {
+                let w = sc.control_weight(rho) * dt;
+                for l in 0..LANES {
+                    lin.rhs[rho * na + coord[i]][l] -= w * lin.du[i][l];
+                }
+            }
+        }
+        // δz = J⁻¹ (f − (∂R/∂x) dx), then every row's variation along the whole direction
+        lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
+        for (f, r) in lin.rhs.iter_mut().zip(&lin.rows) {
+            for l in 0..LANES {
+                f[l] -= r[l];
+            }
+        }
+        lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, None);
+        for (d, x) in lin.dq[na..].iter_mut().zip(&lin.sol) {
+            for l in 0..LANES {
+                d[l] += x[l];
+            }
+        }
+        lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
+        let (cs, w) = (sc.control_weight(s) * dt, &sc.weights);
+        for l in 0..lanes {
+            let col = c0 + l;
+            for i in 0..n {
+                let dy_end: f64 = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + coord[i]][l]).sum();
+                lin.raw[(i, col)] = dy_end;
+                lin.raw[(n + i, col)] = lin.rows[s * na + coord[i]][l] + cs * lin.du[i][l];
+            }
+            for (t, j) in lin.joints.iter().zip(chart.map.composite_joints()) {
+                let lane_block = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
+                    let mut x = Vector6::zeros();
+                    for r in 0..t.d {
+                        x[r] = v[at(r)][l];
+                    }
+                    x
+                };
+                let mut dg = Vector6::zeros();
+                for x in 0..p {
+                    dg += lane_block(&lin.rows, &|r| x * na + t.centre + r);
+                }
+                let du = lane_block(&lin.du, &|r| t.first + r);
+                for alpha in 0..p {
+                    let dy = lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]);
+                    dg += (t.shifts[alpha].transpose() * du + j.shift_derivative(t.points[alpha].as_slice(), dy.as_slice()).transpose() * t.u_theta)
+                        * (w[alpha] * dt);
+                }
+                let dp = lane_block(&lin.rows, &|r| s * na + coord[t.first + r]) + du * cs;
+                let dy_end: Vector6<f64> = (0..p).map(|alpha| lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]) * sc.endpoint(alpha)).sum();
+                let mut e = -dg + t.shift_end.transpose() * dp + j.shift_derivative(t.end.as_slice(), dy_end.as_slice()).transpose() * t.p_chart;
+                // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
+                let eta = lane_block(&lin.dq, &|r| t.centre + r);
+                e += j.velocity_map_derivative(&[0.0; 6], eta.as_slice()).transpose() * t.centre_force;
+                for r in 0..t.d {
+                    lin.raw[(2 * n + t.composite + r, col)] = e[r];
+                }
+            }
+        }
+    }
+
+    /// `A`, `B` from the raw columns: the `π̃` correction and the maps at the step's ends
+    /// (module docs).
+    fn finish_chart_linearization(&self, chart: &Chart, lin: &ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+        let n = self.n();
+        let nc = lin.composite();
+        let raw = &lin.raw;
+        let h = raw.view((2 * n, 0), (nc, nc)).clone_owned();
+        let lu = h.lu();
+        let mut target = nalgebra::DVector::zeros(nc);
+        let mut column = nalgebra::DVector::zeros(2 * n + nc);
+        for x in 0..3 * n {
+            let col = nc + x;
+            target.fill(0.0);
+            let composite = lin.joints.iter().find(|t| (t.first..t.first + t.d).contains(&(x % n)));
+            if let (Some(t), true) = (composite, (n..2 * n).contains(&x)) {
+                // J(0)ᵀ δp_k of the momentum column
+                for r in 0..t.d {
+                    target[t.composite + r] = t.j0[(x - n - t.first, r)];
+                }
+            }
+            target -= raw.view((2 * n, col), (nc, 1));
+            let lambda = lu.solve(&target).ok_or(ViError::SingularJacobian { step })?;
+            column.copy_from(&raw.column(col));
+            column += raw.columns(0, nc) * lambda;
+            let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
+            for i in 0..n {
+                m[(i, mc)] = column[i];
+                m[(n + i, mc)] = column[n + i];
+            }
+            for (t, j) in lin.joints.iter().zip(chart.map.composite_joints()) {
+                let mut eta = Vector6::zeros();
+                if x < n && (t.first..t.first + t.d).contains(&x) {
+                    eta = t.j0_inv.column(x - t.first).into_owned();
+                }
+                let dy = block(column.as_slice(), t.first, t.d);
+                let dp = block(&column.as_slice()[n..], t.first, t.d);
+                let dq = t.j_end * (t.shift_end * eta + dy);
+                let jd = j.velocity_map_derivative(t.end.as_slice(), dy.as_slice());
+                let dpn = t.j_end_inv_t * (dp - jd.transpose() * t.p_next);
+                for r in 0..t.d {
+                    m[(t.first + r, mc)] = dq[r];
+                    m[(n + t.first + r, mc)] = dpn[r];
+                }
+            }
+        }
+        Ok(())
+    }
+}
