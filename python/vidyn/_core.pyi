@@ -496,8 +496,10 @@ class VariationalIntegrator:
     ``q`` (``nq``,) in Pinocchio's layout (unit quaternions kept unit to round-off), ``p`` and
     ``u`` in the tangent space, each step in the chart centred at its start (no gimbal lock;
     the momenta of symmetries are conserved to the Newton tolerance; constraints, kinematic
-    1-dof joints and body wrenches work with them). For them the linearisation, the
-    velocity-state maps and the optimisers raise NotImplementedError for now; damping and springs act on
+    1-dof joints and body wrenches work with them; the first-order linearisation is in
+    tangent coordinates). For them the second order, the linearisation with constraints or
+    kinematic joints, the velocity-state maps and the optimisers raise NotImplementedError
+    for now; damping and springs act on
     1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
@@ -602,11 +604,15 @@ class VariationalIntegrator:
         lam: None = None,
     ) -> tuple[_Array, _Array]:
         """Exact derivatives of every step's flow map ``x_{k+1} = f(x_k, u_k)``, ``x = (q, p)``,
-        computed in parallel with the GIL released. Takes a Trajectory, or q (N+1, n),
+        computed in parallel with the GIL released. Takes a Trajectory, or q (N+1, model.nq),
         p (N+1, n) and u (N, n).
 
         ``order=1`` -> ``(A, B)``: ``A`` (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k),
-        ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k.
+        ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k. With free-flyer, spherical or planar
+        joints ``δq`` lives in the tangent space, as ``model.difference(q, q')`` (Pinocchio's
+        and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
+        first order is ``A δ``. Second order and the optimisers do not take such joints yet
+        (NotImplementedError).
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

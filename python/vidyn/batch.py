@@ -346,9 +346,10 @@ def linearize(
     out: Out = None,
 ) -> tuple[Array, Array] | tuple[tuple[Array, Array], BatchStatus]:
     """Exact linearisation of every step of B trajectories, in parallel over all (trajectory,
-    step) pairs: ``linearize(vi, rollout)`` or ``linearize(vi, q, p, u)`` with q, p
-    (B, N+1, n) and u (B, N, n) -> ``(A, B)``, A (B, N, 2n, 2n) = d(q', p')/d(q, p),
-    B (B, N, 2n, n) = d(q', p')/du. ``A[b]``, ``B[b]`` equal ``vi.linearize(q[b], p[b], u[b])``
+    step) pairs: ``linearize(vi, rollout)`` or ``linearize(vi, q, p, u)`` with q
+    (B, N+1, model.nq), p (B, N+1, n) and u (B, N, n) -> ``(A, B)``, A (B, N, 2n, 2n) =
+    d(q', p')/d(q, p), B (B, N, 2n, n) = d(q', p')/du (``δq`` in the tangent space, as
+    ``model.difference``, with Lie-group joints). ``A[b]``, ``B[b]`` equal ``vi.linearize(q[b], p[b], u[b])``
     bit for bit. A failed pair marks its trajectory (the status reports the first failed
     step) and its blocks are NaN.
     """
@@ -359,7 +360,7 @@ def linearize(
         roll = q
         q, p, u = roll.q, roll.p, roll.u
     elif p is None or u is None:
-        raise _core.InputError("linearize takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
+        raise _core.InputError("linearize takes a Rollout, or q (B, N+1, model.nq), p (B, N+1, n) and u (B, N, n)")
     a, b, failures = _core._batch_linearize(vi, q, p, u, progress, out)
     return _finish((a, b), len(a), failures, errors)
 
@@ -399,7 +400,7 @@ def linearize_contracted(
         roll = q
         q, p, u = roll.q, roll.p, roll.u
     elif p is None or u is None:
-        raise _core.InputError("linearize_contracted takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
+        raise _core.InputError("linearize_contracted takes a Rollout, or q (B, N+1, model.nq), p (B, N+1, n) and u (B, N, n)")
     xx, xu, uu, failures = _core._batch_linearize_contracted(vi, q, p, u, lam, progress, out)
     return _finish((xx, xu, uu), len(xx), failures, errors)
 

@@ -324,6 +324,6 @@ def linearize(
         roll = q
         q, p, u = roll.q, roll.p, roll.u
     elif p is None or u is None:
-        raise InputError("linearize takes a Rollout, or q (B, N+1, n), p (B, N+1, n) and u (B, N, n)")
+        raise InputError("linearize takes a Rollout, or q (B, N+1, model.nq), p (B, N+1, n) and u (B, N, n)")
     return map_batch(client, "linearize", recipe, np.asarray(q, dtype=np.float64), p, u, shards=shards, worker_threads=worker_threads, errors=errors)
 

@@ -352,7 +352,7 @@ pub fn batch_rollout<'py>(
     Ok((q, p, it, failures_out(py, failures)?))
 }
 
-/// Batched linearisation of every step: q, p (B, N+1, n), u (B, N, n) ->
+/// Batched linearisation of every step: q (B, N+1, nq), p (B, N+1, n), u (B, N, n) ->
 /// (A (B, N, 2n, 2n), B (B, N, 2n, n), failures per trajectory (first failed step)).
 #[pyfunction]
 #[pyo3(name = "_batch_linearize", signature = (vi, q, p, u, progress = None, out = None))]
@@ -367,9 +367,9 @@ pub fn batch_linearize<'py>(
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Fails<'py>)> {
     let sys = &*vi.get().inner;
-    let n = sys.n();
+    let (n, nq) = (sys.n(), sys.nq());
     let mut s = Sizes::default();
-    let q = s.read(q, "q", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
+    let q = s.read(q, "q", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(nq)], "(B, N+1, model.nq)")?;
     let p = s.read(p, "p", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
     let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
     let (b, steps) = (s.batch.unwrap_or(0), s.steps.unwrap_or(0));
@@ -400,9 +400,9 @@ pub fn batch_linearize_contracted<'py>(
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>, Fails<'py>)> {
     let sys = &*vi.get().inner;
-    let n = sys.n();
+    let (n, nq) = (sys.n(), sys.nq());
     let mut s = Sizes::default();
-    let q = s.read(q, "q", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
+    let q = s.read(q, "q", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(nq)], "(B, N+1, model.nq)")?;
     let p = s.read(p, "p", &[Dim::Batch, Dim::Steps(1), Dim::Fixed(n)], "(B, N+1, n)")?;
     let u = s.read(u, "u", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(n)], "(B, N, n)")?;
     let lam = s.read(lam, "lam", &[Dim::Batch, Dim::Steps(0), Dim::Fixed(2 * n)], "(B, N, 2n)")?;

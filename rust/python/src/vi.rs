@@ -337,9 +337,9 @@ impl PyVariationalIntegrator {
     }
 
     /// Exact linearisation of every step of a trajectory, computed in parallel:
-    /// `linearize(traj)` or `linearize(q, p, u)` with q, p (N+1, n) and u (N, n).
+    /// `linearize(traj)` or `linearize(q, p, u)` with q (N+1, model.nq), p (N+1, n) and u (N, n).
     /// `order = 1` -> `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and
-    /// B (N, 2n, n). `order = 2` -> `(A, B, fxx, fxu, fuu)` with the second-order tensors
+    /// B (N, 2n, n), `δq` in the tangent space (`model.difference`) with Lie-group joints. `order = 2` -> `(A, B, fxx, fxu, fuu)` with the second-order tensors
     /// (N, 2n, 2n, 2n), (N, 2n, 2n, n), (N, 2n, n, n), or, with co-states `lam` (N, 2n),
     /// `(A, B, hxx, hxu, huu)` contracted with them: (N, 2n, 2n), (N, 2n, n), (N, n, n).
     #[pyo3(signature = (traj_or_q, p = None, u = None, *, order = 1, lam = None))]
@@ -405,8 +405,7 @@ impl PyVariationalIntegrator {
         order: usize,
         lam: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
-        self.refuse_lie_group("the linearisation")?;
-        let n = self.dofs();
+        let (n, nq) = (self.dofs(), self.inner.nq());
         let read;
         let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
             let t = t.get();
@@ -416,15 +415,15 @@ impl PyVariationalIntegrator {
             &t.inner
         } else {
             let (Some(p), Some(u)) = (p, u) else {
-                return Err(INPUT_ERROR.err("linearize takes a Trajectory, or q (N+1, n), p (N+1, n) and u (N, n)"));
+                return Err(INPUT_ERROR.err("linearize takes a Trajectory, or q (N+1, model.nq), p (N+1, n) and u (N, n)"));
             };
-            let (q, qrows) = convert::read_rows(traj_or_q, "q", n, "(N+1, n)", "n")?;
+            let (q, qrows) = convert::read_rows(traj_or_q, "q", nq, "(N+1, model.nq)", "model.nq")?;
             let (p, prows) = convert::read_rows(p, "p", n, "(N+1, n)", "n")?;
             let (u, urows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
             if prows != qrows || urows + 1 != qrows {
                 return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
             }
-            read = vidyn_vi::Trajectory { n, nq: n, steps: urows, q, p, u, iterations: Vec::new() };
+            read = vidyn_vi::Trajectory { n, nq, steps: urows, q, p, u, iterations: Vec::new() };
             &read
         };
         let (steps, m) = (traj.steps, 2 * n);

@@ -40,6 +40,7 @@
 
 use crate::chart_step::Chart;
 use crate::del::{JointForces, StepPoints};
+use crate::dense::{small_lu, small_solve};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
@@ -102,6 +103,12 @@ pub(crate) struct ChartLinWork {
     joints: Vec<JointTerms>,
     /// Columns `[δy_s (n); δP (n); e (n_c)]` of every [`Column`], `(2n + n_c) × (n_c + 3n)`.
     raw: DMatrix<f64>,
+    /// The `π̃` columns' `e` rows (`n_c × n_c`, row-major) and their LU pivots, the
+    /// correction's right-hand side `(n_c,)` and one corrected column `(2n + n_c,)`.
+    h: Vec<f64>,
+    pivots: Vec<usize>,
+    lambda: Vec<f64>,
+    column: Vec<f64>,
 }
 
 impl ChartLinWork {
@@ -172,6 +179,10 @@ impl ChartLinWork {
             du: lanes(n),
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
+            h: vec![0.0; composite * composite],
+            pivots: vec![0; composite],
+            lambda: vec![0.0; composite],
+            column: vec![0.0; 2 * n + composite],
         }
     }
 
@@ -361,40 +372,47 @@ impl VariationalIntegrator {
 
     /// `A`, `B` from the raw columns: the `π̃` correction and the maps at the step's ends
     /// (module docs).
-    fn finish_chart_linearization(&self, chart: &Chart, lin: &ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+    fn finish_chart_linearization(&self, chart: &Chart, lin: &mut ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
         let n = self.n();
         let nc = lin.composite();
-        let raw = &lin.raw;
-        let h = raw.view((2 * n, 0), (nc, nc)).clone_owned();
-        let lu = h.lu();
-        let mut target = nalgebra::DVector::zeros(nc);
-        let mut column = nalgebra::DVector::zeros(2 * n + nc);
+        for r in 0..nc {
+            for c in 0..nc {
+                lin.h[r * nc + c] = lin.raw[(2 * n + r, c)];
+            }
+        }
+        let pivot = small_lu(&mut lin.h, nc, &mut lin.pivots);
+        if !(pivot > 0.0 && pivot.is_finite()) {
+            return Err(ViError::SingularJacobian { step });
+        }
         for x in 0..3 * n {
             let col = nc + x;
-            target.fill(0.0);
-            let composite = lin.joints.iter().find(|t| (t.first..t.first + t.d).contains(&(x % n)));
-            if let (Some(t), true) = (composite, (n..2 * n).contains(&x)) {
-                // J(0)ᵀ δp_k of the momentum column
-                for r in 0..t.d {
-                    target[t.composite + r] = t.j0[(x - n - t.first, r)];
+            // λ solves H λ = (J(0)ᵀ δp_k of a momentum column, else 0) − e
+            for (k, l) in lin.lambda.iter_mut().enumerate() {
+                *l = -lin.raw[(2 * n + k, col)];
+            }
+            if (n..2 * n).contains(&x) {
+                if let Some(t) = lin.joints.iter().find(|t| (t.first..t.first + t.d).contains(&(x - n))) {
+                    for r in 0..t.d {
+                        lin.lambda[t.composite + r] += t.j0[(x - n - t.first, r)];
+                    }
                 }
             }
-            target -= raw.view((2 * n, col), (nc, 1));
-            let lambda = lu.solve(&target).ok_or(ViError::SingularJacobian { step })?;
-            column.copy_from(&raw.column(col));
-            column += raw.columns(0, nc) * lambda;
+            small_solve(&lin.h, nc, &lin.pivots, &mut lin.lambda);
+            for (r, v) in lin.column.iter_mut().enumerate() {
+                *v = lin.raw[(r, col)] + (0..nc).map(|k| lin.raw[(r, k)] * lin.lambda[k]).sum::<f64>();
+            }
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
             for i in 0..n {
-                m[(i, mc)] = column[i];
-                m[(n + i, mc)] = column[n + i];
+                m[(i, mc)] = lin.column[i];
+                m[(n + i, mc)] = lin.column[n + i];
             }
             for (t, j) in lin.joints.iter().zip(chart.map.composite_joints()) {
                 let mut eta = Vector6::zeros();
                 if x < n && (t.first..t.first + t.d).contains(&x) {
                     eta = t.j0_inv.column(x - t.first).into_owned();
                 }
-                let dy = block(column.as_slice(), t.first, t.d);
-                let dp = block(&column.as_slice()[n..], t.first, t.d);
+                let dy = block(&lin.column, t.first, t.d);
+                let dp = block(&lin.column[n..], t.first, t.d);
                 let dq = t.j_end * (t.shift_end * eta + dy);
                 let jd = j.velocity_map_derivative(t.end.as_slice(), dy.as_slice());
                 let dpn = t.j_end_inv_t * (dp - jd.transpose() * t.p_next);

@@ -104,7 +104,7 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
 
 /// A step of a model with free-flyer, spherical and planar joints (on their Lie groups, in
 /// the chart centred at the step's start) allocates nothing either, with and without a guess,
-/// for the dense path of small systems and the recursive one.
+/// for the dense path of small systems and the recursive one; nor does its linearisation.
 #[test]
 fn steps_on_the_lie_group_do_not_allocate() {
     let model = Arc::new(random_tree(6, 31, &Joint::examples()));
@@ -125,6 +125,10 @@ fn steps_on_the_lie_group_do_not_allocate() {
         let guess = qn.clone();
         assert_eq!(allocations(|| vi.step(&mut ws, 1, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
         assert_eq!(allocations(|| vi.energy(&mut ws, &qn, &pn).unwrap()), 0, "energy s={s}");
+        // the linearisation's scratch is made by the first one
+        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
         q.copy_from_slice(&qn);
     }
 }
