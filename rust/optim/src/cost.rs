@@ -4,8 +4,10 @@
 use crate::checks::{check_finite, check_multiple, check_weights};
 use crate::dense_kernels::symmetrise;
 use crate::error::{OptimError, Result};
+use crate::state_space::StateSpace;
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
 /// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
@@ -113,24 +115,56 @@ pub(crate) fn add_up(stages: impl Iterator<Item = f64>, terminal: f64) -> f64 {
 ///
 /// Per-step lists hold `N` entries or one for every step; `x_ref` holds `(N+1)·nx` or `nx`
 /// entries, `u_ref` `N·nu` or `nu` (or none: zero).
+///
+/// On a state manifold ([`QuadraticCost::on_space`], e.g. a floating base's quaternions) the
+/// deviation is `δ = x ⊖ x_ref` (`ndx` entries, the weights `ndx × ndx`): value `½ δᵀ Q δ`,
+/// gradient `Jᵀ Q δ` and Gauss–Newton Hessian `Jᵀ Q J` with `J = ∂δ/∂x` in tangent
+/// coordinates ([`StateSpace::difference_jacobian`]; crocoddyl's `Jdiff`), exact at the
+/// reference and where the joints' groups are flat.
 #[derive(Clone, Debug)]
 pub struct QuadraticCost {
-    nx: usize,
+    space: StateSpace,
     nu: usize,
     pub q: Vec<DMatrix<f64>>,
     pub r: Vec<DMatrix<f64>>,
     pub qn: DMatrix<f64>,
     pub x_ref: Vec<f64>,
     pub u_ref: Vec<f64>,
+    /// Scratch of the deviations on a manifold (one per concurrent caller, shared by clones).
+    #[allow(clippy::vec_box)]
+    scratch: Arc<Mutex<Vec<Box<Deviation>>>>,
+}
+
+/// `δ = x ⊖ x_ref`, `J = ∂δ/∂x`, `W J` and `W δ` of one stage on a manifold.
+#[derive(Debug)]
+struct Deviation {
+    delta: Vec<f64>,
+    jac: DMatrix<f64>,
+    weighted_jac: DMatrix<f64>,
+    weighted: DVector<f64>,
 }
 
 impl QuadraticCost {
     /// Weights are symmetrised (`(W + Wᵀ)/2`, which leaves the cost unchanged).
-    pub fn new(mut q: Vec<DMatrix<f64>>, mut r: Vec<DMatrix<f64>>, mut qn: DMatrix<f64>, x_ref: Vec<f64>, u_ref: Vec<f64>) -> Result<Self> {
-        let (Some(q0), Some(r0)) = (q.first(), r.first()) else {
+    pub fn new(q: Vec<DMatrix<f64>>, r: Vec<DMatrix<f64>>, qn: DMatrix<f64>, x_ref: Vec<f64>, u_ref: Vec<f64>) -> Result<Self> {
+        let nx = q.first().map_or(0, DMatrix::nrows);
+        Self::on_space(StateSpace::euclidean(nx), q, r, qn, x_ref, u_ref)
+    }
+
+    /// The cost on the states of `space`: weights `ndx × ndx`, references `nx` entries per row
+    /// (valid states: unit quaternions).
+    pub fn on_space(
+        space: StateSpace,
+        mut q: Vec<DMatrix<f64>>,
+        mut r: Vec<DMatrix<f64>>,
+        mut qn: DMatrix<f64>,
+        x_ref: Vec<f64>,
+        u_ref: Vec<f64>,
+    ) -> Result<Self> {
+        let (Some(_), Some(r0)) = (q.first(), r.first()) else {
             return Err(OptimError::InvalidInput("Q and R need at least one matrix each".into()));
         };
-        let (nx, nu) = (q0.nrows(), r0.nrows());
+        let (nx, nu) = (space.ndx(), r0.nrows());
         for (name, list, dim) in [("Q", &q, nx), ("R", &r, nu)] {
             for (k, m) in list.iter().enumerate() {
                 if m.shape() != (dim, dim) {
@@ -149,12 +183,44 @@ impl QuadraticCost {
         for m in q.iter_mut().chain(r.iter_mut()).chain(std::iter::once(&mut qn)) {
             symmetrise(m);
         }
-        check_multiple(x_ref.len(), nx, "x_ref")?;
+        check_multiple(x_ref.len(), space.nx(), "x_ref")?;
         let u_ref = if u_ref.is_empty() { vec![0.0; nu] } else { u_ref };
         check_multiple(u_ref.len(), nu, "u_ref")?;
         check_finite(&x_ref, "x_ref")?;
+        for (k, row) in x_ref.chunks_exact(space.nx()).enumerate() {
+            space.check(row, &format!("x_ref[{k}]"))?;
+        }
         check_finite(&u_ref, "u_ref")?;
-        Ok(Self { nx, nu, q, r, qn, x_ref, u_ref })
+        Ok(Self { space, nu, q, r, qn, x_ref, u_ref, scratch: Arc::default() })
+    }
+
+    /// The manifold of the states this cost weighs.
+    #[must_use]
+    pub fn space(&self) -> &StateSpace {
+        &self.space
+    }
+
+    /// `½ δᵀ W δ` with `δ = x ⊖ r` on the manifold, and with `out` (`(l_x, l_xx)`) its
+    /// gradient `Jᵀ W δ` and Gauss–Newton Hessian `Jᵀ W J` (struct docs).
+    fn on_manifold(&self, w: &DMatrix<f64>, x: &[f64], r: &[f64], out: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>) -> f64 {
+        let ndx = self.space.ndx();
+        let mut s = self.scratch.lock().ok().and_then(|mut p| p.pop()).unwrap_or_else(|| {
+            Box::new(Deviation { delta: vec![0.0; ndx], jac: DMatrix::zeros(ndx, ndx), weighted_jac: DMatrix::zeros(ndx, ndx), weighted: DVector::zeros(ndx) })
+        });
+        self.space.difference(r, x, &mut s.delta);
+        let delta = &s.delta;
+        let value = quad_of(w, ndx, |j| delta[j], Some(&mut s.weighted));
+        if let Some((lx, lxx)) = out {
+            self.space.difference_jacobian(r, x, &mut s.jac);
+            lx.gemv_tr(1.0, &s.jac, &s.weighted, 0.0);
+            s.weighted_jac.gemm(1.0, w, &s.jac, 0.0);
+            lxx.gemm_tr(1.0, &s.jac, &s.weighted_jac, 0.0);
+            symmetrise(lxx);
+        }
+        if let Ok(mut p) = self.scratch.lock() {
+            p.push(s);
+        }
+        value
     }
 
     /// Checks that the per-step data cover `steps` steps.
@@ -163,10 +229,11 @@ impl QuadraticCost {
         if !(self.q.len() == 1 || self.q.len() == steps) || !(self.r.len() == 1 || self.r.len() == steps) {
             return Err(OptimError::InvalidInput(format!("Q has {} and R {} matrices; expected 1 or N = {steps}", self.q.len(), self.r.len())));
         }
-        if !ok(self.x_ref.len(), self.nx, steps + 1) || !ok(self.u_ref.len(), self.nu, steps) {
+        let nx = self.space.nx();
+        if !ok(self.x_ref.len(), nx, steps + 1) || !ok(self.u_ref.len(), self.nu, steps) {
             return Err(OptimError::InvalidInput(format!(
                 "x_ref has {} rows and u_ref {}; expected 1 or N+1 = {} and 1 or N = {steps}",
-                self.x_ref.len() / self.nx,
+                self.x_ref.len() / nx,
                 self.u_ref.len() / self.nu,
                 steps + 1
             )));
@@ -174,9 +241,10 @@ impl QuadraticCost {
         Ok(())
     }
 
+    /// Entries of a state.
     #[must_use]
     pub fn nx(&self) -> usize {
-        self.nx
+        self.space.nx()
     }
     #[must_use]
     pub fn nu(&self) -> usize {
@@ -184,11 +252,18 @@ impl QuadraticCost {
     }
 
     fn x_ref_at(&self, k: usize) -> &[f64] {
-        if self.x_ref.len() == self.nx {
+        let nx = self.space.nx();
+        if self.x_ref.len() == nx {
             &self.x_ref
         } else {
-            &self.x_ref[k * self.nx..(k + 1) * self.nx]
+            &self.x_ref[k * nx..(k + 1) * nx]
         }
+    }
+
+    /// The row of `x_ref` of the terminal state.
+    fn terminal_ref(&self) -> &[f64] {
+        let nx = self.space.nx();
+        self.x_ref_at(if self.x_ref.len() == nx { 0 } else { self.x_ref.len() / nx - 1 })
     }
     fn u_ref_at(&self, k: usize) -> &[f64] {
         if self.u_ref.len() == self.nu {
@@ -205,39 +280,56 @@ impl QuadraticCost {
 /// `½ eᵀ W e` for `e = x − r`, writing `W e` into `grad` when given. `W` is symmetric
 /// (symmetrised by [`QuadraticCost::new`]), so `(W e)_i` is column `i` (contiguous) times `e`.
 /// No allocation: the cost runs once per stage of every trial trajectory.
-fn quad(w: &DMatrix<f64>, x: &[f64], r: &[f64], mut grad: Option<&mut DVector<f64>>) -> f64 {
-    let n = x.len();
+fn quad(w: &DMatrix<f64>, x: &[f64], r: &[f64], grad: Option<&mut DVector<f64>>) -> f64 {
+    quad_of(w, x.len(), |j| x[j] - r[j], grad)
+}
+
+/// `½ eᵀ W e` for the `n` entries `e(j)`, writing `W e` into `grad` when given ([`quad`]).
+#[inline]
+fn quad_of(w: &DMatrix<f64>, n: usize, e: impl Fn(usize) -> f64, mut grad: Option<&mut DVector<f64>>) -> f64 {
     let mut value = 0.0;
     for (i, column) in w.as_slice().chunks_exact(n.max(1)).take(n).enumerate() {
-        let we: f64 = column.iter().zip(x.iter().zip(r)).map(|(wji, (xj, rj))| wji * (xj - rj)).sum();
+        let we: f64 = column.iter().enumerate().map(|(j, wji)| wji * e(j)).sum();
         if let Some(g) = grad.as_deref_mut() {
             g[i] = we;
         }
-        value += (x[i] - r[i]) * we;
+        value += e(i) * we;
     }
     0.5 * value
 }
 
+impl QuadraticCost {
+    /// `½ δᵀ W δ` of the state, with `(l_x, l_xx)` into `out` when given.
+    fn state_term(&self, w: &DMatrix<f64>, x: &[f64], r: &[f64], out: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>) -> f64 {
+        if !self.space.is_euclidean() {
+            return self.on_manifold(w, x, r, out);
+        }
+        match out {
+            None => quad(w, x, r, None),
+            Some((lx, lxx)) => {
+                lxx.copy_from(w);
+                quad(w, x, r, Some(lx))
+            }
+        }
+    }
+}
+
 impl Cost for QuadraticCost {
     fn running_value(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
-        Ok(quad(Self::pick(&self.q, k), x, self.x_ref_at(k), None) + quad(Self::pick(&self.r, k), u, self.u_ref_at(k), None))
+        Ok(self.state_term(Self::pick(&self.q, k), x, self.x_ref_at(k), None) + quad(Self::pick(&self.r, k), u, self.u_ref_at(k), None))
     }
     fn terminal_value(&self, x: &[f64]) -> Result<f64> {
-        let steps = if self.x_ref.len() == self.nx { 0 } else { self.x_ref.len() / self.nx - 1 };
-        Ok(quad(&self.qn, x, self.x_ref_at(steps), None))
+        Ok(self.state_term(&self.qn, x, self.terminal_ref(), None))
     }
     fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
         let (q, r) = (Self::pick(&self.q, k), Self::pick(&self.r, k));
-        out.l = quad(q, x, self.x_ref_at(k), Some(&mut out.lx)) + quad(r, u, self.u_ref_at(k), Some(&mut out.lu));
-        out.lxx.copy_from(q);
+        out.l = self.state_term(q, x, self.x_ref_at(k), Some((&mut out.lx, &mut out.lxx))) + quad(r, u, self.u_ref_at(k), Some(&mut out.lu));
         out.luu.copy_from(r);
         out.lux.as_mut_slice().fill(0.0);
         Ok(())
     }
     fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
-        let steps = if self.x_ref.len() == self.nx { 0 } else { self.x_ref.len() / self.nx - 1 };
-        out.l = quad(&self.qn, x, self.x_ref_at(steps), Some(&mut out.lx));
-        out.lxx.copy_from(&self.qn);
+        out.l = self.state_term(&self.qn, x, self.terminal_ref(), Some((&mut out.lx, &mut out.lxx)));
         Ok(())
     }
     /// `l` and the value come from the same `quad` arithmetic (the gradient is a by-product).
@@ -468,7 +560,9 @@ impl CostDerivatives {
     /// zeroed before the cost writes into it (in parallel on the batch engine's pool unless
     /// the cost says otherwise).
     pub(crate) fn evaluate<C: Cost + ?Sized>(&mut self, cost: &C, x: &[f64], u: &[f64]) -> Result<()> {
-        let (nx, nu, steps) = (self.terminal.lx.len(), self.stages.first().map_or(0, |d| d.lu.len()), self.stages.len());
+        // states have `nx` entries (more than the derivatives' tangent `lx` on a manifold)
+        let (nu, steps) = (self.stages.first().map_or(0, |d| d.lu.len()), self.stages.len());
+        let nx = x.len() / (steps + 1);
         let eval = |(k, d): (usize, &mut StageDerivatives)| -> Result<()> {
             d.clear();
             cost.running_derivatives(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], d)

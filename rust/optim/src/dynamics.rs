@@ -11,6 +11,7 @@
 
 use crate::checks::check_multiple;
 use crate::error::{OptimError, Result};
+use crate::state_space::StateSpace;
 use nalgebra::DMatrix;
 
 /// A control law `policy(k, x_k, u_k)` writing `u_k` from the state.
@@ -20,8 +21,14 @@ pub type Jacobians = (Vec<DMatrix<f64>>, Vec<DMatrix<f64>>);
 
 /// A discrete-time system with exact Jacobians. Implementations must be deterministic.
 pub trait Dynamics: Sync {
-    /// State dimension.
+    /// State dimension (entries of a state).
     fn nx(&self) -> usize;
+    /// The manifold of the states ([`StateSpace`]): `A_k` is `ndx × ndx` and `B_k`
+    /// `ndx × nu` in its tangent coordinates, and deviations from a trajectory are
+    /// [`StateSpace::difference`]s. The default: `ℝ^nx`.
+    fn state_space(&self) -> StateSpace {
+        StateSpace::euclidean(self.nx())
+    }
     /// Control dimension.
     fn nu(&self) -> usize;
     /// Simulates `steps` steps from `x0`; before step `k` `policy(k, x_k, u_k)` writes the
@@ -36,7 +43,7 @@ pub trait Dynamics: Sync {
         let _ = near;
         self.rollout(x0, steps, policy)
     }
-    /// `A_k = ∂f/∂x` (nx×nx) and `B_k = ∂f/∂u` (nx×nu) at every step of `(x, u)`.
+    /// `A_k = ∂f/∂x` (ndx×ndx) and `B_k = ∂f/∂u` (ndx×nu) at every step of `(x, u)`.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians>;
     /// Whether [`Dynamics::linearize_steps`] is implemented: [`crate::ilqr()`] then linearises
     /// a trial trajectory a few steps at a time while it is still being simulated.

@@ -10,8 +10,9 @@ use vidyn_rbd::{frame_jacobian, placements, Model, ReferenceFrame, Workspace};
 
 /// `ℓ_k(x, u) = inner.ℓ_k(x, u) + ½ w_run |p_f(q) − p*|²` and
 /// `m(x) = inner.m(x) + ½ w_term |p_f(q) − p*|²`, where `p_f(q)` is the world position of
-/// frame `f` and `q` the first `nv` entries of the state (VI states `x = (q, p)`; every joint
-/// 1-dof, `nq = nv`).
+/// frame `f` and `q` the first `nq` entries of the state (VI states `x = (q, p)`; with
+/// Lie-group joints the derivatives are in the tangent coordinates of [`crate::StateSpace`],
+/// whose first `nv` entries are `q`'s).
 ///
 /// Gradient (exact): `∂/∂q = w J_pᵀ (p_f − p*)`, with `J_p` the linear rows (3×nv) of the
 /// frame Jacobian in `LocalWorldAligned` axes, i.e. `∂p_f/∂q`. Hessian: the Gauss–Newton
@@ -33,11 +34,11 @@ pub struct FramePositionCost<C: Cost> {
 }
 
 impl<C: Cost> FramePositionCost<C> {
-    /// `nx`: the state dimension of `inner` (≥ `model.nv`); `frame`: a frame index of `model`;
-    /// weights ≥ 0 and finite.
+    /// `nx`: the number of entries of a state of `inner` (≥ `model.nq`); `frame`: a frame
+    /// index of `model`; weights ≥ 0 and finite.
     pub fn new(model: Arc<Model>, inner: C, nx: usize, frame: usize, target: [f64; 3], weight_running: f64, weight_terminal: f64) -> Result<Self> {
-        if model.nq != model.nv || nx < model.nv {
-            return Err(OptimError::InvalidInput(format!("the frame cost needs nq = nv and nx ≥ nv; got nq = {}, nv = {}, nx = {nx}", model.nq, model.nv)));
+        if nx < model.nq {
+            return Err(OptimError::InvalidInput(format!("the frame cost reads q from the state: need nx ≥ nq = {}, got nx = {nx}", model.nq)));
         }
         if frame >= model.frames.len() {
             return Err(OptimError::InvalidInput(format!("frame index {frame} out of range 0..{}", model.frames.len())));
@@ -59,7 +60,7 @@ impl<C: Cost> FramePositionCost<C> {
         out
     }
 
-    /// World position of the frame at configuration `q` (nv entries): `⁰p_f = ⁰M_b · ᵇp_f` from
+    /// World position of the frame at configuration `q` (nq entries): `⁰p_f = ⁰M_b · ᵇp_f` from
     /// the body placements alone (no Jacobian). O(n).
     pub fn position(&self, q: &[f64]) -> Result<Vector3<f64>> {
         let f = &self.model.frames[self.frame];
@@ -76,7 +77,7 @@ impl<C: Cost> FramePositionCost<C> {
         if w == 0.0 {
             return Ok(0.0);
         }
-        let e = self.position(&x[..self.model.nv])? - self.target;
+        let e = self.position(&x[..self.model.nq])? - self.target;
         Ok(0.5 * w * e.norm_squared())
     }
 
@@ -85,9 +86,9 @@ impl<C: Cost> FramePositionCost<C> {
         if w == 0.0 {
             return Ok(());
         }
-        let nv = self.model.nv;
+        let (nq, nv) = (self.model.nq, self.model.nv);
         self.with_workspace(|ws| {
-            frame_jacobian(&self.model, ws, &x[..nv], self.frame, ReferenceFrame::LocalWorldAligned)?;
+            frame_jacobian(&self.model, ws, &x[..nq], self.frame, ReferenceFrame::LocalWorldAligned)?;
             let (jac, e) = (&ws.jacobian, ws.frame_placements[self.frame].translation - self.target);
             out.l += 0.5 * w * e.norm_squared();
             for i in 0..nv {

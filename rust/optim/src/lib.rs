@@ -39,6 +39,7 @@ pub mod lqr;
 pub mod maximal_dynamics;
 mod pipeline;
 pub mod projection;
+pub mod state_space;
 pub mod tracking_cost;
 mod velocity_state;
 pub mod vi_dynamics;
@@ -57,5 +58,6 @@ pub use projection::{
     lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog,
     ProjectionOptions, ProjectionResult, ProjectionStatus,
 };
+pub use state_space::StateSpace;
 pub use tracking_cost::{FrameTarget, TrackingCost};
 pub use vi_dynamics::ViDynamics;

@@ -31,10 +31,10 @@ pub struct TrackingCost {
 }
 
 impl TrackingCost {
-    /// The cost over `steps` steps of `model`'s VI, state dimension `nx`: the quadratic part
-    /// (mapped through the Legendre transform when `on_velocity`), plus the frame term.
+    /// The cost over `steps` steps of `model`'s VI, `nx` entries per state: the quadratic
+    /// part (mapped through the Legendre transform when `on_velocity`), plus the frame term.
     /// Errors when the references do not cover `steps`, or a part refuses the model (frame
-    /// index, `nq ≠ nv`).
+    /// index, a velocity cost with Lie-group joints).
     pub fn build(self, model: &Arc<Model>, steps: usize, nx: usize) -> Result<Box<dyn Cost>> {
         self.quadratic.check_horizon(steps)?;
         let base: Box<dyn Cost> = if self.on_velocity { Box::new(VelocityCost::new(Arc::clone(model), self.quadratic)?) } else { Box::new(self.quadratic) };

@@ -5,14 +5,16 @@ use crate::checks::check_finite;
 use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::ilqr::IlqrResult;
+use crate::state_space::StateSpace;
 use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use vidyn_vi::{SolvedSteps, Trajectory, VariationalIntegrator};
 
-/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = 2n), or `x = (q, v)` after
-/// [`ViDynamics::with_velocity_state`], and the controls are the generalised forces of the
-/// `actuated` joints (nu = m; the other joints get zero force).
+/// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = nq + n; `q` on the joints'
+/// groups with free-flyer, spherical or planar joints, [`StateSpace::of_model`]), or
+/// `x = (q, v)` after [`ViDynamics::with_velocity_state`], and the controls are the
+/// generalised forces of the `actuated` joints (nu = m; the other joints get zero force).
 ///
 /// Rollouts start each Newton solve from [`vidyn_vi::predict_next`], as [`vidyn_vi::rollout`]
 /// does; linearisations run chunks of steps in parallel on vidyn's pool (exact `A`, `B`,
@@ -60,7 +62,7 @@ impl StepScratch {
             ws: vi.workspace(),
             b: DMatrix::zeros(2 * n, n),
             full: vec![0.0; n],
-            q_next: vec![0.0; n],
+            q_next: vec![0.0; vi.nq()],
             p_next: vec![0.0; n],
             p: vec![0.0; n],
             node: node(),
@@ -72,11 +74,6 @@ impl StepScratch {
 impl<'a> ViDynamics<'a> {
     /// `actuated`: indices of the controlled joints (strictly increasing, `< n`); `None` for all.
     pub fn new(vi: &'a VariationalIntegrator, actuated: Option<Vec<usize>>) -> Result<Self> {
-        if vi.has_composite_joints() {
-            return Err(OptimError::NotImplemented(
-                "optimisation on models with free-flyer, spherical or planar joints (their linearisation on the Lie group is not implemented yet); use model.to_single_dof() meanwhile".into(),
-            ));
-        }
         Ok(Self {
             vi,
             actuation: Actuation::new(vi.n(), actuated)?,
@@ -103,6 +100,9 @@ impl<'a> ViDynamics<'a> {
     pub fn with_velocity_state(mut self) -> Result<Self> {
         if self.vi.kinematic().iter().any(|&k| k) {
             return Err(OptimError::InvalidInput("the velocity state is not defined with kinematic joints".into()));
+        }
+        if self.vi.has_composite_joints() {
+            return Err(OptimError::NotImplemented("the velocity state (q, v) with free-flyer, spherical or planar joints: use the (q, p) state".into()));
         }
         self.velocity_state = true;
         Ok(self)
@@ -173,18 +173,18 @@ impl<'a> ViDynamics<'a> {
     /// [`vidyn_vi::rollout`] does) or, given `near`, from its [`Nominal::predict`] when that was
     /// the better start at the step before.
     fn simulate(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
-        let (n, m) = (self.vi.n(), self.actuation.nu());
-        let nx = 2 * n;
-        if x0.len() != nx {
-            return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected 2n = {nx}", x0.len())));
-        }
+        let (n, nq, m) = (self.vi.n(), self.vi.nq(), self.actuation.nu());
+        let nx = nq + n;
+        self.state_space().check(x0, "x0")?;
+        // the linear prediction adds tangent vectors to states: vector spaces only
+        let near = near.filter(|_| nq == n);
         let mut x = vec![0.0; (steps + 1) * nx];
         let mut u = vec![0.0; steps * m];
         x[..nx].copy_from_slice(x0);
         let mut scratch = self.take_scratch();
         let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
         let model = self.vi.model();
-        let (mut guess, mut linear_guess) = (vec![0.0; n], vec![0.0; n]);
+        let (mut guess, mut linear_guess) = (vec![0.0; nq], vec![0.0; nq]);
         let mut prefer_linear = true;
         for k in 0..steps {
             let (done, rest) = x.split_at_mut((k + 1) * nx);
@@ -206,12 +206,12 @@ impl<'a> ViDynamics<'a> {
                 _ => None,
             };
             let (q, p) = (
-                &xk[..n],
+                &xk[..nq],
                 if self.velocity_state {
                     node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?;
                     &pk[..]
                 } else {
-                    &xk[n..]
+                    &xk[nq..]
                 },
             );
             self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
@@ -220,11 +220,11 @@ impl<'a> ViDynamics<'a> {
             if extrapolated && linear {
                 prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
             }
-            rest[..n].copy_from_slice(qn);
+            rest[..nq].copy_from_slice(qn);
             if self.velocity_state {
                 node.velocity(model, ws.rbd(), qn, pn, &mut rest[n..nx])?;
             } else {
-                rest[n..nx].copy_from_slice(pn);
+                rest[nq..nx].copy_from_slice(pn);
             }
         }
         self.return_scratch(scratch);
@@ -245,23 +245,23 @@ impl<'a> ViDynamics<'a> {
     /// a [`Trajectory`] of the VI (`(q, p)`, full controls; on the velocity state
     /// `p_k = M(q_k) v_k`, the momentum a rollout steps with).
     pub fn to_trajectory(&self, x: &[f64], u: &[f64]) -> Result<Trajectory> {
-        let n = self.vi.n();
-        let steps = x.len() / (2 * n) - 1;
+        let (n, nq) = (self.vi.n(), self.vi.nq());
+        let steps = x.len() / (nq + n) - 1;
         let mut traj = Trajectory {
             n,
-            nq: n,
+            nq,
             steps,
-            q: Vec::with_capacity((steps + 1) * n),
+            q: Vec::with_capacity((steps + 1) * nq),
             p: vec![0.0; (steps + 1) * n],
             u: self.actuation.expand_all(u),
             iterations: vec![0; steps],
         };
         let mut s = self.velocity_state.then(|| self.take_scratch());
-        for (xk, pk) in x.chunks_exact(2 * n).zip(traj.p.chunks_exact_mut(n)) {
-            traj.q.extend_from_slice(&xk[..n]);
+        for (xk, pk) in x.chunks_exact(nq + n).zip(traj.p.chunks_exact_mut(n)) {
+            traj.q.extend_from_slice(&xk[..nq]);
             match s.as_deref_mut() {
                 Some(StepScratch { ws, node, .. }) => node.momentum(self.vi.model(), ws.rbd(), &xk[..n], &xk[n..], pk)?,
-                None => pk.copy_from_slice(&xk[n..]),
+                None => pk.copy_from_slice(&xk[nq..]),
             }
         }
         if let Some(s) = s {
@@ -273,12 +273,15 @@ impl<'a> ViDynamics<'a> {
 
 impl Dynamics for ViDynamics<'_> {
     fn nx(&self) -> usize {
-        2 * self.vi.n()
+        self.vi.nq() + self.vi.n()
     }
-    /// Exact second derivatives exist unless the VI has constraints or kinematic joints, or
-    /// the state is `(q, v)`.
+    fn state_space(&self) -> StateSpace {
+        StateSpace::of_model(self.vi.model())
+    }
+    /// Exact second derivatives exist unless the VI has constraints, kinematic joints or
+    /// Lie-group joints, or the state is `(q, v)`.
     fn has_second_order(&self) -> bool {
-        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
+        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k) && !self.vi.has_composite_joints()
     }
     fn nu(&self) -> usize {
         self.actuation.nu()
@@ -297,7 +300,7 @@ impl Dynamics for ViDynamics<'_> {
     /// layout; steps the latest rollout solved are not solved again).
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         const CHUNK: usize = 8;
-        let (nx, m) = (self.nx(), self.actuation.nu());
+        let (nx, ndx, m) = (self.nx(), 2 * self.vi.n(), self.actuation.nu());
         let steps = u.len() / m;
         if x.len() != (steps + 1) * nx || u.len() != steps * m {
             return Err(OptimError::InvalidInput(format!(
@@ -306,8 +309,8 @@ impl Dynamics for ViDynamics<'_> {
                 u.len()
             )));
         }
-        let mut a = vec![DMatrix::zeros(nx, nx); steps];
-        let mut b = vec![DMatrix::zeros(nx, m); steps];
+        let mut a = vec![DMatrix::zeros(ndx, ndx); steps];
+        let mut b = vec![DMatrix::zeros(ndx, m); steps];
         vidyn_batch::install(|| {
             a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate().try_for_each(|(c, (ac, bc))| {
                 let k0 = c * CHUNK;
@@ -329,8 +332,8 @@ impl Dynamics for ViDynamics<'_> {
     /// `A`, `B` are mapped to `(q, v)` (the `velocity_state` module; each node's Legendre data
     /// computed once per call).
     fn linearize_steps(&self, k0: usize, x: &[f64], u: &[f64], a: &mut [DMatrix<f64>], b: &mut [DMatrix<f64>]) -> Result<()> {
-        let (n, m) = (self.vi.n(), self.actuation.nu());
-        let nx = 2 * n;
+        let (n, nq, m) = (self.vi.n(), self.vi.nq(), self.actuation.nu());
+        let nx = nq + n;
         if x.len() != (a.len() + 1) * nx || u.len() != a.len() * m || b.len() != a.len() {
             return Err(OptimError::InvalidInput(format!(
                 "linearize_steps: {} steps need {} state and {} control entries and as many B as A",
@@ -353,9 +356,9 @@ impl Dynamics for ViDynamics<'_> {
                 s.node.momentum_of(&xk[n..], &mut s.p);
                 &s.p[..]
             } else {
-                &xk[n..]
+                &xk[nq..]
             };
-            self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..n], p, &s.full, &next[..n], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..nq], p, &s.full, &next[..nq], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             self.actuation.select_columns(&s.b, bk);
             if self.velocity_state {
                 s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
@@ -376,11 +379,11 @@ impl Dynamics for ViDynamics<'_> {
         if self.velocity_state {
             return Err(OptimError::NotImplemented("second derivatives on the velocity state (q, v): use the (q, p) state".into()));
         }
-        let n = self.vi.n();
+        let (n, nq) = (self.vi.n(), self.vi.nq());
         let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
         let mut full = vec![0.0; n];
         self.actuation.expand(u, &mut full);
-        let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..n], &x[n..2 * n], &full, None, w).map(|d| {
+        let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..nq], &x[nq..nq + n], &full, None, w).map(|d| {
             out.hxx.copy_from(&d.hxx);
             self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
         });

@@ -17,7 +17,7 @@
 use crate::error::{RbdError, Result};
 use nalgebra::{Matrix3, Matrix6, Quaternion, UnitQuaternion, Vector3};
 use rand::{Rng, RngExt};
-use vidyn_spatial::{exp6, log6, so3, Force, Motion, Se3};
+use vidyn_spatial::{exp6, jlog6, log6, so3, Force, Motion, Se3};
 
 /// Tolerance on `|‖quaternion‖ − 1|` (and `cos² + sin² − 1` for planar joints) accepted in `q`.
 /// Inputs within it are renormalised before use; inputs outside it are rejected.
@@ -255,6 +255,29 @@ impl Joint {
                 self.project_force(&full, out);
             }
         }
+    }
+
+    /// `∂(q₁ ⊖ q₀)/∂v` for `q₁ ↦ q₁ ⊕ v` at `v = 0` (Pinocchio's `dDifference` in its second
+    /// argument), top-left `nv × nv` of the result: `Sᵀ J_r(ξ)⁻¹ S` with
+    /// `ξ = log(M(q₀)⁻¹ M(q₁))` ([`vidyn_spatial::jlog6`]); `1` for 1-dof joints.
+    #[must_use]
+    pub fn difference_jacobian(&self, q0: &[f64], q1: &[f64]) -> Matrix6<f64> {
+        let mut out = Matrix6::identity();
+        if self.nv() == 1 {
+            return out;
+        }
+        let jlog = jlog6(&self.transform(q0).inv_compose(&self.transform(q1)));
+        let (mut unit, mut column) = ([0.0; 6], [0.0; 6]);
+        for c in 0..self.nv() {
+            unit.fill(0.0);
+            unit[c] = 1.0;
+            let w = jlog * self.motion(&unit).to_vector();
+            self.project_force(&Force::new(Vector3::new(w[0], w[1], w[2]), Vector3::new(w[3], w[4], w[5])), &mut column);
+            for r in 0..self.nv() {
+                out[(r, c)] = column[r];
+            }
+        }
+        out
     }
 
     /// A random configuration: bounded coordinates uniform in `[lower, upper]`; unbounded ones

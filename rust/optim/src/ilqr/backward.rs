@@ -204,9 +204,11 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         s.quu.copy_from_slice(dk.luu.as_slice());
         add_symmetric_transposed_product(b, s.vxx_b.as_slice(), nx, s.quu.as_mut_slice());
         if let Some(dynamics) = self.ddp {
-            // V_x here is still V_x(k+1)
+            // V_x here is still V_x(k+1); the states have `dynamics.nx()` entries (≥ nx, the
+            // tangent dimension, on a manifold)
+            let nxs = dynamics.nx();
             dynamics
-                .second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so)
+                .second_order_contracted(k, &x[k * nxs..(k + 1) * nxs], &u[k * nu..(k + 1) * nu], s.vx.as_slice(), &mut s.so)
                 .map_err(BackwardError::Dynamics)?;
             s.qxx += &s.so.hxx;
             s.quu += &s.so.huu;

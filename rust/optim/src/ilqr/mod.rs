@@ -116,10 +116,12 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
 
 /// [`ilqr`] on the current thread.
 fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
-    let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
+    // the backward pass, the gains and the cost's derivatives live in the tangent space
+    let ndx = space.ndx();
     if options.method == Method::Ddp && !dynamics.has_second_order() {
         // the dynamics' own message says why (e.g. the VI's)
-        let mut so = SecondOrder::zeros(nx, nu);
+        let mut so = SecondOrder::zeros(ndx, nu);
         let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), x0, &mut so);
         return Err(match probe {
             Err(e) => e,
@@ -161,15 +163,17 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
         clamp_into(&mut u0[k * nu..(k + 1) * nu], bounds);
     }
     // the derivatives along the current trajectory, and those of a trial (swapped on acceptance)
-    let mut nominal = Derivatives::zeros(steps, nx, nu);
-    let mut trial = Derivatives::zeros(steps, nx, nu);
-    let mut scratch = BackwardWorkspace::new(nx, nu);
+    let mut nominal = Derivatives::zeros(steps, ndx, nu);
+    let mut trial = Derivatives::zeros(steps, ndx, nu);
+    let mut scratch = BackwardWorkspace::new(ndx, nu);
     // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
     // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
-    let mut current = Backward::zeros(steps, nx, nu);
-    let mut last = Backward::zeros(steps, nx, nu);
+    let mut current = Backward::zeros(steps, ndx, nu);
+    let mut last = Backward::zeros(steps, ndx, nu);
     // the backward pass run behind a trial (kept only if the trial is)
-    let mut ahead = Backward::zeros(steps, nx, nu);
+    let mut ahead = Backward::zeros(steps, ndx, nu);
+    // the deviation x_k ⊖ x̄_k of the trial's state from the nominal's
+    let mut deviation = vec![0.0; ndx];
     let ddp = (o.method == Method::Ddp).then_some(dynamics);
     let mut mu = o.mu_init;
     let t = Instant::now();
@@ -263,11 +267,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             for &alpha in &o.alphas {
                 let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
                     let (kff, gain) = (&bw.k_ff[k], &bw.gains[k]);
-                    let xb = &x[k * nx..(k + 1) * nx];
+                    space.difference(&x[k * nx..(k + 1) * nx], xk, &mut deviation);
                     for i in 0..nu {
                         let mut v = u[k * nu + i] + alpha * kff[i];
-                        for jj in 0..nx {
-                            v += gain[(i, jj)] * (xk[jj] - xb[jj]);
+                        for (jj, d) in deviation.iter().enumerate() {
+                            v += gain[(i, jj)] * d;
                         }
                         uk[i] = v;
                     }
