@@ -544,6 +544,9 @@ class VariationalIntegrator:
         max_energy_error: float = 0.4,
     ) -> VariationalIntegrator: ...
     @property
+    def model(self) -> Model:
+        """The model as given (shared, not copied)."""
+    @property
     def dt(self) -> float: ...
     @property
     def max_energy_error(self) -> float:

@@ -35,12 +35,20 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 
 Conventions
     The VI state is ``x = (q, p)`` (``p`` the discrete momentum; ``vi.momentum(q, v)``
-    converts a velocity), ``nx = 2n``. Controls are the generalised forces of the
-    ``actuated`` joints (all by default; the others get zero force), ``m`` of them. Costs
-    follow the ½ convention of trep and crocoddyl::
+    converts a velocity), ``nx = nq + n`` entries (``2n`` unless the model has free-flyer,
+    spherical or planar joints, whose quaternions make ``nq > n``). Controls are the
+    generalised forces of the ``actuated`` joints (all by default; the others get zero
+    force), ``m`` of them. Costs follow the ½ convention of trep and crocoddyl::
 
-        J = Σ_k ½ (x_k − x_ref,k)ᵀ Q_k (x_k − x_ref,k) + ½ (u_k − u_ref,k)ᵀ R_k (u_k − u_ref,k)
-            + ½ (x_N − x_ref,N)ᵀ QN (x_N − x_ref,N)
+        J = Σ_k ½ (x_k ⊖ x_ref,k)ᵀ Q_k (x_k ⊖ x_ref,k) + ½ (u_k − u_ref,k)ᵀ R_k (u_k − u_ref,k)
+            + ½ (x_N ⊖ x_ref,N)ᵀ QN (x_N ⊖ x_ref,N)
+
+    where ``x ⊖ x_ref = (model.difference(q_ref, q), p − p_ref)`` (``2n`` entries; plain
+    subtraction without Lie-group joints), so the weights are ``2n × 2n``. With Lie-group
+    joints the Jacobians, gains ``K`` (m, 2n) and cost derivatives are in these tangent
+    coordinates (crocoddyl's state manifolds), the Hessian of the state cost is the
+    Gauss–Newton ``Jᵀ Q J``, and for now only :func:`ilqr` (not DDP, the projection method
+    or the closed-loop helpers) takes such models.
 
     With ``cost_state="velocity"`` the same formula applies to ``y = (q, v)``, ``v = M(q)⁻¹ p``
     (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``;
@@ -121,7 +129,7 @@ class IlqrResult:
     final states (they agree with it to the Newton tolerance). ``U`` (N, n) holds the forces of
     every joint, ``u`` (N, m) those of the actuated ones; ``k`` (N, m) and ``K`` (N, m, 2n) are
     the feed-forward terms and feedback gains of the last backward pass (at the final trajectory
-    when converged): ``u = u* + K (x − x*)`` is a local tracking controller.
+    when converged): ``u = u* + K (x ⊖ x*)`` is a local tracking controller.
     ``cost_history[0]`` is the initial cost, one entry per accepted step follows. ``log``:
     per-iteration arrays ``cost``, ``expected_reduction`` (full step), ``expected_reduction_alpha``
     and ``actual_reduction`` (accepted step), ``alpha``, ``mu``, ``gradient_norm`` (‖∂J/∂u‖ of
@@ -420,8 +428,9 @@ class Problem:
     ``U_init`` (N, m) (zeros for ``steps`` steps if omitted; (N, n) is accepted when the
     unactuated columns are zero), the ``actuated`` joints and the cost (module docstring):
     ``Q`` (running state weight, default 0), ``R`` (control, default 1), ``QN`` (terminal,
-    default 0), references ``x_ref`` ((2n,) or (N+1, 2n); in ``(q, v)`` when
-    ``cost_state="velocity"``) and ``u_ref`` ((m,) or (N, m)); ``frame``, ``frame_target`` (3,):
+    default 0), references ``x_ref`` ((nq + n,) or (N+1, nq + n), ``(q, p)``; default the
+    model's neutral configuration at rest; in ``(q, v)`` when ``cost_state="velocity"``) and
+    ``u_ref`` ((m,) or (N, m)); ``frame``, ``frame_target`` (3,):
     adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
     ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
     frame); ``cost``: a :class:`StageCost` used *instead* of all of these.
@@ -463,8 +472,10 @@ class Problem:
         cost: StageCost | None = None,
     ) -> None:
         act, m = _actuated(vi, actuated)
-        n2 = 2 * vi.n
+        n2, nx = 2 * vi.n, vi.nq + vi.n
         q, p = _start(vi, q0, v0, p0)
+        if x_ref is None and vi.nq != vi.n:
+            x_ref = np.concatenate([vi.model.neutral(), np.zeros(vi.n)])
         u0 = _initial_controls(vi, act, m, U_init, steps)
         adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
         fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
@@ -477,7 +488,7 @@ class Problem:
             _stage_weight(Q, n2, N, "Q", 0.0),
             _stage_weight(R, m, N, "R", 1.0),
             _weight(QN, n2, None, "QN", 0.0),
-            _rows(x_ref, N + 1, n2, "x_ref"),
+            _rows(x_ref, N + 1, nx, "x_ref"),
             _rows(u_ref, N, m, "u_ref"),
             act,
             cost_state == "velocity",

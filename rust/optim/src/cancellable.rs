@@ -54,6 +54,9 @@ impl<D: Dynamics + ?Sized> Dynamics for Cancellable<'_, '_, D> {
     fn nx(&self) -> usize {
         self.dynamics.nx()
     }
+    fn state_space(&self) -> crate::StateSpace {
+        self.dynamics.state_space()
+    }
     fn nu(&self) -> usize {
         self.dynamics.nu()
     }

@@ -299,6 +299,20 @@ fn quad_of(w: &DMatrix<f64>, n: usize, e: impl Fn(usize) -> f64, mut grad: Optio
 }
 
 impl QuadraticCost {
+    /// Errors unless `x` has `nx` entries and `out` is sized for `ndx` (a cost on another
+    /// state manifold than the dynamics').
+    fn check_sizes(&self, x: &[f64], out: &StageDerivatives) -> Result<()> {
+        let (nx, ndx) = (self.space.nx(), self.space.ndx());
+        if x.len() != nx || out.lx.len() != ndx || out.lxx.shape() != (ndx, ndx) {
+            return Err(OptimError::InvalidInput(format!(
+                "the quadratic cost weighs states of {nx} entries with {ndx} tangent directions; got a state of {} and derivatives of {}",
+                x.len(),
+                out.lx.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// `½ δᵀ W δ` of the state, with `(l_x, l_xx)` into `out` when given.
     fn state_term(&self, w: &DMatrix<f64>, x: &[f64], r: &[f64], out: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>) -> f64 {
         if !self.space.is_euclidean() {
@@ -322,6 +336,7 @@ impl Cost for QuadraticCost {
         Ok(self.state_term(&self.qn, x, self.terminal_ref(), None))
     }
     fn running_derivatives(&self, k: usize, x: &[f64], u: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        self.check_sizes(x, out)?;
         let (q, r) = (Self::pick(&self.q, k), Self::pick(&self.r, k));
         out.l = self.state_term(q, x, self.x_ref_at(k), Some((&mut out.lx, &mut out.lxx))) + quad(r, u, self.u_ref_at(k), Some(&mut out.lu));
         out.luu.copy_from(r);
@@ -329,6 +344,7 @@ impl Cost for QuadraticCost {
         Ok(())
     }
     fn terminal_derivatives(&self, x: &[f64], out: &mut StageDerivatives) -> Result<()> {
+        self.check_sizes(x, out)?;
         out.l = self.state_term(&self.qn, x, self.terminal_ref(), Some((&mut out.lx, &mut out.lxx)));
         Ok(())
     }

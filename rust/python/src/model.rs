@@ -54,7 +54,12 @@ impl DerefMut for WorkspaceGuard<'_> {
 
 impl PyModel {
     pub fn new(model: rbd::Model) -> Self {
-        Self { inner: Arc::new(model), ws: OnceLock::new() }
+        Self::shared(Arc::new(model))
+    }
+
+    /// A Python model sharing `model` (no copy).
+    pub fn shared(model: Arc<rbd::Model>) -> Self {
+        Self { inner: model, ws: OnceLock::new() }
     }
 
     /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
     closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrameTarget, IlqrOptions, LinearDynamics, Method, OptimError,
-    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, TrackingController, TrackingCost, ViDynamics,
+    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackingController, TrackingCost, ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
@@ -105,6 +105,7 @@ pub fn optim_closed_loop<'py>(
     actuated: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
+    refuse_lie_group(&vi, "the closed-loop tracking rollout")?;
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
@@ -124,19 +125,28 @@ pub fn optim_closed_loop<'py>(
         let (x, u) = closed_loop_rollout(&Cancellable::new(&dynamics, c), &x0, &ctrl, steps)?;
         Ok((x, dynamics.actuation().expand_all(&u)))
     })?;
-    let (q, p) = split_state(&x, n);
+    let (q, p) = split_state(&x, n, n);
     Ok((convert::rows_out(py, &q, n), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
 }
 
-fn split_state(x: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
-    let rows = x.len() / (2 * n);
-    let mut q = Vec::with_capacity(rows * n);
+/// The rows `q` (`nq`) and `p` (`n`) of states `x = (q, p)`.
+fn split_state(x: &[f64], nq: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len() / (nq + n);
+    let mut q = Vec::with_capacity(rows * nq);
     let mut p = Vec::with_capacity(rows * n);
-    for k in 0..rows {
-        q.extend_from_slice(&x[2 * n * k..2 * n * k + n]);
-        p.extend_from_slice(&x[2 * n * k + n..2 * n * (k + 1)]);
+    for xk in x.chunks_exact(nq + n) {
+        q.extend_from_slice(&xk[..nq]);
+        p.extend_from_slice(&xk[nq..]);
     }
     (q, p)
+}
+
+/// The error of what the optimisers do not do on Lie-group joints yet, for such a model.
+fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) -> PyResult<()> {
+    if vi.has_composite_joints() {
+        return Err(crate::errors::py_err(vidyn_vi::ViError::NotOnLieGroup { what }));
+    }
+    Ok(())
 }
 
 /// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments). Returns a dict.
@@ -160,6 +170,7 @@ pub fn optim_ilqr<'py>(
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
     let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
+    let nq = vi.nq();
     let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
         b.map(|b| {
@@ -183,7 +194,7 @@ pub fn optim_ilqr<'py>(
         let dynamics = ViDynamics::new(vi, prob.actuated.clone())?.with_solved_steps(Arc::clone(&solved));
         let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
         // on the state (q, v) the cost is used as it is
-        let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, 2 * n, m)?;
+        let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, m)?;
         let x0 = dynamics.state_from_momentum(&prob.q0, &prob.p0)?;
         let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, &options)?;
         dynamics.result_in_momentum(&mut res)?;
@@ -194,8 +205,8 @@ pub fn optim_ilqr<'py>(
     let (res, full) = res?;
     py_vi.get().keep_solved_steps(solved);
     let d = result_dict(py, &res, &full, n, m)?;
-    let (qq, pp) = split_state(&res.x, n);
-    d.set_item("q", convert::rows_out(py, &qq, n))?;
+    let (qq, pp) = split_state(&res.x, nq, n);
+    d.set_item("q", convert::rows_out(py, &qq, nq))?;
     d.set_item("p", convert::rows_out(py, &pp, n))?;
     Ok(d)
 }
@@ -203,13 +214,15 @@ pub fn optim_ilqr<'py>(
 /// The result dict of an iLQR run (`nx` state, `n` full controls, `m` optimised ones).
 fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64], n: usize, m: usize) -> PyResult<Bound<'py, PyDict>> {
     let nx = res.x.len() / (res.u.len() / m.max(1) + 1);
+    // the gains act on tangent deviations (ndx columns: fewer than nx with quaternions)
+    let ndx = res.gains.first().map_or(nx, DMatrix::ncols);
     let d = PyDict::new(py);
     d.set_item("x", convert::rows_out(py, &res.x, nx))?;
     d.set_item("U", convert::rows_out(py, full, n))?;
     d.set_item("u", convert::rows_out(py, &res.u, m))?;
     let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
     d.set_item("k", convert::rows_out(py, &kff, m))?;
-    d.set_item("K", convert::matrices_out(py, &res.gains, m, nx))?;
+    d.set_item("K", convert::matrices_out(py, &res.gains, m, ndx))?;
     d.set_item("cost", res.cost)?;
     d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
     let col = |f: &dyn Fn(&vidyn_optim::IterationLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
@@ -382,19 +395,17 @@ impl OptimProblem {
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
         let vi = vi.get().inner.clone();
-        // what the optimisers cannot drive yet (Lie-group joints) is refused before any array is read
-        vidyn_optim::ViDynamics::new(&vi, None).map_err(crate::errors::py_err)?;
-        let n = vi.n();
+        let (n, nq) = (vi.n(), vi.nq());
         let frame = frame_spec(&vi, frame.0, frame.1, frame.2)?;
         let actuated = actuated_list(actuated, n)?;
         let m = actuated.as_ref().map_or(n, Vec::len);
-        let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+        let q0 = convert::read(q0, "q0", &[nq], Some("(model.nq,)"))?;
         let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
         let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
         let qs = convert::matrices(q, "Q", Some((2 * n, 2 * n)))?;
         let rs = convert::matrices(r, "R", Some((m, m)))?;
         let qn = convert::matrix(qn, "QN", 2 * n, 2 * n)?;
-        let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+        let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nq + n], Some("(N+1, model.nq + n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
         let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: Arc::new(Mutex::new(None)) };
         Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec })
@@ -419,19 +430,13 @@ impl CostSpec {
     /// taken with the GIL held) or the built-in [`TrackingCost`]; `velocity`: whether a
     /// velocity cost is mapped through the Legendre transform (not when the solver already
     /// iterates on `(q, v)`).
-    fn build(
-        &self,
-        model: &Arc<vidyn_rbd::Model>,
-        python: Option<Py<PyAny>>,
-        velocity: bool,
-        steps: usize,
-        nx: usize,
-        nu: usize,
-    ) -> Result<Box<dyn Cost>, OptimError> {
+    fn build(&self, model: &Arc<vidyn_rbd::Model>, python: Option<Py<PyAny>>, velocity: bool, steps: usize, nu: usize) -> Result<Box<dyn Cost>, OptimError> {
+        let space = StateSpace::of_model(model);
         if let Some(obj) = python {
-            return Ok(Box::new(PyCost { obj, nx, nu, error: Arc::clone(&self.error) }));
+            return Ok(Box::new(PyCost { obj, nx: space.ndx(), nu, error: Arc::clone(&self.error) }));
         }
-        let quadratic = QuadraticCost::new(self.qs.clone(), self.rs.clone(), self.qn.clone(), self.x_ref.clone(), self.u_ref.clone())?;
+        let nx = space.nx();
+        let quadratic = QuadraticCost::on_space(space, self.qs.clone(), self.rs.clone(), self.qn.clone(), self.x_ref.clone(), self.u_ref.clone())?;
         let frame = self.frame.map(|(frame, target, weight_running, weight_terminal)| FrameTarget { frame, target, weight_running, weight_terminal });
         TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, frame }.build(model, steps, nx)
     }
@@ -454,6 +459,7 @@ fn raise_python_error(error: &Mutex<Option<PyErr>>) -> PyResult<()> {
 /// first exception is kept in `error` and re-raised when the solver returns.
 struct PyCost {
     obj: Py<PyAny>,
+    /// Tangent dimension of the state (the length of `l_x`).
     nx: usize,
     nu: usize,
     error: Arc<Mutex<Option<PyErr>>>,
@@ -562,6 +568,7 @@ pub fn optim_projection<'py>(
     let descent = convert::DESCENT_MODEL.parse(model)?;
     let prob = &problem.get().problem;
     let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
+    refuse_lie_group(vi, "the projection-operator method")?;
     let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
     let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
     let options = ProjectionOptions {
@@ -577,7 +584,7 @@ pub fn optim_projection<'py>(
     // on the calling thread, which checks for Ctrl-C; its parallel loops enter the pool
     let res = cancellable(py, |c| {
         let dynamics = ViDynamics::new(vi, prob.actuated.clone())?;
-        let cost = prob.spec.build(vi.model(), python, true, steps, 2 * n, m)?;
+        let cost = prob.spec.build(vi.model(), python, true, steps, m)?;
         let x0: Vec<f64> = prob.q0.iter().chain(&prob.p0).copied().collect();
         let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, x_guess.as_deref(), &options)?;
         let full = dynamics.actuation().expand_all(&res.u);
@@ -588,7 +595,7 @@ pub fn optim_projection<'py>(
     let nx = 2 * n;
     let d = PyDict::new(py);
     d.set_item("x", convert::rows_out(py, &res.x, nx))?;
-    let (qq, pp) = split_state(&res.x, n);
+    let (qq, pp) = split_state(&res.x, n, n);
     d.set_item("q", convert::rows_out(py, &qq, n))?;
     d.set_item("p", convert::rows_out(py, &pp, n))?;
     d.set_item("U", convert::rows_out(py, &full, n))?;
@@ -629,6 +636,7 @@ pub fn optim_project<'py>(
     actuated: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
+    refuse_lie_group(&vi, "the projection")?;
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);

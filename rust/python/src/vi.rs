@@ -161,6 +161,11 @@ impl PyVariationalIntegrator {
         Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string(), solved: Mutex::default() })
     }
 
+    /// The model as given (shared, not copied).
+    #[getter]
+    fn model(&self) -> crate::model::PyModel {
+        crate::model::PyModel::shared(Arc::clone(self.inner.model()))
+    }
     /// Time step.
     #[getter]
     fn dt(&self) -> f64 {

@@ -122,7 +122,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     if options.method == Method::Ddp && !dynamics.has_second_order() {
         // the dynamics' own message says why (e.g. the VI's)
         let mut so = SecondOrder::zeros(ndx, nu);
-        let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), x0, &mut so);
+        let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), &vec![0.0; ndx], &mut so);
         return Err(match probe {
             Err(e) => e,
             Ok(()) => OptimError::NotImplemented("full DDP needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
