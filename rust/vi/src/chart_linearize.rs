@@ -78,9 +78,15 @@ struct JointTerms {
     j_end_inv_t: Matrix6<f64>,
     /// The chart control `u_θ`, the chart end momentum `P` and `p_{k+1}` (tangent).
     u_theta: Vector6<f64>,
-    /// `J(0)⁻ᵀ G` at the solution, `G = S(y_s)ᵀ P − J(0)ᵀ p_k − Σ_α w_α Δt S(y^α)ᵀ u_θ` the
-    /// centre joints' rows (module docs): what moving `η` turns through `J(η)`.
-    centre_force: Vector6<f64>,
+    /// The bilinear terms of the columns as matrices acting on the variation `d` ([`contraction`]):
+    /// `(S'(y^α)[d])ᵀ u_θ` per control point (empty without a control on the joint),
+    /// `(S'(y_s)[d])ᵀ P`, `(J'(0)[d])ᵀ J(0)⁻ᵀ G` (`G = S(y_s)ᵀ P − J(0)ᵀ p_k − Σ_α w_α Δt
+    /// S(y^α)ᵀ u_θ`, the centre joints' rows, module docs: what moving `η` turns through `J(η)`)
+    /// and `(J'(y_s)[d])ᵀ p_{k+1}`.
+    control_curvature: Vec<Matrix6<f64>>,
+    end_curvature: Matrix6<f64>,
+    centre_curvature: Matrix6<f64>,
+    momentum_curvature: Matrix6<f64>,
     p_chart: Vector6<f64>,
     p_next: Vector6<f64>,
 }
@@ -103,6 +109,8 @@ pub(crate) struct ChartLinWork {
     joints: Vec<JointTerms>,
     /// Columns `[δy_s (n); δP (n); e (n_c)]` of every [`Column`], `(2n + n_c) × (n_c + 3n)`.
     raw: DMatrix<f64>,
+    /// The columns solved, with their columns of `raw`.
+    solve: Vec<(Column, usize)>,
     /// The `π̃` columns' `e` rows (`n_c × n_c`, row-major) and their LU pivots, the
     /// correction's right-hand side `(n_c,)` and one corrected column `(2n + n_c,)`.
     h: Vec<f64>,
@@ -156,7 +164,10 @@ impl ChartLinWork {
                     j_end: Matrix6::identity(),
                     j_end_inv_t: Matrix6::identity(),
                     u_theta: Vector6::zeros(),
-                    centre_force: Vector6::zeros(),
+                    control_curvature: Vec::with_capacity(p),
+                    end_curvature: Matrix6::zeros(),
+                    centre_curvature: Matrix6::zeros(),
+                    momentum_curvature: Matrix6::zeros(),
                     p_chart: Vector6::zeros(),
                     p_next: Vector6::zeros(),
                 };
@@ -179,6 +190,7 @@ impl ChartLinWork {
             du: lanes(n),
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
+            solve: Vec::with_capacity(composite + 3 * n),
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
             lambda: vec![0.0; composite],
@@ -189,6 +201,18 @@ impl ChartLinWork {
     fn composite(&self) -> usize {
         self.joints.iter().map(|j| j.d).sum()
     }
+}
+
+/// The matrix `C` with `C d = (F'[d])ᵀ w` for all `d` (`d` entries): column `i` is
+/// `(F'[e_i])ᵀ w`, `F'` a derivative in direction `e_i` given by `derivative`.
+fn contraction(d: usize, derivative: impl Fn(&[f64]) -> Matrix6<f64>, w: &Vector6<f64>) -> Matrix6<f64> {
+    let mut c = Matrix6::zeros();
+    for i in 0..d {
+        let mut e = [0.0; 6];
+        e[i] = 1.0;
+        c.set_column(i, &(derivative(&e).transpose() * w));
+    }
+    c
 }
 
 /// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
@@ -246,25 +270,79 @@ impl VariationalIntegrator {
             t.p_next = t.j_end_inv_t * t.p_chart;
             let control: Vector6<f64> = (0..p).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
             let g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
-            t.centre_force = t.j0.transpose().try_inverse().unwrap_or_else(Matrix6::identity) * g;
+            let centre_force = t.j0.transpose().try_inverse().unwrap_or_else(Matrix6::identity) * g;
+            t.control_curvature.clear();
+            if t.u_theta != Vector6::zeros() {
+                for y in &t.points {
+                    t.control_curvature.push(contraction(t.d, |e| j.shift_derivative(y.as_slice(), e), &t.u_theta));
+                }
+            }
+            t.end_curvature = contraction(t.d, |e| j.shift_derivative(t.end.as_slice(), e), &t.p_chart);
+            t.centre_curvature = contraction(t.d, |e| j.velocity_map_derivative(&[0.0; 6], e), &centre_force);
+            t.momentum_curvature = contraction(t.d, |e| j.velocity_map_derivative(t.end.as_slice(), e), &t.p_next);
         }
+        // the columns to solve, with their places in `raw`: a composite joint's momentum
+        // enters through `π̃` only (its own column is zero), and with one interval a control
+        // enters the first row as the momenta do (`controls_from_chart_momenta`)
         let nc = lin.composite();
-        let columns = nc + 3 * n;
-        let column = |c: usize| match c {
-            c if c < nc => Column::Centre(c),
-            c if c < nc + n => Column::Q(c - nc),
-            c if c < nc + 2 * n => Column::P(c - nc - n),
-            c => Column::U(c - nc - 2 * n),
-        };
-        for c0 in (0..columns).step_by(LANES) {
-            let lanes = LANES.min(columns - c0);
-            self.chart_columns(chart, lin, (0..lanes).map(|l| column(c0 + l)), c0);
+        let one_interval = self.scheme.s == 1;
+        let composite = |i: usize| lin.joints.iter().any(|t| (t.first..t.first + t.d).contains(&i));
+        let mut solve = std::mem::take(&mut lin.solve);
+        solve.clear();
+        solve.extend((0..nc).map(|k| (Column::Centre(k), k)));
+        solve.extend((0..n).map(|i| (Column::Q(i), nc + i)));
+        solve.extend((0..n).filter(|&i| !composite(i)).map(|i| (Column::P(i), nc + n + i)));
+        if !one_interval {
+            solve.extend((0..n).map(|i| (Column::U(i), nc + 2 * n + i)));
         }
-        self.finish_chart_linearization(chart, lin, step, a, b)
+        lin.raw.fill(0.0);
+        for chunk in solve.chunks(LANES) {
+            self.chart_columns(chart, lin, chunk);
+        }
+        lin.solve = solve;
+        if one_interval {
+            self.controls_from_chart_momenta(lin);
+        }
+        self.finish_chart_linearization(lin, step, a, b)
     }
 
-    /// The raw columns `c0..` (module docs) of `kinds`, one lane each.
-    fn chart_columns(&self, chart: &Chart, lin: &mut ChartLinWork, kinds: impl Iterator<Item = Column>, c0: usize) {
+    /// With one interval (`s = 1`) the raw control columns from the momentum ones: the chart
+    /// control `δu_θ` enters the first DEL row as `c_0 Δt δu_θ`, as the momenta (`p_k` of a
+    /// 1-dof joint, `π̃` of a composite one) enter it with weight 1, and adds
+    /// `c_1 Δt δu_θ` to `δP` and `Σ_α w_α Δt S(y^α)ᵀ δu_θ` to `δG` explicitly (module docs).
+    fn controls_from_chart_momenta(&self, lin: &mut ChartLinWork) {
+        let (n, dt, sc) = (self.n(), self.dt, &self.scheme);
+        let nc = lin.composite();
+        let (c0, c1) = (sc.control_weight(0) * dt, sc.control_weight(1) * dt);
+        for i in 0..n {
+            let col = nc + 2 * n + i;
+            match lin.joints.iter().find(|t| (t.first..t.first + t.d).contains(&i)) {
+                None => {
+                    for r in 0..lin.raw.nrows() {
+                        lin.raw[(r, col)] = c0 * lin.raw[(r, nc + n + i)];
+                    }
+                    lin.raw[(n + i, col)] += c1;
+                }
+                Some(t) => {
+                    // δu_θ = J(0)ᵀ e_i on the joint's coordinates, the π̃ columns of the joint
+                    let du = t.j0.row(i - t.first).transpose();
+                    for r in 0..lin.raw.nrows() {
+                        lin.raw[(r, col)] = c0 * (0..t.d).map(|k| du[k] * lin.raw[(r, t.composite + k)]).sum::<f64>();
+                    }
+                    let dg: Vector6<f64> = (0..sc.points()).map(|alpha| t.shifts[alpha].transpose() * du * (sc.weights[alpha] * dt)).sum();
+                    let de = -dg + t.shift_end.transpose() * du * c1;
+                    for k in 0..t.d {
+                        lin.raw[(n + t.first + k, col)] += c1 * du[k];
+                        lin.raw[(2 * n + t.composite + k, col)] += de[k];
+                    }
+                }
+            }
+        }
+    }
+
+    /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of
+    /// `raw`), one lane each.
+    fn chart_columns(&self, chart: &Chart, lin: &mut ChartLinWork, kinds: &[(Column, usize)]) {
         let (n, s, p, dt, sc) = (self.n(), self.scheme.s, self.scheme.points(), self.dt, &self.scheme);
         let centred = &chart.centred;
         let (model, na, coord) = (&*centred.model, centred.model.nv, &centred.coordinates);
@@ -274,7 +352,7 @@ impl VariationalIntegrator {
         lin.du.fill([0.0; LANES]);
         let mut lanes = 0;
         // the input directions: point variations, explicit right-hand sides, chart controls
-        for (l, kind) in kinds.enumerate() {
+        for (l, &(kind, _)) in kinds.iter().enumerate() {
             lanes = l + 1;
             match kind {
                 Column::Centre(k) => {
@@ -332,14 +410,13 @@ impl VariationalIntegrator {
         }
         lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
         let (cs, w) = (sc.control_weight(s) * dt, &sc.weights);
-        for l in 0..lanes {
-            let col = c0 + l;
+        for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
             for i in 0..n {
                 let dy_end: f64 = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + coord[i]][l]).sum();
                 lin.raw[(i, col)] = dy_end;
                 lin.raw[(n + i, col)] = lin.rows[s * na + coord[i]][l] + cs * lin.du[i][l];
             }
-            for (t, j) in lin.joints.iter().zip(chart.map.composite_joints()) {
+            for t in &lin.joints {
                 let lane_block = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
                     let mut x = Vector6::zeros();
                     for r in 0..t.d {
@@ -354,15 +431,14 @@ impl VariationalIntegrator {
                 let du = lane_block(&lin.du, &|r| t.first + r);
                 for alpha in 0..p {
                     let dy = lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]);
-                    dg += (t.shifts[alpha].transpose() * du + j.shift_derivative(t.points[alpha].as_slice(), dy.as_slice()).transpose() * t.u_theta)
-                        * (w[alpha] * dt);
+                    let curvature = t.control_curvature.get(alpha).map_or_else(Vector6::zeros, |c| c * dy);
+                    dg += (t.shifts[alpha].transpose() * du + curvature) * (w[alpha] * dt);
                 }
                 let dp = lane_block(&lin.rows, &|r| s * na + coord[t.first + r]) + du * cs;
                 let dy_end: Vector6<f64> = (0..p).map(|alpha| lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]) * sc.endpoint(alpha)).sum();
-                let mut e = -dg + t.shift_end.transpose() * dp + j.shift_derivative(t.end.as_slice(), dy_end.as_slice()).transpose() * t.p_chart;
                 // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
                 let eta = lane_block(&lin.dq, &|r| t.centre + r);
-                e += j.velocity_map_derivative(&[0.0; 6], eta.as_slice()).transpose() * t.centre_force;
+                let e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
                 for r in 0..t.d {
                     lin.raw[(2 * n + t.composite + r, col)] = e[r];
                 }
@@ -372,7 +448,7 @@ impl VariationalIntegrator {
 
     /// `A`, `B` from the raw columns: the `π̃` correction and the maps at the step's ends
     /// (module docs).
-    fn finish_chart_linearization(&self, chart: &Chart, lin: &mut ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+    fn finish_chart_linearization(&self, lin: &mut ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
         let n = self.n();
         let nc = lin.composite();
         for r in 0..nc {
@@ -406,7 +482,7 @@ impl VariationalIntegrator {
                 m[(i, mc)] = lin.column[i];
                 m[(n + i, mc)] = lin.column[n + i];
             }
-            for (t, j) in lin.joints.iter().zip(chart.map.composite_joints()) {
+            for t in &lin.joints {
                 let mut eta = Vector6::zeros();
                 if x < n && (t.first..t.first + t.d).contains(&x) {
                     eta = t.j0_inv.column(x - t.first).into_owned();
@@ -414,8 +490,7 @@ impl VariationalIntegrator {
                 let dy = block(&lin.column, t.first, t.d);
                 let dp = block(&lin.column[n..], t.first, t.d);
                 let dq = t.j_end * (t.shift_end * eta + dy);
-                let jd = j.velocity_map_derivative(t.end.as_slice(), dy.as_slice());
-                let dpn = t.j_end_inv_t * (dp - jd.transpose() * t.p_next);
+                let dpn = t.j_end_inv_t * (dp - t.momentum_curvature * dy);
                 for r in 0..t.d {
                     m[(t.first + r, mc)] = dq[r];
                     m[(n + t.first + r, mc)] = dpn[r];
