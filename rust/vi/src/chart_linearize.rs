@@ -28,15 +28,15 @@
 //! Replace that row by the fixed-chart one with an auxiliary momentum `π̃` in place of
 //! `J(0)ᵀ p_k`: the system is then the fixed-chart step of the centred expansion, whose
 //! solution's variation along any input `(η, q_k's 1-dof coordinates, π̃, p_k's 1-dof part, u)`
-//! is one Jacobian–vector product, one solve and one more product (for the rows of `η` and the
-//! end momentum). Each variation gives `e = J(0)ᵀ δp_k` implied by the row above,
+//! is one Jacobian–vector product and one solve, whose forward pass also gives the variation
+//! of the end momentum and of the rows of the (prescribed) centre joints. Each variation gives `e = J(0)ᵀ δp_k` implied by the row above,
 //! `e = −δG + S(y_s)ᵀ δP + (S'(y_s)[δy_s])ᵀ P`; the `π̃` columns then correct every column so
 //! that `e` matches the input (`J(0)ᵀ δp_k` on a momentum column, zero elsewhere), an
 //! `n_c × n_c` solve (`n_c` the composite coordinates), and a column moving `η` gets the
 //! `J'(0)[η]` term above. The input and outputs are mapped at the
 //! ends: `δq_k` on a composite joint is `η = J(0)⁻¹ δ`; `δq_{k+1} = J(y_s)(S(y_s) η + δy_s)`
 //! (`q_{k+1} = c ∘ τ(η) ∘ τ(y_s)`), `δp_{k+1} = J(y_s)⁻ᵀ (δP − (J'(y_s)[δy_s])ᵀ p_{k+1})`.
-//! O(s² n (n + n_c)) per step, like the fixed-chart linearisation with twice its products.
+//! O(s² n (n + n_c)) per step, like the fixed-chart linearisation.
 
 use crate::chart_step::Chart;
 use crate::del::{JointForces, StepPoints};
@@ -106,6 +106,10 @@ pub(crate) struct ChartLinWork {
     sol: Vec<Lanes>,
     /// The chart control variation `δu_θ` of each lane, `(n,)`.
     du: Vec<Lanes>,
+    /// The solve's part of the momentum row's variation and of the centre joints' rows
+    /// (summed over the step variables), `(n + n_c,)` each.
+    momentum: Vec<Lanes>,
+    centre_rows: Vec<Lanes>,
     joints: Vec<JointTerms>,
     /// Columns `[δy_s (n); δP (n); e (n_c)]` of every [`Column`], `(2n + n_c) × (n_c + 3n)`.
     raw: DMatrix<f64>,
@@ -188,6 +192,8 @@ impl ChartLinWork {
             rhs: lanes(s * na),
             sol: lanes(s * na),
             du: lanes(n),
+            momentum: lanes(na),
+            centre_rows: lanes(na),
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
             solve: Vec::with_capacity(composite + 3 * n),
@@ -395,26 +401,27 @@ impl VariationalIntegrator {
                 }
             }
         }
-        // δz = J⁻¹ (f − (∂R/∂x) dx), then every row's variation along the whole direction
+        // δz = J⁻¹ (f − (∂R/∂x) dx); the rows' variation along the whole direction is the
+        // product's (input direction) plus the solve's (δz): the momentum row, and the rows of
+        // the centre joints (prescribed in the centred expansion) summed over the step variables
         lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
         for (f, r) in lin.rhs.iter_mut().zip(&lin.rows) {
             for l in 0..LANES {
                 f[l] -= r[l];
             }
         }
-        lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, None);
+        lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
         for (d, x) in lin.dq[na..].iter_mut().zip(&lin.sol) {
             for l in 0..LANES {
                 d[l] += x[l];
             }
         }
-        lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
         let (cs, w) = (sc.control_weight(s) * dt, &sc.weights);
         for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
             for i in 0..n {
                 let dy_end: f64 = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + coord[i]][l]).sum();
                 lin.raw[(i, col)] = dy_end;
-                lin.raw[(n + i, col)] = lin.rows[s * na + coord[i]][l] + cs * lin.du[i][l];
+                lin.raw[(n + i, col)] = lin.rows[s * na + coord[i]][l] + lin.momentum[coord[i]][l] + cs * lin.du[i][l];
             }
             for t in &lin.joints {
                 let lane_block = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
@@ -424,7 +431,7 @@ impl VariationalIntegrator {
                     }
                     x
                 };
-                let mut dg = Vector6::zeros();
+                let mut dg = lane_block(&lin.centre_rows, &|r| t.centre + r);
                 for x in 0..p {
                     dg += lane_block(&lin.rows, &|r| x * na + t.centre + r);
                 }
@@ -434,7 +441,7 @@ impl VariationalIntegrator {
                     let curvature = t.control_curvature.get(alpha).map_or_else(Vector6::zeros, |c| c * dy);
                     dg += (t.shifts[alpha].transpose() * du + curvature) * (w[alpha] * dt);
                 }
-                let dp = lane_block(&lin.rows, &|r| s * na + coord[t.first + r]) + du * cs;
+                let dp = lane_block(&lin.rows, &|r| s * na + coord[t.first + r]) + lane_block(&lin.momentum, &|r| coord[t.first + r]) + du * cs;
                 let dy_end: Vector6<f64> = (0..p).map(|alpha| lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]) * sc.endpoint(alpha)).sum();
                 // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
                 let eta = lane_block(&lin.dq, &|r| t.centre + r);

@@ -180,7 +180,7 @@ impl VariationalIntegrator {
                         ws.lane_rhs[j][l] = ws.constraint.c1[(c0 + l, j)];
                     }
                 }
-                ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+                ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum), None);
                 let cw = &mut ws.constraint;
                 for l in 0..lanes {
                     for j in 0..n {

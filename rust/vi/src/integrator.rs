@@ -910,7 +910,7 @@ impl VariationalIntegrator {
             if constrained {
                 self.constrained_rhs(ws, c0, lanes);
             }
-            ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum));
+            ws.newton.solve_lanes(&self.model, sc, dt, forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum), None);
             // the prescribed part of δz (the solve returns 0 for kinematic joints)
             for l in 0..lanes {
                 if let Some(dz) = prescribed_point_variation(&self.prescribed, sc, n, c0 + l) {

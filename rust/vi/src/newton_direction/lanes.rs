@@ -64,6 +64,8 @@ pub(crate) struct LaneScratch {
     small: Vec<Lanes>,
     /// `ξ̄^α` of the control-point rows, `(s+1,)`.
     xi_rows: Vec<Lanes>,
+    /// `Σ_x ξ̄^x` over the rows of each prescribed body, `(n,)`.
+    xi_sums: Vec<Lanes>,
     dq: Vec<Lanes>,
     dots: Vec<Lanes>,
     /// `M̄_i^α` as 6×6 matrices, `[i·P + α]`.
@@ -85,6 +87,7 @@ impl NewtonFactorization {
                 xis: vec![ZERO_LANES; n],
                 small: vec![ZERO_LANES; s],
                 xi_rows: vec![ZERO_LANES; p],
+                xi_sums: vec![ZERO_LANES; n],
                 dq: vec![ZERO_LANES; p],
                 dots: vec![ZERO_LANES; p],
                 inertia: vec![M6::zeros(); n * p],
@@ -94,7 +97,12 @@ impl NewtonFactorization {
 
     /// [`Self::solve`] for `LANES` right-hand sides at once (same maths, vectorised over the
     /// right-hand sides): `f` `(s·n)` rows of lanes, `x` `(s·n)`, `momentum` `(n)` (needs a
-    /// factorisation with the momentum row). Call [`Self::ensure_lanes`] first.
+    /// factorisation with the momentum row), and `prescribed_rows` `(n)`: for each prescribed
+    /// body the sum over its rows `x = 0..s` (the momentum row included) of their variation
+    /// `J x` (the rows the solve drops; the module docs' `δr_i^ϱ` of that body, from its own
+    /// `δ̄v_i`, `η_i` once its subtree is eliminated, as the momentum row; same
+    /// factorisation). Call [`Self::ensure_lanes`] first.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn solve_lanes(
         &mut self,
         model: &Model,
@@ -104,10 +112,11 @@ impl NewtonFactorization {
         f: &[Lanes],
         x: &mut [Lanes],
         momentum: Option<&mut [Lanes]>,
+        prescribed_rows: Option<&mut [Lanes]>,
     ) {
         match self.s {
-            1 => self.solve_lanes_sized::<1>(model, sc, dt, forces, f, x, momentum),
-            _ => self.solve_lanes_sized::<0>(model, sc, dt, forces, f, x, momentum),
+            1 => self.solve_lanes_sized::<1>(model, sc, dt, forces, f, x, momentum, prescribed_rows),
+            _ => self.solve_lanes_sized::<0>(model, sc, dt, forces, f, x, momentum, prescribed_rows),
         }
     }
 
@@ -123,10 +132,12 @@ impl NewtonFactorization {
         f: &[Lanes],
         x: &mut [Lanes],
         mut momentum: Option<&mut [Lanes]>,
+        mut prescribed_rows: Option<&mut [Lanes]>,
     ) {
         let (n, s, rows) = (self.n, sized::<S>(self.s), self.rows);
         let p = s + 1;
-        debug_assert!(momentum.is_none() || rows == p, "the factorisation does not carry the momentum row");
+        debug_assert!((momentum.is_none() && prescribed_rows.is_none()) || rows == p, "the factorisation does not carry the momentum row");
+        let sums = prescribed_rows.is_some();
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
         let ls = &mut self.lanes;
@@ -155,6 +166,7 @@ impl NewtonFactorization {
                 ls.xi_rows[r] = xi;
             }
             // the step-variable rows (identity for Lobatto schemes)
+            let mut total = ZERO_LANES;
             for x in 0..rows {
                 let mut xi = ZERO_LANES;
                 for a in x..rows {
@@ -163,6 +175,11 @@ impl NewtonFactorization {
                         for c in 0..LANES {
                             xi[c] += m * ls.xi_rows[a][c];
                         }
+                    }
+                }
+                if sums && self.prescribed[i] {
+                    for c in 0..LANES {
+                        total[c] += xi[c];
                     }
                 }
                 if x < s {
@@ -174,6 +191,7 @@ impl NewtonFactorization {
                     ls.xis[i] = xi;
                 }
             }
+            ls.xi_sums[i] = total;
             let inv = &self.inv[i * s * s..(i + 1) * s * s];
             for gm in 0..s {
                 let mut v = ZERO_LANES;
@@ -272,6 +290,30 @@ impl NewtonFactorization {
                     let coef = joint_force_derivative(sc, dt, forces, i, s, gm);
                     for c in 0..LANES {
                         v[c] -= coef * ls.dq[gm - 1][c];
+                    }
+                }
+                out[i] = v;
+            }
+            if let Some(out) = prescribed_rows.as_deref_mut().filter(|_| self.prescribed[i]) {
+                let mut v = ls.xi_sums[i];
+                for r in 0..p {
+                    let t = dot_l6(&self.theta_sum[kp + r], &ls.dv[kp + r]);
+                    for c in 0..LANES {
+                        v[c] += t[c];
+                    }
+                }
+                for nu in 0..s {
+                    let t = dot_l6(&self.xi_sum[i * s + nu], &ls.eta[kp + nu + 1]);
+                    for c in 0..LANES {
+                        v[c] += t[c];
+                    }
+                }
+                for x in 0..p {
+                    for gm in 1..=s {
+                        let coef = joint_force_derivative(sc, dt, forces, i, x, gm);
+                        for c in 0..LANES {
+                            v[c] -= coef * ls.dq[gm - 1][c];
+                        }
                     }
                 }
                 out[i] = v;

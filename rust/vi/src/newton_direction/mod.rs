@@ -175,6 +175,10 @@ pub(crate) struct NewtonFactorization {
     /// `Θ̄^{sρ}`, `Ξ̄^{sν}` of every body (the momentum row), `[i·P + ρ]`, `[i·s + ν−1]`.
     theta_s: Vec<V6>,
     xi_s: Vec<V6>,
+    /// `Σ_x Θ̄^{xρ}`, `Σ_x Ξ̄^{xν}` over every row `x = 0..s` of the prescribed bodies (with
+    /// the momentum row), `[i·P + ρ]`, `[i·s + ν−1]`: their rows' sum for [`Self::solve_lanes`].
+    theta_sum: Vec<V6>,
+    xi_sum: Vec<V6>,
     lam: Vec<f64>,
     inv: Vec<f64>,
     piv: Vec<usize>,
@@ -235,6 +239,8 @@ impl NewtonFactorization {
             y: vec![z6; n * s * s],
             theta_s: vec![z6; n * p],
             xi_s: vec![z6; n * s],
+            theta_sum: vec![z6; n * p],
+            xi_sum: vec![z6; n * s],
             lam: vec![0.0; n * s * s],
             inv: vec![0.0; n * s * s],
             piv: vec![0; n * s],
@@ -405,6 +411,14 @@ impl NewtonFactorization {
             if momentum_row {
                 self.theta_s[kp..kp + p].copy_from_slice(&self.theta[s * p..(s + 1) * p]);
                 self.xi_s[i * s..(i + 1) * s].copy_from_slice(&self.xi[s * s..(s + 1) * s]);
+                if self.prescribed[i] {
+                    for c in 0..p {
+                        self.theta_sum[kp + c] = (0..p).map(|x| self.theta[x * p + c]).sum();
+                    }
+                    for nu in 0..s {
+                        self.xi_sum[i * s + nu] = (0..p).map(|x| self.xi[x * s + nu]).sum();
+                    }
+                }
             }
             if self.prescribed[i] {
                 // a prescribed (kinematic) joint: its rows are dropped and its δq is zero, so it
