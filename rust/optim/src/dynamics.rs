@@ -90,30 +90,69 @@ pub struct Nominal<'a> {
 
 impl Nominal<'_> {
     /// The first `out.len()` entries of the first-order prediction of `x_{k+1}` from `(x_k, u_k)`,
-    /// `x̄_{k+1} + A_k (x_k − x̄_k) + B_k (u_k − ū_k)`; `false` (and `out` untouched) when the
-    /// nominal has no step `k` of these dimensions.
+    /// `x̄_{k+1} ⊕ (A_k (x_k ⊖ x̄_k) + B_k (u_k − ū_k))` on the states of `space` (on a vector
+    /// space `x̄_{k+1} + A_k (x_k − x̄_k) + B_k (u_k − ū_k)`); `scratch` holds
+    /// [`NominalScratch`] buffers. `false` (and `out` untouched) when the nominal has no step
+    /// `k` of these dimensions.
     #[must_use]
-    pub fn predict(&self, k: usize, xk: &[f64], uk: &[f64], out: &mut [f64]) -> bool {
-        let (nx, nu) = (xk.len(), uk.len());
+    pub fn predict(&self, space: &StateSpace, k: usize, xk: &[f64], uk: &[f64], scratch: &mut NominalScratch, out: &mut [f64]) -> bool {
+        let (nx, ndx, nu) = (space.nx(), space.ndx(), uk.len());
         let (Some(a), Some(b)) = (self.a.get(k), self.b.get(k)) else { return false };
-        if a.shape() != (nx, nx) || b.shape() != (nx, nu) || out.len() > nx || self.x.len() < (k + 2) * nx || self.u.len() < (k + 1) * nu {
+        if xk.len() != nx || a.shape() != (ndx, ndx) || b.shape() != (ndx, nu) || out.len() > nx || self.x.len() < (k + 2) * nx || self.u.len() < (k + 1) * nu {
             return false;
         }
         let (xb, ub, next) = (&self.x[k * nx..(k + 1) * nx], &self.u[k * nu..(k + 1) * nu], &self.x[(k + 1) * nx..(k + 2) * nx]);
-        out.copy_from_slice(&next[..out.len()]);
-        for j in 0..nx {
-            let d = xk[j] - xb[j];
-            for (i, o) in out.iter_mut().enumerate() {
+        if space.is_euclidean() {
+            // only the entries asked for
+            out.copy_from_slice(&next[..out.len()]);
+            for j in 0..nx {
+                let d = xk[j] - xb[j];
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o += a[(i, j)] * d;
+                }
+            }
+            for j in 0..nu {
+                let d = uk[j] - ub[j];
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o += b[(i, j)] * d;
+                }
+            }
+            return true;
+        }
+        scratch.resize(nx, ndx);
+        let NominalScratch { deviation, step, state } = scratch;
+        space.difference(xb, xk, deviation);
+        step.fill(0.0);
+        for (j, d) in deviation.iter().enumerate() {
+            for (i, o) in step.iter_mut().enumerate() {
                 *o += a[(i, j)] * d;
             }
         }
         for j in 0..nu {
             let d = uk[j] - ub[j];
-            for (i, o) in out.iter_mut().enumerate() {
+            for (i, o) in step.iter_mut().enumerate() {
                 *o += b[(i, j)] * d;
             }
         }
+        space.integrate(next, step, state);
+        out.copy_from_slice(&state[..out.len()]);
         true
+    }
+}
+
+/// The buffers of [`Nominal::predict`] (sized on first use).
+#[derive(Clone, Debug, Default)]
+pub struct NominalScratch {
+    deviation: Vec<f64>,
+    step: Vec<f64>,
+    state: Vec<f64>,
+}
+
+impl NominalScratch {
+    fn resize(&mut self, nx: usize, ndx: usize) {
+        self.deviation.resize(ndx, 0.0);
+        self.step.resize(ndx, 0.0);
+        self.state.resize(nx, 0.0);
     }
 }
 

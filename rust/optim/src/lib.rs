@@ -47,7 +47,7 @@ pub mod vi_dynamics;
 pub use actuation::Actuation;
 pub use cancellable::Cancellable;
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
-pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
+pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, NominalScratch, Policy, SecondOrder};
 pub use error::{OptimError, Result};
 pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};

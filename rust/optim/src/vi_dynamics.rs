@@ -175,9 +175,9 @@ impl<'a> ViDynamics<'a> {
     fn simulate(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
         let (n, nq, m) = (self.vi.n(), self.vi.nq(), self.actuation.nu());
         let nx = nq + n;
-        self.state_space().check(x0, "x0")?;
-        // the linear prediction adds tangent vectors to states: vector spaces only
-        let near = near.filter(|_| nq == n);
+        let space = self.state_space();
+        space.check(x0, "x0")?;
+        let mut predict_scratch = crate::NominalScratch::default();
         let mut x = vec![0.0; (steps + 1) * nx];
         let mut u = vec![0.0; steps * m];
         x[..nx].copy_from_slice(x0);
@@ -199,7 +199,7 @@ impl<'a> ViDynamics<'a> {
             // step instead of 1.9 in the last cart-pole iterations), the extrapolation after
             // the first, long steps of a solve (2.0 instead of 3.7)
             let extrapolated = vidyn_vi::predict_next(done, nx, &mut guess);
-            let linear = near.is_some_and(|near| near.predict(k, xk, uk, &mut linear_guess));
+            let linear = near.is_some_and(|near| near.predict(&space, k, xk, uk, &mut predict_scratch, &mut linear_guess));
             let warm = match (extrapolated, linear) {
                 (_, true) if prefer_linear || !extrapolated => Some(linear_guess.as_slice()),
                 (true, _) => Some(guess.as_slice()),
