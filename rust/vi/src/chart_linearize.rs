@@ -37,13 +37,26 @@
 //! ends: `δq_k` on a composite joint is `η = J(0)⁻¹ δ`; `δq_{k+1} = J(y_s)(S(y_s) η + δy_s)`
 //! (`q_{k+1} = c ∘ τ(η) ∘ τ(y_s)`), `δp_{k+1} = J(y_s)⁻ᵀ (δP − (J'(y_s)[δy_s])ᵀ p_{k+1})`.
 //! O(s² n (n + n_c)) per step, like the fixed-chart linearisation.
+//!
+//! # With holonomic constraints (one-interval schemes)
+//! The step's first row carries the impulse `−C_1ᵀ λ`, `C_1 = ∂h/∂y_0` at the start in the
+//! step's chart, and `h(q_{k+1}) = 0` closes it (module `constrained`). In the centred
+//! expansion `h` is a function of `(η, y)`, so the KKT elimination of module `constrained`
+//! runs on its fixed-chart system unchanged — `K = J⁻¹ C_1ᵀ`, `δλ = (C_2 K)⁻¹ (f_2 − C_2 w)`
+//! with `f_2 = −∂h/∂x` of the end point, and `Σ_i λ_i ∂²h_i` at the start on the first row's
+//! right-hand side for the inputs that move the start (`η` and 1-dof `q_k`) — and the
+//! composite row above gains the impulse, `J(0)ᵀ p_k = −G + S(y_s)ᵀ P + (C_1ᵀ λ)_c`, whose
+//! variation is `(C_1ᵀ δλ + Σ_i λ_i ∂²h_i δx_0)_c` (the impulse is written in the step's own
+//! chart: no `J(η)` term).
 
 use crate::chart_step::Chart;
+use crate::constraints::{Constraint, ConstraintScratch};
 use crate::del::{JointForces, StepPoints};
-use crate::dense::{small_lu, small_solve};
+use crate::dense::{lu_factor, lu_solve, small_lu, small_solve};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
+use crate::point::PointState;
 use nalgebra::{DMatrix, Matrix6, Vector6};
 use vidyn_spatial::Force;
 
@@ -115,12 +128,68 @@ pub(crate) struct ChartLinWork {
     raw: DMatrix<f64>,
     /// The columns solved, with their columns of `raw`.
     solve: Vec<(Column, usize)>,
+    /// The constrained step's part (`None` without constraints).
+    kkt: Option<Box<Kkt>>,
     /// The `π̃` columns' `e` rows (`n_c × n_c`, row-major) and their LU pivots, the
     /// correction's right-hand side `(n_c,)` and one corrected column `(2n + n_c,)`.
     h: Vec<f64>,
     pivots: Vec<usize>,
     lambda: Vec<f64>,
     column: Vec<f64>,
+}
+
+/// The constrained linearisation's data on the centred expansion (module docs, "With
+/// holonomic constraints"), `m` constraints, `na` coordinates.
+#[derive(Clone, Debug)]
+struct Kkt {
+    /// The integrator's constraints on the bodies of the centred expansion.
+    constraints: Vec<Constraint>,
+    scratch: ConstraintScratch,
+    /// Kinematics at the step's end `q_{k+1}` (not a control point of the midpoint rule).
+    end: PointState,
+    q_end: Vec<f64>,
+    zeros: Vec<f64>,
+    /// `(m, na)` `C_1 = ∂h/∂x` at the start, `C_2 = e_1 ∂h/∂x` at the end.
+    c1: DMatrix<f64>,
+    c2: DMatrix<f64>,
+    /// `(na, na)` `Σ_i λ_i ∂²h_i` at the start.
+    hessian: DMatrix<f64>,
+    /// `(m)` columns of `(na)`: `K = J⁻¹ C_1ᵀ` and the solve's momentum-row and centre-row
+    /// parts of them.
+    k: Vec<f64>,
+    k_momentum: Vec<f64>,
+    k_centre: Vec<f64>,
+    /// `C_2 K` and its LU pivots; `δλ` of one lane; a gradient row.
+    schur: DMatrix<f64>,
+    pivots: Vec<usize>,
+    dlambda: Vec<f64>,
+    row: Vec<f64>,
+    /// `δλ` of every lane of the current chunk, `(m)`.
+    lane_dlambda: Vec<Lanes>,
+}
+
+impl Kkt {
+    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion, _points: usize) -> Self {
+        let (m, na) = (constraints.len(), centred.model.nv);
+        Self {
+            constraints: constraints.iter().map(|c| c.on_bodies(&centred.coordinates)).collect(),
+            scratch: ConstraintScratch::new(na),
+            end: PointState::new(na),
+            q_end: vec![0.0; na],
+            zeros: vec![0.0; na],
+            c1: DMatrix::zeros(m, na),
+            c2: DMatrix::zeros(m, na),
+            hessian: DMatrix::zeros(na, na),
+            k: vec![0.0; m * na],
+            k_momentum: vec![0.0; m * na],
+            k_centre: vec![0.0; m * na],
+            schur: DMatrix::zeros(m, m),
+            pivots: vec![0; m],
+            dlambda: vec![0.0; m],
+            row: vec![0.0; na],
+            lane_dlambda: vec![[0.0; LANES]; m],
+        }
+    }
 }
 
 impl ChartLinWork {
@@ -197,6 +266,7 @@ impl ChartLinWork {
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
             solve: Vec::with_capacity(composite + 3 * n),
+            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, p))),
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
             lambda: vec![0.0; composite],
@@ -233,8 +303,8 @@ impl VariationalIntegrator {
     /// [`Self::step`] has just solved in `ws` (its control points in `ws.points`, its chart
     /// quantities in `ws.chart`): `a` `(2n × 2n)`, `b` `(2n × n)` in tangent coordinates.
     pub(crate) fn linearize_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
-        if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) {
-            return Err(ViError::NotOnLieGroup { what: "the linearisation with constraints or kinematic joints" });
+        if self.prescribed.iter().any(|&k| k) {
+            return Err(ViError::NotOnLieGroup { what: "the linearisation with kinematic joints" });
         }
         let mut lin = ws.chart.lin.take().unwrap_or_else(|| Box::new(ChartLinWork::new(self, chart)));
         let result = self.linearize_with(chart, ws, &mut lin, step, a, b);
@@ -262,6 +332,9 @@ impl VariationalIntegrator {
         if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
+        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, self.multipliers(ws)) {
+            return Err(ViError::DegenerateConstraints { step });
+        }
         for (t, j) in lin.joints.iter_mut().zip(chart.map.composite_joints()) {
             for (alpha, (shift, y)) in t.shifts.iter_mut().zip(&mut t.points).enumerate() {
                 *y = block(&points.q[alpha], t.first, t.d);
@@ -275,7 +348,15 @@ impl VariationalIntegrator {
             t.p_chart = block(cw.p_theta_next(), t.first, t.d);
             t.p_next = t.j_end_inv_t * t.p_chart;
             let control: Vector6<f64> = (0..p).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
-            let g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
+            let mut g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
+            if let Some(kkt) = lin.kkt.as_deref() {
+                // the constraint impulse (C_1ᵀ λ)_c of the step's first row
+                for (i, l) in self.multipliers(ws).iter().enumerate() {
+                    for r in 0..t.d {
+                        g[r] += kkt.c1[(i, centred.coordinates[t.first + r])] * l;
+                    }
+                }
+            }
             let centre_force = t.j0.transpose().try_inverse().unwrap_or_else(Matrix6::identity) * g;
             t.control_curvature.clear();
             if t.u_theta != Vector6::zeros() {
@@ -346,6 +427,54 @@ impl VariationalIntegrator {
         }
     }
 
+    /// The constrained linearisation's data at the solved step (module docs): `C_1`, `C_2`,
+    /// `Σ λ_i ∂²h_i` at the start, `K = J⁻¹ C_1ᵀ` with its momentum and centre rows, and the
+    /// LU of `C_2 K` (`false` when it is singular). The factorisation must be current.
+    fn prepare_chart_kkt(&self, chart: &Chart, lin: &mut ChartLinWork, lambda: &[f64]) -> bool {
+        let (sc, dt) = (&self.scheme, self.dt);
+        let (model, na) = (&*chart.centred.model, chart.centred.model.nv);
+        let ChartLinWork { points, newton, forces, rhs, sol, momentum, centre_rows, q0, z, kkt, .. } = lin;
+        let Some(kkt) = kkt.as_deref_mut() else { return true };
+        let m = kkt.constraints.len();
+        // the end q_{k+1} = Σ_α endpoint[α] x^α in the centred expansion's coordinates
+        for (a, e) in kkt.q_end.iter_mut().enumerate() {
+            *e = sc.endpoint(0) * q0[a] + (1..sc.points()).map(|g| sc.endpoint(g) * z[(g - 1) * na + a]).sum::<f64>();
+        }
+        kkt.end.update_configuration(model, points.joint_placements(model), &kkt.q_end);
+        kkt.end.update_velocity(model, &kkt.zeros);
+        kkt.hessian.fill(0.0);
+        for (i, con) in kkt.constraints.iter().enumerate() {
+            con.gradient(model, &points.states[0], &mut kkt.scratch, &mut kkt.row);
+            kkt.c1.row_mut(i).iter_mut().zip(&kkt.row).for_each(|(c, g)| *c = *g);
+            con.gradient(model, &kkt.end, &mut kkt.scratch, &mut kkt.row);
+            kkt.c2.row_mut(i).iter_mut().zip(&kkt.row).for_each(|(c, g)| *c = sc.endpoint(1) * g);
+            con.add_hessian(model, &points.states[0], &mut kkt.scratch, lambda[i], &mut kkt.hessian);
+        }
+        for c0 in (0..m).step_by(LANES) {
+            let lanes = LANES.min(m - c0);
+            rhs.fill([0.0; LANES]);
+            for l in 0..lanes {
+                for a in 0..na {
+                    rhs[a][l] = kkt.c1[(c0 + l, a)];
+                }
+            }
+            newton.solve_lanes(model, sc, dt, forces, rhs, sol, Some(momentum), Some(centre_rows));
+            for l in 0..lanes {
+                for a in 0..na {
+                    kkt.k[(c0 + l) * na + a] = sol[a][l];
+                    kkt.k_momentum[(c0 + l) * na + a] = momentum[a][l];
+                    kkt.k_centre[(c0 + l) * na + a] = centre_rows[a][l];
+                }
+            }
+        }
+        for i in 0..m {
+            for c in 0..m {
+                kkt.schur[(i, c)] = (0..na).map(|a| kkt.c2[(i, a)] * kkt.k[c * na + a]).sum();
+            }
+        }
+        lu_factor(&mut kkt.schur, &mut kkt.pivots)
+    }
+
     /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of
     /// `raw`), one lane each.
     fn chart_columns(&self, chart: &Chart, lin: &mut ChartLinWork, kinds: &[(Column, usize)]) {
@@ -401,6 +530,19 @@ impl VariationalIntegrator {
                 }
             }
         }
+        if let Some(kkt) = lin.kkt.as_deref() {
+            // the start's constraint impulse moves with it: f_1 += Σ λ_i ∂²h_i δx_0 (row 0)
+            for a in 0..na {
+                for b in 0..na {
+                    let hab = kkt.hessian[(a, b)];
+                    if hab != 0.0 {
+                        for l in 0..LANES {
+                            lin.rhs[a][l] += hab * lin.dq[b][l];
+                        }
+                    }
+                }
+            }
+        }
         // δz = J⁻¹ (f − (∂R/∂x) dx); the rows' variation along the whole direction is the
         // product's (input direction) plus the solve's (δz): the momentum row, and the rows of
         // the centre joints (prescribed in the centred expansion) summed over the step variables
@@ -411,6 +553,7 @@ impl VariationalIntegrator {
             }
         }
         lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
+        Self::constrain_chart_columns(lin, sc, na, lanes);
         for (d, x) in lin.dq[na..].iter_mut().zip(&lin.sol) {
             for l in 0..LANES {
                 d[l] += x[l];
@@ -445,9 +588,44 @@ impl VariationalIntegrator {
                 let dy_end: Vector6<f64> = (0..p).map(|alpha| lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]) * sc.endpoint(alpha)).sum();
                 // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
                 let eta = lane_block(&lin.dq, &|r| t.centre + r);
-                let e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
+                let mut e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
+                if let Some(kkt) = lin.kkt.as_deref() {
+                    // the variation of the impulse (C_1ᵀ λ)_c: C_1ᵀ δλ + Σ λ_i ∂²h_i δx_0
+                    for r in 0..t.d {
+                        let a = coord[t.first + r];
+                        e[r] += (0..kkt.constraints.len()).map(|i| kkt.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
+                            + (0..na).map(|b| kkt.hessian[(a, b)] * lin.dq[b][l]).sum::<f64>();
+                    }
+                }
                 for r in 0..t.d {
                     lin.raw[(2 * n + t.composite + r, col)] = e[r];
+                }
+            }
+        }
+    }
+
+    /// The KKT completion of the lanes' solutions `w = J⁻¹ f_1` (module docs): `δλ =
+    /// (C_2 K)⁻¹ (f_2 − C_2 w)` with `f_2 = −∂h(q_{k+1})/∂x` along the input direction (in
+    /// `lin.dq`, before the solution is added), then `δz`, the momentum and the centre rows
+    /// gain `K δλ`'s. Keeps `δλ` for the composite rows' impulse. Nothing without constraints.
+    fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize, lanes: usize) {
+        let ChartLinWork { dq, sol, momentum, centre_rows, kkt, .. } = lin;
+        let Some(kkt) = kkt.as_deref_mut() else { return };
+        let m = kkt.constraints.len();
+        let (e0, e1) = (sc.endpoint(0), sc.endpoint(1));
+        for l in 0..lanes {
+            for i in 0..m {
+                // C_2 = e_1 ∂h/∂x at the end, whose input variation is e_0 δx^0 + e_1 δx^1
+                let end: f64 = (0..na).map(|a| kkt.c2[(i, a)] * ((e0 / e1) * dq[a][l] + dq[na + a][l])).sum();
+                kkt.dlambda[i] = -end - (0..na).map(|a| kkt.c2[(i, a)] * sol[a][l]).sum::<f64>();
+            }
+            lu_solve(&kkt.schur, &kkt.pivots, &mut kkt.dlambda);
+            for (i, dl) in kkt.dlambda.iter().enumerate() {
+                kkt.lane_dlambda[i][l] = *dl;
+                for a in 0..na {
+                    sol[a][l] += kkt.k[i * na + a] * dl;
+                    momentum[a][l] += kkt.k_momentum[i * na + a] * dl;
+                    centre_rows[a][l] += kkt.k_centre[i * na + a] * dl;
                 }
             }
         }

@@ -12,7 +12,7 @@
 //! they are chains of 1-dof joints (module `chart_step`); steps, rollouts, energies,
 //! constraints, kinematic joints, body wrenches and the exact first-order linearisation in
 //! tangent coordinates (module `chart_linearize`), not yet the second order nor the
-//! linearisation with constraints or kinematic joints ([`ViError::NotOnLieGroup`]). Fixed
+//! linearisation with kinematic joints ([`ViError::NotOnLieGroup`]). Fixed
 //! joints are merged by
 //! the model. `vidyn_rbd::to_single_dof` still gives global Z-Y-X Euler-angle coordinates
 //! (with a gimbal-lock singularity at pitch ±π/2) to those who want them.

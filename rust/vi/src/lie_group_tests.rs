@@ -206,17 +206,59 @@ fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, q: &[f64], p: &[f64
     (q1, p1)
 }
 
-/// `A`, `B` on the group against central differences of the step map in tangent
-/// coordinates: `q ↦ q ⊕ h e_j` (`integrate`) on the inputs and `difference(q', ·)` on the
-/// outputs, for every scheme, with gravity, controls on every joint (the base's too), joint
-/// damping and springs on the 1-dof joint, and body wrenches. Step h = 1e-6 with Newton at
-/// its round-off floor: truncation ~h² (third derivatives of order 1) ≈ 1e-12, round-off
-/// ~ε |x| / h ≈ 1e-10; the columns agree to 1e-7 relative to the largest entry (measured:
-/// 6e-10 relative, every scheme).
+/// `A`, `B` of `vi`'s step from `(q0, p0, u)` against central differences of the step map in
+/// tangent coordinates: `q ↦ q ⊕ h e_j` (`integrate`) on the inputs and `difference(q', ·)`
+/// on the outputs, h = 1e-6 with Newton at its round-off floor: truncation ~h² (third
+/// derivatives of order 1) ≈ 1e-12, round-off ~ε |x| / h ≈ 1e-10; asserts agreement to 1e-7
+/// relative to the largest entry.
+fn assert_linearization_on_the_group(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64], what: &str) {
+    let model = vi.model().clone();
+    let (n, nq) = (model.nv, model.nq);
+    let mut ws = vi.workspace();
+    let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+    let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
+    vi.linearize(&mut ws, 0, q0, p0, u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+    let h = 1e-6;
+    let output = |q: &[f64], p: &[f64]| -> Vec<f64> {
+        let mut d = difference(&model, &q1, q).unwrap();
+        d.extend(p.iter().zip(&p1).map(|(x, y)| x - y));
+        d
+    };
+    let mut fd = DMatrix::zeros(2 * n, 3 * n);
+    for c in 0..3 * n {
+        let moved = |eps: f64| {
+            let (mut dq, mut p, mut uu) = (vec![0.0; n], p0.to_vec(), u.to_vec());
+            match c {
+                c if c < n => dq[c] = eps,
+                c if c < 2 * n => p[c - n] += eps,
+                c => uu[c - 2 * n] += eps,
+            }
+            let q = integrate(&model, q0, &dq).unwrap();
+            let mut w = vi.workspace();
+            let (qn, pn) = step_of(vi, &mut w, &q, &p, &uu);
+            output(&qn, &pn)
+        };
+        let (plus, minus) = (moved(h), moved(-h));
+        for r in 0..2 * n {
+            fd[(r, c)] = (plus[r] - minus[r]) / (2.0 * h);
+        }
+    }
+    let mut exact = DMatrix::zeros(2 * n, 3 * n);
+    exact.columns_mut(0, 2 * n).copy_from(&a);
+    exact.columns_mut(2 * n, n).copy_from(&b);
+    let scale = fd.amax().max(1.0);
+    let diff = &exact - &fd;
+    let at = (0..2 * n).flat_map(|r| (0..3 * n).map(move |c| (r, c))).max_by(|x, y| diff[*x].abs().total_cmp(&diff[*y].abs())).unwrap();
+    assert!(diff[at].abs() < 1e-7 * scale, "{what}: worst at {at:?}: {} vs {} (scale {scale:.3e})", exact[at], fd[at]);
+}
+
+/// The linearisation on the group (module `chart_linearize`) for every scheme, with gravity,
+/// controls on every joint (the base's too), joint damping and springs on the 1-dof joint,
+/// and body wrenches (measured: 6e-10 relative to the largest entry).
 #[test]
 fn linearization_on_the_group_matches_central_differences() {
     let model = Arc::new(floating_tree(true));
-    let (n, nq) = (model.nv, model.nq);
+    let n = model.nv;
     let q0 = start(&model);
     let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 1.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
     let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
@@ -230,44 +272,51 @@ fn linearization_on_the_group_matches_central_differences() {
         for wrenched in [false, true] {
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, Some(forces.clone())).unwrap().with_newton(1e-15, 60).unwrap();
             let vi = if wrenched { vi.with_body_wrenches(wrenches.clone()).unwrap() } else { vi };
-            let mut ws = vi.workspace();
             let mut p0 = vec![0.0; n];
-            vi.momentum(&mut ws, &q0, &v0, &mut p0).unwrap();
-            let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q0, &p0, &u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
-            let h = 1e-6;
-            let output = |q: &[f64], p: &[f64]| -> Vec<f64> {
-                let mut d = difference(&model, &q1, q).unwrap();
-                d.extend(p.iter().zip(&p1).map(|(x, y)| x - y));
-                d
-            };
-            let mut fd = DMatrix::zeros(2 * n, 3 * n);
-            for c in 0..3 * n {
-                let moved = |eps: f64| {
-                    let (mut dq, mut p, mut uu) = (vec![0.0; n], p0.clone(), u.clone());
-                    match c {
-                        c if c < n => dq[c] = eps,
-                        c if c < 2 * n => p[c - n] += eps,
-                        c => uu[c - 2 * n] += eps,
-                    }
-                    let q = integrate(&model, &q0, &dq).unwrap();
-                    let mut w = vi.workspace();
-                    let (qn, pn) = step_of(&vi, &mut w, &q, &p, &uu);
-                    output(&qn, &pn)
-                };
-                let (plus, minus) = (moved(h), moved(-h));
-                for r in 0..2 * n {
-                    fd[(r, c)] = (plus[r] - minus[r]) / (2.0 * h);
-                }
-            }
-            let mut exact = DMatrix::zeros(2 * n, 3 * n);
-            exact.columns_mut(0, 2 * n).copy_from(&a);
-            exact.columns_mut(2 * n, n).copy_from(&b);
-            let scale = fd.amax().max(1.0);
-            let diff = &exact - &fd;
-            let at = (0..2 * n).flat_map(|r| (0..3 * n).map(move |c| (r, c))).max_by(|x, y| diff[*x].abs().total_cmp(&diff[*y].abs())).unwrap();
-            assert!(diff[at].abs() < 1e-7 * scale, "s = {}, wrenches {wrenched}: worst at {at:?}: {} vs {} (scale {scale:.3e})", scheme.s, exact[at], fd[at]);
+            vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+            assert_linearization_on_the_group(&vi, &q0, &p0, &u, &format!("s = {}, wrenches {wrenched}", scheme.s));
         }
+    }
+}
+
+/// With holonomic constraints on the floating tree (the base tethered to a world point by a
+/// distance, and the ball joint's body kept on a plane through the base), midpoint and
+/// trapezoid: the KKT elimination on the centred expansion and the constraint impulse in the
+/// composite momentum row.
+#[test]
+fn constrained_linearization_on_the_group_matches_central_differences() {
+    let model = Arc::new(floating_tree(true));
+    let n = model.nv;
+    let q0 = start(&model);
+    let (base, ball) = (model.joint_index("base").unwrap(), model.joint_index("ball").unwrap());
+    let anchor = BodyPoint { body: None, point: Vector3::new(0.1, -0.2, 1.3) };
+    let hook = BodyPoint { body: Some(base), point: Vector3::new(0.05, 0.0, 0.02) };
+    let tip = BodyPoint { body: Some(ball), point: Vector3::new(0.0, 0.0, -0.2) };
+    // sized so that q0 satisfies them: the tether's length, the plane through the ball's tip
+    let draft = vec![
+        Constraint::Distance { a: anchor.clone(), b: hook.clone(), length: 1.0 },
+        Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::zeros() }, normal: Vector3::y(), b: tip.clone() },
+    ];
+    let probe = VariationalIntegrator::new(model.clone(), Scheme::trapezoid(), 0.02, None).unwrap().with_constraints(draft).unwrap();
+    let mut h0 = [0.0; 2];
+    probe.constraint_values(&mut probe.workspace(), &q0, &mut h0).unwrap();
+    let constraints = vec![
+        Constraint::Distance { a: anchor, b: hook, length: (1.0 + h0[0]).sqrt() },
+        Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::y() * h0[1] }, normal: Vector3::y(), b: tip },
+    ];
+    let u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
+    for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None)
+            .unwrap()
+            .with_newton(1e-15, 60)
+            .unwrap()
+            .with_constraints(constraints.clone())
+            .unwrap();
+        // a state on the constraint set: a few steps from rest (whose first step's energy
+        // jump, the same as the Euler chain's, the energy check would take for a wrong branch)
+        let vi = vi.with_max_energy_error(f64::INFINITY).unwrap();
+        let traj = rollout(&vi, &q0, &vec![0.0; n], &vec![0.0; 3 * n]).unwrap();
+        let (q, p) = (traj.q_at(3).to_vec(), traj.p_at(3).to_vec());
+        assert_linearization_on_the_group(&vi, &q, &p, &u, &format!("constrained, s = {}", scheme.s));
     }
 }
