@@ -497,8 +497,8 @@ class VariationalIntegrator:
     ``u`` in the tangent space, each step in the chart centred at its start (no gimbal lock;
     the momenta of symmetries are conserved to the Newton tolerance; constraints, kinematic
     1-dof joints and body wrenches work with them; the first-order linearisation is in
-    tangent coordinates, with constraints too). For them the second order, the linearisation
-    with kinematic joints, the velocity-state maps, full DDP and the projection method raise
+    tangent coordinates, with constraints and kinematic joints too). For them the second order,
+    the velocity-state maps, full DDP and the projection method raise
     NotImplementedError for now (``optim.ilqr`` takes them); damping and springs act on
     1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``

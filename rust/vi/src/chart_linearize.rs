@@ -38,6 +38,10 @@
 //! (`q_{k+1} = c ∘ τ(η) ∘ τ(y_s)`), `δp_{k+1} = J(y_s)⁻ᵀ (δP − (J'(y_s)[δy_s])ᵀ p_{k+1})`.
 //! O(s² n (n + n_c)) per step, like the fixed-chart linearisation.
 //!
+//! Kinematic (prescribed) 1-dof joints are prescribed in the centred expansion too: their
+//! `q_k` and `u` (= `ρ_{k+1}`) columns move their control point `z = (ρ_{k+1} − e_0 ρ_k)/e_1`
+//! (module `integrator`), and their `p_{k+1}` slot is `(ρ_{k+1} − ρ_k)/Δt`.
+//!
 //! # With holonomic constraints (one-interval schemes)
 //! The step's first row carries the impulse `−C_1ᵀ λ`, `C_1 = ∂h/∂y_0` at the start in the
 //! step's chart, and `h(q_{k+1}) = 0` closes it (module `constrained`). In the centred
@@ -200,7 +204,7 @@ impl ChartLinWork {
         let mut prescribed = vec![true; na];
         let mut forces = JointForces::none(na);
         for (i, &c) in centred.coordinates.iter().enumerate() {
-            prescribed[c] = false;
+            prescribed[c] = vi.prescribed[i];
             forces.damping[c] = vi.forces.damping[i];
             forces.stiffness[c] = vi.forces.stiffness[i];
             forces.rest[c] = vi.forces.rest[i];
@@ -303,9 +307,6 @@ impl VariationalIntegrator {
     /// [`Self::step`] has just solved in `ws` (its control points in `ws.points`, its chart
     /// quantities in `ws.chart`): `a` `(2n × 2n)`, `b` `(2n × n)` in tangent coordinates.
     pub(crate) fn linearize_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
-        if self.prescribed.iter().any(|&k| k) {
-            return Err(ViError::NotOnLieGroup { what: "the linearisation with kinematic joints" });
-        }
         let mut lin = ws.chart.lin.take().unwrap_or_else(|| Box::new(ChartLinWork::new(self, chart)));
         let result = self.linearize_with(chart, ws, &mut lin, step, a, b);
         ws.chart.lin = Some(lin);
@@ -372,7 +373,8 @@ impl VariationalIntegrator {
         // enters through `π̃` only (its own column is zero), and with one interval a control
         // enters the first row as the momenta do (`controls_from_chart_momenta`)
         let nc = lin.composite();
-        let one_interval = self.scheme.s == 1;
+        // (a kinematic joint's u slot is no force)
+        let one_interval = self.scheme.s == 1 && !self.prescribed.iter().any(|&k| k);
         let composite = |i: usize| lin.joints.iter().any(|t| (t.first..t.first + t.d).contains(&i));
         let mut solve = std::mem::take(&mut lin.solve);
         solve.clear();
@@ -495,7 +497,13 @@ impl VariationalIntegrator {
                     lin.rhs[coord[t.first + k - t.composite]][l] -= 1.0;
                 }
                 Column::Q(i) => match composite_of(i) {
-                    None => lin.dq[coord[i]][l] = 1.0,
+                    None => {
+                        lin.dq[coord[i]][l] = 1.0;
+                        if self.prescribed[i] {
+                            // a kinematic joint's control point z = (ρ_{k+1} − e_0 ρ_k)/e_1
+                            lin.dq[na + coord[i]][l] = -sc.endpoint(0) / sc.endpoint(1);
+                        }
+                    }
                     Some(j) => {
                         let t = &lin.joints[j];
                         let eta = t.j0_inv.column(i - t.first);
@@ -512,6 +520,8 @@ impl VariationalIntegrator {
                     }
                 }
                 Column::U(i) => match composite_of(i) {
+                    // a kinematic joint's u slot is ρ_{k+1}, not a force
+                    None if self.prescribed[i] => lin.dq[na + coord[i]][l] = 1.0 / sc.endpoint(1),
                     None => lin.du[i][l] = 1.0,
                     Some(j) => {
                         let t = &lin.joints[j];
@@ -665,7 +675,17 @@ impl VariationalIntegrator {
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
             for i in 0..n {
                 m[(i, mc)] = lin.column[i];
-                m[(n + i, mc)] = lin.column[n + i];
+                m[(n + i, mc)] = if self.prescribed[i] {
+                    // a kinematic joint's p slot is v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
+                    let dt = self.dt;
+                    match x {
+                        x if x == i => -1.0 / dt,
+                        x if x == 2 * n + i => 1.0 / dt,
+                        _ => 0.0,
+                    }
+                } else {
+                    lin.column[n + i]
+                };
             }
             for t in &lin.joints {
                 let mut eta = Vector6::zeros();

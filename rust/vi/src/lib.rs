@@ -11,8 +11,8 @@
 //! controls in the tangent space): each step runs in the chart centred at its start, where
 //! they are chains of 1-dof joints (module `chart_step`); steps, rollouts, energies,
 //! constraints, kinematic joints, body wrenches and the exact first-order linearisation in
-//! tangent coordinates (module `chart_linearize`), not yet the second order nor the
-//! linearisation with kinematic joints ([`ViError::NotOnLieGroup`]). Fixed
+//! tangent coordinates (module `chart_linearize`), not yet the second order
+//! ([`ViError::NotOnLieGroup`]). Fixed
 //! joints are merged by
 //! the model. `vidyn_rbd::to_single_dof` still gives global Z-Y-X Euler-angle coordinates
 //! (with a gimbal-lock singularity at pitch ±π/2) to those who want them.

@@ -320,3 +320,23 @@ fn constrained_linearization_on_the_group_matches_central_differences() {
         assert_linearization_on_the_group(&vi, &q, &p, &u, &format!("constrained, s = {}", scheme.s));
     }
 }
+
+/// With a kinematic (prescribed) joint: the floating tree's hinge follows its input
+/// `ρ_{k+1}` (the `u` slot), midpoint and trapezoid.
+#[test]
+fn linearization_with_a_kinematic_joint_on_the_group_matches_central_differences() {
+    let model = Arc::new(floating_tree(true));
+    let n = model.nv;
+    let q0 = start(&model);
+    let hinge = 6;
+    let mut u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
+    u[hinge] = q0[7] + 0.01; // ρ_{k+1}: the hinge turns by 0.01 rad
+    let mut p0 = vec![0.0; n];
+    for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        let vi =
+            VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None).unwrap().with_newton(1e-15, 60).unwrap().with_kinematic(&[hinge]).unwrap();
+        let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 0.5, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
+        vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+        assert_linearization_on_the_group(&vi, &q0, &p0, &u, &format!("kinematic hinge, s = {}", scheme.s));
+    }
+}
