@@ -272,51 +272,30 @@ impl NewtonFactorization {
                 ls.dv[kp + a] = dv;
             }
             if let Some(out) = momentum.as_deref_mut() {
-                let mut v = ls.xis[i];
-                for r in 0..p {
-                    let t = dot_l6(&self.theta_s[kp + r], &ls.dv[kp + r]);
-                    for c in 0..LANES {
-                        v[c] += t[c];
-                    }
-                }
-                for nu in 0..s {
-                    let t = dot_l6(&self.xi_s[i * s + nu], &ls.eta[kp + nu + 1]);
-                    for c in 0..LANES {
-                        v[c] += t[c];
-                    }
-                }
-                // δQ of the momentum row
-                for gm in 1..=s {
-                    let coef = joint_force_derivative(sc, dt, forces, i, s, gm);
-                    for c in 0..LANES {
-                        v[c] -= coef * ls.dq[gm - 1][c];
-                    }
-                }
-                out[i] = v;
+                // row s, with its δQ
+                let force = |gm: usize| joint_force_derivative(sc, dt, forces, i, s, gm);
+                out[i] = eliminated_row(
+                    ls.xis[i],
+                    &self.theta_s[kp..kp + p],
+                    &self.xi_s[i * s..(i + 1) * s],
+                    &ls.dv[kp..kp + p],
+                    &ls.eta[kp + 1..kp + p],
+                    &ls.dq,
+                    force,
+                );
             }
             if let Some(out) = prescribed_rows.as_deref_mut().filter(|_| self.prescribed[i]) {
-                let mut v = ls.xi_sums[i];
-                for r in 0..p {
-                    let t = dot_l6(&self.theta_sum[kp + r], &ls.dv[kp + r]);
-                    for c in 0..LANES {
-                        v[c] += t[c];
-                    }
-                }
-                for nu in 0..s {
-                    let t = dot_l6(&self.xi_sum[i * s + nu], &ls.eta[kp + nu + 1]);
-                    for c in 0..LANES {
-                        v[c] += t[c];
-                    }
-                }
-                for x in 0..p {
-                    for gm in 1..=s {
-                        let coef = joint_force_derivative(sc, dt, forces, i, x, gm);
-                        for c in 0..LANES {
-                            v[c] -= coef * ls.dq[gm - 1][c];
-                        }
-                    }
-                }
-                out[i] = v;
+                // the sum of rows 0..=s, with their δQ
+                let force = |gm: usize| (0..p).map(|x| joint_force_derivative(sc, dt, forces, i, x, gm)).sum::<f64>();
+                out[i] = eliminated_row(
+                    ls.xi_sums[i],
+                    &self.theta_sum[kp..kp + p],
+                    &self.xi_sum[i * s..(i + 1) * s],
+                    &ls.dv[kp..kp + p],
+                    &ls.eta[kp + 1..kp + p],
+                    &ls.dq,
+                    force,
+                );
             }
         }
     }
@@ -455,4 +434,32 @@ impl NewtonFactorization {
             }
         }
     }
+}
+
+/// A row of body `i` once its subtree is eliminated (module docs of `newton_direction`,
+/// "The momentum row"): `ξ̄ + Σ_ρ Θ̄^ρ·δ̄v_i^ρ + Σ_ν Ξ̄^ν·η_i^ν − Σ_γ ∂Q/∂q^γ δq_i^γ`, with
+/// `theta` `(s+1)`, `xi` `(s)`, `dv` `(s+1)` and `eta` of points `1..=s`, `dq` the body's own
+/// `δq^γ` (`γ = 1..=s`) and `force(γ)` the row's `∂Q/∂q^γ`.
+#[inline]
+fn eliminated_row(xi_bar: Lanes, theta: &[V6], xi: &[V6], dv: &[L6], eta: &[L6], dq: &[Lanes], force: impl Fn(usize) -> f64) -> Lanes {
+    let mut v = xi_bar;
+    for (t, d) in theta.iter().zip(dv) {
+        let t = dot_l6(t, d);
+        for c in 0..LANES {
+            v[c] += t[c];
+        }
+    }
+    for (x, e) in xi.iter().zip(eta) {
+        let t = dot_l6(x, e);
+        for c in 0..LANES {
+            v[c] += t[c];
+        }
+    }
+    for (g, d) in dq.iter().enumerate().take(xi.len()) {
+        let coef = force(g + 1);
+        for c in 0..LANES {
+            v[c] -= coef * d[c];
+        }
+    }
+    v
 }
