@@ -362,10 +362,10 @@ impl VariationalIntegrator {
             t.control_curvature.clear();
             if t.u_theta != Vector6::zeros() {
                 for y in &t.points {
-                    t.control_curvature.push(contraction(t.d, |e| j.shift_derivative(y.as_slice(), e), &t.u_theta));
+                    t.control_curvature.push(j.shift_derivative_contraction(y.as_slice(), &t.u_theta));
                 }
             }
-            t.end_curvature = contraction(t.d, |e| j.shift_derivative(t.end.as_slice(), e), &t.p_chart);
+            t.end_curvature = j.shift_derivative_contraction(t.end.as_slice(), &t.p_chart);
             t.centre_curvature = contraction(t.d, |e| j.velocity_map_derivative(&[0.0; 6], e), &centre_force);
             t.momentum_curvature = contraction(t.d, |e| j.velocity_map_derivative(t.end.as_slice(), e), &t.p_next);
         }
@@ -378,12 +378,13 @@ impl VariationalIntegrator {
         let composite = |i: usize| lin.joints.iter().any(|t| (t.first..t.first + t.d).contains(&i));
         let mut solve = std::mem::take(&mut lin.solve);
         solve.clear();
+        // those that move no point first, so that whole chunks skip the product
         solve.extend((0..nc).map(|k| (Column::Centre(k), k)));
-        solve.extend((0..n).map(|i| (Column::Q(i), nc + i)));
         solve.extend((0..n).filter(|&i| !composite(i)).map(|i| (Column::P(i), nc + n + i)));
         if !one_interval {
             solve.extend((0..n).map(|i| (Column::U(i), nc + 2 * n + i)));
         }
+        solve.extend((0..n).map(|i| (Column::Q(i), nc + i)));
         lin.raw.fill(0.0);
         for chunk in solve.chunks(LANES) {
             self.chart_columns(chart, lin, chunk);
@@ -556,7 +557,11 @@ impl VariationalIntegrator {
         // δz = J⁻¹ (f − (∂R/∂x) dx); the rows' variation along the whole direction is the
         // product's (input direction) plus the solve's (δz): the momentum row, and the rows of
         // the centre joints (prescribed in the centred expansion) summed over the step variables
-        lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
+        if lin.dq.iter().any(|d| d.iter().any(|&x| x != 0.0)) {
+            lin.newton.del_jvp_lanes(model, sc, dt, &lin.forces, &lin.dq, &mut lin.rows);
+        } else {
+            lin.rows.fill([0.0; LANES]);
+        }
         for (f, r) in lin.rhs.iter_mut().zip(&lin.rows) {
             for l in 0..LANES {
                 f[l] -= r[l];

@@ -75,6 +75,12 @@ fn rate_matrix_derivative(beta: f64, gamma: f64, d_beta: f64, d_gamma: f64) -> M
     de_dbeta * d_beta + de_dgamma * d_gamma
 }
 
+/// `S'(y)[d] = −J⁻¹ (J'(y)[d] + ad_{J d} J) S` with `J = J(y)`, `J⁻¹` and `S = S(y)` given.
+fn shift_derivative_with(joint: &Joint, y: &[f64], d: &[f64], j: &Matrix6<f64>, j_inv: &Matrix6<f64>, shift: &Matrix6<f64>) -> Matrix6<f64> {
+    let xi = j * vec6(&d[..joint.nv()]);
+    -j_inv * (velocity_block_derivative(joint, y, d) + adjoint(joint, &xi) * j) * shift
+}
+
 /// The adjoint `ad_ξ` of the joint's Lie algebra in its tangent coordinates (Pinocchio's,
 /// body frame; zero outside the `d × d` block): free-flyer `ξ = (v, ω)`,
 /// `ad_ξ = [[ω×, v×], [0, ω×]]`; spherical `ω×`; planar `ξ = (v, ω)`,
@@ -362,8 +368,25 @@ impl CompositeJoint<'_> {
         let joint = &self.0.joint;
         let j = velocity_block(joint, y);
         let Some(j_inv) = j.try_inverse() else { return Matrix6::repeat(f64::NAN) };
-        let xi = j * vec6(&d[..self.nv()]);
-        -j_inv * (velocity_block_derivative(joint, y, d) + adjoint(joint, &xi) * j) * self.shift(y)
+        shift_derivative_with(joint, y, d, &j, &j_inv, &self.shift(y))
+    }
+
+    /// The matrix `C` with `C d = (S'(y)[d])ᵀ w` for every direction `d` (column `i`:
+    /// `(S'(y)[e_i])ᵀ w`, top `nv` rows and columns): [`Self::shift_derivative`] contracted
+    /// with a covector, with `J(y)`, its inverse and `S(y)` formed once.
+    #[must_use]
+    pub fn shift_derivative_contraction(&self, y: &[f64], w: &Vector6<f64>) -> Matrix6<f64> {
+        let joint = &self.0.joint;
+        let j = velocity_block(joint, y);
+        let Some(j_inv) = j.try_inverse() else { return Matrix6::repeat(f64::NAN) };
+        let shift = self.shift(y);
+        let mut c = Matrix6::zeros();
+        for i in 0..self.nv() {
+            let mut e = [0.0; 6];
+            e[i] = 1.0;
+            c.set_column(i, &(shift_derivative_with(joint, y, &e, &j, &j_inv, &shift).transpose() * w));
+        }
+        c
     }
 }
 
@@ -400,7 +423,7 @@ fn singular(s: &Segment) -> RbdError {
 mod tests {
     use crate::builders::random_tree;
     use crate::{kinetic_energy, placements, random_configuration, Joint};
-    use nalgebra::Vector3;
+    use nalgebra::{Vector3, Vector6};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -532,6 +555,11 @@ mod tests {
                     let (dj, ds) = (j.velocity_map_derivative(&y, &dir), j.shift_derivative(&y, &dir));
                     assert!((fd_j - dj).amax() < 1e-8, "{} joint {}: J' {dj} vs {fd_j}", m.name, j.name());
                     assert!((fd_s - ds).amax() < 1e-8, "{} joint {}: S' {ds} vs {fd_s}", m.name, j.name());
+                    let w = Vector6::from_fn(|r, _| if r < d { dir[r] - 0.3 } else { 0.0 });
+                    let c = j.shift_derivative_contraction(&y, &w);
+                    let direct = ds.transpose() * w;
+                    let contracted = c * Vector6::from_fn(|r, _| if r < d { dir[r] } else { 0.0 });
+                    assert!((direct - contracted).amax() < 1e-12, "{} joint {}: contraction", m.name, j.name());
                 }
             }
         }
