@@ -623,6 +623,11 @@ for _name, _names, _budget in [
     ("aba_derivatives", "q v tau", 20),
     ("rnea_second_order", "q v a", 12),
     ("rnea_second_order_contracted", "q v a lam", 15),
+    ("center_of_mass", "q", 15),
+    ("com_jacobian", "q", 15),
+    ("centroidal_momentum", "q v", 15),
+    ("centroidal_momentum_matrix", "q", 15),
+    ("centroidal_momentum_matrix_time_variation", "q v", 15),
 ]:
 
     def _make(g, _name=_name, _names=_names):
@@ -944,6 +949,11 @@ BATCH_NAN = {
     "aba": ("q v tau", lambda m, y, e: vidyn.batch.aba(m, y["q"], y["v"], y["tau"], errors=e)),
     "crba": ("q", lambda m, y, e: vidyn.batch.crba(m, y["q"], errors=e)),
     "minverse": ("q", lambda m, y, e: vidyn.batch.minverse(m, y["q"], errors=e)),
+    "center_of_mass": ("q", lambda m, y, e: vidyn.batch.center_of_mass(m, y["q"], errors=e)),
+    "com_jacobian": ("q", lambda m, y, e: vidyn.batch.com_jacobian(m, y["q"], errors=e)),
+    "centroidal_momentum": ("q v", lambda m, y, e: vidyn.batch.centroidal_momentum(m, y["q"], y["v"], errors=e)),
+    "centroidal_momentum_matrix": ("q", lambda m, y, e: vidyn.batch.centroidal_momentum_matrix(m, y["q"], errors=e)),
+    "centroidal_momentum_matrix_time_variation": ("q v", lambda m, y, e: vidyn.batch.centroidal_momentum_matrix_time_variation(m, y["q"], y["v"], errors=e)),
     "rnea_derivatives": ("q v a", lambda m, y, e: vidyn.batch.rnea_derivatives(m, y["q"], y["v"], y["a"], errors=e)),
     "aba_derivatives": ("q v tau", lambda m, y, e: vidyn.batch.aba_derivatives(m, y["q"], y["v"], y["tau"], errors=e)),
     "rnea_second_order": ("q v a", lambda m, y, e: vidyn.batch.rnea_second_order(m, y["q"], y["v"], y["a"], errors=e)),
@@ -1039,6 +1049,7 @@ OUT_CASES = {
     # name: (call(model_or_vi, inputs, out), inputs(rng), result shapes and dtypes)
     "rnea": lambda m, vi, x, out: vidyn.batch.rnea(m, x["q"], x["v"], x["a"], out=out),
     "crba": lambda m, vi, x, out: vidyn.batch.crba(m, x["q"], out=out),
+    "centroidal_momentum_matrix": lambda m, vi, x, out: vidyn.batch.centroidal_momentum_matrix(m, x["q"], out=out),
     "rnea_derivatives": lambda m, vi, x, out: vidyn.batch.rnea_derivatives(m, x["q"], x["v"], x["a"], out=out),
     "rnea_second_order_contracted": lambda m, vi, x, out: vidyn.batch.rnea_second_order_contracted(m, x["q"], x["v"], x["a"], x["v"], out=out),
     "rollout": lambda m, vi, x, out: vidyn.batch.rollout(vi, x["q"], x["v"], x["u"], out=out),

@@ -63,6 +63,39 @@ def for_each_thread_count(f):
 
 @settings(max_examples=25)
 @given(spec=model_specs(max_bodies=8), batch=BATCH_SIZES, seed=st.integers(0, 2**32 - 1))
+def test_centroidal_quantities_equal_single_calls_bit_for_bit(spec, batch, seed):
+    """Issue 26: the centre of mass, its Jacobian, the centroidal momentum, its matrix and
+    the matrix's time variation over a batch: the single calls, bit for bit, for 1 and 2
+    threads, in C order."""
+    model = spec.build()
+    q, v, _ = batch_inputs(model, batch, seed)
+
+    def run():
+        return (
+            vidyn.batch.center_of_mass(model, q),
+            vidyn.batch.com_jacobian(model, q),
+            vidyn.batch.centroidal_momentum(model, q, v),
+            vidyn.batch.centroidal_momentum_matrix(model, q),
+            vidyn.batch.centroidal_momentum_matrix_time_variation(model, q, v),
+        )
+
+    out = for_each_thread_count(run)
+    nv = model.nv
+    assert [o.shape for o in out] == [(batch, 3), (batch, 3, nv), (batch, 6), (batch, 6, nv), (batch, 6, nv)]
+    assert all(o.dtype == np.float64 and o.flags.c_contiguous for o in out)
+    for i in range(batch):
+        single = (
+            vidyn.center_of_mass(model, q[i]),
+            vidyn.com_jacobian(model, q[i]),
+            vidyn.centroidal_momentum(model, q[i], v[i]),
+            vidyn.centroidal_momentum_matrix(model, q[i]),
+            vidyn.centroidal_momentum_matrix_time_variation(model, q[i], v[i]),
+        )
+        for k, (x, y) in enumerate(zip(out, single)):
+            assert same(x[i], y), (k, i)
+
+@settings(max_examples=25)
+@given(spec=model_specs(max_bodies=8), batch=BATCH_SIZES, seed=st.integers(0, 2**32 - 1))
 def test_dynamics_equal_single_calls_bit_for_bit(spec, batch, seed):
     model = spec.build()
     q, v, a = batch_inputs(model, batch, seed)

@@ -899,6 +899,21 @@ def _batch_crba(model: Model, q: _ArrayLike, progress: _Progress = None, out: _O
 def _batch_minverse(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
     """q (B, nq) -> (Minv (B, nv, nv), [(row, exception)])."""
 
+def _batch_center_of_mass(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
+    """q (B, nq) -> (com (B, 3), [(row, exception)])."""
+
+def _batch_com_jacobian(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
+    """q (B, nq) -> (J_c (B, 3, nv), [(row, exception)])."""
+
+def _batch_centroidal_momentum_matrix(model: Model, q: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
+    """q (B, nq) -> (A_G (B, 6, nv), [(row, exception)])."""
+
+def _batch_centroidal_momentum(model: Model, q: _ArrayLike, v: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
+    """q (B, nq), v (B, nv) -> (h_G (B, 6), [(row, exception)])."""
+
+def _batch_centroidal_momentum_matrix_time_variation(model: Model, q: _ArrayLike, v: _ArrayLike, progress: _Progress = None, out: _Out = None) -> tuple[_Array, _Failures]:
+    """q (B, nq), v (B, nv) -> (dA_G/dt (B, 6, nv), [(row, exception)])."""
+
 def _batch_rnea_derivatives(
     model: Model, q: _ArrayLike, v: _ArrayLike, a: _ArrayLike, progress: _Progress = None, out: _Out = None
 ) -> tuple[tuple[_Array, _Array, _Array], _Failures]:

@@ -79,6 +79,11 @@ __all__ = [
     "Rollout",
     "aba",
     "aba_derivatives",
+    "center_of_mass",
+    "centroidal_momentum",
+    "centroidal_momentum_matrix",
+    "centroidal_momentum_matrix_time_variation",
+    "com_jacobian",
     "crba",
     "get_num_threads",
     "linearize",
@@ -227,6 +232,68 @@ def minverse(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: 
     _check_errors(errors)
     m, failures = _core._batch_minverse(model, q, progress, out)
     return _finish(m, len(m), failures, errors)
+
+
+@overload
+def center_of_mass(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
+@overload
+def center_of_mass(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def center_of_mass(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
+    """World centre of mass of every row (:func:`vidyn.center_of_mass`): q (B, nq) -> (B, 3)."""
+    _check_errors(errors)
+    c, failures = _core._batch_center_of_mass(model, q, progress, out)
+    return _finish(c, len(c), failures, errors)
+
+
+@overload
+def com_jacobian(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
+@overload
+def com_jacobian(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def com_jacobian(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
+    """Centre-of-mass Jacobian of every row (:func:`vidyn.com_jacobian`): q (B, nq) -> (B, 3, nv)."""
+    _check_errors(errors)
+    j, failures = _core._batch_com_jacobian(model, q, progress, out)
+    return _finish(j, len(j), failures, errors)
+
+
+@overload
+def centroidal_momentum_matrix(model: Model, q: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
+@overload
+def centroidal_momentum_matrix(model: Model, q: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def centroidal_momentum_matrix(model: Model, q: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
+    """Centroidal momentum matrix of every row (:func:`vidyn.centroidal_momentum_matrix`):
+    q (B, nq) -> A_G (B, 6, nv)."""
+    _check_errors(errors)
+    a, failures = _core._batch_centroidal_momentum_matrix(model, q, progress, out)
+    return _finish(a, len(a), failures, errors)
+
+
+@overload
+def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
+@overload
+def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...) -> tuple[Array, BatchStatus]: ...
+def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None) -> Array | tuple[Array, BatchStatus]:
+    """Centroidal momentum of every row (:func:`vidyn.centroidal_momentum`): q (B, nq),
+    v (B, nv) -> h_G (B, 6), ``[linear; angular]``."""
+    _check_errors(errors)
+    h, failures = _core._batch_centroidal_momentum(model, q, v, progress, out)
+    return _finish(h, len(h), failures, errors)
+
+
+@overload
+def centroidal_momentum_matrix_time_variation(model: Model, q: ArrayLike, v: ArrayLike, *, errors: Literal["raise"] = ..., progress: Progress | None = ..., out: Out = ...) -> Array: ...
+@overload
+def centroidal_momentum_matrix_time_variation(
+    model: Model, q: ArrayLike, v: ArrayLike, *, errors: Literal["return"], progress: Progress | None = ..., out: Out = ...
+) -> tuple[Array, BatchStatus]: ...
+def centroidal_momentum_matrix_time_variation(
+    model: Model, q: ArrayLike, v: ArrayLike, *, errors: Errors = "raise", progress: Progress | None = None, out: Out = None
+) -> Array | tuple[Array, BatchStatus]:
+    """``dA_G/dt`` of every row (:func:`vidyn.centroidal_momentum_matrix_time_variation`):
+    q (B, nq), v (B, nv) -> (B, 6, nv)."""
+    _check_errors(errors)
+    d, failures = _core._batch_centroidal_momentum_matrix_time_variation(model, q, v, progress, out)
+    return _finish(d, len(d), failures, errors)
 
 
 _Three = tuple[Array, Array, Array]

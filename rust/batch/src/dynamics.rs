@@ -25,30 +25,30 @@ pub(crate) fn row(x: &[f64], i: usize, stride: usize) -> &[f64] {
     &x[i * stride..(i + 1) * stride]
 }
 
-struct Shapes<'a> {
-    batch: usize,
-    nq: usize,
-    nv: usize,
+pub(crate) struct Shapes<'a> {
+    pub(crate) batch: usize,
+    pub(crate) nq: usize,
+    pub(crate) nv: usize,
     q: &'a [f64],
 }
 
 impl<'a> Shapes<'a> {
-    fn new(model: &Model, batch: usize, q: &'a [f64]) -> Result<Self> {
+    pub(crate) fn new(model: &Model, batch: usize, q: &'a [f64]) -> Result<Self> {
         check_len("q", q.len(), batch, model.nq, "(batch, model.nq)")?;
         Ok(Self { batch, nq: model.nq, nv: model.nv, q })
     }
-    fn tangent(&self, x: &[f64], name: &str) -> Result<()> {
+    pub(crate) fn tangent(&self, x: &[f64], name: &str) -> Result<()> {
         check_len(name, x.len(), self.batch, self.nv, "(batch, model.nv)")
     }
-    fn out(&self, x: &[f64], name: &str, per_row: usize, shape: &str) -> Result<()> {
+    pub(crate) fn out(&self, x: &[f64], name: &str, per_row: usize, shape: &str) -> Result<()> {
         check_len(name, x.len(), self.batch, per_row, shape)
     }
-    fn q(&self, i: usize) -> &[f64] {
+    pub(crate) fn q(&self, i: usize) -> &[f64] {
         row(self.q, i, self.nq)
     }
 }
 
-fn workspace(model: &Model) -> impl Fn() -> Workspace + Sync + '_ {
+pub(crate) fn workspace(model: &Model) -> impl Fn() -> Workspace + Sync + '_ {
     move || model.workspace()
 }
 

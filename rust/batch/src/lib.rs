@@ -35,6 +35,7 @@
 //! assert!(tau[nv].is_nan() && tau[0].is_finite());
 //! ```
 
+pub mod centroidal;
 pub mod dynamics;
 pub mod trajectories;
 

@@ -151,15 +151,8 @@ pub fn batch_crba<'py>(
     progress: Option<Any<'_, 'py>>,
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
-    let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
-    let b = q.shape()[0];
-    let mass = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
-    let mut w = writable(&mass)?;
-    let (q, o) = (slice(&q)?, data(&mut w)?);
-    let f = interruptible(py, progress, b, |c| vb::dynamics::crba(m, c, b, q, o))?;
-    drop(w);
-    Ok((mass, failures_out(py, rows(call(f)?))?))
+    let nv = model.get().inner.nv;
+    of_q(py, model, q, progress, out, &[nv, nv], vb::dynamics::crba)
 }
 
 /// Batched inverse inertia: q (B, nq) -> (Minv (B, nv, nv), failures).
@@ -172,15 +165,131 @@ pub fn batch_minverse<'py>(
     progress: Option<Any<'_, 'py>>,
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    let nv = model.get().inner.nv;
+    of_q(py, model, q, progress, out, &[nv, nv], vb::dynamics::minverse)
+}
+
+/// Batched centre of mass: q (B, nq) -> (com (B, 3), failures).
+#[pyfunction]
+#[pyo3(name = "_batch_center_of_mass", signature = (model, q, progress = None, out = None))]
+pub fn batch_center_of_mass<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    of_q(py, model, q, progress, out, &[3], vb::centroidal::center_of_mass)
+}
+
+/// Batched centre-of-mass Jacobian: q (B, nq) -> (J_c (B, 3, nv), failures).
+#[pyfunction]
+#[pyo3(name = "_batch_com_jacobian", signature = (model, q, progress = None, out = None))]
+pub fn batch_com_jacobian<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    let nv = model.get().inner.nv;
+    of_q(py, model, q, progress, out, &[3, nv], vb::centroidal::com_jacobian)
+}
+
+/// Batched centroidal momentum matrix: q (B, nq) -> (A_G (B, 6, nv), failures).
+#[pyfunction]
+#[pyo3(name = "_batch_centroidal_momentum_matrix", signature = (model, q, progress = None, out = None))]
+pub fn batch_centroidal_momentum_matrix<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    let nv = model.get().inner.nv;
+    of_q(py, model, q, progress, out, &[6, nv], vb::centroidal::centroidal_momentum_matrix)
+}
+
+/// Batched centroidal momentum: q (B, nq), v (B, nv) -> (h_G (B, 6), failures).
+#[pyfunction]
+#[pyo3(name = "_batch_centroidal_momentum", signature = (model, q, v, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_centroidal_momentum<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    of_q_v(py, model, q, v, progress, out, &[6], vb::centroidal::centroidal_momentum)
+}
+
+/// Batched time variation of the centroidal momentum matrix: q (B, nq), v (B, nv) ->
+/// (dA_G/dt (B, 6, nv), failures).
+#[pyfunction]
+#[pyo3(name = "_batch_centroidal_momentum_matrix_time_variation", signature = (model, q, v, progress = None, out = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_centroidal_momentum_matrix_time_variation<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    let nv = model.get().inner.nv;
+    of_q_v(py, model, q, v, progress, out, &[6, nv], vb::centroidal::centroidal_momentum_matrix_time_variation)
+}
+
+type RbdResult = Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>>;
+
+/// A batched function of `q` (B, nq) with one output of shape `(B, *tail)`.
+fn of_q<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+    tail: &[usize],
+    job: impl Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &mut [f64]) -> RbdResult + Sync,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
     let m = &*model.get().inner;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
-    let minv = OutArg::new(out, 1)?.array::<f64>(py, 0, &[b, m.nv, m.nv])?;
-    let mut w = writable(&minv)?;
+    let shape: Vec<usize> = std::iter::once(b).chain(tail.iter().copied()).collect();
+    let result = OutArg::new(out, 1)?.array::<f64>(py, 0, &shape)?;
+    let mut w = writable(&result)?;
     let (q, o) = (slice(&q)?, data(&mut w)?);
-    let f = interruptible(py, progress, b, |c| vb::dynamics::minverse(m, c, b, q, o))?;
+    let f = interruptible(py, progress, b, |c| job(m, c, b, q, o))?;
     drop(w);
-    Ok((minv, failures_out(py, rows(call(f)?))?))
+    Ok((result, failures_out(py, rows(call(f)?))?))
+}
+
+/// A batched function of `q` (B, nq) and `v` (B, nv) with one output of shape `(B, *tail)`.
+#[allow(clippy::too_many_arguments)]
+fn of_q_v<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyModel>,
+    q: Any<'_, 'py>,
+    v: Any<'_, 'py>,
+    progress: Option<Any<'_, 'py>>,
+    out: Option<Any<'_, 'py>>,
+    tail: &[usize],
+    job: impl Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &[f64], &mut [f64]) -> RbdResult + Sync,
+) -> PyResult<(Arr<'py>, Fails<'py>)> {
+    let m = &*model.get().inner;
+    let mut s = Sizes::default();
+    let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
+    let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
+    let b = s.batch.unwrap_or(0);
+    let shape: Vec<usize> = std::iter::once(b).chain(tail.iter().copied()).collect();
+    let result = OutArg::new(out, 1)?.array::<f64>(py, 0, &shape)?;
+    let mut w = writable(&result)?;
+    let (q, v, o) = (slice(&q)?, slice(&v)?, data(&mut w)?);
+    let f = interruptible(py, progress, b, |c| job(m, c, b, q, v, o))?;
+    drop(w);
+    Ok((result, failures_out(py, rows(call(f)?))?))
 }
 
 type Three<'py> = (Arr<'py>, Arr<'py>, Arr<'py>);

@@ -144,6 +144,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch::batch_rnea, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_aba, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_crba, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_center_of_mass, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_com_jacobian, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_centroidal_momentum, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_centroidal_momentum_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::batch_centroidal_momentum_matrix_time_variation, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_minverse, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_rnea_derivatives, m)?)?;
     m.add_function(wrap_pyfunction!(batch::batch_aba_derivatives, m)?)?;
