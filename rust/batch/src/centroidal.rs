@@ -28,7 +28,7 @@ pub fn center_of_mass(model: &Model, control: &Control, batch: usize, q: &[f64],
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
 pub fn com_jacobian(model: &Model, control: &Control, batch: usize, q: &[f64], jac: &mut [f64]) -> Result<Failures<RbdError>> {
-    matrices_of_q(model, control, batch, q, jac, 3, "(batch, 3, model.nv)", |m, ws, q| rbd::com_jacobian(m, ws, q))
+    matrices_of_q(model, control, batch, q, jac, 3, "(batch, 3, model.nv)", rbd::com_jacobian)
 }
 
 /// Batched [`vidyn_rbd::centroidal_momentum_matrix`]: `ag` `(batch, 6, nv)` from `q`
@@ -37,7 +37,7 @@ pub fn com_jacobian(model: &Model, control: &Control, batch: usize, q: &[f64], j
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
 pub fn centroidal_momentum_matrix(model: &Model, control: &Control, batch: usize, q: &[f64], ag: &mut [f64]) -> Result<Failures<RbdError>> {
-    matrices_of_q(model, control, batch, q, ag, 6, "(batch, 6, model.nv)", |m, ws, q| rbd::centroidal_momentum_matrix(m, ws, q))
+    matrices_of_q(model, control, batch, q, ag, 6, "(batch, 6, model.nv)", rbd::centroidal_momentum_matrix)
 }
 
 /// Batched [`vidyn_rbd::centroidal_momentum`]: `hg` `(batch, 6)` (`[linear; angular]`) from
