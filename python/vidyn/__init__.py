@@ -22,6 +22,7 @@ several threads run in parallel.
 from __future__ import annotations
 
 from vidyn import batch, models, optim
+from vidyn.contacts import frame_contact, point_contact
 from vidyn._core import (
     ConvergenceError,
     Distance,
@@ -33,6 +34,7 @@ from vidyn._core import (
     ModelBuilder,
     ModelError,
     ModelWarning,
+    Perpendicular,
     PointOnPlane,
     SingleDofMap,
     UnknownNameError,
@@ -84,6 +86,7 @@ __all__ = [
     "ModelBuilder",
     "ModelError",
     "ModelWarning",
+    "Perpendicular",
     "PointOnPlane",
     "SingleDofMap",
     "UnknownNameError",
@@ -106,6 +109,7 @@ __all__ = [
     "crba",
     "forward_kinematics",
     "frame_acceleration",
+    "frame_contact",
     "frame_placement",
     "frame_placements",
     "frame_velocity",
@@ -119,6 +123,7 @@ __all__ = [
     "models",
     "nonlinear_effects",
     "optim",
+    "point_contact",
     "potential_energy",
     "rnea",
     "rnea_derivatives",

@@ -16,6 +16,7 @@ import numpy.typing as npt
 __all__ = [
     "ConvergenceError",
     "Distance",
+    "Perpendicular",
     "InputError",
     "Kinematics",
     "MaximalIntegrator",
@@ -361,6 +362,16 @@ class Distance:
     def __new__(cls, frame_a: str | None, point_a: _ArrayLike, frame_b: str | None, point_b: _ArrayLike, length: float) -> Distance: ...
 
 @final
+class Perpendicular:
+    """Holonomic constraint ``(R_a u)·(R_b w) = 0``: the axis ``axis_a`` of ``frame_a`` stays
+    perpendicular to the axis ``axis_b`` of ``frame_b`` (each in its frame's coordinates,
+    non-zero; ``None`` or ``"world"`` is the world). Three on the axis pairs ``(x, y)``,
+    ``(y, z)``, ``(z, x)`` of two frames hold their relative orientation; with three
+    PointOnPlane they make a 6-D contact (:func:`vidyn.frame_contact`)."""
+
+    def __new__(cls, frame_a: str | None, axis_a: _ArrayLike, frame_b: str | None, axis_b: _ArrayLike) -> Perpendicular: ...
+
+@final
 class MaximalIntegrator:
     """Maximal-coordinate variational integrator (Brüdigam & Manchester 2020; Brüdigam et al.
     2023): every body of ``model`` is a free rigid body (centre of mass, unit quaternion),
@@ -525,7 +536,8 @@ class VariationalIntegrator:
     ``r`` above the limit raises ConvergenceError (a time step too coarse for the motion,
     where Newton converged to a solution the motion does not follow; genuine steps measured
     ``r ≤ 0.22``); ``math.inf`` turns the check off. Not checked with kinematic joints or body
-    wrenches, whose work the balance does not count."""
+    wrenches, whose work the balance does not count, nor with constraints, whose knot momenta
+    carry the next impulse's normal part (a robot standing on contacts failed it from rest)."""
 
     def __new__(
         cls,

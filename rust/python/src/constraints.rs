@@ -1,4 +1,5 @@
-//! The Python constraint descriptions `PointOnPlane` and `Distance`: points given in named
+//! The Python constraint descriptions `PointOnPlane`, `Distance` and `Perpendicular`: points
+//! and axes given in named
 //! frames of the model (`None` or `"world"` for the world frame), resolved to body points of
 //! `vidyn_vi::Constraint` when the integrator is built.
 
@@ -26,6 +27,27 @@ pub struct PyDistance {
     a: (Option<String>, Vector3<f64>),
     b: (Option<String>, Vector3<f64>),
     length: f64,
+}
+
+/// `(R_a u)·(R_b w) = 0`: the axis `axis_a` of `frame_a` stays perpendicular to the axis
+/// `axis_b` of `frame_b` (each in its frame's coordinates, non-zero). Three on the axis pairs
+/// `(x, y)`, `(y, z)`, `(z, x)` of two frames hold their relative orientation.
+#[pyclass(frozen, module = "vidyn", name = "Perpendicular")]
+pub struct PyPerpendicular {
+    a: (Option<String>, Vector3<f64>),
+    b: (Option<String>, Vector3<f64>),
+}
+
+#[pymethods]
+impl PyPerpendicular {
+    #[new]
+    #[pyo3(signature = (frame_a, axis_a, frame_b, axis_b))]
+    fn new(frame_a: Option<String>, axis_a: &Bound<'_, PyAny>, frame_b: Option<String>, axis_b: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Self { a: (frame_name(frame_a), convert::vector3(axis_a, "axis_a")?), b: (frame_name(frame_b), convert::vector3(axis_b, "axis_b")?) })
+    }
+    fn __repr__(&self) -> String {
+        format!("Perpendicular({:?}, {:?}, {:?}, {:?})", self.a.0, self.a.1.as_slice(), self.b.0, self.b.1.as_slice())
+    }
 }
 
 fn frame_name(f: Option<String>) -> Option<String> {
@@ -78,7 +100,7 @@ fn body_point(model: &Model, frame: &Option<String>, point: &Vector3<f64>) -> Py
     }
 }
 
-/// Resolves a Python list of `PointOnPlane` / `Distance` against `model`.
+/// Resolves a Python list of `PointOnPlane` / `Distance` / `Perpendicular` against `model`.
 pub fn resolve(model: &Model, items: &[Bound<'_, PyAny>]) -> PyResult<Vec<Constraint>> {
     items
         .iter()
@@ -94,8 +116,15 @@ pub fn resolve(model: &Model, items: &[Bound<'_, PyAny>]) -> PyResult<Vec<Constr
                 let (a, _) = body_point(model, &c.a.0, &c.a.1)?;
                 let (b, _) = body_point(model, &c.b.0, &c.b.1)?;
                 Ok(Constraint::Distance { a, b, length: c.length })
+            } else if let Ok(c) = item.cast::<PyPerpendicular>() {
+                // axes: the frames' rotations into their bodies
+                let c = c.get();
+                let (a, rot_a) = body_point(model, &c.a.0, &Vector3::zeros())?;
+                let (b, rot_b) = body_point(model, &c.b.0, &Vector3::zeros())?;
+                Ok(Constraint::Perpendicular { a: BodyPoint { point: rot_a * c.a.1, ..a }, b: BodyPoint { point: rot_b * c.b.1, ..b } })
             } else {
-                Err(INPUT_ERROR.err(format!("constraints[{i}] is {}, expected vidyn.PointOnPlane or vidyn.Distance", item.get_type().name()?)))
+                Err(INPUT_ERROR
+                    .err(format!("constraints[{i}] is {}, expected vidyn.PointOnPlane, vidyn.Distance or vidyn.Perpendicular", item.get_type().name()?)))
             }
         })
         .collect()

@@ -102,6 +102,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vi::PyTrajectory>()?;
     m.add_class::<constraints::PyPointOnPlane>()?;
     m.add_class::<constraints::PyDistance>()?;
+    m.add_class::<constraints::PyPerpendicular>()?;
     m.add_class::<single_dof::PySingleDofMap>()?;
     m.add_class::<maximal::PyMaximalIntegrator>()?;
     m.add_class::<maximal::PyMaximalTrajectory>()?;

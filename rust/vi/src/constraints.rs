@@ -19,6 +19,11 @@
 //!   coincident point (a loop closure).
 //! * [`Constraint::Distance`]: `h = |p_b − p_a|² − L²`. `L` must be positive: at `L = 0` the
 //!   gradient vanishes on the constraint set and the step's KKT system is singular.
+//! * [`Constraint::Perpendicular`]: `h = (R_a u)·(R_b w)`, axis `u` fixed on body `a` stays
+//!   perpendicular to axis `w` on body `b`. Three of them on the pairs `(x, y)`, `(y, z)`,
+//!   `(z, x)` of two frames hold their relative orientation (to first order about a
+//!   coincident pair: the gradient there is the relative rotation's three components), so
+//!   with three point-on-plane constraints they make a 6-D contact.
 
 use crate::point::PointState;
 use nalgebra::{DMatrix, Vector3};
@@ -46,6 +51,8 @@ pub enum Constraint {
     PointOnPlane { a: BodyPoint, normal: Vector3<f64>, b: BodyPoint },
     /// `|p_b − p_a|² − L² = 0`, `L > 0`.
     Distance { a: BodyPoint, b: BodyPoint, length: f64 },
+    /// `(R_a u)·(R_b w) = 0` with `u`, `w` the `point`s of `a`, `b` read as directions.
+    Perpendicular { a: BodyPoint, b: BodyPoint },
 }
 
 impl Constraint {
@@ -56,6 +63,7 @@ impl Constraint {
         match self {
             Self::PointOnPlane { a, normal, b } => Self::PointOnPlane { a: a.on_bodies(bodies), normal: *normal, b: b.on_bodies(bodies) },
             Self::Distance { a, b, length } => Self::Distance { a: a.on_bodies(bodies), b: b.on_bodies(bodies), length: *length },
+            Self::Perpendicular { a, b } => Self::Perpendicular { a: a.on_bodies(bodies), b: b.on_bodies(bodies) },
         }
     }
 }
@@ -81,6 +89,27 @@ fn world_point(st: &PointState, bp: &BodyPoint) -> Vector3<f64> {
     match bp.body {
         Some(k) => st.placements[k].act_point(&bp.point),
         None => bp.point,
+    }
+}
+
+/// World direction of an axis fixed on a body (the `point` of `bp` read as a direction).
+fn world_axis(st: &PointState, bp: &BodyPoint) -> Vector3<f64> {
+    match bp.body {
+        Some(k) => st.placements[k].rotation * bp.point,
+        None => bp.point,
+    }
+}
+
+/// Marks the path of `body` in `on` and writes `∂u/∂q_j = ω_j × u` of a world axis `u` fixed on
+/// it (zero off the path).
+fn axis_columns(model: &Model, st: &PointState, body: Option<usize>, u: &Vector3<f64>, on: &mut [bool], du: &mut [Vector3<f64>]) {
+    on.fill(false);
+    du.fill(Vector3::zeros());
+    let mut node = body;
+    while let Some(j) = node {
+        on[j] = true;
+        du[j] = st.columns[j].angular.cross(u);
+        node = model.parents[j];
     }
 }
 
@@ -113,6 +142,15 @@ impl Constraint {
                 }
                 (a, b)
             }
+            Constraint::Perpendicular { a, b } => {
+                if let Some(axis) = [a, b].into_iter().find(|x| x.point.norm().is_nan() || x.point.norm() == 0.0 || !x.point.iter().all(|c| c.is_finite())) {
+                    return Err(format!(
+                        "perpendicular-axes constraint: axis [{}, {}, {}] must be a finite non-zero vector",
+                        axis.point.x, axis.point.y, axis.point.z
+                    ));
+                }
+                (a, b)
+            }
         };
         for bp in [a, b] {
             if let Some(k) = bp.body.filter(|&k| k >= nbodies) {
@@ -131,7 +169,7 @@ impl Constraint {
 
     fn points(&self) -> (&BodyPoint, &BodyPoint) {
         match self {
-            Constraint::PointOnPlane { a, b, .. } | Constraint::Distance { a, b, .. } => (a, b),
+            Constraint::PointOnPlane { a, b, .. } | Constraint::Distance { a, b, .. } | Constraint::Perpendicular { a, b } => (a, b),
         }
     }
 
@@ -146,16 +184,24 @@ impl Constraint {
     /// `h(q)` at the configuration of `st`.
     pub(crate) fn value(&self, st: &PointState) -> f64 {
         let (a, b) = self.points();
-        let d = world_point(st, b) - world_point(st, a);
+        let d = || world_point(st, b) - world_point(st, a);
         match self {
-            Constraint::PointOnPlane { normal, .. } => Self::world_normal(st, a, normal).dot(&d),
-            Constraint::Distance { length, .. } => d.norm_squared() - length * length,
+            Constraint::PointOnPlane { normal, .. } => Self::world_normal(st, a, normal).dot(&d()),
+            Constraint::Distance { length, .. } => d().norm_squared() - length * length,
+            Constraint::Perpendicular { .. } => world_axis(st, a).dot(&world_axis(st, b)),
         }
     }
 
-    /// Fills the scratch with `∂p_a/∂q`, `∂p_b/∂q` (and `∂n/∂q`); returns `(p_a, p_b, n)`.
+    /// Fills the scratch with `∂p_a/∂q`, `∂p_b/∂q` (and `∂n/∂q`); returns `(p_a, p_b, n)`. For
+    /// [`Constraint::Perpendicular`] the world axes and their derivatives `ω_j × u` instead.
     fn columns(&self, model: &Model, st: &PointState, sc: &mut ConstraintScratch) -> (Vector3<f64>, Vector3<f64>, Vector3<f64>) {
         let (a, b) = self.points();
+        if let Constraint::Perpendicular { .. } = self {
+            let (ua, wb) = (world_axis(st, a), world_axis(st, b));
+            axis_columns(model, st, a.body, &ua, &mut sc.on_a, &mut sc.dpa);
+            axis_columns(model, st, b.body, &wb, &mut sc.on_b, &mut sc.dpb);
+            return (ua, wb, Vector3::zeros());
+        }
         let (pa, pb) = (world_point(st, a), world_point(st, b));
         point_columns(model, st, a.body, &pa, &mut sc.on_a, &mut sc.dpa);
         point_columns(model, st, b.body, &pb, &mut sc.on_b, &mut sc.dpb);
@@ -167,7 +213,7 @@ impl Constraint {
                 }
                 n
             }
-            Constraint::Distance { .. } => Vector3::zeros(),
+            Constraint::Distance { .. } | Constraint::Perpendicular { .. } => Vector3::zeros(),
         };
         (pa, pb, n)
     }
@@ -181,6 +227,8 @@ impl Constraint {
             out[j] = match self {
                 Constraint::PointOnPlane { .. } => sc.dn[j].dot(&d) + n.dot(&dd),
                 Constraint::Distance { .. } => 2.0 * d.dot(&dd),
+                // pa, pb are the world axes u_a, w_b here
+                Constraint::Perpendicular { .. } => sc.dpa[j].dot(&pb) + pa.dot(&sc.dpb[j]),
             };
         }
     }
@@ -208,6 +256,12 @@ impl Constraint {
                         d2n.dot(&d) + sc.dn[j].dot(&ddl) + sc.dn[l].dot(&ddj) + n.dot(&d2d)
                     }
                     Constraint::Distance { .. } => 2.0 * (ddj.dot(&ddl) + d.dot(&d2d)),
+                    Constraint::Perpendicular { .. } => {
+                        // ∂²u/∂q_j∂q_l = ω_j × ∂u/∂q_l (j the ancestor), the same for w
+                        let d2a = if sc.on_a[j] && sc.on_a[l] { w.cross(&sc.dpa[l]) } else { Vector3::zeros() };
+                        let d2b = if sc.on_b[j] && sc.on_b[l] { w.cross(&sc.dpb[l]) } else { Vector3::zeros() };
+                        d2a.dot(&pb) + sc.dpa[j].dot(&sc.dpb[l]) + sc.dpa[l].dot(&sc.dpb[j]) + pa.dot(&d2b)
+                    }
                 };
                 out[(j, l)] += weight * h;
                 if j != l {
@@ -251,7 +305,12 @@ mod tests {
                 b.body = if a.body == Some(0) { None } else { Some(0) };
             }
             let normal = Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0));
-            for c in [Constraint::PointOnPlane { a: a.clone(), normal, b: b.clone() }, Constraint::Distance { a: a.clone(), b: b.clone(), length: 0.7 }] {
+            let axes = (BodyPoint { body: a.body, point: normal }, BodyPoint { body: b.body, point: Vector3::new(0.3, -0.8, 0.5) });
+            for c in [
+                Constraint::PointOnPlane { a: a.clone(), normal, b: b.clone() },
+                Constraint::Distance { a: a.clone(), b: b.clone(), length: 0.7 },
+                Constraint::Perpendicular { a: axes.0, b: axes.1 },
+            ] {
                 c.validate(n).unwrap();
                 let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
                 let st = state(&model, &q);
@@ -289,5 +348,6 @@ mod tests {
         assert!(Constraint::Distance { a: p(Some(5)), b: p(None), length: 1.0 }.validate(2).is_err());
         assert!(Constraint::PointOnPlane { a: p(Some(1)), normal: Vector3::zeros(), b: p(None) }.validate(2).is_err());
         assert!(Constraint::PointOnPlane { a: p(Some(1)), normal: Vector3::x(), b: p(Some(1)) }.validate(2).is_err());
+        assert!(Constraint::Perpendicular { a: p(Some(1)), b: BodyPoint { body: None, point: Vector3::x() } }.validate(2).is_err());
     }
 }
