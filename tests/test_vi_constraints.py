@@ -115,7 +115,7 @@ def test_constraint_errors():
     model = four_bar()
     with pytest.raises(vidyn.UnknownNameError, match="nowhere"):
         vidyn.VariationalIntegrator(model, 0.01, scheme="midpoint", constraints=[vidyn.PointOnPlane("nowhere", [0, 0, 0], [1, 0, 0], None, [0, 0, 0])])
-    with pytest.raises(vidyn.InputError, match="PointOnPlane or vidyn.Distance"):
+    with pytest.raises(vidyn.InputError, match="PointOnPlane, vidyn.Distance or vidyn.Perpendicular"):
         vidyn.VariationalIntegrator(model, 0.01, constraints=["not a constraint"])
     with pytest.raises(vidyn.InputError, match="one-interval"):
         vidyn.VariationalIntegrator(model, 0.01, scheme="simpson", constraints=closure())
