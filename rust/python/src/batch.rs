@@ -141,106 +141,73 @@ pub fn batch_aba<'py>(
     Ok((ddq, failures_out(py, rows(call(f)?))?))
 }
 
-/// Batched joint-space inertia: q (B, nq) -> (M (B, nv, nv), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_crba", signature = (model, q, progress = None, out = None))]
-pub fn batch_crba<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let nv = model.get().inner.nv;
-    of_q(py, model, q, progress, out, &[nv, nv], vb::dynamics::crba)
+/// A `#[pyfunction]` `$py_name(model, q, progress=None, out=None)` of the batched function
+/// `$job` of `q` (B, nq), whose output has shape `(B, *$tail)` (`$tail` from the model's `nv`).
+macro_rules! batch_of_q {
+    ($(#[$doc:meta])* $fn_name:ident, $py_name:literal, |$nv:ident| $tail:expr, $job:path) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(name = $py_name, signature = (model, q, progress = None, out = None))]
+        pub fn $fn_name<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, progress: Option<Any<'_, 'py>>, out: Option<Any<'_, 'py>>) -> PyResult<(Arr<'py>, Fails<'py>)> {
+            let $nv = model.get().inner.nv;
+            of_q(py, model, q, progress, out, &$tail, $job)
+        }
+    };
 }
 
-/// Batched inverse inertia: q (B, nq) -> (Minv (B, nv, nv), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_minverse", signature = (model, q, progress = None, out = None))]
-pub fn batch_minverse<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let nv = model.get().inner.nv;
-    of_q(py, model, q, progress, out, &[nv, nv], vb::dynamics::minverse)
+/// The same for a batched function of `q` (B, nq) and `v` (B, nv):
+/// `$py_name(model, q, v, progress=None, out=None)`.
+macro_rules! batch_of_q_v {
+    ($(#[$doc:meta])* $fn_name:ident, $py_name:literal, |$nv:ident| $tail:expr, $job:path) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(name = $py_name, signature = (model, q, v, progress = None, out = None))]
+        pub fn $fn_name<'py>(
+            py: Python<'py>,
+            model: &Bound<'py, PyModel>,
+            q: Any<'_, 'py>,
+            v: Any<'_, 'py>,
+            progress: Option<Any<'_, 'py>>,
+            out: Option<Any<'_, 'py>>,
+        ) -> PyResult<(Arr<'py>, Fails<'py>)> {
+            let $nv = model.get().inner.nv;
+            of_q_v(py, model, q, v, progress, out, &$tail, $job)
+        }
+    };
 }
 
-/// Batched centre of mass: q (B, nq) -> (com (B, 3), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_center_of_mass", signature = (model, q, progress = None, out = None))]
-pub fn batch_center_of_mass<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    of_q(py, model, q, progress, out, &[3], vb::centroidal::center_of_mass)
-}
-
-/// Batched centre-of-mass Jacobian: q (B, nq) -> (J_c (B, 3, nv), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_com_jacobian", signature = (model, q, progress = None, out = None))]
-pub fn batch_com_jacobian<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let nv = model.get().inner.nv;
-    of_q(py, model, q, progress, out, &[3, nv], vb::centroidal::com_jacobian)
-}
-
-/// Batched centroidal momentum matrix: q (B, nq) -> (A_G (B, 6, nv), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_centroidal_momentum_matrix", signature = (model, q, progress = None, out = None))]
-pub fn batch_centroidal_momentum_matrix<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let nv = model.get().inner.nv;
-    of_q(py, model, q, progress, out, &[6, nv], vb::centroidal::centroidal_momentum_matrix)
-}
-
-/// Batched centroidal momentum: q (B, nq), v (B, nv) -> (h_G (B, 6), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_centroidal_momentum", signature = (model, q, v, progress = None, out = None))]
-#[allow(clippy::too_many_arguments)]
-pub fn batch_centroidal_momentum<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    v: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    of_q_v(py, model, q, v, progress, out, &[6], vb::centroidal::centroidal_momentum)
-}
-
-/// Batched time variation of the centroidal momentum matrix: q (B, nq), v (B, nv) ->
-/// (dA_G/dt (B, 6, nv), failures).
-#[pyfunction]
-#[pyo3(name = "_batch_centroidal_momentum_matrix_time_variation", signature = (model, q, v, progress = None, out = None))]
-#[allow(clippy::too_many_arguments)]
-pub fn batch_centroidal_momentum_matrix_time_variation<'py>(
-    py: Python<'py>,
-    model: &Bound<'py, PyModel>,
-    q: Any<'_, 'py>,
-    v: Any<'_, 'py>,
-    progress: Option<Any<'_, 'py>>,
-    out: Option<Any<'_, 'py>>,
-) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let nv = model.get().inner.nv;
-    of_q_v(py, model, q, v, progress, out, &[6, nv], vb::centroidal::centroidal_momentum_matrix_time_variation)
-}
+batch_of_q!(
+    /// Batched joint-space inertia: q (B, nq) -> (M (B, nv, nv), failures).
+    batch_crba, "_batch_crba", |nv| [nv, nv], vb::dynamics::crba
+);
+batch_of_q!(
+    /// Batched inverse inertia: q (B, nq) -> (Minv (B, nv, nv), failures).
+    batch_minverse, "_batch_minverse", |nv| [nv, nv], vb::dynamics::minverse
+);
+batch_of_q!(
+    /// Batched centre of mass: q (B, nq) -> (com (B, 3), failures).
+    batch_center_of_mass, "_batch_center_of_mass", |_nv| [3], vb::centroidal::center_of_mass
+);
+batch_of_q!(
+    /// Batched centre-of-mass Jacobian: q (B, nq) -> (J_c (B, 3, nv), failures).
+    batch_com_jacobian, "_batch_com_jacobian", |nv| [3, nv], vb::centroidal::com_jacobian
+);
+batch_of_q!(
+    /// Batched centroidal momentum matrix: q (B, nq) -> (A_G (B, 6, nv), failures).
+    batch_centroidal_momentum_matrix, "_batch_centroidal_momentum_matrix", |nv| [6, nv], vb::centroidal::centroidal_momentum_matrix
+);
+batch_of_q_v!(
+    /// Batched centroidal momentum: q (B, nq), v (B, nv) -> (h_G (B, 6), failures).
+    batch_centroidal_momentum, "_batch_centroidal_momentum", |_nv| [6], vb::centroidal::centroidal_momentum
+);
+batch_of_q_v!(
+    /// Batched time variation of the centroidal momentum matrix: q (B, nq), v (B, nv) ->
+    /// (dA_G/dt (B, 6, nv), failures).
+    batch_centroidal_momentum_matrix_time_variation,
+    "_batch_centroidal_momentum_matrix_time_variation",
+    |nv| [6, nv],
+    vb::centroidal::centroidal_momentum_matrix_time_variation
+);
 
 type RbdResult = Result<Failures<vidyn_rbd::RbdError>, BatchError<vidyn_rbd::RbdError>>;
 
