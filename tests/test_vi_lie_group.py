@@ -359,8 +359,9 @@ def test_legged_robots_conserve_their_momentum_over_ten_thousand_steps(name):
 def test_a_tethered_quadruped_keeps_its_energy_over_a_hundred_thousand_steps():
     """Issue 23: with gravity, solo12 hung by its base from a 1 m tether (so that it does not
     fall forever), legs swinging, 10⁵ steps of 5 ms (500 s): the energy error stays bounded,
-    no drift (measured: at most 8.1e-4 over the first 10⁴ steps, 8.4e-4 over the last 10⁴, on
-    an energy of −0.84 J)."""
+    no drift (measured maxima per 10⁴ steps: 3.9e-5, 6.2e-5, 1.1e-4, 1.3e-4, 1.5e-4, 7.1e-5,
+    4.2e-5, 2.3e-5, 1.6e-4, 6.8e-5, on an energy of −0.84 J; the kinetic energy of a
+    constrained knot is that of the motion the tether allows)."""
     model = solo12()
     rng = np.random.default_rng(4)
     v0 = np.r_[np.zeros(6), rng.uniform(-1.0, 1.0, model.nv - 6)]
@@ -368,8 +369,8 @@ def test_a_tethered_quadruped_keeps_its_energy_over_a_hundred_thousand_steps():
     vi = vidyn.VariationalIntegrator(model, 0.005, constraints=[tether])
     traj = vi.rollout(model.neutral(), v0, steps=100_000)
     error = np.abs(vi.energy(traj.q, traj.p) - vi.energy(traj.q[0], traj.p[0]))
-    assert error.max() < 2e-3
-    assert error[-10_000:].max() < 1.5 * error[:10_000].max()
+    assert error.max() < 5e-4
+    assert error[50_000:].max() < 2.0 * error[:50_000].max()
 
 
 @pytest.mark.parametrize("scheme, order", [("trapezoid", 2), ("simpson", 4)])

@@ -536,8 +536,8 @@ class VariationalIntegrator:
     ``r`` above the limit raises ConvergenceError (a time step too coarse for the motion,
     where Newton converged to a solution the motion does not follow; genuine steps measured
     ``r ≤ 0.22``); ``math.inf`` turns the check off. Not checked with kinematic joints or body
-    wrenches, whose work the balance does not count, nor with constraints, whose knot momenta
-    carry the next impulse's normal part (a robot standing on contacts failed it from rest)."""
+    wrenches, whose work the balance does not count. With constraints ``T`` is the kinetic
+    energy of the motion they allow (see ``energy``)."""
 
     def __new__(
         cls,
@@ -594,7 +594,10 @@ class VariationalIntegrator:
         """Inverse Legendre transform ``v = M(q)⁻¹ p``. (nq,), (n,) -> (n,)."""
     def energy(self, q: _ArrayLike, p: _ArrayLike) -> float | _Array:
         """``½ pᵀ M⁻¹ p + V(q)`` (gravity plus the joint springs ``½ κ (q − rest)²``) of one
-        state (nq,), (n,) -> float, or of each row of (N, nq), (N, n) arrays -> (N,)."""
+        state (nq,), (n,) -> float, or of each row of (N, nq), (N, n) arrays -> (N,). With
+        constraints the kinetic part is that of the motion they allow, ``½ v_tᵀ M v_t`` with
+        ``v_t`` the ``M``-orthogonal projection of ``v = M⁻¹ p`` onto ``Dh(q) v_t = 0`` (a knot
+        momentum keeps the normal part of the next step's constraint impulse)."""
     def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None) -> tuple[_Array, _Array]:
         """One step ``(q, p, u) -> (q_next, p_next)``: (nq,), (n,)."""
     def rollout(

@@ -57,12 +57,33 @@ pub(crate) struct ConstraintWork {
     scratch: ConstraintScratch,
     /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
     hessian: DMatrix<f64>,
+    /// The normal part of a knot's kinetic energy ([`VariationalIntegrator::normal_kinetic_energy`]):
+    /// kinematics at the knot and its chart placements and coordinates, `C = Dh` in tangent
+    /// coordinates `(m, n)`, `M⁻¹ Cᵀ` `(n, m)`, `C M⁻¹ Cᵀ` and its pivots, `C v` `(m,)`.
+    knot: PointState,
+    knot_placements: Vec<vidyn_spatial::Se3>,
+    knot_theta: Vec<f64>,
+    c_knot: DMatrix<f64>,
+    minv_ct: DMatrix<f64>,
+    s_knot: DMatrix<f64>,
+    s_pivots: Vec<usize>,
+    cv: Vec<f64>,
 }
 
 impl ConstraintWork {
-    pub(crate) fn new(n: usize, m: usize) -> Self {
+    /// Scratch for `m` constraints on a DEL model of `n` coordinates with joint placements
+    /// `placements` (nothing without constraints).
+    pub(crate) fn new(n: usize, m: usize, placements: &[vidyn_spatial::Se3]) -> Self {
         let nm = if m == 0 { 0 } else { n };
         Self {
+            knot: PointState::new(nm),
+            knot_placements: if m == 0 { Vec::new() } else { placements.to_vec() },
+            knot_theta: vec![0.0; nm],
+            c_knot: DMatrix::zeros(m, nm),
+            minv_ct: DMatrix::zeros(nm, m),
+            s_knot: DMatrix::zeros(m, m),
+            s_pivots: vec![0; m],
+            cv: vec![0.0; m],
             end_state: PointState::new(nm),
             q_end: vec![0.0; nm],
             c1: DMatrix::zeros(m, nm),
@@ -124,6 +145,55 @@ impl VariationalIntegrator {
             *hi = con.value(&cw.end_state);
         }
         Ok(())
+    }
+
+    /// The part of `½ pᵀ M⁻¹ p` that the constraints' normals carry at the knot `(q, p)`, with
+    /// `v = M⁻¹ p` given: `½ (C v)ᵀ (C M⁻¹ Cᵀ)⁻¹ (C v)`, `C = Dh(q)` in tangent coordinates (with
+    /// composite joints `C_θ J(0)⁻¹` from the chart centred at `q`). The kinetic energy of the
+    /// motion the constraints allow is the rest, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
+    /// projection of `v` onto `C v_t = 0`. O(m n + m³), no allocation.
+    pub(crate) fn normal_kinetic_energy(&self, ws: &mut ViWorkspace, q: &[f64], v: &[f64]) -> crate::Result<f64> {
+        let m = self.constraints.len();
+        if m == 0 {
+            return Ok(0.0);
+        }
+        let ViWorkspace { constraint: cw, rbd, scratch_zero, .. } = ws;
+        let theta: &[f64] = match self.chart.as_deref() {
+            Some(chart) => {
+                chart.map.chart_placements(&self.model, q, &mut cw.knot_placements);
+                chart.map.chart_coordinates(q, q, &mut cw.knot_theta);
+                &cw.knot_theta
+            }
+            None => q,
+        };
+        cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
+        cw.knot.update_velocity(&self.model, scratch_zero);
+        for (i, con) in self.constraints.iter().enumerate() {
+            con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
+            if let Some(chart) = self.chart.as_deref() {
+                // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
+                for j in chart.map.composite_joints() {
+                    let (f, d) = (j.first(), j.nv());
+                    let j0_inv = j.velocity_map(&[0.0; 6]).try_inverse().unwrap_or_else(nalgebra::Matrix6::zeros);
+                    let row = nalgebra::Vector6::from_fn(|k, _| if k < d { cw.rhs[f + k] } else { 0.0 });
+                    let mapped = j0_inv.transpose() * row;
+                    cw.rhs[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
+                }
+            }
+            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
+            let column = vidyn_rbd::mass_solve(self.model(), rbd, q, &cw.rhs)?;
+            cw.minv_ct.column_mut(i).iter_mut().zip(column).for_each(|(c, x)| *c = *x);
+        }
+        cw.s_knot.gemm(1.0, &cw.c_knot, &cw.minv_ct, 0.0);
+        for (i, cv) in cw.cv.iter_mut().enumerate() {
+            *cv = cw.c_knot.row(i).iter().zip(v).map(|(c, x)| c * x).sum();
+        }
+        if !lu_factor(&mut cw.s_knot, &mut cw.s_pivots) {
+            return Err(crate::ViError::DegenerateConstraints { step: 0 });
+        }
+        cw.rhs[..m].copy_from_slice(&cw.cv);
+        lu_solve(&cw.s_knot, &cw.s_pivots, &mut cw.rhs[..m]);
+        Ok(0.5 * cw.cv.iter().zip(&cw.rhs[..m]).map(|(a, b)| a * b).sum::<f64>())
     }
 
     /// The multipliers `λ_k` of the last step solved with `ws` (`(m,)`): the constraint

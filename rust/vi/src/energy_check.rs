@@ -22,12 +22,13 @@
 //! The work is `W = uᵀ Δq − Σ_i d_i Δq_i² / Δt` (constant controls, damping at the step's mean
 //! velocity; both exact to the scheme's order). Kinematic (prescribed) joints and body
 //! wrenches do work that this balance does not count, so steps of integrators that have them
-//! are not checked. Nor are those of integrators with holonomic constraints: their knot
-//! momentum `p_{k+1} = D₂L_d` keeps the normal part that the next step's impulse removes, so
-//! `½ pᵀ M⁻¹ p` overstates the kinetic energy by about the impulse's share; a robot standing on
-//! its contacts, where gravity's impulse is mostly normal, measured `r = 1.00` on its first
-//! step from rest (solo12 on four point contacts). Counting only the tangential part,
-//! `½ (pᵀ v − (C v)ᵀ (C M⁻¹ Cᵀ)⁻¹ C v)` with `C = Dh`, would bring them back.
+//! are not checked. Ideal holonomic constraints do no work, but a constrained knot momentum
+//! `p_{k+1} = D₂L_d` keeps the normal part that the next step's impulse removes, so
+//! `½ pᵀ M⁻¹ p` would overstate the kinetic energy by about the impulse's share (a robot
+//! standing on its contacts, where gravity's impulse is mostly normal, measured `r = 1.00` on
+//! its first step from rest that way: solo12 on four point contacts): the kinetic energy of a
+//! constrained knot is that of the motion the constraints allow,
+//! `½ (pᵀ v − (C v)ᵀ (C M⁻¹ Cᵀ)⁻¹ C v)`, `v = M⁻¹ p`, `C = Dh(q)` ([`VariationalIntegrator::knot_energy`]).
 
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
@@ -59,14 +60,23 @@ impl KnotEnergy {
 
 impl VariationalIntegrator {
     /// Kinetic energy `½ pᵀ M(q)⁻¹ p` (`M⁻¹ p` by [`vidyn_rbd::mass_solve`]) and potential
-    /// energy `V(q)` (gravity and springs) of a knot. O(n).
+    /// energy `V(q)` (gravity and springs) of a knot. O(n). With holonomic constraints the
+    /// kinetic energy of the motion they allow, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
+    /// projection of `v = M⁻¹ p` onto `Dh(q) v_t = 0`: a knot momentum `D₂L_d` keeps the normal
+    /// part that the next step's impulse removes (module docs). O(m n + m³) more.
     ///
     /// # Errors
-    /// Invalid `q` or `p` (shapes, NaN, singular mass matrix).
+    /// Invalid `q` or `p` (shapes, NaN, singular mass matrix), degenerate constraints.
     pub fn knot_energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
         let model = self.model();
-        let v = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p)?;
-        let kinetic = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
+        let mut v = std::mem::take(&mut ws.scratch);
+        let result = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p).map(|m| v.copy_from_slice(m));
+        let kinetic = result.map_err(ViError::from).and_then(|()| {
+            let total = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
+            Ok(total - self.normal_kinetic_energy(ws, q, &v)?)
+        });
+        ws.scratch = v;
+        let kinetic = kinetic?;
         let f = &self.forces;
         // springs act on 1-dof joints only (the integrator refuses them on composite ones)
         let springs: f64 = (0..model.nbodies())
@@ -109,10 +119,10 @@ impl VariationalIntegrator {
     }
 
     /// Whether [`Self::check_step_energy`] checks anything: not without a limit, nor with
-    /// kinematic joints, body wrenches or holonomic constraints (module docs).
+    /// kinematic joints or body wrenches (module docs).
     #[must_use]
     pub fn checks_energy(&self) -> bool {
-        self.max_energy_error.is_finite() && !self.prescribed.iter().any(|&p| p) && self.wrenches.is_empty() && self.constraints.is_empty()
+        self.max_energy_error.is_finite() && !self.prescribed.iter().any(|&p| p) && self.wrenches.is_empty()
     }
 
     /// The energy inconsistency `r ∈ [0, 1]` of the step `q → q_next` under controls `u`

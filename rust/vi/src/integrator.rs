@@ -393,7 +393,7 @@ impl VariationalIntegrator {
             scratch: vec![0.0; n],
             tau: vec![0.0; n],
             scratch_zero: vec![0.0; n],
-            constraint: ConstraintWork::new(n, self.constraints.len()),
+            constraint: ConstraintWork::new(n, self.constraints.len(), &self.model.joint_placements),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             chart: ChartWork::new(self.chart.as_deref()),
             last_iterations: 0,
@@ -424,7 +424,8 @@ impl VariationalIntegrator {
     }
 
     /// Mechanical energy `½ pᵀ M⁻¹ p + V(q) + Σ ½ κ_i (q_i − rest_i)²` (gravity and the joint
-    /// springs) of a state.
+    /// springs) of a state; with constraints the kinetic part of the motion they allow
+    /// ([`Self::knot_energy`]).
     pub fn energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<f64> {
         self.knot_energy(ws, q, p).map(|e| e.total())
     }
