@@ -62,6 +62,7 @@ PUBLIC = [
     "nonlinear_effects",
     "optim",
     "point_contact",
+    "point_contact_forces",
     "potential_energy",
     "rnea",
     "rnea_derivatives",

@@ -93,3 +93,30 @@ def test_contact_helpers_check_their_inputs():
         vidyn.frame_contact("FL_FOOT", np.eye(3))
     with pytest.raises(vidyn.InputError, match="axis"):
         vidyn.VariationalIntegrator(solo12(), 0.01, constraints=[vidyn.Perpendicular(None, [0, 0, 0], "FL_FOOT", [1, 0, 0])])
+
+
+def test_a_hanging_body_is_held_by_its_weight():
+    """A box (1.5 kg) held at its centre of mass by a point contact, at rest with gravity: the
+    contact's mean force over every step after the first is its weight, upward, to round-off
+    (its torque about the contact is zero, so nothing moves). The first step carries half of
+    it: a knot momentum at rest under gravity is not zero in discrete mechanics (the
+    trapezoid's ``D₂L_d`` holds half a step of the weight's impulse), and ``p0 = 0`` says the
+    box was already held for half a step. The multipliers come back one row per step."""
+    b = vidyn.ModelBuilder("hanging box")
+    box = b.add_body(None, "box", "freeflyer", mass=1.5, com=[0.0, 0.0, 0.0], inertia=np.diag([0.02, 0.03, 0.04]))
+    b.add_frame("hook", box, np.eye(4))
+    model = b.build()
+    dt = 0.01
+    vi = vidyn.VariationalIntegrator(model, dt, constraints=vidyn.point_contact("hook", [0.0, 0.0, 0.0]))
+    traj = vi.rollout(model.neutral(), steps=20)
+    lam = vi.multipliers(traj)
+    assert lam.shape == (20, 3)
+    force = vidyn.point_contact_forces(lam, dt)
+    weight = np.array([0.0, 0.0, 1.5 * 9.81])
+    np.testing.assert_allclose(force[1:], np.tile(weight, (19, 1)), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(force[0], weight / 2, rtol=0, atol=1e-9)
+    assert np.abs(traj.q - model.neutral()).max() < 1e-12
+    free = vidyn.VariationalIntegrator(model, dt)
+    assert free.multipliers(free.rollout(model.neutral(), steps=3)).shape == (3, 0)
+    with pytest.raises(vidyn.InputError, match="another integrator"):
+        free.multipliers(traj)

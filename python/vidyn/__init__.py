@@ -22,7 +22,7 @@ several threads run in parallel.
 from __future__ import annotations
 
 from vidyn import batch, models, optim
-from vidyn.contacts import frame_contact, point_contact
+from vidyn.contacts import frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
     Distance,
@@ -124,6 +124,7 @@ __all__ = [
     "nonlinear_effects",
     "optim",
     "point_contact",
+    "point_contact_forces",
     "potential_energy",
     "rnea",
     "rnea_derivatives",

@@ -588,6 +588,12 @@ class VariationalIntegrator:
         """Number of holonomic constraints m."""
     def constraint_values(self, q: _ArrayLike) -> _Array:
         """The constraint values ``h(q)``: (nq,) -> (m,)."""
+    def multipliers(self, traj: Trajectory) -> _Array:
+        """The constraint multipliers ``λ_k`` of every step of ``traj`` (made by this
+        integrator), (N, m): each step solved again from its knot, started at its end (the same
+        solution). The constraint impulse on step ``k`` is ``−Dh(q_k)ᵀ λ_k``; for the three
+        world planes of :func:`vidyn.point_contact` that is ``−λ_k`` as the world impulse on the
+        frame's origin (divide by ``dt`` for the step's mean contact force)."""
     def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
         """Legendre transform ``p = M(q) v``. (nq,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:

@@ -8,10 +8,12 @@
   axes kept perpendicular to the target's on the pairs ``(x, y)``, ``(y, z)``, ``(z, x)``,
   which fixes the relative rotation to first order about the target).
 
-Their multipliers are the contact impulses along the constraint gradients
-(``VariationalIntegrator.multipliers``); a contact set whose constraints are redundant (four
-6-D feet on one rigid body, for instance) makes the step's KKT system singular and raises an
-error, never a silent wrong answer.
+The multipliers of a trajectory (``VariationalIntegrator.multipliers(traj)``, (N, m)) give the
+contact impulses: a point contact's three rows ``λ`` (in the order of its constraints) are
+``−λ``, the world impulse on the frame's origin over the step, and ``−λ / dt`` its mean force
+(:func:`point_contact_forces`). A contact set whose constraints are redundant (four 6-D feet on
+one rigid body, for instance) makes the step's KKT system singular and raises an error, never
+a silent wrong answer.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy.typing as npt
 
 from vidyn._core import Perpendicular, PointOnPlane
 
-__all__ = ["frame_contact", "point_contact"]
+__all__ = ["frame_contact", "point_contact", "point_contact_forces"]
 
 _AXES = np.eye(3)
 
@@ -44,3 +46,11 @@ def frame_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane | Perp
     rotation = m[:3, :3]
     pairs = ((0, 1), (1, 2), (2, 0))
     return [*point_contact(frame, m[:3, 3]), *(Perpendicular(None, rotation[:, j], frame, _AXES[i]) for i, j in pairs)]
+
+
+def point_contact_forces(multipliers: npt.ArrayLike, dt: float, first: int = 0) -> np.ndarray:
+    """The mean world force of the point contact whose three constraints start at row ``first``
+    of the integrator's constraints, over each step: ``−λ[:, first:first + 3] / dt`` from the
+    multipliers (N, m) of ``VariationalIntegrator.multipliers`` -> (N, 3)."""
+    lam = np.asarray(multipliers, dtype=np.float64)
+    return -lam[:, first : first + 3] / dt

@@ -234,6 +234,36 @@ impl PyVariationalIntegrator {
         Ok(PyArray1::from_vec(py, h))
     }
 
+    /// The constraint multipliers `λ_k` of every step of a trajectory made by this integrator,
+    /// (N, m): each step solved again from its knot, started at its end (the same solution).
+    /// The constraint impulse on step `k` is `−Dh(q_k)ᵀ λ_k`.
+    fn multipliers<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyTrajectory>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let t = traj.get();
+        if !t.origin.same_dynamics(&self.inner) {
+            return Err(INPUT_ERROR.err(format!(
+                "traj was made by another integrator ({}) whose dynamics differ from this one's ({})",
+                describe(&t.origin),
+                describe(&self.inner)
+            )));
+        }
+        let (vi, traj) = (&*self.inner, &t.inner);
+        let (m, steps) = (vi.constraints().len(), traj.steps);
+        let lambda = detached(py, move || -> vidyn_vi::Result<Vec<f64>> {
+            let mut ws = vi.workspace();
+            let (mut qn, mut pn) = (vec![0.0; traj.nq], vec![0.0; traj.n]);
+            let mut out = Vec::with_capacity(traj.steps * m);
+            for k in 0..traj.steps {
+                let u = &traj.u[k * traj.n..(k + 1) * traj.n];
+                vi.step(&mut ws, k, traj.q_at(k), traj.p_at(k), u, Some(traj.q_at(k + 1)), &mut qn, &mut pn)?;
+                out.extend_from_slice(vi.multipliers(&ws));
+            }
+            Ok(out)
+        })?;
+        let lambda = numpy::ndarray::Array2::from_shape_vec((steps, m), lambda)
+            .map_err(|e| crate::errors::py_err(vidyn_vi::ViError::InvalidParameter(e.to_string())))?;
+        Ok(numpy::IntoPyArray::into_pyarray(lambda, py))
+    }
+
     /// Legendre transform `p = M(q) v`: (nq,), (n,) -> (n,).
     fn momentum<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let (q, v) = (self.configuration(q, "q")?, self.vector(v, "v")?);
