@@ -494,8 +494,10 @@ impl VariationalIntegrator {
             lanes = l + 1;
             match kind {
                 Column::Centre(k) => {
-                    let t = lin.joints.iter().find(|t| (t.composite..t.composite + t.d).contains(&k)).expect("a composite coordinate");
-                    lin.rhs[coord[t.first + k - t.composite]][l] -= 1.0;
+                    // k < n_c: some composite joint holds it
+                    if let Some(t) = lin.joints.iter().find(|t| (t.composite..t.composite + t.d).contains(&k)) {
+                        lin.rhs[coord[t.first + k - t.composite]][l] -= 1.0;
+                    }
                 }
                 Column::Q(i) => match composite_of(i) {
                     None => {
