@@ -173,7 +173,7 @@ struct Kkt {
 }
 
 impl Kkt {
-    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion, _points: usize) -> Self {
+    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion) -> Self {
         let (m, na) = (constraints.len(), centred.model.nv);
         Self {
             constraints: constraints.iter().map(|c| c.on_bodies(&centred.coordinates)).collect(),
@@ -270,7 +270,7 @@ impl ChartLinWork {
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
             solve: Vec::with_capacity(composite + 3 * n),
-            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, p))),
+            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred))),
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
             lambda: vec![0.0; composite],
