@@ -199,7 +199,7 @@ impl From<VidynErr> for PyErr {
                 ViError::Model(inner) => py_err(inner),
                 ViError::GimbalLock { .. } => MODEL_ERROR.err(e.to_string()),
                 ViError::NotOnLieGroup { .. } => PyNotImplementedError::new_err(e.to_string()),
-                ViError::InvalidScheme(_) | ViError::InvalidParameter(_) => INPUT_ERROR.err(e.to_string()),
+                ViError::InvalidScheme(_) | ViError::InvalidParameter(_) | ViError::PastSchedule { .. } => INPUT_ERROR.err(e.to_string()),
                 ViError::NewtonDiverged { .. }
                 | ViError::SingularJacobian { .. }
                 | ViError::DegenerateConstraints { .. }

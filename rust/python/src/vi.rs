@@ -114,7 +114,7 @@ impl PyVariationalIntegrator {
 #[pymethods]
 impl PyVariationalIntegrator {
     #[new]
-    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None, body_wrenches = None, max_energy_error = 0.4))]
+    #[pyo3(signature = (model, dt, scheme = "trapezoid", s = None, damping = None, stiffness = None, rest = None, tolerance = 1e-12, max_iterations = 30, constraints = None, kinematic = None, body_wrenches = None, max_energy_error = 0.4, schedule = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Bound<'_, PyModel>,
@@ -130,6 +130,7 @@ impl PyVariationalIntegrator {
         kinematic: Option<Vec<String>>,
         body_wrenches: Option<&Bound<'_, PyAny>>,
         max_energy_error: f64,
+        schedule: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         const _: () = assert!(vidyn_vi::DEFAULT_MAX_ENERGY_ERROR == 0.4, "the signature's default is the core's");
         let m = model.get().inner.clone();
@@ -138,6 +139,11 @@ impl PyVariationalIntegrator {
         let kinematic =
             kinematic.unwrap_or_default().iter().map(|name| m.joint_index(name).map_err(crate::errors::py_err)).collect::<PyResult<Vec<usize>>>()?;
         let constraints = crate::constraints::resolve(&m, constraints.as_deref().unwrap_or(&[]))?;
+        // (N, m) flags: which constraints each step imposes
+        let schedule = match schedule.filter(|s| !s.is_none()) {
+            Some(s) => Some(convert::flag_rows(s, "schedule", constraints.len(), "(N, m)", "m, the number of constraints")?.0),
+            None => None,
+        };
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
             Some(x) => convert::read(x, name, &[n], Some("(model.nv,)")),
@@ -152,7 +158,11 @@ impl PyVariationalIntegrator {
             let sc = Scheme::by_name(scheme, s)?;
             VariationalIntegrator::new(m, sc, dt, Some(forces))?
                 .with_newton(tolerance, max_iterations)?
-                .with_constraints(constraints)?
+                .with_constraints(constraints)
+                .and_then(|vi| match &schedule {
+                    Some(active) => vi.with_constraint_schedule(active),
+                    None => Ok(vi),
+                })?
                 .with_kinematic(&kinematic)?
                 .with_body_wrenches(wrenches)?
                 .with_max_energy_error(max_energy_error)
@@ -215,6 +225,20 @@ impl PyVariationalIntegrator {
     fn body_wrenches<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
         let w = self.inner.body_wrenches();
         (!w.is_empty()).then(|| convert::rows_out(py, &w.iter().flat_map(|f| f.to_vector().iter().copied().collect::<Vec<_>>()).collect::<Vec<_>>(), 6))
+    }
+
+    /// `(N, m)` booleans: which constraints each step imposes, or None (all, on every step).
+    #[getter]
+    fn schedule<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<bool>>> {
+        let s = self.inner.constraint_schedule()?;
+        let m = self.inner.constraints().len();
+        let mut flags = vec![false; s.steps() * m];
+        for k in 0..s.steps() {
+            for &i in s.active(k).unwrap_or(&[]) {
+                flags[k * m + i] = true;
+            }
+        }
+        numpy::ndarray::Array2::from_shape_vec((s.steps(), m), flags).ok().map(|a| PyArray2::from_owned_array(py, a))
     }
 
     /// Number of holonomic constraints m.
@@ -287,14 +311,17 @@ impl PyVariationalIntegrator {
     }
 
     /// Mechanical energy `½ pᵀ M⁻¹ p + V(q)` (gravity and joint springs) of one state, or of
-    /// every row of `(N, nq)`, `(N, n)` arrays.
-    fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+    /// every row of `(N, nq)`, `(N, n)` arrays. With constraints, the kinetic energy of the
+    /// motion they allow: those of step `step` (row `k` of arrays: step `step + k`; past the
+    /// end of a schedule, its last step's).
+    #[pyo3(signature = (q, p, step = 0))]
+    fn energy<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, step: usize) -> PyResult<Py<PyAny>> {
         let (n, nq) = (self.dofs(), self.inner.nq());
         // one state when q is 1-D (a list of numbers, a vector), rows otherwise
         if convert::shape(q, "q")?.len() == 1 {
             let (qv, pv) = (self.configuration(q, "q")?, self.vector(p, "p")?);
             let vi = &*self.inner;
-            let e = detached(py, move || vi.energy(&mut vi.workspace(), &qv, &pv))?;
+            let e = detached(py, move || vi.energy(&mut vi.workspace(), step, &qv, &pv))?;
             return Ok(e.into_pyobject(py)?.into_any().unbind());
         }
         let (qs, rows) = convert::read_rows(q, "q", nq, "(N, nq)", "nq")?;
@@ -305,14 +332,22 @@ impl PyVariationalIntegrator {
         let vi = &*self.inner;
         let e = detached(py, move || {
             let mut ws: ViWorkspace = vi.workspace();
-            (0..rows).map(|k| vi.energy(&mut ws, &qs[k * nq..(k + 1) * nq], &ps[k * n..(k + 1) * n])).collect::<Result<Vec<f64>, ViError>>()
+            (0..rows).map(|k| vi.energy(&mut ws, step + k, &qs[k * nq..(k + 1) * nq], &ps[k * n..(k + 1) * n])).collect::<Result<Vec<f64>, ViError>>()
         })?;
         Ok(PyArray1::from_vec(py, e).into_any().unbind())
     }
 
     /// One step from `(q, p)` under control `u` (zeros if omitted): -> `(q_next, p_next)`.
-    #[pyo3(signature = (q, p, u = None))]
-    fn step<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>, u: Option<&Bound<'py, PyAny>>) -> PyResult<Pair<'py, PyArray1<f64>>> {
+    /// `k`: the step's index (which constraints a schedule imposes on it).
+    #[pyo3(signature = (q, p, u = None, *, k = 0))]
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        p: &Bound<'py, PyAny>,
+        u: Option<&Bound<'py, PyAny>>,
+        k: usize,
+    ) -> PyResult<Pair<'py, PyArray1<f64>>> {
         let (q, p) = (self.configuration(q, "q")?, self.vector(p, "p")?);
         let u = match u {
             Some(u) => self.vector(u, "u")?,
@@ -322,8 +357,8 @@ impl PyVariationalIntegrator {
         let (qn, pn) = detached(py, move || {
             let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; p.len()]);
             let mut ws = vi.workspace();
-            vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn)?;
-            vi.check_step(&mut ws, 0, &q, &p, &u, &qn, &pn).map(|()| (qn, pn))
+            vi.step(&mut ws, k, &q, &p, &u, None, &mut qn, &mut pn)?;
+            vi.check_step(&mut ws, k, &q, &p, &u, &qn, &pn).map(|()| (qn, pn))
         })?;
         Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, pn)))
     }

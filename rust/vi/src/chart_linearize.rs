@@ -56,7 +56,7 @@
 use crate::chart_step::Chart;
 use crate::constraints::{Constraint, ConstraintScratch};
 use crate::del::{JointForces, StepPoints};
-use crate::dense::{lu_factor, lu_solve, small_lu, small_solve};
+use crate::dense::{lu_factor_in, lu_solve_in, small_lu, small_solve};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
@@ -163,12 +163,15 @@ struct Kkt {
     k: Vec<f64>,
     k_momentum: Vec<f64>,
     k_centre: Vec<f64>,
-    /// `C_2 K` and its LU pivots; `δλ` of one lane; a gradient row.
-    schur: DMatrix<f64>,
+    /// The constraints the step imposes (module `constrained`): rows of the others are stale.
+    active: Vec<usize>,
+    /// `C_2 K` of the active constraints (`a × a` column-major) and its LU pivots; `δλ` of one
+    /// lane (`a`, active order); a gradient row.
+    schur: Vec<f64>,
     pivots: Vec<usize>,
     dlambda: Vec<f64>,
     row: Vec<f64>,
-    /// `δλ` of every lane of the current chunk, `(m)`.
+    /// `δλ` of every lane of the current chunk, `(m)` (zero on inactive constraints).
     lane_dlambda: Vec<Lanes>,
 }
 
@@ -187,7 +190,8 @@ impl Kkt {
             k: vec![0.0; m * na],
             k_momentum: vec![0.0; m * na],
             k_centre: vec![0.0; m * na],
-            schur: DMatrix::zeros(m, m),
+            active: Vec::with_capacity(m),
+            schur: vec![0.0; m * m],
             pivots: vec![0; m],
             dlambda: vec![0.0; m],
             row: vec![0.0; na],
@@ -333,7 +337,7 @@ impl VariationalIntegrator {
         if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
-        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, self.multipliers(ws)) {
+        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, self.multipliers(ws), &ws.constraint.active) {
             return Err(ViError::DegenerateConstraints { step });
         }
         for (t, j) in lin.joints.iter_mut().zip(chart.map.composite_joints()) {
@@ -432,13 +436,16 @@ impl VariationalIntegrator {
 
     /// The constrained linearisation's data at the solved step (module docs): `C_1`, `C_2`,
     /// `Σ λ_i ∂²h_i` at the start, `K = J⁻¹ C_1ᵀ` with its momentum and centre rows, and the
-    /// LU of `C_2 K` (`false` when it is singular). The factorisation must be current.
-    fn prepare_chart_kkt(&self, chart: &Chart, lin: &mut ChartLinWork, lambda: &[f64]) -> bool {
+    /// LU of `C_2 K` (`false` when it is singular), for the constraints `active` the step
+    /// imposed. The factorisation must be current.
+    fn prepare_chart_kkt(&self, chart: &Chart, lin: &mut ChartLinWork, lambda: &[f64], active: &[usize]) -> bool {
         let (sc, dt) = (&self.scheme, self.dt);
         let (model, na) = (&*chart.centred.model, chart.centred.model.nv);
         let ChartLinWork { points, newton, forces, rhs, sol, momentum, centre_rows, q0, z, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return true };
-        let m = kkt.constraints.len();
+        kkt.active.clear();
+        kkt.active.extend_from_slice(active);
+        let m = active.len();
         // the end q_{k+1} = Σ_α endpoint[α] x^α in the centred expansion's coordinates
         for (a, e) in kkt.q_end.iter_mut().enumerate() {
             *e = sc.endpoint(0) * q0[a] + (1..sc.points()).map(|g| sc.endpoint(g) * z[(g - 1) * na + a]).sum::<f64>();
@@ -446,7 +453,8 @@ impl VariationalIntegrator {
         kkt.end.update_configuration(model, points.joint_placements(model), &kkt.q_end);
         kkt.end.update_velocity(model, &kkt.zeros);
         kkt.hessian.fill(0.0);
-        for (i, con) in kkt.constraints.iter().enumerate() {
+        for &i in active {
+            let con = &kkt.constraints[i];
             con.gradient(model, &points.states[0], &mut kkt.scratch, &mut kkt.row);
             kkt.c1.row_mut(i).iter_mut().zip(&kkt.row).for_each(|(c, g)| *c = *g);
             con.gradient(model, &kkt.end, &mut kkt.scratch, &mut kkt.row);
@@ -458,24 +466,25 @@ impl VariationalIntegrator {
             rhs.fill([0.0; LANES]);
             for l in 0..lanes {
                 for a in 0..na {
-                    rhs[a][l] = kkt.c1[(c0 + l, a)];
+                    rhs[a][l] = kkt.c1[(active[c0 + l], a)];
                 }
             }
             newton.solve_lanes(model, sc, dt, forces, rhs, sol, Some(momentum), Some(centre_rows));
             for l in 0..lanes {
+                let i = active[c0 + l];
                 for a in 0..na {
-                    kkt.k[(c0 + l) * na + a] = sol[a][l];
-                    kkt.k_momentum[(c0 + l) * na + a] = momentum[a][l];
-                    kkt.k_centre[(c0 + l) * na + a] = centre_rows[a][l];
+                    kkt.k[i * na + a] = sol[a][l];
+                    kkt.k_momentum[i * na + a] = momentum[a][l];
+                    kkt.k_centre[i * na + a] = centre_rows[a][l];
                 }
             }
         }
-        for i in 0..m {
-            for c in 0..m {
-                kkt.schur[(i, c)] = (0..na).map(|a| kkt.c2[(i, a)] * kkt.k[c * na + a]).sum();
+        for (r, &i) in active.iter().enumerate() {
+            for (c, &j) in active.iter().enumerate() {
+                kkt.schur[c * m + r] = (0..na).map(|a| kkt.c2[(i, a)] * kkt.k[j * na + a]).sum();
             }
         }
-        lu_factor(&mut kkt.schur, &mut kkt.pivots)
+        lu_factor_in(&mut kkt.schur[..m * m], m, &mut kkt.pivots)
     }
 
     /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of
@@ -610,7 +619,7 @@ impl VariationalIntegrator {
                     // the variation of the impulse (C_1ᵀ λ)_c: C_1ᵀ δλ + Σ λ_i ∂²h_i δx_0
                     for r in 0..t.d {
                         let a = coord[t.first + r];
-                        e[r] += (0..kkt.constraints.len()).map(|i| kkt.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
+                        e[r] += kkt.active.iter().map(|&i| kkt.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
                             + (0..na).map(|b| kkt.hessian[(a, b)] * lin.dq[b][l]).sum::<f64>();
                     }
                 }
@@ -628,16 +637,16 @@ impl VariationalIntegrator {
     fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize, lanes: usize) {
         let ChartLinWork { dq, sol, momentum, centre_rows, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return };
-        let m = kkt.constraints.len();
+        let m = kkt.active.len();
         let (e0, e1) = (sc.endpoint(0), sc.endpoint(1));
         for l in 0..lanes {
-            for i in 0..m {
+            for (r, &i) in kkt.active.iter().enumerate() {
                 // C_2 = e_1 ∂h/∂x at the end, whose input variation is e_0 δx^0 + e_1 δx^1
                 let end: f64 = (0..na).map(|a| kkt.c2[(i, a)] * ((e0 / e1) * dq[a][l] + dq[na + a][l])).sum();
-                kkt.dlambda[i] = -end - (0..na).map(|a| kkt.c2[(i, a)] * sol[a][l]).sum::<f64>();
+                kkt.dlambda[r] = -end - (0..na).map(|a| kkt.c2[(i, a)] * sol[a][l]).sum::<f64>();
             }
-            lu_solve(&kkt.schur, &kkt.pivots, &mut kkt.dlambda);
-            for (i, dl) in kkt.dlambda.iter().enumerate() {
+            lu_solve_in(&kkt.schur[..m * m], m, &kkt.pivots, &mut kkt.dlambda[..m]);
+            for (&i, dl) in kkt.active.iter().zip(&kkt.dlambda[..m]) {
                 kkt.lane_dlambda[i][l] = *dl;
                 for a in 0..na {
                     sol[a][l] += kkt.k[i * na + a] * dl;

@@ -17,6 +17,10 @@
 //! constraints are redundant (e.g. three point-on-plane constraints on a planar loop), which is
 //! reported as an error rather than regularised.
 //!
+//! With a [`crate::ConstraintSchedule`] only the constraints of the step's phase are imposed:
+//! the others have no rows (`λ_i = 0`, and `h_i` is not asked of `q_{k+1}`), and `C_2 K` is the
+//! Schur complement of the active ones.
+//!
 //! # Linearisation
 //!
 //! For an input direction `x` the same elimination applies to the right-hand side
@@ -26,7 +30,7 @@
 //! returns `P_z w` and `P_z K` alongside the solutions.
 
 use crate::constraints::{Constraint, ConstraintScratch};
-use crate::dense::{lu_factor, lu_solve};
+use crate::dense::{lu_factor_in, lu_solve_in};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::newton_direction::LANES;
 use crate::point::PointState;
@@ -42,7 +46,11 @@ pub(crate) struct ConstraintWork {
     c1: DMatrix<f64>,
     /// `(m, n)` `C_2 = e_1 Dh(q_{k+1})` at the current iterate.
     c2: DMatrix<f64>,
-    /// `(m,)` `h(q_{k+1})`, multipliers, their value at the start of a line search, the step.
+    /// The constraints the current step imposes (increasing indices, all of them without a
+    /// schedule); the rows of `C_1`, `C_2`, `K` of the others are stale and never read.
+    pub(crate) active: Vec<usize>,
+    /// `(m,)` `h(q_{k+1})`, multipliers, their value at the start of a line search, the step
+    /// (zero on inactive constraints).
     pub(crate) h: Vec<f64>,
     pub(crate) lambda: Vec<f64>,
     lambda_start: Vec<f64>,
@@ -50,22 +58,25 @@ pub(crate) struct ConstraintWork {
     /// `(n, m)` column-major `K = J⁻¹ C_1ᵀ` and (linearisation) `P_z K`.
     k: Vec<f64>,
     k_momentum: Vec<f64>,
-    /// `(m, m)` Schur complement `C_2 K` and its LU pivots.
-    schur: DMatrix<f64>,
+    /// The Schur complement `C_2 K` of the active constraints (`a × a` column-major in the
+    /// first `a²` entries, `a` active) and its LU pivots; `(m,)` a right-hand side of it.
+    schur: Vec<f64>,
     pivots: Vec<usize>,
+    compact: Vec<f64>,
     rhs: Vec<f64>,
     scratch: ConstraintScratch,
     /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
     hessian: DMatrix<f64>,
     /// The normal part of a knot's kinetic energy ([`VariationalIntegrator::normal_kinetic_energy`]):
-    /// kinematics at the knot and its chart placements and coordinates, `C = Dh` in tangent
-    /// coordinates `(m, n)`, `M⁻¹ Cᵀ` `(n, m)`, `C M⁻¹ Cᵀ` and its pivots, `C v` `(m,)`.
+    /// kinematics at the knot and its chart placements and coordinates, for the `a` constraints
+    /// counted: `C = Dh` in tangent coordinates (rows `0..a` of `(m, n)`), `M⁻¹ Cᵀ` (columns
+    /// `0..a` of `(n, m)`), `C M⁻¹ Cᵀ` (`a × a` column-major) and its pivots, `C v` `(m,)`.
     knot: PointState,
     knot_placements: Vec<vidyn_spatial::Se3>,
     knot_theta: Vec<f64>,
     c_knot: DMatrix<f64>,
     minv_ct: DMatrix<f64>,
-    s_knot: DMatrix<f64>,
+    s_knot: Vec<f64>,
     s_pivots: Vec<usize>,
     cv: Vec<f64>,
 }
@@ -81,7 +92,7 @@ impl ConstraintWork {
             knot_theta: vec![0.0; nm],
             c_knot: DMatrix::zeros(m, nm),
             minv_ct: DMatrix::zeros(nm, m),
-            s_knot: DMatrix::zeros(m, m),
+            s_knot: vec![0.0; m * m],
             s_pivots: vec![0; m],
             cv: vec![0.0; m],
             end_state: PointState::new(nm),
@@ -94,8 +105,10 @@ impl ConstraintWork {
             dlambda: vec![0.0; m],
             k: vec![0.0; nm * m],
             k_momentum: vec![0.0; nm * m],
-            schur: DMatrix::zeros(m, m),
+            active: (0..m).collect(),
+            schur: vec![0.0; m * m],
             pivots: vec![0; m],
+            compact: vec![0.0; m],
             rhs: vec![0.0; nm],
             scratch: ConstraintScratch::new(nm),
             hessian: DMatrix::zeros(if m == 0 { 0 } else { n }, nm),
@@ -103,8 +116,11 @@ impl ConstraintWork {
     }
 }
 
+/// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st`.
+#[allow(clippy::too_many_arguments)]
 fn gradient_rows(
     c: &[Constraint],
+    active: &[usize],
     model: &vidyn_rbd::Model,
     st: &PointState,
     scratch: &mut ConstraintScratch,
@@ -112,8 +128,8 @@ fn gradient_rows(
     scale: f64,
     row: &mut [f64],
 ) {
-    for (i, con) in c.iter().enumerate() {
-        con.gradient(model, st, scratch, row);
+    for &i in active {
+        c[i].gradient(model, st, scratch, row);
         for (j, g) in row.iter().enumerate() {
             out[(i, j)] = scale * g;
         }
@@ -121,12 +137,18 @@ fn gradient_rows(
 }
 
 impl VariationalIntegrator {
-    /// `C_1 = Dh(q_k)` from the kinematics of control point 0 (`= q_k`, set by the last
-    /// `points.set`), and `λ = 0`.
-    pub(crate) fn begin_constrained_step(&self, ws: &mut ViWorkspace) {
+    /// The constraints of step `step` become the active ones, `C_1 = Dh(q_k)` from the
+    /// kinematics of control point 0 (`= q_k`, set by the last `points.set`), and `λ = 0`.
+    /// The step must be covered by the schedule ([`Self::active_constraints`]).
+    pub(crate) fn begin_constrained_step(&self, ws: &mut ViWorkspace, step: usize) -> crate::Result<()> {
         let cw = &mut ws.constraint;
-        gradient_rows(&self.constraints, &self.model, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
+        cw.active.clear();
+        cw.active.extend_from_slice(self.active_constraints(step)?);
+        gradient_rows(&self.constraints, &cw.active, &self.model, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
         cw.lambda.fill(0.0);
+        cw.dlambda.fill(0.0);
+        cw.h.fill(0.0);
+        Ok(())
     }
 
     /// The constraint values `h(q)` (`(m,)`), e.g. to check an initial configuration (`q`
@@ -147,13 +169,14 @@ impl VariationalIntegrator {
         Ok(())
     }
 
-    /// The part of `½ pᵀ M⁻¹ p` that the constraints' normals carry at the knot `(q, p)`, with
-    /// `v = M⁻¹ p` given: `½ (C v)ᵀ (C M⁻¹ Cᵀ)⁻¹ (C v)`, `C = Dh(q)` in tangent coordinates (with
-    /// composite joints `C_θ J(0)⁻¹` from the chart centred at `q`). The kinetic energy of the
-    /// motion the constraints allow is the rest, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
-    /// projection of `v` onto `C v_t = 0`. O(m n + m³), no allocation.
-    pub(crate) fn normal_kinetic_energy(&self, ws: &mut ViWorkspace, q: &[f64], v: &[f64]) -> crate::Result<f64> {
-        let m = self.constraints.len();
+    /// The part of `½ pᵀ M⁻¹ p` that the normals of the constraints `active` carry at the knot
+    /// `(q, p)`, with `v = M⁻¹ p` given: `½ (C v)ᵀ (C M⁻¹ Cᵀ)⁻¹ (C v)`, `C = Dh(q)` in tangent
+    /// coordinates (with composite joints `C_θ J(0)⁻¹` from the chart centred at `q`). The
+    /// kinetic energy of the motion the constraints allow is the rest, `½ v_tᵀ M v_t` with `v_t`
+    /// the `M`-orthogonal projection of `v` onto `C v_t = 0`. O(a n + a³) for `a` constraints, no
+    /// allocation.
+    pub(crate) fn normal_kinetic_energy(&self, ws: &mut ViWorkspace, active: &[usize], q: &[f64], v: &[f64]) -> crate::Result<f64> {
+        let m = active.len();
         if m == 0 {
             return Ok(0.0);
         }
@@ -168,7 +191,7 @@ impl VariationalIntegrator {
         };
         cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
         cw.knot.update_velocity(&self.model, scratch_zero);
-        for (i, con) in self.constraints.iter().enumerate() {
+        for (i, con) in active.iter().map(|&i| &self.constraints[i]).enumerate() {
             con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
             if let Some(chart) = self.chart.as_deref() {
                 // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
@@ -184,16 +207,21 @@ impl VariationalIntegrator {
             let column = vidyn_rbd::mass_solve(self.model(), rbd, q, &cw.rhs)?;
             cw.minv_ct.column_mut(i).iter_mut().zip(column).for_each(|(c, x)| *c = *x);
         }
-        cw.s_knot.gemm(1.0, &cw.c_knot, &cw.minv_ct, 0.0);
-        for (i, cv) in cw.cv.iter_mut().enumerate() {
+        let s_knot = &mut cw.s_knot[..m * m];
+        for c in 0..m {
+            for r in 0..m {
+                s_knot[c * m + r] = cw.c_knot.row(r).iter().zip(cw.minv_ct.column(c).iter()).map(|(a, b)| a * b).sum();
+            }
+        }
+        for (i, cv) in cw.cv[..m].iter_mut().enumerate() {
             *cv = cw.c_knot.row(i).iter().zip(v).map(|(c, x)| c * x).sum();
         }
-        if !lu_factor(&mut cw.s_knot, &mut cw.s_pivots) {
+        if !lu_factor_in(s_knot, m, &mut cw.s_pivots) {
             return Err(crate::ViError::DegenerateConstraints { step: 0 });
         }
-        cw.rhs[..m].copy_from_slice(&cw.cv);
-        lu_solve(&cw.s_knot, &cw.s_pivots, &mut cw.rhs[..m]);
-        Ok(0.5 * cw.cv.iter().zip(&cw.rhs[..m]).map(|(a, b)| a * b).sum::<f64>())
+        cw.compact[..m].copy_from_slice(&cw.cv[..m]);
+        lu_solve_in(s_knot, m, &cw.s_pivots, &mut cw.compact[..m]);
+        Ok(0.5 * cw.cv[..m].iter().zip(&cw.compact[..m]).map(|(a, b)| a * b).sum::<f64>())
     }
 
     /// The multipliers `λ_k` of the last step solved with `ws` (`(m,)`): the constraint
@@ -211,8 +239,9 @@ impl VariationalIntegrator {
         cw.end_state.update_configuration(&self.model, ws.points.joint_placements(&self.model), &cw.q_end);
         cw.end_state.update_velocity(&self.model, &ws.scratch_zero);
         let mut hmax = 0.0_f64;
-        for (hi, con) in cw.h.iter_mut().zip(&self.constraints) {
-            *hi = con.value(&cw.end_state);
+        for &i in &cw.active {
+            let hi = self.constraints[i].value(&cw.end_state);
+            cw.h[i] = hi;
             hmax = if hi.is_nan() { f64::NAN } else { hmax.max(hi.abs()) };
         }
         hmax
@@ -221,7 +250,8 @@ impl VariationalIntegrator {
     /// `r^0 −= C_1ᵀ λ` (the constraint impulse on the first DEL row).
     pub(crate) fn add_constraint_impulse(&self, ws: &ViWorkspace, r: &mut [f64]) {
         let cw = &ws.constraint;
-        for (i, l) in cw.lambda.iter().enumerate() {
+        for &i in &cw.active {
+            let l = cw.lambda[i];
             for j in 0..self.n() {
                 r[j] -= cw.c1[(i, j)] * l;
             }
@@ -232,36 +262,38 @@ impl VariationalIntegrator {
     /// `false` when `C_2 K` is singular (redundant or degenerate constraints).
     fn factor_schur(&self, ws: &mut ViWorkspace, with_momentum: bool) -> bool {
         let n = self.n();
-        let m = self.constraints.len();
+        let a = ws.constraint.active.len();
         let (sc, dt) = (&self.scheme, self.dt);
         {
             let cw = &mut ws.constraint;
             let e1 = sc.endpoint(1);
-            gradient_rows(&self.constraints, &self.model, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
+            gradient_rows(&self.constraints, &cw.active, &self.model, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
         }
         if with_momentum {
             // LANES columns of C_1ᵀ at a time, with P_z K
             let zero = [0.0; LANES];
-            for c0 in (0..m).step_by(LANES) {
-                let lanes = LANES.min(m - c0);
+            for c0 in (0..a).step_by(LANES) {
+                let lanes = LANES.min(a - c0);
                 ws.lane_rhs.fill(zero);
                 for l in 0..lanes {
+                    let i = ws.constraint.active[c0 + l];
                     for j in 0..n {
-                        ws.lane_rhs[j][l] = ws.constraint.c1[(c0 + l, j)];
+                        ws.lane_rhs[j][l] = ws.constraint.c1[(i, j)];
                     }
                 }
                 ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum), None);
                 let cw = &mut ws.constraint;
                 for l in 0..lanes {
+                    let i = cw.active[c0 + l];
                     for j in 0..n {
-                        cw.k[(c0 + l) * n + j] = ws.lane_sol[j][l];
-                        cw.k_momentum[(c0 + l) * n + j] = ws.lane_momentum[j][l];
+                        cw.k[i * n + j] = ws.lane_sol[j][l];
+                        cw.k_momentum[i * n + j] = ws.lane_momentum[j][l];
                     }
                 }
             }
         } else {
             let cw = &mut ws.constraint;
-            for i in 0..m {
+            for &i in &cw.active {
                 for j in 0..n {
                     cw.rhs[j] = cw.c1[(i, j)];
                 }
@@ -269,12 +301,12 @@ impl VariationalIntegrator {
             }
         }
         let cw = &mut ws.constraint;
-        for i in 0..m {
-            for c in 0..m {
-                cw.schur[(i, c)] = (0..n).map(|j| cw.c2[(i, j)] * cw.k[c * n + j]).sum();
+        for (r, &i) in cw.active.iter().enumerate() {
+            for (c, &j) in cw.active.iter().enumerate() {
+                cw.schur[c * a + r] = (0..n).map(|x| cw.c2[(i, x)] * cw.k[j * n + x]).sum();
             }
         }
-        lu_factor(&mut cw.schur, &mut cw.pivots)
+        lu_factor_in(&mut cw.schur[..a * a], a, &mut cw.pivots)
     }
 
     /// Turns the unconstrained direction `dz = −J⁻¹ r` (factorisation current) into the KKT
@@ -285,13 +317,16 @@ impl VariationalIntegrator {
         }
         let n = self.n();
         let cw = &mut ws.constraint;
-        for i in 0..cw.h.len() {
-            cw.dlambda[i] = -cw.h[i] - (0..n).map(|j| cw.c2[(i, j)] * dz[j]).sum::<f64>();
+        let a = cw.active.len();
+        for (r, &i) in cw.active.iter().enumerate() {
+            cw.compact[r] = -cw.h[i] - (0..n).map(|j| cw.c2[(i, j)] * dz[j]).sum::<f64>();
         }
-        lu_solve(&cw.schur, &cw.pivots, &mut cw.dlambda);
-        for (c, dl) in cw.dlambda.iter().enumerate() {
+        lu_solve_in(&cw.schur[..a * a], a, &cw.pivots, &mut cw.compact[..a]);
+        for (r, &i) in cw.active.iter().enumerate() {
+            let dl = cw.compact[r];
+            cw.dlambda[i] = dl;
             for j in 0..n {
-                dz[j] += cw.k[c * n + j] * dl;
+                dz[j] += cw.k[i * n + j] * dl;
             }
         }
         true
@@ -317,8 +352,8 @@ impl VariationalIntegrator {
         let ok = self.factor_schur(ws, true);
         let cw = &mut ws.constraint;
         cw.hessian.fill(0.0);
-        for (con, l) in self.constraints.iter().zip(&cw.lambda) {
-            con.add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, *l, &mut cw.hessian);
+        for &i in &cw.active {
+            self.constraints[i].add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, cw.lambda[i], &mut cw.hessian);
         }
         ok
     }
@@ -342,18 +377,18 @@ impl VariationalIntegrator {
     /// `P_z δz = P_z w + P_z K δλ`, with `f_2 = −e_0 Dh(q_{k+1}) e_c` for the `q_k` columns.
     pub(crate) fn constrained_solution(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
         let n = self.n();
-        let m = self.constraints.len();
         let ratio = self.scheme.endpoint(0) / self.scheme.endpoint(1);
         let cw = &mut ws.constraint;
+        let a = cw.active.len();
         for l in 0..lanes {
             let c = c0 + l;
-            for i in 0..m {
+            for (r, &i) in cw.active.iter().enumerate() {
                 // C_2 = e_1 Dh(q_{k+1}), so e_0 Dh(q_{k+1}) e_c = (e_0 / e_1) C_2[i, c]
                 let f2 = if c < n { -ratio * cw.c2[(i, c)] } else { 0.0 };
-                cw.dlambda[i] = f2 - (0..n).map(|j| cw.c2[(i, j)] * ws.lane_sol[j][l]).sum::<f64>();
+                cw.compact[r] = f2 - (0..n).map(|j| cw.c2[(i, j)] * ws.lane_sol[j][l]).sum::<f64>();
             }
-            lu_solve(&cw.schur, &cw.pivots, &mut cw.dlambda);
-            for (i, dl) in cw.dlambda.iter().enumerate() {
+            lu_solve_in(&cw.schur[..a * a], a, &cw.pivots, &mut cw.compact[..a]);
+            for (&i, dl) in cw.active.iter().zip(&cw.compact[..a]) {
                 for j in 0..n {
                     ws.lane_sol[j][l] += cw.k[i * n + j] * dl;
                     ws.lane_momentum[j][l] += cw.k_momentum[i * n + j] * dl;

@@ -21,7 +21,7 @@ fn rod(length: f64) -> Inertia {
 
 /// Crank (pivot at the origin) → coupler, and a rocker pivoting at `(GROUND, 0, 0)`; all
 /// joints turn about `y`, rods hang along `−z` at `q = 0`.
-fn four_bar_tree() -> Arc<Model> {
+pub(crate) fn four_bar_tree() -> Arc<Model> {
     let mut b = ModelBuilder::new("four_bar");
     let y = Joint::Revolute { axis: Vector3::y() };
     let crank = b.add_body(None, "crank", y, Se3::identity(), rod(CRANK)).unwrap();
@@ -32,7 +32,7 @@ fn four_bar_tree() -> Arc<Model> {
 
 /// The coupler's free end coincides with the rocker's: two planes through the rocker end,
 /// normals `x` and `z` of the rocker (the third direction, `y`, is the joints' common axis).
-fn loop_closure(model: &Model, with_redundant_plane: bool) -> Vec<Constraint> {
+pub(crate) fn loop_closure(model: &Model, with_redundant_plane: bool) -> Vec<Constraint> {
     let (coupler, rocker) = (model.joint_index("coupler").unwrap(), model.joint_index("rocker").unwrap());
     let a = BodyPoint { body: Some(rocker), point: Vector3::new(0.0, 0.0, -ROCKER) };
     let b = BodyPoint { body: Some(coupler), point: Vector3::new(0.0, 0.0, -COUPLER) };
@@ -44,7 +44,7 @@ fn loop_closure(model: &Model, with_redundant_plane: bool) -> Vec<Constraint> {
 }
 
 /// A configuration on the constraint set for crank angle `t1` (bisection on the rocker angle).
-fn closed_configuration(model: &Model, t1: f64) -> Vec<f64> {
+pub(crate) fn closed_configuration(model: &Model, t1: f64) -> Vec<f64> {
     let crank_end = Vector3::new(-CRANK * t1.sin(), 0.0, -CRANK * t1.cos());
     let rocker_end = |t3: f64| Vector3::new(GROUND - ROCKER * t3.sin(), 0.0, -ROCKER * t3.cos());
     let gap = |t3: f64| (rocker_end(t3) - crank_end).norm() - COUPLER;
@@ -74,7 +74,7 @@ fn integrator(sc: Scheme, dt: f64, forces: Option<JointForces>) -> VariationalIn
     VariationalIntegrator::new(model, sc, dt, forces).unwrap().with_constraints(c).unwrap()
 }
 
-fn constraint_max(vi: &VariationalIntegrator, q: &[f64]) -> f64 {
+pub(crate) fn constraint_max(vi: &VariationalIntegrator, q: &[f64]) -> f64 {
     let mut st = crate::point::PointState::new(vi.n());
     st.update(vi.model(), q, &vec![0.0; vi.n()]);
     vi.constraints().iter().map(|c| c.value(&st).abs()).fold(0.0, f64::max)
@@ -134,7 +134,7 @@ fn constrained_linearisation_matches_finite_differences() {
         q[0] += 1e-3;
         let p = vec![0.3, -0.2, 0.1];
         let u = vec![0.5, -0.3, 0.2];
-        let (qn, _) = assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("four-bar s={}", vi.scheme().s));
+        let (qn, _) = assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("four-bar s={}", vi.scheme().s));
         assert!(constraint_max(&vi, &qn) < 1e-11);
     }
 }

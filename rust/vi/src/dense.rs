@@ -10,12 +10,17 @@ use nalgebra::DMatrix;
 /// `1e-14 · max|a|` (numerically singular).
 pub(crate) fn lu_factor(a: &mut DMatrix<f64>, pivots: &mut [usize]) -> bool {
     let n = a.nrows();
-    let scale = a.amax().max(f64::MIN_POSITIVE);
+    lu_factor_in(a.as_mut_slice(), n, pivots)
+}
+
+/// [`lu_factor`] of the column-major `n × n` matrix `a` (`n²` entries).
+pub(crate) fn lu_factor_in(a: &mut [f64], n: usize, pivots: &mut [usize]) -> bool {
+    let scale = a.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(f64::MIN_POSITIVE);
     for k in 0..n {
-        let (mut p, mut best) = (k, a[(k, k)].abs());
+        let (mut p, mut best) = (k, a[k * n + k].abs());
         for r in k + 1..n {
-            if a[(r, k)].abs() > best {
-                best = a[(r, k)].abs();
+            if a[k * n + r].abs() > best {
+                best = a[k * n + r].abs();
                 p = r;
             }
         }
@@ -24,11 +29,13 @@ pub(crate) fn lu_factor(a: &mut DMatrix<f64>, pivots: &mut [usize]) -> bool {
             return false;
         }
         if p != k {
-            a.swap_rows(k, p);
+            for col in a.chunks_exact_mut(n) {
+                col.swap(k, p);
+            }
         }
-        let pivot = a[(k, k)];
+        let pivot = a[k * n + k];
         // column-major: column c is a[c n..(c+1) n]; the update of column c reads column k
-        let (head, tail) = a.as_mut_slice().split_at_mut((k + 1) * n);
+        let (head, tail) = a.split_at_mut((k + 1) * n);
         let multipliers = &mut head[k * n + k + 1..];
         for m in multipliers.iter_mut() {
             *m /= pivot;
@@ -52,11 +59,14 @@ pub(crate) fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
 
 /// Solves `A x = b` in place (`b` becomes `x`) with the factors of [`lu_factor`].
 pub(crate) fn lu_solve(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
-    let n = lu.nrows();
+    lu_solve_in(lu.as_slice(), lu.nrows(), pivots, b);
+}
+
+/// [`lu_solve`] with the factors of [`lu_factor_in`] (`n × n`, column-major).
+pub(crate) fn lu_solve_in(columns: &[f64], n: usize, pivots: &[usize], b: &mut [f64]) {
     for k in 0..n {
         b.swap(k, pivots[k]);
     }
-    let columns = lu.as_slice();
     for c in 0..n {
         let x = b[c];
         if x != 0.0 {
@@ -64,7 +74,7 @@ pub(crate) fn lu_solve(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
         }
     }
     for c in (0..n).rev() {
-        b[c] /= lu[(c, c)];
+        b[c] /= columns[c * n + c];
         let x = b[c];
         axpy(&mut b[..c], -x, &columns[c * n..c * n + c]);
     }

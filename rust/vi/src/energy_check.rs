@@ -60,20 +60,22 @@ impl KnotEnergy {
 
 impl VariationalIntegrator {
     /// Kinetic energy `½ pᵀ M(q)⁻¹ p` (`M⁻¹ p` by [`vidyn_rbd::mass_solve`]) and potential
-    /// energy `V(q)` (gravity and springs) of a knot. O(n). With holonomic constraints the
+    /// energy `V(q)` (gravity and springs) of a knot, the start of step `step`. O(n). With holonomic constraints the
     /// kinetic energy of the motion they allow, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
-    /// projection of `v = M⁻¹ p` onto `Dh(q) v_t = 0`: a knot momentum `D₂L_d` keeps the normal
-    /// part that the next step's impulse removes (module docs). O(m n + m³) more.
+    /// projection of `v = M⁻¹ p` onto `Dh(q) v_t = 0` for the constraints of step `step` (of the
+    /// schedule's last step past its end): a knot momentum `D₂L_d` keeps the normal part that
+    /// the next step's impulse removes (module docs), and at a touchdown the rest is the energy
+    /// after the plastic impact. O(m n + m³) more.
     ///
     /// # Errors
     /// Invalid `q` or `p` (shapes, NaN, singular mass matrix), degenerate constraints.
-    pub fn knot_energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
+    pub fn knot_energy(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
         let model = self.model();
         let mut v = std::mem::take(&mut ws.scratch);
         let result = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p).map(|m| v.copy_from_slice(m));
         let kinetic = result.map_err(ViError::from).and_then(|()| {
             let total = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
-            Ok(total - self.normal_kinetic_energy(ws, q, &v)?)
+            Ok(total - self.normal_kinetic_energy(ws, self.knot_constraints(step), q, &v)?)
         });
         ws.scratch = v;
         let kinetic = kinetic?;
@@ -166,7 +168,8 @@ impl VariationalIntegrator {
     }
 
     /// [`Self::check_step_energy`] of the step `(q, p, u) → (q_next, p_next)`, with both knot
-    /// energies computed here (two Legendre transforms and potentials, O(n)).
+    /// energies computed here (two Legendre transforms and potentials, O(n)), both with the
+    /// constraints of step `step` (a touchdown's impact is then the plastic one the step makes).
     ///
     /// # Errors
     /// As [`Self::check_step_energy`], or invalid states.
@@ -175,8 +178,8 @@ impl VariationalIntegrator {
         if !self.checks_energy() {
             return Ok(());
         }
-        let before = self.knot_energy(ws, q, p)?;
-        let after = self.knot_energy(ws, q_next, p_next)?;
+        let before = self.knot_energy(ws, step, q, p)?;
+        let after = self.knot_energy(ws, step, q_next, p_next)?;
         self.check_step_energy(step, before, after, q, q_next, u)
     }
 
@@ -229,7 +232,8 @@ mod tests {
         assert!(!unchecked.checks_energy());
         let traj = rollout(&unchecked, &q, &p, &u[..4 * 5]).unwrap();
         let mut ws = unchecked.workspace();
-        let (first, last) = (unchecked.energy(&mut ws, traj.q_at(0), traj.p_at(0)).unwrap(), unchecked.energy(&mut ws, traj.q_at(4), traj.p_at(4)).unwrap());
+        let (first, last) =
+            (unchecked.energy(&mut ws, 0, traj.q_at(0), traj.p_at(0)).unwrap(), unchecked.energy(&mut ws, 4, traj.q_at(4), traj.p_at(4)).unwrap());
         assert!(last - first > 10.0 * first.abs(), "energy {first} -> {last}");
     }
 
@@ -244,11 +248,11 @@ mod tests {
             let u: Vec<f64> = (0..steps * 5).map(|i| 2.0 * (i as f64 * 0.37).sin()).collect();
             let traj = rollout(&vi, &[0.4, -0.3, 0.2, 0.5, -0.1], &[0.0; 5], &u).unwrap();
             let mut ws = vi.workspace();
-            let energies: Vec<KnotEnergy> = (0..=steps).map(|k| vi.knot_energy(&mut ws, traj.q_at(k), traj.p_at(k)).unwrap()).collect();
+            let energies: Vec<KnotEnergy> = (0..=steps).map(|k| vi.knot_energy(&mut ws, k, traj.q_at(k), traj.p_at(k)).unwrap()).collect();
             let worst = (0..steps).map(|k| vi.energy_error(energies[k], energies[k + 1], traj.q_at(k), traj.q_at(k + 1), traj.u_at(k))).fold(0.0, f64::max);
             assert!(worst < 0.05, "{worst}");
             let rest = [0.0; 5];
-            let e = vi.knot_energy(&mut ws, &rest, &rest).unwrap();
+            let e = vi.knot_energy(&mut ws, 0, &rest, &rest).unwrap();
             assert_eq!(vi.energy_error(e, e, &rest, &rest, &rest), 0.0);
         }
     }

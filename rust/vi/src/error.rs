@@ -47,6 +47,9 @@ pub enum ViError {
     /// or a configuration where they lose rank).
     #[error("the holonomic constraints are redundant or degenerate at step {step}: Dh(q_(k+1)) J⁻¹ Dh(q_k)ᵀ is singular")]
     DegenerateConstraints { step: usize },
+    /// A step the integrator's constraint schedule does not cover.
+    #[error("step {step} is past the end of the constraint schedule, which covers steps 0 to {} ({steps} steps): give the schedule a row for every step to be taken", steps.saturating_sub(1))]
+    PastSchedule { step: usize, steps: usize },
 }
 
 pub type Result<T> = std::result::Result<T, ViError>;

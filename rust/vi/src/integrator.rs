@@ -18,6 +18,7 @@ use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::predictor::Predictor;
+use crate::schedule::ConstraintSchedule;
 use crate::scheme::Scheme;
 use crate::solved::SolvedStep;
 use nalgebra::DMatrix;
@@ -49,6 +50,10 @@ pub struct VariationalIntegrator {
     max_iterations: usize,
     /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
     pub(crate) constraints: Vec<Constraint>,
+    /// `0..m`: the active constraints of every step without a schedule.
+    all_constraints: Vec<usize>,
+    /// Which constraints each step imposes ([`Self::with_constraint_schedule`]); `None`: all.
+    schedule: Option<ConstraintSchedule>,
     /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
     pub(crate) prescribed: Vec<bool>,
     /// Constant body wrenches in the body frames, one per body of the DEL model `model`, or
@@ -161,6 +166,8 @@ impl VariationalIntegrator {
             tolerance: 1e-12,
             max_iterations: 30,
             constraints: Vec::new(),
+            all_constraints: Vec::new(),
+            schedule: None,
             prescribed: vec![false; n],
             wrenches: Vec::new(),
             given_wrenches: Vec::new(),
@@ -189,8 +196,62 @@ impl VariationalIntegrator {
             None => constraints,
             Some(chart) => constraints.into_iter().map(|c| c.on_bodies(&chart.map.bodies)).collect(),
         };
+        self.all_constraints = (0..self.constraints.len()).collect();
+        self.schedule = None;
         self.id = crate::solved::next_id();
         Ok(self)
+    }
+
+    /// Imposes on each step only some of the constraints ([`Self::with_constraints`]): contact
+    /// phases, with touchdowns as plastic impacts and lift-offs as releases (module
+    /// `schedule`). `active` is row-major `(steps, m)`, `active[k·m + i]` whether step `k`
+    /// imposes constraint `i`; a step past the schedule is an error
+    /// ([`ViError::PastSchedule`]).
+    ///
+    /// # Errors
+    /// [`ViError::InvalidParameter`] when there are no constraints or `active` is not
+    /// `steps × m` flags with `steps ≥ 1`.
+    pub fn with_constraint_schedule(mut self, active: &[bool]) -> Result<Self> {
+        if self.constraints.is_empty() {
+            return Err(ViError::InvalidParameter("a constraint schedule needs constraints: give them first (with_constraints)".into()));
+        }
+        self.schedule = Some(ConstraintSchedule::from_masks(active, self.constraints.len())?);
+        self.id = crate::solved::next_id();
+        Ok(self)
+    }
+
+    /// The constraint schedule, if any ([`Self::with_constraint_schedule`]).
+    #[must_use]
+    pub fn constraint_schedule(&self) -> Option<&ConstraintSchedule> {
+        self.schedule.as_ref()
+    }
+
+    /// The constraints step `step` imposes (increasing indices): all of them without a
+    /// schedule.
+    ///
+    /// # Errors
+    /// [`ViError::PastSchedule`] for a step the schedule does not cover.
+    pub fn active_constraints(&self, step: usize) -> Result<&[usize]> {
+        match &self.schedule {
+            None => Ok(&self.all_constraints),
+            Some(s) => s.active(step).ok_or(ViError::PastSchedule { step, steps: s.steps() }),
+        }
+    }
+
+    /// The constraints whose normals a knot's kinetic energy leaves out when it is the start of
+    /// step `step` ([`Self::knot_energy`]): those of that step, or of the schedule's last step
+    /// for a knot past its end (the end of the last step).
+    pub(crate) fn knot_constraints(&self, step: usize) -> &[usize] {
+        match &self.schedule {
+            None => &self.all_constraints,
+            Some(s) => s.active(step.min(s.steps() - 1)).unwrap_or(&[]),
+        }
+    }
+
+    /// Whether steps `a` and `b` impose the same constraints (the same phase).
+    #[must_use]
+    pub fn same_constraints(&self, a: usize, b: usize) -> bool {
+        self.schedule.as_ref().is_none_or(|s| s.phase(a.min(s.steps() - 1)) == s.phase(b.min(s.steps() - 1)))
     }
 
     /// Makes the listed joints kinematic (Johnson 2012 §4.7): their trajectory is an input of
@@ -344,6 +405,7 @@ impl VariationalIntegrator {
             && self.dt.to_bits() == other.dt.to_bits()
             && self.forces == other.forces
             && self.constraints == other.constraints
+            && self.schedule == other.schedule
             && self.prescribed == other.prescribed
             && self.wrenches == other.wrenches
     }
@@ -424,10 +486,10 @@ impl VariationalIntegrator {
     }
 
     /// Mechanical energy `½ pᵀ M⁻¹ p + V(q) + Σ ½ κ_i (q_i − rest_i)²` (gravity and the joint
-    /// springs) of a state; with constraints the kinetic part of the motion they allow
-    /// ([`Self::knot_energy`]).
-    pub fn energy(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64]) -> Result<f64> {
-        self.knot_energy(ws, q, p).map(|e| e.total())
+    /// springs) of a state, the start of step `step`; with constraints the kinetic part of the
+    /// motion that step's constraints allow ([`Self::knot_energy`]).
+    pub fn energy(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64]) -> Result<f64> {
+        self.knot_energy(ws, step, q, p).map(|e| e.total())
     }
 
     pub(crate) fn check_inputs(&self, q: &[f64], p: &[f64], u: &[f64]) -> Result<()> {
@@ -622,7 +684,7 @@ impl VariationalIntegrator {
         }
         if constrained {
             ws.points.set_unknowns(&self.model, sc, self.dt, &ws.z, &self.wrenches);
-            self.begin_constrained_step(ws);
+            self.begin_constrained_step(ws, step)?;
         }
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
         let tol = self.tolerance * scale;

@@ -106,7 +106,7 @@ fn linearisation_with_kinematic_joints_matches_finite_differences() {
             let mut u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
             u[1] = q[1] + 0.01;
             u[n - 1] = q[n - 1] - 0.02;
-            assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
+            assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
         }
     }
 }
@@ -131,7 +131,7 @@ fn kinematic_joints_and_constraints_together_linearise_exactly() {
             .unwrap()
             .with_kinematic(&[0])
             .unwrap();
-    assert_linearisation_matches_differences(&vi, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
+    assert_linearisation_matches_differences(&vi, 0, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
 }
 
 #[test]

@@ -43,6 +43,7 @@ mod point;
 mod predictor;
 #[cfg(any(test, feature = "oracles"))]
 pub mod reference;
+mod schedule;
 pub mod scheme;
 mod second_order;
 mod solved;
@@ -59,6 +60,7 @@ pub use hessians::EnergyHessians;
 pub use integrator::{VariationalIntegrator, ViWorkspace};
 pub use point::PointState;
 pub use predictor::Predictor;
+pub use schedule::ConstraintSchedule;
 pub use scheme::Scheme;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use solved::{SolvedSteps, KEPT_BYTES};
@@ -73,6 +75,8 @@ mod kinematic_tests;
 mod lie_group_tests;
 #[cfg(test)]
 mod newton_tests;
+#[cfg(test)]
+mod schedule_tests;
 #[cfg(test)]
 mod second_order_tests;
 #[cfg(test)]

@@ -10,7 +10,7 @@ use vidyn_spatial::{Inertia, Se3};
 
 /// A free-flying base carrying a hinge, a ball joint and a planar joint (every composite
 /// kind), with or without gravity.
-fn floating_tree(gravity: bool) -> Model {
+pub(crate) fn floating_tree(gravity: bool) -> Model {
     let mut b = ModelBuilder::new("floating tree");
     b.gravity(if gravity { Vector3::new(0.0, 0.0, -9.81) } else { Vector3::zeros() });
     let body = |m: f64, c: [f64; 3], i: [f64; 3]| Inertia::new(m, Vector3::from(c), Matrix3::from_diagonal(&Vector3::from(i)));
@@ -30,7 +30,7 @@ fn unit(x: f64, y: f64, z: f64, w: f64) -> [f64; 4] {
 }
 
 /// `q0` of [`floating_tree`]: a tilted base, every joint away from its neutral position.
-fn start(model: &Model) -> Vec<f64> {
+pub(crate) fn start(model: &Model) -> Vec<f64> {
     let mut q = vec![0.1, -0.2, 0.3];
     q.extend(unit(0.1, -0.2, 0.05, 1.0));
     q.push(0.8);
@@ -43,7 +43,7 @@ fn start(model: &Model) -> Vec<f64> {
 
 /// The base's momentum, the system's spatial momentum in the base frame, in the world frame
 /// about its origin: `[R f; R τ + x × R f]`.
-fn world_momentum(q: &[f64], p: &[f64]) -> [f64; 6] {
+pub(crate) fn world_momentum(q: &[f64], p: &[f64]) -> [f64; 6] {
     let r = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
     let (f, tau) = (r * Vector3::new(p[0], p[1], p[2]), r * Vector3::new(p[3], p[4], p[5]));
     let tau = tau + Vector3::new(q[0], q[1], q[2]).cross(&f);
@@ -94,7 +94,7 @@ fn momentum_maps_are_conserved_on_the_group() {
                 assert!((planar - 1.0).abs() < 1e-14);
             }
             // bounded energy error, no drift (the energy check of the rollout passed too)
-            let e: Vec<f64> = (0..=steps).map(|k| vi.energy(&mut ws, traj.q_at(k), traj.p_at(k)).unwrap()).collect();
+            let e: Vec<f64> = (0..=steps).map(|k| vi.energy(&mut ws, k, traj.q_at(k), traj.p_at(k)).unwrap()).collect();
             let drift = e.iter().map(|x| (x - e[0]).abs()).fold(0.0, f64::max);
             assert!(drift < 1e-3 * e[0].abs().max(1.0), "s = {}: energy drift {drift}", scheme.s);
         }
@@ -199,10 +199,10 @@ fn constraints_and_kinematic_joints_on_the_group() {
     }
 }
 
-/// One step `(q, p, u) ↦ (q', p')` of `vi`.
-fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64]) -> (Vec<f64>, Vec<f64>) {
+/// Step `k`, `(q, p, u) ↦ (q', p')`, of `vi`.
+fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, k: usize, q: &[f64], p: &[f64], u: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let (mut q1, mut p1) = (vec![0.0; vi.nq()], vec![0.0; vi.n()]);
-    vi.step(ws, 0, q, p, u, None, &mut q1, &mut p1).unwrap();
+    vi.step(ws, k, q, p, u, None, &mut q1, &mut p1).unwrap();
     (q1, p1)
 }
 
@@ -211,13 +211,13 @@ fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, q: &[f64], p: &[f64
 /// on the outputs, h = 1e-6 with Newton at its round-off floor: truncation ~h² (third
 /// derivatives of order 1) ≈ 1e-12, round-off ~ε |x| / h ≈ 1e-10; asserts agreement to 1e-7
 /// relative to the largest entry.
-fn assert_linearization_on_the_group(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64], what: &str) {
+pub(crate) fn assert_linearization_on_the_group(vi: &VariationalIntegrator, k: usize, q0: &[f64], p0: &[f64], u: &[f64], what: &str) {
     let model = vi.model().clone();
     let (n, nq) = (model.nv, model.nq);
     let mut ws = vi.workspace();
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
-    vi.linearize(&mut ws, 0, q0, p0, u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+    vi.linearize(&mut ws, k, q0, p0, u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
     let h = 1e-6;
     let output = |q: &[f64], p: &[f64]| -> Vec<f64> {
         let mut d = difference(&model, &q1, q).unwrap();
@@ -235,7 +235,7 @@ fn assert_linearization_on_the_group(vi: &VariationalIntegrator, q0: &[f64], p0:
             }
             let q = integrate(&model, q0, &dq).unwrap();
             let mut w = vi.workspace();
-            let (qn, pn) = step_of(vi, &mut w, &q, &p, &uu);
+            let (qn, pn) = step_of(vi, &mut w, k, &q, &p, &uu);
             output(&qn, &pn)
         };
         let (plus, minus) = (moved(h), moved(-h));
@@ -249,7 +249,7 @@ fn assert_linearization_on_the_group(vi: &VariationalIntegrator, q0: &[f64], p0:
     let scale = fd.amax().max(1.0);
     let diff = &exact - &fd;
     let at = (0..2 * n).flat_map(|r| (0..3 * n).map(move |c| (r, c))).max_by(|x, y| diff[*x].abs().total_cmp(&diff[*y].abs())).unwrap();
-    assert!(diff[at].abs() < 1e-7 * scale, "{what}: worst at {at:?}: {} vs {} (scale {scale:.3e})", exact[at], fd[at]);
+    assert!(diff[at].abs() < 1e-7 * scale, "{what}, step {k}: worst at {at:?}: {} vs {} (scale {scale:.3e})", exact[at], fd[at]);
 }
 
 /// The linearisation on the group (module `chart_linearize`) for every scheme, with gravity,
@@ -274,7 +274,7 @@ fn linearization_on_the_group_matches_central_differences() {
             let vi = if wrenched { vi.with_body_wrenches(wrenches.clone()).unwrap() } else { vi };
             let mut p0 = vec![0.0; n];
             vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
-            assert_linearization_on_the_group(&vi, &q0, &p0, &u, &format!("s = {}, wrenches {wrenched}", scheme.s));
+            assert_linearization_on_the_group(&vi, 0, &q0, &p0, &u, &format!("s = {}, wrenches {wrenched}", scheme.s));
         }
     }
 }
@@ -315,7 +315,7 @@ fn constrained_linearization_on_the_group_matches_central_differences() {
         // a state on the constraint set: a few steps from rest
         let traj = rollout(&vi, &q0, &vec![0.0; n], &vec![0.0; 3 * n]).unwrap();
         let (q, p) = (traj.q_at(3).to_vec(), traj.p_at(3).to_vec());
-        assert_linearization_on_the_group(&vi, &q, &p, &u, &format!("constrained, s = {}", scheme.s));
+        assert_linearization_on_the_group(&vi, 0, &q, &p, &u, &format!("constrained, s = {}", scheme.s));
     }
 }
 
@@ -335,6 +335,6 @@ fn linearization_with_a_kinematic_joint_on_the_group_matches_central_differences
             VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None).unwrap().with_newton(1e-15, 60).unwrap().with_kinematic(&[hinge]).unwrap();
         let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 0.5, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
         vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
-        assert_linearization_on_the_group(&vi, &q0, &p0, &u, &format!("kinematic hinge, s = {}", scheme.s));
+        assert_linearization_on_the_group(&vi, 0, &q0, &p0, &u, &format!("kinematic hinge, s = {}", scheme.s));
     }
 }

@@ -16,9 +16,10 @@ pub struct SystemWorkspace {
     b: DMatrix<f64>,
     q_next: Vec<f64>,
     p_next: Vec<f64>,
-    /// The knot `(q, p)` that ended the last checked step and its energy (`None` before the
-    /// first check), so that the next step of a rollout starts from it instead of computing
-    /// it again.
+    /// The knot `(q, p)` that ended the last checked step, that step and the knot's energy
+    /// (`None` before the first check), so that the next step of a rollout starts from it
+    /// instead of computing it again (when it imposes the same constraints).
+    knot_step: usize,
     knot_q: Vec<f64>,
     knot_p: Vec<f64>,
     knot_energy: Option<KnotEnergy>,
@@ -66,6 +67,7 @@ impl DiscreteDynamics for VariationalIntegrator {
             b: DMatrix::zeros(2 * n, n),
             q_next: vec![0.0; nq],
             p_next: vec![0.0; n],
+            knot_step: 0,
             knot_q: vec![0.0; nq],
             knot_p: vec![0.0; n],
             knot_energy: None,
@@ -112,10 +114,11 @@ impl DiscreteDynamics for VariationalIntegrator {
             return Ok(());
         }
         let before = match ws.knot_energy.take() {
-            Some(e) if ws.knot_q == q && ws.knot_p == p => e,
-            _ => self.knot_energy(&mut ws.vi, q, p)?,
+            Some(e) if ws.knot_q == q && ws.knot_p == p && self.same_constraints(ws.knot_step, step) => e,
+            _ => self.knot_energy(&mut ws.vi, step, q, p)?,
         };
-        let after = self.knot_energy(&mut ws.vi, q_next, p_next)?;
+        let after = self.knot_energy(&mut ws.vi, step, q_next, p_next)?;
+        ws.knot_step = step;
         ws.knot_q.copy_from_slice(q_next);
         ws.knot_p.copy_from_slice(p_next);
         ws.knot_energy = Some(after);

@@ -180,7 +180,7 @@ fn linearisation_matches_finite_differences_of_the_solved_step() {
             let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forces)).unwrap();
             let (q, p) = state(&vi, 7);
             let u: Vec<f64> = (0..n).map(|i| 0.1 * i as f64).collect();
-            assert_linearisation_matches_differences(&vi, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
+            assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
         }
     }
 }
@@ -189,35 +189,42 @@ fn linearisation_matches_finite_differences_of_the_solved_step() {
 /// of the solved step (h = 1e-6: truncation ≈ 1e-12, the step's Newton tolerance 1e-12
 /// relative gives ≈ 1e-6 round-off in the quotient; tolerance 1e-6 relative). Returns the
 /// next state.
-pub(crate) fn assert_linearisation_matches_differences(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64], label: &str) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn assert_linearisation_matches_differences(
+    vi: &VariationalIntegrator,
+    k: usize,
+    q: &[f64],
+    p: &[f64],
+    u: &[f64],
+    label: &str,
+) -> (Vec<f64>, Vec<f64>) {
     let n = vi.n();
     let mut ws = vi.workspace();
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-    vi.linearize(&mut ws, 0, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    vi.linearize(&mut ws, k, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
     let mut step = |x: &[f64], u: &[f64]| {
         let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-        vi.step(&mut ws, 0, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
+        vi.step(&mut ws, k, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
         [q1, p1].concat()
     };
     let h = 1e-6;
     let x0 = [q.to_vec(), p.to_vec()].concat();
-    for k in 0..3 * n {
-        let (fp, fm) = if k < 2 * n {
+    for c in 0..3 * n {
+        let (fp, fm) = if c < 2 * n {
             let (mut xp, mut xm) = (x0.clone(), x0.clone());
-            xp[k] += h;
-            xm[k] -= h;
+            xp[c] += h;
+            xm[c] -= h;
             (step(&xp, u), step(&xm, u))
         } else {
             let (mut up, mut um) = (u.to_vec(), u.to_vec());
-            up[k - 2 * n] += h;
-            um[k - 2 * n] -= h;
+            up[c - 2 * n] += h;
+            um[c - 2 * n] -= h;
             (step(&x0, &up), step(&x0, &um))
         };
         for r in 0..2 * n {
             let fd = (fp[r] - fm[r]) / (2.0 * h);
-            let got = if k < 2 * n { a[(r, k)] } else { b[(r, k - 2 * n)] };
-            assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{label}: column {k} row {r}: {got} vs {fd}");
+            let got = if c < 2 * n { a[(r, c)] } else { b[(r, c - 2 * n)] };
+            assert!((got - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{label}: step {k}, column {c} row {r}: {got} vs {fd}");
         }
     }
     (qn, pn)
@@ -266,11 +273,11 @@ fn symmetric_momentum_is_conserved_and_energy_does_not_drift() {
     let steps = 3000;
     let traj = rollout(&vi, &q, &p, &vec![0.0; steps * model.nv]).unwrap();
     let mut ws = vi.workspace();
-    let e0 = vi.energy(&mut ws, &q, &p).unwrap();
+    let e0 = vi.energy(&mut ws, 0, &q, &p).unwrap();
     let (mut max_dp, mut e_first, mut e_last) = (0.0_f64, 0.0_f64, 0.0_f64);
     for k in 0..=steps {
         max_dp = max_dp.max((traj.p_at(k)[0] - p[0]).abs());
-        let de = (vi.energy(&mut ws, traj.q_at(k), traj.p_at(k)).unwrap() - e0).abs();
+        let de = (vi.energy(&mut ws, k, traj.q_at(k), traj.p_at(k)).unwrap() - e0).abs();
         if k < steps / 2 {
             e_first = e_first.max(de);
         } else {

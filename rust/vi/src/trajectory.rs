@@ -80,7 +80,7 @@ pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) ->
     let mut ws = vi.workspace();
     let mut guess = vec![0.0; nq];
     let checked = vi.checks_energy();
-    let mut before = if checked { Some(vi.knot_energy(&mut ws, q0, p0)?) } else { None };
+    let mut before = if checked && steps > 0 { Some(vi.knot_energy(&mut ws, 0, q0, p0)?) } else { None };
     for k in 0..steps {
         let (done, rest) = traj.q.split_at_mut((k + 1) * nq);
         let (pd, pr) = traj.p.split_at_mut((k + 1) * n);
@@ -89,9 +89,11 @@ pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) ->
         let uk = &u[k * n..(k + 1) * n];
         traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], uk, warm, &mut rest[..nq], &mut pr[..n])?;
         if let Some(e) = before {
-            let after = vi.knot_energy(&mut ws, &rest[..nq], &pr[..n])?;
+            // both knots with the step's constraints; the next step reuses its start's energy
+            // when it imposes the same ones
+            let after = vi.knot_energy(&mut ws, k, &rest[..nq], &pr[..n])?;
             vi.check_step_energy(k, e, after, qk, &rest[..nq], uk)?;
-            before = Some(after);
+            before = Some(if vi.same_constraints(k, k + 1) { after } else { vi.knot_energy(&mut ws, k + 1, &rest[..nq], &pr[..n])? });
         }
     }
     Ok(traj)

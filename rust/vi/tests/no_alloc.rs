@@ -124,7 +124,7 @@ fn steps_on_the_lie_group_do_not_allocate() {
         assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step s={s}");
         let guess = qn.clone();
         assert_eq!(allocations(|| vi.step(&mut ws, 1, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
-        assert_eq!(allocations(|| vi.energy(&mut ws, &qn, &pn).unwrap()), 0, "energy s={s}");
+        assert_eq!(allocations(|| vi.energy(&mut ws, 0, &qn, &pn).unwrap()), 0, "energy s={s}");
         // the linearisation's scratch is made by the first one
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();

@@ -75,6 +75,16 @@ pub fn read_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str, col
     Ok((read(x, name, &[rows, ncols], None)?, rows))
 }
 
+/// A 2-D array of flags (booleans, or numbers 0 and 1) with `ncols` columns, as [`read_rows`]:
+/// `(flags in C order, rows)`.
+pub fn flag_rows(x: &Bound<'_, PyAny>, name: &str, ncols: usize, desc: &str, cols: &str) -> PyResult<(Vec<bool>, usize)> {
+    let (data, rows) = read_rows(x, name, ncols, desc, cols)?;
+    if let Some((k, v)) = data.iter().enumerate().find(|(_, v)| **v != 0.0 && **v != 1.0) {
+        return Err(INPUT_ERROR.err(format!("{name}{} is {}, expected a flag (True/False or 1/0)", subscript(k, &[rows, ncols]), float_str(*v))));
+    }
+    Ok((data.into_iter().map(|v| v == 1.0).collect(), rows))
+}
+
 /// The controls of a rollout: `u` `(N, ncols)` (described as `desc`, e.g. `(N, n)`, with
 /// `cols` the name of `ncols`), or `steps` alone (`None` controls, `N = steps`), or both when
 /// they agree. Returns `(controls, N)`.
