@@ -14,6 +14,7 @@ import vidyn
 from vidyn import models
 
 PUBLIC = [
+    "ContactSchedule",
     "ConvergenceError",
     "Distance",
     "InputError",

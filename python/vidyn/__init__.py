@@ -22,7 +22,7 @@ several threads run in parallel.
 from __future__ import annotations
 
 from vidyn import batch, models, optim
-from vidyn.contacts import frame_contact, point_contact, point_contact_forces
+from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
     Distance,
@@ -76,6 +76,7 @@ from vidyn._core import (
 )
 
 __all__ = [
+    "ContactSchedule",
     "ConvergenceError",
     "Distance",
     "InputError",

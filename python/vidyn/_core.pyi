@@ -521,7 +521,11 @@ class VariationalIntegrator:
     floor, advice) when none converges.
     ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
     exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
-    schemes; ConvergenceError when they are redundant. ``kinematic``: names of joints whose
+    schemes; ConvergenceError when they are redundant. ``schedule``: contact phases, (N, m)
+    booleans, row ``k`` the constraints step ``k`` imposes (a constraint switched on is a
+    touchdown: the step's impulse brings its point onto it, a plastic impact; switched off, a
+    lift-off); a step past row N - 1 raises InputError. See :class:`vidyn.ContactSchedule`.
+    ``kinematic``: names of joints whose
     trajectory is prescribed (Johnson 2012 §4.7; midpoint and trapezoid): for such a joint
     ``i`` the slot ``p[i]`` holds its velocity ``(ρ_k − ρ_{k−1})/dt`` and ``u[i]`` its next
     coordinate ``ρ_{k+1}`` (not a force), so ``A``/``B`` keep their shapes and the ``u[i]``
@@ -536,7 +540,7 @@ class VariationalIntegrator:
     ``r`` above the limit raises ConvergenceError (a time step too coarse for the motion,
     where Newton converged to a solution the motion does not follow; genuine steps measured
     ``r ≤ 0.22``); ``math.inf`` turns the check off. Not checked with kinematic joints or body
-    wrenches, whose work the balance does not count. With constraints ``T`` is the kinetic
+    wrenches, whose work the balance does not count, nor on the touchdown steps of a schedule. With constraints ``T`` is the kinetic
     energy of the motion they allow (see ``energy``)."""
 
     def __new__(
@@ -554,6 +558,7 @@ class VariationalIntegrator:
         kinematic: list[str] | None = None,
         body_wrenches: _ArrayLike | None = None,
         max_energy_error: float = 0.4,
+        schedule: _ArrayLike | None = None,
     ) -> VariationalIntegrator: ...
     @property
     def model(self) -> Model:
@@ -586,6 +591,9 @@ class VariationalIntegrator:
     @property
     def constraint_count(self) -> int:
         """Number of holonomic constraints m."""
+    @property
+    def schedule(self) -> npt.NDArray[np.bool_] | None:
+        """(N, m) which constraints each step imposes, or None (all, on every step)."""
     def constraint_values(self, q: _ArrayLike) -> _Array:
         """The constraint values ``h(q)``: (nq,) -> (m,)."""
     def multipliers(self, traj: Trajectory) -> _Array:
@@ -598,14 +606,17 @@ class VariationalIntegrator:
         """Legendre transform ``p = M(q) v``. (nq,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:
         """Inverse Legendre transform ``v = M(q)⁻¹ p``. (nq,), (n,) -> (n,)."""
-    def energy(self, q: _ArrayLike, p: _ArrayLike) -> float | _Array:
+    def energy(self, q: _ArrayLike, p: _ArrayLike, step: int = 0) -> float | _Array:
         """``½ pᵀ M⁻¹ p + V(q)`` (gravity plus the joint springs ``½ κ (q − rest)²``) of one
         state (nq,), (n,) -> float, or of each row of (N, nq), (N, n) arrays -> (N,). With
         constraints the kinetic part is that of the motion they allow, ``½ v_tᵀ M v_t`` with
         ``v_t`` the ``M``-orthogonal projection of ``v = M⁻¹ p`` onto ``Dh(q) v_t = 0`` (a knot
-        momentum keeps the normal part of the next step's constraint impulse)."""
-    def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None) -> tuple[_Array, _Array]:
-        """One step ``(q, p, u) -> (q_next, p_next)``: (nq,), (n,)."""
+        momentum keeps the normal part of the next step's constraint impulse), for the
+        constraints of step ``step`` (row ``k``: step ``step + k``; past the end of a schedule,
+        its last step's): at a touchdown's knot, the energy after the plastic impact."""
+    def step(self, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike | None = None, *, k: int = 0) -> tuple[_Array, _Array]:
+        """One step ``(q, p, u) -> (q_next, p_next)``: (nq,), (n,); ``k`` the step's index
+        (which constraints a schedule imposes)."""
     def rollout(
         self,
         q0: _ArrayLike,
@@ -635,8 +646,8 @@ class VariationalIntegrator:
         ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k. With free-flyer, spherical or planar
         joints ``δq`` lives in the tangent space, as ``model.difference(q, q')`` (Pinocchio's
         and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
-        first order is ``A δ``. Second order and the optimisers do not take such joints yet
-        (NotImplementedError).
+        first order is ``A δ``. The second order does not take such joints yet
+        (NotImplementedError); ``optim.ilqr`` does.
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

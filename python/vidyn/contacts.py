@@ -8,6 +8,11 @@
   axes kept perpendicular to the target's on the pairs ``(x, y)``, ``(y, z)``, ``(z, x)``,
   which fixes the relative rotation to first order about the target).
 
+Contacts that come and go (a gait) are a :class:`ContactSchedule`: every contact of the
+horizon, each foothold of each stance its own, and the phases that say which hold on each step
+(``VariationalIntegrator(..., constraints=cs.constraints, schedule=cs.active)``). A contact
+switched on is a touchdown, resolved by the step as a plastic impact; switched off, a lift-off.
+
 The multipliers of a trajectory (``VariationalIntegrator.multipliers(traj)``, (N, m)) give the
 contact impulses: a point contact's three rows ``λ`` (in the order of its constraints) are
 ``−λ``, the world impulse on the frame's origin over the step, and ``−λ / dt`` its mean force
@@ -18,12 +23,17 @@ a silent wrong answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
 import numpy as np
 import numpy.typing as npt
 
-from vidyn._core import Perpendicular, PointOnPlane
+from vidyn._core import InputError, Perpendicular, PointOnPlane
 
-__all__ = ["frame_contact", "point_contact", "point_contact_forces"]
+__all__ = ["ContactSchedule", "frame_contact", "point_contact", "point_contact_forces"]
+
+Contact = Sequence[PointOnPlane | Perpendicular]
 
 _AXES = np.eye(3)
 
@@ -40,8 +50,6 @@ def frame_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane | Perp
     ``(x, y)``, ``(y, z)``, ``(z, x)``; six constraints."""
     m = np.asarray(target, dtype=np.float64)
     if m.shape != (4, 4):
-        from vidyn._core import InputError
-
         raise InputError(f"target has shape {m.shape}, expected a (4, 4) placement")
     rotation = m[:3, :3]
     pairs = ((0, 1), (1, 2), (2, 0))
@@ -54,3 +62,60 @@ def point_contact_forces(multipliers: npt.ArrayLike, dt: float, first: int = 0) 
     multipliers (N, m) of ``VariationalIntegrator.multipliers`` -> (N, 3)."""
     lam = np.asarray(multipliers, dtype=np.float64)
     return -lam[:, first : first + 3] / dt
+
+
+@dataclass(frozen=True)
+class ContactSchedule:
+    """Named contacts and the phases in which they hold, as the ``constraints`` and
+    ``schedule`` of a :class:`vidyn.VariationalIntegrator`.
+
+    ``constraints``: every contact's constraints, in the order of ``contacts``; ``active``:
+    (N, m) booleans, row ``k`` the constraints step ``k`` imposes; ``rows``: each contact's
+    slice of the constraints (and of the multipliers' columns)."""
+
+    constraints: list[PointOnPlane | Perpendicular]
+    active: np.ndarray = field(repr=False)
+    rows: dict[str, slice]
+
+    @classmethod
+    def of(cls, contacts: Mapping[str, Contact], phases: Sequence[tuple[int, Iterable[str]]]) -> ContactSchedule:
+        """``contacts``: name -> its constraints (:func:`point_contact`, :func:`frame_contact`;
+        a foot that lands twice at different places is two contacts); ``phases``: ``(steps,
+        names)`` in order, the contacts that hold for that many steps."""
+        constraints: list[PointOnPlane | Perpendicular] = []
+        rows: dict[str, slice] = {}
+        for name, cons in contacts.items():
+            rows[name] = slice(len(constraints), len(constraints) + len(cons))
+            constraints.extend(cons)
+        if not constraints:
+            raise InputError("contacts has no constraints: give at least one contact")
+        blocks = []
+        for i, (steps, names) in enumerate(phases):
+            if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
+                raise InputError(f"phases[{i}] lasts {steps!r} steps, expected an int >= 1")
+            mask = np.zeros(len(constraints), dtype=bool)
+            for name in names:
+                if name not in rows:
+                    raise InputError(f"phases[{i}] names contact {name!r}, which is not one of contacts: {sorted(rows)}")
+                mask[rows[name]] = True
+            blocks.append(np.broadcast_to(mask, (int(steps), len(constraints))))
+        if not blocks:
+            raise InputError("phases is empty: give at least one (steps, names) phase")
+        active = np.concatenate(blocks)
+        active.flags.writeable = False
+        return cls(constraints, active, rows)
+
+    @property
+    def steps(self) -> int:
+        """Number of steps N the phases cover."""
+        return int(self.active.shape[0])
+
+    def holds(self, name: str) -> np.ndarray:
+        """(N,) whether contact ``name`` holds on each step."""
+        return np.asarray(self.active[:, self.rows[name].start])
+
+    def forces(self, multipliers: npt.ArrayLike, dt: float, name: str) -> np.ndarray:
+        """The mean world force on the origin of the point (or frame) contact ``name`` over
+        each step, from the multipliers (N, m) of ``VariationalIntegrator.multipliers``
+        -> (N, 3); zero on steps where it does not hold."""
+        return point_contact_forces(multipliers, dt, self.rows[name].start)

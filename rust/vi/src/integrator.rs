@@ -53,7 +53,7 @@ pub struct VariationalIntegrator {
     /// `0..m`: the active constraints of every step without a schedule.
     all_constraints: Vec<usize>,
     /// Which constraints each step imposes ([`Self::with_constraint_schedule`]); `None`: all.
-    schedule: Option<ConstraintSchedule>,
+    pub(crate) schedule: Option<ConstraintSchedule>,
     /// `(n,)` prescribed (kinematic) joints ([`VariationalIntegrator::with_kinematic`]).
     pub(crate) prescribed: Vec<bool>,
     /// Constant body wrenches in the body frames, one per body of the DEL model `model`, or

@@ -13,7 +13,11 @@
 //!   the constraint holds, as on every constrained step). When the point reaches its foothold
 //!   exactly at a knot (`h(q_k) = 0`), the impulse acts there and removes the normal part of
 //!   the motion in the metric of `M`, which is the classical plastic impact (the momenta about
-//!   the contact point are kept; tests);
+//!   the contact point are kept; tests). When the point is still off its foothold at `q_k`,
+//!   the step also moves it there, and that impulse does work, about `½ m (gap/Δt)²` for an
+//!   effective mass `m`: a trajectory optimiser drives the gap to zero with a cost on the
+//!   swing point's position at touchdown, as crocoddyl's gaits do. The energy check (module
+//!   `energy_check`) therefore skips touchdown steps;
 //! * **lift-off** (active on `k − 1`, inactive on `k`): nothing is imposed on step `k`; the
 //!   last stance step kept the point at its foothold at `q_k`, and the point leaves freely.
 //!
@@ -76,6 +80,16 @@ impl ConstraintSchedule {
         self.phase(step).map(|p| self.phases[p].as_slice())
     }
 
+    /// Whether step `step` imposes a constraint that step `step − 1` did not (a touchdown;
+    /// never step 0, whose constraints the initial state is expected to meet).
+    #[must_use]
+    pub fn touches_down(&self, step: usize) -> bool {
+        match (step.checked_sub(1).and_then(|s| self.active(s)), self.active(step)) {
+            (Some(before), Some(now)) => now.iter().any(|i| !before.contains(i)),
+            _ => false,
+        }
+    }
+
     /// The largest number of constraints active on one step.
     #[must_use]
     pub fn max_active(&self) -> usize {
@@ -98,6 +112,7 @@ mod tests {
         assert_eq!(s.phase(3), s.phase(0));
         assert_eq!(s.active(4), None);
         assert_eq!(s.max_active(), 2);
+        assert!(!s.touches_down(0) && !s.touches_down(1) && s.touches_down(2) && s.touches_down(3) && !s.touches_down(4));
         assert!(ConstraintSchedule::from_masks(&[t, f], 3).is_err());
         assert!(ConstraintSchedule::from_masks(&[], 3).is_err());
     }
