@@ -596,12 +596,19 @@ class VariationalIntegrator:
         """(N, m) which constraints each step imposes, or None (all, on every step)."""
     def constraint_values(self, q: _ArrayLike) -> _Array:
         """The constraint values ``h(q)``: (nq,) -> (m,)."""
-    def multipliers(self, traj: Trajectory) -> _Array:
+    @overload
+    def multipliers(self, traj: Trajectory, derivatives: Literal[False] = False) -> _Array: ...
+    @overload
+    def multipliers(self, traj: Trajectory, derivatives: Literal[True]) -> tuple[_Array, _Array, _Array]: ...
+    def multipliers(self, traj: Trajectory, derivatives: bool = False) -> _Array | tuple[_Array, _Array, _Array]:
         """The constraint multipliers ``λ_k`` of every step of ``traj`` (made by this
         integrator), (N, m): each step solved again from its knot, started at its end (the same
-        solution). The constraint impulse on step ``k`` is ``−Dh(q_k)ᵀ λ_k``; for the three
-        world planes of :func:`vidyn.point_contact` that is ``−λ_k`` as the world impulse on the
-        frame's origin (divide by ``dt`` for the step's mean contact force)."""
+        solution); zero for constraints a schedule does not impose on the step. The constraint
+        impulse on step ``k`` is ``−Dh(q_k)ᵀ λ_k``; for the three world planes of
+        :func:`vidyn.point_contact` that is ``−λ_k`` as the world impulse on the frame's origin
+        (divide by ``dt`` for the step's mean contact force). ``derivatives=True`` -> ``(λ,
+        dλ/dx (N, m, 2n), dλ/du (N, m, n))``, exact, in the tangent coordinates of
+        ``linearize`` (what costs on contact forces need); steps in parallel."""
     def momentum(self, q: _ArrayLike, v: _ArrayLike) -> _Array:
         """Legendre transform ``p = M(q) v``. (nq,), (n,) -> (n,)."""
     def velocity(self, q: _ArrayLike, p: _ArrayLike) -> _Array:

@@ -260,8 +260,11 @@ impl PyVariationalIntegrator {
 
     /// The constraint multipliers `λ_k` of every step of a trajectory made by this integrator,
     /// (N, m): each step solved again from its knot, started at its end (the same solution).
-    /// The constraint impulse on step `k` is `−Dh(q_k)ᵀ λ_k`.
-    fn multipliers<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyTrajectory>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    /// The constraint impulse on step `k` is `−Dh(q_k)ᵀ λ_k`. With `derivatives=True` also
+    /// `∂λ_k/∂x_k` (N, m, 2n) and `∂λ_k/∂u_k` (N, m, n) in the tangent coordinates of
+    /// `linearize` (each step linearised), steps in parallel with the GIL released.
+    #[pyo3(signature = (traj, derivatives = false))]
+    fn multipliers<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyTrajectory>, derivatives: bool) -> PyResult<Py<PyAny>> {
         let t = traj.get();
         if !t.origin.same_dynamics(&self.inner) {
             return Err(INPUT_ERROR.err(format!(
@@ -271,21 +274,19 @@ impl PyVariationalIntegrator {
             )));
         }
         let (vi, traj) = (&*self.inner, &t.inner);
-        let (m, steps) = (vi.constraints().len(), traj.steps);
-        let lambda = detached(py, move || -> vidyn_vi::Result<Vec<f64>> {
-            let mut ws = vi.workspace();
-            let (mut qn, mut pn) = (vec![0.0; traj.nq], vec![0.0; traj.n]);
-            let mut out = Vec::with_capacity(traj.steps * m);
-            for k in 0..traj.steps {
-                let u = &traj.u[k * traj.n..(k + 1) * traj.n];
-                vi.step(&mut ws, k, traj.q_at(k), traj.p_at(k), u, Some(traj.q_at(k + 1)), &mut qn, &mut pn)?;
-                out.extend_from_slice(vi.multipliers(&ws));
-            }
-            Ok(out)
-        })?;
-        let lambda = numpy::ndarray::Array2::from_shape_vec((steps, m), lambda)
-            .map_err(|e| crate::errors::py_err(vidyn_vi::ViError::InvalidParameter(e.to_string())))?;
-        Ok(numpy::IntoPyArray::into_pyarray(lambda, py))
+        let (m, n, steps) = (vi.constraints().len(), traj.n, traj.steps);
+        let out = detached(py, move || vidyn_vi::trajectory_multipliers(vi, traj, derivatives))?;
+        let lambda = convert::array_out(py, out.lambda, &[steps, m])?;
+        if !derivatives {
+            return Ok(lambda.into_any().unbind());
+        }
+        let (mut dx, mut du) = (Vec::with_capacity(steps * m * 2 * n), Vec::with_capacity(steps * m * n));
+        for row in out.jacobian.chunks_exact(3 * n) {
+            dx.extend_from_slice(&row[..2 * n]);
+            du.extend_from_slice(&row[2 * n..]);
+        }
+        let (dx, du) = (convert::array_out(py, dx, &[steps, m, 2 * n])?, convert::array_out(py, du, &[steps, m, n])?);
+        Ok((lambda, dx, du).into_pyobject(py)?.into_any().unbind())
     }
 
     /// Legendre transform `p = M(q) v`: (nq,), (n,) -> (n,).

@@ -173,10 +173,14 @@ struct Kkt {
     row: Vec<f64>,
     /// `δλ` of every lane of the current chunk, `(m)` (zero on inactive constraints).
     lane_dlambda: Vec<Lanes>,
+    /// `δλ` of every raw column (`m × (n_c + 3n)`), and their `π̃`-corrected combination,
+    /// `∂λ/∂(q_k, p_k, u)` (`m × 3n`).
+    raw_dlambda: DMatrix<f64>,
+    jacobian: DMatrix<f64>,
 }
 
 impl Kkt {
-    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion) -> Self {
+    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion, n: usize, composite: usize) -> Self {
         let (m, na) = (constraints.len(), centred.model.nv);
         Self {
             constraints: constraints.iter().map(|c| c.on_bodies(&centred.coordinates)).collect(),
@@ -196,6 +200,8 @@ impl Kkt {
             dlambda: vec![0.0; m],
             row: vec![0.0; na],
             lane_dlambda: vec![[0.0; LANES]; m],
+            raw_dlambda: DMatrix::zeros(m, composite + 3 * n),
+            jacobian: DMatrix::zeros(m, 3 * n),
         }
     }
 }
@@ -274,7 +280,7 @@ impl ChartLinWork {
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
             solve: Vec::with_capacity(composite + 3 * n),
-            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred))),
+            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, n, composite))),
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
             lambda: vec![0.0; composite],
@@ -313,6 +319,9 @@ impl VariationalIntegrator {
     pub(crate) fn linearize_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
         let mut lin = ws.chart.lin.take().unwrap_or_else(|| Box::new(ChartLinWork::new(self, chart)));
         let result = self.linearize_with(chart, ws, &mut lin, step, a, b);
+        if let (Ok(()), Some(kkt)) = (&result, lin.kkt.as_deref()) {
+            ws.constraint.lambda_jacobian.copy_from(&kkt.jacobian);
+        }
         ws.chart.lin = Some(lin);
         result
     }
@@ -416,12 +425,22 @@ impl VariationalIntegrator {
                         lin.raw[(r, col)] = c0 * lin.raw[(r, nc + n + i)];
                     }
                     lin.raw[(n + i, col)] += c1;
+                    if let Some(kkt) = lin.kkt.as_deref_mut() {
+                        for r in 0..kkt.raw_dlambda.nrows() {
+                            kkt.raw_dlambda[(r, col)] = c0 * kkt.raw_dlambda[(r, nc + n + i)];
+                        }
+                    }
                 }
                 Some(t) => {
                     // δu_θ = J(0)ᵀ e_i on the joint's coordinates, the π̃ columns of the joint
                     let du = t.j0.row(i - t.first).transpose();
                     for r in 0..lin.raw.nrows() {
                         lin.raw[(r, col)] = c0 * (0..t.d).map(|k| du[k] * lin.raw[(r, t.composite + k)]).sum::<f64>();
+                    }
+                    if let Some(kkt) = lin.kkt.as_deref_mut() {
+                        for r in 0..kkt.raw_dlambda.nrows() {
+                            kkt.raw_dlambda[(r, col)] = c0 * (0..t.d).map(|k| du[k] * kkt.raw_dlambda[(r, t.composite + k)]).sum::<f64>();
+                        }
                     }
                     let dg: Vector6<f64> = (0..sc.points()).map(|alpha| t.shifts[alpha].transpose() * du * (sc.weights[alpha] * dt)).sum();
                     let de = -dg + t.shift_end.transpose() * du * c1;
@@ -445,6 +464,7 @@ impl VariationalIntegrator {
         let Some(kkt) = kkt.as_deref_mut() else { return true };
         kkt.active.clear();
         kkt.active.extend_from_slice(active);
+        kkt.raw_dlambda.fill(0.0);
         let m = active.len();
         // the end q_{k+1} = Σ_α endpoint[α] x^α in the centred expansion's coordinates
         for (a, e) in kkt.q_end.iter_mut().enumerate() {
@@ -580,6 +600,13 @@ impl VariationalIntegrator {
         }
         lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
         Self::constrain_chart_columns(lin, sc, na, lanes);
+        if let Some(kkt) = lin.kkt.as_deref_mut() {
+            for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
+                for &i in &kkt.active {
+                    kkt.raw_dlambda[(i, col)] = kkt.lane_dlambda[i][l];
+                }
+            }
+        }
         for (d, x) in lin.dq[na..].iter_mut().zip(&lin.sol) {
             for l in 0..LANES {
                 d[l] += x[l];
@@ -687,6 +714,11 @@ impl VariationalIntegrator {
             small_solve(&lin.h, nc, &lin.pivots, &mut lin.lambda);
             for (r, v) in lin.column.iter_mut().enumerate() {
                 *v = lin.raw[(r, col)] + (0..nc).map(|k| lin.raw[(r, k)] * lin.lambda[k]).sum::<f64>();
+            }
+            if let Some(kkt) = lin.kkt.as_deref_mut() {
+                for i in 0..kkt.jacobian.nrows() {
+                    kkt.jacobian[(i, x)] = kkt.raw_dlambda[(i, col)] + (0..nc).map(|k| kkt.raw_dlambda[(i, k)] * lin.lambda[k]).sum::<f64>();
+                }
             }
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
             for i in 0..n {

@@ -67,6 +67,9 @@ pub(crate) struct ConstraintWork {
     scratch: ConstraintScratch,
     /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
     hessian: DMatrix<f64>,
+    /// `(m, 3n)` the multipliers' derivatives `∂λ_k/∂(q_k, p_k, u_k)` of the last linearised
+    /// step (tangent coordinates; zero rows for inactive constraints).
+    pub(crate) lambda_jacobian: DMatrix<f64>,
     /// The normal part of a knot's kinetic energy ([`VariationalIntegrator::normal_kinetic_energy`]):
     /// kinematics at the knot and its chart placements and coordinates, for the `a` constraints
     /// counted: `C = Dh` in tangent coordinates (rows `0..a` of `(m, n)`), `M⁻¹ Cᵀ` (columns
@@ -112,6 +115,7 @@ impl ConstraintWork {
             rhs: vec![0.0; nm],
             scratch: ConstraintScratch::new(nm),
             hessian: DMatrix::zeros(if m == 0 { 0 } else { n }, nm),
+            lambda_jacobian: DMatrix::zeros(m, 3 * nm),
         }
     }
 }
@@ -229,6 +233,16 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn multipliers<'a>(&self, ws: &'a ViWorkspace) -> &'a [f64] {
         &ws.constraint.lambda
+    }
+
+    /// The derivatives `∂λ_k/∂(q_k, p_k, u_k)` `(m, 3n)` of the multipliers of the last step
+    /// linearised with `ws` ([`Self::linearize`]), in the tangent coordinates of `A`, `B`
+    /// (`δq` as `model.difference` with composite joints); zero rows for the constraints the
+    /// step does not impose. What costs on contact forces (friction cones, unilateral
+    /// contacts) need: the mean force of a point contact is `−λ/Δt`.
+    #[must_use]
+    pub fn multiplier_jacobian<'a>(&self, ws: &'a ViWorkspace) -> &'a DMatrix<f64> {
+        &ws.constraint.lambda_jacobian
     }
 
     /// `h(q_{k+1})` at the current iterate (`ws.z`); returns `max |h|`.
@@ -352,6 +366,7 @@ impl VariationalIntegrator {
         let ok = self.factor_schur(ws, true);
         let cw = &mut ws.constraint;
         cw.hessian.fill(0.0);
+        cw.lambda_jacobian.fill(0.0);
         for &i in &cw.active {
             self.constraints[i].add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, cw.lambda[i], &mut cw.hessian);
         }
@@ -374,7 +389,8 @@ impl VariationalIntegrator {
 
     /// Completes the `LANES` solutions `w = J⁻¹ f_1` (and `P_z w`) of the input columns from
     /// `c0` into the constrained ones: `δλ = (C_2 K)⁻¹ (f_2 − C_2 w)`, `δz = w + K δλ`,
-    /// `P_z δz = P_z w + P_z K δλ`, with `f_2 = −e_0 Dh(q_{k+1}) e_c` for the `q_k` columns.
+    /// `P_z δz = P_z w + P_z K δλ`, with `f_2 = −e_0 Dh(q_{k+1}) e_c` for the `q_k` columns;
+    /// `δλ` is column `c` of the multipliers' Jacobian.
     pub(crate) fn constrained_solution(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
         let n = self.n();
         let ratio = self.scheme.endpoint(0) / self.scheme.endpoint(1);
@@ -389,6 +405,7 @@ impl VariationalIntegrator {
             }
             lu_solve_in(&cw.schur[..a * a], a, &cw.pivots, &mut cw.compact[..a]);
             for (&i, dl) in cw.active.iter().zip(&cw.compact[..a]) {
+                cw.lambda_jacobian[(i, c)] = *dl;
                 for j in 0..n {
                     ws.lane_sol[j][l] += cw.k[i * n + j] * dl;
                     ws.lane_momentum[j][l] += cw.k_momentum[i * n + j] * dl;

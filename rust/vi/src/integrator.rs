@@ -1014,6 +1014,13 @@ impl VariationalIntegrator {
                 }
                 b[(n + c, c)] += cp;
             }
+            // and the multipliers' (the constraint rows do not see u or p_k)
+            let dl = &mut ws.constraint.lambda_jacobian;
+            for c in 0..dl.ncols() / 3 {
+                for i in 0..dl.nrows() {
+                    dl[(i, 2 * n + c)] = cu * dl[(i, n + c)];
+                }
+            }
         }
         Ok(())
     }

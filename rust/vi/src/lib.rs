@@ -65,7 +65,7 @@ pub use scheme::Scheme;
 pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_second_order, FlowDerivatives, SecondOrderLinearization, SecondOrderWorkspace};
 pub use solved::{SolvedSteps, KEPT_BYTES};
 pub use system::SystemWorkspace;
-pub use trajectory::{linearize_trajectory, predict_next, rollout, Linearization, Trajectory};
+pub use trajectory::{linearize_trajectory, predict_next, rollout, trajectory_multipliers, Linearization, Trajectory, TrajectoryMultipliers};
 
 #[cfg(test)]
 mod constraint_tests;

@@ -109,6 +109,48 @@ pub struct Linearization {
     pub max_defect: f64,
 }
 
+/// The constraint multipliers of every step of `traj`: `lambda` row-major `(N, m)` and, when
+/// asked for, `jacobian` row-major `(N, m, 3n)`, `∂λ_k/∂(q_k, p_k, u_k)`
+/// ([`VariationalIntegrator::multiplier_jacobian`]; empty otherwise).
+#[derive(Clone, Debug, Default)]
+pub struct TrajectoryMultipliers {
+    pub lambda: Vec<f64>,
+    pub jacobian: Vec<f64>,
+}
+
+/// [`TrajectoryMultipliers`] of `traj`, each step solved again from its knot (started at its
+/// end: the same solution) and, with `derivatives`, linearised; steps in parallel (rayon, one
+/// workspace per worker; the result does not depend on the number of threads).
+pub fn trajectory_multipliers(vi: &VariationalIntegrator, traj: &Trajectory, derivatives: bool) -> Result<TrajectoryMultipliers> {
+    let (n, m) = (vi.n(), vi.constraints().len());
+    let per_step: Vec<Result<(Vec<f64>, Vec<f64>)>> = (0..traj.steps)
+        .into_par_iter()
+        .map_init(
+            || (vi.workspace(), vec![0.0; traj.nq], vec![0.0; n], DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n)),
+            |(ws, qn, pn, a, b), k| {
+                let (q, p, u, guess) = (traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)));
+                if !derivatives {
+                    vi.step(ws, k, q, p, u, guess, qn, pn)?;
+                    return Ok((vi.multipliers(ws).to_vec(), Vec::new()));
+                }
+                vi.linearize(ws, k, q, p, u, guess, a, b, qn, pn)?;
+                let jac = vi.multiplier_jacobian(ws);
+                Ok((vi.multipliers(ws).to_vec(), (0..m).flat_map(|i| jac.row(i).iter().copied().collect::<Vec<_>>()).collect()))
+            },
+        )
+        .collect();
+    let mut out = TrajectoryMultipliers {
+        lambda: Vec::with_capacity(traj.steps * m),
+        jacobian: Vec::with_capacity(if derivatives { traj.steps * m * 3 * n } else { 0 }),
+    };
+    for r in per_step {
+        let (lambda, jacobian) = r?;
+        out.lambda.extend(lambda);
+        out.jacobian.extend(jacobian);
+    }
+    Ok(out)
+}
+
 /// Linearises every step of `traj` independently and in parallel (rayon, one workspace per
 /// worker). Each step is re-solved from `(q_k, p_k, u_k)`, warm-started at the stored
 /// `q_{k+1}`. Results do not depend on the number of threads.
