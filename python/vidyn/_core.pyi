@@ -1027,9 +1027,10 @@ def _optim_closed_loop(
 class _Problem:
     """An optimal-control problem on a VI, read and checked once (vidyn.optim.Problem builds it):
     ``q0``, ``p0`` (n,), ``u_init`` (N, m), ``q`` (N or 1, 2n, 2n), ``r`` (N or 1, m, m), ``qn``
-    (2n, 2n), ``x_ref`` (N+1, 2n), ``u_ref`` (N, m); ``frame``/``frame_target``/``frame_weights``:
-    a frame-position cost added to the quadratic one; ``cost``: an object with ``running``,
-    ``running_derivatives``, ``terminal``, ``terminal_derivatives`` used instead of both."""
+    (2n, 2n), ``x_ref`` (N+1, 2n), ``u_ref`` (N, m); ``tracks``: ``(point, targets (1 or N+1,
+    3), weights (N+1,))`` points (a frame name or ``"com"``) tracked on top of the quadratic
+    cost; ``cost``: an object with ``running``, ``running_derivatives``, ``terminal``,
+    ``terminal_derivatives`` used instead of both."""
 
     def __new__(
         cls,
@@ -1044,9 +1045,7 @@ class _Problem:
         u_ref: _ArrayLike,
         actuated: list[int] | None = None,
         velocity_cost: bool = False,
-        frame: str | None = None,
-        frame_target: list[float] | None = None,
-        frame_weights: tuple[float, float] | None = None,
+        tracks: list[tuple[str, _ArrayLike, _ArrayLike]] | None = None,
         cost: Any | None = None,
     ) -> _Problem: ...
     @property

@@ -29,8 +29,10 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 * :class:`Problem` — the problem (integrator, start, initial controls, actuated joints,
   cost) read and checked once; :func:`ilqr` and :func:`projection` take it, or its keywords.
 * Costs: the quadratic tracking cost below; plus a Cartesian reaching term
-  ``½ w |p_frame(q) − p*|²`` (``frame=``, ``frame_target=``: exact gradient, Gauss–Newton
-  Hessian from the frame Jacobian, in Rust); or, for prototyping, any Python object
+  ``½ w |p_frame(q) − p*|²`` (``frame=``, ``frame_target=``), and points tracking targets
+  that may change from stage to stage (:class:`Track`: frame origins such as swing feet, the
+  centre of mass; ``tracks=``), all with exact gradients and Gauss–Newton Hessians from the
+  points' Jacobians, in Rust; or, for prototyping, any Python object
   following :class:`StageCost` (``cost=``; slow: called once per stage, with the GIL).
 
 Conventions
@@ -81,6 +83,7 @@ __all__ = [
     "Problem",
     "ProjectionResult",
     "StageCost",
+    "Track",
     "closed_loop_rollout",
     "dlqr",
     "ilqr",
@@ -398,17 +401,50 @@ def _initial_controls(vi: VariationalIntegrator, act: list[int] | None, m: int, 
     return u0
 
 
-def _frame_args(
-    frame: str | None, frame_target: _ArrayLike | None, frame_weight: float, frame_weight_terminal: float
-) -> tuple[str | None, list[float] | None, tuple[float, float] | None]:
-    if frame is None and frame_target is None:
-        return None, None, None
-    if frame is None or frame_target is None:
+@dataclass(frozen=True)
+class Track:
+    """A point held near a target: ``½ w_k |p(q_k) − p*_k|²`` at every stage ``k = 0..N``
+    (``N`` the terminal stage), ``p`` the world position of ``point``, a frame name or
+    ``"com"`` (the centre of mass). ``target``: (3,) for every stage, or (N+1, 3);
+    ``weight``: a number for every stage, or (N+1,) (zero: the stage ignores the point, e.g.
+    a foot in stance). A swing foot following its path, a centre-of-mass reference, a
+    reaching target."""
+
+    point: str
+    target: _ArrayLike
+    weight: _ArrayLike = 1.0
+
+    def _native(self, N: int, i: int) -> tuple[str, _Array, _Array]:
+        t = np.asarray(self.target, dtype=np.float64)
+        if t.shape == (3,):
+            t = t[None, :]
+        if t.ndim != 2 or t.shape[1] != 3 or t.shape[0] not in (1, N + 1):
+            raise InputError(f"tracks[{i}].target has shape {t.shape}, expected (3,) or (N+1, 3) = ({N + 1}, 3)")
+        w = np.asarray(self.weight, dtype=np.float64)
+        if w.ndim == 0:
+            w = np.full(N + 1, float(w))
+        if w.shape != (N + 1,):
+            raise InputError(f"tracks[{i}].weight has shape {w.shape}, expected a number or (N+1,) = ({N + 1},)")
+        return str(self.point), t, w
+
+
+def _tracks(
+    tracks: Sequence[Track] | None, frame: str | None, frame_target: _ArrayLike | None, frame_weight: float, frame_weight_terminal: float, N: int
+) -> list[tuple[str, _Array, _Array]]:
+    """The tracked points, the reaching cost of ``frame``/``frame_target`` among them."""
+    out = list(tracks or ())
+    if any(not isinstance(t, Track) for t in out):
+        raise InputError(f"tracks must be vidyn.optim.Track objects, got {[type(t).__name__ for t in out]}")
+    if (frame is None) != (frame_target is None):
         raise InputError("give both frame and frame_target, or neither")
-    t = np.asarray(frame_target, dtype=np.float64)
-    if t.shape != (3,) or not np.all(np.isfinite(t)):
-        raise InputError(f"frame_target must be 3 finite numbers, got shape {t.shape}")
-    return str(frame), [float(v) for v in t], (float(frame_weight), float(frame_weight_terminal))
+    if frame is not None:
+        t = np.asarray(frame_target, dtype=np.float64)
+        if t.shape != (3,):
+            raise InputError(f"frame_target must be 3 finite numbers, got shape {t.shape}")
+        weights = np.full(N + 1, float(frame_weight))
+        weights[N] = float(frame_weight_terminal)
+        out.append(Track(str(frame), t, weights))
+    return [t._native(N, i) for i, t in enumerate(out)]
 
 
 def _cost_object(cost: StageCost | None, cost_state: str, given: dict[str, Any]) -> _CostAdapter | None:
@@ -433,7 +469,8 @@ class Problem:
     ``u_ref`` ((m,) or (N, m)); ``frame``, ``frame_target`` (3,):
     adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
     ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
-    frame); ``cost``: a :class:`StageCost` used *instead* of all of these.
+    frame); ``tracks``: :class:`Track` points (frames, ``"com"``) with per-stage targets and
+    weights; ``cost``: a :class:`StageCost` used *instead* of all of these.
 
     :func:`ilqr` and :func:`projection` solve it, as often as wanted (other methods, limits or
     tolerances) without reading the arrays again; given their problem keywords instead, they
@@ -469,6 +506,7 @@ class Problem:
         frame_target: _ArrayLike | None = None,
         frame_weight: float = 0.0,
         frame_weight_terminal: float = 1.0,
+        tracks: Sequence[Track] | None = None,
         cost: StageCost | None = None,
     ) -> None:
         act, m = _actuated(vi, actuated)
@@ -477,9 +515,9 @@ class Problem:
         if x_ref is None and vi.nq != vi.n:
             x_ref = np.concatenate([vi.model.neutral(), np.zeros(vi.n)])
         u0 = _initial_controls(vi, act, m, U_init, steps)
-        adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame))
-        fr, ft, fw = _frame_args(frame, frame_target, frame_weight, frame_weight_terminal)
+        adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame, tracks=tracks))
         N = u0.shape[0]
+        points = _tracks(tracks, frame, frame_target, frame_weight, frame_weight_terminal, N)
         core = _core._Problem(
             vi,
             q,
@@ -492,9 +530,7 @@ class Problem:
             _rows(u_ref, N, m, "u_ref"),
             act,
             cost_state == "velocity",
-            fr,
-            ft,
-            fw,
+            points,
             adapter,
         )
         for name, value in (("vi", vi), ("q0", q), ("p0", p), ("U_init", u0), ("actuated", act), ("cost_state", cost_state), ("_native", core)):
@@ -530,6 +566,7 @@ _PROBLEM_DEFAULTS: dict[str, Any] = dict(
     frame_target=None,
     frame_weight=0.0,
     frame_weight_terminal=1.0,
+    tracks=None,
     cost=None,
 )
 
@@ -569,6 +606,7 @@ def ilqr(
     frame_target: _ArrayLike | None = None,
     frame_weight: float = 0.0,
     frame_weight_terminal: float = 1.0,
+    tracks: Sequence[Track] | None = None,
     cost: StageCost | None = None,
     method: Literal["ilqr", "ddp"] = "ilqr",
     max_iterations: int = 100,
@@ -578,7 +616,7 @@ def ilqr(
 ) -> IlqrResult:
     """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
-    ``cost_state``, ``frame…``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
+    ``cost_state``, ``frame…``, ``tracks``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
     at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
     λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
@@ -593,7 +631,7 @@ def ilqr(
     panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
     with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
     first order)."""
-    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, cost=cost))
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, cost=cost))
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
@@ -661,6 +699,7 @@ def projection(
     frame_target: _ArrayLike | None = None,
     frame_weight: float = 0.0,
     frame_weight_terminal: float = 1.0,
+    tracks: Sequence[Track] | None = None,
     cost: StageCost | None = None,
     model: Literal["auto", "steepest", "quasi", "newton"] = "auto",
     newton_after: int = 10,
@@ -683,7 +722,7 @@ def projection(
     joints), and the Armijo search
     ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
-    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, cost=cost))
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, cost=cost))
     n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
     d: dict[str, Any] = _core._optim_projection(
         problem._native,

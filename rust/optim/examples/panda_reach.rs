@@ -4,7 +4,7 @@
 
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
-use vidyn_optim::{ilqr, FramePositionCost, IlqrOptions, QuadraticCost, VelocityCost, ViDynamics};
+use vidyn_optim::{ilqr, IlqrOptions, PointCost, PointTrack, QuadraticCost, VelocityCost, ViDynamics};
 use vidyn_rbd::urdf::{from_urdf_file, RootJoint};
 use vidyn_vi::{Scheme, VariationalIntegrator};
 
@@ -41,7 +41,7 @@ fn main() {
     // VELOCITY_STATE=1: iterate on (q, v) (`ViDynamics::with_velocity_state`)
     let velocity_state = std::env::var("VELOCITY_STATE").is_ok();
     let base: Box<dyn vidyn_optim::Cost> = if velocity_state { Box::new(quad) } else { Box::new(VelocityCost::new(model.clone(), quad).unwrap()) };
-    let cost = FramePositionCost::new(model.clone(), base, 2 * n, frame, target, dt, 1e3).unwrap();
+    let cost = PointCost::new(model.clone(), base, 2 * n, vec![PointTrack::reach(frame, target, dt, 1e3, steps)], steps).unwrap();
     let dynamics = ViDynamics::new(&vi, None).unwrap();
     let dynamics = if velocity_state { dynamics.with_velocity_state().unwrap() } else { dynamics };
     let g = vidyn_rbd::gravity(&model, &mut ws, &q0).unwrap().to_vec();

@@ -183,6 +183,14 @@ impl QuadraticCost {
         for m in q.iter_mut().chain(r.iter_mut()).chain(std::iter::once(&mut qn)) {
             symmetrise(m);
         }
+        // no reference: the origin of a vector space (a Lie group has none to assume)
+        let x_ref = match (x_ref.is_empty(), space.is_euclidean()) {
+            (true, true) => vec![0.0; space.nx()],
+            (true, false) => {
+                return Err(OptimError::InvalidInput("x_ref is empty: states on a Lie group need a reference (e.g. the neutral configuration)".into()))
+            }
+            (false, _) => x_ref,
+        };
         check_multiple(x_ref.len(), space.nx(), "x_ref")?;
         let u_ref = if u_ref.is_empty() { vec![0.0; nu] } else { u_ref };
         check_multiple(u_ref.len(), nu, "u_ref")?;

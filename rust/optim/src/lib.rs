@@ -17,8 +17,9 @@
 //! * [`projection_optimize`]: Johnson's discrete projection-operator method (Ch. 6): DLQR
 //!   projection, steepest / quasi-Newton / Newton descent directions from a time-varying LQ
 //!   problem, Armijo search with the projection-success check.
-//! * [`FramePositionCost`]: a Cartesian frame-position (reaching) cost on top of any other
-//!   cost, exact gradient and Gauss–Newton Hessian from the frame Jacobian.
+//! * [`PointCost`]: frame origins and the centre of mass tracking targets that may change from
+//!   stage to stage (reaching, swing feet, centre-of-mass references) on top of any other
+//!   cost, exact gradient and Gauss–Newton Hessian from the point's Jacobian.
 //!
 //! Full DDP ([`Method::Ddp`]) and the Newton model need [`Dynamics::second_order_contracted`];
 //! [`ViDynamics`] provides it from the VI's exact λ-contracted second derivatives (except with
@@ -32,12 +33,12 @@ pub mod cost;
 mod dense_kernels;
 pub mod dynamics;
 pub mod error;
-pub mod frame_cost;
 pub mod ilqr;
 pub mod linear_dynamics;
 pub mod lqr;
 pub mod maximal_dynamics;
 mod pipeline;
+pub mod point_cost;
 pub mod projection;
 pub mod state_space;
 pub mod tracking_cost;
@@ -49,15 +50,15 @@ pub use cancellable::Cancellable;
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, NominalScratch, Policy, SecondOrder};
 pub use error::{OptimError, Result};
-pub use frame_cost::FramePositionCost;
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 pub use linear_dynamics::LinearDynamics;
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};
 pub use maximal_dynamics::MaximalDynamics;
+pub use point_cost::{PointCost, PointTrack, TrackedPoint};
 pub use projection::{
     lq_descent, lq_model, newton_adjoint, project, project_tangent, projection_gains, projection_optimize, DescentModel, LqModel, ProjectionLog,
     ProjectionOptions, ProjectionResult, ProjectionStatus,
 };
 pub use state_space::StateSpace;
-pub use tracking_cost::{FrameTarget, TrackingCost};
+pub use tracking_cost::TrackingCost;
 pub use vi_dynamics::ViDynamics;

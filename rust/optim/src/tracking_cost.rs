@@ -1,23 +1,13 @@
 //! The optimisers' built-in cost assembled from its parts: quadratic tracking of a reference
-//! on the VI state `(q, p)` or on `(q, v)`, plus, optionally, a frame-reaching term. What the
-//! Python `optim.ilqr` / `optim.projection` keywords build, for Rust callers too.
+//! on the VI state `(q, p)` or on `(q, v)`, plus tracked points (frames reaching targets,
+//! swing feet following paths, the centre of mass following a reference). What the Python
+//! `optim.ilqr` / `optim.projection` keywords build, for Rust callers too.
 
 use crate::cost::{Cost, QuadraticCost, VelocityCost};
 use crate::error::Result;
-use crate::frame_cost::FramePositionCost;
+use crate::point_cost::{PointCost, PointTrack};
 use std::sync::Arc;
 use vidyn_rbd::Model;
-
-/// A reaching term `½ w |p_f(q) − p*|²` on the world position of frame `frame` ([`FramePositionCost`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FrameTarget {
-    /// A frame index of the model ([`Model::frame_index`]).
-    pub frame: usize,
-    pub target: [f64; 3],
-    /// `w` at every step `k < N`, and at the end.
-    pub weight_running: f64,
-    pub weight_terminal: f64,
-}
 
 /// The parts of the built-in cost.
 #[derive(Clone, Debug)]
@@ -27,21 +17,19 @@ pub struct TrackingCost {
     /// Whether `quadratic` weighs the velocity `v = M(q)⁻¹ p` instead of the momentum
     /// ([`VelocityCost`]).
     pub on_velocity: bool,
-    pub frame: Option<FrameTarget>,
+    /// Points held near their targets ([`PointCost`]), each with `steps + 1` weights.
+    pub tracks: Vec<PointTrack>,
 }
 
 impl TrackingCost {
     /// The cost over `steps` steps of `model`'s VI, `nx` entries per state: the quadratic
-    /// part (mapped through the Legendre transform when `on_velocity`), plus the frame term.
-    /// Errors when the references do not cover `steps`, or a part refuses the model (frame
-    /// index, a velocity cost with Lie-group joints).
+    /// part (mapped through the Legendre transform when `on_velocity`), plus the tracked
+    /// points. Errors when the references or weights do not cover `steps`, or a part refuses
+    /// the model (frame index, a velocity cost with Lie-group joints).
     pub fn build(self, model: &Arc<Model>, steps: usize, nx: usize) -> Result<Box<dyn Cost>> {
         self.quadratic.check_horizon(steps)?;
         let base: Box<dyn Cost> = if self.on_velocity { Box::new(VelocityCost::new(Arc::clone(model), self.quadratic)?) } else { Box::new(self.quadratic) };
-        Ok(match self.frame {
-            Some(f) => Box::new(FramePositionCost::new(Arc::clone(model), base, nx, f.frame, f.target, f.weight_running, f.weight_terminal)?),
-            None => base,
-        })
+        Ok(if self.tracks.is_empty() { base } else { Box::new(PointCost::new(Arc::clone(model), base, nx, self.tracks, steps)?) })
     }
 }
 
@@ -70,13 +58,13 @@ mod tests {
             .unwrap()
         };
         let (x, u) = ([0.0, 0.0, 0.0, 0.3, -0.2, 0.1], [0.5, 0.0, 0.0]);
-        let plain = TrackingCost { quadratic: quadratic(), on_velocity: false, frame: None }.build(&model, steps, 2 * n).unwrap();
+        let plain = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: Vec::new() }.build(&model, steps, 2 * n).unwrap();
         let base = plain.running_value(0, &x, &u).unwrap();
         assert!((base - 0.5 * (0.09 + 0.04 + 0.01 + 0.25)).abs() < 1e-15, "{base}");
-        let frame = FrameTarget { frame: model.frame_index("tip").unwrap(), target: [0.0, 0.0, -2.0], weight_running: 4.0, weight_terminal: 1.0 };
-        let reaching = TrackingCost { quadratic: quadratic(), on_velocity: false, frame: Some(frame) }.build(&model, steps, 2 * n).unwrap();
+        let reach = PointTrack::reach(model.frame_index("tip").unwrap(), [0.0, 0.0, -2.0], 4.0, 1.0, steps);
+        let reaching = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: vec![reach] }.build(&model, steps, 2 * n).unwrap();
         assert!((reaching.running_value(0, &x, &u).unwrap() - (base + 0.5 * 4.0 * 1.0)).abs() < 1e-12);
-        let velocity = TrackingCost { quadratic: quadratic(), on_velocity: true, frame: None }.build(&model, steps, 2 * n).unwrap();
+        let velocity = TrackingCost { quadratic: quadratic(), on_velocity: true, tracks: Vec::new() }.build(&model, steps, 2 * n).unwrap();
         assert!((velocity.running_value(0, &x, &u).unwrap() - base).abs() > 1e-3);
     }
 }

@@ -270,14 +270,14 @@ fn ddp_on_a_vi_converges_in_fewer_iterations_than_ilqr() {
 
 #[test]
 fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
-    use vidyn_optim::{ilqr, FramePositionCost, IlqrOptions, ViDynamics};
+    use vidyn_optim::{ilqr, IlqrOptions, PointCost, PointTrack, ViDynamics};
     use vidyn_vi::{Scheme, VariationalIntegrator};
     let model = Arc::new(vidyn_rbd::builders::acrobot());
     let tip = model.frame_index("tip").unwrap();
     let target = [1.2, 0.0, 0.8];
     let inner =
         QuadraticCost::new(vec![DMatrix::identity(4, 4) * 1e-3], vec![DMatrix::identity(2, 2) * 1e-3], DMatrix::zeros(4, 4), vec![0.0; 4], vec![]).unwrap();
-    let cost = FramePositionCost::new(model.clone(), inner, 4, tip, target, 0.1, 1e3).unwrap();
+    let cost = PointCost::new(model.clone(), inner, 4, vec![PointTrack::reach(tip, target, 0.1, 1e3, 100)], 100).unwrap();
     let x = [0.4, 1.1, 0.7, -0.3];
     let u = [0.2, -0.1];
     let mut d = StageDerivatives::zeros(4, 2);
@@ -300,7 +300,7 @@ fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, None).unwrap();
     let res = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; 2 * steps], &IlqrOptions { max_iterations: 200, ..IlqrOptions::default() }).unwrap();
-    let p = cost.position(&res.x[4 * steps..4 * steps + 2]).unwrap();
+    let p = cost.position(vidyn_optim::TrackedPoint::Frame(tip), &res.x[4 * steps..4 * steps + 2]).unwrap();
     println!("{}: tip at {:?}", res.message, p.as_slice());
     assert!(res.converged, "{}", res.message);
     assert!((p - nalgebra::Vector3::from(target)).norm() < 1e-2, "{p:?}");

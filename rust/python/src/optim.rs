@@ -14,8 +14,8 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrameTarget, IlqrOptions, LinearDynamics, Method, OptimError,
-    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackingController, TrackingCost, ViDynamics,
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, IlqrOptions, LinearDynamics, Method, OptimError, PointTrack,
+    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController, TrackingCost, ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
@@ -298,31 +298,33 @@ pub fn optim_ilqr_linear<'py>(
     result_dict(py, &res, &res.u, nu, nu)
 }
 
-/// `(frame index, target, running weight, terminal weight)` of a Cartesian reaching cost.
-type FrameSpec = (usize, [f64; 3], f64, f64);
-
-fn frame_spec(
-    vi: &vidyn_vi::VariationalIntegrator,
-    frame: Option<String>,
-    target: Option<Vec<f64>>,
-    weights: Option<(f64, f64)>,
-) -> PyResult<Option<FrameSpec>> {
-    match (frame, target) {
-        (None, None) => Ok(None),
-        (Some(name), Some(t)) => {
-            let index = vi.model().frame_index(&name).map_err(py_err)?;
-            let [x, y, z] = t[..] else {
-                return Err(INPUT_ERROR.err(format!("frame_target has {} entries, expected 3", t.len())));
+/// The tracked points of `tracks`, as `vidyn/optim.py` passes them: `(point, targets,
+/// weights)` with `point` a frame name or `"com"`, `targets` `(1, 3)` or `(N+1, 3)`, `weights`
+/// `(N+1,)`.
+fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>, steps: usize) -> PyResult<Vec<PointTrack>> {
+    tracks
+        .into_iter()
+        .enumerate()
+        .map(|(i, (point, targets, weights))| {
+            let point = match point.as_str() {
+                "com" => TrackedPoint::CentreOfMass,
+                name => TrackedPoint::Frame(vi.model().frame_index(name).map_err(py_err)?),
             };
-            let (wr, wt) = weights.unwrap_or((0.0, 1.0));
-            Ok(Some((index, [x, y, z], wr, wt)))
-        }
-        _ => Err(INPUT_ERROR.err("give both frame and frame_target, or neither")),
-    }
+            let (targets, rows) = convert::read_rows(&targets, &format!("tracks[{i}].target"), 3, "(3,) or (N+1, 3)", "3")?;
+            if rows != 1 && rows != steps + 1 {
+                return Err(INPUT_ERROR.err(format!("tracks[{i}].target has {rows} rows, expected 1 or N+1 = {}", steps + 1)));
+            }
+            let weights = convert::read(&weights, &format!("tracks[{i}].weight"), &[steps + 1], Some("(N+1,)"))?;
+            if let Some((k, w)) = weights.iter().enumerate().find(|(_, w)| **w < 0.0) {
+                return Err(INPUT_ERROR.err(format!("tracks[{i}].weight[{k}] is {w}, expected ≥ 0")));
+            }
+            Ok(PointTrack { point, targets: targets.chunks_exact(3).map(nalgebra::Vector3::from_column_slice).collect(), weights })
+        })
+        .collect()
 }
 
 /// What the bindings' cost is built from: the quadratic tracking cost (on `(q, p)` or on
-/// `(q, v)`), optionally plus a frame-position cost, or a Python object instead of both.
+/// `(q, v)`), plus tracked points (frames, the centre of mass), or a Python object instead of all.
 /// The inputs both VI optimisers share, read and checked: the integrator, sizes (`n` joints,
 /// `m` actuated, `steps`), the initial state and controls, and the cost.
 struct OptimProblem {
@@ -351,7 +353,7 @@ impl PyProblem {
     /// Arrays as prepared by `vidyn/optim.py`: `q0`, `p0` (n,), `u_init` (N, m), `q` (N or 1,
     /// 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m).
     #[new]
-    #[pyo3(signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, actuated = None, velocity_cost = false, frame = None, frame_target = None, frame_weights = None, cost = None))]
+    #[pyo3(signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, actuated = None, velocity_cost = false, tracks = None, cost = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         vi: &Bound<'_, PyVariationalIntegrator>,
@@ -365,12 +367,10 @@ impl PyProblem {
         u_ref: &Bound<'_, PyAny>,
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
-        frame: Option<String>,
-        frame_target: Option<Vec<f64>>,
-        frame_weights: Option<(f64, f64)>,
+        tracks: Option<Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, (frame, frame_target, frame_weights), cost)?;
+        let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, tracks.unwrap_or_default(), cost)?;
         Ok(Self { vi: vi.clone().unbind(), problem })
     }
 
@@ -381,8 +381,6 @@ impl PyProblem {
     }
 }
 
-type FrameArgs = (Option<String>, Option<Vec<f64>>, Option<(f64, f64)>);
-
 impl OptimProblem {
     /// `arrays`: `q0, p0, U_init, Q, R, QN, x_ref, u_ref` as passed by `vidyn/optim.py`.
     fn read(
@@ -390,13 +388,12 @@ impl OptimProblem {
         arrays: [&Bound<'_, PyAny>; 8],
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
-        frame: FrameArgs,
+        tracks: Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
         let vi = vi.get().inner.clone();
         let (n, nq) = (vi.n(), vi.nq());
-        let frame = frame_spec(&vi, frame.0, frame.1, frame.2)?;
         let actuated = actuated_list(actuated, n)?;
         let m = actuated.as_ref().map_or(n, Vec::len);
         let q0 = convert::read(q0, "q0", &[nq], Some("(model.nq,)"))?;
@@ -407,7 +404,8 @@ impl OptimProblem {
         let qn = convert::matrix(qn, "QN", 2 * n, 2 * n)?;
         let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nq + n], Some("(N+1, model.nq + n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
-        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, frame, python: cost, error: Arc::new(Mutex::new(None)) };
+        let tracks = point_tracks(&vi, tracks, steps)?;
+        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, tracks, python: cost, error: Arc::new(Mutex::new(None)) };
         Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec })
     }
 }
@@ -419,7 +417,7 @@ struct CostSpec {
     x_ref: Vec<f64>,
     u_ref: Vec<f64>,
     velocity_cost: bool,
-    frame: Option<FrameSpec>,
+    tracks: Vec<PointTrack>,
     python: Option<Py<PyAny>>,
     /// Where a Python cost's exception is kept during a solve.
     error: Arc<Mutex<Option<PyErr>>>,
@@ -437,8 +435,7 @@ impl CostSpec {
         }
         let nx = space.nx();
         let quadratic = QuadraticCost::on_space(space, self.qs.clone(), self.rs.clone(), self.qn.clone(), self.x_ref.clone(), self.u_ref.clone())?;
-        let frame = self.frame.map(|(frame, target, weight_running, weight_terminal)| FrameTarget { frame, target, weight_running, weight_terminal });
-        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, frame }.build(model, steps, nx)
+        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, tracks: self.tracks.clone() }.build(model, steps, nx)
     }
 }
 
