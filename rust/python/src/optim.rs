@@ -298,10 +298,13 @@ pub fn optim_ilqr_linear<'py>(
     result_dict(py, &res, &res.u, nu, nu)
 }
 
+/// A tracked point as `vidyn/optim.py` passes it: `(point, targets, weights)`.
+type TrackArgs<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 /// The tracked points of `tracks`, as `vidyn/optim.py` passes them: `(point, targets,
 /// weights)` with `point` a frame name or `"com"`, `targets` `(1, 3)` or `(N+1, 3)`, `weights`
 /// `(N+1,)`.
-fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>, steps: usize) -> PyResult<Vec<PointTrack>> {
+fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<TrackArgs<'_>>, steps: usize) -> PyResult<Vec<PointTrack>> {
     tracks
         .into_iter()
         .enumerate()
@@ -367,7 +370,7 @@ impl PyProblem {
         u_ref: &Bound<'_, PyAny>,
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
-        tracks: Option<Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>>,
+        tracks: Option<Vec<TrackArgs<'_>>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, tracks.unwrap_or_default(), cost)?;
@@ -388,7 +391,7 @@ impl OptimProblem {
         arrays: [&Bound<'_, PyAny>; 8],
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
-        tracks: Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+        tracks: Vec<TrackArgs<'_>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
