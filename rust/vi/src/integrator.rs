@@ -46,7 +46,7 @@ pub struct VariationalIntegrator {
     pub(crate) forces: JointForces,
     /// Newton stops when `|r|∞ ≤ tolerance · max(1, |p_k|∞)`, or when its update has reached
     /// round-off (`|δz|∞ ≤ 8ε(1 + |z|∞)`) with `|r|∞ ≤ 1.5e-8 · max(1, |p_k|∞)`.
-    tolerance: f64,
+    pub(crate) tolerance: f64,
     max_iterations: usize,
     /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
     pub(crate) constraints: Vec<Constraint>,
