@@ -8,7 +8,7 @@ accepts; results are new float64 arrays.
 
 import os
 from typing import Callable, Final, Literal, NoReturn, final, overload
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -600,7 +600,8 @@ class VariationalIntegrator:
     def multipliers(self, traj: Trajectory, derivatives: Literal[False] = False) -> _Array: ...
     @overload
     def multipliers(self, traj: Trajectory, derivatives: Literal[True]) -> tuple[_Array, _Array, _Array]: ...
-    def multipliers(self, traj: Trajectory, derivatives: bool = False) -> _Array | tuple[_Array, _Array, _Array]:
+    @overload
+    def multipliers(self, traj: Trajectory, derivatives: bool) -> _Array | tuple[_Array, _Array, _Array]:
         """The constraint multipliers ``λ_k`` of every step of ``traj`` (made by this
         integrator), (N, m): each step solved again from its knot, started at its end (the same
         solution); zero for constraints a schedule does not impose on the step. The constraint
@@ -1045,7 +1046,7 @@ class _Problem:
         u_ref: _ArrayLike,
         actuated: list[int] | None = None,
         velocity_cost: bool = False,
-        tracks: list[tuple[str, _ArrayLike, _ArrayLike]] | None = None,
+        tracks: Sequence[tuple[str, _ArrayLike, _ArrayLike]] | None = None,
         cost: Any | None = None,
     ) -> _Problem: ...
     @property
