@@ -1,0 +1,239 @@
+"""ANYmal walks one gait cycle: iLQR on the exact derivatives of the variational integrator,
+through its contact phases (issue 24).
+
+The gait is crocoddyl's walking gait (``examples/quadrupedal_gaits.py``: time step 10 ms,
+25-knot swings of 0.25 m with 0.15 m clearance, 2-knot double supports, feet in the order
+RH, RF, LH, LF). Here a stance foot is a point contact of the VI held at its foothold
+(:class:`vidyn.ContactSchedule`), a touchdown is the plastic impact that puts the foot on its
+next foothold, and iLQR minimises
+
+* the swing feet's distance to their paths and the centre of mass's to a forward ramp
+  (:class:`vidyn.optim.Track`),
+* a regularisation of the posture (base orientation, joints) and the momenta about the
+  standing posture, and of the torques (``Q``, ``R``).
+
+iLQR needs a rollout to start from, and a gait's open-loop rollout falls over (the swing legs
+and the base drift until a touchdown cannot reach its foothold). So the horizon grows one
+phase at a time: the optimised controls of the phases so far, then a simple controller over the
+new phase (static torques and joint springs for the stance legs, a task-space spring for the
+swing foot along its path), whose controls replay exactly, then iLQR on the longer horizon.
+
+Contacts are bilateral (no friction cone or unilateral force cost yet): the reported contact
+forces say where the motion pulls on the ground.
+
+Run: ``python examples/anymal_walk.py`` (``--plot`` saves the feet's and the base's paths to
+``examples/out/anymal_walk.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import vidyn
+from vidyn import models
+
+FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
+ORDER = ("RH_FOOT", "RF_FOOT", "LH_FOOT", "LF_FOOT")
+#: the first generalised velocity of each leg's three joints (base: 0..6)
+LEG = {"LF_FOOT": 6, "LH_FOOT": 9, "RF_FOOT": 12, "RH_FOOT": 15}
+
+
+@dataclass
+class Gait:
+    """Phases ``(steps, contacts that hold, swinging foot or None)``, the contacts (a foothold
+    per stance) and their footholds, each swing knot's target ``{step: (foot, point)}`` (the
+    foot's position at the end of that step), and the centre of mass's target per knot."""
+
+    phases: list[tuple[int, list[str], str | None]] = field(default_factory=list)
+    contacts: dict[str, list] = field(default_factory=dict)
+    footholds: dict[str, np.ndarray] = field(default_factory=dict)
+    swing: dict[int, tuple[str, np.ndarray]] = field(default_factory=dict)
+    com: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+    def schedule(self, phases: int) -> vidyn.ContactSchedule:
+        """The first ``phases`` phases as a contact schedule."""
+        return vidyn.ContactSchedule.of(self.contacts, [(s, names) for s, names, _ in self.phases[:phases]])
+
+
+def standing(model: vidyn.Model) -> np.ndarray:
+    """ANYmal's standing posture (its SRDF), lowered so that the feet touch z = 0."""
+    q = models.reference_configuration(model, "anymal", "standing")
+    q[2] -= min(vidyn.frame_placement(model, q, f)[2, 3] for f in FEET)
+    return q
+
+
+def walking_gait(model: vidyn.Model, q0: np.ndarray, length: float, height: float, swing_knots: int, support_knots: int) -> Gait:
+    """One cycle of the walking gait from ``q0`` (module docs)."""
+    gait = Gait()
+    foothold = {f: vidyn.frame_placement(model, q0, f)[:3, 3] for f in FEET}
+    stance = {f: f"{f}@0" for f in FEET}
+    for f in FEET:
+        gait.contacts[stance[f]] = vidyn.point_contact(f, foothold[f])
+        gait.footholds[stance[f]] = foothold[f]
+    gait.phases.append((support_knots, list(stance.values()), None))
+    k = support_knots
+    for i, foot in enumerate(ORDER):
+        start, end = foothold[foot], foothold[foot] + [length, 0.0, 0.0]
+        for j in range(swing_knots):
+            s = (j + 1) / swing_knots
+            gait.swing[k + j] = (foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)])
+        gait.phases.append((swing_knots, [stance[f] for f in FEET if f != foot], foot))
+        k += swing_knots
+        foothold[foot], stance[foot] = end, f"{foot}@{i + 1}"
+        gait.contacts[stance[foot]] = vidyn.point_contact(foot, end)
+        gait.footholds[stance[foot]] = end
+        gait.phases.append((support_knots, list(stance.values()), None))
+        k += support_knots
+    gait.com = np.tile(vidyn.center_of_mass(model, q0), (k + 1, 1))
+    gait.com[:, 0] += np.linspace(0.0, length, k + 1)
+    return gait
+
+
+def tracks(gait: Gait, steps: int, foot_weight: float, com_weight: float) -> list[vidyn.optim.Track]:
+    """The swing feet's paths (weighted on their swing knots only) and the centre of mass's
+    ramp over ``steps`` steps."""
+    out = []
+    for foot in FEET:
+        target, weight = np.zeros((steps + 1, 3)), np.zeros(steps + 1)
+        for k, (f, point) in gait.swing.items():
+            if f == foot and k < steps:
+                target[k + 1], weight[k + 1] = point, foot_weight
+        if weight.any():
+            out.append(vidyn.optim.Track(foot, target, weight))
+    out.append(vidyn.optim.Track("com", gait.com[: steps + 1], com_weight))
+    return out
+
+
+def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str]) -> np.ndarray:
+    """Joint torques that hold ``q`` against gravity with the ``support`` feet carrying the
+    rest: the least-norm ``(τ, f)`` of ``g(q) = Sᵀτ + Σ J_fᵀ f``."""
+    n = model.nv
+    selection = np.zeros((n - 6, n))
+    selection[:, 6:] = np.eye(n - 6)
+    jacobians = [vidyn.jacobian(model, q, f, "local_world_aligned")[:3] for f in support]
+    return np.linalg.lstsq(np.vstack([selection, *jacobians]).T, vidyn.gravity(model, q), rcond=None)[0][: n - 6]
+
+
+def controller_phase(vi, gait, phase, first, q, p, q0):
+    """Controls (steps, 12) over phase ``phase`` from knot ``first`` at ``(q, p)``: static
+    torques with joint springs for the stance legs, a task-space spring along the swing path
+    for the swinging foot (the leg's gravity compensated)."""
+    model, n = vi.model, vi.n
+    steps, names, _ = gait.phases[phase]
+    tau_static = static_torques(model, q, [c.split("@")[0] for c in names])
+    controls = []
+    for k in range(first, first + steps):
+        v = vi.velocity(q, p)
+        tau = tau_static + 30.0 * (q0[7:] - q[7:]) - 1.0 * v[6:]
+        if k in gait.swing:
+            foot, point = gait.swing[k]
+            cols = slice(LEG[foot], LEG[foot] + 3)
+            jac = vidyn.jacobian(model, q, foot, "local_world_aligned")[:3]
+            error = point - vidyn.frame_placement(model, q, foot)[:3, 3]
+            tau[cols.start - 6 : cols.stop - 6] = vidyn.gravity(model, q)[cols] + jac[:, cols].T @ (300.0 * error - 20.0 * (jac @ v))
+        controls.append(tau)
+        u = np.zeros(n)
+        u[6:] = tau
+        q, p = vi.step(q, p, u, k=k)
+    return np.array(controls)
+
+
+def solve(length: float = 0.25, height: float = 0.15, swing_knots: int = 25, support_knots: int = 2, dt: float = 0.01, verbose: bool = True):
+    """The walking cycle, horizon grown phase by phase (module docs). Returns the model, the
+    gait, its last schedule and integrator, and iLQR's last result."""
+    with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
+        warnings.simplefilter("ignore")
+        model = models.example_robot("anymal")
+    q0, n = standing(model), model.nv
+    gait = walking_gait(model, q0, length, height, swing_knots, support_knots)
+    weights = np.concatenate([[0.0] * 3, [50.0] * 3, [1e-3] * 12, [0.1] * n])
+    x_ref = np.concatenate([q0, np.zeros(n)])
+    controls = np.zeros((0, n - 6))
+    started = time.perf_counter()
+    for phases in range(1, len(gait.phases) + 1):
+        schedule = gait.schedule(phases)
+        vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
+        # the optimised phases replayed, then the controller over the new one
+        q, p = q0.copy(), np.zeros(n)
+        for k, tau in enumerate(controls):
+            q, p = vi.step(q, p, np.r_[np.zeros(6), tau], k=k)
+        warm = np.vstack([controls, controller_phase(vi, gait, phases - 1, len(controls), q, p, q0)])
+        res = vidyn.optim.ilqr(
+            vi,
+            q0,
+            U_init=warm,
+            Q=weights,
+            QN=weights,
+            R=1e-3,
+            x_ref=x_ref,
+            actuated=range(6, n),
+            tracks=tracks(gait, schedule.steps, 1e4, 1e3),
+            max_iterations=100,
+        )
+        controls = np.asarray(res.U)[:, 6:]
+        if verbose:
+            print(f"phases 1–{phases} ({schedule.steps} steps): {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}")
+    if verbose:
+        print(f"iLQR over the growing horizon: {time.perf_counter() - started:.2f} s")
+    return model, gait, schedule, vi, res
+
+
+def report(model, gait, schedule, vi, res) -> dict[str, float]:
+    """What the motion achieved: the base's advance, the feet's distance to their last
+    footholds and their clearance, the touchdowns' gaps to their footholds (the foot at the
+    start of its first stance step), the contact forces' vertical range."""
+    q, dt = res.trajectory.q, vi.dt
+    foot = {name: name.split("@")[0] for name in gait.contacts}
+    last = {foot[name]: name for name in gait.contacts}  # the last contact of each foot
+    position = lambda f, x: vidyn.frame_placement(model, x, f)[:3, 3]  # noqa: E731
+    touchdowns = [name for name in schedule.rows if np.argmax(schedule.holds(name)) > 0]
+    lam = vi.multipliers(res.trajectory)
+    vertical = np.concatenate([schedule.forces(lam, dt, name)[schedule.holds(name), 2] for name in schedule.rows])
+    return {
+        "base advance (m)": q[-1, 0] - q[0, 0],
+        "worst foot error at the end (m)": max(np.abs(position(f, q[-1]) - gait.footholds[c]).max() for f, c in last.items()),
+        "lowest swing clearance (m)": min(max(position(f, x)[2] for x in q) for f in FEET),
+        "worst touchdown gap (m)": max(np.abs(position(foot[c], q[int(np.argmax(schedule.holds(c)))]) - gait.footholds[c]).max() for c in touchdowns),
+        "contact force z min (N)": vertical.min(),
+        "contact force z max (N)": vertical.max(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_walk.png")
+    args = parser.parse_args()
+    model, gait, schedule, vi, res = solve()
+    for key, value in report(model, gait, schedule, vi, res).items():
+        print(f"{key}: {value:.4g}")
+    if args.plot:
+        import pathlib
+
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        q = res.trajectory.q
+        fig, ax = plt.subplots(figsize=(8, 3))
+        for f in FEET:
+            path = np.array([vidyn.frame_placement(model, x, f)[:3, 3] for x in q])
+            ax.plot(path[:, 0], path[:, 2], label=f)
+        ax.plot(q[:, 0], q[:, 2] - q[0, 2], "k--", label="base (height change)")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("z (m)")
+        ax.legend(fontsize=7)
+        out = pathlib.Path(__file__).parent / "out" / "anymal_walk.png"
+        out.parent.mkdir(exist_ok=True)
+        fig.savefig(out, dpi=120, bbox_inches="tight")
+        print(f"saved {out}")
+
+
+if __name__ == "__main__":
+    main()
