@@ -1,0 +1,46 @@
+"""crocoddyl's ANYmal walking cycle (its ``examples/quadrupedal_gaits.py``, walking part), timed,
+as the peer of ``examples/anymal_walk.py`` in BENCHMARKS.md.
+
+Needs crocoddyl with a binary-compatible pinocchio (see ``bench_ilqr_crocoddyl.py``):
+``pip install --no-deps crocoddyl==3.2.1 libcrocoddyl==3.2.1 pin==4.0.0 libpinocchio==4.0.0``
+plus ``example-robot-data-loaders``. The problems differ in their contact model: crocoddyl
+integrates contact dynamics (Euler, 10 ms) with friction-cone costs and impulse models at
+touchdowns and solves it by FDDP from a quasi-static warm start; vidyn steps a variational
+integrator with bilateral point contacts and no force costs, by iLQR over a growing horizon.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    import crocoddyl
+    import example_robot_data
+    import pinocchio
+    from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
+
+    anymal = example_robot_data.load("anymal")
+    feet = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
+    gait = SimpleQuadrupedalGaitProblem(anymal.model, *feet, integrator="euler", control="zero")
+    q0 = anymal.model.referenceConfigurations["standing"].copy()
+    x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
+    for repeat in range(3):
+        problem = gait.createWalkingProblem(x0, 0.25, 0.15, 1e-2, 25, 2)
+        solver = crocoddyl.SolverFDDP(problem)
+        xs = [x0] * (problem.T + 1)
+        us = problem.quasiStatic([x0] * problem.T)
+        start = time.perf_counter()
+        solver.solve(xs, us, 100, False)
+        elapsed = time.perf_counter() - start
+        data = anymal.model.createData()
+        pinocchio.forwardKinematics(anymal.model, data, solver.xs[-1][: anymal.model.nq])
+        pinocchio.updateFramePlacements(anymal.model, data)
+        advance = [data.oMf[anymal.model.getFrameId(f)].translation[0] for f in feet]
+        print(f"run {repeat}: {problem.T} knots, {solver.iter} FDDP iterations, {elapsed:.3f} s, cost {solver.cost:.4g}, feet x at the end {np.round(advance, 3)}, base x {solver.xs[-1][0]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
