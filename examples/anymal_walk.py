@@ -18,11 +18,14 @@ phase at a time: the optimised controls of the phases so far, then a simple cont
 new phase (static torques and joint springs for the stance legs, a task-space spring for the
 swing foot along its path), whose controls replay exactly, then iLQR on the longer horizon.
 
-Contacts are bilateral (no friction cone or unilateral force cost yet): the reported contact
-forces say where the motion pulls on the ground.
+The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
+(−89 N on the diagonal foot during the first swing). ``--friction`` adds friction-cone
+penalties on the contact forces (:class:`vidyn.optim.FrictionCone`, μ = 0.7), which make them
+unilateral, at the price of many more iterations (every stage solves its steps once more to get
+the forces' exact derivatives).
 
-Run: ``python examples/anymal_walk.py`` (``--plot`` saves the feet's and the base's paths to
-``examples/out/anymal_walk.png``).
+Run: ``python examples/anymal_walk.py [--friction] [--plot]`` (``--plot`` saves the feet's and
+the base's paths to ``examples/out/anymal_walk.png``).
 """
 
 from __future__ import annotations
@@ -72,20 +75,20 @@ def walking_gait(model: vidyn.Model, q0: np.ndarray, length: float, height: floa
     """One cycle of the walking gait from ``q0`` (module docs)."""
     gait = Gait()
     foothold = {f: vidyn.frame_placement(model, q0, f)[:3, 3] for f in FEET}
-    stance = {f: f"{f}@0" for f in FEET}
+    stance = {f: f"{f}@0" for f in FEET}  # a foot's contacts: @0, then @1 after its step
     for f in FEET:
         gait.contacts[stance[f]] = vidyn.point_contact(f, foothold[f])
         gait.footholds[stance[f]] = foothold[f]
     gait.phases.append((support_knots, list(stance.values()), None))
     k = support_knots
-    for i, foot in enumerate(ORDER):
+    for foot in ORDER:
         start, end = foothold[foot], foothold[foot] + [length, 0.0, 0.0]
         for j in range(swing_knots):
             s = (j + 1) / swing_knots
             gait.swing[k + j] = (foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)])
         gait.phases.append((swing_knots, [stance[f] for f in FEET if f != foot], foot))
         k += swing_knots
-        foothold[foot], stance[foot] = end, f"{foot}@{i + 1}"
+        foothold[foot], stance[foot] = end, f"{foot}@1"
         gait.contacts[stance[foot]] = vidyn.point_contact(foot, end)
         gait.footholds[stance[foot]] = end
         gait.phases.append((support_knots, list(stance.values()), None))
@@ -144,9 +147,19 @@ def controller_phase(vi, gait, phase, first, q, p, q0):
     return np.array(controls)
 
 
-def solve(length: float = 0.25, height: float = 0.15, swing_knots: int = 25, support_knots: int = 2, dt: float = 0.01, verbose: bool = True):
-    """The walking cycle, horizon grown phase by phase (module docs). Returns the model, the
-    gait, its last schedule and integrator, and iLQR's last result."""
+def solve(
+    length: float = 0.25,
+    height: float = 0.15,
+    swing_knots: int = 25,
+    support_knots: int = 2,
+    dt: float = 0.01,
+    friction: vidyn.optim.FrictionCone | None = None,
+    phases: int | None = None,
+    verbose: bool = True,
+):
+    """The walking cycle, horizon grown phase by phase (module docs); with ``friction`` (its
+    ``first`` ignored) a friction cone on every contact; ``phases``: stop after that many.
+    Returns the model, the gait, its last schedule and integrator, and iLQR's last result."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
         model = models.example_robot("anymal")
@@ -156,14 +169,15 @@ def solve(length: float = 0.25, height: float = 0.15, swing_knots: int = 25, sup
     x_ref = np.concatenate([q0, np.zeros(n)])
     controls = np.zeros((0, n - 6))
     started = time.perf_counter()
-    for phases in range(1, len(gait.phases) + 1):
-        schedule = gait.schedule(phases)
+    for grown in range(1, (phases or len(gait.phases)) + 1):
+        schedule = gait.schedule(grown)
         vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
         # the optimised phases replayed, then the controller over the new one
         q, p = q0.copy(), np.zeros(n)
         for k, tau in enumerate(controls):
             q, p = vi.step(q, p, np.r_[np.zeros(6), tau], k=k)
-        warm = np.vstack([controls, controller_phase(vi, gait, phases - 1, len(controls), q, p, q0)])
+        warm = np.vstack([controls, controller_phase(vi, gait, grown - 1, len(controls), q, p, q0)])
+        cones = [] if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip)
         res = vidyn.optim.ilqr(
             vi,
             q0,
@@ -174,11 +188,12 @@ def solve(length: float = 0.25, height: float = 0.15, swing_knots: int = 25, sup
             x_ref=x_ref,
             actuated=range(6, n),
             tracks=tracks(gait, schedule.steps, 1e4, 1e3),
+            friction=cones,
             max_iterations=100,
         )
         controls = np.asarray(res.U)[:, 6:]
         if verbose:
-            print(f"phases 1–{phases} ({schedule.steps} steps): {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}")
+            print(f"phases 1–{grown} ({schedule.steps} steps): {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}")
     if verbose:
         print(f"iLQR over the growing horizon: {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res
@@ -199,17 +214,28 @@ def report(model, gait, schedule, vi, res) -> dict[str, float]:
         "base advance (m)": q[-1, 0] - q[0, 0],
         "worst foot error at the end (m)": max(np.abs(position(f, q[-1]) - gait.footholds[c]).max() for f, c in last.items()),
         "lowest swing clearance (m)": min(max(position(f, x)[2] for x in q) for f in FEET),
-        "worst touchdown gap (m)": max(np.abs(position(foot[c], q[int(np.argmax(schedule.holds(c)))]) - gait.footholds[c]).max() for c in touchdowns),
+        "worst touchdown gap (m)": max((np.abs(position(foot[c], q[int(np.argmax(schedule.holds(c)))]) - gait.footholds[c]).max() for c in touchdowns), default=0.0),
         "contact force z min (N)": vertical.min(),
         "contact force z max (N)": vertical.max(),
+        "largest |f_t| / f_z (N/N)": max(friction_ratio(schedule.forces(lam, dt, name)[schedule.holds(name)]) for name in schedule.rows if schedule.holds(name).any()),
     }
+
+
+def friction_ratio(forces: np.ndarray) -> float:
+    """The largest tangential-to-normal ratio of world forces (rows ``(f_x, f_y, f_z)``);
+    infinite for a force that does not push."""
+    normal = forces[:, 2]
+    tangential = np.linalg.norm(forces[:, :2], axis=1)
+    return float(np.max(np.where(normal > 0, tangential / np.maximum(normal, 1e-300), np.inf)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_walk.png")
+    parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
     args = parser.parse_args()
-    model, gait, schedule, vi, res = solve()
+    cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0) if args.friction else None
+    model, gait, schedule, vi, res = solve(friction=cone)
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
     if args.plot:

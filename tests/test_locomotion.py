@@ -52,6 +52,27 @@ def test_anymal_walks_one_gait_cycle():
     np.testing.assert_array_equal(replay.q, res.trajectory.q)
 
 
+def test_friction_cones_make_the_contacts_push():
+    """The first swing of the cycle (two phases, 27 steps) with friction cones (μ = 0.7, weight
+    1e-2, tip 1 N) on every contact: the diagonal foot, which without them pulls (−19 N on
+    this horizon), pushes (measured: every vertical force ≥ 1.3 N, |f_t|/f_z ≤ 0.72 — the
+    penalty lets the cone be exceeded a little)."""
+    import vidyn
+
+    walk = load_example()
+    cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0)
+    try:
+        model, gait, schedule, vi, res = walk.solve(friction=cone, phases=2, verbose=False)
+    except (FileNotFoundError, KeyError) as e:
+        pytest.skip(str(e))
+    assert res.converged, res.message
+    measured = walk.report(model, gait, schedule, vi, res)
+    assert measured["contact force z min (N)"] > 0.5
+    assert measured["largest |f_t| / f_z (N/N)"] < 0.75
+    free = walk.solve(phases=2, verbose=False)
+    assert walk.report(*free)["contact force z min (N)"] < -10.0
+
+
 def test_reference_configurations_from_srdf(tmp_path):
     """``models.reference_configuration`` reads SRDF postures as Pinocchio's
     ``loadReferenceConfigurations``: ANYmal's and solo12's "standing" (the values of their

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn._core import InputError, Perpendicular, PointOnPlane
+from vidyn.optim import FrictionCone
 
 __all__ = ["ContactSchedule", "frame_contact", "point_contact", "point_contact_forces"]
 
@@ -113,6 +114,11 @@ class ContactSchedule:
     def holds(self, name: str) -> np.ndarray:
         """(N,) whether contact ``name`` holds on each step."""
         return np.asarray(self.active[:, self.rows[name].start])
+
+    def friction_cones(self, mu: float = 0.7, weight: float = 1.0, tip: float = 1e-2) -> list[FrictionCone]:
+        """A :class:`vidyn.optim.FrictionCone` for every contact (its first three rows, the
+        point part of a frame contact), for ``optim.ilqr(..., friction=...)``."""
+        return [FrictionCone(rows.start, mu, weight, tip) for rows in self.rows.values()]
 
     def forces(self, multipliers: npt.ArrayLike, dt: float, name: str) -> np.ndarray:
         """The mean world force on the origin of the point (or frame) contact ``name`` over

@@ -78,6 +78,7 @@ from vidyn._core import InputError, Trajectory, VariationalIntegrator
 __all__ = [
     "ClosedLoopRollout",
     "DlqrSolution",
+    "FrictionCone",
     "IlqrResult",
     "LqrSolution",
     "Problem",
@@ -428,6 +429,26 @@ class Track:
         return str(self.point), t, w
 
 
+@dataclass(frozen=True)
+class FrictionCone:
+    """The friction cone ``μ f_z ≥ |f_t|`` of a point contact of the VI, as the penalty
+    ``½ weight · min(0, μ f_z − √(|f_t|² + tip²))²`` on every step where it holds, ``f = −λ/dt``
+    the contact's mean world force from the multipliers of its three constraints, which start
+    at row ``first`` of the integrator's constraints (:func:`vidyn.point_contact`; for a
+    :class:`vidyn.ContactSchedule`, ``rows[name].start``, or all at once with
+    ``ContactSchedule.friction_cones``). The cone also makes the contact unilateral
+    (``f_z ≥ tip/μ``). Exact gradient through the multipliers' derivatives, Gauss–Newton
+    Hessian; each stage solves its step once more to get them."""
+
+    first: int
+    mu: float = 0.7
+    weight: float = 1.0
+    tip: float = 1e-2
+
+    def _native(self) -> tuple[int, float, float, float]:
+        return int(self.first), float(self.mu), float(self.weight), float(self.tip)
+
+
 def _tracks(
     tracks: Sequence[Track] | None, frame: str | None, frame_target: _ArrayLike | None, frame_weight: float, frame_weight_terminal: float, N: int
 ) -> list[tuple[str, _Array, _Array]]:
@@ -470,7 +491,9 @@ class Problem:
     adds ``½ frame_weight |p_frame(q_k) − p*|²`` at every step and
     ``½ frame_weight_terminal |p_frame(q_N) − p*|²`` at the end (world position of the named
     frame); ``tracks``: :class:`Track` points (frames, ``"com"``) with per-stage targets and
-    weights; ``cost``: a :class:`StageCost` used *instead* of all of these.
+    weights; ``friction``: :class:`FrictionCone` penalties on contact forces (a constrained
+    VI; not with ``coordinates="velocity"``); ``cost``: a :class:`StageCost` used *instead* of
+    all of these.
 
     :func:`ilqr` and :func:`projection` solve it, as often as wanted (other methods, limits or
     tolerances) without reading the arrays again; given their problem keywords instead, they
@@ -507,6 +530,7 @@ class Problem:
         frame_weight: float = 0.0,
         frame_weight_terminal: float = 1.0,
         tracks: Sequence[Track] | None = None,
+        friction: Sequence[FrictionCone] | None = None,
         cost: StageCost | None = None,
     ) -> None:
         act, m = _actuated(vi, actuated)
@@ -515,7 +539,9 @@ class Problem:
         if x_ref is None and vi.nq != vi.n:
             x_ref = np.concatenate([vi.model.neutral(), np.zeros(vi.n)])
         u0 = _initial_controls(vi, act, m, U_init, steps)
-        adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame, tracks=tracks))
+        adapter = _cost_object(cost, cost_state, dict(Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, frame=frame, tracks=tracks, friction=friction))
+        if any(not isinstance(c, FrictionCone) for c in friction or ()):
+            raise InputError("friction must be a list of vidyn.optim.FrictionCone")
         N = u0.shape[0]
         points = _tracks(tracks, frame, frame_target, frame_weight, frame_weight_terminal, N)
         core = _core._Problem(
@@ -531,6 +557,7 @@ class Problem:
             act,
             cost_state == "velocity",
             points,
+            [c._native() for c in friction or ()],
             adapter,
         )
         for name, value in (("vi", vi), ("q0", q), ("p0", p), ("U_init", u0), ("actuated", act), ("cost_state", cost_state), ("_native", core)):
@@ -567,6 +594,7 @@ _PROBLEM_DEFAULTS: dict[str, Any] = dict(
     frame_weight=0.0,
     frame_weight_terminal=1.0,
     tracks=None,
+    friction=None,
     cost=None,
 )
 
@@ -607,6 +635,7 @@ def ilqr(
     frame_weight: float = 0.0,
     frame_weight_terminal: float = 1.0,
     tracks: Sequence[Track] | None = None,
+    friction: Sequence[FrictionCone] | None = None,
     cost: StageCost | None = None,
     method: Literal["ilqr", "ddp"] = "ilqr",
     max_iterations: int = 100,
@@ -616,7 +645,7 @@ def ilqr(
 ) -> IlqrResult:
     """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
-    ``cost_state``, ``frame…``, ``tracks``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
+    ``cost_state``, ``frame…``, ``tracks``, ``friction``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
     at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
     λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
@@ -631,7 +660,7 @@ def ilqr(
     panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
     with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
     first order)."""
-    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, cost=cost))
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
@@ -700,6 +729,7 @@ def projection(
     frame_weight: float = 0.0,
     frame_weight_terminal: float = 1.0,
     tracks: Sequence[Track] | None = None,
+    friction: Sequence[FrictionCone] | None = None,
     cost: StageCost | None = None,
     model: Literal["auto", "steepest", "quasi", "newton"] = "auto",
     newton_after: int = 10,
@@ -722,7 +752,7 @@ def projection(
     joints), and the Armijo search
     ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
-    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, cost=cost))
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
     d: dict[str, Any] = _core._optim_projection(
         problem._native,

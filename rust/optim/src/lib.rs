@@ -29,6 +29,7 @@ pub mod actuation;
 pub mod boxqp;
 mod cancellable;
 mod checks;
+pub mod contact_force_cost;
 pub mod cost;
 mod dense_kernels;
 pub mod dynamics;
@@ -47,6 +48,7 @@ pub mod vi_dynamics;
 
 pub use actuation::Actuation;
 pub use cancellable::Cancellable;
+pub use contact_force_cost::{ContactForceCost, FrictionCone};
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, NominalScratch, Policy, SecondOrder};
 pub use error::{OptimError, Result};
@@ -60,5 +62,5 @@ pub use projection::{
     ProjectionOptions, ProjectionResult, ProjectionStatus,
 };
 pub use state_space::StateSpace;
-pub use tracking_cost::TrackingCost;
+pub use tracking_cost::{FrictionCones, TrackingCost};
 pub use vi_dynamics::ViDynamics;

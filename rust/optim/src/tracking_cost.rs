@@ -3,11 +3,22 @@
 //! swing feet following paths, the centre of mass following a reference). What the Python
 //! `optim.ilqr` / `optim.projection` keywords build, for Rust callers too.
 
+use crate::contact_force_cost::{ContactForceCost, FrictionCone};
 use crate::cost::{Cost, QuadraticCost, VelocityCost};
 use crate::error::Result;
 use crate::point_cost::{PointCost, PointTrack};
 use std::sync::Arc;
 use vidyn_rbd::Model;
+use vidyn_vi::VariationalIntegrator;
+
+/// Friction cones on the contact forces of `vi`'s steps ([`ContactForceCost`]), the controls
+/// being the forces of the `actuated` joints (all when `None`).
+#[derive(Clone, Debug)]
+pub struct FrictionCones {
+    pub vi: Arc<VariationalIntegrator>,
+    pub actuated: Option<Vec<usize>>,
+    pub cones: Vec<FrictionCone>,
+}
 
 /// The parts of the built-in cost.
 #[derive(Clone, Debug)]
@@ -19,6 +30,8 @@ pub struct TrackingCost {
     pub on_velocity: bool,
     /// Points held near their targets ([`PointCost`]), each with `steps + 1` weights.
     pub tracks: Vec<PointTrack>,
+    /// Friction cones on the contact forces, if any.
+    pub friction: Option<FrictionCones>,
 }
 
 impl TrackingCost {
@@ -29,7 +42,11 @@ impl TrackingCost {
     pub fn build(self, model: &Arc<Model>, steps: usize, nx: usize) -> Result<Box<dyn Cost>> {
         self.quadratic.check_horizon(steps)?;
         let base: Box<dyn Cost> = if self.on_velocity { Box::new(VelocityCost::new(Arc::clone(model), self.quadratic)?) } else { Box::new(self.quadratic) };
-        Ok(if self.tracks.is_empty() { base } else { Box::new(PointCost::new(Arc::clone(model), base, nx, self.tracks, steps)?) })
+        let tracked: Box<dyn Cost> = if self.tracks.is_empty() { base } else { Box::new(PointCost::new(Arc::clone(model), base, nx, self.tracks, steps)?) };
+        Ok(match self.friction {
+            Some(f) if !f.cones.is_empty() => Box::new(ContactForceCost::new(f.vi, tracked, f.actuated, f.cones)?),
+            _ => tracked,
+        })
     }
 }
 
@@ -58,13 +75,13 @@ mod tests {
             .unwrap()
         };
         let (x, u) = ([0.0, 0.0, 0.0, 0.3, -0.2, 0.1], [0.5, 0.0, 0.0]);
-        let plain = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: Vec::new() }.build(&model, steps, 2 * n).unwrap();
+        let plain = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: Vec::new(), friction: None }.build(&model, steps, 2 * n).unwrap();
         let base = plain.running_value(0, &x, &u).unwrap();
         assert!((base - 0.5 * (0.09 + 0.04 + 0.01 + 0.25)).abs() < 1e-15, "{base}");
         let reach = PointTrack::reach(model.frame_index("tip").unwrap(), [0.0, 0.0, -2.0], 4.0, 1.0, steps);
-        let reaching = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: vec![reach] }.build(&model, steps, 2 * n).unwrap();
+        let reaching = TrackingCost { quadratic: quadratic(), on_velocity: false, tracks: vec![reach], friction: None }.build(&model, steps, 2 * n).unwrap();
         assert!((reaching.running_value(0, &x, &u).unwrap() - (base + 0.5 * 4.0 * 1.0)).abs() < 1e-12);
-        let velocity = TrackingCost { quadratic: quadratic(), on_velocity: true, tracks: Vec::new() }.build(&model, steps, 2 * n).unwrap();
+        let velocity = TrackingCost { quadratic: quadratic(), on_velocity: true, tracks: Vec::new(), friction: None }.build(&model, steps, 2 * n).unwrap();
         assert!((velocity.running_value(0, &x, &u).unwrap() - base).abs() > 1e-3);
     }
 }

@@ -14,8 +14,9 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, IlqrOptions, LinearDynamics, Method, OptimError, PointTrack,
-    ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController, TrackingCost, ViDynamics,
+    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrictionCone, FrictionCones, IlqrOptions, LinearDynamics, Method,
+    OptimError, PointTrack, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController, TrackingCost,
+    ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
@@ -356,7 +357,7 @@ impl PyProblem {
     /// Arrays as prepared by `vidyn/optim.py`: `q0`, `p0` (n,), `u_init` (N, m), `q` (N or 1,
     /// 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m).
     #[new]
-    #[pyo3(signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, actuated = None, velocity_cost = false, tracks = None, cost = None))]
+    #[pyo3(signature = (vi, q0, p0, u_init, q, r, qn, x_ref, u_ref, actuated = None, velocity_cost = false, tracks = None, friction = None, cost = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         vi: &Bound<'_, PyVariationalIntegrator>,
@@ -371,9 +372,11 @@ impl PyProblem {
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
         tracks: Option<Vec<TrackArgs<'_>>>,
+        friction: Option<Vec<(usize, f64, f64, f64)>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, tracks.unwrap_or_default(), cost)?;
+        let cones = friction.unwrap_or_default().into_iter().map(|(first, mu, weight, tip)| FrictionCone { first, mu, weight, tip }).collect();
+        let problem = OptimProblem::read(vi, [q0, p0, u_init, q, r, qn, x_ref, u_ref], actuated, velocity_cost, tracks.unwrap_or_default(), cones, cost)?;
         Ok(Self { vi: vi.clone().unbind(), problem })
     }
 
@@ -392,6 +395,7 @@ impl OptimProblem {
         actuated: Option<Vec<i64>>,
         velocity_cost: bool,
         tracks: Vec<TrackArgs<'_>>,
+        cones: Vec<FrictionCone>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
@@ -408,7 +412,8 @@ impl OptimProblem {
         let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nq + n], Some("(N+1, model.nq + n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
         let tracks = point_tracks(&vi, tracks, steps)?;
-        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, tracks, python: cost, error: Arc::new(Mutex::new(None)) };
+        let friction = (!cones.is_empty()).then(|| FrictionCones { vi: Arc::clone(&vi), actuated: actuated.clone(), cones });
+        let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, tracks, friction, python: cost, error: Arc::new(Mutex::new(None)) };
         Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec })
     }
 }
@@ -421,6 +426,7 @@ struct CostSpec {
     u_ref: Vec<f64>,
     velocity_cost: bool,
     tracks: Vec<PointTrack>,
+    friction: Option<FrictionCones>,
     python: Option<Py<PyAny>>,
     /// Where a Python cost's exception is kept during a solve.
     error: Arc<Mutex<Option<PyErr>>>,
@@ -438,7 +444,11 @@ impl CostSpec {
         }
         let nx = space.nx();
         let quadratic = QuadraticCost::on_space(space, self.qs.clone(), self.rs.clone(), self.qn.clone(), self.x_ref.clone(), self.u_ref.clone())?;
-        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, tracks: self.tracks.clone() }.build(model, steps, nx)
+        if self.friction.is_some() && !velocity {
+            return Err(OptimError::NotImplemented("friction cones on the velocity state (coordinates=\"velocity\")".into()));
+        }
+        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, tracks: self.tracks.clone(), friction: self.friction.clone() }
+            .build(model, steps, nx)
     }
 }
 
