@@ -199,6 +199,27 @@ fn constraints_and_kinematic_joints_on_the_group() {
     }
 }
 
+/// Two constraints on [`floating_tree`]: the base hooked to a world anchor by a tether, and
+/// the ball body's tip on the base's `y` plane, both met at `q0` when `slack` is 0 (the tether
+/// `slack` longer, the plane `slack` off the tip otherwise).
+pub(crate) fn tether_and_plane(model: &Model, q0: &[f64], slack: f64) -> Vec<Constraint> {
+    let (base, ball) = (model.joint_index("base").unwrap(), model.joint_index("ball").unwrap());
+    let anchor = BodyPoint { body: None, point: Vector3::new(0.1, -0.2, 1.3) };
+    let hook = BodyPoint { body: Some(base), point: Vector3::new(0.05, 0.0, 0.02) };
+    let tip = BodyPoint { body: Some(ball), point: Vector3::new(0.0, 0.0, -0.2) };
+    let pair = |length: f64, offset: f64| {
+        vec![
+            Constraint::Distance { a: anchor.clone(), b: hook.clone(), length },
+            Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::y() * offset }, normal: Vector3::y(), b: tip.clone() },
+        ]
+    };
+    // sized from their values at q0: h = |hook − anchor|² − 1 and the tip's y offset
+    let probe = VariationalIntegrator::new(Arc::new(model.clone()), Scheme::trapezoid(), 0.02, None).unwrap().with_constraints(pair(1.0, 0.0)).unwrap();
+    let mut h = [0.0; 2];
+    probe.constraint_values(&mut probe.workspace(), q0, &mut h).unwrap();
+    pair((1.0 + h[0]).sqrt() + slack, h[1] + slack)
+}
+
 /// Step `k`, `(q, p, u) ↦ (q', p')`, of `vi`.
 fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, k: usize, q: &[f64], p: &[f64], u: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let (mut q1, mut p1) = (vec![0.0; vi.nq()], vec![0.0; vi.n()]);
@@ -288,22 +309,7 @@ fn constrained_linearization_on_the_group_matches_central_differences() {
     let model = Arc::new(floating_tree(true));
     let n = model.nv;
     let q0 = start(&model);
-    let (base, ball) = (model.joint_index("base").unwrap(), model.joint_index("ball").unwrap());
-    let anchor = BodyPoint { body: None, point: Vector3::new(0.1, -0.2, 1.3) };
-    let hook = BodyPoint { body: Some(base), point: Vector3::new(0.05, 0.0, 0.02) };
-    let tip = BodyPoint { body: Some(ball), point: Vector3::new(0.0, 0.0, -0.2) };
-    // sized so that q0 satisfies them: the tether's length, the plane through the ball's tip
-    let draft = vec![
-        Constraint::Distance { a: anchor.clone(), b: hook.clone(), length: 1.0 },
-        Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::zeros() }, normal: Vector3::y(), b: tip.clone() },
-    ];
-    let probe = VariationalIntegrator::new(model.clone(), Scheme::trapezoid(), 0.02, None).unwrap().with_constraints(draft).unwrap();
-    let mut h0 = [0.0; 2];
-    probe.constraint_values(&mut probe.workspace(), &q0, &mut h0).unwrap();
-    let constraints = vec![
-        Constraint::Distance { a: anchor, b: hook, length: (1.0 + h0[0]).sqrt() },
-        Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::y() * h0[1] }, normal: Vector3::y(), b: tip },
-    ];
+    let constraints = tether_and_plane(&model, &q0, 0.0);
     let u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
     for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
         let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None)

@@ -3,7 +3,7 @@
 //! base and on the Lie group), and a step past the schedule is an error.
 
 use crate::constraint_tests::{closed_configuration, four_bar_tree, loop_closure};
-use crate::lie_group_tests::{assert_linearization_on_the_group, floating_tree, start, world_momentum};
+use crate::lie_group_tests::{assert_linearization_on_the_group, floating_tree, start, tether_and_plane, world_momentum};
 use crate::tests::assert_linearisation_matches_differences;
 use crate::*;
 use nalgebra::{DMatrix, Matrix3, Quaternion, UnitQuaternion, Vector3};
@@ -135,21 +135,8 @@ fn linearization_holds_across_contact_switches() {
     let model = Arc::new(floating_tree(true));
     let n = model.nv;
     let q0 = start(&model);
-    let (base, ball) = (model.joint_index("base").unwrap(), model.joint_index("ball").unwrap());
-    let anchor = BodyPoint { body: None, point: Vector3::new(0.1, -0.2, 1.3) };
-    let hook = BodyPoint { body: Some(base), point: Vector3::new(0.05, 0.0, 0.02) };
-    let tip = BodyPoint { body: Some(ball), point: Vector3::new(0.0, 0.0, -0.2) };
     // the tether a little longer than the start's distance, the plane a little off the tip
-    let contacts = |length: f64, offset: f64| {
-        vec![
-            Constraint::Distance { a: anchor.clone(), b: hook.clone(), length },
-            Constraint::PointOnPlane { a: BodyPoint { body: Some(base), point: Vector3::y() * offset }, normal: Vector3::y(), b: tip.clone() },
-        ]
-    };
-    let mut h = [0.0; 2];
-    let probe = VariationalIntegrator::new(model.clone(), Scheme::trapezoid(), 0.02, None).unwrap().with_constraints(contacts(1.0, 0.0)).unwrap();
-    probe.constraint_values(&mut probe.workspace(), &q0, &mut h).unwrap();
-    let contacts = contacts((1.0 + h[0]).sqrt() + 1e-3, h[1] + 1e-3);
+    let contacts = tether_and_plane(&model, &q0, 1e-3);
     let phases = masks(2, &[&[], &[0], &[0, 1], &[1], &[]]);
     let u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
     for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
