@@ -15,7 +15,9 @@
 //! through the step (module `vidyn_vi::constrained`), so the cost solves the step again and
 //! takes `∂λ/∂(x, u)` from its exact linearisation
 //! ([`VariationalIntegrator::multiplier_jacobian`]): gradient `w g ∂g/∂(x, u)`, Gauss–Newton
-//! Hessian `w ∂gᵀ∂g` on the violated cones.
+//! Hessian `w ∂gᵀ∂g` on the violated cones. Each step's solve starts from the end of the
+//! last solve of the same step (the optimiser's iterates move little from one call to the
+//! next; the derivatives of a stage whose cost was just evaluated need no Newton iteration).
 
 use crate::actuation::Actuation;
 use crate::cost::{Cost, StageDerivatives};
@@ -46,6 +48,7 @@ struct Scratch {
     b: DMatrix<f64>,
     q_next: Vec<f64>,
     p_next: Vec<f64>,
+    guess: Vec<f64>,
 }
 
 /// `inner` plus the friction-cone penalties of `cones` on every step (module docs). The state
@@ -59,6 +62,8 @@ pub struct ContactForceCost<C: Cost> {
     cones: Vec<FrictionCone>,
     #[allow(clippy::vec_box)]
     pool: Mutex<Vec<Box<Scratch>>>,
+    /// Per step, the end `q_{k+1}` of its last solve (empty before the first), Newton's start.
+    last_end: Mutex<Vec<Vec<f64>>>,
 }
 
 impl<C: Cost> ContactForceCost<C> {
@@ -79,7 +84,7 @@ impl<C: Cost> ContactForceCost<C> {
             }
         }
         let actuation = Actuation::new(vi.n(), actuated)?;
-        Ok(Self { inner, vi, actuation, cones, pool: Mutex::new(Vec::new()) })
+        Ok(Self { inner, vi, actuation, cones, pool: Mutex::new(Vec::new()), last_end: Mutex::new(Vec::new()) })
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut Scratch) -> T) -> T {
@@ -93,6 +98,7 @@ impl<C: Cost> ContactForceCost<C> {
                 b: DMatrix::zeros(2 * n, n),
                 q_next: vec![0.0; nq],
                 p_next: vec![0.0; n],
+                guess: Vec::with_capacity(nq),
             })
         });
         let out = f(&mut s);
@@ -117,12 +123,26 @@ impl<C: Cost> ContactForceCost<C> {
         self.actuation.expand(u, &mut s.full);
         let (q, p) = x.split_at(nq);
         let vi = &self.vi;
+        // Newton's start: this step's last end (s.guess keeps it outside the lock)
+        s.guess.clear();
+        if let Some(end) = self.last_end.lock().ok().and_then(|l| l.get(k).cloned()) {
+            s.guess.extend_from_slice(&end);
+        }
+        let guess = (s.guess.len() == nq).then_some(s.guess.as_slice());
         let r = if derivatives {
-            vi.linearize(&mut s.ws, k, q, p, &s.full, None, &mut s.a, &mut s.b, &mut s.q_next, &mut s.p_next).map(|_| ())
+            vi.linearize(&mut s.ws, k, q, p, &s.full, guess, &mut s.a, &mut s.b, &mut s.q_next, &mut s.p_next).map(|_| ())
         } else {
-            vi.step(&mut s.ws, k, q, p, &s.full, None, &mut s.q_next, &mut s.p_next).map(|_| ())
+            vi.step(&mut s.ws, k, q, p, &s.full, guess, &mut s.q_next, &mut s.p_next).map(|_| ())
         };
-        r.map_err(|e| OptimError::InvalidInput(format!("the contact-force cost could not solve step {k}: {e}")))
+        r.map_err(|e| OptimError::InvalidInput(format!("the contact-force cost could not solve step {k}: {e}")))?;
+        if let Ok(mut l) = self.last_end.lock() {
+            if l.len() <= k {
+                l.resize(k + 1, Vec::new());
+            }
+            l[k].clear();
+            l[k].extend_from_slice(&s.q_next);
+        }
+        Ok(())
     }
 
     /// `(g, ∂g/∂λ)` of cone `c` at the multipliers `lambda` (module docs).
