@@ -1,9 +1,11 @@
-"""ANYmal walks one gait cycle: iLQR on the exact derivatives of the variational integrator,
-through its contact phases (issue 24).
+"""ANYmal walks (or trots, paces, bounds) one gait cycle: iLQR on the exact derivatives of the
+variational integrator, through its contact phases (issue 24).
 
-The gait is crocoddyl's walking gait (``examples/quadrupedal_gaits.py``: time step 10 ms,
-25-knot swings of 0.25 m with 0.15 m clearance, 2-knot double supports, feet in the order
-RH, RF, LH, LF). Here a stance foot is a point contact of the VI held at its foothold
+The gaits are crocoddyl's (``examples/quadrupedal_gaits.py``, time step 10 ms, 25-knot swings):
+walking, 0.25 m steps with 0.15 m clearance, 2-knot supports, feet in the order RH, RF, LH,
+LF; trotting (diagonal pairs LF+RH, RF+LH) and pacing (lateral pairs LF+LH, RF+RH), 0.15 m
+steps with 0.1 m clearance, 2-knot supports; bounding (front pair, hind pair), 0.15 m and
+0.1 m, 5-knot supports. Here a stance foot is a point contact of the VI held at its foothold
 (:class:`vidyn.ContactSchedule`), a touchdown is the plastic impact that puts the foot on its
 next foothold, and iLQR minimises
 
@@ -24,8 +26,8 @@ penalties on the contact forces (:class:`vidyn.optim.FrictionCone`, μ = 0.7), w
 unilateral, at the price of many more iterations (every stage solves its steps once more to get
 the forces' exact derivatives).
 
-Run: ``python examples/anymal_walk.py [--friction] [--plot]`` (``--plot`` saves the feet's and
-the base's paths to ``examples/out/anymal_walk.png``).
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--plot]``
+(``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``).
 """
 
 from __future__ import annotations
@@ -42,26 +44,32 @@ import vidyn
 from vidyn import models
 
 FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
-ORDER = ("RH_FOOT", "RF_FOOT", "LH_FOOT", "LF_FOOT")
+#: per gait, the feet that swing together, in order, and (step length, clearance, support knots)
+GAITS = {
+    "walk": ((("RH_FOOT",), ("RF_FOOT",), ("LH_FOOT",), ("LF_FOOT",)), (0.25, 0.15, 2)),
+    "trot": ((("LF_FOOT", "RH_FOOT"), ("RF_FOOT", "LH_FOOT")), (0.15, 0.1, 2)),
+    "pace": ((("LF_FOOT", "LH_FOOT"), ("RF_FOOT", "RH_FOOT")), (0.15, 0.1, 2)),
+    "bound": ((("LF_FOOT", "RF_FOOT"), ("LH_FOOT", "RH_FOOT")), (0.15, 0.1, 5)),
+}
 #: the first generalised velocity of each leg's three joints (base: 0..6)
 LEG = {"LF_FOOT": 6, "LH_FOOT": 9, "RF_FOOT": 12, "RH_FOOT": 15}
 
 
 @dataclass
 class Gait:
-    """Phases ``(steps, contacts that hold, swinging foot or None)``, the contacts (a foothold
-    per stance) and their footholds, each swing knot's target ``{step: (foot, point)}`` (the
-    foot's position at the end of that step), and the centre of mass's target per knot."""
+    """Phases ``(steps, contacts that hold)``, the contacts (a foothold per stance) and their
+    footholds, each swing knot's targets ``{step: [(foot, point), …]}`` (the feet's positions at
+    the end of that step), and the centre of mass's target per knot."""
 
-    phases: list[tuple[int, list[str], str | None]] = field(default_factory=list)
+    phases: list[tuple[int, list[str]]] = field(default_factory=list)
     contacts: dict[str, list] = field(default_factory=dict)
     footholds: dict[str, np.ndarray] = field(default_factory=dict)
-    swing: dict[int, tuple[str, np.ndarray]] = field(default_factory=dict)
+    swing: dict[int, list[tuple[str, np.ndarray]]] = field(default_factory=dict)
     com: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     def schedule(self, phases: int) -> vidyn.ContactSchedule:
         """The first ``phases`` phases as a contact schedule."""
-        return vidyn.ContactSchedule.of(self.contacts, [(s, names) for s, names, _ in self.phases[:phases]])
+        return vidyn.ContactSchedule.of(self.contacts, self.phases[:phases])
 
 
 def standing(model: vidyn.Model) -> np.ndarray:
@@ -71,27 +79,31 @@ def standing(model: vidyn.Model) -> np.ndarray:
     return q
 
 
-def walking_gait(model: vidyn.Model, q0: np.ndarray, length: float, height: float, swing_knots: int, support_knots: int) -> Gait:
-    """One cycle of the walking gait from ``q0`` (module docs)."""
+def quadruped_gait(model: vidyn.Model, q0: np.ndarray, groups, length: float, height: float, swing_knots: int, support_knots: int) -> Gait:
+    """One cycle from ``q0``: a support phase, then for each group of feet (``GAITS``) a swing
+    of those feet by ``length`` forward, with ``height`` clearance, and a support phase."""
     gait = Gait()
     foothold = {f: vidyn.frame_placement(model, q0, f)[:3, 3] for f in FEET}
     stance = {f: f"{f}@0" for f in FEET}  # a foot's contacts: @0, then @1 after its step
     for f in FEET:
         gait.contacts[stance[f]] = vidyn.point_contact(f, foothold[f])
         gait.footholds[stance[f]] = foothold[f]
-    gait.phases.append((support_knots, list(stance.values()), None))
+    gait.phases.append((support_knots, list(stance.values())))
     k = support_knots
-    for foot in ORDER:
-        start, end = foothold[foot], foothold[foot] + [length, 0.0, 0.0]
-        for j in range(swing_knots):
-            s = (j + 1) / swing_knots
-            gait.swing[k + j] = (foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)])
-        gait.phases.append((swing_knots, [stance[f] for f in FEET if f != foot], foot))
+    for group in groups:
+        for foot in group:
+            start, end = foothold[foot], foothold[foot] + [length, 0.0, 0.0]
+            for j in range(swing_knots):
+                s = (j + 1) / swing_knots
+                gait.swing.setdefault(k + j, []).append((foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)]))
+            foothold[foot] = end
+        gait.phases.append((swing_knots, [stance[f] for f in FEET if f not in group]))
         k += swing_knots
-        foothold[foot], stance[foot] = end, f"{foot}@1"
-        gait.contacts[stance[foot]] = vidyn.point_contact(foot, end)
-        gait.footholds[stance[foot]] = end
-        gait.phases.append((support_knots, list(stance.values()), None))
+        for foot in group:
+            stance[foot] = f"{foot}@1"
+            gait.contacts[stance[foot]] = vidyn.point_contact(foot, foothold[foot])
+            gait.footholds[stance[foot]] = foothold[foot]
+        gait.phases.append((support_knots, list(stance.values())))
         k += support_knots
     gait.com = np.tile(vidyn.center_of_mass(model, q0), (k + 1, 1))
     gait.com[:, 0] += np.linspace(0.0, length, k + 1)
@@ -104,9 +116,10 @@ def tracks(gait: Gait, steps: int, foot_weight: float, com_weight: float) -> lis
     out = []
     for foot in FEET:
         target, weight = np.zeros((steps + 1, 3)), np.zeros(steps + 1)
-        for k, (f, point) in gait.swing.items():
-            if f == foot and k < steps:
-                target[k + 1], weight[k + 1] = point, foot_weight
+        for k, targets in gait.swing.items():
+            for f, point in targets:
+                if f == foot and k < steps:
+                    target[k + 1], weight[k + 1] = point, foot_weight
         if weight.any():
             out.append(vidyn.optim.Track(foot, target, weight))
     out.append(vidyn.optim.Track("com", gait.com[: steps + 1], com_weight))
@@ -126,16 +139,15 @@ def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str]) -> np.
 def controller_phase(vi, gait, phase, first, q, p, q0):
     """Controls (steps, 12) over phase ``phase`` from knot ``first`` at ``(q, p)``: static
     torques with joint springs for the stance legs, a task-space spring along the swing path
-    for the swinging foot (the leg's gravity compensated)."""
+    for each swinging foot (the leg's gravity compensated)."""
     model, n = vi.model, vi.n
-    steps, names, _ = gait.phases[phase]
+    steps, names = gait.phases[phase]
     tau_static = static_torques(model, q, [c.split("@")[0] for c in names])
     controls = []
     for k in range(first, first + steps):
         v = vi.velocity(q, p)
         tau = tau_static + 30.0 * (q0[7:] - q[7:]) - 1.0 * v[6:]
-        if k in gait.swing:
-            foot, point = gait.swing[k]
+        for foot, point in gait.swing.get(k, []):
             cols = slice(LEG[foot], LEG[foot] + 3)
             jac = vidyn.jacobian(model, q, foot, "local_world_aligned")[:3]
             error = point - vidyn.frame_placement(model, q, foot)[:3, 3]
@@ -148,23 +160,23 @@ def controller_phase(vi, gait, phase, first, q, p, q0):
 
 
 def solve(
-    length: float = 0.25,
-    height: float = 0.15,
+    gait_name: str = "walk",
     swing_knots: int = 25,
-    support_knots: int = 2,
     dt: float = 0.01,
     friction: vidyn.optim.FrictionCone | None = None,
     phases: int | None = None,
     verbose: bool = True,
 ):
-    """The walking cycle, horizon grown phase by phase (module docs); with ``friction`` (its
+    """The cycle of gait ``gait_name`` (a key of ``GAITS``), horizon grown phase by phase
+    (module docs); with ``friction`` (its
     ``first`` ignored) a friction cone on every contact; ``phases``: stop after that many.
     Returns the model, the gait, its last schedule and integrator, and iLQR's last result."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
         model = models.example_robot("anymal")
     q0, n = standing(model), model.nv
-    gait = walking_gait(model, q0, length, height, swing_knots, support_knots)
+    groups, (length, height, support_knots) = GAITS[gait_name]
+    gait = quadruped_gait(model, q0, groups, length, height, swing_knots, support_knots)
     weights = np.concatenate([[0.0] * 3, [50.0] * 3, [1e-3] * 12, [0.1] * n])
     x_ref = np.concatenate([q0, np.zeros(n)])
     controls = np.zeros((0, n - 6))
@@ -231,11 +243,12 @@ def friction_ratio(forces: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_walk.png")
+    parser.add_argument("--gait", choices=sorted(GAITS), default="walk")
+    parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_<gait>.png")
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
     args = parser.parse_args()
     cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0) if args.friction else None
-    model, gait, schedule, vi, res = solve(friction=cone)
+    model, gait, schedule, vi, res = solve(args.gait, friction=cone)
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
     if args.plot:
@@ -255,7 +268,7 @@ def main() -> None:
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
         ax.legend(fontsize=7)
-        out = pathlib.Path(__file__).parent / "out" / "anymal_walk.png"
+        out = pathlib.Path(__file__).parent / "out" / f"anymal_{args.gait}.png"
         out.parent.mkdir(exist_ok=True)
         fig.savefig(out, dpi=120, bbox_inches="tight")
         print(f"saved {out}")
