@@ -168,3 +168,47 @@ def test_contact_force_derivatives_on_switching_steps():
         scale = max(np.abs(fd_x).max(), np.abs(fd_u).max())
         np.testing.assert_allclose(dx[k], fd_x, rtol=0, atol=1e-7 * scale)
         np.testing.assert_allclose(du[k], fd_u, rtol=0, atol=1e-7 * scale)
+
+
+def test_a_robot_standing_on_its_feet_stays_put():
+    """ANYmal in its standing posture on four point contacts, under the joint torques that hold
+    it against gravity (the least-norm ``(τ, f)`` of ``g(q) = Sᵀτ + Σ J_fᵀ f``), 10⁴ steps of
+    10 ms. Constant torques alone leave the standing robot an unstable equilibrium (its legs
+    fold after 456 steps from round-off), so the joints also get springs about the posture and
+    dampers (the VI's own ``stiffness``/``rest``/``damping``, exact in its steps). The feet stay
+    at their footholds and the configuration at its start to round-off (measured 2e-16 m and
+    2e-15), and the four vertical contact forces sum to the robot's weight on every step after
+    the first (measured 5e-14 relative; the first carries half of it, ``p0 = 0`` being the
+    momentum of a robot already held for half a step)."""
+    import warnings
+
+    from vidyn import models
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model = models.example_robot("anymal")
+        except (FileNotFoundError, KeyError) as e:
+            pytest.skip(str(e))
+    q0 = models.reference_configuration(model, "anymal")
+    feet = ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]
+    n = model.nv
+    selection = np.hstack([np.zeros((n - 6, 6)), np.eye(n - 6)])
+    jacobians = [vidyn.jacobian(model, q0, f, "local_world_aligned")[:3] for f in feet]
+    tau = np.linalg.lstsq(np.vstack([selection, *jacobians]).T, vidyn.gravity(model, q0), rcond=None)[0][: n - 6]
+    contacts = [c for f in feet for c in vidyn.point_contact(f, vidyn.frame_placement(model, q0, f)[:3, 3])]
+    springs = np.r_[np.zeros(6), np.full(n - 6, 100.0)]
+    vi = vidyn.VariationalIntegrator(model, 0.01, scheme="midpoint", constraints=contacts, stiffness=springs, rest=np.r_[np.zeros(6), q0[7:]], damping=springs / 100.0)
+    steps = 10_000
+    u = np.zeros((steps, n))
+    u[:, 6:] = tau
+    traj = vi.rollout(q0, u=u)
+    footholds = [vidyn.frame_placement(model, q0, f)[:3, 3] for f in feet]
+    for q in traj.q[:: steps // 10]:
+        assert max(np.abs(vidyn.frame_placement(model, q, f)[:3, 3] - h).max() for f, h in zip(feet, footholds)) < 1e-10
+    assert np.abs(traj.q - q0).max() < 1e-12
+    lam = vi.multipliers(traj)
+    vertical = sum(vidyn.point_contact_forces(lam, vi.dt, 3 * i)[:, 2] for i in range(4))
+    weight = model.total_mass * 9.81
+    np.testing.assert_allclose(vertical[1:], weight, rtol=1e-9)
+    np.testing.assert_allclose(vertical[0], weight / 2, rtol=1e-9)
