@@ -1,5 +1,5 @@
-"""crocoddyl's ANYmal walking cycle (its ``examples/quadrupedal_gaits.py``, walking part), timed,
-as the peer of ``examples/anymal_walk.py`` in BENCHMARKS.md.
+"""crocoddyl's ANYmal gait cycles (its ``examples/quadrupedal_gaits.py``: walking, trotting,
+pacing, bounding), timed, as the peers of ``examples/anymal_walk.py --gait …`` in BENCHMARKS.md.
 
 Needs crocoddyl with a binary-compatible pinocchio (see ``bench_ilqr_crocoddyl.py``):
 ``pip install --no-deps crocoddyl==3.2.1 libcrocoddyl==3.2.1 pin==4.0.0 libpinocchio==4.0.0``
@@ -11,9 +11,18 @@ integrator with bilateral point contacts and no force costs, by iLQR over a grow
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
+
+#: crocoddyl's gait parameters: problem builder, step length, height, knots, support knots
+GAITS = {
+    "walk": ("createWalkingProblem", 0.25, 0.15, 25, 2),
+    "trot": ("createTrottingProblem", 0.15, 0.1, 25, 2),
+    "pace": ("createPacingProblem", 0.15, 0.1, 25, 2),
+    "bound": ("createBoundingProblem", 0.15, 0.1, 25, 5),
+}
 
 
 def main() -> None:
@@ -27,8 +36,10 @@ def main() -> None:
     gait = SimpleQuadrupedalGaitProblem(anymal.model, *feet, integrator="euler", control="zero")
     q0 = anymal.model.referenceConfigurations["standing"].copy()
     x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
+    name = sys.argv[1] if len(sys.argv) > 1 else "walk"
+    builder, length, height, knots, support = GAITS[name]
     for repeat in range(3):
-        problem = gait.createWalkingProblem(x0, 0.25, 0.15, 1e-2, 25, 2)
+        problem = getattr(gait, builder)(x0, length, height, 1e-2, knots, support)
         solver = crocoddyl.SolverFDDP(problem)
         xs = [x0] * (problem.T + 1)
         us = problem.quasiStatic([x0] * problem.T)
@@ -39,7 +50,7 @@ def main() -> None:
         pinocchio.forwardKinematics(anymal.model, data, solver.xs[-1][: anymal.model.nq])
         pinocchio.updateFramePlacements(anymal.model, data)
         advance = [data.oMf[anymal.model.getFrameId(f)].translation[0] for f in feet]
-        print(f"run {repeat}: {problem.T} knots, {solver.iter} FDDP iterations, {elapsed:.3f} s, cost {solver.cost:.4g}, feet x at the end {np.round(advance, 3)}, base x {solver.xs[-1][0]:.3f}")
+        print(f"{name} run {repeat}: {problem.T} knots, {solver.iter} FDDP iterations, {elapsed:.3f} s, cost {solver.cost:.4g}, feet x at the end {np.round(advance, 3)}, base x {solver.xs[-1][0]:.3f}")
 
 
 if __name__ == "__main__":
