@@ -11,13 +11,17 @@ same trajectory bit for bit, and bad schedules are clear errors.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vidyn
 from reference_motion import solo12
+from strategies import FrameSpec, model_specs
 
 DT = 0.005
 PHASE = 10
@@ -212,3 +216,57 @@ def test_a_robot_standing_on_its_feet_stays_put():
     weight = model.total_mass * 9.81
     np.testing.assert_allclose(vertical[1:], weight, rtol=1e-9)
     np.testing.assert_allclose(vertical[0], weight / 2, rtol=1e-9)
+
+
+def _root_of(spec, i: int) -> int:
+    """The insertion index of the root body of body ``i``'s chain."""
+    while spec.bodies[i].parent >= 0:
+        i = spec.bodies[i].parent
+    return i
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data())
+def test_linearization_across_random_schedules_on_random_trees(data):
+    """Random trees with a free-flying first body (every other joint kind anywhere), a point
+    contact on a random frame held at its start position, a random schedule of four steps
+    (touchdowns, stances, lift-offs, flights in any order), midpoint or trapezoid: ``A``, ``B``
+    of a random step of the rollout against central differences on the group (as in
+    ``test_linearization_on_switching_steps``), and the contact's multipliers zero exactly on
+    the steps that do not impose it."""
+    kinds = ("freeflyer", "spherical", "planar", "revolute", "prismatic")
+    spec = data.draw(model_specs(max_bodies=4, kinds=kinds, min_frames=1, max_frames=2), label="spec")
+    root = dataclasses.replace(spec.bodies[0], kind="freeflyer", axis=None)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    # a body moved by the free-flyer (another root, e.g. a ball joint on the world, cannot
+    # move a point in three directions: a degenerate contact, rightly an error)
+    under_root = [i for i in range(len(spec.bodies)) if _root_of(spec, i) == 0]
+    body = data.draw(st.sampled_from(under_root), label="contact body")
+    frame = FrameSpec("contact", body, spec.frames[0].placement)
+    model = dataclasses.replace(spec, bodies=(root, *spec.bodies[1:]), frames=(frame,)).build()
+    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid"]), label="scheme")
+    holds = data.draw(st.lists(st.booleans(), min_size=4, max_size=4), label="holds")
+    k = data.draw(st.integers(0, 3), label="step")
+    q0 = model.random_configuration(rng)
+    n = model.nv
+    cs = vidyn.ContactSchedule.of({"c": vidyn.point_contact("contact", vidyn.frame_placement(model, q0, "contact")[:3, 3])}, [(1, ["c"] if h else []) for h in holds])
+    vi = vidyn.VariationalIntegrator(
+        model, 0.01, scheme=scheme, constraints=cs.constraints, schedule=cs.active, tolerance=1e-15, max_iterations=60, max_energy_error=math.inf
+    )
+    u = rng.uniform(-0.5, 0.5, (4, n))
+    traj = vi.rollout(q0, v0=np.zeros(n), u=u)
+    a, b = vi.linearize(traj)
+    lam = vi.multipliers(traj)
+    np.testing.assert_array_equal(lam[~np.array(holds)], 0.0)
+    q, p, uk = traj.q[k], traj.p[k], u[k]
+    q1, p1 = vi.step(q, p, uk, k=k)
+
+    def f(x: np.ndarray, du: np.ndarray) -> np.ndarray:
+        qn, pn = vi.step(model.integrate(q, x[:n]), p + x[n:], uk + du, k=k)
+        return np.concatenate([model.difference(q1, qn), pn - p1])
+
+    h = 1e-6
+    fd_a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
+    fd_b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
+    np.testing.assert_allclose(a[k], fd_a, rtol=0, atol=1e-7 * max(1.0, np.abs(fd_a).max()))
+    np.testing.assert_allclose(b[k], fd_b, rtol=0, atol=1e-7 * max(1.0, np.abs(fd_b).max()))
