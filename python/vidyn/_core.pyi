@@ -1063,8 +1063,9 @@ def _optim_ilqr(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     velocity_state: bool = False,
+    x_init: _ArrayLike | None = None,
 ) -> dict[str, Any]:
-    """iLQR/DDP on a problem; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
+    """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
 
 def _optim_ilqr_linear(
     a: _ArrayLike,

@@ -87,6 +87,7 @@ __all__ = [
     "Track",
     "closed_loop_rollout",
     "dlqr",
+    "fddp",
     "ilqr",
     "ilqr_linear",
     "lqr",
@@ -678,6 +679,57 @@ def ilqr(
     d: dict[str, Any] = _core._optim_ilqr(
         problem._native, limit(u_min, "u_min"), limit(u_max, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
+    return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
+
+
+def fddp(
+    vi: VariationalIntegrator | Problem,
+    q0: _ArrayLike | None = None,
+    X_init: _ArrayLike | None = None,
+    U_init: _ArrayLike | None = None,
+    *,
+    v0: _ArrayLike | None = None,
+    p0: _ArrayLike | None = None,
+    steps: int | None = None,
+    Q: _ArrayLike | None = None,
+    R: _ArrayLike | None = None,
+    QN: _ArrayLike | None = None,
+    x_ref: _ArrayLike | None = None,
+    u_ref: _ArrayLike | None = None,
+    actuated: Sequence[int] | None = None,
+    cost_state: Literal["momentum", "velocity"] = "momentum",
+    frame: str | None = None,
+    frame_target: _ArrayLike | None = None,
+    frame_weight: float = 0.0,
+    frame_weight_terminal: float = 1.0,
+    tracks: Sequence[Track] | None = None,
+    friction: Sequence[FrictionCone] | None = None,
+    cost: StageCost | None = None,
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+) -> IlqrResult:
+    """Multiple shooting (feasibility-driven DDP, crocoddyl's ``SolverFDDP``; Mastalli et al.
+    2020) on the problem :func:`ilqr` takes, started from a *state guess* that need not follow
+    the dynamics: ``X_init`` (N+1, nq) configurations (momenta zero) or (N+1, nq + n) states
+    ``(q, p)`` — an interpolation between a start and a goal, a posture held, a reference
+    motion —, with the controls ``U_init``. Each iteration is iLQR's on the linearisation along
+    the guess, with the gaps ``f(x_k, u_k) ⊖ x_{k+1}`` folded into the backward pass; a full
+    step closes every gap (the trajectory is then a rollout and the iteration iLQR's), a partial
+    one keeps part of each. Use it where iLQR's first rollout of ``U_init`` falls apart (an
+    unstable system, a poor control guess). The result is :func:`ilqr`'s; ``converged`` says the
+    final trajectory is feasible too. Not with control limits, ``method="ddp"`` or
+    ``coordinates="velocity"``."""
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
+    if X_init is None:
+        raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
+    guess = np.asarray(X_init, dtype=np.float64)
+    vi_, N = problem.vi, problem.steps
+    if guess.ndim == 2 and guess.shape == (N + 1, vi_.nq):
+        guess = np.hstack([guess, np.zeros((N + 1, vi_.n))])
+    if guess.shape != (N + 1, vi_.nq + vi_.n):
+        raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
+    d: dict[str, Any] = _core._optim_ilqr(problem._native, None, None, "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess))
     return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
 
 

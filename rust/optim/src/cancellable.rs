@@ -70,6 +70,10 @@ impl<D: Dynamics + ?Sized> Dynamics for Cancellable<'_, '_, D> {
         let r = self.dynamics.rollout_near(x0, steps, &mut self.policy(policy), near);
         self.counted(0, r)
     }
+    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+        self.check()?;
+        self.counted(1, self.dynamics.step(k, x, u, next))
+    }
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         self.check()?;
         let steps = u.len().checked_div(self.nu()).unwrap_or(0);

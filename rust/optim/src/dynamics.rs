@@ -43,6 +43,13 @@ pub trait Dynamics: Sync {
         let _ = near;
         self.rollout(x0, steps, policy)
     }
+    /// One step `next = f_k(x, u)` from any state (not only one a rollout reached): what
+    /// multiple shooting ([`crate::fddp()`]) needs to measure the gaps of a trajectory and to
+    /// close them. The default reports [`OptimError::NotImplemented`].
+    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+        let _ = (k, x, u, next);
+        Err(OptimError::NotImplemented("these dynamics take no single step from an arbitrary state (multiple shooting needs it)".into()))
+    }
     /// `A_k = ∂f/∂x` (ndx×ndx) and `B_k = ∂f/∂u` (ndx×nu) at every step of `(x, u)`.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians>;
     /// Whether [`Dynamics::linearize_steps`] is implemented: [`crate::ilqr()`] then linearises

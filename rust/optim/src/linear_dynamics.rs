@@ -65,6 +65,11 @@ impl Dynamics for LinearDynamics {
         }
         Ok((x, u))
     }
+    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+        let next_x = self.a_at(k) * nalgebra::DVector::from_column_slice(x) + self.b_at(k) * nalgebra::DVector::from_column_slice(u);
+        next.copy_from_slice(next_x.as_slice());
+        Ok(())
+    }
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         let steps = u.len() / self.nu();
         let _ = x;

@@ -289,6 +289,22 @@ impl Dynamics for ViDynamics<'_> {
     fn rollout(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
         self.simulate(x0, steps, policy, None)
     }
+    /// The VI's step `k` from `x = (q, p)` (not on the velocity state), Newton started from
+    /// its own predictors.
+    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+        if self.velocity_state {
+            return Err(OptimError::NotImplemented("single steps on the velocity state (q, v): use the (q, p) state".into()));
+        }
+        let nq = self.vi.nq();
+        let mut s = self.take_scratch();
+        self.actuation.expand(u, &mut s.full);
+        let StepScratch { ws, full, q_next, p_next, .. } = &mut *s;
+        self.vi.step(ws, k, &x[..nq], &x[nq..], full, None, q_next, p_next)?;
+        next[..nq].copy_from_slice(q_next);
+        next[nq..].copy_from_slice(p_next);
+        self.return_scratch(s);
+        Ok(())
+    }
     /// Each Newton solve starts from `near`'s linear prediction of `q_{k+1}` (error second order
     /// in the distance to the nominal) or from [`Dynamics::rollout`]'s extrapolation (error
     /// third order in `Δt`), whichever was closer to the solution at the step before.

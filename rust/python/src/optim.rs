@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrictionCone, FrictionCones, IlqrOptions, LinearDynamics, Method,
+    closed_loop_rollout, dlqr, fddp, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrictionCone, FrictionCones, IlqrOptions, LinearDynamics, Method,
     OptimError, PointTrack, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController, TrackingCost,
     ViDynamics,
 };
@@ -152,7 +152,7 @@ fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) ->
 
 /// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments). Returns a dict.
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false))]
+#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
@@ -164,9 +164,15 @@ pub fn optim_ilqr<'py>(
     tolerance: f64,
     mu_init: f64,
     velocity_state: bool,
+    x_init: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = convert::METHOD.parse(method)?;
     let prob = &problem.get().problem;
+    // a state guess (N+1, nq + n) in (q, p): multiple shooting (FDDP) instead of iLQR
+    let x_init = x_init.map(|x| convert::read(x, "X_init", &[prob.steps + 1, prob.vi.nq() + prob.n], Some("(N+1, model.nq + n)"))).transpose()?;
+    if x_init.is_some() && (velocity_state || method != Method::Ilqr) {
+        return Err(INPUT_ERROR.err("a state guess X_init (multiple shooting) takes the (q, p) state and the Gauss–Newton model (method='ilqr')"));
+    }
     if velocity_state && (!prob.spec.velocity_cost || method != Method::Ilqr) {
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
@@ -197,7 +203,10 @@ pub fn optim_ilqr<'py>(
         // on the state (q, v) the cost is used as it is
         let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, m)?;
         let x0 = dynamics.state_from_momentum(&prob.q0, &prob.p0)?;
-        let mut res = ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, &options)?;
+        let mut res = match &x_init {
+            Some(guess) => fddp(&Cancellable::new(&dynamics, c), &cost, &x0, guess, &prob.u_init, &options)?,
+            None => ilqr(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, &options)?,
+        };
         dynamics.result_in_momentum(&mut res)?;
         let full = dynamics.actuation().expand_all(&res.u);
         Ok((res, full))

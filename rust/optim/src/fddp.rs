@@ -1,0 +1,366 @@
+//! Multiple shooting: feasibility-driven DDP (FDDP; Mastalli et al. 2020, crocoddyl's
+//! `SolverFDDP`), started from a state trajectory that need not satisfy the dynamics.
+//!
+//! iLQR ([`crate::ilqr()`]) needs its first trajectory to be a rollout of the initial controls,
+//! which an unstable system (a walking robot, a swing-up) does not survive when those controls
+//! are poor. FDDP keeps a state guess `x̄_0 … x̄_N` beside the controls and the *gaps*
+//! `f̄_{k+1} = f(x̄_k, ū_k) ⊖ x̄_{k+1}`, `f̄_0 = x_0 ⊖ x̄_0` (tangent vectors of the state
+//! space), and
+//!
+//! * runs iLQR's Gauss–Newton backward pass on the linearisation along the guess with the gaps
+//!   folded into the value gradient: after each stage `V_x ← V_x + V_xx f̄` (the cost-to-go
+//!   of the next state is expanded about where the dynamics land, not about the guess);
+//! * rolls out `x̂_0 = x_0 ⊕ (α − 1) f̄_0`,
+//!   `û_k = ū_k + α k_k + K_k (x̂_k ⊖ x̄_k)`, `x̂_{k+1} = f(x̂_k, û_k) ⊕ (α − 1) f̄_{k+1}`: a full
+//!   step (`α = 1`) closes every gap — the trajectory is then a rollout and the iteration is
+//!   iLQR's —, a partial one keeps `1 − α` of each;
+//! * accepts a trial by the decrease the model predicts with the gaps' terms,
+//!   `ΔJ(α) = α (d_1 + ½ α d_2)` with `d_1 = Σ −Q_uᵀk − Σ_k f̄_kᵀ V_x,k + Σ f̄ᵀ V_xx (x̂ ⊖ x̄)`,
+//!   `d_2 = −Σ kᵀ Q_uu k + Σ f̄ᵀ V_xx f̄ − 2 Σ f̄ᵀ V_xx (x̂ ⊖ x̄)` (crocoddyl's
+//!   `expectedImprovement`): a descent step when `ΔJ ≥ 0` and the actual decrease is at least
+//!   a tenth of it, and while infeasible also a step that raises the cost by at most twice the
+//!   predicted amount (closing gaps may cost).
+//!
+//! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
+//! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
+//! most `tolerance · max(1, |J|)`. Not here: control limits and DDP's second order.
+
+use crate::cost::{total_cost, Cost, StageDerivatives};
+use crate::dynamics::Dynamics;
+use crate::error::{OptimError, Result};
+use crate::ilqr::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Gaps of a trajectory at or below this size (∞-norm) count as closed.
+const GAP_TOLERANCE: f64 = 1e-9;
+/// Accept a descent step when the actual decrease is at least this share of the predicted one.
+const ACCEPT_STEP: f64 = 0.1;
+/// While infeasible, accept a step that raises the cost by at most this multiple of the
+/// predicted change.
+const ACCEPT_NEGATIVE_STEP: f64 = 2.0;
+
+/// One FDDP backward pass: gains, the quantities of the expected decrease, and the value
+/// function at every stage.
+struct Pass {
+    k_ff: Vec<DVector<f64>>,
+    gains: Vec<DMatrix<f64>>,
+    /// `Σ −Q_uᵀ k` and `Σ −kᵀ Q_uu k` (with the gaps' terms while infeasible).
+    dg: f64,
+    dq: f64,
+    vx: Vec<DVector<f64>>,
+    vxx: Vec<DMatrix<f64>>,
+}
+
+/// The trajectory being improved: states (`(N+1)·nx`), controls (`N·nu`), gaps
+/// (`(N+1)·ndx`, row `k` the gap at `x̄_k`), and whether every gap is closed.
+struct Shooting {
+    x: Vec<f64>,
+    u: Vec<f64>,
+    gaps: Vec<f64>,
+    feasible: bool,
+}
+
+/// Runs FDDP from `x0` (nx), the state guess `x_init` (`(N+1)·nx`, any states: need not be a
+/// rollout, nor start at `x0`) and the controls `u_init` (`N·nu`). Errors when the inputs are
+/// inconsistent, with control limits or [`Method::Ddp`] (not implemented here), when the
+/// dynamics take no single steps ([`Dynamics::step`]), or when the guess itself cannot be
+/// evaluated (a step from a guessed state fails); later step failures only shorten the
+/// line search.
+pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], x_init: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
+    let started = Instant::now();
+    let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
+    let ndx = space.ndx();
+    let steps = u_init.len().checked_div(nu).unwrap_or(0);
+    if nu == 0 || u_init.len() != steps * nu || x_init.len() != (steps + 1) * nx || x0.len() != nx || steps == 0 {
+        return Err(OptimError::InvalidInput(format!(
+            "fddp: x0 has {} entries (nx = {nx}), the state guess {} (expected (N+1)·nx) and the controls {} (N·nu, nu = {nu}, N ≥ 1)",
+            x0.len(),
+            x_init.len(),
+            u_init.len()
+        )));
+    }
+    if options.u_min.is_some() || options.u_max.is_some() || options.method == Method::Ddp {
+        return Err(OptimError::NotImplemented("multiple shooting (FDDP) with control limits or second-order dynamics (method = DDP)".into()));
+    }
+    space.check(x0, "x0")?;
+    for (k, xk) in x_init.chunks_exact(nx).enumerate() {
+        space.check(xk, &format!("x_init[{k}]"))?;
+    }
+    let mut traj = Shooting { x: x_init.to_vec(), u: u_init.to_vec(), gaps: vec![0.0; (steps + 1) * ndx], feasible: false };
+    measure_gaps(dynamics, x0, &mut traj)?;
+    let mut cost_now = total_cost(cost, &traj.x, &traj.u, nx, nu)?;
+    let mut history = vec![cost_now];
+    let mut log = Vec::new();
+    let (mut mu, mut delta) = (options.mu_init, 1.0_f64);
+    let (mut status, mut accepted) = (IlqrStatus::MaxIterations, 0);
+    let mut pass: Option<Pass> = None;
+    let (mut time_linearize, mut time_backward, mut time_forward) = (0.0, 0.0, 0.0);
+    let mut derivatives: Option<(Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>)> = None;
+    for _ in 0..options.max_iterations {
+        let t = Instant::now();
+        if derivatives.is_none() {
+            derivatives = Some(derive(dynamics, cost, &traj, nx, nu, ndx)?);
+        }
+        time_linearize += t.elapsed().as_secs_f64();
+        let (a, b, stages) = derivatives.as_ref().expect("derived just above");
+        let t = Instant::now();
+        let backward = backward(a, b, stages, &traj, mu, ndx, nu);
+        time_backward += t.elapsed().as_secs_f64();
+        let Some(p) = backward else {
+            // Q_uu + μ1 not positive definite: more regularisation
+            delta = delta.max(1.0) * options.mu_factor;
+            mu = (mu * delta).max(options.mu_min);
+            if mu > options.mu_max {
+                status = IlqrStatus::RegularisationLimit;
+                break;
+            }
+            continue;
+        };
+        let full = p.dg + 0.5 * p.dq;
+        if traj.feasible && full <= options.tolerance * cost_now.abs().max(1.0) {
+            status = IlqrStatus::Converged;
+            pass = Some(p);
+            break;
+        }
+        let t = Instant::now();
+        let mut step: Option<(Shooting, f64, f64, f64)> = None;
+        for &alpha in &options.alphas {
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, nx, nu, ndx) else { continue };
+            let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
+            let expected = alpha * (d1 + 0.5 * alpha * d2);
+            let actual = cost_now - trial_cost;
+            let accept = if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
+            if accept {
+                step = Some((trial, trial_cost, alpha, expected));
+                break;
+            }
+        }
+        time_forward += t.elapsed().as_secs_f64();
+        match step {
+            Some((trial, trial_cost, alpha, expected)) => {
+                log.push(IterationLog {
+                    cost: cost_now,
+                    expected_reduction: full,
+                    expected_reduction_alpha: expected,
+                    actual_reduction: cost_now - trial_cost,
+                    alpha,
+                    mu,
+                    gradient_norm: f64::NAN,
+                    time: started.elapsed().as_secs_f64(),
+                });
+                traj = trial;
+                cost_now = trial_cost;
+                history.push(cost_now);
+                accepted += 1;
+                derivatives = None;
+                delta = (delta / options.mu_factor).min(1.0 / options.mu_factor);
+                mu *= delta;
+                if mu < options.mu_min {
+                    mu = 0.0;
+                }
+                pass = Some(p);
+            }
+            None => {
+                delta = delta.max(1.0) * options.mu_factor;
+                mu = (mu * delta).max(options.mu_min);
+                if mu > options.mu_max {
+                    status = IlqrStatus::RegularisationLimit;
+                    pass = Some(p);
+                    break;
+                }
+            }
+        }
+    }
+    let (k_ff, gains) = match pass {
+        Some(p) => (p.k_ff, p.gains),
+        None => (vec![DVector::zeros(nu); steps], vec![DMatrix::zeros(nu, ndx); steps]),
+    };
+    let feasibility = if traj.feasible { "feasible" } else { "still infeasible (gaps remain)" };
+    let message = match status {
+        IlqrStatus::Converged => format!("converged after {accepted} iterations, trajectory {feasibility}"),
+        IlqrStatus::MaxIterations => format!("reached max_iterations = {} (cost {cost_now:.6e}), trajectory {feasibility}", options.max_iterations),
+        IlqrStatus::RegularisationLimit => format!("regularisation above μ_max: no step decreases the cost (cost {cost_now:.6e}), trajectory {feasibility}"),
+    };
+    Ok(IlqrResult {
+        x: traj.x,
+        u: traj.u,
+        k_ff,
+        gains,
+        cost: cost_now,
+        cost_history: history,
+        log,
+        iterations: accepted,
+        converged: status == IlqrStatus::Converged,
+        status,
+        message,
+        wall_time: started.elapsed().as_secs_f64(),
+        time_linearize,
+        time_backward,
+        time_forward,
+    })
+}
+
+/// The gaps of `traj` from its states and controls (one step from every guessed state, in
+/// parallel), and whether they are closed.
+fn measure_gaps<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], traj: &mut Shooting) -> Result<()> {
+    let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
+    let ndx = space.ndx();
+    let steps = traj.u.len() / nu;
+    let landed: Vec<Result<Vec<f64>>> = (0..steps)
+        .into_par_iter()
+        .map(|k| {
+            let mut next = vec![0.0; nx];
+            dynamics.step(k, &traj.x[k * nx..(k + 1) * nx], &traj.u[k * nu..(k + 1) * nu], &mut next).map(|()| next)
+        })
+        .collect();
+    space.difference(&traj.x[..nx], x0, &mut traj.gaps[..ndx]);
+    for (k, next) in landed.into_iter().enumerate() {
+        let next = next?;
+        space.difference(&traj.x[(k + 1) * nx..(k + 2) * nx], &next, &mut traj.gaps[(k + 1) * ndx..(k + 2) * ndx]);
+    }
+    traj.feasible = traj.gaps.iter().all(|g| g.abs() <= GAP_TOLERANCE);
+    Ok(())
+}
+
+/// `A_k`, `B_k` along the (possibly gapped) trajectory and the cost's derivatives.
+fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(
+    dynamics: &D,
+    cost: &C,
+    traj: &Shooting,
+    nx: usize,
+    nu: usize,
+    ndx: usize,
+) -> Result<(Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>)> {
+    let (a, b) = dynamics.linearize(&traj.x, &traj.u)?;
+    let steps = traj.u.len() / nu;
+    let mut stages: Vec<StageDerivatives> = (0..=steps).map(|_| StageDerivatives::zeros(ndx, nu)).collect();
+    let results: Vec<Result<()>> = stages
+        .par_iter_mut()
+        .enumerate()
+        .map(|(k, d)| {
+            let xk = &traj.x[k * nx..(k + 1) * nx];
+            if k < steps {
+                cost.running_derivatives(k, xk, &traj.u[k * nu..(k + 1) * nu], d)
+            } else {
+                cost.terminal_derivatives(xk, d)
+            }
+        })
+        .collect();
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok((a, b, stages))
+}
+
+/// The backward pass with the gaps (module docs); `None` when `Q_uu + μ1` is not positive
+/// definite at some stage.
+fn backward(a: &[DMatrix<f64>], b: &[DMatrix<f64>], stages: &[StageDerivatives], traj: &Shooting, mu: f64, ndx: usize, nu: usize) -> Option<Pass> {
+    let steps = a.len();
+    let gap = |k: usize| DVector::from_column_slice(&traj.gaps[k * ndx..(k + 1) * ndx]);
+    let mut pass = Pass {
+        k_ff: vec![DVector::zeros(nu); steps],
+        gains: vec![DMatrix::zeros(nu, ndx); steps],
+        dg: 0.0,
+        dq: 0.0,
+        vx: vec![DVector::zeros(ndx); steps + 1],
+        vxx: vec![DMatrix::zeros(ndx, ndx); steps + 1],
+    };
+    let terminal = &stages[steps];
+    pass.vxx[steps] = terminal.lxx.clone();
+    pass.vx[steps] = terminal.lx.clone();
+    if !traj.feasible {
+        let f = gap(steps);
+        pass.vx[steps] += &pass.vxx[steps] * &f;
+    }
+    for k in (0..steps).rev() {
+        let (vx, vxx) = (&pass.vx[k + 1], &pass.vxx[k + 1]);
+        let d = &stages[k];
+        let (ak, bk) = (&a[k], &b[k]);
+        let vxx_a = vxx * ak;
+        let vxx_b = vxx * bk;
+        let qx = &d.lx + ak.tr_mul(vx);
+        let qu = &d.lu + bk.tr_mul(vx);
+        let mut qxx = &d.lxx + ak.tr_mul(&vxx_a);
+        let quu = &d.luu + bk.tr_mul(&vxx_b);
+        let qux = &d.lux + bk.tr_mul(&vxx_a);
+        let mut regularised = quu.clone();
+        for i in 0..nu {
+            regularised[(i, i)] += mu;
+        }
+        let chol = regularised.cholesky()?;
+        let k_ff = -chol.solve(&qu);
+        let gain = -chol.solve(&qux);
+        // the value function (Tassa, Erez & Todorov 2012: right with a regularised Q_uu too)
+        let quu_k = &quu * &k_ff;
+        let mut vx_k = &qx + gain.tr_mul(&quu_k) + gain.tr_mul(&qu) + qux.tr_mul(&k_ff);
+        qxx += gain.tr_mul(&(&quu * &gain)) + gain.tr_mul(&qux) + qux.tr_mul(&gain);
+        let vxx_k = 0.5 * (&qxx + qxx.transpose());
+        pass.dg -= qu.dot(&k_ff);
+        pass.dq -= k_ff.dot(&quu_k);
+        if !traj.feasible {
+            vx_k += &vxx_k * gap(k);
+        }
+        pass.vx[k] = vx_k;
+        pass.vxx[k] = vxx_k;
+        pass.k_ff[k] = k_ff;
+        pass.gains[k] = gain;
+    }
+    if !traj.feasible {
+        for k in 0..=steps {
+            let f = gap(k);
+            pass.dg -= pass.vx[k].dot(&f);
+            pass.dq += f.dot(&(&pass.vxx[k] * &f));
+        }
+    }
+    Some(pass)
+}
+
+/// The trial of step length `alpha` (module docs): its trajectory with its own gaps, its cost,
+/// and the term `Σ f̄ᵀ V_xx (x̂ ⊖ x̄)` of the predicted decrease (0 when feasible).
+#[allow(clippy::too_many_arguments)]
+fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
+    dynamics: &D,
+    cost: &C,
+    x0: &[f64],
+    traj: &Shooting,
+    pass: &Pass,
+    alpha: f64,
+    nx: usize,
+    nu: usize,
+    ndx: usize,
+) -> Result<(Shooting, f64, f64)> {
+    let space = dynamics.state_space();
+    let steps = traj.u.len() / nu;
+    let keep = if traj.feasible || alpha == 1.0 { 0.0 } else { alpha - 1.0 };
+    let mut trial = Shooting { x: vec![0.0; (steps + 1) * nx], u: vec![0.0; steps * nu], gaps: vec![0.0; (steps + 1) * ndx], feasible: keep == 0.0 };
+    let (mut dx, mut shift, mut landed) = (vec![0.0; ndx], vec![0.0; ndx], x0.to_vec());
+    let mut dv = 0.0;
+    for k in 0..=steps {
+        // x̂_k = (where the dynamics landed) ⊕ (α − 1) f̄_k, and its own gap
+        let gap = &traj.gaps[k * ndx..(k + 1) * ndx];
+        for (s, g) in shift.iter_mut().zip(gap) {
+            *s = keep * g;
+        }
+        space.integrate(&landed, &shift, &mut trial.x[k * nx..(k + 1) * nx]);
+        space.difference(&trial.x[k * nx..(k + 1) * nx], &landed, &mut trial.gaps[k * ndx..(k + 1) * ndx]);
+        space.difference(&traj.x[k * nx..(k + 1) * nx], &trial.x[k * nx..(k + 1) * nx], &mut dx);
+        if !traj.feasible {
+            let vxx_dx = &pass.vxx[k] * DVector::from_column_slice(&dx);
+            dv += gap.iter().zip(vxx_dx.iter()).map(|(g, v)| g * v).sum::<f64>();
+        }
+        if k == steps {
+            break;
+        }
+        let uk = &mut trial.u[k * nu..(k + 1) * nu];
+        let du = &pass.gains[k] * DVector::from_column_slice(&dx);
+        for i in 0..nu {
+            uk[i] = traj.u[k * nu + i] + alpha * pass.k_ff[k][i] + du[i];
+        }
+        if uk.iter().any(|v| !v.is_finite()) {
+            return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
+        }
+        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], &mut landed)?;
+    }
+    let trial_cost = total_cost(cost, &trial.x, &trial.u, nx, nu)?;
+    Ok((trial, trial_cost, dv))
+}
