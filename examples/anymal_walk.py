@@ -1,5 +1,5 @@
-"""ANYmal walks (or trots, paces, bounds) one gait cycle: iLQR on the exact derivatives of the
-variational integrator, through its contact phases (issue 24).
+"""ANYmal walks (or trots, paces, bounds) one gait cycle: multiple shooting (FDDP) on the
+exact derivatives of the variational integrator, through its contact phases (issue 24).
 
 The gaits are crocoddyl's (``examples/quadrupedal_gaits.py``, time step 10 ms, 25-knot swings):
 walking, 0.25 m steps with 0.15 m clearance, 2-knot supports, feet in the order RH, RF, LH,
@@ -7,18 +7,17 @@ LF; trotting (diagonal pairs LF+RH, RF+LH) and pacing (lateral pairs LF+LH, RF+R
 steps with 0.1 m clearance, 2-knot supports; bounding (front pair, hind pair), 0.15 m and
 0.1 m, 5-knot supports. Here a stance foot is a point contact of the VI held at its foothold
 (:class:`vidyn.ContactSchedule`), a touchdown is the plastic impact that puts the foot on its
-next foothold, and iLQR minimises
+next foothold, and FDDP (:func:`vidyn.optim.fddp`, crocoddyl's solver) minimises
 
 * the swing feet's distance to their paths and the centre of mass's to a forward ramp
   (:class:`vidyn.optim.Track`),
 * a regularisation of the posture (base orientation, joints) and the momenta about the
   standing posture, and of the torques (``Q``, ``R``).
 
-iLQR needs a rollout to start from, and a gait's open-loop rollout falls over (the swing legs
-and the base drift until a touchdown cannot reach its foothold). So the horizon grows one
-phase at a time: the optimised controls of the phases so far, then a simple controller over the
-new phase (static torques and joint springs for the stance legs, a task-space spring for the
-swing foot along its path), whose controls replay exactly, then iLQR on the longer horizon.
+from crocoddyl's warm start: the standing state at every knot and, in each phase, the torques
+that hold that posture on the phase's stance feet. No rollout of those torques survives the
+gait (iLQR would need one); multiple shooting starts from the guess as it is and closes its
+gaps as it goes.
 
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
 (−89 N on the diagonal foot during the first swing). ``--friction`` adds friction-cone
@@ -51,8 +50,6 @@ GAITS = {
     "pace": ((("LF_FOOT", "LH_FOOT"), ("RF_FOOT", "RH_FOOT")), (0.15, 0.1, 2)),
     "bound": ((("LF_FOOT", "RF_FOOT"), ("LH_FOOT", "RH_FOOT")), (0.15, 0.1, 5)),
 }
-#: the first generalised velocity of each leg's three joints (base: 0..6)
-LEG = {"LF_FOOT": 6, "LH_FOOT": 9, "RF_FOOT": 12, "RH_FOOT": 15}
 
 
 @dataclass
@@ -136,29 +133,6 @@ def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str]) -> np.
     return np.linalg.lstsq(np.vstack([selection, *jacobians]).T, vidyn.gravity(model, q), rcond=None)[0][: n - 6]
 
 
-def controller_phase(vi, gait, phase, first, q, p, q0):
-    """Controls (steps, 12) over phase ``phase`` from knot ``first`` at ``(q, p)``: static
-    torques with joint springs for the stance legs, a task-space spring along the swing path
-    for each swinging foot (the leg's gravity compensated)."""
-    model, n = vi.model, vi.n
-    steps, names = gait.phases[phase]
-    tau_static = static_torques(model, q, [c.split("@")[0] for c in names])
-    controls = []
-    for k in range(first, first + steps):
-        v = vi.velocity(q, p)
-        tau = tau_static + 30.0 * (q0[7:] - q[7:]) - 1.0 * v[6:]
-        for foot, point in gait.swing.get(k, []):
-            cols = slice(LEG[foot], LEG[foot] + 3)
-            jac = vidyn.jacobian(model, q, foot, "local_world_aligned")[:3]
-            error = point - vidyn.frame_placement(model, q, foot)[:3, 3]
-            tau[cols.start - 6 : cols.stop - 6] = vidyn.gravity(model, q)[cols] + jac[:, cols].T @ (300.0 * error - 20.0 * (jac @ v))
-        controls.append(tau)
-        u = np.zeros(n)
-        u[6:] = tau
-        q, p = vi.step(q, p, u, k=k)
-    return np.array(controls)
-
-
 def solve(
     gait_name: str = "walk",
     swing_knots: int = 25,
@@ -167,47 +141,39 @@ def solve(
     phases: int | None = None,
     verbose: bool = True,
 ):
-    """The cycle of gait ``gait_name`` (a key of ``GAITS``), horizon grown phase by phase
-    (module docs); with ``friction`` (its
-    ``first`` ignored) a friction cone on every contact; ``phases``: stop after that many.
-    Returns the model, the gait, its last schedule and integrator, and iLQR's last result."""
+    """The cycle of gait ``gait_name`` (a key of ``GAITS``) by FDDP from crocoddyl's warm start
+    (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
+    ``phases``: only that many phases. Returns the model, the gait, its schedule and integrator,
+    and FDDP's result."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
         model = models.example_robot("anymal")
     q0, n = standing(model), model.nv
     groups, (length, height, support_knots) = GAITS[gait_name]
     gait = quadruped_gait(model, q0, groups, length, height, swing_knots, support_knots)
+    count = phases or len(gait.phases)
+    schedule = gait.schedule(count)
+    vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
+    holding = [static_torques(model, q0, [c.split("@")[0] for c in names]) for _, names in gait.phases[:count]]
+    u_init = np.vstack([np.tile(tau, (steps, 1)) for tau, (steps, _) in zip(holding, gait.phases)])
     weights = np.concatenate([[0.0] * 3, [50.0] * 3, [1e-3] * 12, [0.1] * n])
-    x_ref = np.concatenate([q0, np.zeros(n)])
-    controls = np.zeros((0, n - 6))
     started = time.perf_counter()
-    for grown in range(1, (phases or len(gait.phases)) + 1):
-        schedule = gait.schedule(grown)
-        vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
-        # the optimised phases replayed, then the controller over the new one
-        q, p = q0.copy(), np.zeros(n)
-        for k, tau in enumerate(controls):
-            q, p = vi.step(q, p, np.r_[np.zeros(6), tau], k=k)
-        warm = np.vstack([controls, controller_phase(vi, gait, grown - 1, len(controls), q, p, q0)])
-        cones = [] if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip)
-        res = vidyn.optim.ilqr(
-            vi,
-            q0,
-            U_init=warm,
-            Q=weights,
-            QN=weights,
-            R=1e-3,
-            x_ref=x_ref,
-            actuated=range(6, n),
-            tracks=tracks(gait, schedule.steps, 1e4, 1e3),
-            friction=cones,
-            max_iterations=100,
-        )
-        controls = np.asarray(res.U)[:, 6:]
-        if verbose:
-            print(f"phases 1–{grown} ({schedule.steps} steps): {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}")
+    res = vidyn.optim.fddp(
+        vi,
+        q0,
+        np.tile(q0, (schedule.steps + 1, 1)),
+        u_init,
+        Q=weights,
+        QN=weights,
+        R=1e-3,
+        x_ref=np.concatenate([q0, np.zeros(n)]),
+        actuated=range(6, n),
+        tracks=tracks(gait, schedule.steps, 1e4, 1e3),
+        friction=None if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip),
+        max_iterations=200,
+    )
     if verbose:
-        print(f"iLQR over the growing horizon: {time.perf_counter() - started:.2f} s")
+        print(f"{gait_name}, {schedule.steps} steps: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res
 
 

@@ -70,9 +70,9 @@ impl<D: Dynamics + ?Sized> Dynamics for Cancellable<'_, '_, D> {
         let r = self.dynamics.rollout_near(x0, steps, &mut self.policy(policy), near);
         self.counted(0, r)
     }
-    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+    fn step(&self, k: usize, x: &[f64], u: &[f64], guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
         self.check()?;
-        self.counted(1, self.dynamics.step(k, x, u, next))
+        self.counted(1, self.dynamics.step(k, x, u, guess, next))
     }
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         self.check()?;

@@ -45,9 +45,11 @@ pub trait Dynamics: Sync {
     }
     /// One step `next = f_k(x, u)` from any state (not only one a rollout reached): what
     /// multiple shooting ([`crate::fddp()`]) needs to measure the gaps of a trajectory and to
-    /// close them. The default reports [`OptimError::NotImplemented`].
-    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
-        let _ = (k, x, u, next);
+    /// close them. `guess`: a state near the result, where an iterative step may start (the
+    /// result is the same to the step solver's tolerance). The default reports
+    /// [`OptimError::NotImplemented`].
+    fn step(&self, k: usize, x: &[f64], u: &[f64], guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
+        let _ = (k, x, u, guess, next);
         Err(OptimError::NotImplemented("these dynamics take no single step from an arbitrary state (multiple shooting needs it)".into()))
     }
     /// `A_k = ∂f/∂x` (ndx×ndx) and `B_k = ∂f/∂u` (ndx×nu) at every step of `(x, u)`.

@@ -68,7 +68,14 @@ struct Shooting {
 /// dynamics take no single steps ([`Dynamics::step`]), or when the guess itself cannot be
 /// evaluated (a step from a guessed state fails); later step failures only shorten the
 /// line search.
-pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], x_init: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
+pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(
+    dynamics: &D,
+    cost: &C,
+    x0: &[f64],
+    x_init: &[f64],
+    u_init: &[f64],
+    options: &IlqrOptions,
+) -> Result<IlqrResult> {
     let started = Instant::now();
     let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
     let ndx = space.ndx();
@@ -131,7 +138,8 @@ pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
             let expected = alpha * (d1 + 0.5 * alpha * d2);
             let actual = cost_now - trial_cost;
-            let accept = if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
+            let accept =
+                if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
             if accept {
                 step = Some((trial, trial_cost, alpha, expected));
                 break;
@@ -212,7 +220,7 @@ fn measure_gaps<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], traj: &mut Shoot
         .into_par_iter()
         .map(|k| {
             let mut next = vec![0.0; nx];
-            dynamics.step(k, &traj.x[k * nx..(k + 1) * nx], &traj.u[k * nu..(k + 1) * nu], &mut next).map(|()| next)
+            dynamics.step(k, &traj.x[k * nx..(k + 1) * nx], &traj.u[k * nu..(k + 1) * nu], Some(&traj.x[(k + 1) * nx..(k + 2) * nx]), &mut next).map(|()| next)
         })
         .collect();
     space.difference(&traj.x[..nx], x0, &mut traj.gaps[..ndx]);
@@ -359,7 +367,8 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }
-        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], &mut landed)?;
+        // Newton starts where the current trajectory's next state is (close near convergence)
+        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], Some(&traj.x[(k + 1) * nx..(k + 2) * nx]), &mut landed)?;
     }
     let trial_cost = total_cost(cost, &trial.x, &trial.u, nx, nu)?;
     Ok((trial, trial_cost, dv))

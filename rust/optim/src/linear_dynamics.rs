@@ -65,7 +65,7 @@ impl Dynamics for LinearDynamics {
         }
         Ok((x, u))
     }
-    fn step(&self, k: usize, x: &[f64], u: &[f64], next: &mut [f64]) -> Result<()> {
+    fn step(&self, k: usize, x: &[f64], u: &[f64], _guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
         let next_x = self.a_at(k) * nalgebra::DVector::from_column_slice(x) + self.b_at(k) * nalgebra::DVector::from_column_slice(u);
         next.copy_from_slice(next_x.as_slice());
         Ok(())

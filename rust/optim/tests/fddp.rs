@@ -16,7 +16,8 @@ fn lq(seed: u64, nx: usize, nu: usize, steps: usize) -> (LinearDynamics, Quadrat
     let a = (0..steps).map(|_| DMatrix::identity(nx, nx) + random(nx, nx, 0.2)).collect();
     let b = (0..steps).map(|_| random(nx, nu, 1.0)).collect();
     let x_ref: Vec<f64> = random(nx, 1, 1.0).as_slice().to_vec();
-    let cost = QuadraticCost::new(vec![DMatrix::identity(nx, nx)], vec![DMatrix::identity(nu, nu) * 0.1], DMatrix::identity(nx, nx) * 10.0, x_ref, vec![]).unwrap();
+    let cost =
+        QuadraticCost::new(vec![DMatrix::identity(nx, nx)], vec![DMatrix::identity(nu, nu) * 0.1], DMatrix::identity(nx, nx) * 10.0, x_ref, vec![]).unwrap();
     let x0 = random(nx, 1, 1.0).as_slice().to_vec();
     (LinearDynamics::new(a, b).unwrap(), cost, x0)
 }
@@ -62,13 +63,17 @@ fn the_cartpole_swings_up_from_an_interpolated_guess() {
     let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
     let pi = std::f64::consts::PI;
-    let inner = QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, pi, 0.0, 0.0], vec![]).unwrap();
+    let inner =
+        QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, pi, 0.0, 0.0], vec![]).unwrap();
     let cost = VelocityCost::new(model, inner).unwrap();
     let opts = IlqrOptions { max_iterations: 400, tolerance: 1e-9, ..IlqrOptions::default() };
     let guess: Vec<f64> = (0..=steps).flat_map(|k| [0.0, pi * k as f64 / steps as f64, 0.0, 0.0]).collect();
     let shot = fddp(&dynamics, &cost, &[0.0; 4], &guess, &vec![0.0; steps], &opts).unwrap();
     let reference = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; steps], &opts).unwrap();
-    println!("fddp: {} ({} iterations, cost {}, {:.3} s); ilqr: {} iterations, cost {}", shot.message, shot.iterations, shot.cost, shot.wall_time, reference.iterations, reference.cost);
+    println!(
+        "fddp: {} ({} iterations, cost {}, {:.3} s); ilqr: {} iterations, cost {}",
+        shot.message, shot.iterations, shot.cost, shot.wall_time, reference.iterations, reference.cost
+    );
     assert!(shot.converged, "{}", shot.message);
     assert!((shot.cost - reference.cost).abs() < 1e-3 * reference.cost, "{} vs {}", shot.cost, reference.cost);
     let full = dynamics.actuation().expand_all(&shot.u);

@@ -14,9 +14,9 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
-    closed_loop_rollout, dlqr, fddp, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrictionCone, FrictionCones, IlqrOptions, LinearDynamics, Method,
-    OptimError, PointTrack, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController, TrackingCost,
-    ViDynamics,
+    closed_loop_rollout, dlqr, fddp, ilqr, lqr, project, projection_optimize, Cancellable, Cost, FrictionCone, FrictionCones, IlqrOptions, LinearDynamics,
+    Method, OptimError, PointTrack, ProjectionOptions, ProjectionStatus, QuadraticCost, StageDerivatives, StateSpace, TrackedPoint, TrackingController,
+    TrackingCost, ViDynamics,
 };
 
 /// Runs an optimiser call through [`interruptible`]: `job` wraps its dynamics in
