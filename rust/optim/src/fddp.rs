@@ -41,6 +41,9 @@ const ACCEPT_STEP: f64 = 0.1;
 /// predicted change.
 const ACCEPT_NEGATIVE_STEP: f64 = 2.0;
 
+/// `A_k`, `B_k` and the cost's derivatives at every stage (the terminal one last).
+type Derivatives = (Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>);
+
 /// One FDDP backward pass: gains, the quantities of the expected decrease, and the value
 /// function at every stage.
 struct Pass {
@@ -104,7 +107,7 @@ pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let (mut status, mut accepted) = (IlqrStatus::MaxIterations, 0);
     let mut pass: Option<Pass> = None;
     let (mut time_linearize, mut time_backward, mut time_forward) = (0.0, 0.0, 0.0);
-    let mut derivatives: Option<(Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>)> = None;
+    let mut derivatives: Option<Derivatives> = None;
     for _ in 0..options.max_iterations {
         let t = Instant::now();
         if derivatives.is_none() {
@@ -240,7 +243,7 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     nx: usize,
     nu: usize,
     ndx: usize,
-) -> Result<(Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>)> {
+) -> Result<Derivatives> {
     let (a, b) = dynamics.linearize(&traj.x, &traj.u)?;
     let steps = traj.u.len() / nu;
     let mut stages: Vec<StageDerivatives> = (0..=steps).map(|_| StageDerivatives::zeros(ndx, nu)).collect();
