@@ -236,14 +236,7 @@ fn measure_gaps<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], traj: &mut Shoot
 }
 
 /// `A_k`, `B_k` along the (possibly gapped) trajectory and the cost's derivatives.
-fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(
-    dynamics: &D,
-    cost: &C,
-    traj: &Shooting,
-    nx: usize,
-    nu: usize,
-    ndx: usize,
-) -> Result<Derivatives> {
+fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: &Shooting, nx: usize, nu: usize, ndx: usize) -> Result<Derivatives> {
     let (a, b) = dynamics.linearize(&traj.x, &traj.u)?;
     let steps = traj.u.len() / nu;
     let mut stages: Vec<StageDerivatives> = (0..=steps).map(|_| StageDerivatives::zeros(ndx, nu)).collect();
