@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import vidyn
 from reference_motion import solo12
 from strategies import FrameSpec, model_specs
+from tangent_differences import step_jacobians
 
 DT = 0.005
 PHASE = 10
@@ -85,14 +86,7 @@ def test_linearization_on_switching_steps(k):
     q, p, u = traj.q[k], traj.p[k], np.zeros(n)
     q1, p1 = vi.step(q, p, u, k=k)
     np.testing.assert_allclose(np.concatenate([q1, p1]), np.concatenate([traj.q[k + 1], traj.p[k + 1]]), rtol=0, atol=1e-12)
-
-    def f(x: np.ndarray, du: np.ndarray) -> np.ndarray:
-        qn, pn = vi.step(model.integrate(q, x[:n]), p + x[n:], u + du, k=k)
-        return np.concatenate([model.difference(q1, qn), pn - p1])
-
-    h = 1e-6
-    fd_a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
-    fd_b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
+    fd_a, fd_b = step_jacobians(vi, q, p, u, k)
     np.testing.assert_allclose(a[k], fd_a, rtol=0, atol=1e-7 * np.abs(fd_a).max())
     np.testing.assert_allclose(b[k], fd_b, rtol=0, atol=1e-7 * max(1.0, np.abs(fd_b).max()))
 
@@ -258,15 +252,6 @@ def test_linearization_across_random_schedules_on_random_trees(data):
     a, b = vi.linearize(traj)
     lam = vi.multipliers(traj)
     np.testing.assert_array_equal(lam[~np.array(holds)], 0.0)
-    q, p, uk = traj.q[k], traj.p[k], u[k]
-    q1, p1 = vi.step(q, p, uk, k=k)
-
-    def f(x: np.ndarray, du: np.ndarray) -> np.ndarray:
-        qn, pn = vi.step(model.integrate(q, x[:n]), p + x[n:], uk + du, k=k)
-        return np.concatenate([model.difference(q1, qn), pn - p1])
-
-    h = 1e-6
-    fd_a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
-    fd_b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
+    fd_a, fd_b = step_jacobians(vi, traj.q[k], traj.p[k], u[k], k)
     np.testing.assert_allclose(a[k], fd_a, rtol=0, atol=1e-7 * max(1.0, np.abs(fd_a).max()))
     np.testing.assert_allclose(b[k], fd_b, rtol=0, atol=1e-7 * max(1.0, np.abs(fd_b).max()))

@@ -1,0 +1,24 @@
+"""Central differences of a variational integrator's step on the Lie group, the oracle of its
+exact linearisation: inputs moved by ``model.integrate`` (``q``) and added (``p``, ``u``),
+outputs read by ``model.difference`` (``q``) and subtracted (``p``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import vidyn
+
+
+def step_jacobians(vi: vidyn.VariationalIntegrator, q: np.ndarray, p: np.ndarray, u: np.ndarray, k: int = 0, h: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, B)`` of step ``k`` from ``(q, p, u)`` by central differences of step ``h``:
+    (2n, 2n) and (2n, n) in the tangent coordinates of ``vi.linearize``."""
+    model, n = vi.model, vi.n
+    q1, p1 = vi.step(q, p, u, k=k)
+
+    def f(x: np.ndarray, du: np.ndarray) -> np.ndarray:
+        qn, pn = vi.step(model.integrate(q, x[:n]), p + x[n:], u + du, k=k)
+        return np.concatenate([model.difference(q1, qn), pn - p1])
+
+    a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
+    b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
+    return a, b
