@@ -218,26 +218,57 @@ def main() -> None:
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
     if args.plot:
-        import pathlib
-
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        q = res.trajectory.q
-        fig, ax = plt.subplots(figsize=(8, 3))
-        for f in FEET:
-            path = np.array([vidyn.frame_placement(model, x, f)[:3, 3] for x in q])
-            ax.plot(path[:, 0], path[:, 2], label=f)
-        ax.plot(q[:, 0], q[:, 2] - q[0, 2], "k--", label="base (height change)")
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel("z (m)")
-        ax.legend(fontsize=7)
-        out = pathlib.Path(__file__).parent / "out" / f"anymal_{args.gait}.png"
-        out.parent.mkdir(exist_ok=True)
-        fig.savefig(out, dpi=120, bbox_inches="tight")
+        out = plot(model, schedule, vi, res, args.gait, cone.mu if cone else 0.7)
         print(f"saved {out}")
+
+
+def plot(model, schedule, vi, res, name: str, mu: float):
+    """Four panels against time: the feet's heights, the base's and the centre of mass's
+    forward and vertical positions, each contact's vertical force with the friction cone's
+    ratio |f_t|/f_z (against ``mu``), and the joint torques; saved to
+    ``examples/out/anymal_<name>.png``."""
+    import pathlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    q, dt = res.trajectory.q, vi.dt
+    t = dt * np.arange(len(q))
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
+    for f in FEET:
+        axes[0].plot(t, [vidyn.frame_placement(model, x, f)[2, 3] for x in q], label=f)
+    axes[0].set_ylabel("foot height (m)")
+    com = np.array([vidyn.center_of_mass(model, x) for x in q])
+    for series, label in ((q[:, 0], "base x"), (q[:, 2], "base z"), (com[:, 0], "CoM x"), (com[:, 2], "CoM z")):
+        axes[1].plot(t, series, label=label)
+    axes[1].set_ylabel("position (m)")
+    forces = vi.multipliers(res.trajectory)
+    for name_, rows in schedule.rows.items():
+        held = schedule.holds(name_)
+        f = schedule.forces(forces, dt, name_)
+        axes[2].plot(t[:-1][held], f[held, 2], ".", markersize=3, label=f"{name_} f_z")
+    axes[2].axhline(0.0, color="k", linewidth=0.5)
+    axes[2].set_ylabel("vertical force (N)")
+    ratio = axes[2].twinx()
+    for name_ in schedule.rows:
+        held = schedule.holds(name_)
+        f = schedule.forces(forces, dt, name_)[held]
+        ratio.plot(t[:-1][held], np.linalg.norm(f[:, :2], axis=1) / np.maximum(f[:, 2], 1e-9), "x", markersize=2, color="gray")
+    ratio.axhline(mu, color="r", linewidth=0.8)
+    ratio.set_ylim(0, 2 * mu)
+    ratio.set_ylabel(f"|f_t|/f_z (μ = {mu})")
+    axes[3].plot(t[:-1], res.u)
+    axes[3].set_ylabel("joint torques (N m)")
+    axes[3].set_xlabel("time (s)")
+    for ax in axes[:3]:
+        ax.legend(fontsize=6, ncol=4)
+    out = pathlib.Path(__file__).parent / "out" / f"anymal_{name}.png"
+    out.parent.mkdir(exist_ok=True)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return out
 
 
 if __name__ == "__main__":

@@ -74,6 +74,7 @@ def test_friction_cones_make_the_contacts_push():
     measured = walk.report(model, gait, schedule, vi, res)
     assert measured["contact force z min (N)"] > 0.5
     assert measured["largest |f_t| / f_z (N/N)"] < 0.75
+    assert walk.plot(model, schedule, vi, res, "test_first_swing", cone.mu).is_file()
     free = walk.solve("walk", phases=2, verbose=False)
     assert walk.report(*free)["contact force z min (N)"] < -10.0
 
