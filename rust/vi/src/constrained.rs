@@ -283,35 +283,29 @@ impl VariationalIntegrator {
             let e1 = sc.endpoint(1);
             gradient_rows(&self.constraints, &cw.active, &self.model, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
         }
-        if with_momentum {
-            // LANES columns of C_1ᵀ at a time, with P_z K
-            let zero = [0.0; LANES];
-            for c0 in (0..a).step_by(LANES) {
-                let lanes = LANES.min(a - c0);
-                ws.lane_rhs.fill(zero);
-                for l in 0..lanes {
-                    let i = ws.constraint.active[c0 + l];
-                    for j in 0..n {
-                        ws.lane_rhs[j][l] = ws.constraint.c1[(i, j)];
-                    }
+        // LANES columns of C_1ᵀ at a time (and P_z K for the linearisation)
+        ws.newton.ensure_lanes();
+        let zero = [0.0; LANES];
+        for c0 in (0..a).step_by(LANES) {
+            let lanes = LANES.min(a - c0);
+            ws.lane_rhs.fill(zero);
+            for l in 0..lanes {
+                let i = ws.constraint.active[c0 + l];
+                for j in 0..n {
+                    ws.lane_rhs[j][l] = ws.constraint.c1[(i, j)];
                 }
-                ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, Some(&mut ws.lane_momentum), None);
-                let cw = &mut ws.constraint;
-                for l in 0..lanes {
-                    let i = cw.active[c0 + l];
-                    for j in 0..n {
-                        cw.k[i * n + j] = ws.lane_sol[j][l];
+            }
+            let momentum = if with_momentum { Some(&mut ws.lane_momentum[..]) } else { None };
+            ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, momentum, None);
+            let cw = &mut ws.constraint;
+            for l in 0..lanes {
+                let i = cw.active[c0 + l];
+                for j in 0..n {
+                    cw.k[i * n + j] = ws.lane_sol[j][l];
+                    if with_momentum {
                         cw.k_momentum[i * n + j] = ws.lane_momentum[j][l];
                     }
                 }
-            }
-        } else {
-            let cw = &mut ws.constraint;
-            for &i in &cw.active {
-                for j in 0..n {
-                    cw.rhs[j] = cw.c1[(i, j)];
-                }
-                ws.newton.solve(&self.model, sc, dt, &cw.rhs, &mut cw.k[i * n..(i + 1) * n]);
             }
         }
         let cw = &mut ws.constraint;
