@@ -2,6 +2,8 @@
 //! problems against iLQR's optimum, and on the VI cart-pole swing-up from a state-interpolated
 //! guess.
 
+mod common;
+
 use nalgebra::{DMatrix, DVector};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -76,15 +78,7 @@ fn the_cartpole_swings_up_from_an_interpolated_guess() {
     );
     assert!(shot.converged, "{}", shot.message);
     assert!((shot.cost - reference.cost).abs() < 1e-3 * reference.cost, "{} vs {}", shot.cost, reference.cost);
-    let full = dynamics.actuation().expand_all(&shot.u);
-    let mut ws = vi.workspace();
-    let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
-    let mut defect = 0.0_f64;
-    for k in 0..steps {
-        let (xk, next) = (&shot.x[4 * k..4 * k + 4], &shot.x[4 * k + 4..4 * k + 8]);
-        vi.step(&mut ws, k, &xk[..2], &xk[2..], &full[2 * k..2 * k + 2], None, &mut qn, &mut pn).unwrap();
-        defect = qn.iter().chain(&pn).zip(next).fold(defect, |m, (a, b)| m.max((a - b).abs()));
-    }
+    let defect = common::dynamic_defect(&vi, &dynamics, &shot.x, &shot.u);
     assert!(defect < 1e-10, "{defect}");
     let end = &shot.x[steps * 4..];
     assert!(end[0].abs() < 2e-3 && (end[1] - pi).abs() < 2e-3, "{end:?}");

@@ -1,6 +1,8 @@
 //! iLQR and LQR on variational integrators: cost derivatives, swing-up convergence,
 //! feasibility of the result when re-simulated, closed-loop tracking.
 
+mod common;
+
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 use vidyn_optim::{Cost, QuadraticCost, StageDerivatives, VelocityCost};
@@ -114,16 +116,9 @@ fn cartpole_swing_up_converges_and_is_feasible() {
     // the whole control sequence is not compared: the optimiser's rollouts start Newton
     // elsewhere, so each step agrees only to the Newton tolerance, 1e-12 relative, and the
     // swing-up amplifies those differences along the horizon.)
-    let full = dynamics.actuation().expand_all(&res.u);
-    let mut ws = vi.workspace();
-    let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
-    let mut defect = 0.0_f64;
-    for k in 0..steps {
-        let (xk, next) = (&res.x[4 * k..4 * k + 4], &res.x[4 * k + 4..4 * k + 8]);
-        vi.step(&mut ws, k, &xk[..2], &xk[2..], &full[2 * k..2 * k + 2], None, &mut qn, &mut pn).unwrap();
-        defect = qn.iter().chain(&pn).zip(next).fold(defect, |m, (a, b)| m.max((a - b).abs()));
-    }
+    let defect = common::dynamic_defect(&vi, &dynamics, &res.x, &res.u);
     assert!(defect < 1e-10, "{defect}");
+    let full = dynamics.actuation().expand_all(&res.u);
     // and a whole open-loop rollout of the controls stays on the trajectory to well within
     // the goal's tolerance
     let traj = rollout(&vi, &[0.0; 2], &[0.0; 2], &full).unwrap();
