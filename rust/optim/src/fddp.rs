@@ -79,6 +79,19 @@ pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     u_init: &[f64],
     options: &IlqrOptions,
 ) -> Result<IlqrResult> {
+    // on vidyn's pool: the gaps, derivatives and linearisations run in parallel there
+    vidyn_batch::install(|| solve(dynamics, cost, x0, x_init, u_init, options))
+}
+
+/// [`fddp`] on the current thread's pool.
+fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
+    dynamics: &D,
+    cost: &C,
+    x0: &[f64],
+    x_init: &[f64],
+    u_init: &[f64],
+    options: &IlqrOptions,
+) -> Result<IlqrResult> {
     let started = Instant::now();
     let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
     let ndx = space.ndx();
