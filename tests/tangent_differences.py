@@ -9,9 +9,12 @@ import numpy as np
 import vidyn
 
 
-def step_jacobians(vi: vidyn.VariationalIntegrator, q: np.ndarray, p: np.ndarray, u: np.ndarray, k: int = 0, h: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """``(A, B)`` of step ``k`` from ``(q, p, u)`` by central differences of step ``h``:
-    (2n, 2n) and (2n, n) in the tangent coordinates of ``vi.linearize``."""
+def step_jacobians(
+    vi: vidyn.VariationalIntegrator, q: np.ndarray, p: np.ndarray, u: np.ndarray, k: int = 0, h: float = 1e-6, h_u: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, B)`` of step ``k`` from ``(q, p, u)`` by central differences of step ``h`` (``h_u``
+    for the controls, ``h`` by default): (2n, 2n) and (2n, n) in the tangent coordinates of
+    ``vi.linearize``."""
     model, n = vi.model, vi.n
     q1, p1 = vi.step(q, p, u, k=k)
 
@@ -20,5 +23,6 @@ def step_jacobians(vi: vidyn.VariationalIntegrator, q: np.ndarray, p: np.ndarray
         return np.concatenate([model.difference(q1, qn), pn - p1])
 
     a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
-    b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
+    hu = h if h_u is None else h_u
+    b = np.column_stack([(f(np.zeros(2 * n), hu * e) - f(np.zeros(2 * n), -hu * e)) / (2 * hu) for e in np.eye(n)])
     return a, b
