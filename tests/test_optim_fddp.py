@@ -38,6 +38,19 @@ def test_the_cartpole_swings_up_from_an_interpolated_guess():
     np.testing.assert_array_equal(again.u, shot.u)
 
 
+def test_torque_limits():
+    """With |u| ≤ 2 N (the unlimited swing-up pushes with up to 34 N; with 2 N the pole cannot
+    get up in 2.5 s) FDDP from the same guess keeps every force within the limit, the limit
+    binds, and it reaches the limited optimum iLQR reaches (measured: both 2225.0423)."""
+    vi, weights = problem()
+    guess = np.column_stack([np.zeros(N + 1), np.linspace(0.0, np.pi, N + 1)])
+    shot = vidyn.optim.fddp(vi, [0, 0], guess, np.zeros((N, 1)), u_min=-2.0, u_max=2.0, max_iterations=400, tolerance=1e-9, **weights)
+    reference = vidyn.optim.ilqr(vi, [0, 0], U_init=np.zeros((N, 1)), u_min=-2.0, u_max=2.0, max_iterations=400, tolerance=1e-9, **weights)
+    assert shot.converged, shot.message
+    assert np.abs(shot.u).max() <= 2.0 and np.isclose(np.abs(shot.u).max(), 2.0)
+    assert abs(shot.cost - reference.cost) < 1e-3 * reference.cost, (shot.cost, reference.cost)
+
+
 def test_what_fddp_refuses():
     vi, weights = problem()
     with pytest.raises(vidyn.InputError, match="X_init is required"):

@@ -614,6 +614,18 @@ def _problem(vi: VariationalIntegrator | Problem, given: dict[str, Any]) -> Prob
     return Problem(vi, q0, **given)
 
 
+def _limit(b: _ArrayLike | None, m: int, name: str) -> _Array | None:
+    """A control limit as (m,) float64 (a number for every control; ±inf allowed), or None."""
+    if b is None:
+        return None
+    a = np.asarray(b, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(m, float(a))
+    if a.shape != (m,):
+        raise InputError(f"{name} has shape {a.shape}, expected (m,) = ({m},)")
+    return np.ascontiguousarray(a)
+
+
 def ilqr(
     vi: VariationalIntegrator | Problem,
     q0: _ArrayLike | None = None,
@@ -665,19 +677,8 @@ def ilqr(
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
-
-    def limit(b: _ArrayLike | None, name: str) -> _Array | None:
-        if b is None:
-            return None
-        a = np.asarray(b, dtype=np.float64)
-        if a.ndim == 0:
-            a = np.full(m, float(a))
-        if a.shape != (m,):
-            raise InputError(f"{name} has shape {a.shape}, expected (m,) = ({m},)")
-        return np.ascontiguousarray(a)
-
     d: dict[str, Any] = _core._optim_ilqr(
-        problem._native, limit(u_min, "u_min"), limit(u_max, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
     return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
 
@@ -705,6 +706,8 @@ def fddp(
     tracks: Sequence[Track] | None = None,
     friction: Sequence[FrictionCone] | None = None,
     cost: StageCost | None = None,
+    u_min: _ArrayLike | None = None,
+    u_max: _ArrayLike | None = None,
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
@@ -718,8 +721,9 @@ def fddp(
     step closes every gap (the trajectory is then a rollout and the iteration iLQR's), a partial
     one keeps part of each. Use it where iLQR's first rollout of ``U_init`` falls apart (an
     unstable system, a poor control guess). The result is :func:`ilqr`'s; ``converged`` says the
-    final trajectory is feasible too. Not with control limits, ``method="ddp"`` or
-    ``coordinates="velocity"``."""
+    final trajectory is feasible too. ``u_min``, ``u_max``: (m,) control limits as in
+    :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``). Not with
+    ``method="ddp"`` or ``coordinates="velocity"``."""
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     if X_init is None:
         raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
@@ -729,7 +733,10 @@ def fddp(
         guess = np.hstack([guess, np.zeros((N + 1, vi_.n))])
     if guess.shape != (N + 1, vi_.nq + vi_.n):
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
-    d: dict[str, Any] = _core._optim_ilqr(problem._native, None, None, "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess))
+    m = problem.U_init.shape[1]
+    d: dict[str, Any] = _core._optim_ilqr(
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess)
+    )
     return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
 
 

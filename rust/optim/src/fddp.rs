@@ -23,7 +23,10 @@
 //!
 //! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
 //! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
-//! most `tolerance · max(1, |J|)`. Not here: control limits and DDP's second order.
+//! most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
+//! feed-forward term solves the box QP on `u_min − ū ≤ δu ≤ u_max − ū`
+//! ([`crate::boxqp`]), the gains act on the free controls only, and the forward pass clamps.
+//! Not here: DDP's second order.
 
 use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dynamics::Dynamics;
@@ -104,14 +107,20 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             u_init.len()
         )));
     }
-    if options.u_min.is_some() || options.u_max.is_some() || options.method == Method::Ddp {
-        return Err(OptimError::NotImplemented("multiple shooting (FDDP) with control limits or second-order dynamics (method = DDP)".into()));
+    if options.method == Method::Ddp {
+        return Err(OptimError::NotImplemented("multiple shooting (FDDP) with second-order dynamics (method = DDP)".into()));
     }
+    let bounds = limits(options, nu)?;
     space.check(x0, "x0")?;
     for (k, xk) in x_init.chunks_exact(nx).enumerate() {
         space.check(xk, &format!("x_init[{k}]"))?;
     }
     let mut traj = Shooting { x: x_init.to_vec(), u: u_init.to_vec(), gaps: vec![0.0; (steps + 1) * ndx], feasible: false };
+    if let Some((lower, upper)) = &bounds {
+        for uk in traj.u.chunks_exact_mut(nu) {
+            clamp(uk, lower, upper);
+        }
+    }
     measure_gaps(dynamics, x0, &mut traj)?;
     let mut cost_now = total_cost(cost, &traj.x, &traj.u, nx, nu)?;
     let mut history = vec![cost_now];
@@ -129,7 +138,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         time_linearize += t.elapsed().as_secs_f64();
         let (a, b, stages) = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
-        let backward = backward(a, b, stages, &traj, mu, ndx, nu);
+        let backward = backward(a, b, stages, &traj, mu, bounds.as_ref(), ndx, nu);
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
             // Q_uu + μ1 not positive definite: more regularisation
@@ -150,7 +159,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let t = Instant::now();
         let mut step: Option<(Shooting, f64, f64, f64)> = None;
         for &alpha in &options.alphas {
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, nx, nu, ndx) else { continue };
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, bounds.as_ref(), nx, nu, ndx) else { continue };
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
             let expected = alpha * (d1 + 0.5 * alpha * d2);
             let actual = cost_now - trial_cost;
@@ -269,9 +278,70 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: 
     Ok((a, b, stages))
 }
 
+/// The control limits of `options` as `(lower, upper)` (`±∞` where one is not given), or
+/// `None` without limits. Errors when a limit has not `nu` entries or `lower > upper`.
+fn limits(options: &IlqrOptions, nu: usize) -> Result<Option<(Vec<f64>, Vec<f64>)>> {
+    if options.u_min.is_none() && options.u_max.is_none() {
+        return Ok(None);
+    }
+    let lower = options.u_min.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; nu]);
+    let upper = options.u_max.clone().unwrap_or_else(|| vec![f64::INFINITY; nu]);
+    if lower.len() != nu || upper.len() != nu || lower.iter().zip(&upper).any(|(l, u)| l > u || l.is_nan() || u.is_nan()) {
+        return Err(OptimError::InvalidInput(format!("control limits need nu = {nu} entries each with u_min ≤ u_max; got {lower:?}, {upper:?}")));
+    }
+    Ok(Some((lower, upper)))
+}
+
+fn clamp(u: &mut [f64], lower: &[f64], upper: &[f64]) {
+    for ((x, l), h) in u.iter_mut().zip(lower).zip(upper) {
+        *x = x.max(*l).min(*h);
+    }
+}
+
+/// The feed-forward term and gains of one stage from `Q_uu + μ1`, `Q_u`, `Q_ux`: the Newton
+/// step, or with limits the box QP's step on the free controls (`ū` the stage's controls).
+fn stage_gains(
+    regularised: DMatrix<f64>,
+    qu: &DVector<f64>,
+    qux: &DMatrix<f64>,
+    bounds: Option<&(Vec<f64>, Vec<f64>)>,
+    ubar: &[f64],
+) -> Option<(DVector<f64>, DMatrix<f64>)> {
+    let Some((lower, upper)) = bounds else {
+        let chol = regularised.cholesky()?;
+        return Some((-chol.solve(qu), -chol.solve(qux)));
+    };
+    let nu = qu.len();
+    let lo = DVector::from_iterator(nu, (0..nu).map(|i| lower[i] - ubar[i]));
+    let hi = DVector::from_iterator(nu, (0..nu).map(|i| upper[i] - ubar[i]));
+    let sol = crate::boxqp::box_qp(&regularised, qu, &lo, &hi, &DVector::zeros(nu));
+    if !sol.status.ok() {
+        return None;
+    }
+    let mut gain = DMatrix::zeros(nu, qux.ncols());
+    if let Some(chol) = &sol.chol_free {
+        let free: Vec<usize> = (0..nu).filter(|&i| sol.free[i]).collect();
+        let rows = -chol.solve(&qux.select_rows(free.iter()));
+        for (r, &i) in free.iter().enumerate() {
+            gain.row_mut(i).copy_from(&rows.row(r));
+        }
+    }
+    Some((sol.x, gain))
+}
+
 /// The backward pass with the gaps (module docs); `None` when `Q_uu + μ1` is not positive
 /// definite at some stage.
-fn backward(a: &[DMatrix<f64>], b: &[DMatrix<f64>], stages: &[StageDerivatives], traj: &Shooting, mu: f64, ndx: usize, nu: usize) -> Option<Pass> {
+#[allow(clippy::too_many_arguments)]
+fn backward(
+    a: &[DMatrix<f64>],
+    b: &[DMatrix<f64>],
+    stages: &[StageDerivatives],
+    traj: &Shooting,
+    mu: f64,
+    bounds: Option<&(Vec<f64>, Vec<f64>)>,
+    ndx: usize,
+    nu: usize,
+) -> Option<Pass> {
     let steps = a.len();
     let gap = |k: usize| DVector::from_column_slice(&traj.gaps[k * ndx..(k + 1) * ndx]);
     let mut pass = Pass {
@@ -304,9 +374,7 @@ fn backward(a: &[DMatrix<f64>], b: &[DMatrix<f64>], stages: &[StageDerivatives],
         for i in 0..nu {
             regularised[(i, i)] += mu;
         }
-        let chol = regularised.cholesky()?;
-        let k_ff = -chol.solve(&qu);
-        let gain = -chol.solve(&qux);
+        let (k_ff, gain) = stage_gains(regularised, &qu, &qux, bounds, &traj.u[k * nu..(k + 1) * nu])?;
         // the value function (Tassa, Erez & Todorov 2012: right with a regularised Q_uu too)
         let quu_k = &quu * &k_ff;
         let mut vx_k = &qx + gain.tr_mul(&quu_k) + gain.tr_mul(&qu) + qux.tr_mul(&k_ff);
@@ -342,6 +410,7 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     traj: &Shooting,
     pass: &Pass,
     alpha: f64,
+    bounds: Option<&(Vec<f64>, Vec<f64>)>,
     nx: usize,
     nu: usize,
     ndx: usize,
@@ -372,6 +441,9 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let du = &pass.gains[k] * DVector::from_column_slice(&dx);
         for i in 0..nu {
             uk[i] = traj.u[k * nu + i] + alpha * pass.k_ff[k][i] + du[i];
+        }
+        if let Some((lower, upper)) = bounds {
+            clamp(uk, lower, upper);
         }
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
