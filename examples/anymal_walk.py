@@ -25,7 +25,10 @@ penalties on the contact forces (:class:`vidyn.optim.FrictionCone`, μ = 0.7), w
 unilateral, at the price of many more iterations (every stage solves its steps once more to get
 the forces' exact derivatives).
 
-Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--plot]``
+``--limits`` bounds the joint torques by the URDF's effort limits (80 N m; a box QP in each
+backward pass, crocoddyl's BoxFDDP).
+
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--limits] [--plot]``
 (``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``).
 """
 
@@ -139,11 +142,12 @@ def solve(
     dt: float = 0.01,
     friction: vidyn.optim.FrictionCone | None = None,
     phases: int | None = None,
+    limits: bool = False,
     verbose: bool = True,
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
-    ``phases``: only that many phases. Returns the model, the gait, its schedule and integrator,
+    ``phases``: only that many phases; ``limits``: the URDF's effort limits on the torques. Returns the model, the gait, its schedule and integrator,
     and FDDP's result."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
@@ -170,6 +174,8 @@ def solve(
         actuated=range(6, n),
         tracks=tracks(gait, schedule.steps, 1e4, 1e3),
         friction=None if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip),
+        u_min=-model.effort_limit[6:] if limits else None,
+        u_max=model.effort_limit[6:] if limits else None,
         max_iterations=200,
     )
     if verbose:
@@ -212,9 +218,10 @@ def main() -> None:
     parser.add_argument("--gait", choices=sorted(GAITS), default="walk")
     parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_<gait>.png")
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
+    parser.add_argument("--limits", action="store_true", help="the URDF's effort limits on the joint torques")
     args = parser.parse_args()
     cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0) if args.friction else None
-    model, gait, schedule, vi, res = solve(args.gait, friction=cone)
+    model, gait, schedule, vi, res = solve(args.gait, friction=cone, limits=args.limits)
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
     if args.plot:
