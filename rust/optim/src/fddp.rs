@@ -69,11 +69,11 @@ struct Shooting {
 }
 
 /// Runs FDDP from `x0` (nx), the state guess `x_init` (`(N+1)·nx`, any states: need not be a
-/// rollout, nor start at `x0`) and the controls `u_init` (`N·nu`). Errors when the inputs are
-/// inconsistent, with control limits or [`Method::Ddp`] (not implemented here), when the
-/// dynamics take no single steps ([`Dynamics::step`]), or when the guess itself cannot be
-/// evaluated (a step from a guessed state fails); later step failures only shorten the
-/// line search.
+/// rollout, nor start at `x0`) and the controls `u_init` (`N·nu`, clamped into the limits).
+/// Errors when the inputs or limits are inconsistent, with [`Method::Ddp`] (not implemented
+/// here), when the dynamics take no single steps ([`Dynamics::step`]), or when the guess
+/// itself cannot be evaluated (a step from a guessed state fails); later step failures only
+/// shorten the line search.
 pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     dynamics: &D,
     cost: &C,
