@@ -220,11 +220,34 @@ pub(crate) fn tether_and_plane(model: &Model, q0: &[f64], slack: f64) -> Vec<Con
     pair((1.0 + h[0]).sqrt() + slack, h[1] + slack)
 }
 
-/// Step `k`, `(q, p, u) ↦ (q', p')`, of `vi`.
-fn step_of(vi: &VariationalIntegrator, ws: &mut ViWorkspace, k: usize, q: &[f64], p: &[f64], u: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let (mut q1, mut p1) = (vec![0.0; vi.nq()], vec![0.0; vi.n()]);
-    vi.step(ws, k, q, p, u, None, &mut q1, &mut p1).unwrap();
-    (q1, p1)
+/// Central differences, step `h`, of `output(q_{k+1}, p_{k+1}, workspace)` of `vi`'s step `k`
+/// from `(q0, p0, u)` along the `3n` input directions: `q ⊕ h e_j` (`integrate`), `p`, `u`
+/// added. Columns `(δq, δp, δu)`; rows those of `output`.
+pub(crate) fn central_differences(
+    vi: &VariationalIntegrator,
+    k: usize,
+    q0: &[f64],
+    p0: &[f64],
+    u: &[f64],
+    h: f64,
+    output: impl Fn(&[f64], &[f64], &ViWorkspace) -> Vec<f64>,
+) -> DMatrix<f64> {
+    let (n, nq) = (vi.n(), vi.nq());
+    let moved = |c: usize, eps: f64| {
+        let (mut dq, mut p, mut uu) = (vec![0.0; n], p0.to_vec(), u.to_vec());
+        match c {
+            c if c < n => dq[c] = eps,
+            c if c < 2 * n => p[c - n] += eps,
+            c => uu[c - 2 * n] += eps,
+        }
+        let q = integrate(vi.model(), q0, &dq).unwrap();
+        let mut ws = vi.workspace();
+        let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
+        vi.step(&mut ws, k, &q, &p, &uu, None, &mut qn, &mut pn).unwrap();
+        output(&qn, &pn, &ws)
+    };
+    let columns: Vec<Vec<f64>> = (0..3 * n).map(|c| moved(c, h).iter().zip(moved(c, -h)).map(|(a, b)| (a - b) / (2.0 * h)).collect()).collect();
+    DMatrix::from_fn(columns[0].len(), 3 * n, |r, c| columns[c][r])
 }
 
 /// `A`, `B` of `vi`'s step from `(q0, p0, u)` against central differences of the step map in
@@ -239,31 +262,11 @@ pub(crate) fn assert_linearization_on_the_group(vi: &VariationalIntegrator, k: u
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
     vi.linearize(&mut ws, k, q0, p0, u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
-    let h = 1e-6;
-    let output = |q: &[f64], p: &[f64]| -> Vec<f64> {
-        let mut d = difference(&model, &q1, q).unwrap();
-        d.extend(p.iter().zip(&p1).map(|(x, y)| x - y));
+    let fd = central_differences(vi, k, q0, p0, u, 1e-6, |qn, pn, _| {
+        let mut d = difference(&model, &q1, qn).unwrap();
+        d.extend(pn.iter().zip(&p1).map(|(x, y)| x - y));
         d
-    };
-    let mut fd = DMatrix::zeros(2 * n, 3 * n);
-    for c in 0..3 * n {
-        let moved = |eps: f64| {
-            let (mut dq, mut p, mut uu) = (vec![0.0; n], p0.to_vec(), u.to_vec());
-            match c {
-                c if c < n => dq[c] = eps,
-                c if c < 2 * n => p[c - n] += eps,
-                c => uu[c - 2 * n] += eps,
-            }
-            let q = integrate(&model, q0, &dq).unwrap();
-            let mut w = vi.workspace();
-            let (qn, pn) = step_of(vi, &mut w, k, &q, &p, &uu);
-            output(&qn, &pn)
-        };
-        let (plus, minus) = (moved(h), moved(-h));
-        for r in 0..2 * n {
-            fd[(r, c)] = (plus[r] - minus[r]) / (2.0 * h);
-        }
-    }
+    });
     let mut exact = DMatrix::zeros(2 * n, 3 * n);
     exact.columns_mut(0, 2 * n).copy_from(&a);
     exact.columns_mut(2 * n, n).copy_from(&b);

@@ -3,12 +3,12 @@
 //! base and on the Lie group), and a step past the schedule is an error.
 
 use crate::constraint_tests::{closed_configuration, four_bar_tree, loop_closure};
-use crate::lie_group_tests::{assert_linearization_on_the_group, floating_tree, start, tether_and_plane, world_momentum};
+use crate::lie_group_tests::{assert_linearization_on_the_group, central_differences, floating_tree, start, tether_and_plane, world_momentum};
 use crate::tests::assert_linearisation_matches_differences;
 use crate::*;
 use nalgebra::{DMatrix, Matrix3, Quaternion, UnitQuaternion, Vector3};
 use std::sync::Arc;
-use vidyn_rbd::{integrate, Joint, ModelBuilder};
+use vidyn_rbd::{Joint, ModelBuilder};
 use vidyn_spatial::{Inertia, Se3};
 
 /// Row-major `(steps, m)` flags from the active sets of the steps.
@@ -167,26 +167,7 @@ fn assert_multiplier_jacobian(vi: &VariationalIntegrator, k: usize, q: &[f64], p
     vi.linearize(&mut ws, k, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
     let exact = vi.multiplier_jacobian(&ws).clone();
     assert_eq!(exact.shape(), (m, 3 * n));
-    let h = 1e-6;
-    let mut fd = DMatrix::zeros(m, 3 * n);
-    for c in 0..3 * n {
-        let moved = |eps: f64| {
-            let (mut dq, mut pp, mut uu) = (vec![0.0; n], p.to_vec(), u.to_vec());
-            match c {
-                c if c < n => dq[c] = eps,
-                c if c < 2 * n => pp[c - n] += eps,
-                c => uu[c - 2 * n] += eps,
-            }
-            let qq = integrate(vi.model(), q, &dq).unwrap();
-            let mut w = vi.workspace();
-            vi.step(&mut w, k, &qq, &pp, &uu, None, &mut vec![0.0; nq], &mut vec![0.0; n]).unwrap();
-            vi.multipliers(&w).to_vec()
-        };
-        let (plus, minus) = (moved(h), moved(-h));
-        for i in 0..m {
-            fd[(i, c)] = (plus[i] - minus[i]) / (2.0 * h);
-        }
-    }
+    let fd = central_differences(vi, k, q, p, u, 1e-6, |_, _, ws| vi.multipliers(ws).to_vec());
     let scale = fd.amax().max(1e-3);
     assert!((&exact - &fd).amax() < 1e-8 * scale, "{what}, step {k}: ∂λ off by {:e} (scale {scale:e})", (&exact - &fd).amax());
     let active = vi.active_constraints(k).unwrap();
