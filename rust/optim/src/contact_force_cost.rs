@@ -12,19 +12,21 @@
 //! (`ε` rounds the cone's tip so that `g` is smooth; it also asks for `f_z ≥ ε/μ`), and the cost
 //! is the quadratic penalty `½ w min(0, g)²`, zero inside the cone — crocoddyl's quadratic
 //! barrier on its friction-cone residual. `λ` is a function of the stage's state and control
-//! through the step (module `vidyn_vi::constrained`), so the cost solves the step again and
-//! takes `∂λ/∂(x, u)` from its exact linearisation
-//! ([`VariationalIntegrator::multiplier_jacobian`]): gradient `w g ∂g/∂(x, u)`, Gauss–Newton
-//! Hessian `w ∂gᵀ∂g` on the violated cones. Each step's solve starts from the end of the
-//! last solve of the same step (the optimiser's iterates move little from one call to the
-//! next; the derivatives of a stage whose cost was just evaluated need no Newton iteration).
+//! through the step (module `vidyn_vi::constrained`), and `∂λ/∂(x, u)` comes from the step's
+//! exact linearisation ([`VariationalIntegrator::multiplier_jacobian`]): gradient
+//! `w g ∂g/∂(x, u)`, Gauss–Newton Hessian `w ∂gᵀ∂g` on the violated cones. The multipliers
+//! and their Jacobian are read from the dynamics' own solves and linearisations when they
+//! share their store of solved steps ([`ContactForceCost::with_solved_steps`],
+//! [`VariationalIntegrator::kept_multipliers`]); otherwise, or for a stage the dynamics did
+//! not solve, the cost solves the step again, from the end of its last solve of the same step
+//! (the optimiser's iterates move little from one call to the next).
 
 use crate::actuation::Actuation;
 use crate::cost::{Cost, StageDerivatives};
 use crate::error::{OptimError, Result};
 use nalgebra::{DMatrix, Vector3};
 use std::sync::{Arc, Mutex};
-use vidyn_vi::{VariationalIntegrator, ViWorkspace};
+use vidyn_vi::{SolvedSteps, VariationalIntegrator, ViWorkspace};
 
 /// The friction cone of one point contact: its three constraints start at row `first` of the
 /// integrator's constraints (planes with normals world `x`, `y`, `z`, in that order).
@@ -64,6 +66,8 @@ pub struct ContactForceCost<C: Cost> {
     pool: Mutex<Vec<Box<Scratch>>>,
     /// Per step, the end `q_{k+1}` of its last solve (empty before the first), Newton's start.
     last_end: Mutex<Vec<Vec<f64>>>,
+    /// The dynamics' solved steps, whose multipliers are read before solving a step here.
+    solved: Option<Arc<SolvedSteps>>,
 }
 
 impl<C: Cost> ContactForceCost<C> {
@@ -84,7 +88,16 @@ impl<C: Cost> ContactForceCost<C> {
             }
         }
         let actuation = Actuation::new(vi.n(), actuated)?;
-        Ok(Self { inner, vi, actuation, cones, pool: Mutex::new(Vec::new()), last_end: Mutex::new(Vec::new()) })
+        Ok(Self { inner, vi, actuation, cones, pool: Mutex::new(Vec::new()), last_end: Mutex::new(Vec::new()), solved: None })
+    }
+
+    /// The same cost reading the multipliers of the steps kept in `solved` (the store of the
+    /// dynamics being optimised, `vidyn_optim::ViDynamics::with_solved_steps`), which spares
+    /// solving those steps again; the values are the same to the step solver's tolerance.
+    #[must_use]
+    pub fn with_solved_steps(mut self, solved: Arc<SolvedSteps>) -> Self {
+        self.solved = Some(solved);
+        self
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut Scratch) -> T) -> T {
@@ -116,12 +129,9 @@ impl<C: Cost> ContactForceCost<C> {
 
     /// Solves step `k` from `(x, u)` (linearising it when `derivatives`) in `s`.
     fn solve(&self, s: &mut Scratch, k: usize, x: &[f64], u: &[f64], derivatives: bool) -> Result<()> {
-        let (nq, n) = (self.vi.nq(), self.vi.n());
-        if x.len() != nq + n || u.len() != self.actuation.nu() {
-            return Err(OptimError::InvalidInput(format!("state/control have {}/{} entries, expected {}/{}", x.len(), u.len(), nq + n, self.actuation.nu())));
-        }
+        let nq = self.vi.nq();
+        let (q, p) = self.split(x, u)?;
         self.actuation.expand(u, &mut s.full);
-        let (q, p) = x.split_at(nq);
         let vi = &self.vi;
         // Newton's start: this step's last end (s.guess keeps it outside the lock)
         s.guess.clear();
@@ -155,15 +165,29 @@ impl<C: Cost> ContactForceCost<C> {
         (g, Vector3::new(f.x / t, f.y / t, -c.mu) / dt)
     }
 
+    /// `(q, p)` of the state `x`, after checking the sizes of `x` and `u`.
+    fn split<'x>(&self, x: &'x [f64], u: &[f64]) -> Result<(&'x [f64], &'x [f64])> {
+        let (nq, n) = (self.vi.nq(), self.vi.n());
+        if x.len() != nq + n || u.len() != self.actuation.nu() {
+            return Err(OptimError::InvalidInput(format!("state/control have {}/{} entries, expected {}/{}", x.len(), u.len(), nq + n, self.actuation.nu())));
+        }
+        Ok(x.split_at(nq))
+    }
+
     fn penalty(&self, k: usize, x: &[f64], u: &[f64]) -> Result<f64> {
         let cones = self.active(k)?;
         if cones.is_empty() {
             return Ok(0.0);
         }
+        let (q, p) = self.split(x, u)?;
+        let value = |lambda: &[f64]| cones.iter().map(|c| 0.5 * c.weight * self.cone(c, lambda).0.min(0.0).powi(2)).sum();
         self.with_scratch(|s| {
+            self.actuation.expand(u, &mut s.full);
+            if let Some(kept) = self.solved.as_deref().and_then(|store| self.vi.kept_multipliers(store, k, q, p, &s.full, |lambda, _| value(lambda))) {
+                return Ok(kept);
+            }
             self.solve(s, k, x, u, false)?;
-            let lambda = self.vi.multipliers(&s.ws);
-            Ok(cones.iter().map(|c| 0.5 * c.weight * self.cone(c, lambda).0.min(0.0).powi(2)).sum())
+            Ok(value(self.vi.multipliers(&s.ws)))
         })
     }
 
@@ -172,40 +196,53 @@ impl<C: Cost> ContactForceCost<C> {
         if cones.is_empty() {
             return Ok(());
         }
-        let n = self.vi.n();
+        let (q, p) = self.split(x, u)?;
         self.with_scratch(|s| {
-            self.solve(s, k, x, u, true)?;
-            let (lambda, jac) = (self.vi.multipliers(&s.ws), self.vi.multiplier_jacobian(&s.ws));
-            let joints = self.actuation.joints();
-            for c in &cones {
-                let (g, dg) = self.cone(c, lambda);
-                if g >= 0.0 {
-                    continue;
-                }
-                // ∂g/∂(x, u_full) = dgᵀ ∂λ_c/∂(x, u_full), then the actuated columns of u
-                let row = |col: usize| (0..3).map(|r| dg[r] * jac[(c.first + r, col)]).sum::<f64>();
-                let gx: Vec<f64> = (0..2 * n).map(row).collect();
-                let gu: Vec<f64> = joints.iter().map(|&j| row(2 * n + j)).collect();
-                let w = c.weight;
-                out.l += 0.5 * w * g * g;
-                for (i, a) in gx.iter().enumerate() {
-                    out.lx[i] += w * g * a;
-                    for (j, b) in gx.iter().enumerate() {
-                        out.lxx[(i, j)] += w * a * b;
-                    }
-                }
-                for (i, a) in gu.iter().enumerate() {
-                    out.lu[i] += w * g * a;
-                    for (j, b) in gu.iter().enumerate() {
-                        out.luu[(i, j)] += w * a * b;
-                    }
-                    for (j, b) in gx.iter().enumerate() {
-                        out.lux[(i, j)] += w * a * b;
-                    }
-                }
+            self.actuation.expand(u, &mut s.full);
+            let kept = self.solved.as_deref().and_then(|store| {
+                self.vi.kept_multipliers(store, k, q, p, &s.full, |lambda, jac| jac.map(|jac| self.add_cone_terms(&cones, lambda, jac, out))).flatten()
+            });
+            if kept.is_none() {
+                self.solve(s, k, x, u, true)?;
+                self.add_cone_terms(&cones, self.vi.multipliers(&s.ws), self.vi.multiplier_jacobian(&s.ws), out);
             }
             Ok(())
         })
+    }
+
+    /// Adds the penalties of the violated `cones` and their gradients and Gauss–Newton
+    /// Hessians to `out`, from the multipliers `lambda` and their Jacobian `jac`
+    /// (`(m, 3n)`, columns `(δq, δp, δu)` over all joints).
+    fn add_cone_terms(&self, cones: &[FrictionCone], lambda: &[f64], jac: &DMatrix<f64>, out: &mut StageDerivatives) {
+        let n = self.vi.n();
+        let joints = self.actuation.joints();
+        for c in cones {
+            let (g, dg) = self.cone(c, lambda);
+            if g >= 0.0 {
+                continue;
+            }
+            // ∂g/∂(x, u_full) = dgᵀ ∂λ_c/∂(x, u_full), then the actuated columns of u
+            let row = |col: usize| (0..3).map(|r| dg[r] * jac[(c.first + r, col)]).sum::<f64>();
+            let gx: Vec<f64> = (0..2 * n).map(row).collect();
+            let gu: Vec<f64> = joints.iter().map(|&j| row(2 * n + j)).collect();
+            let w = c.weight;
+            out.l += 0.5 * w * g * g;
+            for (i, a) in gx.iter().enumerate() {
+                out.lx[i] += w * g * a;
+                for (j, b) in gx.iter().enumerate() {
+                    out.lxx[(i, j)] += w * a * b;
+                }
+            }
+            for (i, a) in gu.iter().enumerate() {
+                out.lu[i] += w * g * a;
+                for (j, b) in gu.iter().enumerate() {
+                    out.luu[(i, j)] += w * a * b;
+                }
+                for (j, b) in gx.iter().enumerate() {
+                    out.lux[(i, j)] += w * a * b;
+                }
+            }
+        }
     }
 }
 
@@ -308,5 +345,42 @@ mod tests {
             assert!((fd - g).abs() < 1e-6 * scale, "input {c}: {fd} vs {g} (scale {scale:e})");
         }
         assert!((&d.lxx - d.lxx.transpose()).amax() == 0.0 && (&d.luu - d.luu.transpose()).amax() == 0.0);
+    }
+
+    /// Reading the multipliers from the dynamics' solved steps: after a step of the dynamics
+    /// (value) and their linearisation (derivatives), the cost sharing their store takes both
+    /// from it without solving a step (its own Newton starts stay unset), and agrees with the
+    /// cost that solves the steps itself to the step solver's tolerance (1e-9 relative).
+    #[test]
+    fn multipliers_come_from_the_dynamics_solves() {
+        use crate::dynamics::Dynamics;
+        let (vi, q) = tipping_leg();
+        let n = vi.n();
+        let zero = || {
+            let mut x_ref = q.clone();
+            x_ref.extend(std::iter::repeat_n(0.0, n));
+            let z = DMatrix::zeros(2 * n, 2 * n);
+            QuadraticCost::on_space(crate::StateSpace::of_model(vi.model()), vec![z.clone()], vec![DMatrix::zeros(2, 2)], z, x_ref, vec![]).unwrap()
+        };
+        let cone = vec![FrictionCone { first: 0, mu: 0.05, weight: 2.0, tip: 1e-2 }];
+        let store = Arc::new(SolvedSteps::new());
+        let dynamics = crate::ViDynamics::new(&vi, Some(vec![6, 7])).unwrap().with_solved_steps(Arc::clone(&store));
+        let shared = ContactForceCost::new(Arc::clone(&vi), zero(), Some(vec![6, 7]), cone.clone()).unwrap().with_solved_steps(store);
+        let own = ContactForceCost::new(Arc::clone(&vi), zero(), Some(vec![6, 7]), cone).unwrap();
+        let x: Vec<f64> = q.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();
+        let u = [1.5, -2.0];
+        let mut next = vec![0.0; x.len()];
+        dynamics.step(0, &x, &u, None, &mut next).unwrap();
+        let (value, expected) = (shared.running_value(0, &x, &u).unwrap(), own.running_value(0, &x, &u).unwrap());
+        assert!(value > 1e-3 && (value - expected).abs() < 1e-9 * expected, "{value} vs {expected}");
+        let xs: Vec<f64> = x.iter().chain(&next).copied().collect();
+        dynamics.linearize(&xs, &u).unwrap();
+        let (mut d, mut e) = (StageDerivatives::zeros(2 * n, 2), StageDerivatives::zeros(2 * n, 2));
+        shared.running_derivatives(0, &x, &u, &mut d).unwrap();
+        own.running_derivatives(0, &x, &u, &mut e).unwrap();
+        let scale = e.lx.amax().max(e.lu.amax());
+        assert!((&d.lx - &e.lx).amax() < 1e-9 * scale && (&d.lu - &e.lu).amax() < 1e-9 * scale && (&d.lxx - &e.lxx).amax() < 1e-9 * e.lxx.amax());
+        assert!(shared.last_end.lock().unwrap().is_empty(), "the shared cost solved a step");
+        assert!(!own.last_end.lock().unwrap().is_empty());
     }
 }

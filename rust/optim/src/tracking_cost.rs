@@ -9,15 +9,17 @@ use crate::error::Result;
 use crate::point_cost::{PointCost, PointTrack};
 use std::sync::Arc;
 use vidyn_rbd::Model;
-use vidyn_vi::VariationalIntegrator;
+use vidyn_vi::{SolvedSteps, VariationalIntegrator};
 
 /// Friction cones on the contact forces of `vi`'s steps ([`ContactForceCost`]), the controls
-/// being the forces of the `actuated` joints (all when `None`).
+/// being the forces of the `actuated` joints (all when `None`); the multipliers are read from
+/// `solved` (the optimised dynamics' store) where it has them.
 #[derive(Clone, Debug)]
 pub struct FrictionCones {
     pub vi: Arc<VariationalIntegrator>,
     pub actuated: Option<Vec<usize>>,
     pub cones: Vec<FrictionCone>,
+    pub solved: Option<Arc<SolvedSteps>>,
 }
 
 /// The parts of the built-in cost.
@@ -44,7 +46,13 @@ impl TrackingCost {
         let base: Box<dyn Cost> = if self.on_velocity { Box::new(VelocityCost::new(Arc::clone(model), self.quadratic)?) } else { Box::new(self.quadratic) };
         let tracked: Box<dyn Cost> = if self.tracks.is_empty() { base } else { Box::new(PointCost::new(Arc::clone(model), base, nx, self.tracks, steps)?) };
         Ok(match self.friction {
-            Some(f) if !f.cones.is_empty() => Box::new(ContactForceCost::new(f.vi, tracked, f.actuated, f.cones)?),
+            Some(f) if !f.cones.is_empty() => {
+                let cost = ContactForceCost::new(f.vi, tracked, f.actuated, f.cones)?;
+                Box::new(match f.solved {
+                    Some(solved) => cost.with_solved_steps(solved),
+                    None => cost,
+                })
+            }
             _ => tracked,
         })
     }

@@ -290,7 +290,8 @@ impl Dynamics for ViDynamics<'_> {
         self.simulate(x0, steps, policy, None)
     }
     /// The VI's step `k` from `x = (q, p)` (not on the velocity state), Newton started from
-    /// `guess`'s configuration, then from its own predictors.
+    /// `guess`'s configuration, then from its own predictors; kept for the linearisation as a
+    /// rollout's steps are.
     fn step(&self, k: usize, x: &[f64], u: &[f64], guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
         if self.velocity_state {
             return Err(OptimError::NotImplemented("single steps on the velocity state (q, v): use the (q, p) state".into()));
@@ -299,7 +300,10 @@ impl Dynamics for ViDynamics<'_> {
         let mut s = self.take_scratch();
         self.actuation.expand(u, &mut s.full);
         let StepScratch { ws, full, q_next, p_next, .. } = &mut *s;
-        self.vi.step(ws, k, &x[..nq], &x[nq..], full, guess.map(|g| &g[..nq]), q_next, p_next)?;
+        let (q, p) = x.split_at(nq);
+        self.vi.step(ws, k, q, p, full, guess.map(|g| &g[..nq]), q_next, p_next)?;
+        // for the linearisation and the contact-force costs of this step
+        self.vi.keep_solved(&self.solved, k, ws, q, p, full, q_next, p_next);
         next[..nq].copy_from_slice(q_next);
         next[nq..].copy_from_slice(p_next);
         self.return_scratch(s);

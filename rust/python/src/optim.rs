@@ -201,7 +201,7 @@ pub fn optim_ilqr<'py>(
         let dynamics = ViDynamics::new(vi, prob.actuated.clone())?.with_solved_steps(Arc::clone(&solved));
         let dynamics = if velocity_state { dynamics.with_velocity_state()? } else { dynamics };
         // on the state (q, v) the cost is used as it is
-        let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, m)?;
+        let cost = prob.spec.build(vi.model(), python, !velocity_state, steps, m, Some(&solved))?;
         let x0 = dynamics.state_from_momentum(&prob.q0, &prob.p0)?;
         let mut res = match &x_init {
             Some(guess) => fddp(&Cancellable::new(&dynamics, c), &cost, &x0, guess, &prob.u_init, &options)?,
@@ -421,7 +421,7 @@ impl OptimProblem {
         let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nq + n], Some("(N+1, model.nq + n)"))?;
         let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
         let tracks = point_tracks(&vi, tracks, steps)?;
-        let friction = (!cones.is_empty()).then(|| FrictionCones { vi: Arc::clone(&vi), actuated: actuated.clone(), cones });
+        let friction = (!cones.is_empty()).then(|| FrictionCones { vi: Arc::clone(&vi), actuated: actuated.clone(), cones, solved: None });
         let spec = CostSpec { qs, rs, qn, x_ref, u_ref, velocity_cost, tracks, friction, python: cost, error: Arc::new(Mutex::new(None)) };
         Ok(Self { vi, n, m, steps, actuated, q0, p0, u_init, spec })
     }
@@ -445,8 +445,18 @@ impl CostSpec {
     /// The cost of one solve: the Python object (`python`, a new reference to `self.python`,
     /// taken with the GIL held) or the built-in [`TrackingCost`]; `velocity`: whether a
     /// velocity cost is mapped through the Legendre transform (not when the solver already
-    /// iterates on `(q, v)`).
-    fn build(&self, model: &Arc<vidyn_rbd::Model>, python: Option<Py<PyAny>>, velocity: bool, steps: usize, nu: usize) -> Result<Box<dyn Cost>, OptimError> {
+    /// iterates on `(q, v)`); `solved`: the optimised dynamics' store of solved steps, from
+    /// which friction cones read the multipliers.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &self,
+        model: &Arc<vidyn_rbd::Model>,
+        python: Option<Py<PyAny>>,
+        velocity: bool,
+        steps: usize,
+        nu: usize,
+        solved: Option<&Arc<vidyn_vi::SolvedSteps>>,
+    ) -> Result<Box<dyn Cost>, OptimError> {
         let space = StateSpace::of_model(model);
         if let Some(obj) = python {
             return Ok(Box::new(PyCost { obj, nx: space.ndx(), nu, error: Arc::clone(&self.error) }));
@@ -456,8 +466,8 @@ impl CostSpec {
         if self.friction.is_some() && !velocity {
             return Err(OptimError::NotImplemented("friction cones on the velocity state (coordinates=\"velocity\")".into()));
         }
-        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, tracks: self.tracks.clone(), friction: self.friction.clone() }
-            .build(model, steps, nx)
+        let friction = self.friction.clone().map(|f| FrictionCones { solved: solved.cloned(), ..f });
+        TrackingCost { quadratic, on_velocity: self.velocity_cost && velocity, tracks: self.tracks.clone(), friction }.build(model, steps, nx)
     }
 }
 
@@ -603,7 +613,7 @@ pub fn optim_projection<'py>(
     // on the calling thread, which checks for Ctrl-C; its parallel loops enter the pool
     let res = cancellable(py, |c| {
         let dynamics = ViDynamics::new(vi, prob.actuated.clone())?;
-        let cost = prob.spec.build(vi.model(), python, true, steps, m)?;
+        let cost = prob.spec.build(vi.model(), python, true, steps, m, None)?;
         let x0: Vec<f64> = prob.q0.iter().chain(&prob.p0).copied().collect();
         let res = projection_optimize(&Cancellable::new(&dynamics, c), &cost, &x0, &prob.u_init, x_guess.as_deref(), &options)?;
         let full = dynamics.actuation().expand_all(&res.u);

@@ -54,6 +54,10 @@ pub(crate) struct ConstraintWork {
     pub(crate) h: Vec<f64>,
     pub(crate) lambda: Vec<f64>,
     lambda_start: Vec<f64>,
+    /// `(m,)` where the next step's Newton solve starts `λ` when `guessed`
+    /// ([`ViWorkspace::guess_multipliers`]; one step only), else at zero.
+    lambda_guess: Vec<f64>,
+    guessed: bool,
     dlambda: Vec<f64>,
     /// `(n, m)` column-major `K = J⁻¹ C_1ᵀ` and (linearisation) `P_z K`.
     k: Vec<f64>,
@@ -105,6 +109,8 @@ impl ConstraintWork {
             h: vec![0.0; m],
             lambda: vec![0.0; m],
             lambda_start: vec![0.0; m],
+            lambda_guess: vec![0.0; m],
+            guessed: false,
             dlambda: vec![0.0; m],
             k: vec![0.0; nm * m],
             k_momentum: vec![0.0; nm * m],
@@ -116,6 +122,21 @@ impl ConstraintWork {
             scratch: ConstraintScratch::new(nm),
             hessian: DMatrix::zeros(if m == 0 { 0 } else { n }, nm),
             lambda_jacobian: DMatrix::zeros(m, 3 * nm),
+        }
+    }
+}
+
+impl ViWorkspace {
+    /// Starts the multipliers of the next constrained step solved in this workspace at
+    /// `lambda` (`(m,)`, one per constraint of the integrator; the rows a step does not
+    /// impose are ignored) instead of zero: the multipliers a solve of the same step found
+    /// before let a solve that starts at its solution stop at once. Used by one step, the
+    /// next (whichever predictor it starts from); ignored when `lambda` has not `m` entries.
+    pub fn guess_multipliers(&mut self, lambda: &[f64]) {
+        let cw = &mut self.constraint;
+        if lambda.len() == cw.lambda_guess.len() && !lambda.is_empty() {
+            cw.lambda_guess.copy_from_slice(lambda);
+            cw.guessed = true;
         }
     }
 }
@@ -142,7 +163,8 @@ fn gradient_rows(
 
 impl VariationalIntegrator {
     /// The constraints of step `step` become the active ones, `C_1 = Dh(q_k)` from the
-    /// kinematics of control point 0 (`= q_k`, set by the last `points.set`), and `λ = 0`.
+    /// kinematics of control point 0 (`= q_k`, set by the last `points.set`), and `λ = 0`, or
+    /// the guess of [`ViWorkspace::guess_multipliers`] on the active rows (which it uses up).
     /// The step must be covered by the schedule ([`Self::active_constraints`]).
     pub(crate) fn begin_constrained_step(&self, ws: &mut ViWorkspace, step: usize) -> crate::Result<()> {
         let cw = &mut ws.constraint;
@@ -150,6 +172,11 @@ impl VariationalIntegrator {
         cw.active.extend_from_slice(self.active_constraints(step)?);
         gradient_rows(&self.constraints, &cw.active, &self.model, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
         cw.lambda.fill(0.0);
+        if std::mem::take(&mut cw.guessed) {
+            for &i in &cw.active {
+                cw.lambda[i] = cw.lambda_guess[i];
+            }
+        }
         cw.dlambda.fill(0.0);
         cw.h.fill(0.0);
         Ok(())

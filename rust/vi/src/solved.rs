@@ -6,13 +6,22 @@
 //! the unknown control points and the velocities of all of them. vidyn-optim simulates a trial
 //! on one thread and linearises its steps on others; on the cart-pole that re-solve was a
 //! third of each linearisation (callgrind, session 11). [`VariationalIntegrator::keep_solved`]
-//! keeps a copy of the control points of a step a rollout has just solved, by step index, in a
-//! caller-owned [`SolvedSteps`]; [`VariationalIntegrator::linearize_kept`] linearises step `k`
-//! from them when they are exactly the points at which the re-solve would stop at once: the
-//! same `(q_k, p_k, u)` bit for bit, the same unknowns `z` from the guess `q_{k+1}`, and a
-//! residual that was within the tolerance there (not a stalled Newton solve, not a
-//! constrained one). Otherwise it solves as [`VariationalIntegrator::linearize`] does. Either
-//! way `A` and `B` are the same, bit for bit.
+//! keeps what a rollout's solve of a step found, by step index, in a caller-owned
+//! [`SolvedSteps`], and [`VariationalIntegrator::linearize_kept`] uses it when the step to
+//! linearise has the same `(q_k, p_k, u)`, bit for bit:
+//!
+//! * an unconstrained step on the model's own coordinates whose residual was within the
+//!   tolerance keeps its control points; when they are exactly the points at which the
+//!   re-solve would stop at once (the same unknowns `z` from the guess `q_{k+1}`), the
+//!   linearisation starts from them, and `A`, `B` are those of [`VariationalIntegrator::linearize`]
+//!   bit for bit;
+//! * a constrained step keeps its multipliers `λ_k`, and its re-solve starts at the kept
+//!   `q_{k+1}` and `λ_k` ([`ViWorkspace::guess_multipliers`]): Newton then stops at once where
+//!   a cold start (`λ = 0`) takes a full iteration or two to find the contact impulses. The
+//!   result is the step's solution to the solver's tolerance, as any re-solve. The entry then
+//!   keeps the multipliers' Jacobian of that linearisation too, which costs on contact forces
+//!   read with the multipliers ([`VariationalIntegrator::kept_multipliers`]) instead of
+//!   solving the step once more.
 //!
 //! The store belongs to the caller (the integrator stays immutable, Pinocchio's Model/Data
 //! split), so that two optimisations on one integrator keep their steps apart; a caller that
@@ -34,18 +43,25 @@ use std::sync::Mutex;
 /// 17 000 steps of a cart-pole, 5 700 of a 9-joint arm with the trapezoid rule.
 pub const KEPT_BYTES: usize = 64 << 20;
 
-/// The control points of one solved step and the inputs and outputs that identify it.
+/// What the solve of one step found, and the inputs and outputs that identify it.
 #[derive(Clone, Debug)]
 pub(crate) struct SolvedStep {
-    /// `(q_k, p_k, u)`, `3n` entries.
+    /// `(q_k, p_k, u)`, `nq + 2n` entries.
     inputs: Vec<f64>,
-    /// The unknown control points `z` of the solution, `s·n` entries.
-    z: Vec<f64>,
-    /// `(q_{k+1}, p_{k+1})`, `2n` entries.
+    /// `(q_{k+1}, p_{k+1})`, `nq + n` entries.
     outputs: Vec<f64>,
+    /// The unknown control points `z` of the solution, `s·n` entries, and their point states.
+    z: Vec<f64>,
     points: StepPoints,
-    /// Whether it holds a step that no linearisation has taken yet.
-    valid: bool,
+    /// Whether `z` and `points` are a step's that no linearisation has taken yet, kept for the
+    /// bit-for-bit shortcut (module docs).
+    shortcut: bool,
+    /// `(m,)` the multipliers `λ_k` of the solution (empty without constraints).
+    lambda: Vec<f64>,
+    /// `(m, 3n)` `∂λ_k/∂(q_k, p_k, u)`, valid when `has_jacobian` (a linearisation of these
+    /// inputs has computed it).
+    lambda_jacobian: DMatrix<f64>,
+    has_jacobian: bool,
 }
 
 /// Solved steps kept for their linearisation, by step index (module docs): caller-owned
@@ -91,43 +107,53 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 impl VariationalIntegrator {
     /// How many steps may be kept within [`KEPT_BYTES`]: a point state holds 68 numbers per
     /// joint in 16 vectors (≈ 40 bytes of header and allocator overhead each), a step `s + 1`
-    /// of them and `6n` numbers of inputs, outputs and unknowns.
+    /// of them, `6n` numbers of inputs, outputs and unknowns, and `m (1 + 3n)` of multipliers
+    /// and their Jacobian.
     fn kept_capacity(&self) -> usize {
-        let n = self.n();
+        let (n, m) = (self.n(), self.constraints.len());
         let per_point = 8 * 68 * n + 16 * 40;
-        KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * 6 * n + 256)
+        KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * (6 * n + m * (1 + 3 * n)) + 256)
     }
 
-    /// Keeps in `store` the control points of step `k`, which [`Self::step`] has just solved
-    /// on `ws` from `(q, p, u)` to `(q_next, p_next)` (what it returned), for
-    /// [`Self::linearize_kept`]. A step accepted outside the tolerance or with constraints is
-    /// not kept. O(s n); no allocation once step `k` has been kept before (the buffer it
-    /// replaces is carried in `ws` to the next call). A store filled by other integrator
-    /// settings is emptied first.
+    /// Keeps in `store` what [`Self::step`] found when it has just solved step `k` on `ws` from
+    /// `(q, p, u)` to `(q_next, p_next)` (what it returned), for [`Self::linearize_kept`]
+    /// (module docs): the control points of an unconstrained step accepted within the
+    /// tolerance on the model's own coordinates, the multipliers of a constrained one; other
+    /// steps are not kept. O(s n + m); no allocation once step `k` has been kept before (the
+    /// buffer it replaces is carried in `ws` to the next call). A store filled by other
+    /// integrator settings is emptied first.
     #[allow(clippy::too_many_arguments)]
     pub fn keep_solved(&self, store: &SolvedSteps, k: usize, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) {
-        let n = self.n();
-        if self.chart.is_some() || !ws.within_tolerance || k >= self.kept_capacity() || [q, p, u, q_next, p_next].iter().any(|v| v.len() != n) {
+        let (n, nq, m) = (self.n(), self.nq(), self.constraints.len());
+        let shortcut = self.chart.is_none() && ws.within_tolerance;
+        if !(shortcut || m > 0) || k >= self.kept_capacity() || [q, q_next].iter().any(|v| v.len() != nq) || [p, u, p_next].iter().any(|v| v.len() != n) {
             return;
         }
         let mut saved = ws.spare_solved.take().unwrap_or_else(|| {
             let s = self.scheme.s;
             Box::new(SolvedStep {
-                inputs: vec![0.0; 3 * n],
+                inputs: vec![0.0; nq + 2 * n],
+                outputs: vec![0.0; nq + n],
                 z: vec![0.0; s * n],
-                outputs: vec![0.0; 2 * n],
                 points: StepPoints::new(&self.model, s + 1),
-                valid: false,
+                shortcut: false,
+                lambda: vec![0.0; m],
+                lambda_jacobian: DMatrix::zeros(m, 3 * n),
+                has_jacobian: false,
             })
         });
-        for (dst, src) in saved.inputs.chunks_exact_mut(n).zip([q, p, u]) {
-            dst.copy_from_slice(src);
+        saved.inputs[..nq].copy_from_slice(q);
+        saved.inputs[nq..nq + n].copy_from_slice(p);
+        saved.inputs[nq + n..].copy_from_slice(u);
+        saved.outputs[..nq].copy_from_slice(q_next);
+        saved.outputs[nq..].copy_from_slice(p_next);
+        if shortcut {
+            saved.z.copy_from_slice(&ws.z);
+            saved.points.copy_from(&ws.points);
         }
-        saved.outputs[..n].copy_from_slice(q_next);
-        saved.outputs[n..].copy_from_slice(p_next);
-        saved.z.copy_from_slice(&ws.z);
-        saved.points.copy_from(&ws.points);
-        saved.valid = true;
+        saved.shortcut = shortcut;
+        saved.lambda.copy_from_slice(self.multipliers(ws));
+        saved.has_jacobian = false;
         if let Ok(mut slots) = store.slots.lock() {
             if slots.owner != self.id {
                 *slots = Slots { owner: self.id, steps: Vec::new() };
@@ -139,11 +165,15 @@ impl VariationalIntegrator {
         }
     }
 
-    /// [`Self::linearize`] of step `k` with the guess `guess` (its `q_{k+1}`), from the control
-    /// points kept for step `k` in `store` ([`Self::keep_solved`]) when they are those of this
-    /// step and these settings (see the module docs), otherwise by solving the step. Same
-    /// results as [`Self::linearize`], bit for bit; returns the Newton iterations (0 from kept
-    /// points, as a re-solve that starts at the solution takes none).
+    /// [`Self::linearize`] of step `k` with the guess `guess` (its `q_{k+1}`), from what was
+    /// kept for step `k` in `store` ([`Self::keep_solved`]) when it is this step's under these
+    /// settings (module docs), otherwise by solving the step from `guess`. Unconstrained steps
+    /// give the results of [`Self::linearize`] bit for bit (from kept control points Newton
+    /// takes no iteration, as a re-solve that starts at the solution takes none); constrained
+    /// ones start their re-solve at the kept solution and multipliers, and leave the
+    /// multipliers' Jacobian in the store for [`Self::kept_multipliers`]. Returns the Newton
+    /// iterations.
+    #[allow(clippy::too_many_arguments)]
     pub fn linearize_kept(
         &self,
         store: &SolvedSteps,
@@ -158,19 +188,22 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
-        let n = self.n();
         let taken = store.slots.lock().ok().filter(|slots| slots.owner == self.id).and_then(|mut slots| slots.steps.get_mut(k).and_then(Option::take));
         let Some(mut saved) = taken else {
             return self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next);
         };
-        let matches = saved.valid
-            && same_bits(&saved.inputs[..n], q)
-            && same_bits(&saved.inputs[n..2 * n], p)
-            && same_bits(&saved.inputs[2 * n..], u)
-            && q_next.len() == n
-            && p_next.len() == n;
-        let result = if matches && self.initial_guess(ws, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
+        let matches = saved.same_inputs(q, p, u) && q_next.len() == q.len() && p_next.len() == p.len();
+        let result = if matches && saved.shortcut && self.initial_guess(ws, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
             self.linearize_from(ws, k, q, &mut saved, a, b, q_next, p_next)
+        } else if matches && !saved.lambda.is_empty() {
+            ws.guess_multipliers(&saved.lambda);
+            let solved = self.linearize(ws, k, q, p, u, Some(&saved.outputs[..q.len()]), a, b, q_next, p_next);
+            if solved.is_ok() {
+                saved.lambda.copy_from_slice(self.multipliers(ws));
+                saved.lambda_jacobian.copy_from(self.multiplier_jacobian(ws));
+                saved.has_jacobian = true;
+            }
+            solved
         } else {
             self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next)
         };
@@ -185,8 +218,27 @@ impl VariationalIntegrator {
         result
     }
 
+    /// `f(λ_k, ∂λ_k/∂(q_k, p_k, u))` with the multipliers kept in `store` for step `k` from
+    /// `(q, p, u)` bit for bit ([`Self::keep_solved`]) and their Jacobian `(m, 3n)` when a
+    /// linearisation of that step ([`Self::linearize_kept`]) has computed it (else `None`);
+    /// `None` when nothing of these inputs is kept (the caller solves the step itself). The
+    /// store stays locked while `f` runs.
+    pub fn kept_multipliers<T>(
+        &self,
+        store: &SolvedSteps,
+        k: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        f: impl FnOnce(&[f64], Option<&DMatrix<f64>>) -> T,
+    ) -> Option<T> {
+        let slots = store.slots.lock().ok().filter(|slots| slots.owner == self.id)?;
+        let saved = slots.steps.get(k)?.as_deref().filter(|s| !s.lambda.is_empty() && s.same_inputs(q, p, u))?;
+        Some(f(&saved.lambda, saved.has_jacobian.then_some(&saved.lambda_jacobian)))
+    }
+
     /// The linearisation of step `k` (from `q_k = q`) at the points `saved` holds, which are
-    /// moved into `ws` (`saved` is left empty).
+    /// moved into `ws` (`saved` keeps no shortcut afterwards).
     #[allow(clippy::too_many_arguments)]
     fn linearize_from(
         &self,
@@ -202,7 +254,7 @@ impl VariationalIntegrator {
         let n = self.n();
         self.check_jacobian_shapes(a, b)?;
         ws.points.swap_states(&mut saved.points);
-        saved.valid = false;
+        saved.shortcut = false;
         if self.uses_dense() {
             ws.dense.ensure(n, self.scheme.s);
         }
@@ -212,6 +264,14 @@ impl VariationalIntegrator {
         ws.within_tolerance = true;
         self.linearize_converged(ws, k, q, a, b)?;
         Ok(0)
+    }
+}
+
+impl SolvedStep {
+    /// Whether this step was solved from `(q, p, u)`, bit for bit.
+    fn same_inputs(&self, q: &[f64], p: &[f64], u: &[f64]) -> bool {
+        let (nq, n) = (q.len(), p.len());
+        self.inputs.len() == nq + 2 * n && same_bits(&self.inputs[..nq], q) && same_bits(&self.inputs[nq..nq + n], p) && same_bits(&self.inputs[nq + n..], u)
     }
 }
 
@@ -226,7 +286,7 @@ mod tests {
     /// Whether `store` holds points kept by `vi` for step `k`, not yet taken.
     fn kept_valid(vi: &VariationalIntegrator, store: &SolvedSteps, k: usize) -> bool {
         let slots = store.slots.lock().unwrap();
-        slots.owner == vi.id && slots.steps.get(k).and_then(Option::as_ref).is_some_and(|s| s.valid)
+        slots.owner == vi.id && slots.steps.get(k).and_then(Option::as_ref).is_some_and(|s| s.shortcut)
     }
 
     /// Rolls out `steps` steps from a fixed state with controls `u`, keeping every step; returns
@@ -336,5 +396,62 @@ mod tests {
         assert!(kept_valid(&vi, &store, 2));
         let wrong_slot = linearised(&vi, &store, true, 1, q2, p2, &u, qn2);
         assert_same_bits(&wrong_slot, &linearised(&vi, &store, false, 2, q2, p2, &u, qn2), "step 2 linearised under index 1");
+    }
+
+    /// Constrained steps (the four-bar on its own coordinates, the tethered floating tree on its
+    /// Lie group): a linearisation from the kept solution and multipliers takes no Newton
+    /// iteration where a cold re-solve (λ = 0) takes some, gives the re-solve's `A`, `B`,
+    /// `q_{k+1}` and `p_{k+1}` to the solver's tolerance, and leaves in the store the
+    /// multipliers and their Jacobian that the same workspace reports, which
+    /// `kept_multipliers` returns for these inputs only.
+    #[test]
+    fn constrained_steps_keep_their_multipliers() {
+        use crate::constraint_tests::{closed_configuration, four_bar_tree, loop_closure};
+        use crate::lie_group_tests::{floating_tree, start, tether_and_plane};
+        let four_bar = four_bar_tree();
+        let tree = Arc::new(floating_tree(true));
+        let cases = [
+            (four_bar.clone(), loop_closure(&four_bar, false), closed_configuration(&four_bar, 0.3)),
+            (tree.clone(), tether_and_plane(&tree, &start(&tree), 0.0), start(&tree)),
+        ];
+        for (model, constraints, q0) in cases {
+            let (n, nq) = (model.nv, model.nq);
+            let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap().with_constraints(constraints).unwrap();
+            let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 0.9).sin()).collect();
+            let store = SolvedSteps::new();
+            let mut ws = vi.workspace();
+            let (mut q, mut p) = (q0.clone(), vec![0.0; n]);
+            for k in 0..3 {
+                let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
+                vi.step(&mut ws, k, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
+                vi.keep_solved(&store, k, &mut ws, &q, &p, &u, &qn, &pn);
+                let kept_lambda = vi.multipliers(&ws).to_vec();
+                assert_eq!(
+                    vi.kept_multipliers(&store, k, &q, &p, &u, |l, jac| (l.to_vec(), jac.is_some())),
+                    Some((kept_lambda, false)),
+                    "{}: step {k}",
+                    model.name
+                );
+                let mut other_u = u.clone();
+                other_u[0] += 1e-12;
+                assert!(vi.kept_multipliers(&store, k, &q, &p, &other_u, |_, _| ()).is_none(), "other inputs are not this step's");
+                let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+                let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
+                let mut lws = vi.workspace();
+                let warm = vi.linearize_kept(&store, &mut lws, k, &q, &p, &u, &qn, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+                let (jac, lambda) = (vi.multiplier_jacobian(&lws).clone(), vi.multipliers(&lws).to_vec());
+                let stored = vi.kept_multipliers(&store, k, &q, &p, &u, |l, j| (l.to_vec(), j.cloned())).unwrap();
+                assert_eq!(stored, (lambda, Some(jac)), "{}: the linearisation's multipliers and Jacobian are kept", model.name);
+                let (mut a0, mut b0) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+                let (mut q2, mut p2) = (vec![0.0; nq], vec![0.0; n]);
+                let cold = vi.linearize(&mut vi.workspace(), k, &q, &p, &u, Some(&qn), &mut a0, &mut b0, &mut q2, &mut p2).unwrap();
+                assert!(warm == 0 && cold > 0, "{}: step {k}: {warm} iterations from the kept solution, {cold} cold", model.name);
+                let scale = a0.amax().max(b0.amax());
+                assert!((&a - &a0).amax() < 1e-9 * scale && (&b - &b0).amax() < 1e-9 * scale, "{}: step {k}: A, B", model.name);
+                let gap = q1.iter().zip(&q2).chain(p1.iter().zip(&p2)).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
+                assert!(gap < 1e-12, "{}: step {k}: next state {gap:e}", model.name);
+                (q, p) = (qn, pn);
+            }
+        }
     }
 }
