@@ -59,6 +59,7 @@ PUBLIC = [
     "jacobian_time_variation",
     "kinetic_energy",
     "minverse",
+    "mjcf",
     "models",
     "nonlinear_effects",
     "optim",

@@ -21,7 +21,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, models, optim
+from vidyn import batch, mjcf, models, optim
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -121,6 +121,7 @@ __all__ = [
     "jacobian_time_variation",
     "kinetic_energy",
     "minverse",
+    "mjcf",
     "models",
     "nonlinear_effects",
     "optim",

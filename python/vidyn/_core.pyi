@@ -131,6 +131,11 @@ class Model:
     @staticmethod
     def from_urdf_string(xml: str, floating_base: bool = False) -> Model:
         """Parses a URDF document given as a string (see ``from_urdf``)."""
+    @staticmethod
+    def from_mjcf(path: str | os.PathLike[str], ignore_armature: bool = False) -> Model:
+        """Loads a MuJoCo model (MJCF ``.xml`` or compiled ``.mjb``) with MuJoCo's parser
+        (``pip install mujoco``): kinematic tree, inertias, gravity, body and site frames.
+        See :mod:`vidyn.mjcf` for what maps and what is refused (:class:`vidyn.mjcf.MjcfError`)."""
 
     @property
     def name(self) -> str:

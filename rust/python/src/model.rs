@@ -145,6 +145,17 @@ impl PyModel {
         Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base)))
     }
 
+    /// Loads a MuJoCo model (MJCF `.xml` or compiled `.mjb`) with MuJoCo's own parser: its
+    /// kinematic tree, inertias and gravity (`vidyn.mjcf.from_mjcf`, which says what maps
+    /// and what is refused; needs `pip install mujoco`).
+    #[staticmethod]
+    #[pyo3(signature = (path, ignore_armature = false))]
+    fn from_mjcf<'py>(py: Python<'py>, path: &Bound<'py, PyAny>, ignore_armature: bool) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("ignore_armature", ignore_armature)?;
+        py.import("vidyn.mjcf")?.getattr("from_mjcf")?.call((path,), Some(&kwargs))
+    }
+
     /// Model name (the URDF robot name).
     #[getter]
     fn name(&self) -> &str {
