@@ -31,8 +31,10 @@
 use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dynamics::Dynamics;
 use crate::error::{OptimError, Result};
-use crate::ilqr::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
-use nalgebra::{DMatrix, DVector};
+use crate::ilqr::{
+    clamp_into, control_bounds, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
+};
+use nalgebra::{DMatrix, DVector, DVectorView};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -47,16 +49,16 @@ const ACCEPT_NEGATIVE_STEP: f64 = 2.0;
 /// `A_k`, `B_k` and the cost's derivatives at every stage (the terminal one last).
 type Derivatives = (Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>);
 
-/// One FDDP backward pass: gains, the quantities of the expected decrease, and the value
-/// function at every stage.
+/// One FDDP backward pass: iLQR's gains and predicted decrease (the shared
+/// [`BackwardSweep`]), and while the trajectory is infeasible the value function at every
+/// knot with the gaps' terms of the predicted decrease.
 struct Pass {
-    k_ff: Vec<DVector<f64>>,
-    gains: Vec<DMatrix<f64>>,
+    out: Backward,
+    /// `V_x`, `V_xx` per knot (their gradients with the gaps folded in); empty when feasible.
+    values: Vec<StageValue>,
     /// `Σ −Q_uᵀ k` and `Σ −kᵀ Q_uu k` (with the gaps' terms while infeasible).
     dg: f64,
     dq: f64,
-    vx: Vec<DVector<f64>>,
-    vxx: Vec<DMatrix<f64>>,
 }
 
 /// The trajectory being improved: states (`(N+1)·nx`), controls (`N·nu`), gaps
@@ -110,16 +112,15 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     if options.method == Method::Ddp {
         return Err(OptimError::NotImplemented("multiple shooting (FDDP) with second-order dynamics (method = DDP)".into()));
     }
-    let bounds = limits(options, nu)?;
+    let bounds = control_bounds(options, nu)?;
+    let bounds = bounds.as_ref();
     space.check(x0, "x0")?;
     for (k, xk) in x_init.chunks_exact(nx).enumerate() {
         space.check(xk, &format!("x_init[{k}]"))?;
     }
     let mut traj = Shooting { x: x_init.to_vec(), u: u_init.to_vec(), gaps: vec![0.0; (steps + 1) * ndx], feasible: false };
-    if let Some((lower, upper)) = &bounds {
-        for uk in traj.u.chunks_exact_mut(nu) {
-            clamp(uk, lower, upper);
-        }
+    for uk in traj.u.chunks_exact_mut(nu) {
+        clamp_into(uk, bounds);
     }
     measure_gaps(dynamics, x0, &mut traj)?;
     let mut cost_now = total_cost(cost, &traj.x, &traj.u, nx, nu)?;
@@ -128,6 +129,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let (mut mu, mut delta) = (options.mu_init, 1.0_f64);
     let (mut status, mut accepted) = (IlqrStatus::MaxIterations, 0);
     let mut pass: Option<Pass> = None;
+    let mut scratch = BackwardWorkspace::new(ndx, nu);
+    // the box QP's warm start: the feed-forward terms of the last accepted pass
+    let mut warm = vec![DVector::zeros(nu); steps];
     let (mut time_linearize, mut time_backward, mut time_forward) = (0.0, 0.0, 0.0);
     let mut derivatives: Option<Derivatives> = None;
     for _ in 0..options.max_iterations {
@@ -138,7 +142,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         time_linearize += t.elapsed().as_secs_f64();
         let (a, b, stages) = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
-        let backward = backward(a, b, stages, &traj, mu, bounds.as_ref(), ndx, nu);
+        let backward = backward::<D>(a, b, stages, &traj, mu, bounds, &warm, &mut scratch);
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
             // Q_uu + μ1 not positive definite: more regularisation
@@ -159,7 +163,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let t = Instant::now();
         let mut step: Option<(Shooting, f64, f64, f64)> = None;
         for &alpha in &options.alphas {
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, bounds.as_ref(), nx, nu, ndx) else { continue };
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, bounds, nx, nu, ndx) else { continue };
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
             let expected = alpha * (d1 + 0.5 * alpha * d2);
             let actual = cost_now - trial_cost;
@@ -188,6 +192,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 history.push(cost_now);
                 accepted += 1;
                 derivatives = None;
+                warm.clone_from(&p.out.k_ff);
                 delta = (delta / options.mu_factor).min(1.0 / options.mu_factor);
                 mu *= delta;
                 if mu < options.mu_min {
@@ -207,7 +212,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         }
     }
     let (k_ff, gains) = match pass {
-        Some(p) => (p.k_ff, p.gains),
+        Some(p) => (p.out.k_ff, p.out.gains),
         None => (vec![DVector::zeros(nu); steps], vec![DMatrix::zeros(nu, ndx); steps]),
     };
     let feasibility = if traj.feasible { "feasible" } else { "still infeasible (gaps remain)" };
@@ -278,126 +283,39 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: 
     Ok((a, b, stages))
 }
 
-/// The control limits of `options` as `(lower, upper)` (`±∞` where one is not given), or
-/// `None` without limits. Errors when a limit has not `nu` entries or `lower > upper`.
-fn limits(options: &IlqrOptions, nu: usize) -> Result<Option<(Vec<f64>, Vec<f64>)>> {
-    if options.u_min.is_none() && options.u_max.is_none() {
-        return Ok(None);
-    }
-    let lower = options.u_min.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; nu]);
-    let upper = options.u_max.clone().unwrap_or_else(|| vec![f64::INFINITY; nu]);
-    if lower.len() != nu || upper.len() != nu || lower.iter().zip(&upper).any(|(l, u)| l > u || l.is_nan() || u.is_nan()) {
-        return Err(OptimError::InvalidInput(format!("control limits need nu = {nu} entries each with u_min ≤ u_max; got {lower:?}, {upper:?}")));
-    }
-    Ok(Some((lower, upper)))
-}
-
-fn clamp(u: &mut [f64], lower: &[f64], upper: &[f64]) {
-    for ((x, l), h) in u.iter_mut().zip(lower).zip(upper) {
-        *x = x.max(*l).min(*h);
-    }
-}
-
-/// The feed-forward term and gains of one stage from `Q_uu + μ1`, `Q_u`, `Q_ux`: the Newton
-/// step, or with limits the box QP's step on the free controls (`ū` the stage's controls).
-fn stage_gains(
-    regularised: DMatrix<f64>,
-    qu: &DVector<f64>,
-    qux: &DMatrix<f64>,
-    bounds: Option<&(Vec<f64>, Vec<f64>)>,
-    ubar: &[f64],
-) -> Option<(DVector<f64>, DMatrix<f64>)> {
-    let Some((lower, upper)) = bounds else {
-        let chol = regularised.cholesky()?;
-        return Some((-chol.solve(qu), -chol.solve(qux)));
-    };
-    let nu = qu.len();
-    let lo = DVector::from_iterator(nu, (0..nu).map(|i| lower[i] - ubar[i]));
-    let hi = DVector::from_iterator(nu, (0..nu).map(|i| upper[i] - ubar[i]));
-    let sol = crate::boxqp::box_qp(&regularised, qu, &lo, &hi, &DVector::zeros(nu));
-    if !sol.status.ok() {
-        return None;
-    }
-    let mut gain = DMatrix::zeros(nu, qux.ncols());
-    if let Some(chol) = &sol.chol_free {
-        let free: Vec<usize> = (0..nu).filter(|&i| sol.free[i]).collect();
-        let rows = -chol.solve(&qux.select_rows(free.iter()));
-        for (r, &i) in free.iter().enumerate() {
-            gain.row_mut(i).copy_from(&rows.row(r));
-        }
-    }
-    Some((sol.x, gain))
-}
-
-/// The backward pass with the gaps (module docs); `None` when `Q_uu + μ1` is not positive
-/// definite at some stage.
+/// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`]; `None` when
+/// `Q_uu + μ1` is not positive definite at some stage.
 #[allow(clippy::too_many_arguments)]
-fn backward(
+fn backward<D: Dynamics + ?Sized>(
     a: &[DMatrix<f64>],
     b: &[DMatrix<f64>],
     stages: &[StageDerivatives],
     traj: &Shooting,
     mu: f64,
-    bounds: Option<&(Vec<f64>, Vec<f64>)>,
-    ndx: usize,
-    nu: usize,
+    bounds: Option<&Bounds>,
+    warm: &[DVector<f64>],
+    scratch: &mut BackwardWorkspace,
 ) -> Option<Pass> {
-    let steps = a.len();
-    let gap = |k: usize| DVector::from_column_slice(&traj.gaps[k * ndx..(k + 1) * ndx]);
-    let mut pass = Pass {
-        k_ff: vec![DVector::zeros(nu); steps],
-        gains: vec![DMatrix::zeros(nu, ndx); steps],
-        dg: 0.0,
-        dq: 0.0,
-        vx: vec![DVector::zeros(ndx); steps + 1],
-        vxx: vec![DMatrix::zeros(ndx, ndx); steps + 1],
-    };
-    let terminal = &stages[steps];
-    pass.vxx[steps] = terminal.lxx.clone();
-    pass.vx[steps] = terminal.lx.clone();
-    if !traj.feasible {
-        let f = gap(steps);
-        pass.vx[steps] += &pass.vxx[steps] * &f;
-    }
-    for k in (0..steps).rev() {
-        let (vx, vxx) = (&pass.vx[k + 1], &pass.vxx[k + 1]);
-        let d = &stages[k];
-        let (ak, bk) = (&a[k], &b[k]);
-        let vxx_a = vxx * ak;
-        let vxx_b = vxx * bk;
-        let qx = &d.lx + ak.tr_mul(vx);
-        let qu = &d.lu + bk.tr_mul(vx);
-        let mut qxx = &d.lxx + ak.tr_mul(&vxx_a);
-        let quu = &d.luu + bk.tr_mul(&vxx_b);
-        let qux = &d.lux + bk.tr_mul(&vxx_a);
-        let mut regularised = quu.clone();
-        for i in 0..nu {
-            regularised[(i, i)] += mu;
-        }
-        let (k_ff, gain) = stage_gains(regularised, &qu, &qux, bounds, &traj.u[k * nu..(k + 1) * nu])?;
-        // the value function (Tassa, Erez & Todorov 2012: right with a regularised Q_uu too)
-        let quu_k = &quu * &k_ff;
-        let mut vx_k = &qx + gain.tr_mul(&quu_k) + gain.tr_mul(&qu) + qux.tr_mul(&k_ff);
-        qxx += gain.tr_mul(&(&quu * &gain)) + gain.tr_mul(&qux) + qux.tr_mul(&gain);
-        let vxx_k = 0.5 * (&qxx + qxx.transpose());
-        pass.dg -= qu.dot(&k_ff);
-        pass.dq -= k_ff.dot(&quu_k);
-        if !traj.feasible {
-            vx_k += &vxx_k * gap(k);
-        }
-        pass.vx[k] = vx_k;
-        pass.vxx[k] = vxx_k;
-        pass.k_ff[k] = k_ff;
-        pass.gains[k] = gain;
-    }
-    if !traj.feasible {
-        for k in 0..=steps {
-            let f = gap(k);
-            pass.dg -= pass.vx[k].dot(&f);
-            pass.dq += f.dot(&(&pass.vxx[k] * &f));
+    let (steps, ndx) = (a.len(), traj.gaps.len() / (a.len() + 1));
+    let nu = traj.u.len() / steps;
+    let mut out = Backward::zeros(steps, ndx, nu);
+    let mut values = if traj.feasible { Vec::new() } else { vec![StageValue::zeros(ndx); steps + 1] };
+    {
+        let sweep = BackwardSweep::<D>::new(None, bounds, mu, warm, scratch, &mut out);
+        let mut sweep = if traj.feasible { sweep } else { sweep.with_gaps(&traj.gaps, &mut values) };
+        sweep.start(&stages[steps]);
+        for k in (0..steps).rev() {
+            sweep.step(k, &traj.x, &traj.u, &a[k], &b[k], &stages[k]).ok()?;
         }
     }
-    Some(pass)
+    // iLQR's dv1 = Σ kᵀQ_u and dv2 = ½ Σ kᵀQ_uu k, and the gaps' terms
+    let (mut dg, mut dq) = (-out.dv1, -2.0 * out.dv2);
+    for (k, v) in values.iter().enumerate() {
+        let f = DVectorView::from_slice(&traj.gaps[k * ndx..(k + 1) * ndx], ndx);
+        dg -= v.vx.dot(&f);
+        dq += f.dot(&(&v.vxx * f));
+    }
+    Some(Pass { out, values, dg, dq })
 }
 
 /// The trial of step length `alpha` (module docs): its trajectory with its own gaps, its cost,
@@ -410,7 +328,7 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     traj: &Shooting,
     pass: &Pass,
     alpha: f64,
-    bounds: Option<&(Vec<f64>, Vec<f64>)>,
+    bounds: Option<&Bounds>,
     nx: usize,
     nu: usize,
     ndx: usize,
@@ -430,21 +348,19 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         space.integrate(&landed, &shift, &mut trial.x[k * nx..(k + 1) * nx]);
         space.difference(&trial.x[k * nx..(k + 1) * nx], &landed, &mut trial.gaps[k * ndx..(k + 1) * ndx]);
         space.difference(&traj.x[k * nx..(k + 1) * nx], &trial.x[k * nx..(k + 1) * nx], &mut dx);
-        if !traj.feasible {
-            let vxx_dx = &pass.vxx[k] * DVector::from_column_slice(&dx);
+        if let Some(v) = pass.values.get(k) {
+            let vxx_dx = &v.vxx * DVectorView::from_slice(&dx, ndx);
             dv += gap.iter().zip(vxx_dx.iter()).map(|(g, v)| g * v).sum::<f64>();
         }
         if k == steps {
             break;
         }
         let uk = &mut trial.u[k * nu..(k + 1) * nu];
-        let du = &pass.gains[k] * DVector::from_column_slice(&dx);
+        let du = &pass.out.gains[k] * DVectorView::from_slice(&dx, ndx);
         for i in 0..nu {
-            uk[i] = traj.u[k * nu + i] + alpha * pass.k_ff[k][i] + du[i];
+            uk[i] = traj.u[k * nu + i] + alpha * pass.out.k_ff[k][i] + du[i];
         }
-        if let Some((lower, upper)) = bounds {
-            clamp(uk, lower, upper);
-        }
+        clamp_into(uk, bounds);
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }

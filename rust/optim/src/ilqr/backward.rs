@@ -9,7 +9,7 @@ use crate::dense_kernels::{add_symmetric_transposed_product, add_transposed_prod
 use crate::dynamics::{Dynamics, SecondOrder};
 use crate::error::OptimError;
 use crate::pipeline::{Derivatives, ReverseSweep};
-use nalgebra::{Cholesky, DMatrix, DVector};
+use nalgebra::{Cholesky, DMatrix, DVector, DVectorView};
 
 /// `‖∂J/∂u‖₂` of the open-loop cost, accumulated stage by stage from the end by the adjoint
 /// `λ_N = m_x`, `λ_k = ℓ_x + A_kᵀ λ_{k+1}` with `∂J/∂u_k = ℓ_u + B_kᵀ λ_{k+1}`; components
@@ -54,7 +54,7 @@ impl GradientAdjoint {
 }
 
 /// Why a backward pass stopped.
-pub(super) enum BackwardError {
+pub(crate) enum BackwardError {
     /// `Q_uu + μ 1` is not positive definite at some step.
     Indefinite,
     /// The dynamics' second derivatives failed (DDP).
@@ -67,7 +67,7 @@ pub(super) enum BackwardError {
 /// `Q_uu + μ 1`, the products `Q_uu K_k + Q_ux` (nu×nx) and `Q_uu k_k` (nu) of the
 /// box-constrained update, and DDP's second-order terms. All column-major, for the kernels of
 /// [`crate::dense_kernels`].
-pub(super) struct BackwardWorkspace {
+pub(crate) struct BackwardWorkspace {
     vx: DVector<f64>,
     vxx: DMatrix<f64>,
     vxx_a: DMatrix<f64>,
@@ -87,7 +87,7 @@ pub(super) struct BackwardWorkspace {
 }
 
 impl BackwardWorkspace {
-    pub(super) fn new(nx: usize, nu: usize) -> Self {
+    pub(crate) fn new(nx: usize, nu: usize) -> Self {
         Self {
             vx: DVector::zeros(nx),
             vxx: DMatrix::zeros(nx, nx),
@@ -138,10 +138,25 @@ pub(super) fn backward_pass<D: Dynamics + ?Sized>(
     Ok(())
 }
 
+/// The value function `V_x`, `V_xx` of one stage, as multiple shooting keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct StageValue {
+    pub(crate) vx: DVector<f64>,
+    pub(crate) vxx: DMatrix<f64>,
+}
+
+impl StageValue {
+    pub(crate) fn zeros(nx: usize) -> Self {
+        Self { vx: DVector::zeros(nx), vxx: DMatrix::zeros(nx, nx) }
+    }
+}
+
 /// [`backward_pass`] one stage at a time: [`BackwardSweep::start`] with the terminal cost's
 /// derivatives, then [`BackwardSweep::step`] for `k = N−1, …, 0`. The pipeline
 /// ([`crate::pipeline`]) drives it through [`ReverseSweep`] while the derivatives of the
-/// first stages of an accepted trial are still being computed.
+/// first stages of an accepted trial are still being computed; multiple shooting
+/// ([`crate::fddp()`]) drives it with the gaps of its trajectory
+/// ([`BackwardSweep::with_gaps`]).
 pub(crate) struct BackwardSweep<'a, D: ?Sized> {
     /// DDP: the dynamics whose contracted second derivatives are added (`None`: iLQR).
     ddp: Option<&'a D>,
@@ -155,10 +170,13 @@ pub(crate) struct BackwardSweep<'a, D: ?Sized> {
     /// stopped the sweep.
     remaining: Option<usize>,
     error: Option<BackwardError>,
+    /// Multiple shooting: the gaps `f̄_k` (`nx` per knot, knot `k` at row `k`) and where the
+    /// value function of every knot goes.
+    gaps: Option<(&'a [f64], &'a mut [StageValue])>,
 }
 
 impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
-    pub(super) fn new(
+    pub(crate) fn new(
         ddp: Option<&'a D>,
         bounds: Option<&'a Bounds>,
         mu: f64,
@@ -166,11 +184,33 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         s: &'a mut BackwardWorkspace,
         out: &'a mut Backward,
     ) -> Self {
-        Self { ddp, bounds, mu, warm, s, out, remaining: None, error: None }
+        Self { ddp, bounds, mu, warm, s, out, remaining: None, error: None, gaps: None }
+    }
+
+    /// The sweep of FDDP (Mastalli et al. 2020): after each knot's value function is formed
+    /// the gap there is folded into its gradient, `V_x ← V_x + V_xx f̄_k` (the cost-to-go of
+    /// the next state expanded where the dynamics land, not at the guess), and the value
+    /// function is kept in `values[k]` for the expected decrease and the gap-closing
+    /// forward pass. `gaps`: `(N+1)·nx` entries, `values`: `N + 1`.
+    pub(crate) fn with_gaps(mut self, gaps: &'a [f64], values: &'a mut [StageValue]) -> Self {
+        self.gaps = Some((gaps, values));
+        self
+    }
+
+    /// With gaps: `V_x ← V_x + V_xx f̄_k`, and `(V_x, V_xx)` kept for knot `k`.
+    fn close_gap(&mut self, k: usize) {
+        if let Some((gaps, values)) = self.gaps.as_mut() {
+            let s = &mut *self.s;
+            let nx = s.vx.len();
+            let f = DVectorView::from_slice(&gaps[k * nx..(k + 1) * nx], nx);
+            s.vx.gemv(1.0, &s.vxx, &f, 1.0);
+            values[k].vx.copy_from(&s.vx);
+            values[k].vxx.copy_from(&s.vxx);
+        }
     }
 
     /// `V_x = m_x`, `V_xx = m_xx` (symmetrised) at `N`.
-    fn start(&mut self, terminal: &StageDerivatives) {
+    pub(crate) fn start(&mut self, terminal: &StageDerivatives) {
         let s = &mut *self.s;
         s.vx.copy_from(&terminal.lx);
         s.vxx.copy_from(&terminal.lxx);
@@ -180,11 +220,20 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         self.out.dv2 = 0.0;
         self.remaining = Some(self.out.k_ff.len());
         self.error = None;
+        self.close_gap(self.out.k_ff.len());
     }
 
     /// Stage `k` from `V(k+1)` to `V(k)`, with the dynamics' `A_k`, `B_k` and the cost's
     /// stage derivatives `dk` along the trajectory `(x, u)` (whole, row-major).
-    fn step(&mut self, k: usize, x: &[f64], u: &[f64], ak: &DMatrix<f64>, bk: &DMatrix<f64>, dk: &StageDerivatives) -> std::result::Result<(), BackwardError> {
+    pub(crate) fn step(
+        &mut self,
+        k: usize,
+        x: &[f64],
+        u: &[f64],
+        ak: &DMatrix<f64>,
+        bk: &DMatrix<f64>,
+        dk: &StageDerivatives,
+    ) -> std::result::Result<(), BackwardError> {
         let (s, mu, bounds) = (&mut *self.s, self.mu, self.bounds);
         let (nx, nu) = (s.vx.len(), s.qu.len());
         s.adjoint.step(ak, bk, dk, &u[k * nu..(k + 1) * nu], bounds);
@@ -277,9 +326,11 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
             add_transposed_product(-mu, gain.as_slice(), gain.as_slice(), nu, s.vxx.as_mut_slice());
         }
         symmetrise(&mut s.vxx);
+        let norm = s.adjoint.norm();
+        self.close_gap(k);
         self.remaining = self.remaining.map(|r| r - 1);
         if self.remaining == Some(0) {
-            self.out.gradient_norm = s.adjoint.norm();
+            self.out.gradient_norm = norm;
         }
         Ok(())
     }

@@ -53,30 +53,46 @@ use std::time::Instant;
 mod backward;
 mod options;
 
-use backward::{backward_pass, BackwardError, BackwardSweep, BackwardWorkspace};
+use backward::{backward_pass, BackwardError};
+pub(crate) use backward::{BackwardSweep, BackwardWorkspace, StageValue};
 
 pub use options::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 
 /// Feed-forward terms `k_k` (nu) and feedback gains `K_k` (nu×nx) of one backward pass, with
 /// the two sums of the expected decrease `ΔJ_exp(α) = −(α dv1 + α² dv2)`.
-struct Backward {
-    k_ff: Vec<DVector<f64>>,
-    gains: Vec<DMatrix<f64>>,
-    dv1: f64,
-    dv2: f64,
+pub(crate) struct Backward {
+    pub(crate) k_ff: Vec<DVector<f64>>,
+    pub(crate) gains: Vec<DMatrix<f64>>,
+    pub(crate) dv1: f64,
+    pub(crate) dv2: f64,
     /// `‖∂J/∂u‖₂` at the pass's trajectory ([`GradientAdjoint`]).
     gradient_norm: f64,
 }
 
 impl Backward {
-    fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
+    pub(crate) fn zeros(steps: usize, nx: usize, nu: usize) -> Self {
         Self { k_ff: vec![DVector::zeros(nu); steps], gains: vec![DMatrix::zeros(nu, nx); steps], dv1: 0.0, dv2: 0.0, gradient_norm: 0.0 }
     }
 }
 
-struct Bounds {
-    lower: DVector<f64>,
-    upper: DVector<f64>,
+/// Control limits `lower ≤ u ≤ upper` (±∞ where none is given).
+pub(crate) struct Bounds {
+    pub(crate) lower: DVector<f64>,
+    pub(crate) upper: DVector<f64>,
+}
+
+/// The control limits of `o` ([`IlqrOptions::u_min`], [`IlqrOptions::u_max`]), `None`
+/// without limits; errors when a limit has not `nu` entries or `u_min > u_max`.
+pub(crate) fn control_bounds(o: &IlqrOptions, nu: usize) -> Result<Option<Bounds>> {
+    if o.u_min.is_none() && o.u_max.is_none() {
+        return Ok(None);
+    }
+    let lower = o.u_min.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; nu]);
+    let upper = o.u_max.clone().unwrap_or_else(|| vec![f64::INFINITY; nu]);
+    if lower.len() != nu || upper.len() != nu || lower.iter().zip(&upper).any(|(l, h)| l.is_nan() || h.is_nan() || l > h) {
+        return Err(OptimError::InvalidInput(format!("u_min and u_max need nu = {nu} entries each with u_min ≤ u_max")));
+    }
+    Ok(Some(Bounds { lower: DVector::from_vec(lower), upper: DVector::from_vec(upper) }))
 }
 
 /// `(δ, μ)` after an accepted step: `δ ← min(δ / μ_factor, 1 / μ_factor)`, `μ ← μ δ`, and
@@ -87,7 +103,8 @@ fn relaxed(delta: f64, mu: f64, o: &IlqrOptions) -> (f64, f64) {
     (delta, if mu < o.mu_min { 0.0 } else { mu })
 }
 
-fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
+/// `u` clamped into `bounds` (unchanged without).
+pub(crate) fn clamp_into(u: &mut [f64], bounds: Option<&Bounds>) {
     if let Some(bd) = bounds {
         for (i, ui) in u.iter_mut().enumerate() {
             *ui = ui.max(bd.lower[i]).min(bd.upper[i]);
@@ -143,17 +160,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1 and step lengths in (0, 1]".into(),
         ));
     }
-    let bounds = match (&o.u_min, &o.u_max) {
-        (None, None) => None,
-        (lo, hi) => {
-            let lower = lo.clone().unwrap_or_else(|| vec![f64::NEG_INFINITY; nu]);
-            let upper = hi.clone().unwrap_or_else(|| vec![f64::INFINITY; nu]);
-            if lower.len() != nu || upper.len() != nu || lower.iter().zip(&upper).any(|(l, h)| l.is_nan() || h.is_nan() || l > h) {
-                return Err(OptimError::InvalidInput(format!("u_min and u_max need nu = {nu} entries each with u_min ≤ u_max")));
-            }
-            Some(Bounds { lower: DVector::from_vec(lower), upper: DVector::from_vec(upper) })
-        }
-    };
+    let bounds = control_bounds(o, nu)?;
     let bounds = bounds.as_ref();
     let start = Instant::now();
     let (mut t_lin, mut t_back, mut t_fwd) = (0.0, 0.0, 0.0);
