@@ -28,8 +28,10 @@ the forces' exact derivatives).
 ``--limits`` bounds the joint torques by the URDF's effort limits (80 N m; a box QP in each
 backward pass, crocoddyl's BoxFDDP).
 
-Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--limits] [--plot]``
-(``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``).
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--limits] [--plot] [--animate]``
+(``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``;
+``--animate`` saves the motion, ``examples/out/anymal_<gait>.gif``, and snapshots of it side by
+side, ``examples/out/anymal_<gait>_strip.png``, with ``vidyn.viz``).
 """
 
 from __future__ import annotations
@@ -219,6 +221,7 @@ def main() -> None:
     parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_<gait>.png")
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
     parser.add_argument("--limits", action="store_true", help="the URDF's effort limits on the joint torques")
+    parser.add_argument("--animate", action="store_true", help="save the motion to examples/out/anymal_<gait>.gif and _strip.png")
     args = parser.parse_args()
     cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0) if args.friction else None
     model, gait, schedule, vi, res = solve(args.gait, friction=cone, limits=args.limits)
@@ -227,6 +230,24 @@ def main() -> None:
     if args.plot:
         out = plot(model, schedule, vi, res, args.gait, cone.mu if cone else 0.7)
         print(f"saved {out}")
+    if args.animate:
+        for out in animate(model, vi, res, args.gait):
+            print(f"saved {out}")
+
+
+def animate(model, vi, res, name: str):
+    """The motion as a GIF (legs drawn to the feet, the URDF's collision shapes, the feet's
+    paths traced) and five snapshots side by side, ``examples/out/anymal_<name>.gif`` and ``_strip.png``."""
+    import pathlib
+
+    from vidyn import viz
+
+    q, out = res.trajectory.q, pathlib.Path(__file__).parent / "out"
+    title = f"ANYmal, one {name} cycle (FDDP on the VI)"
+    style = dict(collision="anymal", tips=FEET, trace=FEET, title=title)
+    gif = viz.animate(model, q, vi.dt, out / f"anymal_{name}.gif", **style)
+    png = viz.strip(model, q, out / f"anymal_{name}_strip.png", n=5, dt=vi.dt, **style)
+    return gif, png
 
 
 def plot(model, schedule, vi, res, name: str, mu: float):

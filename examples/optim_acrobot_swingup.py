@@ -4,13 +4,16 @@ models.acrobot(): two 1 kg, 1 m rods hanging at q = 0; the goal is both links up
 q = (π, 0), at rest. Cost on y = (q, v): Σ dt·[½|y − y*|²_W + ½ r u²] + ½|y_N − y*|²_WN,
 W = diag(1, 1, .1, .1), r = 0.1, WN = 1e3·I; trapezoidal VI, dt = 0.02 s, T = 4 s.
 Then the iLQR feedback gains K_k stabilise the swing-up from a perturbed start (closed loop)
-where the open-loop controls miss the goal. Saves examples/out/optim_acrobot_swingup.png.
+where the open-loop controls miss the goal. Saves examples/out/optim_acrobot_swingup.png;
+``--animate`` also saves the swing-up's motion, examples/out/optim_acrobot_swingup.gif (and
+with meshcat an interactive page, .html).
 
-    python examples/optim_acrobot_swingup.py
+    python examples/optim_acrobot_swingup.py [--animate]
 """
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 
 import numpy as np
@@ -22,6 +25,9 @@ OUT = pathlib.Path(__file__).parent / "out"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--animate", action="store_true", help="save the swing-up to examples/out/optim_acrobot_swingup.gif (and .html)")
+    args = parser.parse_args()
     dt, T = 0.02, 4.0
     N = int(round(T / dt))
     vi = vd.VariationalIntegrator(vd.models.acrobot(), dt=dt)
@@ -65,6 +71,21 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     fig.savefig(OUT / "optim_acrobot_swingup.png", dpi=110)
     print(f"saved {OUT / 'optim_acrobot_swingup.png'}")
+    if args.animate:
+        animate(vi.model, r.q, dt)
+
+
+def animate(model: vd.Model, q: np.ndarray, dt: float) -> None:
+    """The swing-up as a GIF (and, with meshcat, an interactive page) in examples/out/."""
+    from vidyn import viz
+
+    gif = viz.animate(model, q, dt, OUT / "optim_acrobot_swingup.gif", trace=["tip"], title="acrobot swing-up, elbow torque only (iLQR on the VI)")
+    print(f"saved {gif}")
+    try:
+        viz.meshcat_html(model, q, dt, OUT / "optim_acrobot_swingup.html")
+        print(f"saved {OUT / 'optim_acrobot_swingup.html'}")
+    except ImportError as e:
+        print(f"no interactive page: {e}")
 
 
 if __name__ == "__main__":

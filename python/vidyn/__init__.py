@@ -21,7 +21,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, mjcf, models, optim
+from vidyn import batch, mjcf, models, optim, viz
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -133,4 +133,5 @@ __all__ = [
     "rnea_second_order",
     "rnea_second_order_contracted",
     "set_num_threads",
+    "viz",
 ]
