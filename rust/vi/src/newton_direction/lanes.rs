@@ -55,7 +55,9 @@ fn add_l6(a: &mut L6, b: &L6) {
 pub(crate) struct LaneScratch {
     /// `l` (solve) or `δ̄μ` (JVP), `[i·P + α]`.
     a: Vec<L6>,
-    /// `ζ` (solve) or `δ̄Γ` (JVP), `[i·P + ϱ]`.
+    /// `ζ` (solve) or `δ̄Γ` (JVP), `[i·P + ϱ]`. `a` and `b` are all zero between sweeps: a
+    /// sweep clears each body's entries after their last use, so the next one accumulates the
+    /// children's terms from zero without a clearing pass over the whole tree.
     b: Vec<L6>,
     eta: Vec<L6>,
     dv: Vec<L6>,
@@ -141,8 +143,8 @@ impl NewtonFactorization {
         let w = &sc.weights;
         let inv_dt = 1.0 / dt;
         let ls = &mut self.lanes;
-        ls.a.fill(ZERO_L6);
-        ls.b.fill(ZERO_L6);
+        // `a`, `b` are zero on entry (module invariant: each sweep clears a body's entries once
+        // it has used them), so the children's sums need no clearing pass
         for i in (0..n).rev() {
             let kp = i * p;
             // ξ̄ and y = Λ̄ (f − ξ̄)
@@ -221,6 +223,8 @@ impl NewtonFactorization {
                     add_l6(&mut ls.b[pp + r], &acc);
                 }
             }
+            ls.a[kp..kp + p].fill(ZERO_L6);
+            ls.b[kp..kp + p].fill(ZERO_L6);
         }
         // forward pass
         for i in 0..n {
@@ -417,6 +421,9 @@ impl NewtonFactorization {
                     add_l6(&mut ls.b[pp + a], &gam);
                 }
             }
+            // cleared once used, as the solve leaves them (see `solve_lanes_sized`)
+            ls.a[kp..kp + p].fill(ZERO_L6);
+            ls.b[kp..kp + p].fill(ZERO_L6);
         }
         if sc.mixes_rows() {
             // the step-variable rows, in place (ascending x reads unreplaced rows only)
