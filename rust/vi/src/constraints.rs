@@ -76,11 +76,20 @@ pub(crate) struct ConstraintScratch {
     dn: Vec<Vector3<f64>>,
     on_a: Vec<bool>,
     on_b: Vec<bool>,
+    /// The columns on either point's path to the root, in increasing order (`add_hessian`).
+    path: Vec<usize>,
 }
 
 impl ConstraintScratch {
     pub(crate) fn new(n: usize) -> Self {
-        Self { dpa: vec![Vector3::zeros(); n], dpb: vec![Vector3::zeros(); n], dn: vec![Vector3::zeros(); n], on_a: vec![false; n], on_b: vec![false; n] }
+        Self {
+            dpa: vec![Vector3::zeros(); n],
+            dpb: vec![Vector3::zeros(); n],
+            dn: vec![Vector3::zeros(); n],
+            on_a: vec![false; n],
+            on_b: vec![false; n],
+            path: Vec::with_capacity(n),
+        }
     }
 }
 
@@ -233,13 +242,16 @@ impl Constraint {
         }
     }
 
-    /// `out += weight · D²h` at the configuration of `st` (module docs), O(n²).
+    /// `out += weight · D²h` at the configuration of `st` (module docs), O(d²) for the `d`
+    /// columns on the two points' paths to the root: every term of an entry `(j, l)` has a
+    /// factor that vanishes unless both columns move one of the points.
     pub(crate) fn add_hessian(&self, model: &Model, st: &PointState, sc: &mut ConstraintScratch, weight: f64, out: &mut DMatrix<f64>) {
         let (pa, pb, n) = self.columns(model, st, sc);
         let d = pb - pa;
-        let nb = st.columns.len();
-        for l in 0..nb {
-            for j in 0..=l {
+        sc.path.clear();
+        sc.path.extend((0..st.columns.len()).filter(|&j| sc.on_a[j] || sc.on_b[j]));
+        for (il, &l) in sc.path.iter().enumerate() {
+            for &j in &sc.path[..=il] {
                 // j ≤ l in depth-first order: when both lie on one path, j is the ancestor
                 let w = &st.columns[j].angular;
                 let mut d2d = Vector3::zeros();
