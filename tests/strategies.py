@@ -103,6 +103,71 @@ def random_rotation(rng: np.random.Generator) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------
+# Rotation vectors, twists and placements for the SO(3)/SE(3) maps (tests/test_spatial.py)
+
+#: Rotation angles by kind. Each singular point of exp, log and their Jacobians is hit on
+#: purpose: 0 exactly, "tiny" (~1e-9, deep in the Taylor branches), "small" (log-uniform in
+#: [1e-6, 0.1], across the switches between Taylor series and closed forms: 1e-3 for vidyn's
+#: SO(3) coefficients, 0.1 for its jexp6, ~1.3e-4 for Pinocchio's), "generic" (uniform
+#: away from 0 and π), "toward_pi" (π − d, d log-uniform in [1e-6, 0.1], across the switches
+#: of log3 to the symmetric part of R: π − 1e-3 in vidyn, ~π − 5e-3 in Pinocchio),
+#: "near_pi" (π − ~1e-7) and exactly π (log is two-valued there).
+ANGLE_KINDS = ("zero", "tiny", "small", "generic", "generic", "toward_pi", "near_pi", "pi")
+
+_ANGLES = {
+    "zero": lambda rng: 0.0,
+    "tiny": lambda rng: 1e-9 * rng.uniform(0.5, 2.0),
+    "small": lambda rng: 10.0 ** rng.uniform(-6.0, -1.0),
+    "generic": lambda rng: rng.uniform(0.1, np.pi - 0.1),
+    "toward_pi": lambda rng: np.pi - 10.0 ** rng.uniform(-6.0, -1.0),
+    "near_pi": lambda rng: np.pi - 1e-7 * rng.uniform(0.5, 2.0),
+    "pi": lambda rng: np.pi,
+}
+
+#: Sizes of the linear part of twists and of translations (0: pure rotations).
+LINEAR_SCALES = (0.0, 1e-3, 1.0, 10.0)
+
+
+@dataclass(frozen=True)
+class RotationCase:
+    """A rotation vector ``w`` of angle ``theta`` drawn as ``kind``, and a linear part
+    ``rho`` (3,) of size ``~scale`` (the translation of a twist or of a placement)."""
+
+    kind: str
+    theta: float
+    w: np.ndarray
+    rho: np.ndarray
+
+    @property
+    def twist(self) -> np.ndarray:
+        """``[rho; w]`` (6,)."""
+        return np.concatenate([self.rho, self.w])
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """``exp(w×)`` built in NumPy through a quaternion (independent of vidyn and Pinocchio)."""
+        return quat_to_matrix(quat_from_rotvec(self.w))
+
+    @property
+    def placement(self) -> np.ndarray:
+        """``[[exp(w×), rho], [0, 0, 0, 1]]`` (4, 4), built in NumPy."""
+        return homogeneous(self.rotation, self.rho)
+
+
+@st.composite
+def rotation_cases(draw, kinds: tuple[str, ...] = ANGLE_KINDS) -> RotationCase:
+    """The angle kind and the scale of the linear part are drawn by hypothesis (they shrink
+    to the simplest failing case); the axis and the values come from a seeded generator."""
+    kind = draw(st.sampled_from(kinds), label="angle kind")
+    scale = draw(st.sampled_from(LINEAR_SCALES), label="linear scale")
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
+    axis = rng.standard_normal(3)
+    axis /= np.linalg.norm(axis)
+    theta = float(_ANGLES[kind](rng))
+    return RotationCase(kind, theta, axis * theta, scale * rng.standard_normal(3))
+
+
+# ------------------------------------------------------------------------------------------
 # Model specifications
 
 

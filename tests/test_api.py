@@ -71,6 +71,7 @@ PUBLIC = [
     "rnea_second_order",
     "rnea_second_order_contracted",
     "set_num_threads",
+    "spatial",
     "viz",
 ]
 

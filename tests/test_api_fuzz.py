@@ -57,7 +57,7 @@ from hypothesis import strategies as st
 
 import fuzz_inputs as F
 import vidyn
-from vidyn import optim
+from vidyn import optim, spatial
 
 LONG = os.environ.get("VIDYN_FUZZ_LONG", "") not in ("", "0")
 TIMEOUT = float(os.environ.get("VIDYN_FUZZ_TIMEOUT", "60"))
@@ -777,6 +777,36 @@ def _(g):
     return x, lambda y: optim.ilqr_linear(y["A"], y["B"], y["x0"], y["U_init"], max_iterations=3, **weights(y, "Q R QN"))
 
 
+#: vidyn.spatial: (function, its array arguments). Rotation vectors and twists are drawn with
+#: angles up to ~3.5 (beyond π too), rotations and placements by ``F.placement``.
+SPATIAL_CASES = [
+    (spatial.skew, "w"), (spatial.exp3, "w"), (spatial.log3, "R"), (spatial.jexp3, "w"), (spatial.jlog3, "R"),
+    (spatial.exp6, "xi"), (spatial.log6, "M"), (spatial.jexp6, "xi"), (spatial.jlog6, "M"),
+    (spatial.action, "M"), (spatial.dual_action, "M"), (spatial.cross_motion, "v"), (spatial.cross_force, "v"),
+    (spatial.act_motion, "M v"), (spatial.act_force, "M f"),
+]
+
+
+def _spatial_case(fn, names: str):
+    def make(g: Gen):
+        x: dict[str, Any] = {}
+        for n in names.split():
+            if n == "M":
+                x[n] = g.placement(n)
+            elif n == "R":
+                x[n] = np.ascontiguousarray(g.placement(n)[:3, :3])
+            else:
+                x[n] = g.vec(n, 3 if n == "w" else 6, 2.0)
+        order = names.split()
+        return x, lambda y: fn(*[y[n] for n in order])
+
+    return make
+
+
+for _fn, _names in SPATIAL_CASES:
+    case(f"spatial.{_fn.__name__}", _names, budget=10)(_spatial_case(_fn, _names))
+
+
 # ==========================================================================================
 # 1. Layouts: the test
 # ==========================================================================================
@@ -858,7 +888,7 @@ def test_table_covers_the_required_functions():
         "VariationalIntegrator.constraint_values", "MaximalIntegrator.rollout", "MaximalIntegrator.add_loop_closure",
         "MaximalIntegrator.add_contact", "MaximalIntegrator.linearize", "optim.lqr", "optim.dlqr",
         "optim.tracking_lqr", "optim.ilqr", "optim.projection",
-    ] + [f"batch.{n}" for n in vidyn.batch.__all__ if n not in ("BatchStatus", "Rollout", "get_num_threads", "set_num_threads")]
+    ] + [f"spatial.{n}" for n in vidyn.spatial.__all__] + [f"batch.{n}" for n in vidyn.batch.__all__ if n not in ("BatchStatus", "Rollout", "get_num_threads", "set_num_threads")]
     missing = [r for r in required if r not in CASES]
     assert not missing, f"no layout case for {missing}"
 

@@ -14,6 +14,8 @@ Conventions: configurations ``q`` have shape ``(model.nq,)`` (quaternions ``[x, 
 velocities, accelerations and torques ``(model.nv,)``; spatial vectors are ``[linear; angular]``;
 placements are 4x4 homogeneous matrices. Every array is float64. Errors derive from
 :class:`VidynError`; bad inputs raise :class:`InputError`, which is also a ``ValueError``.
+The SO(3)/SE(3) exponential and logarithm, their Jacobians, the actions of placements and the
+cross operators that the core uses are in :mod:`vidyn.spatial`.
 
 Inputs are copied before the computation, which runs without holding the GIL, so calls from
 several threads run in parallel.
@@ -21,7 +23,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, mjcf, models, optim, viz
+from vidyn import batch, mjcf, models, optim, spatial, viz
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -133,5 +135,6 @@ __all__ = [
     "rnea_second_order",
     "rnea_second_order_contracted",
     "set_num_threads",
+    "spatial",
     "viz",
 ]

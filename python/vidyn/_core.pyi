@@ -1108,3 +1108,54 @@ def _optim_project(
     vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, gains: _ArrayLike, actuated: list[int] | None = None
 ) -> tuple[_Array, _Array]:
     """The projection P(ξ̄): x_bar (N+1, 2n), u_bar (N, m), K (N, m, 2n) -> (x (N+1, 2n), u (N, m))."""
+
+# ----------------------------------------------------------------------------------------
+# Lie-group and spatial helpers (vidyn.spatial wraps the private functions; see its
+# docstrings for the maths). 6-vectors [linear; angular]; placements 4x4 homogeneous;
+# rotations orthonormal with det +1 to within 1e-9; right (local-frame) Jacobians.
+# ----------------------------------------------------------------------------------------
+
+def _spatial_skew(w: _ArrayLike) -> _Array:
+    """w (3,) -> w× (3, 3)."""
+
+def _spatial_exp3(w: _ArrayLike) -> _Array:
+    """w (3,) -> R = exp(w×) (3, 3)."""
+
+def _spatial_log3(r: _ArrayLike) -> _Array:
+    """R (3, 3) -> w (3,), |w| ∈ [0, π]."""
+
+def _spatial_jexp3(w: _ArrayLike) -> _Array:
+    """w (3,) -> right Jacobian of exp3 (3, 3)."""
+
+def _spatial_jlog3(r: _ArrayLike) -> _Array:
+    """R (3, 3) -> right Jacobian of log3 (3, 3)."""
+
+def _spatial_exp6(xi: _ArrayLike) -> _Array:
+    """xi = [v; ω] (6,) -> M = exp(xi) (4, 4)."""
+
+def _spatial_log6(m: _ArrayLike) -> _Array:
+    """M (4, 4) -> xi = [v; ω] (6,), |ω| ∈ [0, π]."""
+
+def _spatial_jexp6(xi: _ArrayLike) -> _Array:
+    """xi (6,) -> right Jacobian of exp6 (6, 6)."""
+
+def _spatial_jlog6(m: _ArrayLike) -> _Array:
+    """M (4, 4) -> right Jacobian of log6 (6, 6)."""
+
+def _spatial_action(m: _ArrayLike) -> _Array:
+    """M (4, 4) -> Ad_M (6, 6), acting on motions."""
+
+def _spatial_dual_action(m: _ArrayLike) -> _Array:
+    """M (4, 4) -> Ad_M⁻ᵀ (6, 6), acting on forces."""
+
+def _spatial_cross_motion(v: _ArrayLike) -> _Array:
+    """v (6,) -> v× (6, 6)."""
+
+def _spatial_cross_force(v: _ArrayLike) -> _Array:
+    """v (6,) -> v×* = −(v×)ᵀ (6, 6)."""
+
+def _spatial_act_motion(m: _ArrayLike, v: _ArrayLike) -> _Array:
+    """M (4, 4), v (6,) -> Ad_M v (6,)."""
+
+def _spatial_act_force(m: _ArrayLike, f: _ArrayLike) -> _Array:
+    """M (4, 4), f (6,) -> Ad_M⁻ᵀ f (6,)."""

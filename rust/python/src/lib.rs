@@ -14,6 +14,7 @@ mod maximal;
 mod model;
 mod optim;
 mod single_dof;
+mod spatial;
 mod vi;
 
 use pyo3::prelude::*;
@@ -166,6 +167,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_projection, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_project, m)?)?;
+    spatial::register(m)?;
     // `__all__`: the public names, which `_core.pyi` declares too (stubtest compares them).
     let mut public: Vec<String> = m.dict().keys().iter().map(|k| k.to_string()).filter(|k| !k.starts_with('_')).collect();
     public.sort();

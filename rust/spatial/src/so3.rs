@@ -83,7 +83,8 @@ pub fn log3(r: &Matrix3<f64>) -> Vector3<f64> {
     u * theta
 }
 
-/// Right Jacobian `J_r(ω)`: `exp(ω + δ) = exp(ω) exp(J_r(ω) δ) + O(δ²)`.
+/// Right Jacobian `J_r(ω)`: `exp(ω + δ) = exp(ω) exp(J_r(ω) δ) + O(δ²)` (Pinocchio's `Jexp3`;
+/// the left Jacobian is `J_r(−ω) = J_r(ω)ᵀ`).
 #[inline]
 #[must_use]
 pub fn jr3(w: &Vector3<f64>) -> Matrix3<f64> {
@@ -108,6 +109,16 @@ pub fn jr3_inv(w: &Vector3<f64>) -> Matrix3<f64> {
         1.0 / (theta * theta) - c / (2.0 * theta * s)
     };
     Matrix3::identity() + wx * 0.5 + wx * wx * d
+}
+
+/// Jacobian of the logarithm at a rotation, `J_r(log R)⁻¹`:
+/// `log(R exp(δ)) = log(R) + J_r(log R)⁻¹ δ + O(δ²)` (the right, local-frame convention of
+/// [`jr3`]; Pinocchio's `Jlog3`). Finite for every rotation, including angle π, where `log`
+/// itself jumps between `±π u`.
+#[inline]
+#[must_use]
+pub fn jlog3(r: &Matrix3<f64>) -> Matrix3<f64> {
+    jr3_inv(&log3(r))
 }
 
 #[cfg(test)]
@@ -168,5 +179,27 @@ mod tests {
             let e = (j * jinv - Matrix3::identity()).norm();
             assert!(e < 1e-13, "theta={theta} e={e:e}");
         }
+    }
+
+    #[test]
+    fn jlog3_matches_central_differences_of_log() {
+        // Same error budget as above (h = 1e-6, 1e-8 absolute). Angles stop at 3.0: closer to
+        // π a perturbation of size h can cross π, where log jumps.
+        let h = 1e-6;
+        let mut r = rng(9);
+        for theta in angles().into_iter().filter(|&t| t <= 3.0) {
+            let rot = exp3(&(vec3(&mut r).normalize() * theta));
+            let j = jlog3(&rot);
+            for k in 0..3 {
+                let mut e = Vector3::zeros();
+                e[k] = h;
+                let d = (log3(&(rot * exp3(&e))) - log3(&(rot * exp3(&(-e))))) / (2.0 * h);
+                assert!((d - j.column(k)).norm() < 1e-8, "theta={theta}");
+            }
+        }
+        // at angle π it is still finite and inverts jr3 of either representative ±π u
+        let half_turn = exp3(&(Vector3::new(0.0, 0.6, 0.8) * std::f64::consts::PI));
+        let w = log3(&half_turn);
+        assert!((jlog3(&half_turn) * jr3(&w) - Matrix3::identity()).norm() < 1e-13);
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{float_str, shape_str, subscript, type_name};
 use crate::errors::INPUT_ERROR;
-use nalgebra::{DMatrix, Matrix3, Vector3};
+use nalgebra::{DMatrix, Matrix3, Vector3, Vector6};
 use numpy::{PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -140,6 +140,29 @@ pub fn matrix3(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Matrix3<f64>> {
     Ok(Matrix3::from_row_slice(&read(x, name, &[3, 3], None)?))
 }
 
+/// A 6-vector `(6,)`, e.g. a spatial motion or force `[linear; angular]`.
+pub fn vector6(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vector6<f64>> {
+    Ok(Vector6::from_column_slice(&read(x, name, &[6], None)?))
+}
+
+/// `r` unchanged if it is a rotation to within [`ROTATION_TOL`] (`max|RᵀR − I|` and
+/// `|det R − 1|`), else InputError naming `what` (`R`, `M[:3, :3]`) and both measures.
+fn checked_rotation(r: Matrix3<f64>, what: &str) -> PyResult<Matrix3<f64>> {
+    let orth = (r.transpose() * r - Matrix3::identity()).abs().max();
+    let det = r.determinant();
+    if orth > ROTATION_TOL || (det - 1.0).abs() > ROTATION_TOL {
+        return Err(INPUT_ERROR.err(format!(
+            "{what} is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (accepted: orthonormal with det +1, to within {ROTATION_TOL:e})"
+        )));
+    }
+    Ok(r)
+}
+
+/// A `(3, 3)` rotation matrix (orthonormal, det +1, to within [`ROTATION_TOL`]).
+pub fn rotation(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Matrix3<f64>> {
+    checked_rotation(matrix3(x, name)?, name)
+}
+
 /// A 4×4 homogeneous transform `[[R, p], [0, 0, 0, 1]]` with `R` a rotation.
 pub fn placement(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Se3> {
     let h = read(x, name, &[4, 4], None)?;
@@ -148,11 +171,7 @@ pub fn placement(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Se3> {
         return Err(INPUT_ERROR.err(format!("{name}[3, :] is {bottom:?}, expected [0, 0, 0, 1] (homogeneous transform)")));
     }
     let r = Matrix3::new(h[0], h[1], h[2], h[4], h[5], h[6], h[8], h[9], h[10]);
-    let orth = (r.transpose() * r - Matrix3::identity()).abs().max();
-    let det = r.determinant();
-    if orth > ROTATION_TOL || (det - 1.0).abs() > ROTATION_TOL {
-        return Err(INPUT_ERROR.err(format!("{name}[:3, :3] is not a rotation matrix: max|RᵀR − I| = {orth:.3e}, det R = {det} (tolerance {ROTATION_TOL:e})")));
-    }
+    let r = checked_rotation(r, &format!("{name}[:3, :3]"))?;
     Ok(Se3::new(r, Vector3::new(h[3], h[7], h[11])))
 }
 

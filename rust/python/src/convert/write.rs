@@ -2,7 +2,7 @@
 
 use super::shape_str;
 use crate::errors::INPUT_ERROR;
-use nalgebra::{DMatrix, Vector3};
+use nalgebra::{DMatrix, SMatrix, Vector3};
 use numpy::ndarray::{Array2, Array3, IxDyn};
 use numpy::{Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDyn, PyArrayMethods};
 use pyo3::exceptions::PyMemoryError;
@@ -30,6 +30,11 @@ pub fn vector3_out<'py>(py: Python<'py>, x: &Vector3<f64>) -> Bound<'py, PyArray
 /// A nalgebra (column-major) matrix as a C-order `(rows, cols)` array.
 pub fn matrix_out<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
     Array2::from_shape_fn(m.shape(), |(i, j)| m[(i, j)]).into_pyarray(py)
+}
+
+/// A fixed-size nalgebra (column-major) matrix as a C-order `(R, C)` array.
+pub fn small_matrix_out<'py, const R: usize, const C: usize>(py: Python<'py>, m: &SMatrix<f64, R, C>) -> Bound<'py, PyArray2<f64>> {
+    Array2::from_shape_fn((R, C), |(i, j)| m[(i, j)]).into_pyarray(py)
 }
 
 /// A C-order 3-index tensor as an `(n0, n1, n2)` array (a copy of its contiguous data).
