@@ -163,7 +163,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let t = Instant::now();
         let mut step: Option<(Shooting, f64, f64, f64)> = None;
         for &alpha in &options.alphas {
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, &p, alpha, bounds, nx, nu, ndx) else { continue };
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, (a, b), &p, alpha, bounds, nx, nu, ndx) else { continue };
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
             let expected = alpha * (d1 + 0.5 * alpha * d2);
             let actual = cost_now - trial_cost;
@@ -319,13 +319,17 @@ fn backward<D: Dynamics + ?Sized>(
 }
 
 /// The trial of step length `alpha` (module docs): its trajectory with its own gaps, its cost,
-/// and the term `Σ f̄ᵀ V_xx (x̂ ⊖ x̄)` of the predicted decrease (0 when feasible).
+/// and the term `Σ f̄ᵀ V_xx (x̂ ⊖ x̄)` of the predicted decrease (0 when feasible). Each step's
+/// solve starts from the linearisation's prediction of where it lands,
+/// `x̄_{k+1} ⊕ (f̄_{k+1} + A_k (x̂_k ⊖ x̄_k) + B_k (û_k − ū_k))`, off the step's result by
+/// second-order terms in the trial's distance from the current trajectory.
 #[allow(clippy::too_many_arguments)]
 fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     dynamics: &D,
     cost: &C,
     x0: &[f64],
     traj: &Shooting,
+    (a, b): (&[DMatrix<f64>], &[DMatrix<f64>]),
     pass: &Pass,
     alpha: f64,
     bounds: Option<&Bounds>,
@@ -338,6 +342,7 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let keep = if traj.feasible || alpha == 1.0 { 0.0 } else { alpha - 1.0 };
     let mut trial = Shooting { x: vec![0.0; (steps + 1) * nx], u: vec![0.0; steps * nu], gaps: vec![0.0; (steps + 1) * ndx], feasible: keep == 0.0 };
     let (mut dx, mut shift, mut landed) = (vec![0.0; ndx], vec![0.0; ndx], x0.to_vec());
+    let (mut predicted, mut guess) = (DVector::zeros(ndx), vec![0.0; nx]);
     let mut dv = 0.0;
     for k in 0..=steps {
         // x̂_k = (where the dynamics landed) ⊕ (α − 1) f̄_k, and its own gap
@@ -364,8 +369,14 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }
-        // Newton starts where the current trajectory's next state is (close near convergence)
-        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], Some(&traj.x[(k + 1) * nx..(k + 2) * nx]), &mut landed)?;
+        // Newton starts at the linear prediction of the landing point
+        predicted.copy_from_slice(&traj.gaps[(k + 1) * ndx..(k + 2) * ndx]);
+        predicted.gemv(1.0, &a[k], &DVectorView::from_slice(&dx, ndx), 1.0);
+        for (i, (&ut, &ub)) in trial.u[k * nu..(k + 1) * nu].iter().zip(&traj.u[k * nu..(k + 1) * nu]).enumerate() {
+            predicted.axpy(ut - ub, &b[k].column(i), 1.0);
+        }
+        space.integrate(&traj.x[(k + 1) * nx..(k + 2) * nx], predicted.as_slice(), &mut guess);
+        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], Some(&guess), &mut landed)?;
     }
     let trial_cost = total_cost(cost, &trial.x, &trial.u, nx, nu)?;
     Ok((trial, trial_cost, dv))
