@@ -6,7 +6,8 @@ Needs crocoddyl with a binary-compatible pinocchio (see ``bench_ilqr_crocoddyl.p
 plus ``example-robot-data-loaders``. The problems differ in their contact model: crocoddyl
 integrates contact dynamics (Euler, 10 ms) with friction-cone costs and impulse models at
 touchdowns and solves it by FDDP from a quasi-static warm start; vidyn steps a variational
-integrator with bilateral point contacts and no force costs, by iLQR over a growing horizon.
+integrator with bilateral point contacts (friction-cone penalties with ``--friction``) and
+solves it by its own FDDP from the same kind of warm start.
 """
 
 from __future__ import annotations
