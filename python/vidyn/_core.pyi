@@ -212,6 +212,12 @@ class Model:
     def difference(self, q0: _ArrayLike, q1: _ArrayLike) -> _Array:
         """``q1 ⊖ q0`` (nv,): the velocity ``v`` with ``integrate(q0, v) == q1``; q0, q1 (nq,)."""
 
+    def lock_joints(self, joints: list[str], q_ref: _ArrayLike) -> Model:
+        """This model with the joints ``joints`` (names) locked at their coordinates in
+        ``q_ref`` (nq,), Pinocchio's ``buildReducedModel``: a locked joint's body is merged
+        into its nearest unlocked ancestor; the other joints keep their names, limits and
+        order. Raises UnknownNameError, InputError (``q_ref``) or ModelError (every joint
+        locked, a name repeated)."""
     def frame_index(self, name: str) -> int:
         """Index of the frame called ``name``. Raises UnknownNameError."""
 

@@ -313,6 +313,19 @@ impl PyModel {
         crate::single_dof::to_single_dof(py, self)
     }
 
+    /// This model with the joints `joints` (names) locked at their coordinates in `q_ref`
+    /// (nq,): Pinocchio's `buildReducedModel`. A locked joint's body is merged into its nearest
+    /// unlocked ancestor (its inertia added there, its frames moved there; a locked joint's
+    /// frame becomes a fixed-joint frame); the other joints keep their names, limits and
+    /// order. Raises UnknownNameError for an unknown joint, InputError for a bad `q_ref`,
+    /// ModelError when every joint is locked or a name is repeated.
+    fn lock_joints(&self, joints: Vec<String>, q_ref: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let m = &*self.inner;
+        let q = convert::read(q_ref, "q_ref", &[m.nq], Some("(nq,)"))?;
+        let locked = joints.iter().map(|name| m.joint_index(name)).collect::<Result<Vec<usize>, _>>().map_err(crate::errors::py_err)?;
+        rbd::lock_joints(m, &locked, &q).map(Self::new).map_err(crate::errors::py_err)
+    }
+
     /// Index of the frame called `name` (raises UnknownNameError).
     fn frame_index(&self, name: &str) -> PyResult<usize> {
         self.inner.frame_index(name).map_err(crate::errors::py_err)
