@@ -67,7 +67,7 @@ pub fn lock_joints(model: &Model, locked: &[usize], q_ref: &[f64]) -> Result<Mod
             }
             anchor.push((owner, x));
         } else {
-            let id = builder.add_body(owner, &model.joint_names[i], joint.clone(), placement, model.inertias[i])?;
+            let id = builder.add_body(owner, &model.joint_names[i], *joint, placement, model.inertias[i])?;
             builder.set_limits(id, joint_limits(model, i))?;
             anchor.push((Some(id), Se3::identity()));
         }
