@@ -14,6 +14,7 @@ pub mod error;
 pub mod joint;
 pub mod model;
 pub mod single_dof;
+pub mod state;
 pub mod urdf;
 mod workspace;
 
