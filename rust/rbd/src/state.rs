@@ -154,7 +154,7 @@ impl<'a> StateReader<'a> {
     /// version, truncated or corrupted.
     pub fn new(data: &'a [u8], kind: &'static str, newest: u16) -> Result<Self> {
         if data.len() < MAGIC.len() || &data[..MAGIC.len()] != MAGIC {
-            return Err(RbdError::State(format!("not a vidyn state: a {kind} state starts with the bytes {MAGIC:?} (got {} bytes that do not)", data.len())));
+            return Err(RbdError::State(format!("not a vidyn state: a {kind} state starts with b\"vidyn\\x00\" (got {} bytes that do not)", data.len())));
         }
         let header = MAGIC.len() + 1;
         let name_len = usize::from(*data.get(MAGIC.len()).unwrap_or(&0));
@@ -416,7 +416,9 @@ impl Model {
         }
         let (nq, nv) = (joints.iter().map(Joint::nq).sum::<usize>(), joints.iter().map(Joint::nv).sum::<usize>());
         let mut limits = Vec::with_capacity(6);
-        for (what, len) in [("lower position limits", nq), ("upper position limits", nq), ("velocity limits", nv), ("effort limits", nv), ("damping", nv), ("friction", nv)] {
+        for (what, len) in
+            [("lower position limits", nq), ("upper position limits", nq), ("velocity limits", nv), ("effort limits", nv), ("damping", nv), ("friction", nv)]
+        {
             let v = r.f64s(what)?;
             if v.len() != len {
                 return Err(r.malformed(format!("{what} have {} entries, expected {len}", v.len())));
@@ -500,7 +502,8 @@ mod tests {
         let single = tree.to_single_dof().expect("expands").0;
         assert!(!single.gimbals.is_empty());
         let mut b = ModelBuilder::new("framed");
-        let body = b.add_body(None, "j0", Joint::FreeFlyer, Se3::identity(), Inertia::new(2.0, Vector3::new(0.1, 0.0, 0.0), Matrix3::identity())).expect("adds");
+        let body =
+            b.add_body(None, "j0", Joint::FreeFlyer, Se3::identity(), Inertia::new(2.0, Vector3::new(0.1, 0.0, 0.0), Matrix3::identity())).expect("adds");
         b.add_frame("tool", Some(body), Se3::new(Matrix3::identity(), Vector3::new(0.0, 0.0, 0.3)), FrameKind::Operational).expect("adds");
         b.add_frame("anchor", None, Se3::identity(), FrameKind::Operational).expect("adds");
         vec![pendulum_chain(5, true), pendulum_chain(3, false), tree, single, b.build().expect("builds")]
