@@ -28,6 +28,7 @@ PUBLIC = [
     "Perpendicular",
     "PointOnPlane",
     "SingleDofMap",
+    "StateError",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -71,6 +72,7 @@ PUBLIC = [
     "rnea_second_order",
     "rnea_second_order_contracted",
     "set_num_threads",
+    "trajectory_io",
     "viz",
 ]
 

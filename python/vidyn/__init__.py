@@ -21,7 +21,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, mjcf, models, optim, viz
+from vidyn import batch, mjcf, models, optim, trajectory_io, viz
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -37,6 +37,7 @@ from vidyn._core import (
     Perpendicular,
     PointOnPlane,
     SingleDofMap,
+    StateError,
     UnknownNameError,
     UrdfError,
     Trajectory,
@@ -90,6 +91,7 @@ __all__ = [
     "Perpendicular",
     "PointOnPlane",
     "SingleDofMap",
+    "StateError",
     "UnknownNameError",
     "UrdfError",
     "Trajectory",
@@ -133,5 +135,6 @@ __all__ = [
     "rnea_second_order",
     "rnea_second_order_contracted",
     "set_num_threads",
+    "trajectory_io",
     "viz",
 ]

@@ -14,6 +14,7 @@ mod maximal;
 mod model;
 mod optim;
 mod single_dof;
+mod states;
 mod vi;
 
 use pyo3::prelude::*;
