@@ -36,21 +36,20 @@ def main() -> None:
         client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
     print(client)
 
-    # What the workers build: a recipe, since Models are not picklable.
-    recipe = vdd.IntegratorRecipe.of(vdd.ModelRecipe.builder("pendulum_chain", args.links), dt=0.01)
-    vi = recipe.build()  # the same integrator, locally
+    # The integrator travels to the workers pickled (its model and arguments).
+    vi = vidyn.VariationalIntegrator(vidyn.models.pendulum_chain(args.links), dt=0.01)
     n, b, steps = vi.n, args.trajectories, args.steps
     rng = np.random.default_rng(0)
     q0 = rng.uniform(-0.5, 0.5, (b, n))
     v0 = rng.uniform(-0.5, 0.5, (b, n))
     u = rng.uniform(-1.0, 1.0, (b, steps, n))
 
-    vdd.rollout(client, recipe, q0[:2], v0[:2], u[:2, :2], worker_threads=1)  # warm up the workers (import, build)
+    vdd.rollout(client, vi, q0[:2], v0[:2], u[:2, :2], worker_threads=1)  # warm up the workers (import)
     t = time.perf_counter()
-    roll = vdd.rollout(client, recipe, q0, v0, u, worker_threads=1)
+    roll = vdd.rollout(client, vi, q0, v0, u, worker_threads=1)
     t_roll = time.perf_counter() - t
     t = time.perf_counter()
-    a, bm = vdd.linearize(client, recipe, roll, worker_threads=1)
+    a, bm = vdd.linearize(client, vi, roll, worker_threads=1)
     t_lin = time.perf_counter() - t
     print(f"cluster: rollout {b}x{steps} steps of a {n}-link chain in {t_roll:.3f} s, linearisation in {t_lin:.3f} s")
     print(f"         q {roll.q.shape}, A {a.shape}, B {bm.shape}")

@@ -28,6 +28,7 @@ PUBLIC = [
     "Perpendicular",
     "PointOnPlane",
     "SingleDofMap",
+    "StateError",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -72,6 +73,7 @@ PUBLIC = [
     "rnea_second_order_contracted",
     "set_num_threads",
     "spatial",
+    "trajectory_io",
     "viz",
 ]
 

@@ -65,6 +65,7 @@ CORE_VARIANTS = {
     "Urdf": (vidyn.UrdfError, "URDF error: sample"),
     "NotPositiveDefinite": (vidyn.ModelError, "joint 'j1' is not positive definite"),
     "Singular": (vidyn.InputError, "joint 'ball': gimbal lock"),
+    "State": (vidyn.StateError, "sample"),
 }
 
 

@@ -23,7 +23,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, mjcf, models, optim, spatial, viz
+from vidyn import batch, mjcf, models, optim, spatial, trajectory_io, viz
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -39,6 +39,7 @@ from vidyn._core import (
     Perpendicular,
     PointOnPlane,
     SingleDofMap,
+    StateError,
     UnknownNameError,
     UrdfError,
     Trajectory,
@@ -92,6 +93,7 @@ __all__ = [
     "Perpendicular",
     "PointOnPlane",
     "SingleDofMap",
+    "StateError",
     "UnknownNameError",
     "UrdfError",
     "Trajectory",
@@ -136,5 +138,6 @@ __all__ = [
     "rnea_second_order_contracted",
     "set_num_threads",
     "spatial",
+    "trajectory_io",
     "viz",
 ]

@@ -7,7 +7,7 @@ accepts; results are new float64 arrays.
 """
 
 import os
-from typing import Callable, Final, Literal, NoReturn, final, overload
+from typing import Callable, ClassVar, Final, Literal, NoReturn, final, overload
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,6 +27,7 @@ __all__ = [
     "ModelWarning",
     "PointOnPlane",
     "SingleDofMap",
+    "StateError",
     "Trajectory",
     "UnknownNameError",
     "UrdfError",
@@ -96,6 +97,11 @@ class InputError(VidynError, ValueError):
 
 class UnknownNameError(VidynError, KeyError):
     """The model has no frame or joint of that name. Also a KeyError."""
+
+class StateError(VidynError, ValueError):
+    """A saved state that cannot be read: bytes given to ``from_bytes``, a pickle or an ``.npz``
+    trajectory that is truncated, corrupted, of another kind of object, of a newer format
+    version, or saved from another model than the one given. Also a ValueError."""
 
 class ConvergenceError(VidynError):
     """An iterative solver or implicit integrator did not converge."""
@@ -242,6 +248,22 @@ class Model:
         of returning a wrong motion. Raises ModelError for rotational or anisotropic translational
         damping / friction of a composite joint (no per-coordinate equivalent)."""
 
+    def content_hash(self) -> str:
+        """A stable content hash of the model's defining data: the hexadecimal SHA-256 digest
+        of ``to_bytes()``, the same in every process and on every machine, equal for equal
+        models (unlike ``hash()``, which is an ``int`` for dicts and sets)."""
+    def to_bytes(self) -> bytes:
+        """The object as bytes: a versioned, checksummed state of what defines it (what pickling
+        sends; format in the README). ``Model.from_bytes`` rebuilds an equal object."""
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> Model:
+        """The object of bytes made by ``to_bytes``; raises StateError for anything else
+        (truncated, corrupted, another kind of object, a newer format version)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when what defines them is equal bit for bit."""
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Callable[[bytes], Model], tuple[bytes]]: ...
+
 @final
 class ModelBuilder:
     """Builds a Model body by body; ``build()`` consumes it (later calls raise VidynError)."""
@@ -353,6 +375,31 @@ class Trajectory:
     def steps(self) -> int:
         """Number of steps N."""
     def __len__(self) -> int: ...
+    @property
+    def integrator(self) -> VariationalIntegrator:
+        """The integrator that made the trajectory."""
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Saves the trajectory to the ``.npz`` file ``path`` (:mod:`vidyn.trajectory_io`): its
+        arrays, its integrator, and metadata (model name and content hash, dt, scheme, s, vidyn
+        version)."""
+    @staticmethod
+    def load(path: str | os.PathLike[str], integrator: VariationalIntegrator | Model | None = None) -> Trajectory:
+        """The trajectory saved in ``path`` by ``save``. With ``integrator`` (a
+        VariationalIntegrator or a Model) checks that the file was saved from it (the model by
+        content hash, an integrator by equality) and raises StateError naming what differs."""
+    @staticmethod
+    def _from_arrays(integrator: VariationalIntegrator, q: _ArrayLike, p: _ArrayLike, u: _ArrayLike, iterations: Sequence[int]) -> Trajectory: ...
+    def to_bytes(self) -> bytes:
+        """The object as bytes: a versioned, checksummed state of what defines it (what pickling
+        sends; format in the README). ``Trajectory.from_bytes`` rebuilds an equal object."""
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> Trajectory:
+        """The object of bytes made by ``to_bytes``; raises StateError for anything else
+        (truncated, corrupted, another kind of object, a newer format version)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when what defines them is equal bit for bit."""
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Callable[[bytes], Trajectory], tuple[bytes]]: ...
 
 @final
 class PointOnPlane:
@@ -474,6 +521,21 @@ class MaximalIntegrator:
         last interval ``(q_k - q_{k-1}) / dt``, ``u`` (n,) -> ``(q_next, v_next, A (2n, 2n),
         B (2n, n))``."""
 
+    @property
+    def model(self) -> Model:
+        """The model as given (shared, not copied)."""
+    def to_bytes(self) -> bytes:
+        """The object as bytes: a versioned, checksummed state of what defines it (what pickling
+        sends; format in the README). ``MaximalIntegrator.from_bytes`` rebuilds an equal object."""
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> MaximalIntegrator:
+        """The object of bytes made by ``to_bytes``; raises StateError for anything else
+        (truncated, corrupted, another kind of object, a newer format version)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when what defines them is equal bit for bit."""
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __reduce__(self) -> tuple[Callable[[bytes], MaximalIntegrator], tuple[bytes]]: ...
+
 @final
 class MaximalTrajectory:
     """Knots ``k = 0..N`` of a maximal-coordinate rollout; velocities are those of the interval
@@ -506,6 +568,44 @@ class MaximalTrajectory:
     @property
     def steps(self) -> int: ...
     def __len__(self) -> int: ...
+    @property
+    def u(self) -> _Array:
+        """Generalised forces of every step, (N, model.nv); (N, 0) when simulated without."""
+    @property
+    def integrator(self) -> MaximalIntegrator:
+        """The integrator that made the trajectory (rebuilt from what defines it)."""
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Saves the trajectory to the ``.npz`` file ``path`` (:mod:`vidyn.trajectory_io`): its
+        arrays, its integrator, and metadata (model name and content hash, dt, vidyn version)."""
+    @staticmethod
+    def load(path: str | os.PathLike[str], integrator: MaximalIntegrator | Model | None = None) -> MaximalTrajectory:
+        """The trajectory saved in ``path`` by ``save``. With ``integrator`` (a
+        MaximalIntegrator or a Model) checks that the file was saved from it and raises
+        StateError naming what differs."""
+    @staticmethod
+    def _from_arrays(
+        integrator: MaximalIntegrator,
+        q: _ArrayLike,
+        u: _ArrayLike,
+        positions: _ArrayLike,
+        quaternions: _ArrayLike,
+        linear_velocities: _ArrayLike,
+        angular_velocities: _ArrayLike,
+        energy: _ArrayLike,
+        constraint_violation: _ArrayLike,
+        iterations: Sequence[int],
+    ) -> MaximalTrajectory: ...
+    def to_bytes(self) -> bytes:
+        """The object as bytes: a versioned, checksummed state of what defines it (what pickling
+        sends; format in the README). ``MaximalTrajectory.from_bytes`` rebuilds an equal object."""
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> MaximalTrajectory:
+        """The object of bytes made by ``to_bytes``; raises StateError for anything else
+        (truncated, corrupted, another kind of object, a newer format version)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when what defines them is equal bit for bit."""
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Callable[[bytes], MaximalTrajectory], tuple[bytes]]: ...
 
 @final
 class VariationalIntegrator:
@@ -704,6 +804,18 @@ class VariationalIntegrator:
     def velocity_jacobian(self, q: _ArrayLike, p: _ArrayLike) -> tuple[_Array, _Array]:
         """``(q, p) -> (v, J)``: the velocity ``v = M(q)⁻¹ p`` (n,) and the Jacobian
         ``J = d(q, v)/d(q, p) = [[1, 0], [-M⁻¹ d(M v)/dq, M⁻¹]]`` (2n, 2n)."""
+
+    def to_bytes(self) -> bytes:
+        """The object as bytes: a versioned, checksummed state of what defines it (what pickling
+        sends; format in the README). ``VariationalIntegrator.from_bytes`` rebuilds an equal object."""
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> VariationalIntegrator:
+        """The object of bytes made by ``to_bytes``; raises StateError for anything else
+        (truncated, corrupted, another kind of object, a newer format version)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when what defines them is equal bit for bit."""
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Callable[[bytes], VariationalIntegrator], tuple[bytes]]: ...
 
 # ----------------------------------------------------------------------------------------
 # Algorithms

@@ -7,7 +7,7 @@ not import it: pass any ``distributed.Client``::
     import vidyn.distributed as vdd
 
     client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
-    vi = vdd.IntegratorRecipe(vdd.ModelRecipe.builder("pendulum_chain", 12), dt=0.01)
+    vi = vidyn.VariationalIntegrator(vidyn.models.pendulum_chain(12), dt=0.01)
     roll = vdd.rollout(client, vi, q0, v0, u)              # B trajectories over the cluster
     A, B = vdd.linearize(client, vi, roll)
 
@@ -20,13 +20,15 @@ How it works
     ``vidyn.batch`` result. Per-row errors keep their global row index; ``errors`` works as
     in :mod:`vidyn.batch`.
 
-Why recipes
-    vidyn's ``Model`` and ``VariationalIntegrator`` wrap Rust data and are not picklable.
-    What travels to the workers is a small recipe -- a URDF document or the name and
-    arguments of a builder in :mod:`vidyn.models`, plus the integrator's parameters -- and
-    each worker process builds the object once and caches it. A model made with
-    ``ModelBuilder`` has no recipe: rebuild it on the workers with a builder function of your
-    own, wrapped with :meth:`ModelRecipe.callable`.
+What travels
+    The ``Model`` or ``VariationalIntegrator`` itself: they pickle (their defining data,
+    versioned and checksummed), so any model -- from a URDF, an MJCF file, a builder or
+    ``ModelBuilder`` -- and any integrator, with constraints, schedules, kinematic joints and
+    body wrenches, reaches the workers as it is.
+
+    The recipes of earlier versions (:class:`ModelRecipe`, :class:`IntegratorRecipe`) still
+    work but are deprecated: making one warns with a ``DeprecationWarning``; pass the object
+    instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, NamedTuple, Union, cast
 
@@ -49,9 +52,14 @@ __all__ = ["IntegratorRecipe", "ModelRecipe", "map_batch", "rollout", "linearize
 Array = npt.NDArray[np.float64]
 
 
+def _deprecated(name: str, replacement: str) -> None:
+    warnings.warn(f"vidyn.distributed.{name} is deprecated: {replacement} pickles, pass it to map_batch, rollout and linearize instead", DeprecationWarning, stacklevel=4)
+
+
 @dataclass(frozen=True)
 class ModelRecipe:
-    """How to build a :class:`vidyn.Model` on a worker (hashable, picklable).
+    """How to build a :class:`vidyn.Model` on a worker (hashable, picklable). Deprecated: a
+    ``Model`` pickles, pass it instead.
 
     Make one with :meth:`from_urdf`, :meth:`from_urdf_string`, :meth:`builder` or
     :meth:`callable`; :meth:`build` builds the model (cached per process).
@@ -63,6 +71,9 @@ class ModelRecipe:
     args: tuple[Any, ...] = ()
     kwargs: tuple[tuple[str, Any], ...] = ()
     floating_base: bool = False
+
+    def __post_init__(self) -> None:
+        _deprecated("ModelRecipe", "the vidyn.Model itself")
 
     @classmethod
     def from_urdf(cls, path: str | os.PathLike[str], floating_base: bool = False) -> ModelRecipe:
@@ -122,7 +133,8 @@ class IntegratorRecipe:
     """How to build a :class:`vidyn.VariationalIntegrator` on a worker: the model's recipe and
     the constructor's arguments (arrays are stored as tuples, so recipes stay hashable).
     ``body_wrenches`` is stored flattened ((nbodies·6,)); holonomic ``constraints`` cannot be
-    given to a recipe (build the integrator yourself on the workers)."""
+    given to a recipe. Deprecated: a ``VariationalIntegrator`` (constraints included) pickles,
+    pass it instead."""
 
     model: ModelRecipe
     dt: float
@@ -135,6 +147,9 @@ class IntegratorRecipe:
     max_iterations: int = 30
     kinematic: tuple[str, ...] | None = None
     body_wrenches: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _deprecated("IntegratorRecipe", "the vidyn.VariationalIntegrator itself")
 
     @classmethod
     def of(
@@ -180,6 +195,8 @@ def _build_integrator(r: IntegratorRecipe) -> VariationalIntegrator:
 
 
 Recipe = Union[ModelRecipe, IntegratorRecipe]
+#: What ``map_batch`` runs on: the model or integrator itself, or a (deprecated) recipe.
+System = Union[Model, VariationalIntegrator, ModelRecipe, IntegratorRecipe]
 
 
 class _Shard(NamedTuple):
@@ -188,11 +205,12 @@ class _Shard(NamedTuple):
     errors: dict[int, BaseException]
 
 
-def _run_shard(function: str, recipe: Recipe, args: tuple[Any, ...], kwargs: dict[str, Any], worker_threads: int | None) -> _Shard:
-    """One task: build the system (cached), run ``vidyn.batch.<function>`` on the shard."""
+def _run_shard(function: str, system: System, args: tuple[Any, ...], kwargs: dict[str, Any], worker_threads: int | None) -> _Shard:
+    """One task: run ``vidyn.batch.<function>`` on the shard (a recipe is built first, cached)."""
     if worker_threads is not None and vidyn.get_num_threads() != worker_threads:
         vidyn.set_num_threads(worker_threads)
-    system = recipe.build()
+    if isinstance(system, (ModelRecipe, IntegratorRecipe)):
+        system = system.build()
     result, status = getattr(_batch, function)(system, *args, errors="return", **kwargs)
     if isinstance(result, _batch.Rollout):
         result = tuple(result)  # a plain tuple travels without importing vidyn.batch types
@@ -232,7 +250,7 @@ def _default_shards(client: Any) -> int:
 def map_batch(
     client: Any,
     function: str,
-    recipe: Recipe,
+    system: System,
     *args: Any,
     shards: int | None = None,
     worker_threads: int | None = None,
@@ -241,8 +259,9 @@ def map_batch(
 ) -> Any:
     """Runs ``vidyn.batch.<function>(system, *args, **kwargs)`` over the cluster of ``client``.
 
-    ``recipe`` builds the system on the workers (a :class:`ModelRecipe` for the dynamics
-    functions, an :class:`IntegratorRecipe` for ``rollout`` and ``linearize``). Every NumPy
+    ``system`` is what the function takes first: a :class:`vidyn.Model` for the dynamics
+    functions, a :class:`vidyn.VariationalIntegrator` for ``rollout`` and ``linearize``
+    (pickled to the workers; a deprecated recipe is built there). Every NumPy
     array among ``args``/``kwargs`` whose first dimension is the batch size ``B`` (that of
     the first array argument) is cut along axis 0 into ``shards`` contiguous pieces (default:
     the cluster's worker threads; at most ``B``); other arguments go to every task as they
@@ -269,7 +288,7 @@ def map_batch(
         client.submit(
             _run_shard,
             function,
-            recipe,
+            system,
             tuple(cut(a, lo, hi) for a in args),
             {k: cut(v, lo, hi) for k, v in kwargs.items()},
             worker_threads,
@@ -292,7 +311,7 @@ def map_batch(
 
 def rollout(
     client: Any,
-    recipe: IntegratorRecipe,
+    system: VariationalIntegrator | IntegratorRecipe,
     q0: npt.ArrayLike,
     v0: npt.ArrayLike | None = None,
     u: npt.ArrayLike | None = None,
@@ -304,12 +323,12 @@ def rollout(
     errors: Literal["raise", "return"] = "raise",
 ) -> Any:
     """:func:`vidyn.batch.rollout` with the trajectories spread over the cluster."""
-    return map_batch(client, "rollout", recipe, np.asarray(q0, dtype=np.float64), v0=v0, u=u, p0=p0, steps=steps, shards=shards, worker_threads=worker_threads, errors=errors)
+    return map_batch(client, "rollout", system, np.asarray(q0, dtype=np.float64), v0=v0, u=u, p0=p0, steps=steps, shards=shards, worker_threads=worker_threads, errors=errors)
 
 
 def linearize(
     client: Any,
-    recipe: IntegratorRecipe,
+    system: VariationalIntegrator | IntegratorRecipe,
     q: _batch.Rollout | npt.ArrayLike,
     p: npt.ArrayLike | None = None,
     u: npt.ArrayLike | None = None,
@@ -325,5 +344,5 @@ def linearize(
         q, p, u = roll.q, roll.p, roll.u
     elif p is None or u is None:
         raise InputError("linearize takes a Rollout, or q (B, N+1, model.nq), p (B, N+1, n) and u (B, N, n)")
-    return map_batch(client, "linearize", recipe, np.asarray(q, dtype=np.float64), p, u, shards=shards, worker_threads=worker_threads, errors=errors)
+    return map_batch(client, "linearize", system, np.asarray(q, dtype=np.float64), p, u, shards=shards, worker_threads=worker_threads, errors=errors)
 

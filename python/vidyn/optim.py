@@ -66,7 +66,8 @@ kinematic joints, nor on ``(q, v)``.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import struct
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal, NamedTuple, Protocol, Sequence
 
 import numpy as np
@@ -124,6 +125,45 @@ class ClosedLoopRollout(NamedTuple):
     u: _Array
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are equal, arrays and floats bit for bit (a NaN equals the same
+    NaN), dicts, lists and tuples entry by entry."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        x, y = np.asarray(a), np.asarray(b)
+        return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _fields_equal(a: Any, b: Any) -> bool:
+    """Whether two results of the same class have equal compared fields (:func:`_same`)."""
+    return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a) if f.compare)
+
+
+@dataclass(frozen=True, eq=False)
+class _Resimulate:
+    """``vi.rollout(q0, p0=p0, u=U)``: a result's re-simulation, kept as data (the integrator
+    and the start) so that results pickle and rebuild their trajectory after unpickling."""
+
+    vi: VariationalIntegrator
+    q0: _Array
+    p0: _Array
+    U: _Array
+
+    def __call__(self) -> Trajectory:
+        return self.vi.rollout(self.q0, p0=self.p0, u=self.U)
+
+
+def _no_trajectory() -> None:
+    """The re-simulation of a result without dynamics (:func:`ilqr_linear`)."""
+    return None
+
+
 @dataclass(frozen=True)
 class IlqrResult:
     """Outcome of :func:`ilqr`.
@@ -145,7 +185,10 @@ class IlqrResult:
     rollout: its cost, the derivatives left and, alongside them, the next backward pass),
     ``backward`` (the first backward pass and those after a failed line search or a
     raised regularisation).
-    From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty."""
+    From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty.
+    Results pickle (``resimulate`` keeps the integrator and the start, so ``trajectory`` is
+    rebuilt after unpickling, equal to the original) and compare equal field by field, arrays
+    bit for bit (``resimulate`` and ``trajectory`` are not compared)."""
 
     q: _Array
     p: _Array
@@ -169,6 +212,9 @@ class IlqrResult:
     def trajectory(self) -> Trajectory | None:
         """The final controls re-simulated open loop (None from :func:`ilqr_linear`)."""
         return self.resimulate()
+
+    def __eq__(self, other: object) -> bool:
+        return _fields_equal(self, other)
 
 
 class StageCost(Protocol):
@@ -680,7 +726,7 @@ def ilqr(
     d: dict[str, Any] = _core._optim_ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
-    return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
+    return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
 
 
 def fddp(
@@ -737,7 +783,7 @@ def fddp(
     d: dict[str, Any] = _core._optim_ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess)
     )
-    return _result(d, lambda: problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"]))
+    return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
 
 
 @dataclass(frozen=True)
@@ -748,7 +794,8 @@ class ProjectionResult:
     ``cost_history`` (``[0]``: the first iterate), ``log`` (per iteration: ``cost``, ``slope`` =
     ``Dh∘δξ``, ``step`` λ, Armijo ``trials``, ``time``, and ``model``, the descent model used),
     ``status`` (``"converged"``: ``|Dh∘δξ| < tolerance``, ``"max_iterations"`` or
-    ``"line_search_failed"``). ``trajectory`` re-simulates ``U`` with ``vi.rollout``."""
+    ``"line_search_failed"``). ``trajectory`` re-simulates ``U`` with ``vi.rollout``.
+    Results pickle and compare equal field by field, arrays bit for bit."""
 
     trajectory: Trajectory
     q: _Array
@@ -765,6 +812,9 @@ class ProjectionResult:
     message: str
     wall_time: float
     log: dict[str, Any]
+
+    def __eq__(self, other: object) -> bool:
+        return _fields_equal(self, other)
 
 
 def projection(
@@ -936,4 +986,4 @@ def ilqr_linear(
         mu_init,
         method,
     )
-    return _result(d, lambda: None)
+    return _result(d, _no_trajectory)

@@ -57,6 +57,11 @@ pub struct GraphSolver {
     /// `(i, j) → block index` for every structurally nonzero off-diagonal block of the
     /// original pattern and the fill.
     index: HashMap<(usize, usize), usize>,
+    /// The entries of `index` as `(i, j, block)`, sorted: the order in which
+    /// [`Self::mul_vec`] sums them, the same for every solver of the same pattern (a
+    /// `HashMap`'s iteration order differs from one map to the next, and so would the
+    /// rounding of the sums).
+    off_diagonal: Vec<(usize, usize, usize)>,
     steps: Vec<Step>,
     dinv: Vec<Matrix6<f64>>,
     fill: usize,
@@ -119,7 +124,9 @@ impl GraphSolver {
             adj[k].clear();
             steps.push(step);
         }
-        Ok(Self { dims: dims.to_vec(), blocks: vec![Matrix6::zeros(); nblocks], index, steps, dinv: vec![Matrix6::zeros(); n], fill })
+        let mut off_diagonal: Vec<(usize, usize, usize)> = index.iter().map(|(&(i, j), &b)| (i, j, b)).collect();
+        off_diagonal.sort_unstable();
+        Ok(Self { dims: dims.to_vec(), blocks: vec![Matrix6::zeros(); nblocks], index, off_diagonal, steps, dinv: vec![Matrix6::zeros(); n], fill })
     }
 
     /// Number of nodes.
@@ -235,7 +242,7 @@ impl GraphSolver {
         for k in 0..self.len() {
             y[k] = self.blocks[k] * x[k];
         }
-        for (&(i, j), &b) in &self.index {
+        for &(i, j, b) in &self.off_diagonal {
             y[i] += self.blocks[b] * x[j];
         }
         for (k, yk) in y.iter_mut().enumerate() {

@@ -581,6 +581,30 @@ fn trajectory_linearisation_matches_step_linearisation() {
 }
 
 #[test]
+fn integrators_of_the_same_mechanism_linearise_bit_for_bit_alike() {
+    // Each integrator has its own graph solver, whose block lookup is a hash map with its own
+    // random iteration order: no sum may follow that order (an unpickled integrator must
+    // compute what the original did). A limit makes the linearisation refine its solves
+    // against the unfactorised matrix (`GraphSolver::mul_vec`).
+    let (mut mech, q0) = four_bar();
+    mech.add_joint_limit(0, -2.0, 2.0).unwrap();
+    let mech = Arc::new(mech);
+    let u: Vec<f64> = (0..10 * 3).map(|k| 0.2 * (k as f64).cos()).collect();
+    let rows = |vi: &MaximalIntegrator| {
+        let traj = rollout_minimal(vi, &Control::new(), &q0, &[0.1, -0.2, 0.0], &u, 10).unwrap();
+        let (mut a, mut b) = (vec![0.0; 10 * 36 * 36], vec![0.0; 10 * 36 * 3]);
+        linearize_trajectory(vi, &Control::new(), &traj, LinearizationOut { a: &mut a, b: &mut b }).unwrap();
+        (traj.q, a, b)
+    };
+    let first = rows(&MaximalIntegrator::new(Arc::clone(&mech), 0.01).unwrap());
+    for _ in 0..4 {
+        let other = rows(&MaximalIntegrator::new(Arc::new((*mech).clone()), 0.01).unwrap());
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&other.0) == bits(&first.0) && bits(&other.1) == bits(&first.1) && bits(&other.2) == bits(&first.2));
+    }
+}
+
+#[test]
 fn minimal_coordinate_linearisation_matches_central_differences() {
     // a 3-D chain and a tree with a prismatic joint between two bodies
     let mut trees = vec![Arc::new(cylinder_chain(3, false))];

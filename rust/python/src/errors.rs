@@ -8,6 +8,7 @@
 //!     ├── InputError (ValueError) wrong shape, NaN/inf, non-unit quaternion, bad index,
 //!     │                           singular coordinate change (gimbal lock)
 //!     ├── UnknownNameError (KeyError)   unknown frame or joint name
+//!     ├── StateError (ValueError) a pickle, saved state or file that cannot be read
 //!     └── ConvergenceError        reserved for iterative solvers and integrators
 //! ```
 //!
@@ -93,6 +94,14 @@ pub static UNKNOWN_NAME_ERROR: ExceptionClass =
         Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyKeyError>()])
     });
 
+pub static STATE_ERROR: ExceptionClass = ExceptionClass::new(
+    "StateError",
+    "A saved state that cannot be read: bytes given to ``from_bytes``, a pickle or an ``.npz`` \
+     trajectory that is truncated, corrupted, of another kind of object, of a newer format \
+     version, or saved from another model than the one given. Also a ValueError.",
+    |py| Ok(vec![VIDYN_ERROR.get(py)?, py.get_type::<PyValueError>()]),
+);
+
 pub static CONVERGENCE_ERROR: ExceptionClass =
     ExceptionClass::new("ConvergenceError", "An iterative solver or implicit integrator did not converge.", |py| Ok(vec![VIDYN_ERROR.get(py)?]));
 
@@ -116,7 +125,8 @@ pub fn warn_model(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 }
 
 /// Every class, in the order they are added to the module.
-pub static ALL: [&ExceptionClass; 7] = [&VIDYN_ERROR, &MODEL_ERROR, &URDF_ERROR, &INPUT_ERROR, &UNKNOWN_NAME_ERROR, &CONVERGENCE_ERROR, &MODEL_WARNING];
+pub static ALL: [&ExceptionClass; 8] =
+    [&VIDYN_ERROR, &MODEL_ERROR, &URDF_ERROR, &INPUT_ERROR, &UNKNOWN_NAME_ERROR, &STATE_ERROR, &CONVERGENCE_ERROR, &MODEL_WARNING];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for class in ALL {
@@ -193,6 +203,7 @@ impl From<VidynErr> for PyErr {
                 RbdError::UnknownName { .. } => UNKNOWN_NAME_ERROR.err(e.to_string()),
                 RbdError::InvalidModel(_) | RbdError::NotPositiveDefinite { .. } => MODEL_ERROR.err(e.to_string()),
                 RbdError::Urdf(_) => URDF_ERROR.err(e.to_string()),
+                RbdError::State(_) => STATE_ERROR.err(e.to_string()),
                 _ => VIDYN_ERROR.err(e.to_string()),
             },
             VidynErr::Vi(e) => match e {
@@ -250,6 +261,7 @@ pub fn raise_core_error(variant: &str) -> PyResult<()> {
         "Urdf" => RbdError::Urdf("sample".into()),
         "NotPositiveDefinite" => RbdError::NotPositiveDefinite { joint: "j1".into() },
         "Singular" => RbdError::Singular { joint: "ball".into(), detail: "gimbal lock".into() },
+        "State" => RbdError::State("sample".into()),
         other => return Err(INPUT_ERROR.err(format!("unknown RbdError variant '{other}'"))),
     };
     Err(py_err(e))

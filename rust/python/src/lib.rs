@@ -15,6 +15,7 @@ mod model;
 mod optim;
 mod single_dof;
 mod spatial;
+mod states;
 mod vi;
 
 use pyo3::prelude::*;

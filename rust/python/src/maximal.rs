@@ -2,15 +2,18 @@
 //! `vidyn_maximal`. Every computation runs detached from the interpreter.
 
 use crate::convert;
-use crate::errors::{py_err, INPUT_ERROR, UNKNOWN_NAME_ERROR};
+use crate::errors::{py_err, INPUT_ERROR, STATE_ERROR, UNKNOWN_NAME_ERROR};
 use crate::model::PyModel;
 use crate::{detached, interruptible};
 use nalgebra::Vector3;
 use numpy::ndarray::Array3;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayDyn};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::sync::{Arc, RwLock};
 use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
+use vidyn_rbd::Model;
 use vidyn_spatial::Se3;
 
 /// `(q_next, v_next, A, B)` of a minimal-coordinate step.
@@ -23,18 +26,111 @@ type Pair<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
 /// joints and loop closures as constraints, graph-based sparse solver).
 #[pyclass(frozen, module = "vidyn", name = "MaximalIntegrator")]
 pub struct PyMaximalIntegrator {
-    /// Replaced (not mutated) by `add_loop_closure`; calls clone the `Arc` and release the lock.
-    inner: RwLock<Arc<MaximalIntegrator>>,
-    tolerance: f64,
-    max_iterations: usize,
+    /// The integrator and what it was built from, replaced together (not mutated) by
+    /// `add_loop_closure`, `add_contact` and `add_joint_limit`; calls clone the `Arc`s and
+    /// release the lock.
+    inner: RwLock<(Arc<MaximalIntegrator>, Arc<MaximalSpec>)>,
+}
+
+/// The arguments of a `MaximalIntegrator` and what was added to it since, in order: what
+/// defines it, so that it can be rebuilt (unpickled) identically.
+#[derive(Clone, Debug)]
+pub(crate) struct MaximalSpec {
+    pub model: Arc<Model>,
+    pub dt: f64,
+    pub damping: Option<Vec<f64>>,
+    pub stiffness: Option<Vec<f64>>,
+    pub rest: Option<Vec<f64>>,
+    pub tolerance: f64,
+    pub max_iterations: usize,
+    pub additions: Vec<Addition>,
+}
+
+/// One call of `add_loop_closure`, `add_contact` or `add_joint_limit`, its arguments resolved.
+#[derive(Clone, Debug)]
+pub(crate) enum Addition {
+    LoopClosure { name: String, kind: JointKind, parent: Option<usize>, parent_frame: Se3, child: usize, child_frame: Se3 },
+    Contact { name: String, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64 },
+    JointLimit { joint: usize, lower: f64, upper: f64 },
+}
+
+impl Addition {
+    /// Adds this to `mech`; returns the index of the new joint, contact or limit.
+    fn apply(&self, mech: &mut Mechanism) -> Result<usize, MaximalError> {
+        match self {
+            Self::LoopClosure { name, kind, parent, parent_frame, child, child_frame } => {
+                mech.add_loop_closure(name, *kind, *parent, *parent_frame, *child, *child_frame)
+            }
+            Self::Contact { name, body, point, radius, normal, offset, friction } => {
+                mech.add_contact(name, *body, *point, *radius, *normal, *offset, *friction)
+            }
+            Self::JointLimit { joint, lower, upper } => mech.add_joint_limit(*joint, *lower, *upper),
+        }
+    }
+}
+
+impl MaximalSpec {
+    /// The integrator of `mech` with this spec's time step and Newton settings.
+    fn integrator(&self, mech: Mechanism) -> Result<MaximalIntegrator, MaximalError> {
+        MaximalIntegrator::new(Arc::new(mech), self.dt)?.with_newton(self.tolerance, self.max_iterations)
+    }
+
+    /// The integrator this spec describes: the model's mechanism, its joint forces, the
+    /// additions replayed in order.
+    pub fn build(&self) -> Result<MaximalIntegrator, MaximalError> {
+        let mut mech = Mechanism::from_model(Arc::clone(&self.model))?;
+        if let Some(d) = &self.damping {
+            mech.damping.clone_from(d);
+        }
+        if let Some(k) = &self.stiffness {
+            mech.stiffness.clone_from(k);
+        }
+        if let Some(r) = &self.rest {
+            mech.rest.clone_from(r);
+        }
+        for a in &self.additions {
+            a.apply(&mut mech)?;
+        }
+        self.integrator(mech)
+    }
 }
 
 impl PyMaximalIntegrator {
     fn current(&self) -> Arc<MaximalIntegrator> {
+        self.current_with_spec().0
+    }
+    fn current_with_spec(&self) -> (Arc<MaximalIntegrator>, Arc<MaximalSpec>) {
         match self.inner.read() {
             Ok(g) => g.clone(),
             Err(p) => p.into_inner().clone(),
         }
+    }
+    /// The integrator of `spec`.
+    pub(crate) fn from_spec(py: Python<'_>, spec: MaximalSpec) -> PyResult<Self> {
+        let inner = detached(py, || spec.build())?;
+        Ok(Self { inner: RwLock::new((Arc::new(inner), Arc::new(spec))) })
+    }
+    /// Adds `addition` to the mechanism, replacing the integrator; returns the new index.
+    fn add(&self, addition: Addition) -> PyResult<usize> {
+        let (vi, spec) = self.current_with_spec();
+        let mut mech = (**vi.mechanism()).clone();
+        let (index, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
+            let index = addition.apply(&mut mech)?;
+            Ok((index, spec.integrator(mech)?))
+        })()
+        .map_err(py_err)?;
+        let mut spec = (*spec).clone();
+        spec.additions.push(addition);
+        let new = (Arc::new(new), Arc::new(spec));
+        match self.inner.write() {
+            Ok(mut g) => *g = new,
+            Err(p) => *p.into_inner() = new,
+        }
+        Ok(index)
+    }
+    /// The state of the current integrator.
+    fn state(&self) -> Vec<u8> {
+        crate::states::maximal_state(&self.current_with_spec().1)
     }
 }
 
@@ -78,23 +174,14 @@ impl PyMaximalIntegrator {
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str| x.map(|x| convert::read(x, name, &[n], Some("(model.nv,)"))).transpose();
         let (damping, stiffness, rest) = (read(damping, "damping")?, read(stiffness, "stiffness")?, read(rest, "rest")?);
-        let build = || -> Result<MaximalIntegrator, MaximalError> {
-            let mut mech = Mechanism::from_model(m)?;
-            if let Some(d) = damping {
-                mech.damping = d;
-            }
-            if let Some(k) = stiffness {
-                mech.stiffness = k;
-            }
-            if let Some(r) = rest {
-                mech.rest = r;
-            }
-            MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tolerance, max_iterations)
-        };
-        let inner = build().map_err(py_err)?;
-        Ok(Self { inner: RwLock::new(Arc::new(inner)), tolerance, max_iterations })
+        Self::from_spec(model.py(), MaximalSpec { model: m, dt, damping, stiffness, rest, tolerance, max_iterations, additions: Vec::new() })
     }
 
+    /// The model as given (shared, not copied).
+    #[getter]
+    fn model(&self) -> PyModel {
+        PyModel::shared(Arc::clone(&self.current_with_spec().1.model))
+    }
     /// Time step.
     #[getter]
     fn dt(&self) -> f64 {
@@ -141,9 +228,9 @@ impl PyMaximalIntegrator {
         axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
         let vi = self.current();
-        let mut mech = (**vi.mechanism()).clone();
-        let pa = body_ref(&mech, parent, "parent", true)?;
-        let ch = body_ref(&mech, Some(child), "child", false)?.unwrap_or(0);
+        let mech = &**vi.mechanism();
+        let pa = body_ref(mech, parent, "parent", true)?;
+        let ch = body_ref(mech, Some(child), "child", false)?.unwrap_or(0);
         let frame = |f: Option<&Bound<'_, PyAny>>, n: &str| f.map_or(Ok(Se3::identity()), |f| convert::placement(f, n));
         let (pf, cf) = (frame(parent_frame, "parent_frame")?, frame(child_frame, "child_frame")?);
         const KINDS: [&str; 8] = ["fixed", "revolute", "prismatic", "cylindrical", "spherical", "planar", "point_on_line", "point_on_plane"];
@@ -174,17 +261,7 @@ impl PyMaximalIntegrator {
             "point_on_plane" => JointKind::PointOnPlane { normal: a },
             other => return Err(INPUT_ERROR.err(format!("kind = '{other}' is an unknown joint kind"))),
         };
-        let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
-        let (j, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
-            let j = mech.add_loop_closure(name, kind, pa, pf, ch, cf)?;
-            Ok((j, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
-        })()
-        .map_err(py_err)?;
-        match self.inner.write() {
-            Ok(mut g) => *g = Arc::new(new),
-            Err(p) => *p.into_inner() = Arc::new(new),
-        }
-        Ok(j)
+        self.add(Addition::LoopClosure { name: name.to_string(), kind, parent: pa, parent_frame: pf, child: ch, child_frame: cf })
     }
 
     /// Adds a contact between a sphere of `radius` centred at `point` (3,) in the frame of
@@ -204,8 +281,8 @@ impl PyMaximalIntegrator {
         friction: f64,
     ) -> PyResult<usize> {
         let vi = self.current();
-        let mut mech = (**vi.mechanism()).clone();
-        let b = body_ref(&mech, Some(body), "body", false)?.unwrap_or(0);
+        let mech = &**vi.mechanism();
+        let b = body_ref(mech, Some(body), "body", false)?.unwrap_or(0);
         let p = convert::vector3(point, "point")?;
         let n = match normal {
             Some(n) => {
@@ -217,17 +294,7 @@ impl PyMaximalIntegrator {
             }
             None => Vector3::z(),
         };
-        let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
-        let (c, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
-            let c = mech.add_contact(name, b, p, radius, n, offset, friction)?;
-            Ok((c, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
-        })()
-        .map_err(py_err)?;
-        match self.inner.write() {
-            Ok(mut g) => *g = Arc::new(new),
-            Err(p) => *p.into_inner() = Arc::new(new),
-        }
-        Ok(c)
+        self.add(Addition::Contact { name: name.to_string(), body: b, point: p, radius, normal: n, offset, friction })
     }
 
     /// Adds position limits `lower <= q <= upper` to the revolute or prismatic model joint
@@ -235,19 +302,9 @@ impl PyMaximalIntegrator {
     /// index.
     fn add_joint_limit(&self, joint: &Bound<'_, PyAny>, lower: f64, upper: f64) -> PyResult<usize> {
         let vi = self.current();
-        let mut mech = (**vi.mechanism()).clone();
-        let j = body_ref(&mech, Some(joint), "joint", false)?.unwrap_or(0);
-        let (dt, tol, iters) = (vi.dt(), self.tolerance, self.max_iterations);
-        let (l, new) = (|| -> Result<(usize, MaximalIntegrator), MaximalError> {
-            let l = mech.add_joint_limit(j, lower, upper)?;
-            Ok((l, MaximalIntegrator::new(Arc::new(mech), dt)?.with_newton(tol, iters)?))
-        })()
-        .map_err(py_err)?;
-        match self.inner.write() {
-            Ok(mut g) => *g = Arc::new(new),
-            Err(p) => *p.into_inner() = Arc::new(new),
-        }
-        Ok(l)
+        let mech = &**vi.mechanism();
+        let j = body_ref(mech, Some(joint), "joint", false)?.unwrap_or(0);
+        self.add(Addition::JointLimit { joint: j, lower, upper })
     }
 
     /// Simulates from the minimal configuration `q0` (model.nq,) moving with `v0` (model.nv,,
@@ -262,7 +319,7 @@ impl PyMaximalIntegrator {
         u: Option<&Bound<'_, PyAny>>,
         steps: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMaximalTrajectory> {
-        let vi = self.current();
+        let (vi, spec) = self.current_with_spec();
         let model = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
         let n = model.nv;
         let q0 = convert::configuration(q0, "q0", &model)?;
@@ -273,7 +330,7 @@ impl PyMaximalIntegrator {
         let (u, steps) = convert::controls(u, steps, n, "(N, model.nv)", "model.nv")?;
         let u = u.unwrap_or_default();
         let traj = interruptible(py, None, steps, |c| rollout_minimal(&vi, c, &q0, &v0, &u, steps))?;
-        Ok(PyMaximalTrajectory { inner: traj.map_err(py_err)? })
+        Ok(PyMaximalTrajectory { inner: traj.map_err(py_err)?, spec })
     }
 
     /// Exact linearisation of every step of `traj` (a MaximalTrajectory of this integrator),
@@ -319,6 +376,34 @@ impl PyMaximalIntegrator {
         Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, vn), convert::matrix_out(py, &a), convert::matrix_out(py, &b)))
     }
 
+    /// The integrator as bytes: a versioned, checksummed state of its model, arguments and
+    /// the loop closures, contacts and limits added to it (what pickling sends);
+    /// `MaximalIntegrator.from_bytes` rebuilds it.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.state())
+    }
+
+    /// The integrator of bytes made by `to_bytes` (raises StateError for anything else).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = crate::states::bytes_arg(data)?;
+        let spec = detached(py, move || crate::states::maximal_from_state(&data))?;
+        Self::from_spec(py, spec)
+    }
+
+    /// Equal when built from equal models and arguments, with the same additions in the same
+    /// order (bit for bit). Not hashable: `add_*` changes it.
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        self.state() == other.get().state()
+    }
+
+    #[classattr]
+    const __hash__: Option<Py<PyAny>> = None;
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        Ok((py.get_type::<Self>().getattr(intern!(py, "from_bytes"))?, (self.to_bytes(py),)))
+    }
+
     fn __repr__(&self) -> String {
         let vi = self.current();
         format!("MaximalIntegrator(dt={}, nbodies={}, njoints={})", vi.dt(), vi.mechanism().nbodies(), vi.mechanism().joints.len())
@@ -329,7 +414,9 @@ impl PyMaximalIntegrator {
 /// coordinates `q`, energies, constraint violations and Newton iterations.
 #[pyclass(frozen, module = "vidyn", name = "MaximalTrajectory")]
 pub struct PyMaximalTrajectory {
-    inner: MaximalTrajectory,
+    pub(crate) inner: MaximalTrajectory,
+    /// What the integrator that made it was built from (pickling and saving write it).
+    pub(crate) spec: Arc<MaximalSpec>,
 }
 
 impl PyMaximalTrajectory {
@@ -390,6 +477,113 @@ impl PyMaximalTrajectory {
     fn __len__(&self) -> usize {
         self.inner.steps
     }
+    /// Generalised forces of every step, (N, model.nv) ((N, 0) when simulated without).
+    #[getter]
+    fn u<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let t = &self.inner;
+        if t.u.is_empty() {
+            return PyArray2::zeros(py, (t.steps, 0), false);
+        }
+        convert::rows_out(py, &t.u, t.nu)
+    }
+
+    /// The integrator that made the trajectory (rebuilt from what defines it).
+    #[getter]
+    fn integrator(&self, py: Python<'_>) -> PyResult<PyMaximalIntegrator> {
+        PyMaximalIntegrator::from_spec(py, (*self.spec).clone())
+    }
+
+    /// The trajectory as bytes: a versioned, checksummed state of its arrays and of the
+    /// integrator that made it (what pickling sends); `MaximalTrajectory.from_bytes`
+    /// rebuilds it.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &crate::states::maximal_trajectory_state(&self.spec, &self.inner))
+    }
+
+    /// The trajectory of bytes made by `to_bytes` (raises StateError for anything else).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = crate::states::bytes_arg(data)?;
+        let (spec, inner) = detached(py, move || crate::states::maximal_trajectory_from_state(&data))?;
+        // its integrator, rebuilt, validates the spec and the trajectory's sizes
+        let vi = PyMaximalIntegrator::from_spec(py, spec)?.current_with_spec();
+        let mech = vi.0.mechanism();
+        if inner.nbodies != mech.nbodies() || (!inner.u.is_empty() && inner.nu != mech.nu) {
+            return Err(STATE_ERROR.err(format!(
+                "malformed MaximalTrajectory state: {} bodies and {} forces, but its integrator has {} and {}",
+                inner.nbodies,
+                inner.nu,
+                mech.nbodies(),
+                mech.nu
+            )));
+        }
+        Ok(Self { inner, spec: vi.1 })
+    }
+
+    /// A trajectory of `integrator` from its arrays (what `load` reads), shapes as the
+    /// getters'.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn _from_arrays(
+        integrator: &Bound<'_, PyMaximalIntegrator>,
+        q: &Bound<'_, PyAny>,
+        u: &Bound<'_, PyAny>,
+        positions: &Bound<'_, PyAny>,
+        quaternions: &Bound<'_, PyAny>,
+        linear_velocities: &Bound<'_, PyAny>,
+        angular_velocities: &Bound<'_, PyAny>,
+        energy: &Bound<'_, PyAny>,
+        constraint_violation: &Bound<'_, PyAny>,
+        iterations: Vec<usize>,
+    ) -> PyResult<Self> {
+        let (vi, spec) = integrator.get().current_with_spec();
+        let mech = vi.mechanism();
+        let (nb, nq, nu) = (mech.nbodies(), spec.model.nq, mech.nu);
+        let steps = iterations.len();
+        let knots = steps + 1;
+        let read = |x: &Bound<'_, PyAny>, name: &str, shape: &[usize]| convert::read(x, name, shape, None);
+        let q = read(q, "q", &[knots, nq])?;
+        let u = if convert::shape(u, "u")?.iter().product::<usize>() == 0 { Vec::new() } else { read(u, "u", &[steps, nu])? };
+        let (x, quat) = (read(positions, "positions", &[knots, nb, 3])?, read(quaternions, "quaternions", &[knots, nb, 4])?);
+        let (v, w) = (read(linear_velocities, "linear_velocities", &[knots, nb, 3])?, read(angular_velocities, "angular_velocities", &[knots, nb, 3])?);
+        let (energy, constraint_violation) = (read(energy, "energy", &[knots])?, read(constraint_violation, "constraint_violation", &[knots])?);
+        let states = (0..knots * nb)
+            .map(|i| crate::states::body_state(&x[3 * i..3 * i + 3], &quat[4 * i..4 * i + 4], &v[3 * i..3 * i + 3], &w[3 * i..3 * i + 3]))
+            .collect();
+        let inner = MaximalTrajectory { nbodies: nb, steps, states, q, nq, u, nu, iterations, energy, constraint_violation };
+        Ok(Self { inner, spec })
+    }
+
+    /// Saves the trajectory to an ``.npz`` file (`vidyn.trajectory_io.save`): its arrays,
+    /// the integrator that made it, and metadata (model name and hash, dt, scheme
+    /// "maximal", vidyn version).
+    fn save(slf: &Bound<'_, Self>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        slf.py().import("vidyn.trajectory_io")?.getattr("save")?.call1((slf, path)).map(drop)
+    }
+
+    /// The trajectory saved in ``path`` by `save`. With `integrator` (a MaximalIntegrator or a
+    /// Model), checks that the file was saved from it (the same model by content hash, and
+    /// for an integrator an equal one); raises StateError otherwise.
+    #[staticmethod]
+    #[pyo3(signature = (path, integrator = None))]
+    fn load<'py>(py: Python<'py>, path: &Bound<'py, PyAny>, integrator: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("vidyn.trajectory_io")?.getattr("load_maximal")?.call1((path, integrator))
+    }
+
+    /// Equal when made by equal integrators with the same arrays, bit for bit.
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        let o = other.get();
+        crate::states::maximal_trajectory_state(&self.spec, &self.inner) == crate::states::maximal_trajectory_state(&o.spec, &o.inner)
+    }
+
+    fn __hash__(&self) -> u64 {
+        crate::states::digest_hash(&crate::states::maximal_trajectory_state(&self.spec, &self.inner))
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        Ok((py.get_type::<Self>().getattr(intern!(py, "from_bytes"))?, (self.to_bytes(py),)))
+    }
+
     fn __repr__(&self) -> String {
         format!("MaximalTrajectory(steps={}, nbodies={})", self.inner.steps, self.inner.nbodies)
     }

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyBytes, PyType};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::ops::{Deref, DerefMut};
@@ -25,6 +25,9 @@ pub struct PyModel {
     /// `nv × nv` matrices: a model that is only stepped by an integrator, or passed to a
     /// batch, stays O(n) in memory); a call that finds it busy (another thread) makes its own.
     ws: OnceLock<Mutex<rbd::Workspace>>,
+    /// The model's state (`vidyn_rbd::state`), made on first use: what pickling, equality,
+    /// `hash()` and `content_hash()` read.
+    state: OnceLock<Vec<u8>>,
 }
 
 /// The model's workspace, or a fresh one when it is in use by another thread.
@@ -59,7 +62,12 @@ impl PyModel {
 
     /// A Python model sharing `model` (no copy).
     pub fn shared(model: Arc<rbd::Model>) -> Self {
-        Self { inner: model, ws: OnceLock::new() }
+        Self { inner: model, ws: OnceLock::new(), state: OnceLock::new() }
+    }
+
+    /// The model's state (made once).
+    pub fn state(&self) -> &[u8] {
+        self.state.get_or_init(|| self.inner.to_state())
     }
 
     /// Scratch for one call. Never blocks: a busy workspace means a fresh one. A poisoned
@@ -334,6 +342,42 @@ impl PyModel {
     /// Index of the body moved by the joint called `name` (raises UnknownNameError).
     fn joint_index(&self, name: &str) -> PyResult<usize> {
         self.inner.joint_index(name).map_err(crate::errors::py_err)
+    }
+
+    /// The model as bytes: a versioned, checksummed state of its defining data (what pickling
+    /// sends); `Model.from_bytes` rebuilds it.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.state())
+    }
+
+    /// The model of bytes made by `to_bytes` (raises StateError for anything else: truncated,
+    /// corrupted, another kind of object, a newer format).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = crate::states::bytes_arg(data)?;
+        let model = detached(py, move || rbd::Model::from_state(&data))?;
+        Ok(Self::new(model))
+    }
+
+    /// A stable content hash of the model's defining data (hexadecimal SHA-256 of
+    /// `to_bytes()`), the same in every process: equal for equal models.
+    fn content_hash(&self) -> String {
+        rbd::state::hex_digest(self.state())
+    }
+
+    /// Equal when the defining data are equal bit for bit (names, joints, tree, placements,
+    /// inertias, limits, gravity, frames, gimbals).
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        let other = other.get();
+        Arc::ptr_eq(&self.inner, &other.inner) || self.state() == other.state()
+    }
+
+    fn __hash__(&self) -> u64 {
+        crate::states::digest_hash(self.state())
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        Ok((py.get_type::<Self>().getattr(intern!(py, "from_bytes"))?, (self.to_bytes(py),)))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

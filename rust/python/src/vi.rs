@@ -2,16 +2,19 @@
 //! `vidyn_vi`. Every call runs detached from the interpreter.
 
 use crate::convert;
-use crate::errors::INPUT_ERROR;
+use crate::errors::{INPUT_ERROR, STATE_ERROR};
 use crate::model::PyModel;
 use crate::{detached, interruptible};
 use nalgebra::DMatrix;
 use numpy::{PyArray1, PyArray2, PyArrayDyn};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
-use std::sync::{Arc, Mutex};
+use pyo3::types::{PyBytes, PyTuple};
+use std::sync::{Arc, Mutex, OnceLock};
 use vidyn_batch as vb;
-use vidyn_vi::{JointForces, Scheme, SolvedSteps, VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_rbd::Model;
+use vidyn_spatial::Force;
+use vidyn_vi::{Constraint, JointForces, Scheme, SolvedSteps, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
@@ -25,14 +28,64 @@ type WithJacobian<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>);
 #[pyclass(frozen, module = "vidyn", name = "VariationalIntegrator")]
 pub struct PyVariationalIntegrator {
     pub(crate) inner: Arc<VariationalIntegrator>,
-    scheme_name: String,
+    /// What it was built from (validated), which pickling and equality read.
+    spec: Arc<ViSpec>,
+    /// The state of `spec`, made on first use.
+    state: OnceLock<Vec<u8>>,
     /// The solved-step stores of optimisations on this integrator, kept from one call to the
     /// next so that their entries are allocated once (one per concurrent call; the core
     /// integrator stays immutable: `vidyn_vi::SolvedSteps`).
     solved: Mutex<Vec<Arc<SolvedSteps>>>,
 }
 
+/// The arguments of a `VariationalIntegrator`, resolved against its model: everything that
+/// defines it, so that it can be rebuilt (unpickled) identically.
+#[derive(Clone, Debug)]
+pub(crate) struct ViSpec {
+    pub model: Arc<Model>,
+    pub dt: f64,
+    /// The scheme's name as given, and `s` as given.
+    pub scheme: String,
+    pub s: Option<usize>,
+    pub forces: JointForces,
+    pub tolerance: f64,
+    pub max_iterations: usize,
+    /// On the bodies of `model` (resolved from the frames of the constraint descriptions).
+    pub constraints: Vec<Constraint>,
+    /// `(N, m)` row-major flags, if a schedule was given.
+    pub schedule: Option<Vec<bool>>,
+    /// Indices of the kinematic joints.
+    pub kinematic: Vec<usize>,
+    /// One per body, or empty.
+    pub wrenches: Vec<Force>,
+    pub max_energy_error: f64,
+}
+
+impl ViSpec {
+    /// The integrator this spec describes.
+    pub fn build(&self) -> Result<VariationalIntegrator, ViError> {
+        let sc = Scheme::by_name(&self.scheme, self.s)?;
+        let vi = VariationalIntegrator::new(Arc::clone(&self.model), sc, self.dt, Some(self.forces.clone()))?
+            .with_newton(self.tolerance, self.max_iterations)?
+            .with_constraints(self.constraints.clone())?;
+        let vi = match &self.schedule {
+            Some(active) => vi.with_constraint_schedule(active)?,
+            None => vi,
+        };
+        vi.with_kinematic(&self.kinematic)?.with_body_wrenches(self.wrenches.clone())?.with_max_energy_error(self.max_energy_error)
+    }
+}
+
 impl PyVariationalIntegrator {
+    /// The integrator of `spec` (errors of invalid arguments raised as for the constructor).
+    pub(crate) fn from_spec(py: Python<'_>, spec: ViSpec) -> PyResult<Self> {
+        let inner = detached(py, || spec.build())?;
+        Ok(Self { inner: Arc::new(inner), spec: Arc::new(spec), state: OnceLock::new(), solved: Mutex::default() })
+    }
+    /// The integrator's state (made once).
+    pub(crate) fn state(&self) -> &[u8] {
+        self.state.get_or_init(|| crate::states::vi_state(&self.spec))
+    }
     /// A solved-step store for one optimisation: a kept one, or a new one.
     pub(crate) fn take_solved_steps(&self) -> Arc<SolvedSteps> {
         self.solved.lock().ok().and_then(|mut kept| kept.pop()).unwrap_or_default()
@@ -49,8 +102,10 @@ impl PyVariationalIntegrator {
 /// and the integrator that made it (linearised only by one with the same dynamics).
 #[pyclass(frozen, module = "vidyn", name = "Trajectory")]
 pub struct PyTrajectory {
-    inner: vidyn_vi::Trajectory,
-    origin: Arc<VariationalIntegrator>,
+    pub(crate) inner: vidyn_vi::Trajectory,
+    pub(crate) origin: Arc<VariationalIntegrator>,
+    /// What `origin` was built from (pickling and saving write it).
+    pub(crate) spec: Arc<ViSpec>,
 }
 
 #[pymethods]
@@ -86,6 +141,80 @@ impl PyTrajectory {
     fn __len__(&self) -> usize {
         self.inner.steps
     }
+    /// The integrator that made the trajectory.
+    #[getter]
+    fn integrator(&self) -> PyVariationalIntegrator {
+        PyVariationalIntegrator { inner: Arc::clone(&self.origin), spec: Arc::clone(&self.spec), state: OnceLock::new(), solved: Mutex::default() }
+    }
+
+    /// The trajectory as bytes: a versioned, checksummed state of its arrays and of the
+    /// integrator that made it (what pickling sends); `Trajectory.from_bytes` rebuilds it.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &crate::states::trajectory_state(self))
+    }
+
+    /// The trajectory of bytes made by `to_bytes` (raises StateError for anything else).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = crate::states::bytes_arg(data)?;
+        let (spec, inner) = detached(py, move || crate::states::trajectory_from_state(&data))?;
+        let vi = PyVariationalIntegrator::from_spec(py, spec)?;
+        crate::states::check_trajectory(&inner, &vi.inner)?;
+        Ok(Self { inner, origin: vi.inner, spec: vi.spec })
+    }
+
+    /// A trajectory of `integrator` from its arrays (what `load` reads): q (N+1, nq),
+    /// p (N+1, n), u (N, n), iterations (N,).
+    #[staticmethod]
+    fn _from_arrays(
+        integrator: &Bound<'_, PyVariationalIntegrator>,
+        q: &Bound<'_, PyAny>,
+        p: &Bound<'_, PyAny>,
+        u: &Bound<'_, PyAny>,
+        iterations: Vec<usize>,
+    ) -> PyResult<Self> {
+        let vi = integrator.get();
+        let (n, nq) = (vi.inner.n(), vi.inner.nq());
+        let (q, rows) = convert::read_rows(q, "q", nq, "(N+1, nq)", "nq")?;
+        let (p, prows) = convert::read_rows(p, "p", n, "(N+1, n)", "n")?;
+        let (u, steps) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
+        if rows != steps + 1 || prows != rows || iterations.len() != steps {
+            return Err(STATE_ERROR.err(format!("q has {rows} rows, p {prows}, u {steps} and iterations {}: expected N+1, N+1, N and N", iterations.len())));
+        }
+        Ok(Self { inner: vidyn_vi::Trajectory { n, nq, steps, q, p, u, iterations }, origin: Arc::clone(&vi.inner), spec: Arc::clone(&vi.spec) })
+    }
+
+    /// Saves the trajectory to an ``.npz`` file (`vidyn.trajectory_io.save`): its arrays,
+    /// the integrator that made it, and metadata (model name and hash, dt, scheme, vidyn
+    /// version).
+    fn save(slf: &Bound<'_, Self>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        slf.py().import("vidyn.trajectory_io")?.getattr("save")?.call1((slf, path)).map(drop)
+    }
+
+    /// The trajectory saved in ``path`` by `save`. With `integrator` (a VariationalIntegrator
+    /// or a Model), checks that the file was saved from it: the same model (by content hash)
+    /// and, for an integrator, the same dynamics; raises StateError otherwise.
+    #[staticmethod]
+    #[pyo3(signature = (path, integrator = None))]
+    fn load<'py>(py: Python<'py>, path: &Bound<'py, PyAny>, integrator: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("vidyn.trajectory_io")?.getattr("load")?.call1((path, integrator))
+    }
+
+    /// Equal when made by equal integrators with the same arrays, bit for bit.
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        let o = other.get();
+        crate::states::same_trajectory(&self.inner, &o.inner)
+            && (Arc::ptr_eq(&self.spec, &o.spec) || crate::states::vi_state(&self.spec) == crate::states::vi_state(&o.spec))
+    }
+
+    fn __hash__(&self) -> u64 {
+        crate::states::digest_hash(&crate::states::trajectory_state(self))
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        Ok((py.get_type::<Self>().getattr(intern!(py, "from_bytes"))?, (self.to_bytes(py),)))
+    }
+
     fn __repr__(&self) -> String {
         format!("Trajectory(steps={}, n={})", self.inner.steps, self.inner.n)
     }
@@ -154,21 +283,23 @@ impl PyVariationalIntegrator {
             stiffness: read(stiffness, "stiffness", vec![0.0; n])?,
             rest: read(rest, "rest", vec![0.0; n])?,
         };
-        let build = || -> Result<VariationalIntegrator, ViError> {
-            let sc = Scheme::by_name(scheme, s)?;
-            VariationalIntegrator::new(m, sc, dt, Some(forces))?
-                .with_newton(tolerance, max_iterations)?
-                .with_constraints(constraints)
-                .and_then(|vi| match &schedule {
-                    Some(active) => vi.with_constraint_schedule(active),
-                    None => Ok(vi),
-                })?
-                .with_kinematic(&kinematic)?
-                .with_body_wrenches(wrenches)?
-                .with_max_energy_error(max_energy_error)
-        };
-        let inner = build().map_err(crate::errors::py_err)?;
-        Ok(Self { inner: Arc::new(inner), scheme_name: scheme.to_string(), solved: Mutex::default() })
+        Self::from_spec(
+            model.py(),
+            ViSpec {
+                model: m,
+                dt,
+                scheme: scheme.to_string(),
+                s,
+                forces,
+                tolerance,
+                max_iterations,
+                constraints,
+                schedule,
+                kinematic,
+                wrenches,
+                max_energy_error,
+            },
+        )
     }
 
     /// The model as given (shared, not copied).
@@ -184,7 +315,7 @@ impl PyVariationalIntegrator {
     /// Scheme name ("midpoint", "trapezoid", "simpson" or "lobatto").
     #[getter]
     fn scheme(&self) -> &str {
-        &self.scheme_name
+        &self.spec.scheme
     }
     /// The largest energy inconsistency of a step accepted by rollouts and `step` (in
     /// [0, 1]; inf: no check).
@@ -404,7 +535,7 @@ impl PyVariationalIntegrator {
         let failures = interruptible(py, None, steps, |c| vb::rollout(vi, c, 1, steps, &q0, start, &u, out))?;
         crate::batch::raise_first(crate::batch::call(failures)?)?;
         let iterations = iterations.into_iter().map(|i| usize::try_from(i).unwrap_or_default()).collect();
-        Ok(PyTrajectory { inner: vidyn_vi::Trajectory { n, nq, steps, q, p, u, iterations }, origin: Arc::clone(&self.inner) })
+        Ok(PyTrajectory { inner: vidyn_vi::Trajectory { n, nq, steps, q, p, u, iterations }, origin: Arc::clone(&self.inner), spec: Arc::clone(&self.spec) })
     }
 
     /// Exact linearisation of every step of a trajectory, computed in parallel:
@@ -453,8 +584,36 @@ impl PyVariationalIntegrator {
         Ok((PyArray1::from_vec(py, v), convert::matrix_out(py, &j)))
     }
 
+    /// The integrator as bytes: a versioned, checksummed state of its model and arguments
+    /// (what pickling sends); `VariationalIntegrator.from_bytes` rebuilds it.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.state())
+    }
+
+    /// The integrator of bytes made by `to_bytes` (raises StateError for anything else).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = crate::states::bytes_arg(data)?;
+        let spec = detached(py, move || crate::states::vi_from_state(&data))?;
+        Self::from_spec(py, spec)
+    }
+
+    /// Equal when built from equal models and arguments (bit for bit): the same steps.
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        let other = other.get();
+        Arc::ptr_eq(&self.spec, &other.spec) || self.state() == other.state()
+    }
+
+    fn __hash__(&self) -> u64 {
+        crate::states::digest_hash(self.state())
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        Ok((py.get_type::<Self>().getattr(intern!(py, "from_bytes"))?, (self.to_bytes(py),)))
+    }
+
     fn __repr__(&self) -> String {
-        format!("VariationalIntegrator(scheme='{}', s={}, dt={}, n={})", self.scheme_name, self.inner.scheme().s, self.inner.dt(), self.dofs())
+        format!("VariationalIntegrator(scheme='{}', s={}, dt={}, n={})", self.spec.scheme, self.inner.scheme().s, self.inner.dt(), self.dofs())
     }
 }
 

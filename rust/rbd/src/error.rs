@@ -34,6 +34,10 @@ pub enum RbdError {
     /// The joint-space inertia (or an articulated-body pivot) is not positive definite.
     #[error("articulated inertia of joint '{joint}' is not positive definite (massless subtree?)")]
     NotPositiveDefinite { joint: String },
+    /// A saved state (bytes of [`crate::state`]: a pickle, a file) that cannot be read:
+    /// truncated, corrupted, of another kind of object, or of a newer format version.
+    #[error("{0}")]
+    State(String),
 }
 
 pub type Result<T> = std::result::Result<T, RbdError>;

@@ -15,6 +15,7 @@ pub mod joint;
 mod locked;
 pub mod model;
 pub mod single_dof;
+pub mod state;
 pub mod urdf;
 mod workspace;
 
