@@ -113,20 +113,28 @@ def _iterations(data: dict[str, npt.NDArray[Any]], path: _Path) -> list[int]:
     return [int(k) for k in it]
 
 
+def _saved_integrator(path: _Path, data: Any, cls: Any, given: Any, fields: tuple[str, ...]) -> Any:
+    """The integrator of class ``cls`` stored in ``data``, checked against ``given`` (an
+    integrator of that class, which is then returned, a Model, or None); ``fields``: what to
+    name when the stored and the given integrators differ."""
+    saved = cls.from_bytes(data["integrator"].tobytes())
+    if isinstance(given, cls):
+        _check_model(path, saved.model, given.model)
+        if given != saved:
+            raise StateError(f"{os.fspath(path)!r} was saved from another integrator of this model: {_differences(saved, given, fields)} differ")
+        return given
+    if isinstance(given, Model):
+        _check_model(path, saved.model, given)
+    elif given is not None:
+        raise TypeError(f"integrator must be a vidyn.{cls.__name__}, a vidyn.Model or None, got {type(given).__name__}")
+    return saved
+
+
 def load(path: _Path, integrator: VariationalIntegrator | Model | None = None) -> Trajectory:
     """The :class:`vidyn.Trajectory` saved in ``path``; with ``integrator`` (a
     VariationalIntegrator or a Model), checked to have been saved from it."""
     data = _read(path, "Trajectory", _VI_ARRAYS)
-    vi = VariationalIntegrator.from_bytes(data["integrator"].tobytes())
-    if isinstance(integrator, VariationalIntegrator):
-        _check_model(path, vi.model, integrator.model)
-        if integrator != vi:
-            raise StateError(f"{os.fspath(path)!r} was saved from another integrator of this model: {_differences(vi, integrator, ('dt', 'scheme', 's'))} differ")
-        vi = integrator
-    elif isinstance(integrator, Model):
-        _check_model(path, vi.model, integrator)
-    elif integrator is not None:
-        raise TypeError(f"integrator must be a vidyn.VariationalIntegrator, a vidyn.Model or None, got {type(integrator).__name__}")
+    vi = _saved_integrator(path, data, VariationalIntegrator, integrator, ("dt", "scheme", "s"))
     n, nq = vi.n, vi.nq
     q, p, u = (np.asarray(data[k], dtype=np.float64) for k in ("q", "p", "u"))
     steps = u.shape[0] if u.ndim == 2 else -1
@@ -139,16 +147,7 @@ def load_maximal(path: _Path, integrator: MaximalIntegrator | Model | None = Non
     """The :class:`vidyn.MaximalTrajectory` saved in ``path``; with ``integrator`` (a
     MaximalIntegrator or a Model), checked to have been saved from it."""
     data = _read(path, "MaximalTrajectory", _MAXIMAL_ARRAYS)
-    mi = MaximalIntegrator.from_bytes(data["integrator"].tobytes())
-    if isinstance(integrator, MaximalIntegrator):
-        _check_model(path, mi.model, integrator.model)
-        if integrator != mi:
-            raise StateError(f"{os.fspath(path)!r} was saved from another integrator of this model: {_differences(mi, integrator, ('dt', 'njoints', 'nloops'))} differ")
-        mi = integrator
-    elif isinstance(integrator, Model):
-        _check_model(path, mi.model, integrator)
-    elif integrator is not None:
-        raise TypeError(f"integrator must be a vidyn.MaximalIntegrator, a vidyn.Model or None, got {type(integrator).__name__}")
+    mi = _saved_integrator(path, data, MaximalIntegrator, integrator, ("dt", "njoints", "nloops"))
     q, u, x, quat, v, w, energy, violation = (np.asarray(data[k], dtype=np.float64) for k in _MAXIMAL_ARRAYS[:-1])
     try:
         return MaximalTrajectory._from_arrays(mi, q, u, x, quat, v, w, energy, violation, _iterations(data, path))
