@@ -1209,6 +1209,25 @@ def _optim_ilqr_linear(
 ) -> dict[str, Any]:
     """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""
 
+def _optim_ilqr_maximal(
+    mi: MaximalIntegrator,
+    x0: _ArrayLike,
+    u_init: _ArrayLike,
+    q: _ArrayLike,
+    r: _ArrayLike,
+    qn: _ArrayLike,
+    x_ref: _ArrayLike,
+    u_ref: _ArrayLike,
+    actuated: list[int] | None = None,
+    u_min: list[float] | None = None,
+    u_max: list[float] | None = None,
+    max_iterations: int = 100,
+    tolerance: float = 1e-8,
+    mu_init: float = 0.0,
+    method: str = "ilqr",
+) -> dict[str, Any]:
+    """iLQR on a MaximalIntegrator's minimal coordinates x = (q, v); the dict of _optim_ilqr (x is (q, v), no p)."""
+
 def _optim_projection(
     problem: _Problem,
     x_guess: _ArrayLike | None = None,

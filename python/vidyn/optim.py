@@ -74,7 +74,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn import _core
-from vidyn._core import InputError, Trajectory, VariationalIntegrator
+from vidyn._core import InputError, MaximalIntegrator, MaximalTrajectory, Trajectory, VariationalIntegrator
 
 __all__ = [
     "ClosedLoopRollout",
@@ -159,6 +159,20 @@ class _Resimulate:
         return self.vi.rollout(self.q0, p0=self.p0, u=self.U)
 
 
+@dataclass(frozen=True, eq=False)
+class _ResimulateMaximal:
+    """``mi.rollout(q0, v0, U)``: the re-simulation of a result on a MaximalIntegrator, kept as
+    data as :class:`_Resimulate`."""
+
+    mi: MaximalIntegrator
+    q0: _Array
+    v0: _Array
+    U: _Array
+
+    def __call__(self) -> MaximalTrajectory:
+        return self.mi.rollout(self.q0, self.v0, self.U)
+
+
 def _no_trajectory() -> None:
     """The re-simulation of a result without dynamics (:func:`ilqr_linear`)."""
     return None
@@ -185,7 +199,9 @@ class IlqrResult:
     rollout: its cost, the derivatives left and, alongside them, the next backward pass),
     ``backward`` (the first backward pass and those after a failed line search or a
     raised regularisation).
-    From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty.
+    From :func:`ilqr_linear`: ``trajectory`` is None and ``q``, ``p`` are empty. On a
+    :class:`vidyn.MaximalIntegrator`: ``x`` is ``(q, v)`` (``v_k = (q_k − q_{k−1})/Δt``), ``p``
+    is empty (N+1, 0), ``K`` is (N, m, 2n) and ``trajectory`` is ``mi.rollout(q0, v0, U)``.
     Results pickle (``resimulate`` keeps the integrator and the start, so ``trajectory`` is
     rebuilt after unpickling, equal to the original) and compare equal field by field, arrays
     bit for bit (``resimulate`` and ``trajectory`` are not compared)."""
@@ -206,11 +222,12 @@ class IlqrResult:
     wall_time: float
     timing: dict[str, float]
     log: dict[str, _Array]
-    resimulate: Callable[[], Trajectory | None] = field(repr=False, compare=False)
+    resimulate: Callable[[], Trajectory | MaximalTrajectory | None] = field(repr=False, compare=False)
 
     @functools.cached_property
-    def trajectory(self) -> Trajectory | None:
-        """The final controls re-simulated open loop (None from :func:`ilqr_linear`)."""
+    def trajectory(self) -> Trajectory | MaximalTrajectory | None:
+        """The final controls re-simulated open loop (None from :func:`ilqr_linear`; a
+        :class:`vidyn.MaximalTrajectory` on a MaximalIntegrator)."""
         return self.resimulate()
 
     def __eq__(self, other: object) -> bool:
@@ -673,7 +690,7 @@ def _limit(b: _ArrayLike | None, m: int, name: str) -> _Array | None:
 
 
 def ilqr(
-    vi: VariationalIntegrator | Problem,
+    vi: VariationalIntegrator | Problem | MaximalIntegrator,
     q0: _ArrayLike | None = None,
     v0: _ArrayLike | None = None,
     U_init: _ArrayLike | None = None,
@@ -718,7 +735,22 @@ def ilqr(
     either may win (``BENCHMARKS.md``: the gravity-free cart-pole 6 iterations instead of 8, the
     panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
     with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
-    first order)."""
+    first order).
+
+    On a :class:`vidyn.MaximalIntegrator` (a tree of revolute and prismatic joints without loop
+    closures) the state is the minimal coordinates ``x = (q, v)``, ``v_k = (q_k − q_{k−1})/Δt``,
+    with the integrator's exact minimal-coordinate linearisation, and the cost is quadratic on
+    that state (``Q``, ``QN`` (2n, 2n) or diagonals; ``x_ref`` (2n,) or (N+1, 2n), default
+    zero); tracked points, friction cones, Python costs, ``p0``, ``cost_state``,
+    ``coordinates`` and ``method="ddp"`` are refused there."""
+    if isinstance(vi, MaximalIntegrator):
+        unsupported = dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost)
+        given = [k for k, v in unsupported.items() if v is not None] + (["cost_state"] if cost_state != "momentum" else []) + (["coordinates"] if coordinates != "momentum" else [])
+        if given:
+            raise InputError(f"{', '.join(given)}: not supported on a MaximalIntegrator (its iLQR takes q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init)")
+        if q0 is None:
+            raise InputError("q0 is required")
+        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init)
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
@@ -727,6 +759,62 @@ def ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
     return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
+
+
+def _ilqr_maximal(
+    mi: MaximalIntegrator,
+    q0: _ArrayLike,
+    v0: _ArrayLike | None,
+    U_init: _ArrayLike | None,
+    steps: int | None,
+    Q: _ArrayLike | None,
+    R: _ArrayLike | None,
+    QN: _ArrayLike | None,
+    x_ref: _ArrayLike | None,
+    u_ref: _ArrayLike | None,
+    actuated: Sequence[int] | None,
+    u_min: _ArrayLike | None,
+    u_max: _ArrayLike | None,
+    method: str,
+    max_iterations: int,
+    tolerance: float,
+    mu_init: float,
+) -> IlqrResult:
+    """:func:`ilqr` on a MaximalIntegrator (see there)."""
+    n = mi.model.nv
+    act = None if actuated is None else [int(i) for i in actuated]
+    m = n if act is None else len(act)
+    q = _vector(q0, mi.model.nq, "q0", "model.nq")
+    v = np.zeros(n) if v0 is None else _vector(v0, n, "v0", "model.nv")
+    if U_init is None:
+        if steps is None:
+            raise InputError("give U_init (N, m) or the number of steps")
+        u0 = np.zeros((steps, m))
+    else:
+        u0 = _f64(U_init)
+        if u0.ndim != 2 or u0.shape[1] != m or (steps is not None and u0.shape[0] != steps):
+            raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
+    N = u0.shape[0]
+    lower, upper = (None if lim is None else [float(x) for x in lim] for lim in (_limit(u_min, m, "u_min"), _limit(u_max, m, "u_max")))
+    d: dict[str, Any] = _core._optim_ilqr_maximal(
+        mi,
+        np.concatenate([q, v]),
+        u0,
+        _stage_weight(Q, 2 * n, N, "Q", 0.0),
+        _stage_weight(R, m, N, "R", 1.0),
+        _weight(QN, 2 * n, None, "QN", 0.0),
+        _rows(np.zeros(2 * n) if x_ref is None else x_ref, N + 1, 2 * n, "x_ref"),
+        _rows(u_ref, N, m, "u_ref"),
+        act,
+        lower,
+        upper,
+        max_iterations,
+        tolerance,
+        mu_init,
+        method,
+    )
+    d["q"], d["p"] = d["x"][:, :n], np.zeros((N + 1, 0))
+    return _result(d, _ResimulateMaximal(mi, q, v, d["U"]))
 
 
 def fddp(
@@ -907,7 +995,7 @@ def project(
     return x, u
 
 
-def _result(d: dict[str, Any], resimulate: Callable[[], Trajectory | None]) -> IlqrResult:
+def _result(d: dict[str, Any], resimulate: Callable[[], Trajectory | MaximalTrajectory | None]) -> IlqrResult:
     log_keys = ("expected_reduction", "expected_reduction_alpha", "actual_reduction", "alpha", "mu", "gradient_norm", "time")
     log = {"cost": d["log_cost"], **{k: d[k] for k in log_keys}}
     empty = np.zeros((0, 0))

@@ -44,6 +44,12 @@ impl<'a> MaximalDynamics<'a> {
         }
         Ok(Self { integrator, n, actuation: Actuation::new(n, actuated)? })
     }
+
+    /// Which joints the controls act on.
+    #[must_use]
+    pub fn actuation(&self) -> &Actuation {
+        &self.actuation
+    }
 }
 
 impl Dynamics for MaximalDynamics<'_> {

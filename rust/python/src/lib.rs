@@ -166,6 +166,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<optim::PyProblem>()?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optim_ilqr_maximal, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_projection, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_project, m)?)?;
     spatial::register(m)?;

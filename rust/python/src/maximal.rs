@@ -96,7 +96,7 @@ impl MaximalSpec {
 }
 
 impl PyMaximalIntegrator {
-    fn current(&self) -> Arc<MaximalIntegrator> {
+    pub(crate) fn current(&self) -> Arc<MaximalIntegrator> {
         self.current_with_spec().0
     }
     fn current_with_spec(&self) -> (Arc<MaximalIntegrator>, Arc<MaximalSpec>) {

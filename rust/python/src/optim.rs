@@ -308,6 +308,54 @@ pub fn optim_ilqr_linear<'py>(
     result_dict(py, &res, &res.u, nu, nu)
 }
 
+/// iLQR on a [`vidyn_maximal::MaximalIntegrator`] through its
+/// minimal coordinates (`vidyn_optim::MaximalDynamics`: state `x = (q, v)`, `v_k = (q_k −
+/// q_{k−1})/Δt`, trees of revolute/prismatic joints), with the quadratic cost on `x` (`q`
+/// (N or 1, 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m)).
+/// Returns the dict of `_optim_ilqr` (`x` is `(q, v)`; no `p`).
+#[pyfunction]
+#[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr"))]
+#[allow(clippy::too_many_arguments)]
+pub fn optim_ilqr_maximal<'py>(
+    py: Python<'py>,
+    mi: &Bound<'py, crate::maximal::PyMaximalIntegrator>,
+    x0: &Bound<'py, PyAny>,
+    u_init: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    qn: &Bound<'py, PyAny>,
+    x_ref: &Bound<'py, PyAny>,
+    u_ref: &Bound<'py, PyAny>,
+    actuated: Option<Vec<usize>>,
+    u_min: Option<Vec<f64>>,
+    u_max: Option<Vec<f64>>,
+    max_iterations: usize,
+    tolerance: f64,
+    mu_init: f64,
+    method: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vidyn_optim::Dynamics;
+    let method = convert::METHOD.parse(method)?;
+    let integrator = mi.get().current();
+    let dynamics = vidyn_optim::MaximalDynamics::new(&integrator, actuated).map_err(py_err)?;
+    let (nx, m) = (dynamics.nx(), dynamics.nu());
+    let x0 = convert::read(x0, "x0", &[nx], Some("(2n,)"))?;
+    let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
+    let qs = convert::matrices(q, "Q", Some((nx, nx)))?;
+    let rs = convert::matrices(r, "R", Some((m, m)))?;
+    let qn = convert::matrix(qn, "QN", nx, nx)?;
+    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, 2n)"))?;
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
+    let res = cancellable(py, |c| {
+        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
+        quad.check_horizon(steps)?;
+        ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
+    })?;
+    let full = dynamics.actuation().expand_all(&res.u);
+    result_dict(py, &res, &full, integrator.mechanism().require_model().map_err(py_err)?.nv, m)
+}
+
 /// A tracked point as `vidyn/optim.py` passes it: `(point, targets, weights)`.
 type TrackArgs<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
