@@ -1,5 +1,6 @@
 """iLQR on the maximal-coordinate integrator (issue 27): a pendulum swing-up and a two-link
-reach, by the same ``vidyn.optim.ilqr`` call as on the minimal-coordinate VI.
+reach, by the same ``vidyn.optim.ilqr`` call as on the minimal-coordinate VI (``optim.fddp``
+takes it too).
 
 The maximal integrator (Brüdigam & Manchester 2020) steps every body as a free rigid body with
 its joints as constraints; for a tree of revolute and prismatic joints its knots are determined

@@ -55,3 +55,17 @@ def test_what_the_maximal_optimiser_does_not_take_is_refused():
     b.add_body(None, "ball", "spherical", None, 1.0, [0.0, 0.0, -0.5], np.eye(3) * 0.01)
     with pytest.raises(vidyn.InputError, match="revolute and prismatic"):
         vidyn.optim.ilqr(vidyn.MaximalIntegrator(b.build(), 0.02), np.array([0.0, 0.0, 0.0, 1.0]), steps=5)
+
+
+def test_multiple_shooting_from_an_interpolated_guess_reaches_ilqrs_optimum():
+    """FDDP on the maximal integrator from the angles interpolated from rest to upright (not a
+    motion) ends feasible (the open-loop replay equals its states) at the optimum iLQR reaches
+    from a rollout of zero torques (costs equal to 1e-6 relative)."""
+    mi = vidyn.MaximalIntegrator(cylinder_chain(1), 0.02)
+    keywords = dict(QN=[1e3, 1e2], R=1e-2, x_ref=[np.pi, 0.0], max_iterations=300)
+    guess = np.linspace(0.0, np.pi, 101)[:, None]
+    shooting = vidyn.optim.fddp(mi, np.zeros(1), guess, np.zeros((100, 1)), **keywords)
+    single = vidyn.optim.ilqr(mi, np.zeros(1), steps=100, **keywords)
+    assert shooting.converged and single.converged, (shooting.message, single.message)
+    np.testing.assert_allclose(shooting.trajectory.q, shooting.q, atol=1e-9)
+    assert abs(shooting.cost - single.cost) < 1e-6 * single.cost, (shooting.cost, single.cost)

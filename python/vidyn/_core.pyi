@@ -1225,8 +1225,9 @@ def _optim_ilqr_maximal(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     method: str = "ilqr",
+    x_init: _ArrayLike | None = None,
 ) -> dict[str, Any]:
-    """iLQR on a MaximalIntegrator's minimal coordinates x = (q, v); the dict of _optim_ilqr (x is (q, v), no p)."""
+    """iLQR (FDDP from a state guess x_init (N+1, 2n)) on a MaximalIntegrator's minimal coordinates x = (q, v); the dict of _optim_ilqr (x is (q, v), no p)."""
 
 def _optim_projection(
     problem: _Problem,

@@ -744,10 +744,7 @@ def ilqr(
     zero); tracked points, friction cones, Python costs, ``p0``, ``cost_state``,
     ``coordinates`` and ``method="ddp"`` are refused there."""
     if isinstance(vi, MaximalIntegrator):
-        unsupported = dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost)
-        given = [k for k, v in unsupported.items() if v is not None] + (["cost_state"] if cost_state != "momentum" else []) + (["coordinates"] if coordinates != "momentum" else [])
-        if given:
-            raise InputError(f"{', '.join(given)}: not supported on a MaximalIntegrator (its iLQR takes q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init)")
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, coordinates)
         if q0 is None:
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init)
@@ -759,6 +756,15 @@ def ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
     return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
+
+
+def _refuse_on_maximal(given: dict[str, Any], cost_state: str, coordinates: str) -> None:
+    """InputError naming the keywords of ``given`` that are set (and ``cost_state``,
+    ``coordinates`` when not the default): the optimisers on a MaximalIntegrator do not take
+    them."""
+    names = [k for k, v in given.items() if v is not None] + (["cost_state"] if cost_state != "momentum" else []) + (["coordinates"] if coordinates != "momentum" else [])
+    if names:
+        raise InputError(f"{', '.join(names)}: not supported on a MaximalIntegrator (it takes q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init; X_init for fddp)")
 
 
 def _ilqr_maximal(
@@ -779,8 +785,10 @@ def _ilqr_maximal(
     max_iterations: int,
     tolerance: float,
     mu_init: float,
+    X_init: _ArrayLike | None = None,
 ) -> IlqrResult:
-    """:func:`ilqr` on a MaximalIntegrator (see there)."""
+    """:func:`ilqr` on a MaximalIntegrator (see there); with ``X_init`` (N+1, n) joint
+    coordinates (velocities zero) or (N+1, 2n) states, :func:`fddp`."""
     n = mi.model.nv
     act = None if actuated is None else [int(i) for i in actuated]
     m = n if act is None else len(act)
@@ -795,6 +803,13 @@ def _ilqr_maximal(
         if u0.ndim != 2 or u0.shape[1] != m or (steps is not None and u0.shape[0] != steps):
             raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
     N = u0.shape[0]
+    guess = None
+    if X_init is not None:
+        guess = _f64(X_init)
+        if guess.shape == (N + 1, n):
+            guess = np.hstack([guess, np.zeros((N + 1, n))])
+        if guess.shape != (N + 1, 2 * n):
+            raise InputError(f"X_init has shape {guess.shape}, expected (N+1, n) = ({N + 1}, {n}) or (N+1, 2n) = ({N + 1}, {2 * n})")
     lower, upper = (None if lim is None else [float(x) for x in lim] for lim in (_limit(u_min, m, "u_min"), _limit(u_max, m, "u_max")))
     d: dict[str, Any] = _core._optim_ilqr_maximal(
         mi,
@@ -812,13 +827,14 @@ def _ilqr_maximal(
         tolerance,
         mu_init,
         method,
+        None if guess is None else np.ascontiguousarray(guess),
     )
     d["q"], d["p"] = d["x"][:, :n], np.zeros((N + 1, 0))
     return _result(d, _ResimulateMaximal(mi, q, v, d["U"]))
 
 
 def fddp(
-    vi: VariationalIntegrator | Problem,
+    vi: VariationalIntegrator | Problem | MaximalIntegrator,
     q0: _ArrayLike | None = None,
     X_init: _ArrayLike | None = None,
     U_init: _ArrayLike | None = None,
@@ -857,10 +873,16 @@ def fddp(
     unstable system, a poor control guess). The result is :func:`ilqr`'s; ``converged`` says the
     final trajectory is feasible too. ``u_min``, ``u_max``: (m,) control limits as in
     :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``). Not with
-    ``method="ddp"`` or ``coordinates="velocity"``."""
-    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
+    ``method="ddp"`` or ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see
+    :func:`ilqr`) ``X_init`` is (N+1, n) joint coordinates or (N+1, 2n) states ``(q, v)``."""
     if X_init is None:
         raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
+    if isinstance(vi, MaximalIntegrator):
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, "momentum")
+        if q0 is None:
+            raise InputError("q0 is required")
+        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, "ilqr", max_iterations, tolerance, mu_init, X_init)
+    problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     guess = np.asarray(X_init, dtype=np.float64)
     vi_, N = problem.vi, problem.steps
     if guess.ndim == 2 and guess.shape == (N + 1, vi_.nq):

@@ -24,6 +24,20 @@ pub struct MaximalDynamics<'a> {
     pub integrator: &'a MaximalIntegrator,
     n: usize,
     actuation: Actuation,
+    /// Scratch of single steps ([`Dynamics::step`]), one per concurrent caller.
+    #[allow(clippy::vec_box)]
+    step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
+}
+
+/// What one step from a minimal state needs: the integrator's workspace, the knots before and
+/// after, the bodies' poses and the full controls.
+#[derive(Debug)]
+struct StepScratch {
+    ws: vidyn_maximal::MaximalWorkspace,
+    state: Vec<BodyState>,
+    next: Vec<BodyState>,
+    poses: Vec<Pose>,
+    full: Vec<f64>,
 }
 
 fn maximal_error(e: MaximalError) -> OptimError {
@@ -42,7 +56,7 @@ impl<'a> MaximalDynamics<'a> {
                 "MaximalDynamics needs a loop-free tree of revolute and prismatic joints (its state is the joint coordinates)".into(),
             ));
         }
-        Ok(Self { integrator, n, actuation: Actuation::new(n, actuated)? })
+        Ok(Self { integrator, n, actuation: Actuation::new(n, actuated)?, step_pool: std::sync::Arc::default() })
     }
 
     /// Which joints the controls act on.
@@ -94,6 +108,42 @@ impl Dynamics for MaximalDynamics<'_> {
             std::mem::swap(&mut state, &mut next);
         }
         Ok((x, u))
+    }
+    /// Step `k` from any state `x = (q, v)`: the knots its joint coordinates determine
+    /// ([`vidyn_maximal::Mechanism::state_from_minimal`]), one step of the integrator, and the
+    /// next knot's coordinates and `v_{k+1} = (q_{k+1} − q_k)/Δt`; what multiple shooting
+    /// needs. `guess` is not used (the step starts from the integrator's own prediction).
+    fn step(&self, k: usize, x: &[f64], u: &[f64], _guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
+        let (n, nx) = (self.n, 2 * self.n);
+        if x.len() != nx || next.len() != nx || u.len() != self.actuation.nu() {
+            return Err(OptimError::InvalidInput(format!("step: x and next need 2n = {nx} entries and u {}", self.actuation.nu())));
+        }
+        let (mi, mech) = (self.integrator, self.integrator.mechanism());
+        let nb = mech.nbodies();
+        let mut s = self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| {
+            Box::new(StepScratch {
+                ws: mi.workspace(),
+                state: vec![BodyState::default(); nb],
+                next: vec![BodyState::default(); nb],
+                poses: vec![Pose::default(); nb],
+                full: vec![0.0; n],
+            })
+        });
+        let StepScratch { ws, state, next: after, poses, full } = &mut *s;
+        mech.state_from_minimal(&x[..n], &x[n..], mi.dt(), state).map_err(maximal_error)?;
+        self.actuation.expand(u, full);
+        mi.step(ws, k, state, full, None, after).map_err(maximal_error)?;
+        for (p, b) in poses.iter_mut().zip(after.iter()) {
+            *p = b.pose;
+        }
+        mech.configuration(poses, &mut next[..n]).map_err(maximal_error)?;
+        for i in 0..n {
+            next[n + i] = (next[i] - x[i]) / mi.dt();
+        }
+        if let Ok(mut pool) = self.step_pool.lock() {
+            pool.push(s);
+        }
+        Ok(())
     }
     /// Every step in parallel (one workspace per worker), each re-solved from its knot.
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {

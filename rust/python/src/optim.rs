@@ -308,13 +308,13 @@ pub fn optim_ilqr_linear<'py>(
     result_dict(py, &res, &res.u, nu, nu)
 }
 
-/// iLQR on a [`vidyn_maximal::MaximalIntegrator`] through its
+/// iLQR (or, from a state guess `x_init` (N+1, 2n), FDDP) on a [`vidyn_maximal::MaximalIntegrator`] through its
 /// minimal coordinates (`vidyn_optim::MaximalDynamics`: state `x = (q, v)`, `v_k = (q_k −
 /// q_{k−1})/Δt`, trees of revolute/prismatic joints), with the quadratic cost on `x` (`q`
 /// (N or 1, 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m)).
 /// Returns the dict of `_optim_ilqr` (`x` is `(q, v)`; no `p`).
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr"))]
+#[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", x_init = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr_maximal<'py>(
     py: Python<'py>,
@@ -333,6 +333,7 @@ pub fn optim_ilqr_maximal<'py>(
     tolerance: f64,
     mu_init: f64,
     method: &str,
+    x_init: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use vidyn_optim::Dynamics;
     let method = convert::METHOD.parse(method)?;
@@ -346,11 +347,16 @@ pub fn optim_ilqr_maximal<'py>(
     let qn = convert::matrix(qn, "QN", nx, nx)?;
     let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, 2n)"))?;
     let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let x_init = x_init.map(|x| convert::read(x, "X_init", &[steps + 1, nx], Some("(N+1, 2n)"))).transpose()?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
     let res = cancellable(py, |c| {
         let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
         quad.check_horizon(steps)?;
-        ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
+        let dynamics = Cancellable::new(&dynamics, c);
+        match &x_init {
+            Some(guess) => fddp(&dynamics, &quad, &x0, guess, &u_init, &options),
+            None => ilqr(&dynamics, &quad, &x0, &u_init, &options),
+        }
     })?;
     let full = dynamics.actuation().expand_all(&res.u);
     result_dict(py, &res, &full, integrator.mechanism().require_model().map_err(py_err)?.nv, m)
