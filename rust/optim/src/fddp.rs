@@ -28,12 +28,13 @@
 //! ([`crate::boxqp`]), the gains act on the free controls only, and the forward pass clamps.
 //! Not here: DDP's second order.
 
-use crate::cost::{total_cost, Cost, StageDerivatives};
-use crate::dynamics::Dynamics;
+use crate::cost::{total_cost, Cost, CostDerivatives};
+use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
     clamp_into, control_bounds, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
 };
+use crate::pipeline::{simulate_and_derive, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -45,9 +46,6 @@ const ACCEPT_STEP: f64 = 0.1;
 /// While infeasible, accept a step that raises the cost by at most this multiple of the
 /// predicted change.
 const ACCEPT_NEGATIVE_STEP: f64 = 2.0;
-
-/// `A_k`, `B_k` and the cost's derivatives at every stage (the terminal one last).
-type Derivatives = (Vec<DMatrix<f64>>, Vec<DMatrix<f64>>, Vec<StageDerivatives>);
 
 /// One FDDP backward pass: iLQR's gains and predicted decrease (the shared
 /// [`BackwardSweep`]), and while the trajectory is infeasible the value function at every
@@ -134,15 +132,17 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let mut warm = vec![DVector::zeros(nu); steps];
     let (mut time_linearize, mut time_backward, mut time_forward) = (0.0, 0.0, 0.0);
     let mut derivatives: Option<Derivatives> = None;
+    // buffers for a pipelined trial's derivatives
+    let mut pipelined: Option<Derivatives> = None;
     for _ in 0..options.max_iterations {
         let t = Instant::now();
         if derivatives.is_none() {
-            derivatives = Some(derive(dynamics, cost, &traj, nx, nu, ndx)?);
+            derivatives = Some(derive(dynamics, cost, &traj, nu, ndx)?);
         }
         time_linearize += t.elapsed().as_secs_f64();
-        let (a, b, stages) = derivatives.as_ref().expect("derived just above");
+        let d = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
-        let backward = backward::<D>(a, b, stages, &traj, mu, bounds, &warm, &mut scratch);
+        let backward = backward::<D>(d, &traj, mu, bounds, &warm, &mut scratch);
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
             // Q_uu + μ1 not positive definite: more regularisation
@@ -162,14 +162,44 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         }
         let t = Instant::now();
         let mut step: Option<(Shooting, f64, f64, f64)> = None;
-        for &alpha in &options.alphas {
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, (a, b), &p, alpha, bounds, nx, nu, ndx) else { continue };
+        // the derivatives of the accepted trial when the pipeline computed them behind it
+        let mut derived: Option<Derivatives> = None;
+        let accept = |alpha: f64, dv: f64, trial_cost: f64| {
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
             let expected = alpha * (d1 + 0.5 * alpha * d2);
             let actual = cost_now - trial_cost;
-            let accept =
+            let ok =
                 if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
-            if accept {
+            ok.then_some(expected)
+        };
+        for &alpha in &options.alphas {
+            if traj.feasible || alpha == 1.0 {
+                // a trial that closes every gap is a closed-loop rollout from x0: simulated with
+                // its derivatives computed behind it on the pool's other threads (iLQR's pipeline)
+                let mut trial_d = pipelined.take().unwrap_or_else(|| Derivatives::zeros(steps, ndx, nu));
+                let near = Nominal { x: &traj.x, u: &traj.u, a: &d.a, b: &d.b };
+                let mut dx = vec![0.0; ndx];
+                let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| feedback(&space, &traj, &p, alpha, bounds, k, xk, uk, &mut dx);
+                let judge = |xs: &[f64], _: &[f64], jn: Result<f64>| {
+                    let Ok(jn) = jn else { return Ok(None) };
+                    Ok(accept(alpha, gap_term(&space, &traj, &p, xs, nx, ndx), jn).map(|expected| (jn, expected)))
+                };
+                match simulate_and_derive(dynamics, cost, x0, steps, policy, Some(&near), judge, None, &mut trial_d) {
+                    Ok(Some(kept)) => {
+                        let (trial_cost, expected) = kept.verdict;
+                        let trial = Shooting { x: kept.x, u: kept.u, gaps: vec![0.0; (steps + 1) * ndx], feasible: true };
+                        step = Some((trial, trial_cost, alpha, expected));
+                        derived = Some(trial_d);
+                        break;
+                    }
+                    Err(TrialError::Rollout(OptimError::Cancelled)) => return Err(OptimError::Cancelled),
+                    Err(TrialError::Derivatives(e)) => return Err(e),
+                    Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => pipelined = Some(trial_d),
+                }
+                continue;
+            }
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, (&d.a, &d.b), &p, alpha, bounds, nx, nu, ndx) else { continue };
+            if let Some(expected) = accept(alpha, dv, trial_cost) {
                 step = Some((trial, trial_cost, alpha, expected));
                 break;
             }
@@ -191,7 +221,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 cost_now = trial_cost;
                 history.push(cost_now);
                 accepted += 1;
-                derivatives = None;
+                // the spare buffers of the derivatives go back to the pipeline's next trial
+                pipelined = match derived {
+                    Some(next) => derivatives.replace(next),
+                    None => derivatives.take(),
+                };
                 warm.clone_from(&p.out.k_ff);
                 delta = (delta / options.mu_factor).min(1.0 / options.mu_factor);
                 mu *= delta;
@@ -263,49 +297,34 @@ fn measure_gaps<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], traj: &mut Shoot
 }
 
 /// `A_k`, `B_k` along the (possibly gapped) trajectory and the cost's derivatives.
-fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: &Shooting, nx: usize, nu: usize, ndx: usize) -> Result<Derivatives> {
+fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: &Shooting, nu: usize, ndx: usize) -> Result<Derivatives> {
     let (a, b) = dynamics.linearize(&traj.x, &traj.u)?;
-    let steps = traj.u.len() / nu;
-    let mut stages: Vec<StageDerivatives> = (0..=steps).map(|_| StageDerivatives::zeros(ndx, nu)).collect();
-    let results: Vec<Result<()>> = stages
-        .par_iter_mut()
-        .enumerate()
-        .map(|(k, d)| {
-            let xk = &traj.x[k * nx..(k + 1) * nx];
-            if k < steps {
-                cost.running_derivatives(k, xk, &traj.u[k * nu..(k + 1) * nu], d)
-            } else {
-                cost.terminal_derivatives(xk, d)
-            }
-        })
-        .collect();
-    results.into_iter().collect::<Result<Vec<()>>>()?;
-    Ok((a, b, stages))
+    let mut stages = CostDerivatives::zeros(traj.u.len() / nu, ndx, nu);
+    stages.evaluate(cost, &traj.x, &traj.u)?;
+    Ok(Derivatives { a, b, cost: stages })
 }
 
 /// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`]; `None` when
 /// `Q_uu + μ1` is not positive definite at some stage.
 #[allow(clippy::too_many_arguments)]
 fn backward<D: Dynamics + ?Sized>(
-    a: &[DMatrix<f64>],
-    b: &[DMatrix<f64>],
-    stages: &[StageDerivatives],
+    d: &Derivatives,
     traj: &Shooting,
     mu: f64,
     bounds: Option<&Bounds>,
     warm: &[DVector<f64>],
     scratch: &mut BackwardWorkspace,
 ) -> Option<Pass> {
-    let (steps, ndx) = (a.len(), traj.gaps.len() / (a.len() + 1));
-    let nu = traj.u.len() / steps;
+    let steps = d.a.len();
+    let (ndx, nu) = (traj.gaps.len() / (steps + 1), traj.u.len() / steps);
     let mut out = Backward::zeros(steps, ndx, nu);
     let mut values = if traj.feasible { Vec::new() } else { vec![StageValue::zeros(ndx); steps + 1] };
     {
         let sweep = BackwardSweep::<D>::new(None, bounds, mu, warm, scratch, &mut out);
         let mut sweep = if traj.feasible { sweep } else { sweep.with_gaps(&traj.gaps, &mut values) };
-        sweep.start(&stages[steps]);
+        sweep.start(&d.cost.terminal);
         for k in (0..steps).rev() {
-            sweep.step(k, &traj.x, &traj.u, &a[k], &b[k], &stages[k]).ok()?;
+            sweep.step(k, &traj.x, &traj.u, &d.a[k], &d.b[k], &d.cost.stages[k]).ok()?;
         }
     }
     // iLQR's dv1 = Σ kᵀQ_u and dv2 = ½ Σ kᵀQ_uu k, and the gaps' terms
@@ -316,6 +335,44 @@ fn backward<D: Dynamics + ?Sized>(
         dq += f.dot(&(&v.vxx * f));
     }
     Some(Pass { out, values, dg, dq })
+}
+
+/// The trial's control at step `k` from its state `xk`: `ū_k + α k_k + K_k (x̂_k ⊖ x̄_k)`,
+/// clamped into the limits (`dx`: `ndx` entries of scratch).
+#[allow(clippy::too_many_arguments)]
+fn feedback(
+    space: &crate::StateSpace,
+    traj: &Shooting,
+    pass: &Pass,
+    alpha: f64,
+    bounds: Option<&Bounds>,
+    k: usize,
+    xk: &[f64],
+    uk: &mut [f64],
+    dx: &mut [f64],
+) {
+    let (nx, nu) = (xk.len(), uk.len());
+    space.difference(&traj.x[k * nx..(k + 1) * nx], xk, dx);
+    for (i, u) in uk.iter_mut().enumerate() {
+        let gain = pass.out.gains[k].row(i);
+        *u = traj.u[k * nu + i] + alpha * pass.out.k_ff[k][i] + gain.iter().zip(dx.iter()).map(|(g, d)| g * d).sum::<f64>();
+    }
+    clamp_into(uk, bounds);
+}
+
+/// `Σ_k f̄_kᵀ V_xx,k (x̂_k ⊖ x̄_k)` over the knots of the trial `xs`, the gaps' term of the
+/// predicted decrease (0 when the current trajectory is feasible).
+fn gap_term(space: &crate::StateSpace, traj: &Shooting, pass: &Pass, xs: &[f64], nx: usize, ndx: usize) -> f64 {
+    let mut dx = vec![0.0; ndx];
+    pass.values
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            space.difference(&traj.x[k * nx..(k + 1) * nx], &xs[k * nx..(k + 1) * nx], &mut dx);
+            let vxx_dx = &v.vxx * DVectorView::from_slice(&dx, ndx);
+            traj.gaps[k * ndx..(k + 1) * ndx].iter().zip(vxx_dx.iter()).map(|(g, w)| g * w).sum::<f64>()
+        })
+        .sum()
 }
 
 /// The trial of step length `alpha` (module docs): its trajectory with its own gaps, its cost,
@@ -360,12 +417,9 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         if k == steps {
             break;
         }
+        let (done, _) = trial.x.split_at((k + 1) * nx);
         let uk = &mut trial.u[k * nu..(k + 1) * nu];
-        let du = &pass.out.gains[k] * DVectorView::from_slice(&dx, ndx);
-        for i in 0..nu {
-            uk[i] = traj.u[k * nu + i] + alpha * pass.out.k_ff[k][i] + du[i];
-        }
-        clamp_into(uk, bounds);
+        feedback(&space, traj, pass, alpha, bounds, k, &done[k * nx..], uk, &mut dx);
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }
