@@ -21,6 +21,12 @@
 //!   a tenth of it, and while infeasible also a step that raises the cost by at most twice the
 //!   predicted amount (closing gaps may cost).
 //!
+//! A trial that closes every gap (a full step, or any step once the trajectory is feasible) is
+//! a closed-loop rollout from `x_0`, and runs through iLQR's pipeline
+//! ([`crate::pipeline`]): its steps are linearised on the pool's other threads while it is
+//! simulated. Other trials step one knot at a time, each Newton solve started at the
+//! linearisation's prediction of where it lands.
+//!
 //! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
 //! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
 //! most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
