@@ -23,7 +23,7 @@
 //!
 //! A trial that closes every gap (a full step, or any step once the trajectory is feasible) is
 //! a closed-loop rollout from `x_0`, and runs through iLQR's pipeline
-//! ([`crate::pipeline`]): its steps are linearised on the pool's other threads while it is
+//! (module `pipeline`): its steps are linearised on the pool's other threads while it is
 //! simulated. Other trials step one knot at a time, each Newton solve started at the
 //! linearisation's prediction of where it lands.
 //!
