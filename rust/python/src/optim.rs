@@ -290,22 +290,31 @@ pub fn optim_ilqr_linear<'py>(
     let nu = b.first().map_or(0, |m| m.ncols());
     let x0 = convert::read(x0, "x0", &[nx], Some("(nx,)"))?;
     let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "(N, nu)", "nu")?;
-    let qs = convert::matrices(q, "Q", Some((nx, nx)))?;
-    let rs = convert::matrices(r, "R", Some((nu, nu)))?;
-    let qn = convert::matrix(qn, "QN", nx, nx)?;
-    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
-    let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
+    let quad = quadratic_cost([q, r, qn, x_ref, u_ref], nx, nu, steps)?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
     let res = cancellable(py, |c| {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
         }
         let dynamics = LinearDynamics::new(a, b)?;
-        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
-        quad.check_horizon(steps)?;
         ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
     })?;
     result_dict(py, &res, &res.u, nu, nu)
+}
+
+/// The quadratic cost on a vector-space state of `nx` entries and `nu` controls over `steps`
+/// steps from the arrays `vidyn/optim.py` passes: `Q` (N or 1, nx, nx), `R` (N or 1, nu, nu),
+/// `QN` (nx, nx), `x_ref` (N+1, nx), `u_ref` (N, nu).
+fn quadratic_cost(arrays: [&Bound<'_, PyAny>; 5], nx: usize, nu: usize, steps: usize) -> PyResult<QuadraticCost> {
+    let [q, r, qn, x_ref, u_ref] = arrays;
+    let qs = convert::matrices(q, "Q", Some((nx, nx)))?;
+    let rs = convert::matrices(r, "R", Some((nu, nu)))?;
+    let qn = convert::matrix(qn, "QN", nx, nx)?;
+    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, nx)"))?;
+    let u_ref = convert::read(u_ref, "u_ref", &[steps, nu], Some("(N, nu)"))?;
+    let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref).map_err(py_err)?;
+    quad.check_horizon(steps).map_err(py_err)?;
+    Ok(quad)
 }
 
 /// iLQR (or, from a state guess `x_init` (N+1, 2n), FDDP) on a [`vidyn_maximal::MaximalIntegrator`] through its
@@ -342,16 +351,10 @@ pub fn optim_ilqr_maximal<'py>(
     let (nx, m) = (dynamics.nx(), dynamics.nu());
     let x0 = convert::read(x0, "x0", &[nx], Some("(2n,)"))?;
     let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
-    let qs = convert::matrices(q, "Q", Some((nx, nx)))?;
-    let rs = convert::matrices(r, "R", Some((m, m)))?;
-    let qn = convert::matrix(qn, "QN", nx, nx)?;
-    let x_ref = convert::read(x_ref, "x_ref", &[steps + 1, nx], Some("(N+1, 2n)"))?;
-    let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
+    let quad = quadratic_cost([q, r, qn, x_ref, u_ref], nx, m, steps)?;
     let x_init = x_init.map(|x| convert::read(x, "X_init", &[steps + 1, nx], Some("(N+1, 2n)"))).transpose()?;
     let options = IlqrOptions { method, max_iterations, tolerance, mu_init, u_min, u_max, ..IlqrOptions::default() };
     let res = cancellable(py, |c| {
-        let quad = QuadraticCost::new(qs, rs, qn, x_ref, u_ref)?;
-        quad.check_horizon(steps)?;
         let dynamics = Cancellable::new(&dynamics, c);
         match &x_init {
             Some(guess) => fddp(&dynamics, &quad, &x0, guess, &u_init, &options),
