@@ -97,11 +97,10 @@ def test_contact_helpers_check_their_inputs():
 
 def test_a_hanging_body_is_held_by_its_weight():
     """A box (1.5 kg) held at its centre of mass by a point contact, at rest with gravity: the
-    contact's mean force over every step after the first is its weight, upward, to round-off
-    (its torque about the contact is zero, so nothing moves). The first step carries half of
-    it: a knot momentum at rest under gravity is not zero in discrete mechanics (the
-    trapezoid's ``D₂L_d`` holds half a step of the weight's impulse), and ``p0 = 0`` says the
-    box was already held for half a step. The multipliers come back one row per step."""
+    contact's mean force over every step is its weight, upward, to round-off (its torque
+    about the contact is zero, so nothing moves): the step's impulse ``λ_k + μ_{k+1}``, half
+    at each end (RATTLE's projection gives the second half; the knot momenta stay zero). The
+    multipliers come back one row per step."""
     b = vidyn.ModelBuilder("hanging box")
     box = b.add_body(None, "box", "freeflyer", mass=1.5, com=[0.0, 0.0, 0.0], inertia=np.diag([0.02, 0.03, 0.04]))
     b.add_frame("hook", box, np.eye(4))
@@ -113,8 +112,8 @@ def test_a_hanging_body_is_held_by_its_weight():
     assert lam.shape == (20, 3)
     force = vidyn.point_contact_forces(lam, dt)
     weight = np.array([0.0, 0.0, 1.5 * 9.81])
-    np.testing.assert_allclose(force[1:], np.tile(weight, (19, 1)), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(force[0], weight / 2, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(force, np.tile(weight, (20, 1)), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(traj.p, 0.0, rtol=0, atol=1e-12)
     assert np.abs(traj.q - model.neutral()).max() < 1e-12
     free = vidyn.VariationalIntegrator(model, dt)
     assert free.multipliers(free.rollout(model.neutral(), steps=3)).shape == (3, 0)

@@ -346,7 +346,7 @@ impl VariationalIntegrator {
         if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
-        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, self.multipliers(ws), &ws.constraint.active) {
+        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, &ws.constraint.lambda, &ws.constraint.active) {
             return Err(ViError::DegenerateConstraints { step });
         }
         for (t, j) in lin.joints.iter_mut().zip(chart.map.composite_joints()) {
@@ -365,7 +365,7 @@ impl VariationalIntegrator {
             let mut g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
             if let Some(kkt) = lin.kkt.as_deref() {
                 // the constraint impulse (C_1ᵀ λ)_c of the step's first row
-                for (i, l) in self.multipliers(ws).iter().enumerate() {
+                for (i, l) in ws.constraint.lambda.iter().enumerate() {
                     for r in 0..t.d {
                         g[r] += kkt.c1[(i, centred.coordinates[t.first + r])] * l;
                     }

@@ -4,7 +4,9 @@
 //! `R^0 = p_k + D_1 L_d + f⁻ − Dh(q_k)ᵀ λ_k = 0`, `h(q_{k+1}) = 0`, `p_{k+1} = D_2 L_d + f⁺`,
 //!
 //! solved for `(q_{k+1}, λ_k)` so that the constraints hold at every step to solver tolerance
-//! (no drift, no stabilisation parameter). Only the one-interval schemes (midpoint,
+//! (no drift, no stabilisation parameter); the end momentum is then projected as RATTLE does
+//! (module `momentum_projection`: `p_{k+1} − Dh(q_{k+1})ᵀ μ_{k+1}`, a motion the constraints
+//! allow). Only the one-interval schemes (midpoint,
 //! trapezoid) take constraints: there the unknown `z` is the single control point `q^1` and
 //! `q_{k+1} = e_0 q_k + e_1 z` ([`crate::Scheme::endpoint`]).
 //!
@@ -32,6 +34,7 @@
 use crate::constraints::{Constraint, ConstraintScratch};
 use crate::dense::{lu_factor_in, lu_solve_in};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::momentum_projection::ProjectionWork;
 use crate::newton_direction::LANES;
 use crate::point::PointState;
 use nalgebra::DMatrix;
@@ -53,6 +56,10 @@ pub(crate) struct ConstraintWork {
     /// (zero on inactive constraints).
     pub(crate) h: Vec<f64>,
     pub(crate) lambda: Vec<f64>,
+    /// `(m,)` the step's reported contact impulse `λ_k + μ_{k+1}` (module
+    /// `momentum_projection`), and that projection's scratch.
+    pub(crate) impulse: Vec<f64>,
+    pub(crate) projection: ProjectionWork,
     lambda_start: Vec<f64>,
     /// `(m,)` where the next step's Newton solve starts `λ` when `guessed`
     /// ([`ViWorkspace::guess_multipliers`]; one step only), else at zero.
@@ -66,9 +73,9 @@ pub(crate) struct ConstraintWork {
     /// first `a²` entries, `a` active) and its LU pivots; `(m,)` a right-hand side of it.
     schur: Vec<f64>,
     pivots: Vec<usize>,
-    compact: Vec<f64>,
-    rhs: Vec<f64>,
-    scratch: ConstraintScratch,
+    pub(crate) compact: Vec<f64>,
+    pub(crate) rhs: Vec<f64>,
+    pub(crate) scratch: ConstraintScratch,
     /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
     hessian: DMatrix<f64>,
     /// `(m, 3n)` the multipliers' derivatives `∂λ_k/∂(q_k, p_k, u_k)` of the last linearised
@@ -78,13 +85,13 @@ pub(crate) struct ConstraintWork {
     /// kinematics at the knot and its chart placements and coordinates, for the `a` constraints
     /// counted: `C = Dh` in tangent coordinates (rows `0..a` of `(m, n)`), `M⁻¹ Cᵀ` (columns
     /// `0..a` of `(n, m)`), `C M⁻¹ Cᵀ` (`a × a` column-major) and its pivots, `C v` `(m,)`.
-    knot: PointState,
-    knot_placements: Vec<vidyn_spatial::Se3>,
-    knot_theta: Vec<f64>,
-    c_knot: DMatrix<f64>,
-    minv_ct: DMatrix<f64>,
-    s_knot: Vec<f64>,
-    s_pivots: Vec<usize>,
+    pub(crate) knot: PointState,
+    pub(crate) knot_placements: Vec<vidyn_spatial::Se3>,
+    pub(crate) knot_theta: Vec<f64>,
+    pub(crate) c_knot: DMatrix<f64>,
+    pub(crate) minv_ct: DMatrix<f64>,
+    pub(crate) s_knot: Vec<f64>,
+    pub(crate) s_pivots: Vec<usize>,
     cv: Vec<f64>,
 }
 
@@ -108,6 +115,8 @@ impl ConstraintWork {
             c2: DMatrix::zeros(m, nm),
             h: vec![0.0; m],
             lambda: vec![0.0; m],
+            impulse: vec![0.0; m],
+            projection: ProjectionWork::new(n, m),
             lambda_start: vec![0.0; m],
             lambda_guess: vec![0.0; m],
             guessed: false,
@@ -211,58 +220,26 @@ impl VariationalIntegrator {
         if m == 0 {
             return Ok(0.0);
         }
-        let ViWorkspace { constraint: cw, rbd, scratch_zero, .. } = ws;
-        let theta: &[f64] = match self.chart.as_deref() {
-            Some(chart) => {
-                chart.map.chart_placements(&self.model, q, &mut cw.knot_placements);
-                chart.map.chart_coordinates(q, q, &mut cw.knot_theta);
-                &cw.knot_theta
-            }
-            None => q,
-        };
-        cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
-        cw.knot.update_velocity(&self.model, scratch_zero);
-        for (i, con) in active.iter().map(|&i| &self.constraints[i]).enumerate() {
-            con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
-            if let Some(chart) = self.chart.as_deref() {
-                // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
-                for j in chart.map.composite_joints() {
-                    let (f, d) = (j.first(), j.nv());
-                    let j0_inv = j.velocity_map(&[0.0; 6]).try_inverse().unwrap_or_else(nalgebra::Matrix6::zeros);
-                    let row = nalgebra::Vector6::from_fn(|k, _| if k < d { cw.rhs[f + k] } else { 0.0 });
-                    let mapped = j0_inv.transpose() * row;
-                    cw.rhs[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
-                }
-            }
-            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
-            let column = vidyn_rbd::mass_solve(self.model(), rbd, q, &cw.rhs)?;
-            cw.minv_ct.column_mut(i).iter_mut().zip(column).for_each(|(c, x)| *c = *x);
-        }
-        let s_knot = &mut cw.s_knot[..m * m];
-        for c in 0..m {
-            for r in 0..m {
-                s_knot[c * m + r] = cw.c_knot.row(r).iter().zip(cw.minv_ct.column(c).iter()).map(|(a, b)| a * b).sum();
-            }
-        }
+        self.knot_constraint_factors(ws, 0, active, q)?;
+        let cw = &mut ws.constraint;
         for (i, cv) in cw.cv[..m].iter_mut().enumerate() {
             *cv = cw.c_knot.row(i).iter().zip(v).map(|(c, x)| c * x).sum();
         }
-        if !lu_factor_in(s_knot, m, &mut cw.s_pivots) {
-            return Err(crate::ViError::DegenerateConstraints { step: 0 });
-        }
         cw.compact[..m].copy_from_slice(&cw.cv[..m]);
-        lu_solve_in(s_knot, m, &cw.s_pivots, &mut cw.compact[..m]);
+        lu_solve_in(&cw.s_knot[..m * m], m, &cw.s_pivots, &mut cw.compact[..m]);
         Ok(0.5 * cw.cv[..m].iter().zip(&cw.compact[..m]).map(|(a, b)| a * b).sum::<f64>())
     }
 
-    /// The multipliers `λ_k` of the last step solved with `ws` (`(m,)`): the constraint
-    /// impulse on the step is `Dh(q_k)ᵀ λ_k`.
+    /// The multipliers of the last step solved with `ws` (`(m,)`): the step's constraint
+    /// impulse `λ_k + μ_{k+1}`, of which `−Dh(q_k)ᵀ λ_k` acts at its start and
+    /// `−Dh(q_{k+1})ᵀ μ_{k+1}` (RATTLE's momentum projection, module `momentum_projection`) at
+    /// its end; zero on the constraints the step does not impose.
     #[must_use]
     pub fn multipliers<'a>(&self, ws: &'a ViWorkspace) -> &'a [f64] {
-        &ws.constraint.lambda
+        &ws.constraint.impulse
     }
 
-    /// The derivatives `∂λ_k/∂(q_k, p_k, u_k)` `(m, 3n)` of the multipliers of the last step
+    /// The derivatives `∂(λ_k + μ_{k+1})/∂(q_k, p_k, u_k)` `(m, 3n)` of the multipliers of the last step
     /// linearised with `ws` ([`Self::linearize`]), in the tangent coordinates of `A`, `B`
     /// (`δq` as `model.difference` with composite joints); zero rows for the constraints the
     /// step does not impose. What costs on contact forces (friction cones, unilateral

@@ -24,8 +24,9 @@
 //! velocity; both exact to the scheme's order). Kinematic (prescribed) joints and body
 //! wrenches do work that this balance does not count, so steps of integrators that have them
 //! are not checked, nor are touchdowns of a contact schedule (whose impulse does work when it
-//! closes a gap, module `schedule`). Ideal holonomic constraints do no work, but a constrained knot momentum
-//! `p_{k+1} = D₂L_d` keeps the normal part that the next step's impulse removes, so
+//! closes a gap, module `schedule`). Ideal holonomic constraints do no work, but a knot momentum
+//! given by the user or left by an integrator with kinematic joints (not projected, module
+//! `momentum_projection`) may keep a normal part that the next step's impulse removes, so
 //! `½ pᵀ M⁻¹ p` would overstate the kinetic energy by about the impulse's share (a robot
 //! standing on its contacts, where gravity's impulse is mostly normal, measured `r = 1.00` on
 //! its first step from rest that way: solo12 on four point contacts): the kinetic energy of a
@@ -65,7 +66,7 @@ impl VariationalIntegrator {
     /// energy `V(q)` (gravity and springs) of a knot, the start of step `step`. O(n). With holonomic constraints the
     /// kinetic energy of the motion they allow, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
     /// projection of `v = M⁻¹ p` onto `Dh(q) v_t = 0` for the constraints of step `step` (of the
-    /// schedule's last step past its end): a knot momentum `D₂L_d` keeps the normal part that
+    /// schedule's last step past its end): a knot momentum not projected may keep a normal part that
     /// the next step's impulse removes (module docs), and at a touchdown the rest is the energy
     /// after the plastic impact. O(m n + m³) more.
     ///

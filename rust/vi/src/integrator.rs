@@ -612,10 +612,14 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
-        match &self.chart {
+        let iterations = match &self.chart {
             None => self.step_in_coordinates(ws, step, q, p, u, guess, q_next, p_next),
             Some(chart) => self.step_on_chart(chart, ws, step, q, p, u, guess, q_next, p_next),
+        }?;
+        if !self.constraints.is_empty() {
+            self.project_momentum(ws, step, q_next, p_next)?;
         }
+        Ok(iterations)
     }
 
     /// [`Self::step`] in the coordinates of the DEL model `self.model` (a chart's, with
@@ -883,6 +887,9 @@ impl VariationalIntegrator {
         match self.chart.as_deref() {
             Some(chart) => self.linearize_on_chart(chart, ws, step, a, b)?,
             None => self.linearize_converged(ws, step, q, a, b)?,
+        }
+        if self.projects_momenta() {
+            self.project_linearization(ws, step, q_next, p_next, a, b)?;
         }
         Ok(iterations)
     }

@@ -38,6 +38,7 @@ mod energy_check;
 pub mod error;
 mod hessians;
 mod integrator;
+mod momentum_projection;
 pub(crate) mod newton_direction;
 mod point;
 mod predictor;

@@ -19,14 +19,12 @@
 //!   swing point's position at touchdown, as crocoddyl's gaits do. The energy check (module
 //!   `energy_check`) therefore skips touchdown steps;
 //! * **lift-off** (active on `k − 1`, inactive on `k`): nothing is imposed on step `k`; the
-//!   last stance step kept the point at its foothold at `q_k`, and the point leaves freely.
-//!   The knot momentum `p_k = D₂L_d + c_s Δt u` still holds the half step of the forces that
-//!   the stance impulses balanced (the controls' and gravity's share at the step's end), so a
-//!   leg released while it pushes on the ground leaves with half a step of that push:
-//!   measured on ANYmal, stance torques kept through a lift-off kick the released foot 7 cm
-//!   into a 25-step swing, and unloading the leg on the last stance step (the next phase's
-//!   torques there) removes it. Optimisers learn to unload; a RATTLE-style projection of the
-//!   knot momentum at lift-offs (Hairer, Lubich & Wanner, VII.1) would remove it in the model.
+//!   last stance step kept the point at its foothold at `q_k` and ended with RATTLE's
+//!   momentum projection (module `momentum_projection`), so the knot momentum `p_k` is that of
+//!   a motion with the point at rest, and the point leaves freely from rest. (Without the
+//!   projection `p_k = D₂L_d + c_s Δt u` held the half step of the forces the stance impulses
+//!   balanced: a leg released while pushing left with half a step of its push, 7 cm into an
+//!   ANYmal swing, 150 rad/s at Talos's ankles.)
 //!
 //! The steps of one phase share their active set; a schedule stores each distinct set once.
 

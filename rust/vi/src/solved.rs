@@ -56,10 +56,13 @@ pub(crate) struct SolvedStep {
     /// Whether `z` and `points` are a step's that no linearisation has taken yet, kept for the
     /// bit-for-bit shortcut (module docs).
     shortcut: bool,
-    /// `(m,)` the multipliers `λ_k` of the solution (empty without constraints).
+    /// `(m,)` the multipliers `λ_k` of the solution's first row, where a re-solve starts
+    /// them, and the step's impulse `λ_k + μ_{k+1}` ([`VariationalIntegrator::multipliers`])
+    /// (empty without constraints).
     lambda: Vec<f64>,
-    /// `(m, 3n)` `∂λ_k/∂(q_k, p_k, u)`, valid when `has_jacobian` (a linearisation of these
-    /// inputs has computed it).
+    impulse: Vec<f64>,
+    /// `(m, 3n)` the impulse's derivatives `∂(λ_k + μ_{k+1})/∂(q_k, p_k, u)`, valid when
+    /// `has_jacobian` (a linearisation of these inputs has computed it).
     lambda_jacobian: DMatrix<f64>,
     has_jacobian: bool,
 }
@@ -138,6 +141,7 @@ impl VariationalIntegrator {
                 points: StepPoints::new(&self.model, s + 1),
                 shortcut: false,
                 lambda: vec![0.0; m],
+                impulse: vec![0.0; m],
                 lambda_jacobian: DMatrix::zeros(m, 3 * n),
                 has_jacobian: false,
             })
@@ -152,7 +156,8 @@ impl VariationalIntegrator {
             saved.points.copy_from(&ws.points);
         }
         saved.shortcut = shortcut;
-        saved.lambda.copy_from_slice(self.multipliers(ws));
+        saved.lambda.copy_from_slice(&ws.constraint.lambda);
+        saved.impulse.copy_from_slice(self.multipliers(ws));
         saved.has_jacobian = false;
         if let Ok(mut slots) = store.slots.lock() {
             if slots.owner != self.id {
@@ -199,7 +204,8 @@ impl VariationalIntegrator {
             ws.guess_multipliers(&saved.lambda);
             let solved = self.linearize(ws, k, q, p, u, Some(&saved.outputs[..q.len()]), a, b, q_next, p_next);
             if solved.is_ok() {
-                saved.lambda.copy_from_slice(self.multipliers(ws));
+                saved.lambda.copy_from_slice(&ws.constraint.lambda);
+                saved.impulse.copy_from_slice(self.multipliers(ws));
                 saved.lambda_jacobian.copy_from(self.multiplier_jacobian(ws));
                 saved.has_jacobian = true;
             }
@@ -218,7 +224,7 @@ impl VariationalIntegrator {
         result
     }
 
-    /// `f(λ_k, ∂λ_k/∂(q_k, p_k, u))` with the multipliers kept in `store` for step `k` from
+    /// `f(ι_k, ∂ι_k/∂(q_k, p_k, u))` with the impulse `ι_k = λ_k + μ_{k+1}` kept in `store` for step `k` from
     /// `(q, p, u)` bit for bit ([`Self::keep_solved`]) and their Jacobian `(m, 3n)` when a
     /// linearisation of that step ([`Self::linearize_kept`]) has computed it (else `None`);
     /// `None` when nothing of these inputs is kept (the caller solves the step itself). The
@@ -234,7 +240,7 @@ impl VariationalIntegrator {
     ) -> Option<T> {
         let slots = store.slots.lock().ok().filter(|slots| slots.owner == self.id)?;
         let saved = slots.steps.get(k)?.as_deref().filter(|s| !s.lambda.is_empty() && s.same_inputs(q, p, u))?;
-        Some(f(&saved.lambda, saved.has_jacobian.then_some(&saved.lambda_jacobian)))
+        Some(f(&saved.impulse, saved.has_jacobian.then_some(&saved.lambda_jacobian)))
     }
 
     /// The linearisation of step `k` (from `q_k = q`) at the points `saved` holds, which are

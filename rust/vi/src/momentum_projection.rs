@@ -1,0 +1,306 @@
+//! RATTLE's momentum projection at the end of a constrained step (Andersen 1983; Hairer,
+//! Lubich & Wanner 2006 §VII.1.4; as a variational integrator on the constraint manifold's
+//! cotangent bundle, Marsden & West 2001 §3.5).
+//!
+//! The constrained step of module `constrained` imposes `h(q_{k+1}) = 0` through the impulse
+//! `−C(q_k)ᵀ λ_k` on its first row, and its end momentum `D₂L_d + f⁺` keeps a normal part:
+//! the knot velocity `M⁻¹ p` moves the contact points (by half a step of the stance wrench,
+//! which the next step's impulse removes while the contact holds). Where the next step
+//! releases the contact, that normal part became motion: a foot lifted while the leg pushes
+//! got half a step of its push (on Talos's 6-D soles, 150 rad/s at the ankles). So each
+//! constrained step ends as RATTLE does, with a second impulse at `q_{k+1}`:
+//!
+//! `p̃_{k+1} = p_{k+1} − Cᵀ μ_{k+1}`, `C M⁻¹ p̃_{k+1} = 0`, i.e. `μ = S⁻¹ C M⁻¹ p`, `S = C M⁻¹ Cᵀ`,
+//!
+//! with `C = Dh(q_{k+1})` of the constraints the step imposes and `M = M(q_{k+1})`
+//! (tangent coordinates with composite joints): the knot momentum is that of a motion the
+//! constraints allow. While a contact holds, the next step's impulse absorbs `μ`, so
+//! configurations are unchanged (only the split of the impulse between the two ends of a
+//! step); a lift-off starts from the projected momentum, a touchdown's knot keeps no normal
+//! velocity (the plastic impact). The step's contact impulse reported by
+//! [`crate::VariationalIntegrator::multipliers`] is `λ_k + μ_{k+1}` (its two halves, at `q_k`
+//! and at `q_{k+1}`). Integrators with kinematic joints, whose momentum slots hold prescribed
+//! velocities, are not projected.
+//!
+//! # Linearisation
+//! With `ṽ = M⁻¹ p̃` (`C ṽ = 0`) and, along a tangent direction `δ` of `q_{k+1}` at fixed
+//! momentum coordinates, `X δ = ∂(Cᵀ μ)/∂q δ`, `Y δ = ∂(C ṽ)/∂q δ`, `T δ = ∂(M ṽ)/∂q δ`
+//! (`μ`, `ṽ` held), differentiating `C M⁻¹ p̃ = 0` gives
+//!
+//! `∂μ/∂q = S⁻¹ (Y − G (X + T))`, `∂μ/∂p = S⁻¹ G`, `G = C M⁻¹`,
+//! `∂p̃/∂q = −X − Cᵀ ∂μ/∂q`, `∂p̃/∂p = 1 − Cᵀ ∂μ/∂p`,
+//!
+//! which compose with the step's own `A`, `B`: `D = ∂μ/∂q A_q + ∂μ/∂p A_p` (rows of `q_{k+1}`
+//! and `p_{k+1}`, and the same for `B`) is `μ`'s Jacobian, and the momentum rows become
+//! `A_p − X A_q − Cᵀ D`. `T` is [`vidyn_rbd::mass_matrix_and_derivative`]'s. `X`, `Y` come
+//! from the constraint Hessians `H_i` in the chart centred at `q_{k+1}`, where
+//! `C(q') = C_θ(θ) J(θ)⁻¹` (`J` the composite joints' velocity maps, `θ = J(0)⁻¹ δ + O(δ²)`):
+//! `X = J(0)⁻ᵀ (Σ μ_i H_i − [J'(0)[·]ᵀ Cᵀμ]) J(0)⁻¹` and
+//! `Y = (H_i J(0)⁻¹ ṽ − C J'(0)[·] J(0)⁻¹ ṽ) J(0)⁻¹`. O(a n² + n³) per step for `a` active
+//! constraints, no allocation.
+
+use crate::dense::{lu_factor_in, lu_solve_in};
+use crate::error::{Result, ViError};
+use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use nalgebra::{DMatrix, Matrix6, Vector6};
+use vidyn_rbd::CompositeJoint;
+
+/// Scratch of the projection's linearisation (empty without constraints).
+#[derive(Clone, Debug)]
+pub(crate) struct ProjectionWork {
+    /// `(m,)` the projection's multipliers `μ` (zero on inactive constraints).
+    pub(crate) mu: Vec<f64>,
+    /// `(n,)` `ṽ = M⁻¹ p̃`, `Cᵀ μ`, `J(0)⁻¹ ṽ`.
+    velocity: Vec<f64>,
+    impulse: Vec<f64>,
+    chart_velocity: Vec<f64>,
+    /// `(n, n)` one constraint's Hessian, then `X`; `(m, n)` `Y`, `∂μ/∂q`, `∂μ/∂p` (first
+    /// `a` rows); `(m, 3n)` `D`.
+    hessian: DMatrix<f64>,
+    x: DMatrix<f64>,
+    y: DMatrix<f64>,
+    dmu_dq: DMatrix<f64>,
+    dmu_dp: DMatrix<f64>,
+    d: DMatrix<f64>,
+    column: Vec<f64>,
+}
+
+impl ProjectionWork {
+    pub(crate) fn new(n: usize, m: usize) -> Self {
+        let n = if m == 0 { 0 } else { n };
+        Self {
+            mu: vec![0.0; m],
+            velocity: vec![0.0; n],
+            impulse: vec![0.0; n],
+            chart_velocity: vec![0.0; n],
+            hessian: DMatrix::zeros(n, n),
+            x: DMatrix::zeros(n, n),
+            y: DMatrix::zeros(m, n),
+            dmu_dq: DMatrix::zeros(m, n),
+            dmu_dp: DMatrix::zeros(m, n),
+            d: DMatrix::zeros(m, 3 * n),
+            column: vec![0.0; m],
+        }
+    }
+}
+
+impl VariationalIntegrator {
+    /// Whether the steps end with the momentum projection (module docs): with constraints and
+    /// no kinematic joints.
+    pub(crate) fn projects_momenta(&self) -> bool {
+        !self.constraints.is_empty() && !self.prescribed.iter().any(|&k| k)
+    }
+
+    /// Projects the end momentum `p_next` of step `step` (solved in `ws`, at `q_next`) onto
+    /// `C M⁻¹ p = 0` for the constraints the step imposes, sets `μ` and the step's reported
+    /// impulse `λ + μ` (module docs; `μ = 0` when [`Self::projects_momenta`] is false).
+    /// O(a n + a³).
+    pub(crate) fn project_momentum(&self, ws: &mut ViWorkspace, step: usize, q_next: &[f64], p_next: &mut [f64]) -> Result<()> {
+        let active = self.active_constraints(step)?;
+        ws.constraint.projection.mu.fill(0.0);
+        if self.projects_momenta() && !active.is_empty() {
+            self.knot_constraint_factors(ws, step, active, q_next)?;
+            let cw = &mut ws.constraint;
+            let a = active.len();
+            // μ = S⁻¹ (M⁻¹Cᵀ)ᵀ p
+            for (r, c) in cw.compact[..a].iter_mut().enumerate() {
+                *c = cw.minv_ct.column(r).iter().zip(p_next.iter()).map(|(x, y)| x * y).sum();
+            }
+            lu_solve_in(&cw.s_knot[..a * a], a, &cw.s_pivots, &mut cw.compact[..a]);
+            for (r, &i) in active.iter().enumerate() {
+                let mu = cw.compact[r];
+                cw.projection.mu[i] = mu;
+                for (pj, cj) in p_next.iter_mut().zip(cw.c_knot.row(r).iter()) {
+                    *pj -= cj * mu;
+                }
+            }
+        }
+        let cw = &mut ws.constraint;
+        for ((out, l), mu) in cw.impulse.iter_mut().zip(&cw.lambda).zip(&cw.projection.mu) {
+            *out = l + mu;
+        }
+        Ok(())
+    }
+
+    /// Composes the step's `a`, `b` (tangent coordinates, before the projection) with the
+    /// projection at `(q_next, p_next)` (`p_next` projected, as [`Self::project_momentum`] left
+    /// it) and adds `∂μ/∂(q_k, p_k, u_k)` to the multipliers' Jacobian (module docs).
+    pub(crate) fn project_linearization(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q_next: &[f64],
+        p_next: &[f64],
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<()> {
+        let active = self.active_constraints(step)?;
+        if active.is_empty() {
+            return Ok(());
+        }
+        let n = self.n();
+        let na = active.len();
+        self.knot_constraint_factors(ws, step, active, q_next)?;
+        let ViWorkspace { constraint: cw, rbd, .. } = ws;
+        let pw = &mut cw.projection;
+        pw.velocity.copy_from_slice(vidyn_rbd::mass_solve(self.model(), rbd, q_next, p_next)?);
+        let t = vidyn_rbd::mass_matrix_and_derivative::<ViError>(self.model(), rbd, q_next, &mut pw.velocity, |_, _| Ok(()))?;
+        // Cᵀμ and J(0)⁻¹ ṽ
+        pw.impulse.fill(0.0);
+        for (r, &i) in active.iter().enumerate() {
+            for (c, x) in pw.impulse.iter_mut().zip(cw.c_knot.row(r).iter()) {
+                *c += x * pw.mu[i];
+            }
+        }
+        pw.chart_velocity.copy_from_slice(&pw.velocity);
+        let chart = self.chart.as_deref();
+        if let Some(chart) = chart {
+            for j in chart.map.composite_joints() {
+                let (f, d) = (j.first(), j.nv());
+                let mapped = j0_inverse(&j) * padded(&pw.velocity, f, d);
+                pw.chart_velocity[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
+            }
+        }
+        // chart terms: Xc = Σ μ_i H_i, Yc rows (H_i J(0)⁻¹ṽ)ᵀ
+        pw.x.fill(0.0);
+        for (r, &i) in active.iter().enumerate() {
+            pw.hessian.fill(0.0);
+            self.constraints[i].add_hessian(&self.model, &cw.knot, &mut cw.scratch, 1.0, &mut pw.hessian);
+            for c in 0..n {
+                pw.y[(r, c)] = (0..n).map(|k| pw.hessian[(c, k)] * pw.chart_velocity[k]).sum();
+            }
+            let weight = pw.mu[i];
+            pw.x.zip_apply(&pw.hessian, |x, h| *x += weight * h);
+        }
+        if let Some(chart) = chart {
+            for j in chart.map.composite_joints() {
+                let (f, d) = (j.first(), j.nv());
+                let (c_block, b_block) = (padded(&pw.impulse, f, d), padded(&pw.chart_velocity, f, d));
+                for e in 0..d {
+                    let mut unit = [0.0; 6];
+                    unit[e] = 1.0;
+                    let jp = j.velocity_map_derivative(&[0.0; 6], &unit);
+                    // X: −J'(0)[e]ᵀ Cᵀμ on the joint's rows; Y: −C J'(0)[e] J(0)⁻¹ṽ
+                    let xt = jp.transpose() * c_block;
+                    let yb = jp * b_block;
+                    for k in 0..d {
+                        pw.x[(f + k, f + e)] -= xt[k];
+                    }
+                    for r in 0..na {
+                        pw.y[(r, f + e)] -= (0..d).map(|k| cw.c_knot[(r, f + k)] * yb[k]).sum::<f64>();
+                    }
+                }
+                // X = J(0)⁻ᵀ Xc J(0)⁻¹, Y = Yc J(0)⁻¹ on the joint's rows and columns
+                let inv = j0_inverse(&j);
+                for c in 0..n {
+                    let rows = nalgebra::Vector6::from_fn(|k, _| if k < d { pw.x[(f + k, c)] } else { 0.0 });
+                    let mapped = inv.transpose() * rows;
+                    for k in 0..d {
+                        pw.x[(f + k, c)] = mapped[k];
+                    }
+                }
+                for r in 0..n {
+                    let cols = nalgebra::RowVector6::from_fn(|_, k| if k < d { pw.x[(r, f + k)] } else { 0.0 });
+                    let mapped = cols * inv;
+                    for k in 0..d {
+                        pw.x[(r, f + k)] = mapped[k];
+                    }
+                }
+                for r in 0..na {
+                    let cols = nalgebra::RowVector6::from_fn(|_, k| if k < d { pw.y[(r, f + k)] } else { 0.0 });
+                    let mapped = cols * inv;
+                    for k in 0..d {
+                        pw.y[(r, f + k)] = mapped[k];
+                    }
+                }
+            }
+        }
+        // ∂μ/∂q = S⁻¹ (Y − G (X + T)), ∂μ/∂p = S⁻¹ G, G = (M⁻¹Cᵀ)ᵀ
+        for c in 0..n {
+            for r in 0..na {
+                let g_xt: f64 = (0..n).map(|k| cw.minv_ct[(k, r)] * (pw.x[(k, c)] + t[(k, c)])).sum();
+                pw.column[r] = pw.y[(r, c)] - g_xt;
+            }
+            lu_solve_in(&cw.s_knot[..na * na], na, &cw.s_pivots, &mut pw.column[..na]);
+            for r in 0..na {
+                pw.dmu_dq[(r, c)] = pw.column[r];
+                pw.column[r] = cw.minv_ct[(c, r)];
+            }
+            lu_solve_in(&cw.s_knot[..na * na], na, &cw.s_pivots, &mut pw.column[..na]);
+            for r in 0..na {
+                pw.dmu_dp[(r, c)] = pw.column[r];
+            }
+        }
+        // D = ∂μ/∂q [A_q B_q] + ∂μ/∂p [A_p B_p]; momentum rows −= X [A_q B_q] + Cᵀ D
+        for c in 0..3 * n {
+            let (m, col) = if c < 2 * n { (&mut *a, c) } else { (&mut *b, c - 2 * n) };
+            for r in 0..na {
+                pw.d[(r, c)] = (0..n).map(|k| pw.dmu_dq[(r, k)] * m[(k, col)] + pw.dmu_dp[(r, k)] * m[(n + k, col)]).sum();
+            }
+            for row in 0..n {
+                let x_term: f64 = (0..n).map(|k| pw.x[(row, k)] * m[(k, col)]).sum();
+                let c_term: f64 = (0..na).map(|r| cw.c_knot[(r, row)] * pw.d[(r, c)]).sum();
+                m[(n + row, col)] -= x_term + c_term;
+            }
+        }
+        for (r, &i) in active.iter().enumerate() {
+            for c in 0..3 * n {
+                cw.lambda_jacobian[(i, c)] += pw.d[(r, c)];
+            }
+        }
+        Ok(())
+    }
+
+    /// At the knot `q` (`(nq,)`), for the constraints `active` (`a` of them): `C = Dh(q)` in
+    /// tangent coordinates (rows `0..a` of `c_knot`; with composite joints `C_θ J(0)⁻¹` from the
+    /// chart centred at `q`), `M⁻¹ Cᵀ` (columns `0..a` of `minv_ct`) and the LU of
+    /// `S = C M⁻¹ Cᵀ` (`s_knot`), the kinematics at the knot in `knot`. O(a n + a³).
+    pub(crate) fn knot_constraint_factors(&self, ws: &mut ViWorkspace, step: usize, active: &[usize], q: &[f64]) -> Result<()> {
+        let m = active.len();
+        let ViWorkspace { constraint: cw, rbd, scratch_zero, .. } = ws;
+        let theta: &[f64] = match self.chart.as_deref() {
+            Some(chart) => {
+                chart.map.chart_placements(&self.model, q, &mut cw.knot_placements);
+                chart.map.chart_coordinates(q, q, &mut cw.knot_theta);
+                &cw.knot_theta
+            }
+            None => q,
+        };
+        cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
+        cw.knot.update_velocity(&self.model, scratch_zero);
+        for (i, con) in active.iter().map(|&i| &self.constraints[i]).enumerate() {
+            con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
+            if let Some(chart) = self.chart.as_deref() {
+                // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
+                for j in chart.map.composite_joints() {
+                    let (f, d) = (j.first(), j.nv());
+                    let mapped = j0_inverse(&j).transpose() * padded(&cw.rhs, f, d);
+                    cw.rhs[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
+                }
+            }
+            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
+            let column = vidyn_rbd::mass_solve(self.model(), rbd, q, &cw.rhs)?;
+            cw.minv_ct.column_mut(i).iter_mut().zip(column).for_each(|(c, x)| *c = *x);
+        }
+        let s_knot = &mut cw.s_knot[..m * m];
+        for c in 0..m {
+            for r in 0..m {
+                s_knot[c * m + r] = cw.c_knot.row(r).iter().zip(cw.minv_ct.column(c).iter()).map(|(a, b)| a * b).sum();
+            }
+        }
+        if !lu_factor_in(s_knot, m, &mut cw.s_pivots) {
+            return Err(ViError::DegenerateConstraints { step });
+        }
+        Ok(())
+    }
+}
+
+/// `J(0)⁻¹` of a composite joint's velocity map (padded with the identity past its `nv`).
+fn j0_inverse(joint: &CompositeJoint<'_>) -> Matrix6<f64> {
+    joint.velocity_map(&[0.0; 6]).try_inverse().unwrap_or_else(Matrix6::zeros)
+}
+
+/// The 6-vector of `x[first..first + d]`, zero-padded.
+fn padded(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
+    Vector6::from_fn(|k, _| if k < d { x[first + k] } else { 0.0 })
+}
