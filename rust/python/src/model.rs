@@ -139,18 +139,21 @@ fn check_sampling_limits(m: &rbd::Model) -> PyResult<()> {
 #[pymethods]
 impl PyModel {
     /// Loads a URDF file. `floating_base=True` attaches the root link to the world with a
-    /// free-flyer joint (nq += 7, nv += 6) instead of rigidly.
+    /// free-flyer joint (nq += 7, nv += 6) instead of rigidly. `mimic=True` couples the
+    /// `<mimic>` joints (Pinocchio's `mimic=True`): each follows `multiplier * q_leader + offset`
+    /// and has no coordinate of its own; by default they are independent joints (with a
+    /// ModelWarning).
     #[staticmethod]
-    #[pyo3(signature = (path, floating_base = false))]
-    fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base)))
+    #[pyo3(signature = (path, floating_base = false, mimic = false))]
+    fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool, mimic: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base), mimic))
     }
 
-    /// Parses a URDF document given as a string.
+    /// Parses a URDF document given as a string (arguments as `from_urdf`).
     #[staticmethod]
-    #[pyo3(signature = (xml, floating_base = false))]
-    fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base)))
+    #[pyo3(signature = (xml, floating_base = false, mimic = false))]
+    fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool, mimic: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base), mimic))
     }
 
     /// Loads a MuJoCo model (MJCF `.xml` or compiled `.mjb`) with MuJoCo's own parser: its
