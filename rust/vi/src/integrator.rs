@@ -135,6 +135,7 @@ impl VariationalIntegrator {
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(ViError::InvalidParameter(format!("dt = {dt}; expected a positive finite time step")));
         }
+        model.refuse_mimics("VariationalIntegrator")?;
         let n = model.nv;
         let forces = forces.unwrap_or_else(|| JointForces { damping: model.limits.damping.clone(), ..JointForces::none(n) });
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {

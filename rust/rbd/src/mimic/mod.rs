@@ -223,6 +223,19 @@ impl Coupling {
         self.v_rows.len()
     }
 
+    /// The reduced coordinate that extended configuration coordinate `e` follows (its own,
+    /// or its leader's for a mimic joint's).
+    #[must_use]
+    pub fn configuration_column(&self, e: usize) -> usize {
+        self.q_rows[e].column
+    }
+
+    /// The reduced velocity coordinate that extended one `e` follows.
+    #[must_use]
+    pub fn tangent_column(&self, e: usize) -> usize {
+        self.v_rows[e].column
+    }
+
     /// `(n,)` extended index of each reduced velocity coordinate.
     #[must_use]
     pub fn free_velocities(&self) -> &[usize] {
