@@ -120,7 +120,7 @@ impl PyModel {
     }
 
     /// The entries of the free coordinates of an extended per-coordinate vector (`q`, limits).
-    fn restrict(&self, x: &[f64], configuration: bool) -> Vec<f64> {
+    pub fn restrict(&self, x: &[f64], configuration: bool) -> Vec<f64> {
         match self.coupling() {
             None => x.to_vec(),
             Some(c) if configuration => {

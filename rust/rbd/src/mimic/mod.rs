@@ -48,7 +48,7 @@ pub use dynamics::{
 
 use crate::error::{RbdError, Result};
 use crate::model::Model;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, Dyn, Matrix, StorageMut};
 use vidyn_spatial::Tensor3;
 
 /// One mimicking joint: body `joint`'s coordinate is `multiplier · q_leader + offset`, with
@@ -295,8 +295,9 @@ impl Coupling {
         }
     }
 
-    /// `A = Gᵀ A_e G` (`(n_e, n_e)` → `(n, n)`; mass matrices, derivatives of forces).
-    pub fn reduce_matrix(&self, a_e: &DMatrix<f64>, a: &mut DMatrix<f64>) {
+    /// `A = Gᵀ A_e G` (`(n_e, n_e)` → `(n, n)`, into a matrix or a view of one; mass
+    /// matrices, derivatives of forces).
+    pub fn reduce_matrix<S: StorageMut<f64, Dyn, Dyn>>(&self, a_e: &DMatrix<f64>, a: &mut Matrix<f64, Dyn, Dyn, S>) {
         a.fill(0.0);
         for (c, rc) in self.v_rows.iter().enumerate() {
             for (r, rr) in self.v_rows.iter().enumerate() {
