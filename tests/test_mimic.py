@@ -488,3 +488,17 @@ def test_what_the_integrator_refuses_with_mimic_joints():
     floating = vidyn.Model.from_urdf_string(_hand_urdf(), floating_base=True, mimic=True)
     with pytest.raises(vidyn.InputError, match="joint 'root_joint' is freeflyer: the integrator takes mimic joints on models of revolute and prismatic joints only"):
         vidyn.VariationalIntegrator(floating, dt=0.01)
+
+
+def test_batch_rollouts_and_linearisations_take_mimic_integrators_and_optim_refuses_them():
+    from vidyn import batch, optim
+
+    vd = vidyn.Model.from_urdf_string(_hand_urdf(), mimic=True)
+    vi = vidyn.VariationalIntegrator(vd, dt=0.01)
+    q0 = vd.neutral() + np.array([[0.1], [0.2], [0.3]])
+    rolled = batch.rollout(vi, q0, v0=np.zeros((3, vd.nv)), steps=5)
+    single = vi.rollout(q0[1], v0=np.zeros(vd.nv), steps=5)
+    np.testing.assert_array_equal(rolled.q[1], single.q)
+    np.testing.assert_array_equal(batch.linearize(vi, rolled)[0][1], vi.linearize(single)[0])
+    with pytest.raises(vidyn.ModelError, match="vidyn.optim does not support mimic joints"):
+        optim.ilqr(vi, vd.neutral(), steps=5)
