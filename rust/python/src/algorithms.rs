@@ -52,7 +52,11 @@ fn lifted<const K: usize>(model: &PyModel, q: Any<'_, '_>, tangents: [(Any<'_, '
 
 /// Runs `compute`, one of the reduced algorithms of `vidyn_rbd::mimic`, on the model's
 /// workspace and a mimic workspace made for the call, detached from the interpreter.
-fn run_mimic<T: Send>(py: Python<'_>, model: &PyModel, compute: impl FnOnce(&Model, &mut Workspace, &mut MimicWorkspace) -> rbd::Result<T> + Send) -> PyResult<T> {
+fn run_mimic<T: Send>(
+    py: Python<'_>,
+    model: &PyModel,
+    compute: impl FnOnce(&Model, &mut Workspace, &mut MimicWorkspace) -> rbd::Result<T> + Send,
+) -> PyResult<T> {
     let m = &*model.inner;
     let mut ws = model.workspace();
     let w = &mut *ws;

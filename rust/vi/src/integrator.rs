@@ -154,7 +154,8 @@ impl VariationalIntegrator {
             JointForces { damping, ..JointForces::none(n) }
         });
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
-            vidyn_rbd::check_vector(v, "forces", n, "model.nv").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
+            vidyn_rbd::check_vector(v, "forces", n, "model.nv")
+                .map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
         let mimic = if model.has_mimics() { Some(Arc::new(MimicSystem::new(&model, &forces)?)) } else { None };
         let (model, chart) = if mimic.is_some() || model.joints.iter().all(|j| j.nv() == 1 && j.nq() == 1) {

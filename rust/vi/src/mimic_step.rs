@@ -161,7 +161,16 @@ impl VariationalIntegrator {
     /// The first iterate `ws.z` (reduced) from a [`Predictor`], as [`Self::initial_guess`]
     /// does on a tree: `M⁻¹ p` and the forward dynamics of the reduced system.
     #[allow(clippy::too_many_arguments)]
-    fn mimic_prediction(&self, sys: &MimicSystem, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], predictor: Predictor, guess: Option<&[f64]>) -> Result<()> {
+    fn mimic_prediction(
+        &self,
+        sys: &MimicSystem,
+        ws: &mut ViWorkspace,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        predictor: Predictor,
+        guess: Option<&[f64]>,
+    ) -> Result<()> {
         let n = sys.coupling.nv();
         let nodes = &self.scheme.nodes[1..];
         if let (Predictor::Guess, Some(g)) = (predictor, guess) {
@@ -281,7 +290,13 @@ impl VariationalIntegrator {
         let ViWorkspace { points, dense, mimic, .. } = ws;
         let work = mimic.as_mut().expect("mimic scratch");
         let (sc, dt, forces): (&Scheme, f64, &JointForces) = (&self.scheme, self.dt, &sys.forces);
-        dense.linearize_blocks(sc, dt, |x, beta, out| reduced_block(&sys.coupling, &mut work.block, |b| points.del_block(sc, dt, forces, x, beta, b), out), a, b);
+        dense.linearize_blocks(
+            sc,
+            dt,
+            |x, beta, out| reduced_block(&sys.coupling, &mut work.block, |b| points.del_block(sc, dt, forces, x, beta, b), out),
+            a,
+            b,
+        );
         Ok(())
     }
 

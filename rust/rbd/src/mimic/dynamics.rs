@@ -119,7 +119,8 @@ fn cholesky(a: &DMatrix<f64>, l: &mut DMatrix<f64>) -> std::result::Result<(), u
         for j in 0..k {
             d -= l[(k, j)] * l[(k, j)];
         }
-        if !(d > 1e-14 * scale) {
+        // NaN fails too
+        if d.is_nan() || d <= 1e-14 * scale {
             return Err(k);
         }
         let d = d.sqrt();
@@ -314,7 +315,12 @@ impl MimicSecondOrder {
     pub fn new(model: &Model) -> Self {
         let n = Coupling::new(model).nv();
         let zeros = || Tensor3::zeros([n; 3]);
-        Self { extended: SecondOrderWorkspace::new(model), tensors: [zeros(), zeros(), zeros(), zeros()], inverse: [zeros(), zeros(), zeros(), zeros()], column: vec![0.0; n] }
+        Self {
+            extended: SecondOrderWorkspace::new(model),
+            tensors: [zeros(), zeros(), zeros(), zeros()],
+            inverse: [zeros(), zeros(), zeros(), zeros()],
+            column: vec![0.0; n],
+        }
     }
 }
 
