@@ -349,12 +349,12 @@ def test_damaged_states_raise_state_error(kind):
 def test_a_newer_format_is_refused_by_name():
     data = bytearray(models.pendulum_chain(2).to_bytes())
     at = 6 + 1 + len(b"Model")
-    data[at : at + 2] = (2).to_bytes(2, "little")
+    data[at : at + 2] = (3).to_bytes(2, "little")
     # the digest covers the header, so re-seal the altered state as a newer vidyn would
     import hashlib
 
     body = bytes(data[:-32])
-    with pytest.raises(vidyn.StateError, match="format version 2.*reads versions 1 to 1"):
+    with pytest.raises(vidyn.StateError, match="format version 3.*reads versions 1 to 2"):
         vidyn.Model.from_bytes(body + hashlib.sha256(body).digest())
 
 

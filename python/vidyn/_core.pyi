@@ -109,7 +109,8 @@ class ConvergenceError(VidynError):
 class ModelWarning(UserWarning):
     """A model was built or loaded, but with something you should know: an inertia that no
     rigid body can have (principal moments violating the triangle inequality), or a URDF
-    ``<mimic>`` joint read as an independent joint."""
+    ``<mimic>`` joint read as an independent joint (``mimic=False``, the default of
+    ``Model.from_urdf``)."""
 
 # ----------------------------------------------------------------------------------------
 # Model
@@ -128,14 +129,22 @@ class Model:
     """
 
     @staticmethod
-    def from_urdf(path: str | os.PathLike[str], floating_base: bool = False) -> Model:
+    def from_urdf(path: str | os.PathLike[str], floating_base: bool = False, mimic: bool = False) -> Model:
         """Loads a URDF file. ``floating_base=True`` attaches the root link to the world with a
         free-flyer joint named ``root_joint`` (nq += 7, nv += 6) instead of rigidly.
+        ``mimic=True`` couples the ``<mimic>`` joints as Pinocchio's ``mimic=True`` does: a
+        revolute, continuous or prismatic joint following another one as
+        ``q = multiplier * q_leader + offset`` has no coordinate of its own (``nq``, ``nv``,
+        limits and every algorithm are those of the remaining coordinates; ``mimic_joints``,
+        ``extended``, ``coupling_matrix``); a ``<mimic>`` on a fixed joint is ignored. By
+        default mimic joints are independent joints, with a ModelWarning.
 
-        Raises UrdfError (unreadable file, malformed or unsupported URDF) or ModelError."""
+        Raises UrdfError (unreadable file, malformed or unsupported URDF, a mimic of an unknown
+        or fixed joint, a chain of mimics, a mimic of or by a floating or planar joint) or
+        ModelError."""
 
     @staticmethod
-    def from_urdf_string(xml: str, floating_base: bool = False) -> Model:
+    def from_urdf_string(xml: str, floating_base: bool = False, mimic: bool = False) -> Model:
         """Parses a URDF document given as a string (see ``from_urdf``)."""
     @staticmethod
     def from_mjcf(path: str | os.PathLike[str], ignore_armature: bool = False) -> Model:
@@ -148,10 +157,10 @@ class Model:
         """Model name (the URDF robot name)."""
     @property
     def nq(self) -> int:
-        """Number of configuration coordinates."""
+        """Number of configuration coordinates (without those of mimic joints)."""
     @property
     def nv(self) -> int:
-        """Number of velocity coordinates (degrees of freedom)."""
+        """Number of velocity coordinates, degrees of freedom (without those of mimic joints)."""
     @property
     def nbodies(self) -> int:
         """Number of moving bodies (= joints)."""
@@ -167,10 +176,27 @@ class Model:
         """(nbodies,) parent body of each body, -1 for the world; ``parents[i] < i``."""
     @property
     def idx_q(self) -> list[int]:
-        """(nbodies,) first configuration index of each joint."""
+        """(nbodies,) first configuration index of each joint (a mimic joint's is its
+        leader's, as in Pinocchio)."""
     @property
     def idx_v(self) -> list[int]:
-        """(nbodies,) first velocity index of each joint."""
+        """(nbodies,) first velocity index of each joint (a mimic joint's is its leader's)."""
+    @property
+    def mimic_joints(self) -> list[tuple[str, str, float, float]]:
+        """(nmimic,) the mimic joints ``(joint, leader, multiplier, offset)``, with
+        ``q_joint = multiplier * q_leader + offset``; empty unless loaded with ``mimic=True``."""
+    def extended(self) -> Model:
+        """The same tree with every joint independent (the mimic joints with their own
+        coordinates: the model ``mimic=False`` loads)."""
+    def lift_configuration(self, q: _ArrayLike) -> _Array:
+        """``G q + o`` (extended().nq,): the configuration of ``extended()`` of a configuration
+        q (nq,), each mimic joint at ``multiplier * q_leader + offset``."""
+    def lift_tangent(self, v: _ArrayLike) -> _Array:
+        """``G v`` (extended().nv,): the velocity (or acceleration) of ``extended()`` of v (nv,)."""
+    def coupling_matrix(self) -> _Array:
+        """The coupling matrix G (extended().nv, nv), ``v_e = G v``: the mass matrix is
+        ``G.T @ M_e @ G``, Jacobians ``J_e @ G``, generalised forces ``G.T @ tau_e``. The
+        identity without mimic joints."""
     @property
     def frame_names(self) -> list[str]:
         """(nframes,) names of the frames (links, joints, operational frames)."""
@@ -223,7 +249,7 @@ class Model:
         ``q_ref`` (nq,), Pinocchio's ``buildReducedModel``: a locked joint's body is merged
         into its nearest unlocked ancestor; the other joints keep their names, limits and
         order. Raises UnknownNameError, InputError (``q_ref``) or ModelError (every joint
-        locked, a name repeated)."""
+        locked, a name repeated, a model with mimic joints)."""
     def frame_index(self, name: str) -> int:
         """Index of the frame called ``name``. Raises UnknownNameError."""
 
@@ -622,7 +648,12 @@ class VariationalIntegrator:
     tangent coordinates, with constraints and kinematic joints too). For them the second order,
     the velocity-state maps, full DDP and the projection method raise
     NotImplementedError for now (``optim.ilqr`` takes them); damping and springs act on
-    1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
+    1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. Mimic
+    joints (``Model.from_urdf(..., mimic=True)``) step the reduced system exactly (its DEL
+    equations ``Ĝᵀ r_e(Ĝ z + o)`` on a dense LU; every scheme, rollouts, energies, the
+    first-order linearisation; ``n`` and the forces are the reduced ones) on models of
+    revolute and prismatic joints; with them constraints, kinematic joints, body wrenches,
+    the second order, the velocity-state maps and ``vidyn.optim`` raise ModelError. ``scheme``: ``"midpoint"`` (order 2, ``L_d = dt L(q̄, (q_{k+1} − q_k)/dt)``
     at ``q̄ = (q_k + q_{k+1})/2``), ``"trapezoid"`` (s = 1, order 2), ``"simpson"``
     (s = 2, order 4) or ``"lobatto"`` with ``s``. ``damping``, ``stiffness``, ``rest``: (n,)
     joint dampers and springs (damping defaults to the model's URDF damping). Newton stops at

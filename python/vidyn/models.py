@@ -112,10 +112,11 @@ def example_robot_data_dir() -> pathlib.Path | None:
     return _from_distribution() or _from_site_packages()
 
 
-def example_robot(name: str, floating_base: bool | None = None) -> Model:
+def example_robot(name: str, floating_base: bool | None = None, mimic: bool = False) -> Model:
     """Loads robot ``name`` (a key of :data:`EXAMPLE_ROBOTS`) from example-robot-data.
 
-    ``floating_base`` overrides the robot's default (legged robots float, arms do not).
+    ``floating_base`` overrides the robot's default (legged robots float, arms do not);
+    ``mimic=True`` couples the URDF's ``<mimic>`` joints (``Model.from_urdf``).
     Raises ``KeyError`` for an unknown name and ``FileNotFoundError`` when
     example-robot-data is not installed.
     """
@@ -132,7 +133,7 @@ def example_robot(name: str, floating_base: bool | None = None) -> Model:
     path = robots / robot.urdf
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this example-robot-data version does not ship {name!r}")
-    return Model.from_urdf(path, floating_base=robot.floating_base if floating_base is None else floating_base)
+    return Model.from_urdf(path, floating_base=robot.floating_base if floating_base is None else floating_base, mimic=mimic)
 
 
 def reference_configuration(model: Model, srdf: str | os.PathLike[str], state: str = "standing") -> np.ndarray:

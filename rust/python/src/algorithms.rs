@@ -8,6 +8,7 @@ use crate::model::PyModel;
 use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use vidyn_rbd as rbd;
+use vidyn_rbd::mimic::{self, MimicSecondOrder, MimicWorkspace};
 use vidyn_rbd::{Model, Workspace};
 
 type Array1<'py> = Bound<'py, PyArray1<f64>>;
@@ -30,14 +31,36 @@ fn run<'py, R: Send, T>(
     Ok(out(r, &ws))
 }
 
-/// `q` (nq,) and the tangent vectors (nv,) of a call, read and checked against `model`.
-fn state<const K: usize>(model: &Model, q: Any<'_, '_>, tangents: [(Any<'_, '_>, &str); K]) -> PyResult<(Vec<f64>, [Vec<f64>; K])> {
-    let q = convert::configuration(q, "q", model)?;
+/// `q` (nq,) and the tangent vectors (nv,) of a call, read and checked against `model` as
+/// Python sees it (reduced coordinates with mimic joints).
+fn state<const K: usize>(model: &PyModel, q: Any<'_, '_>, tangents: [(Any<'_, '_>, &str); K]) -> PyResult<(Vec<f64>, [Vec<f64>; K])> {
+    let q = model.read_q(q, "q")?;
     let mut read: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
     for (slot, (x, name)) in read.iter_mut().zip(tangents) {
-        *slot = convert::tangent(x, name, model)?;
+        *slot = model.read_v(x, name)?;
     }
     Ok((q, read))
+}
+
+/// [`state`] lifted to the extended tree (`q_e = G q + o`, `v_e = G v`; the same without
+/// mimic joints): the inputs of the kinematic algorithms, whose results need no reduction
+/// but for the columns of Jacobians ([`PyModel::columns_out`]).
+fn lifted<const K: usize>(model: &PyModel, q: Any<'_, '_>, tangents: [(Any<'_, '_>, &str); K]) -> PyResult<(Vec<f64>, [Vec<f64>; K])> {
+    let (q, t) = state(model, q, tangents)?;
+    Ok((model.lift_q(q), t.map(|v| model.lift_v(v))))
+}
+
+/// Runs `compute`, one of the reduced algorithms of `vidyn_rbd::mimic`, on the model's
+/// workspace and a mimic workspace made for the call, detached from the interpreter.
+fn run_mimic<T: Send>(
+    py: Python<'_>,
+    model: &PyModel,
+    compute: impl FnOnce(&Model, &mut Workspace, &mut MimicWorkspace) -> rbd::Result<T> + Send,
+) -> PyResult<T> {
+    let m = &*model.inner;
+    let mut ws = model.workspace();
+    let w = &mut *ws;
+    detached(py, move || compute(m, w, &mut MimicWorkspace::new(m)))
 }
 
 /// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i`.
@@ -57,8 +80,12 @@ pub fn rnea<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        let tau = run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &a, fext.as_deref()).map(<[f64]>::to_vec))?;
+        return Ok(convert::vector_out(py, &tau));
+    }
     run(py, pm, |m, ws| rbd::rnea(m, ws, &q, &v, &a, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
@@ -79,8 +106,12 @@ pub fn aba<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v, tau]) = state(&pm.inner, q, [(v, "v"), (tau, "tau")])?;
+    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        let ddq = run_mimic(py, pm, |m, ws, mw| mimic::aba(m, ws, mw, &q, &v, &tau, fext.as_deref()).map(<[f64]>::to_vec))?;
+        return Ok(convert::vector_out(py, &ddq));
+    }
     run(py, pm, |m, ws| rbd::aba(m, ws, &q, &v, &tau, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.ddq))
 }
 
@@ -103,8 +134,12 @@ pub fn rnea_derivatives<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        let d = run_mimic(py, pm, |m, ws, mw| mimic::rnea_derivatives(m, ws, mw, &q, &v, &a, fext.as_deref()).map(derivatives_owned))?;
+        return Ok(derivatives_out(py, &d));
+    }
     run(
         py,
         pm,
@@ -134,8 +169,12 @@ pub fn aba_derivatives<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, tau]) = state(&pm.inner, q, [(v, "v"), (tau, "tau")])?;
+    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        let d = run_mimic(py, pm, |m, ws, mw| mimic::aba_derivatives(m, ws, mw, &q, &v, &tau, fext.as_deref()).map(derivatives_owned))?;
+        return Ok(derivatives_out(py, &d));
+    }
     run(
         py,
         pm,
@@ -165,9 +204,14 @@ pub fn rnea_second_order<'py>(
     a: Any<'_, 'py>,
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
-    let m = &*model.get().inner;
-    let (q, [v, a]) = state(m, q, [(v, "v"), (a, "a")])?;
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
     let fext = convert::forces(fext, "fext", m)?;
+    if pm.coupling().is_some() {
+        let t = run_mimic(py, pm, |m, _, mw| mimic::rnea_second_order(m, mw, &mut MimicSecondOrder::new(m), &q, &v, &a, fext.as_deref()).cloned())?;
+        return Ok(tensors_out(py, &t));
+    }
     // the tensors live in a workspace of their own (O(nv³)), made for this call
     let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
     let w = &mut ws;
@@ -196,8 +240,12 @@ pub fn rnea_second_order_contracted<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, a, lam]) = state(&pm.inner, q, [(v, "v"), (a, "a"), (lam, "lam")])?;
+    let (q, [v, a, lam]) = state(pm, q, [(v, "v"), (a, "a"), (lam, "lam")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        let [dq2, dv2, dqdv] = run_mimic(py, pm, |m, ws, mw| mimic::rnea_second_order_contracted(m, ws, mw, &q, &v, &a, &lam, fext.as_deref()).cloned())?;
+        return Ok((convert::matrix_out(py, &dq2), convert::matrix_out(py, &dv2), convert::matrix_out(py, &dqdv)));
+    }
     run(
         py,
         pm,
@@ -228,9 +276,14 @@ pub fn aba_second_order<'py>(
     tau: Any<'_, 'py>,
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
-    let m = &*model.get().inner;
-    let (q, [v, tau]) = state(m, q, [(v, "v"), (tau, "tau")])?;
+    let pm = model.get();
+    let m = &*pm.inner;
+    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
     let fext = convert::forces(fext, "fext", m)?;
+    if pm.coupling().is_some() {
+        let t = run_mimic(py, pm, |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, fext.as_deref()).cloned())?;
+        return Ok(tensors_out(py, &t));
+    }
     // the tensors live in a workspace of their own (O(nv³)), made for this call
     let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.aba_second_order_workspace()))?;
     let w = &mut ws;
@@ -264,8 +317,18 @@ pub fn aba_second_order_contracted<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, tau, lam]) = state(&pm.inner, q, [(v, "v"), (tau, "tau"), (lam, "lam")])?;
+    let (q, [v, tau, lam]) = state(pm, q, [(v, "v"), (tau, "tau"), (lam, "lam")])?;
     let fext = convert::forces(fext, "fext", &pm.inner)?;
+    if pm.coupling().is_some() {
+        // the contraction of the full tensors (O(n⁴)): the coupled tree has no O(n) form
+        let t = run_mimic(py, pm, |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, fext.as_deref()).cloned())?;
+        let contract = |t: &rbd::Tensor3| {
+            let mut out = nalgebra::DMatrix::zeros(lam.len(), lam.len());
+            t.contract_first(&lam, &mut out);
+            convert::matrix_out(py, &out)
+        };
+        return Ok((contract(&t[0]), contract(&t[1]), contract(&t[2]), contract(&t[3])));
+    }
     run(
         py,
         pm,
@@ -288,7 +351,10 @@ pub fn aba_second_order_contracted<'py>(
 #[pyfunction]
 pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = state(pm, q, [])?;
+    if pm.coupling().is_some() {
+        return Ok(convert::matrix_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::crba(m, ws, mw, &q).cloned())?));
+    }
     run(py, pm, |m, ws| rbd::crba(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix))
 }
 
@@ -298,7 +364,10 @@ pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) 
 #[pyfunction]
 pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = state(pm, q, [])?;
+    if pm.coupling().is_some() {
+        return Ok(convert::matrix_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::minverse(m, ws, mw, &q).cloned())?));
+    }
     run(py, pm, |m, ws| rbd::minverse(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix_inv))
 }
 
@@ -308,7 +377,11 @@ pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'p
 #[pyfunction]
 pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = state(pm, q, [])?;
+    if pm.coupling().is_some() {
+        let zero = vec![0.0; pm.nv()];
+        return Ok(convert::vector_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &zero, &zero, None).map(<[f64]>::to_vec))?));
+    }
     run(py, pm, |m, ws| rbd::gravity(m, ws, &q).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
@@ -318,7 +391,11 @@ pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py
 #[pyfunction]
 pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = state(pm, q, [(v, "v")])?;
+    if pm.coupling().is_some() {
+        let zero = vec![0.0; pm.nv()];
+        return Ok(convert::vector_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &zero, None).map(<[f64]>::to_vec))?));
+    }
     run(py, pm, |m, ws| rbd::nonlinear_effects(m, ws, &q, &v).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
 }
 
@@ -328,7 +405,7 @@ pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: A
 #[pyfunction]
 pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<f64> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     run(py, pm, |m, ws| rbd::kinetic_energy(m, ws, &q, &v), |t, _| t)
 }
 
@@ -338,7 +415,7 @@ pub fn kinetic_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<
 #[pyfunction]
 pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<f64> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = lifted(pm, q, [])?;
     run(py, pm, |m, ws| rbd::potential_energy(m, ws, &q), |e, _| e)
 }
 
@@ -348,7 +425,7 @@ pub fn potential_energy<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: An
 #[pyfunction]
 pub fn center_of_mass<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = lifted(pm, q, [])?;
     run(py, pm, |m, ws| rbd::center_of_mass(m, ws, &q), |c, _| convert::vector_out(py, c.as_slice()))
 }
 
@@ -358,7 +435,7 @@ pub fn center_of_mass<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<
 #[pyfunction]
 pub fn center_of_mass_velocity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<(Array1<'py>, Array1<'py>)> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     run(
         py,
         pm,
@@ -373,8 +450,8 @@ pub fn center_of_mass_velocity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>
 #[pyfunction]
 pub fn com_jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
-    run(py, pm, |m, ws| rbd::com_jacobian(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.com_jacobian))
+    let (q, []) = lifted(pm, q, [])?;
+    run(py, pm, |m, ws| rbd::com_jacobian(m, ws, &q).map(drop), |(), ws| pm.columns_out(py, &ws.com_jacobian))
 }
 
 /// Centroidal momentum matrix `A_G(q)`: `h_G = A_G v`, the momentum about the centre of mass in
@@ -384,8 +461,8 @@ pub fn com_jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_
 #[pyfunction]
 pub fn centroidal_momentum_matrix<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
-    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.centroidal_matrix))
+    let (q, []) = lifted(pm, q, [])?;
+    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix(m, ws, &q).map(drop), |(), ws| pm.columns_out(py, &ws.centroidal_matrix))
 }
 
 /// Time variation of the centroidal momentum matrix, `dA_G/dt` with
@@ -395,8 +472,8 @@ pub fn centroidal_momentum_matrix<'py>(py: Python<'py>, model: &Bound<'py, PyMod
 #[pyfunction]
 pub fn centroidal_momentum_matrix_time_variation<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
-    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix_time_variation(m, ws, &q, &v).map(drop), |(), ws| convert::matrix_out(py, &ws.centroidal_rate))
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
+    run(py, pm, |m, ws| rbd::centroidal_momentum_matrix_time_variation(m, ws, &q, &v).map(drop), |(), ws| pm.columns_out(py, &ws.centroidal_rate))
 }
 
 /// Centroidal momentum `h_G = A_G(q) v` [linear; angular] (Pinocchio's
@@ -406,7 +483,7 @@ pub fn centroidal_momentum_matrix_time_variation<'py>(py: Python<'py>, model: &B
 #[pyfunction]
 pub fn centroidal_momentum<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     run(py, pm, |m, ws| rbd::centroidal_momentum(m, ws, &q, &v), |h, _| convert::vector_out(py, h.to_vector().as_slice()))
 }
 
@@ -447,8 +524,9 @@ pub fn forward_kinematics<'py>(
     a: Option<Any<'_, 'py>>,
 ) -> PyResult<Kinematics> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
-    let (v, a) = (convert::tangent_or_zero(v, "v", &pm.inner)?, convert::tangent_or_zero(a, "a", &pm.inner)?);
+    let (q, []) = lifted(pm, q, [])?;
+    let optional = |x: Option<Any<'_, 'py>>, name| x.filter(|x| !x.is_none()).map_or_else(|| Ok(vec![0.0; pm.nv()]), |x| pm.read_v(x, name));
+    let (v, a) = (pm.lift_v(optional(v, "v")?), pm.lift_v(optional(a, "a")?));
     run(
         py,
         pm,
@@ -474,7 +552,7 @@ fn frames(m: &Model, ws: &mut Workspace, q: &[f64]) -> rbd::Result<()> {
 #[pyfunction]
 pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, frame: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = lifted(pm, q, [])?;
     let f = pm.frame_arg(frame)?;
     run(py, pm, |m, ws| frames(m, ws, &q), |(), ws| convert::placement_out(py, &ws.frame_placements[f]))
 }
@@ -485,7 +563,7 @@ pub fn frame_placement<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any
 #[pyfunction]
 pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array3<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = lifted(pm, q, [])?;
     run(py, pm, |m, ws| frames(m, ws, &q), |(), ws| convert::placements_out(py, &ws.frame_placements))
 }
 
@@ -498,9 +576,9 @@ pub fn frame_placements<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: An
 #[pyo3(signature = (model, q, frame, reference = "local_world_aligned"))]
 pub fn jacobian<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, frame: Any<'_, 'py>, reference: &str) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, []) = state(&pm.inner, q, [])?;
+    let (q, []) = lifted(pm, q, [])?;
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
-    run(py, pm, |m, ws| rbd::frame_jacobian(m, ws, &q, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian))
+    run(py, pm, |m, ws| rbd::frame_jacobian(m, ws, &q, f, r).map(drop), |(), ws| pm.columns_out(py, &ws.jacobian))
 }
 
 /// Time variation `dJ/dt` of a frame Jacobian in `reference` along the velocity `v`
@@ -519,9 +597,9 @@ pub fn jacobian_time_variation<'py>(
     reference: &str,
 ) -> PyResult<Array2<'py>> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
-    run(py, pm, |m, ws| rbd::frame_jacobian_time_variation(m, ws, &q, &v, f, r).map(drop), |(), ws| convert::matrix_out(py, &ws.jacobian_rate))
+    run(py, pm, |m, ws| rbd::frame_jacobian_time_variation(m, ws, &q, &v, f, r).map(drop), |(), ws| pm.columns_out(py, &ws.jacobian_rate))
 }
 
 /// Velocity of a frame `[v; omega]` in `reference` (= `jacobian(q, frame, reference) @ v`;
@@ -539,7 +617,7 @@ pub fn frame_velocity<'py>(
     reference: &str,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
     run(py, pm, |m, ws| rbd::frame_velocity(m, ws, &q, &v, f, r), |w, _| convert::vector_out(py, w.to_vector().as_slice()))
 }
@@ -559,13 +637,13 @@ pub fn frame_velocity_derivatives<'py>(
     reference: &str,
 ) -> PyResult<(Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v]) = state(&pm.inner, q, [(v, "v")])?;
+    let (q, [v]) = lifted(pm, q, [(v, "v")])?;
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
     run(
         py,
         pm,
         |m, ws| rbd::frame_velocity_derivatives(m, ws, &q, &v, f, r),
-        |(), ws| (convert::matrix_out(py, &ws.jacobian_rate), convert::matrix_out(py, &ws.jacobian)),
+        |(), ws| (pm.columns_out(py, &ws.jacobian_rate), pm.columns_out(py, &ws.jacobian)),
     )
 }
 
@@ -589,8 +667,21 @@ pub fn frame_acceleration<'py>(
     classical: bool,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v, a]) = state(&pm.inner, q, [(v, "v"), (a, "a")])?;
+    let (q, [v, a]) = lifted(pm, q, [(v, "v"), (a, "a")])?;
     let (f, r) = (pm.frame_arg(frame)?, convert::REFERENCE.parse(reference)?);
     let kernel = if classical { rbd::frame_classical_acceleration } else { rbd::frame_acceleration };
     run(py, pm, |m, ws| kernel(m, ws, &q, &v, &a, f, r), |w, _| convert::vector_out(py, w.to_vector().as_slice()))
+}
+
+/// The three matrices of a [`mimic::MimicDerivatives`], owned.
+fn derivatives_owned(d: mimic::MimicDerivatives<'_>) -> [nalgebra::DMatrix<f64>; 3] {
+    [d.d_dq.clone(), d.d_dv.clone(), d.d_dx.clone()]
+}
+
+fn derivatives_out<'py>(py: Python<'py>, d: &[nalgebra::DMatrix<f64>; 3]) -> (Array2<'py>, Array2<'py>, Array2<'py>) {
+    (convert::matrix_out(py, &d[0]), convert::matrix_out(py, &d[1]), convert::matrix_out(py, &d[2]))
+}
+
+fn tensors_out<'py>(py: Python<'py>, t: &[rbd::Tensor3; 4]) -> (Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>) {
+    (convert::tensor_out(py, &t[0]), convert::tensor_out(py, &t[1]), convert::tensor_out(py, &t[2]), convert::tensor_out(py, &t[3]))
 }

@@ -100,7 +100,7 @@ pub fn batch_rnea<'py>(
     progress: Option<Any<'_, 'py>>,
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
@@ -127,7 +127,7 @@ pub fn batch_aba<'py>(
     progress: Option<Any<'_, 'py>>,
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
@@ -221,7 +221,7 @@ fn of_q<'py>(
     tail: &[usize],
     job: impl Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &mut [f64]) -> RbdResult + Sync,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let q = Sizes::default().read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let b = q.shape()[0];
     let shape: Vec<usize> = std::iter::once(b).chain(tail.iter().copied()).collect();
@@ -245,7 +245,7 @@ fn of_q_v<'py>(
     tail: &[usize],
     job: impl Fn(&vidyn_rbd::Model, &Control<'_>, usize, &[f64], &[f64], &mut [f64]) -> RbdResult + Sync,
 ) -> PyResult<(Arr<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;
@@ -281,7 +281,7 @@ fn three_matrices<'py>(
     out: Option<Any<'_, 'py>>,
     job: DynJob<'_>,
 ) -> PyResult<(Three<'py>, Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let t = tangents.iter().map(|(x, name)| s.read(x, name, &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")).collect::<PyResult<Vec<_>>>()?;
@@ -366,7 +366,7 @@ pub fn batch_rnea_second_order<'py>(
     progress: Option<Any<'_, 'py>>,
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<((Arr<'py>, Arr<'py>, Arr<'py>, Arr<'py>), Fails<'py>)> {
-    let m = &*model.get().inner;
+    let m = &**model.get().without_mimics("vidyn.batch")?;
     let mut s = Sizes::default();
     let q = s.read(q, "q", &[Dim::Batch, Dim::Fixed(m.nq)], "(B, model.nq)")?;
     let v = s.read(v, "v", &[Dim::Batch, Dim::Fixed(m.nv)], "(B, model.nv)")?;

@@ -110,7 +110,8 @@ pub static MODEL_WARNING: ExceptionClass = ExceptionClass::new(
     "ModelWarning",
     "A model was built or loaded, but with something you should know: an inertia that no \
      rigid body can have (principal moments violating the triangle inequality), or a URDF \
-     <mimic> joint read as an independent joint. A UserWarning.",
+     <mimic> joint read as an independent joint (mimic=False, the default of Model.from_urdf). \
+     A UserWarning.",
     |py| Ok(vec![py.get_type::<pyo3::exceptions::PyUserWarning>()]),
 );
 

@@ -170,7 +170,7 @@ impl PyMaximalIntegrator {
         tolerance: f64,
         max_iterations: usize,
     ) -> PyResult<Self> {
-        let m = model.get().inner.clone();
+        let m = model.get().without_mimics("MaximalIntegrator")?.clone();
         let n = m.nv;
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str| x.map(|x| convert::read(x, name, &[n], Some("(model.nv,)"))).transpose();
         let (damping, stiffness, rest) = (read(damping, "damping")?, read(stiffness, "stiffness")?, read(rest, "rest")?);

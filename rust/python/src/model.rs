@@ -28,6 +28,9 @@ pub struct PyModel {
     /// The model's state (`vidyn_rbd::state`), made on first use: what pickling, equality,
     /// `hash()` and `content_hash()` read.
     state: OnceLock<Vec<u8>>,
+    /// The coupling of its mimic joints (`vidyn_rbd::mimic`), made on first use; `None`
+    /// without mimic joints.
+    coupling: OnceLock<Option<rbd::Coupling>>,
 }
 
 /// The model's workspace, or a fresh one when it is in use by another thread.
@@ -62,7 +65,102 @@ impl PyModel {
 
     /// A Python model sharing `model` (no copy).
     pub fn shared(model: Arc<rbd::Model>) -> Self {
-        Self { inner: model, ws: OnceLock::new(), state: OnceLock::new() }
+        Self { inner: model, ws: OnceLock::new(), state: OnceLock::new(), coupling: OnceLock::new() }
+    }
+
+    /// The coupling of the model's mimic joints, `None` without any: the one switch between
+    /// the extended tree the core computes on and the reduced coordinates Python sees.
+    pub fn coupling(&self) -> Option<&rbd::Coupling> {
+        self.coupling.get_or_init(|| self.inner.has_mimics().then(|| self.inner.coupling())).as_ref()
+    }
+
+    /// `nq` as Python sees it (reduced with mimic joints).
+    pub fn nq(&self) -> usize {
+        self.coupling().map_or(self.inner.nq, rbd::Coupling::nq)
+    }
+
+    /// `nv` as Python sees it (reduced with mimic joints).
+    pub fn nv(&self) -> usize {
+        self.coupling().map_or(self.inner.nv, rbd::Coupling::nv)
+    }
+
+    /// A configuration `(model.nq,)` as Python sees it.
+    pub fn read_q(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        convert::read(x, name, &[self.nq()], Some("(model.nq,)"))
+    }
+
+    /// A tangent vector `(model.nv,)` as Python sees it.
+    pub fn read_v(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        convert::read(x, name, &[self.nv()], Some("(model.nv,)"))
+    }
+
+    /// The extended configuration `G q + o` of a configuration as Python sees it (itself
+    /// without mimic joints).
+    pub fn lift_q(&self, q: Vec<f64>) -> Vec<f64> {
+        match self.coupling() {
+            None => q,
+            Some(c) => {
+                let mut q_e = vec![0.0; c.nq_extended()];
+                c.lift_configuration(&q, &mut q_e);
+                q_e
+            }
+        }
+    }
+
+    /// The extended tangent vector `G v` (velocities, accelerations).
+    pub fn lift_v(&self, v: Vec<f64>) -> Vec<f64> {
+        match self.coupling() {
+            None => v,
+            Some(c) => {
+                let mut v_e = vec![0.0; c.nv_extended()];
+                c.lift_tangent(&v, &mut v_e);
+                v_e
+            }
+        }
+    }
+
+    /// The entries of the free coordinates of an extended per-coordinate vector (`q`, limits).
+    pub fn restrict(&self, x: &[f64], configuration: bool) -> Vec<f64> {
+        match self.coupling() {
+            None => x.to_vec(),
+            Some(c) if configuration => {
+                let mut out = vec![0.0; c.nq()];
+                c.restrict_configuration(x, &mut out);
+                out
+            }
+            Some(c) => {
+                let mut out = vec![0.0; c.nv()];
+                c.restrict_tangent(x, &mut out);
+                out
+            }
+        }
+    }
+
+    /// `A G` of an extended `(r, n_e)` matrix (Jacobians): `A` itself without mimic joints.
+    pub fn columns_out<'py>(&self, py: Python<'py>, a: &nalgebra::DMatrix<f64>) -> Bound<'py, numpy::PyArray2<f64>> {
+        match self.coupling() {
+            None => convert::matrix_out(py, a),
+            Some(c) => {
+                let mut out = nalgebra::DMatrix::zeros(a.nrows(), c.nv());
+                c.reduce_columns(a, &mut out);
+                convert::matrix_out(py, &out)
+            }
+        }
+    }
+
+    /// Per body, the reduced index of its first coordinate (its leader's for a mimic joint).
+    fn reduced_indices(&self, idx: &[usize], configuration: bool) -> Vec<usize> {
+        match self.coupling() {
+            None => idx.to_vec(),
+            Some(c) if configuration => idx.iter().map(|&e| c.configuration_column(e)).collect(),
+            Some(c) => idx.iter().map(|&e| c.tangent_column(e)).collect(),
+        }
+    }
+
+    /// The model itself when it has no mimic joints, else ModelError naming `what`.
+    pub fn without_mimics(&self, what: &str) -> PyResult<&Arc<rbd::Model>> {
+        self.inner.refuse_mimics(what).map_err(crate::errors::py_err)?;
+        Ok(&self.inner)
     }
 
     /// The model's state (made once).
@@ -139,18 +237,21 @@ fn check_sampling_limits(m: &rbd::Model) -> PyResult<()> {
 #[pymethods]
 impl PyModel {
     /// Loads a URDF file. `floating_base=True` attaches the root link to the world with a
-    /// free-flyer joint (nq += 7, nv += 6) instead of rigidly.
+    /// free-flyer joint (nq += 7, nv += 6) instead of rigidly. `mimic=True` couples the
+    /// `<mimic>` joints (Pinocchio's `mimic=True`): each follows `multiplier * q_leader + offset`
+    /// and has no coordinate of its own; by default they are independent joints (with a
+    /// ModelWarning).
     #[staticmethod]
-    #[pyo3(signature = (path, floating_base = false))]
-    fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base)))
+    #[pyo3(signature = (path, floating_base = false, mimic = false))]
+    fn from_urdf(py: Python<'_>, path: PathBuf, floating_base: bool, mimic: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_file_with_warnings(&path, root_joint(floating_base), mimic))
     }
 
-    /// Parses a URDF document given as a string.
+    /// Parses a URDF document given as a string (arguments as `from_urdf`).
     #[staticmethod]
-    #[pyo3(signature = (xml, floating_base = false))]
-    fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool) -> PyResult<Self> {
-        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base)))
+    #[pyo3(signature = (xml, floating_base = false, mimic = false))]
+    fn from_urdf_string(py: Python<'_>, xml: &str, floating_base: bool, mimic: bool) -> PyResult<Self> {
+        Self::from_urdf_result(py, move || rbd::urdf::from_urdf_str_with_warnings(xml, root_joint(floating_base), mimic))
     }
 
     /// Loads a MuJoCo model (MJCF `.xml` or compiled `.mjb`) with MuJoCo's own parser: its
@@ -170,16 +271,16 @@ impl PyModel {
         &self.inner.name
     }
 
-    /// Number of configuration coordinates.
-    #[getter]
-    fn nq(&self) -> usize {
-        self.inner.nq
+    /// Number of configuration coordinates (without those of mimic joints).
+    #[getter(nq)]
+    fn py_nq(&self) -> usize {
+        self.nq()
     }
 
-    /// Number of velocity coordinates (degrees of freedom).
-    #[getter]
-    fn nv(&self) -> usize {
-        self.inner.nv
+    /// Number of velocity coordinates, degrees of freedom (without those of mimic joints).
+    #[getter(nv)]
+    fn py_nv(&self) -> usize {
+        self.nv()
     }
 
     /// Number of moving bodies (= joints).
@@ -206,16 +307,52 @@ impl PyModel {
         self.inner.parents.iter().map(|p| p.map_or(-1, |p| p as i64)).collect()
     }
 
-    /// (nbodies,) first configuration index of each joint.
+    /// (nbodies,) first configuration index of each joint (a mimic joint's is its leader's,
+    /// as in Pinocchio).
     #[getter]
     fn idx_q(&self) -> Vec<usize> {
-        self.inner.idx_q.clone()
+        self.reduced_indices(&self.inner.idx_q, true)
     }
 
-    /// (nbodies,) first velocity index of each joint.
+    /// (nbodies,) first velocity index of each joint (a mimic joint's is its leader's).
     #[getter]
     fn idx_v(&self) -> Vec<usize> {
-        self.inner.idx_v.clone()
+        self.reduced_indices(&self.inner.idx_v, false)
+    }
+
+    /// (nmimic,) the mimic joints: `(joint, leader, multiplier, offset)` with
+    /// `q_joint = multiplier * q_leader + offset`; empty unless loaded with `mimic=True`.
+    #[getter]
+    fn mimic_joints(&self) -> Vec<(String, String, f64, f64)> {
+        let m = &self.inner;
+        m.mimics.iter().map(|x| (m.joint_names[x.joint].clone(), m.joint_names[x.leader].clone(), x.multiplier, x.offset)).collect()
+    }
+
+    /// The same tree with every joint independent (the mimic joints with their own
+    /// coordinates: the model `mimic=False` loads), whose coordinates `lift_configuration` and
+    /// `lift_tangent` give.
+    fn extended(&self) -> Self {
+        Self::new(rbd::Model { mimics: Vec::new(), ..(*self.inner).clone() })
+    }
+
+    /// `G q + o` (extended().nq,): the configuration of `extended()` of a configuration q (nq,),
+    /// each mimic joint at `multiplier * q_leader + offset`.
+    fn lift_configuration<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = self.read_q(q, "q")?;
+        Ok(convert::vector_out(py, &self.lift_q(q)))
+    }
+
+    /// `G v` (extended().nv,): the velocity (or acceleration) of `extended()` of a velocity v (nv,).
+    fn lift_tangent<'py>(&self, py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let v = self.read_v(v, "v")?;
+        Ok(convert::vector_out(py, &self.lift_v(v)))
+    }
+
+    /// The coupling matrix G (extended().nv, nv): `v_e = G v`; the reduced mass matrix is
+    /// `G.T @ M_e @ G`, Jacobians `J_e @ G`, generalised forces `G.T @ tau_e`. The identity
+    /// without mimic joints.
+    fn coupling_matrix<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray2<f64>> {
+        convert::matrix_out(py, &self.inner.coupling().matrix())
     }
 
     /// (nframes,) names of the frames.
@@ -241,37 +378,37 @@ impl PyModel {
     /// (nq,) lower position limits (-inf when unbounded).
     #[getter]
     fn lower_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.lower_position)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.lower_position, true))
     }
 
     /// (nq,) upper position limits (+inf when unbounded).
     #[getter]
     fn upper_position_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.upper_position)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.upper_position, true))
     }
 
     /// (nv,) velocity limits (+inf when unknown).
     #[getter]
     fn velocity_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.velocity)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.velocity, false))
     }
 
     /// (nv,) effort limits (+inf when unknown).
     #[getter]
     fn effort_limit<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.effort)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.effort, false))
     }
 
     /// (nv,) viscous damping coefficients.
     #[getter]
     fn damping<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.damping)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.damping, false))
     }
 
     /// (nv,) Coulomb friction coefficients.
     #[getter]
     fn friction<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &self.inner.limits.friction)
+        convert::vector_out(py, &self.restrict(&self.inner.limits.friction, false))
     }
 
     /// Sum of the body masses, kg.
@@ -282,7 +419,7 @@ impl PyModel {
 
     /// The neutral configuration `(nq,)`: zero angles and displacements, identity quaternions.
     fn neutral<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        convert::vector_out(py, &rbd::neutral(&self.inner))
+        convert::vector_out(py, &self.restrict(&rbd::neutral(&self.inner), true))
     }
 
     /// A random configuration `(nq,)` within the position limits (unbounded angles in
@@ -295,24 +432,24 @@ impl PyModel {
         let m = &*self.inner;
         check_sampling_limits(m)?;
         let q = detached(py, move || Ok::<_, rbd::RbdError>(rbd::random_configuration(m, &mut r)))?;
-        Ok(convert::vector_out(py, &q))
+        Ok(convert::vector_out(py, &self.restrict(&q, true)))
     }
 
     /// `q ⊕ v` `(nq,)`: the configuration reached from `q` `(nq,)` by following the
     /// constant velocity `v` `(nv,)` for unit time.
     fn integrate<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q, v) = (convert::configuration(q, "q", m)?, convert::tangent(v, "v", m)?);
+        let (q, v) = (self.lift_q(self.read_q(q, "q")?), self.lift_v(self.read_v(v, "v")?));
         let out = detached(py, move || rbd::integrate(m, &q, &v))?;
-        Ok(convert::vector_out(py, &out))
+        Ok(convert::vector_out(py, &self.restrict(&out, true)))
     }
 
     /// `q1 ⊖ q0` `(nv,)`: the velocity `v` with `integrate(q0, v) == q1`.
     fn difference<'py>(&self, py: Python<'py>, q0: &Bound<'py, PyAny>, q1: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let m = &*self.inner;
-        let (q0, q1) = (convert::configuration(q0, "q0", m)?, convert::configuration(q1, "q1", m)?);
+        let (q0, q1) = (self.lift_q(self.read_q(q0, "q0")?), self.lift_q(self.read_q(q1, "q1")?));
         let out = detached(py, move || rbd::difference(m, &q0, &q1))?;
-        Ok(convert::vector_out(py, &out))
+        Ok(convert::vector_out(py, &self.restrict(&out, false)))
     }
 
     /// This model with every spherical, planar and free-flyer joint replaced by a chain of
@@ -326,9 +463,9 @@ impl PyModel {
     /// unlocked ancestor (its inertia added there, its frames moved there; a locked joint's
     /// frame becomes a fixed-joint frame); the other joints keep their names, limits and
     /// order. Raises UnknownNameError for an unknown joint, InputError for a bad `q_ref`,
-    /// ModelError when every joint is locked or a name is repeated.
+    /// ModelError when every joint is locked, a name is repeated or the model has mimic joints.
     fn lock_joints(&self, joints: Vec<String>, q_ref: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let m = &*self.inner;
+        let m = &**self.without_mimics("lock_joints")?;
         let q = convert::read(q_ref, "q_ref", &[m.nq], Some("(nq,)"))?;
         let locked = joints.iter().map(|name| m.joint_index(name)).collect::<Result<Vec<usize>, _>>().map_err(crate::errors::py_err)?;
         rbd::lock_joints(m, &locked, &q).map(Self::new).map_err(crate::errors::py_err)
@@ -383,6 +520,7 @@ impl PyModel {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let m = &self.inner;
         let name = pyo3::types::PyString::new(py, &m.name).repr()?;
-        Ok(format!("Model(name={name}, nq={}, nv={}, nbodies={})", m.nq, m.nv, m.nbodies()))
+        let mimics = if m.has_mimics() { format!(", mimic_joints={}", m.mimics.len()) } else { String::new() };
+        Ok(format!("Model(name={name}, nq={}, nv={}, nbodies={}{mimics})", self.nq(), self.nv(), m.nbodies()))
     }
 }

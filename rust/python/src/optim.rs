@@ -107,6 +107,7 @@ pub fn optim_closed_loop<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
     refuse_lie_group(&vi, "the closed-loop tracking rollout")?;
+    vi.model().refuse_mimics("the closed-loop tracking rollout").map_err(py_err)?;
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
@@ -466,6 +467,7 @@ impl OptimProblem {
     ) -> PyResult<Self> {
         let [q0, p0, u_init, q, r, qn, x_ref, u_ref] = arrays;
         let vi = vi.get().inner.clone();
+        vi.model().refuse_mimics("vidyn.optim").map_err(py_err)?;
         let (n, nq) = (vi.n(), vi.nq());
         let actuated = actuated_list(actuated, n)?;
         let m = actuated.as_ref().map_or(n, Vec::len);
@@ -723,6 +725,7 @@ pub fn optim_project<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
     refuse_lie_group(&vi, "the projection")?;
+    vi.model().refuse_mimics("the projection").map_err(py_err)?;
     let n = vi.n();
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);

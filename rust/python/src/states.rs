@@ -153,7 +153,8 @@ pub fn vi_from_state(data: &[u8]) -> Result<ViSpec> {
     let wrenches = (0..count).map(|_| Ok(Force::new(r.vector3("body wrench")?, r.vector3("body wrench")?))).collect::<Result<Vec<_>>>()?;
     let max_energy_error = r.f64("max_energy_error")?;
     r.finish()?;
-    let n = model.nv;
+    // the reduced nv with mimic joints
+    let n = if model.has_mimics() { model.coupling().nv() } else { model.nv };
     for (what, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
         if v.len() != n {
             return Err(RbdError::State(format!("malformed {VI_KIND} state: {what} has {} entries for a model with nv = {n}", v.len())));

@@ -273,13 +273,13 @@ impl PyVariationalIntegrator {
             Some(s) => Some(convert::flag_rows(s, "schedule", constraints.len(), "(N, m)", "m, the number of constraints")?.0),
             None => None,
         };
-        let n = m.nv;
+        let n = model.get().nv();
         let read = |x: Option<&Bound<'_, PyAny>>, name: &str, default: Vec<f64>| match x {
             Some(x) => convert::read(x, name, &[n], Some("(model.nv,)")),
             None => Ok(default),
         };
         let forces = JointForces {
-            damping: read(damping, "damping", m.limits.damping.clone())?,
+            damping: read(damping, "damping", model.get().restrict(&m.limits.damping, false))?,
             stiffness: read(stiffness, "stiffness", vec![0.0; n])?,
             rest: read(rest, "rest", vec![0.0; n])?,
         };

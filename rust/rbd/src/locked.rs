@@ -26,10 +26,11 @@ use vidyn_spatial::Se3;
 /// `model` with the joints `locked` (body indices, any order, no repeats) fixed at their
 /// coordinates in `q_ref` (`(nq,)`, a valid configuration) (module docs). Errors on an
 /// invalid `q_ref`, an index out of range or repeated, when the joints left would form no
-/// body, or on a model of Euler-angle chains ([`crate::to_single_dof`]: lock joints of the
+/// body, on a model with mimic joints, or on a model of Euler-angle chains ([`crate::to_single_dof`]: lock joints of the
 /// native model, then expand it).
 pub fn lock_joints(model: &Model, locked: &[usize], q_ref: &[f64]) -> Result<Model> {
     check_configuration(model, q_ref)?;
+    model.refuse_mimics("lock_joints")?;
     if !model.gimbals.is_empty() {
         return Err(RbdError::InvalidModel(
             "joints of an Euler-angle-chain model (to_single_dof) cannot be locked: lock them on the native model first".into(),

@@ -2,6 +2,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
+use crate::mimic::Mimic;
 use crate::single_dof::Gimbal;
 use nalgebra::Vector3;
 use vidyn_spatial::{Inertia, Motion, Se3};
@@ -90,6 +91,10 @@ pub struct Model {
     /// made of spherical and free-flyer joints, where the chain locks (`cos β = 0`); empty
     /// for every other model.
     pub gimbals: Vec<Gimbal>,
+    /// The mimic joints ([`crate::mimic`]): the tree above is the extended one (every joint
+    /// with its own coordinate, what the algorithms compute on), reduced by the coupling of
+    /// these; empty for most models.
+    pub mimics: Vec<Mimic>,
 }
 
 impl Model {
@@ -233,7 +238,7 @@ impl ModelBuilder {
 
     /// What the builder accepted but a user should hear about, in the order it happened:
     /// inertias that no rigid body can have ([`inertia_warning`]), and the URDF reader's
-    /// notes (unsupported `<mimic>` joints).
+    /// notes (`<mimic>` joints read as independent joints).
     #[must_use]
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -327,6 +332,7 @@ impl ModelBuilder {
             limits: Limits::default(),
             frames: Vec::new(),
             gimbals: Vec::new(),
+            mimics: Vec::new(),
         };
         for &old in &order {
             let b = &self.bodies[old];

@@ -15,7 +15,8 @@
 //! ones (or refuses them by name).
 //!
 //! [`Model::to_state`] writes the data that define a model — name, joints, parents,
-//! placements, inertias, limits, gravity, frames and the gimbals of a single-dof expansion —
+//! placements, inertias, limits, gravity, frames, the gimbals of a single-dof expansion and,
+//! from version 2, its mimic joints ([`crate::mimic`]) —
 //! and [`Model::from_state`] rebuilds it through [`ModelBuilder`], so a state is validated as
 //! any model is (then the derived fields, which the builder recomputes, are equal).
 //! [`Model::content_hash`] is the state's digest: stable across processes and machines, and
@@ -23,6 +24,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
+use crate::mimic::Mimic;
 use crate::model::{Frame, FrameKind, JointLimits, Limits, Model, ModelBuilder};
 use crate::single_dof::Gimbal;
 use nalgebra::{Matrix3, Vector3};
@@ -36,8 +38,10 @@ const DIGEST: usize = 32;
 
 /// The kind name of a model's state.
 pub const MODEL_KIND: &str = "Model";
-/// The format version [`Model::to_state`] writes (and the newest [`Model::from_state`] reads).
-pub const MODEL_VERSION: u16 = 1;
+/// The newest format version [`Model::to_state`] writes and [`Model::from_state`] reads: 2
+/// adds the mimic joints after the gimbals. A model without mimic joints is written in
+/// version 1, byte for byte as before, so its state and content hash do not change.
+pub const MODEL_VERSION: u16 = 2;
 
 /// Writes one state: the header on creation, then the payload, then the digest on
 /// [`StateWriter::finish`].
@@ -331,9 +335,18 @@ impl Model {
     /// [`Self::content_hash`] compare.
     #[must_use]
     pub fn to_state(&self) -> Vec<u8> {
-        let mut w = StateWriter::new(MODEL_KIND, MODEL_VERSION);
+        let mut w = StateWriter::new(MODEL_KIND, self.state_version());
         self.write_state(&mut w);
         w.finish()
+    }
+
+    /// The format version of this model's state: 1 without mimic joints, 2 with.
+    fn state_version(&self) -> u16 {
+        if self.mimics.is_empty() {
+            1
+        } else {
+            MODEL_VERSION
+        }
     }
 
     fn write_state(&self, w: &mut StateWriter) {
@@ -358,6 +371,7 @@ impl Model {
             limits,
             frames,
             gimbals,
+            mimics,
         } = self;
         w.str(name);
         w.usize(joints.len());
@@ -385,6 +399,15 @@ impl Model {
         for Gimbal { joint, pitch } in gimbals {
             w.str(joint);
             w.usize(*pitch);
+        }
+        if !mimics.is_empty() {
+            w.usize(mimics.len());
+            for Mimic { joint, leader, multiplier, offset } in mimics {
+                w.usize(*joint);
+                w.usize(*leader);
+                w.f64(*multiplier);
+                w.f64(*offset);
+            }
         }
     }
 
@@ -468,6 +491,15 @@ impl Model {
         }
         model.gravity = gravity;
         model.gimbals = gimbals;
+        if r.version() >= 2 {
+            let count = r.len("mimic count", 32)?;
+            let mut mimics = Vec::with_capacity(count);
+            for _ in 0..count {
+                let (joint, leader) = (r.usize("mimic joint")?, r.usize("mimic leader")?);
+                mimics.push(Mimic { joint, leader, multiplier: r.f64("mimic multiplier")?, offset: r.f64("mimic offset")? });
+            }
+            model = model.with_mimics(mimics).map_err(|e| r.malformed(e))?;
+        }
         r.finish()?;
         Ok(model)
     }
@@ -549,7 +581,7 @@ mod tests {
         let other = StateWriter::new("Trajectory", 1).finish();
         assert!(matches!(Model::from_state(&other), Err(RbdError::State(m)) if m.contains("holds a Trajectory, not a Model")));
         let newer = StateWriter::new(MODEL_KIND, MODEL_VERSION + 1).finish();
-        assert!(matches!(Model::from_state(&newer), Err(RbdError::State(m)) if m.contains("version 2")));
+        assert!(matches!(Model::from_state(&newer), Err(RbdError::State(m)) if m.contains(&format!("version {}", MODEL_VERSION + 1))));
     }
 
     #[test]
@@ -572,7 +604,7 @@ mod tests {
         assert!(matches!(Model::from_state(&w.finish()), Err(RbdError::State(m)) if m.contains("does not precede")));
         // trailing bytes after a valid model
         let m = pendulum_chain(1, true);
-        let mut w = StateWriter::new(MODEL_KIND, MODEL_VERSION);
+        let mut w = StateWriter::new(MODEL_KIND, m.state_version());
         m.write_state(&mut w);
         w.u8(0);
         assert!(matches!(Model::from_state(&w.finish()), Err(RbdError::State(m)) if m.contains("left after")));

@@ -67,7 +67,10 @@
 //! * A missing `<robot name>` is accepted (the model name is then `""`); a revolute or
 //!   prismatic joint without `<limit>` is unbounded (urdfdom rejects it). Inside `<limit>`, a
 //!   missing `lower`/`upper` is `0` as the URDF specification says. `lower > upper` is rejected.
-//! * Mimic joints are independent joints (Pinocchio's default).
+//! * Mimic joints are independent joints by default (Pinocchio's default too); with `mimic`
+//!   they are coupled ([`crate::mimic`], [`from_urdf_str_with_warnings`]), and, unlike
+//!   Pinocchio, a leader may come after its follower in the tree order (romeo's and Talos'
+//!   full hands, which Pinocchio refuses).
 //!
 //! Only the `<link>` and `<joint>` children of `<robot>` are read (`<gazebo>`,
 //! `<transmission>`, `<material>`, visuals, collisions and sensors are ignored) and mesh files
@@ -75,6 +78,7 @@
 
 use crate::error::{RbdError, Result};
 use crate::joint::Joint;
+use crate::mimic::Mimic;
 use crate::model::{inertia_warning, FrameKind, JointLimits, Model, ModelBuilder};
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use roxmltree::{Document, Node, ParsingOptions};
@@ -96,25 +100,31 @@ pub const ROOT_JOINT_NAME: &str = "root_joint";
 
 /// Reads the URDF file at `path` (see [`from_urdf_str`]).
 pub fn from_urdf_file(path: impl AsRef<Path>, root: RootJoint) -> Result<Model> {
-    from_urdf_file_with_warnings(path, root).map(|(model, _)| model)
+    from_urdf_file_with_warnings(path, root, false).map(|(model, _)| model)
 }
 
-/// [`from_urdf_file`] with the reader's warnings (see [`from_urdf_str_with_warnings`]).
-pub fn from_urdf_file_with_warnings(path: impl AsRef<Path>, root: RootJoint) -> Result<(Model, Vec<String>)> {
+/// [`from_urdf_file`] with the reader's warnings, and `<mimic>` joints coupled when `mimic`
+/// (see [`from_urdf_str_with_warnings`]).
+pub fn from_urdf_file_with_warnings(path: impl AsRef<Path>, root: RootJoint, mimic: bool) -> Result<(Model, Vec<String>)> {
     let path = path.as_ref();
     let xml = std::fs::read_to_string(path).map_err(|e| RbdError::Urdf(format!("cannot read {}: {e}", path.display())))?;
-    from_urdf_str_with_warnings(&xml, root)
+    from_urdf_str_with_warnings(&xml, root, mimic)
 }
 
-/// Builds a model from a URDF document (see the module documentation for the mapping).
+/// Builds a model from a URDF document (see the module documentation for the mapping);
+/// `<mimic>` joints are read as independent joints.
 pub fn from_urdf_str(xml: &str, root: RootJoint) -> Result<Model> {
-    from_urdf_str_with_warnings(xml, root).map(|(model, _)| model)
+    from_urdf_str_with_warnings(xml, root, false).map(|(model, _)| model)
 }
 
 /// [`from_urdf_str`], with what the document holds that the model accepts but a user should
 /// hear about: links whose inertia no rigid body can have ([`crate::model::inertia_warning`])
-/// and `<mimic>` joints, which are read as independent joints (not supported yet).
-pub fn from_urdf_str_with_warnings(xml: &str, root: RootJoint) -> Result<(Model, Vec<String>)> {
+/// and, unless `mimic`, `<mimic>` joints, which are then read as independent joints. With
+/// `mimic` they become the model's mimic joints ([`crate::mimic`], Pinocchio's
+/// `buildModelFromUrdf(…, mimic=True)`): `<mimic joint multiplier offset>` (defaults 1 and 0)
+/// on a revolute, continuous or prismatic joint following another such joint; a `<mimic>` on
+/// a fixed joint is ignored (it has no coordinate), as Pinocchio does.
+pub fn from_urdf_str_with_warnings(xml: &str, root: RootJoint, mimic: bool) -> Result<(Model, Vec<String>)> {
     let options = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(xml, options).map_err(|e| urdf(format!("malformed XML: {e}")))?;
     let robot = doc.root_element();
@@ -139,19 +149,59 @@ pub fn from_urdf_str_with_warnings(xml: &str, root: RootJoint) -> Result<(Model,
     }
     let mut joints = Vec::new();
     let mut joint_names = HashSet::new();
+    let mut mimics = Vec::new();
     for node in elements(robot, "joint") {
         let joint = parse_joint(node, &link_index)?;
         if !joint_names.insert(joint.name) {
             return Err(urdf(format!("joint '{}' is defined twice", joint.name)));
         }
-        if let Some(mimic) = element(node, "mimic") {
-            let leader = mimic.attribute("joint").unwrap_or("?");
-            let (multiplier, offset) = (mimic.attribute("multiplier").unwrap_or("1"), mimic.attribute("offset").unwrap_or("0"));
-            warnings.push(format!("joint '{}' mimics joint '{leader}' (multiplier {multiplier}, offset {offset}); vidyn does not support <mimic> yet and reads it as an independent joint with its own coordinate", joint.name));
+        if let Some(el) = element(node, "mimic") {
+            if mimic {
+                if joint.moving.is_some() {
+                    mimics.push(parse_mimic(el, joint.name)?);
+                }
+            } else {
+                let leader = el.attribute("joint").unwrap_or("?");
+                let (multiplier, offset) = (el.attribute("multiplier").unwrap_or("1"), el.attribute("offset").unwrap_or("0"));
+                warnings.push(format!("joint '{}' mimics joint '{leader}' (multiplier {multiplier}, offset {offset}); it is read as an independent joint with its own coordinate (load with mimic=True to couple it)", joint.name));
+            }
         }
         joints.push(joint);
     }
-    Ok((assemble(robot.attribute("name").unwrap_or(""), &links, &joints, root)?, warnings))
+    let model = assemble(robot.attribute("name").unwrap_or(""), &links, &joints, root)?;
+    Ok((couple(model, &joints, &mimics)?, warnings))
+}
+
+/// A `<mimic>` element of joint `name`, leader by name.
+struct UrdfMimic<'a> {
+    joint: &'a str,
+    leader: &'a str,
+    multiplier: f64,
+    offset: f64,
+}
+
+fn parse_mimic<'a>(el: Node<'a, '_>, name: &'a str) -> Result<UrdfMimic<'a>> {
+    let ctx = format!("joint '{name}'");
+    let leader = el.attribute("joint").ok_or_else(|| urdf(format!("{ctx}: <mimic> has no joint attribute")))?;
+    Ok(UrdfMimic { joint: name, leader, multiplier: finite(el, "multiplier", &ctx)?.unwrap_or(1.0), offset: finite(el, "offset", &ctx)?.unwrap_or(0.0) })
+}
+
+/// `model` with the mimic joints `mimics` (by joint name) coupled ([`Model::with_mimics`]).
+fn couple(model: Model, joints: &[UrdfJoint], mimics: &[UrdfMimic]) -> Result<Model> {
+    if mimics.is_empty() {
+        return Ok(model);
+    }
+    let mut coupled = Vec::with_capacity(mimics.len());
+    for m in mimics {
+        let ctx = format!("joint '{}' mimics joint '{}'", m.joint, m.leader);
+        let leader = match joints.iter().find(|j| j.name == m.leader) {
+            None => return Err(urdf(format!("{ctx}, which the URDF does not define"))),
+            Some(j) if j.moving.is_none() => return Err(urdf(format!("{ctx}, which is fixed (it has no coordinate to follow)"))),
+            Some(_) => model.joint_index(m.leader)?,
+        };
+        coupled.push(Mimic { joint: model.joint_index(m.joint)?, leader, multiplier: m.multiplier, offset: m.offset });
+    }
+    model.with_mimics(coupled).map_err(|e| urdf(e.to_string()))
 }
 
 struct Link<'a> {

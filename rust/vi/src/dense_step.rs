@@ -54,6 +54,19 @@ impl DenseStep {
         lu_factor(&mut self.jacobian, &mut self.pivots)
     }
 
+    /// [`Self::factorize`] of the Jacobian whose `n × n` block `(ϱ, γ)` (`γ = 1..=s`) `block`
+    /// writes (a model with mimic joints: the reduced blocks `Gᵀ H(ϱ, γ) G`, module
+    /// `mimic_step`).
+    pub(crate) fn factorize_blocks(&mut self, s: usize, mut block: impl FnMut(usize, usize, &mut DMatrixViewMut<'_, f64>)) -> bool {
+        let n = self.block.nrows();
+        for rho in 0..s {
+            for gamma in 1..=s {
+                block(rho, gamma, &mut self.jacobian.view_mut((rho * n, (gamma - 1) * n), (n, n)));
+            }
+        }
+        lu_factor(&mut self.jacobian, &mut self.pivots)
+    }
+
     /// `x ← J⁻¹ x` with the factors of [`Self::factorize`] (`x`: `(s·n,)`, rows `ϱ·n + i` in,
     /// unknowns `(γ−1)·n + i` out).
     pub(crate) fn solve(&self, x: &mut [f64]) {
@@ -65,12 +78,24 @@ impl DenseStep {
     /// explicit `p_k`, `u` terms) through the LU, `q_{k+1} = Σ_α endpoint[α] q^α`, and
     /// `dp_{k+1} = H(s, 0) δq_k + Σ_γ H(s, γ) dz_γ + ∂P/∂u` as dense products. O(s³n³).
     pub(crate) fn linearize(&mut self, pts: &StepPoints, sc: &Scheme, dt: f64, forces: &JointForces, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) {
+        self.linearize_blocks(sc, dt, |x, beta, out| pts.del_block(sc, dt, forces, x, beta, out), a, b);
+    }
+
+    /// [`Self::linearize`] with the DEL blocks `H(x, β)` that `block` writes (as for
+    /// [`Self::factorize_blocks`]).
+    pub(crate) fn linearize_blocks(
+        &mut self,
+        sc: &Scheme,
+        dt: f64,
+        mut block: impl FnMut(usize, usize, &mut DMatrixViewMut<'_, f64>),
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) {
         let (n, s) = (self.block.nrows(), sc.s);
         let rhs = &mut self.sensitivities;
         rhs.as_mut_slice().fill(0.0);
         for rho in 0..s {
-            let mut blk = rhs.view_mut((rho * n, 0), (n, n));
-            pts.del_block(sc, dt, forces, rho, 0, &mut blk);
+            block(rho, 0, &mut rhs.view_mut((rho * n, 0), (n, n)));
             for i in 0..n {
                 rhs[(rho * n + i, 2 * n + i)] = sc.control_weight(rho) * dt;
             }
@@ -115,10 +140,10 @@ impl DenseStep {
             b_p[(i, i)] = sc.control_weight(s) * dt;
         }
         let blk = &mut self.block;
-        pts.del_block(sc, dt, forces, s, 0, &mut blk.view_mut((0, 0), (n, n)));
+        block(s, 0, &mut blk.view_mut((0, 0), (n, n)));
         a_p.columns_mut(0, n).copy_from(blk);
         for gamma in 1..=s {
-            pts.del_block(sc, dt, forces, s, gamma, &mut blk.view_mut((0, 0), (n, n)));
+            block(s, gamma, &mut blk.view_mut((0, 0), (n, n)));
             let sens = rhs.view(((gamma - 1) * n, 0), (n, 3 * n));
             add_product(&mut a_p, blk, &sens.columns(0, 2 * n));
             add_product(&mut b_p, blk, &sens.columns(2 * n, n));

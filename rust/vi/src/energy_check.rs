@@ -73,6 +73,9 @@ impl VariationalIntegrator {
     /// # Errors
     /// Invalid `q` or `p` (shapes, NaN, singular mass matrix), degenerate constraints.
     pub fn knot_energy(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64]) -> Result<KnotEnergy> {
+        if let Some(sys) = &self.mimic {
+            return self.mimic_knot_energy(sys, ws, q, p);
+        }
         let model = self.model();
         let mut v = std::mem::take(&mut ws.scratch);
         let result = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p).map(|m| v.copy_from_slice(m));

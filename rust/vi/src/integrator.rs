@@ -16,6 +16,7 @@ use crate::del::{JointForces, StepPoints};
 use crate::dense_step::{DenseStep, DEFAULT_DENSE_MAX};
 use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
+use crate::mimic_step::{MimicSystem, MimicWork};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
 use crate::predictor::Predictor;
 use crate::schedule::ConstraintSchedule;
@@ -47,7 +48,10 @@ pub struct VariationalIntegrator {
     /// Newton stops when `|r|∞ ≤ tolerance · max(1, |p_k|∞)`, or when its update has reached
     /// round-off (`|δz|∞ ≤ 8ε(1 + |z|∞)`) with `|r|∞ ≤ 1.5e-8 · max(1, |p_k|∞)`.
     pub(crate) tolerance: f64,
-    max_iterations: usize,
+    pub(crate) max_iterations: usize,
+    /// The coupling of the model's mimic joints and the joint forces on the extended tree
+    /// (module `mimic_step`); `None` without mimic joints.
+    pub(crate) mimic: Option<Arc<MimicSystem>>,
     /// Holonomic constraints `h(q) = 0` ([`crate::constrained`]), empty by default.
     pub(crate) constraints: Vec<Constraint>,
     /// `0..m`: the active constraints of every step without a schedule.
@@ -116,6 +120,8 @@ pub struct ViWorkspace {
     pub(crate) spare_solved: Option<Box<SolvedStep>>,
     /// A step's chart with composite joints (module `chart_step`).
     pub(crate) chart: ChartWork,
+    /// The scratch of a model with mimic joints (module `mimic_step`).
+    pub(crate) mimic: Option<MimicWork>,
 }
 
 impl ViWorkspace {
@@ -130,17 +136,29 @@ impl ViWorkspace {
 
 impl VariationalIntegrator {
     /// A new integrator. Errors for a non-positive or non-finite `dt`, forcing vectors of the
-    /// wrong length, or joint forces (damping, springs) on composite joints.
+    /// wrong length, or joint forces (damping, springs) on composite joints. With mimic joints
+    /// (module `mimic_step`) `n` and the forces are those of the reduced coordinates (the
+    /// default damping the free coordinates' own).
     pub fn new(model: Arc<Model>, scheme: Scheme, dt: f64, forces: Option<JointForces>) -> Result<Self> {
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(ViError::InvalidParameter(format!("dt = {dt}; expected a positive finite time step")));
         }
-        let n = model.nv;
-        let forces = forces.unwrap_or_else(|| JointForces { damping: model.limits.damping.clone(), ..JointForces::none(n) });
+        let coupling = model.has_mimics().then(|| model.coupling());
+        let n = coupling.as_ref().map_or(model.nv, vidyn_rbd::Coupling::nv);
+        let forces = forces.unwrap_or_else(|| {
+            let mut damping = vec![0.0; n];
+            match &coupling {
+                Some(c) => c.restrict_tangent(&model.limits.damping, &mut damping),
+                None => damping.clone_from(&model.limits.damping),
+            }
+            JointForces { damping, ..JointForces::none(n) }
+        });
         for (name, v) in [("damping", &forces.damping), ("stiffness", &forces.stiffness), ("rest", &forces.rest)] {
-            check_tangent(&model, v, "forces").map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
+            vidyn_rbd::check_vector(v, "forces", n, "model.nv")
+                .map_err(|_| ViError::InvalidParameter(format!("{name} must have model.nv = {n} finite entries")))?;
         }
-        let (model, chart) = if model.joints.iter().all(|j| j.nv() == 1 && j.nq() == 1) {
+        let mimic = if model.has_mimics() { Some(Arc::new(MimicSystem::new(&model, &forces)?)) } else { None };
+        let (model, chart) = if mimic.is_some() || model.joints.iter().all(|j| j.nv() == 1 && j.nq() == 1) {
             (model, None)
         } else {
             let (expanded, map) = vidyn_rbd::to_single_dof(&model)?;
@@ -165,6 +183,7 @@ impl VariationalIntegrator {
             forces,
             tolerance: 1e-12,
             max_iterations: 30,
+            mimic,
             constraints: Vec::new(),
             all_constraints: Vec::new(),
             schedule: None,
@@ -182,6 +201,9 @@ impl VariationalIntegrator {
     /// trapezoid) take constraints; the initial configuration should satisfy them (the first
     /// step lands on them regardless). Bodies are those of the model as given ([`Self::model`]).
     pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
+        if !constraints.is_empty() {
+            self.refuse_mimic("holonomic constraints (VariationalIntegrator constraints=)")?;
+        }
         if !constraints.is_empty() && self.scheme.s != 1 {
             return Err(ViError::InvalidParameter(format!(
                 "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
@@ -268,6 +290,9 @@ impl VariationalIntegrator {
     /// one-interval schemes (midpoint, trapezoid) take kinematic joints; at least one joint must
     /// stay dynamic.
     pub fn with_kinematic(mut self, joints: &[usize]) -> Result<Self> {
+        if !joints.is_empty() {
+            self.refuse_mimic("kinematic joints (VariationalIntegrator kinematic=)")?;
+        }
         if let Some(chart) = &self.chart {
             if let Some(j) = chart.map.composite_joints().find(|j| joints.iter().any(|&k| (j.first()..j.first() + j.nv()).contains(&k))) {
                 return Err(ViError::InvalidParameter(format!(
@@ -311,6 +336,9 @@ impl VariationalIntegrator {
     /// the linearisation carry its exact derivative. An empty vector removes the wrenches.
     /// Second-order derivatives refuse integrators with wrenches.
     pub fn with_body_wrenches(mut self, wrenches: Vec<Force>) -> Result<Self> {
+        if !wrenches.is_empty() {
+            self.refuse_mimic("body wrenches (VariationalIntegrator body_wrenches=)")?;
+        }
         if !wrenches.is_empty() {
             check_forces(self.model(), &wrenches, "wrenches").map_err(|e| ViError::InvalidParameter(format!("body wrenches: {e}")))?;
         }
@@ -363,10 +391,11 @@ impl VariationalIntegrator {
         self
     }
 
-    /// Whether steps and linearisations take the dense path ([`Self::with_dense_max`]).
+    /// Whether steps and linearisations take the dense path ([`Self::with_dense_max`]); with
+    /// mimic joints always (module `mimic_step`).
     #[must_use]
     pub fn uses_dense(&self) -> bool {
-        self.scheme.s * self.n() <= self.dense_max && self.constraints.is_empty() && !self.prescribed.iter().any(|&k| k)
+        self.mimic.is_some() || (self.scheme.s * self.n() <= self.dense_max && self.constraints.is_empty() && !self.prescribed.iter().any(|&k| k))
     }
 
     /// Sets the Newton tolerance (relative to `max(1, |p_k|∞)`) and iteration cap.
@@ -408,16 +437,18 @@ impl VariationalIntegrator {
             && self.schedule == other.schedule
             && self.prescribed == other.prescribed
             && self.wrenches == other.wrenches
+            && self.mimic == other.mimic
     }
     #[must_use]
     pub fn forces(&self) -> &JointForces {
         &self.forces
     }
 
-    /// Number of degrees of freedom `n` (= nv, the length of `p` and `u`).
+    /// Number of degrees of freedom `n` (= nv, the length of `p` and `u`; with mimic joints
+    /// the reduced one).
     #[must_use]
     pub fn n(&self) -> usize {
-        self.model.nv
+        self.mimic.as_ref().map_or(self.model.nv, |m| m.coupling.nv())
     }
 
     /// Whether the model has free-flyer, spherical or planar joints, whose steps run on their
@@ -430,7 +461,7 @@ impl VariationalIntegrator {
     /// Length of a configuration `q`: `n`, or more with composite joints (quaternions).
     #[must_use]
     pub fn nq(&self) -> usize {
-        self.model().nq
+        self.mimic.as_ref().map_or(self.model().nq, |m| m.coupling.nq())
     }
 
     /// Fresh scratch for this integrator.
@@ -458,6 +489,7 @@ impl VariationalIntegrator {
             constraint: ConstraintWork::new(n, self.constraints.len(), &self.model.joint_placements),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             chart: ChartWork::new(self.chart.as_deref()),
+            mimic: self.mimic.as_ref().map(|_| MimicWork::new(&self.model, s)),
             last_iterations: 0,
             within_tolerance: false,
             spare_solved: None,
@@ -467,6 +499,10 @@ impl VariationalIntegrator {
     /// Legendre transform `p = M(q) q̇` (the momentum matching an initial velocity); the
     /// entries of kinematic joints are their velocities ([`Self::with_kinematic`]).
     pub fn momentum(&self, ws: &mut ViWorkspace, q: &[f64], qdot: &[f64], p: &mut [f64]) -> Result<()> {
+        if self.mimic.is_some() {
+            vidyn_rbd::check_vector(qdot, "v", self.n(), "model.nv")?;
+            return self.mimic_momentum(ws, q, qdot, p);
+        }
         check_tangent(self.model(), qdot, "v")?;
         let m = vidyn_rbd::crba(self.model(), &mut ws.rbd, q)?;
         for (i, pi) in p.iter_mut().enumerate() {
@@ -477,6 +513,10 @@ impl VariationalIntegrator {
 
     /// Inverse Legendre transform `q̇ = M(q)⁻¹ p` (of a system without kinematic joints).
     pub fn velocity(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], qdot: &mut [f64]) -> Result<()> {
+        if self.mimic.is_some() {
+            vidyn_rbd::check_vector(p, "p", self.n(), "model.nv")?;
+            return self.mimic_velocity(ws, q, p, qdot);
+        }
         check_tangent(self.model(), p, "p")?;
         let minv = vidyn_rbd::minverse(self.model(), &mut ws.rbd, q)?;
         for (i, v) in qdot.iter_mut().enumerate() {
@@ -505,6 +545,7 @@ impl VariationalIntegrator {
     /// O(s² n), no allocation.
     pub fn residual(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], z: &[f64], r: &mut [f64]) -> Result<f64> {
         self.refuse_lie_group("the DEL residual in chart coordinates")?;
+        self.refuse_mimic("the DEL residual primitive")?;
         self.check_inputs(q, p, u)?;
         self.check_unknowns(z)?;
         ws.points.set(&self.model, &self.scheme, self.dt, q, z, &self.wrenches);
@@ -516,6 +557,7 @@ impl VariationalIntegrator {
     /// [`ViError::SingularJacobian`] (labelled `step`) when some per-body `Λ_i` is singular.
     pub fn newton_direction(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], z: &[f64], dz: &mut [f64]) -> Result<()> {
         self.refuse_lie_group("the Newton direction in chart coordinates")?;
+        self.refuse_mimic("the Newton direction primitive")?;
         self.check_inputs(q, p, u)?;
         self.check_unknowns(z)?;
         if dz.len() != z.len() {
@@ -612,6 +654,9 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
+        if let Some(sys) = &self.mimic {
+            return self.step_mimic(sys, ws, step, q, p, u, guess, q_next, p_next);
+        }
         let iterations = match &self.chart {
             None => self.step_in_coordinates(ws, step, q, p, u, guess, q_next, p_next),
             Some(chart) => self.step_on_chart(chart, ws, step, q, p, u, guess, q_next, p_next),
@@ -884,9 +929,10 @@ impl VariationalIntegrator {
     ) -> Result<usize> {
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
-        match self.chart.as_deref() {
-            Some(chart) => self.linearize_on_chart(chart, ws, step, a, b)?,
-            None => self.linearize_converged(ws, step, q, a, b)?,
+        match (self.mimic.as_deref(), self.chart.as_deref()) {
+            (Some(sys), _) => self.linearize_mimic(sys, ws, step, a, b)?,
+            (None, Some(chart)) => self.linearize_on_chart(chart, ws, step, a, b)?,
+            (None, None) => self.linearize_converged(ws, step, q, a, b)?,
         }
         if self.projects_momenta() {
             self.project_linearization(ws, step, q_next, p_next, a, b)?;
@@ -908,6 +954,7 @@ impl VariationalIntegrator {
     pub(crate) fn linearize_converged(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
         // a step on the chart is linearised right after it is solved (`linearize_on_chart`)
         self.refuse_lie_group("the linearisation of kept solved steps")?;
+        self.refuse_mimic("the linearisation of kept solved steps")?;
         let n = self.n();
         let (s, dt, sc, forces) = (self.scheme.s, self.dt, &self.scheme, &self.forces);
         // a converged step leaves `ws.points` at its solution (its last residual was there)

@@ -6,7 +6,8 @@
 //! their energy Hessians, a Newton solver per step and the exact linearisation of the one-step flow map
 //! `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` for trajectory optimisation.
 //!
-//! Joints: revolute and prismatic (any axis), and free-flyer, spherical and planar joints on
+//! Joints: revolute and prismatic (any axis), mimic joints among them (`q_j = m q_l + o`,
+//! module `mimic_step`: the reduced DEL equations on the dense path), and free-flyer, spherical and planar joints on
 //! their Lie groups (configurations in Pinocchio's layout with unit quaternions, momenta and
 //! controls in the tangent space): each step runs in the chart centred at its start, where
 //! they are chains of 1-dof joints (module `chart_step`); steps, rollouts, energies,
@@ -38,6 +39,7 @@ mod energy_check;
 pub mod error;
 mod hessians;
 mod integrator;
+mod mimic_step;
 mod momentum_projection;
 pub(crate) mod newton_direction;
 mod point;

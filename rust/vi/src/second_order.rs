@@ -187,6 +187,7 @@ impl VariationalIntegrator {
         guess: Option<&[f64]>,
     ) -> Result<()> {
         self.refuse_lie_group("second-order derivatives")?;
+        self.refuse_mimic("second-order derivatives")?;
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;

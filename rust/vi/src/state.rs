@@ -41,6 +41,7 @@ impl VariationalIntegrator {
     /// `(2n, 2n)` `= [[1, 0], [∂(M v)/∂q, M]]` (module docs). O(n·d) plus the O(n²) copy.
     pub fn momentum_with_jacobian(&self, ws: &mut ViWorkspace, q: &[f64], v: &[f64], p: &mut [f64], jac: &mut DMatrix<f64>) -> Result<()> {
         self.refuse_lie_group("the velocity state")?;
+        self.refuse_mimic("the velocity state")?;
         check_configuration(self.model(), q)?;
         check_tangent(self.model(), v, "v")?;
         self.check_jacobian_shape(jac)?;
@@ -71,6 +72,7 @@ impl VariationalIntegrator {
     /// Not defined with kinematic joints (their slots mix velocities and momenta).
     pub fn velocity_with_jacobian(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], v: &mut [f64], jac: &mut DMatrix<f64>) -> Result<()> {
         self.refuse_lie_group("the velocity state")?;
+        self.refuse_mimic("the velocity state")?;
         self.check_jacobian_shape(jac)?;
         if self.kinematic().iter().any(|&k| k) {
             return Err(ViError::InvalidParameter("velocity_with_jacobian is not defined with kinematic joints".into()));

@@ -132,3 +132,34 @@ fn steps_on_the_lie_group_do_not_allocate() {
         q.copy_from_slice(&qn);
     }
 }
+
+/// The reduced steps of a model with mimic joints (module `mimic_step`): step, warm-started
+/// step, linearisation, Legendre transform and knot energy, for every kind of scheme.
+#[test]
+fn mimic_steps_do_not_allocate() {
+    let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+    let tree = random_tree(8, 3, &kinds);
+    let mimics =
+        vec![vidyn_rbd::Mimic { joint: 2, leader: 5, multiplier: -0.7, offset: 0.2 }, vidyn_rbd::Mimic { joint: 6, leader: 1, multiplier: 1.3, offset: 0.0 }];
+    let model = Arc::new(tree.with_mimics(mimics).unwrap());
+    for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
+        let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, None).unwrap();
+        let n = vi.n();
+        assert_eq!((n, vi.nq()), (model.nv - 2, model.nq - 2));
+        let mut ws = vi.workspace();
+        let q: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 0.3).collect();
+        let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
+        let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
+        let mut p = vec![0.0; n];
+        let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+        let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
+        vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
+        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        let guess = qn.clone();
+        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step");
+        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step");
+        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize");
+        assert_eq!(allocations(|| vi.momentum(&mut ws, &q, &v, &mut p).unwrap()), 0, "momentum");
+        assert_eq!(allocations(|| vi.knot_energy(&mut ws, 0, &q, &p).unwrap()), 0, "energy");
+    }
+}

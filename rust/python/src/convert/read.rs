@@ -113,14 +113,6 @@ pub fn tangent(x: &Bound<'_, PyAny>, name: &str, model: &Model) -> PyResult<Vec<
     read(x, name, &[model.nv], Some("(model.nv,)"))
 }
 
-/// A tangent vector, or zeros when `x` is `None`.
-pub fn tangent_or_zero(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Vec<f64>> {
-    match x {
-        Some(x) if !x.is_none() => tangent(x, name, model),
-        _ => Ok(vec![0.0; model.nv]),
-    }
-}
-
 /// Optional per-body external wrenches `(model.nbodies, 6)`, rows `[linear; angular]` (body
 /// frames); `None` (or a missing argument) gives `None`.
 pub fn forces(x: Option<&Bound<'_, PyAny>>, name: &str, model: &Model) -> PyResult<Option<Vec<Force>>> {

@@ -215,8 +215,10 @@ fn chain_limits(model: &Model, body: usize) -> Result<Vec<JointLimits>> {
 /// replaced by its chain, so `bodies[i]` is increasing. O(n).
 ///
 /// Errors: [`RbdError::InvalidModel`] for damping or friction without a per-coordinate
-/// equivalent, or when a chain joint name (`name_tx`, …) is already taken.
+/// equivalent, when a chain joint name (`name_tx`, …) is already taken, or for a model with
+/// mimic joints ([`crate::mimic`]).
 pub fn to_single_dof(model: &Model) -> Result<(Model, SingleDofMap)> {
+    model.refuse_mimics("to_single_dof")?;
     let mut b = ModelBuilder::new(&model.name);
     b.gravity(model.gravity.linear);
     let n = model.nbodies();
