@@ -18,7 +18,7 @@ use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::mimic_step::{MimicSystem, MimicWork};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
-use crate::predictor::Predictor;
+use crate::predictor::{from_predictors, Predictor};
 use crate::schedule::ConstraintSchedule;
 use crate::scheme::Scheme;
 use crate::solved::SolvedStep;
@@ -684,27 +684,12 @@ impl VariationalIntegrator {
         ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
         self.check_gimbals(step, q)?;
-        let mut first_failure = None;
-        let mut spent = 0;
-        for predictor in [Predictor::Guess, Predictor::Taylor, Predictor::Drift] {
-            // kinematic joints take no acceleration term: Taylor is then Drift
-            let kinematic = self.prescribed.iter().any(|&k| k);
-            if (predictor == Predictor::Guess && guess.is_none()) || (predictor == Predictor::Drift && kinematic) {
-                continue;
-            }
-            match self.solve_from(ws, step, q, p, u, predictor, guess, q_next, p_next) {
-                Ok(it) => return Ok(it + spent),
-                Err(e @ (ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. })) => {
-                    if let ViError::NewtonDiverged { iterations, .. } = e {
-                        spent += iterations;
-                    }
-                    // the first failure describes the step best
-                    first_failure.get_or_insert(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(first_failure.unwrap_or(ViError::SingularJacobian { step }))
+        // kinematic joints take no acceleration term: Taylor is then Drift
+        let kinematic = self.prescribed.iter().any(|&k| k);
+        let predictors = [Predictor::Guess, Predictor::Taylor, Predictor::Drift]
+            .into_iter()
+            .filter(|&start| !((start == Predictor::Guess && guess.is_none()) || (start == Predictor::Drift && kinematic)));
+        from_predictors(step, predictors, |predictor| self.solve_from(ws, step, q, p, u, predictor, guess, q_next, p_next))
     }
 
     /// Newton's method on the step's DEL equations from the first iterate `predictor` gives

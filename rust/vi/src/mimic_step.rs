@@ -27,7 +27,7 @@
 use crate::del::JointForces;
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
-use crate::predictor::Predictor;
+use crate::predictor::{from_predictors, Predictor};
 use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::mimic::{self as rbd_mimic, MimicWorkspace};
@@ -128,34 +128,20 @@ impl VariationalIntegrator {
         c.lift_force(u, &mut work.u);
         ws.points.set_start(&self.model, &work.q, &[]);
         ws.dense.ensure(c.nv(), self.scheme.s);
-        let (mut spent, mut first_failure) = (0, None);
-        for predictor in [Predictor::Guess, Predictor::Taylor, Predictor::Drift] {
-            if predictor == Predictor::Guess && guess.is_none() {
-                continue;
-            }
+        let predictors = [Predictor::Guess, Predictor::Taylor, Predictor::Drift].into_iter().filter(|&start| !(start == Predictor::Guess && guess.is_none()));
+        from_predictors(step, predictors, |predictor| {
             self.mimic_prediction(sys, ws, q, p, u, predictor, guess)?;
-            match self.mimic_newton(sys, ws, step, p) {
-                Ok(it) => {
-                    let work = ws.mimic.as_mut().expect("mimic scratch");
-                    self.scheme.endpoint_from(q, &ws.z, q_next);
-                    ws.points.del_rows(&self.scheme, self.dt, &sys.forces, &work.u, self.scheme.s, &mut work.rows);
-                    c.reduce_force(&work.rows, p_next);
-                    ws.last_iterations = it;
-                    if !q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) {
-                        return Err(ViError::NonFiniteState { step, dt: self.dt });
-                    }
-                    return Ok(it + spent);
-                }
-                Err(e @ (ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. })) => {
-                    if let ViError::NewtonDiverged { iterations, .. } = e {
-                        spent += iterations;
-                    }
-                    first_failure.get_or_insert(e);
-                }
-                Err(e) => return Err(e),
+            let it = self.mimic_newton(sys, ws, step, p)?;
+            let work = ws.mimic.as_mut().expect("mimic scratch");
+            self.scheme.endpoint_from(q, &ws.z, q_next);
+            ws.points.del_rows(&self.scheme, self.dt, &sys.forces, &work.u, self.scheme.s, &mut work.rows);
+            c.reduce_force(&work.rows, p_next);
+            ws.last_iterations = it;
+            if !q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) {
+                return Err(ViError::NonFiniteState { step, dt: self.dt });
             }
-        }
-        Err(first_failure.unwrap_or(ViError::SingularJacobian { step }))
+            Ok(it)
+        })
     }
 
     /// The first iterate `ws.z` (reduced) from a [`Predictor`], as [`Self::initial_guess`]

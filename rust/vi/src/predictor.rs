@@ -6,7 +6,7 @@
 //! each only when Newton failed from the one before, so a step that converges from the first
 //! costs nothing more.
 
-use crate::error::Result;
+use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use vidyn_rbd::{check_configuration, check_tangent};
 
@@ -79,4 +79,29 @@ impl VariationalIntegrator {
         }
         Ok(())
     }
+}
+
+/// Newton from each of `predictors` in turn (`attempt` runs one solve) until one converges:
+/// returns its iterations plus those of the starts that diverged, or the first failure, which
+/// describes the step best. Errors other than divergence and a singular Jacobian end the
+/// search at once.
+pub(crate) fn from_predictors(
+    step: usize,
+    predictors: impl IntoIterator<Item = Predictor>,
+    mut attempt: impl FnMut(Predictor) -> Result<usize>,
+) -> Result<usize> {
+    let (mut spent, mut first_failure) = (0, None);
+    for predictor in predictors {
+        match attempt(predictor) {
+            Ok(it) => return Ok(it + spent),
+            Err(e @ (ViError::NewtonDiverged { .. } | ViError::SingularJacobian { .. })) => {
+                if let ViError::NewtonDiverged { iterations, .. } = e {
+                    spent += iterations;
+                }
+                first_failure.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(first_failure.unwrap_or(ViError::SingularJacobian { step }))
 }
