@@ -128,13 +128,14 @@ def tracks(gait: Gait, steps: int, foot_weight: float, com_weight: float) -> lis
     return out
 
 
-def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str]) -> np.ndarray:
+def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str], rows: int = 3) -> np.ndarray:
     """Joint torques that hold ``q`` against gravity with the ``support`` feet carrying the
-    rest: the least-norm ``(τ, f)`` of ``g(q) = Sᵀτ + Σ J_fᵀ f``."""
+    rest: the least-norm ``(τ, f)`` of ``g(q) = Sᵀτ + Σ J_fᵀ f``, with forces on the feet
+    (``rows = 3``, point contacts) or wrenches (``rows = 6``, frame contacts)."""
     n = model.nv
     selection = np.zeros((n - 6, n))
     selection[:, 6:] = np.eye(n - 6)
-    jacobians = [vidyn.jacobian(model, q, f, "local_world_aligned")[:3] for f in support]
+    jacobians = [vidyn.jacobian(model, q, f, "local_world_aligned")[:rows] for f in support]
     return np.linalg.lstsq(np.vstack([selection, *jacobians]).T, vidyn.gravity(model, q), rcond=None)[0][: n - 6]
 
 

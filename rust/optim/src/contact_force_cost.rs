@@ -326,7 +326,9 @@ mod tests {
         assert!(value > 1e-3, "{value}");
         let mut d = StageDerivatives::zeros(2 * n, 2);
         cost.running_derivatives(0, &x, &u, &mut d).unwrap();
-        assert!((d.l - value).abs() < 1e-12 * value);
+        // the value and the derivatives solve the step separately (from different Newton
+        // starts): they agree to the multipliers' round-off floor (measured 1.5e-12 relative)
+        assert!((d.l - value).abs() < 1e-11 * value, "{} vs {value}", d.l);
         let h = 1e-7;
         let moved = |c: usize, eps: f64| {
             let (mut dq, mut y, mut v) = (vec![0.0; n], x.clone(), u);

@@ -222,20 +222,32 @@ impl VariationalIntegrator {
     /// `acceleration`) [`Predictor::Drift`] estimate: `v = M⁻¹ p_k` and `v̇` (ABA) of the
     /// user's model at the chart's centre, taken to the chart as rates `θ̇ = J(θ_k)⁻¹ v`,
     /// `θ̈ ≈ J(θ_k)⁻¹ v̇` (the `J̇ θ̇` term left out: an estimate). O(n).
-    pub(crate) fn chart_prediction(&self, ws: &mut ViWorkspace, theta: &[f64], acceleration: bool) -> Result<()> {
+    pub(crate) fn chart_prediction(&self, ws: &mut ViWorkspace, step: usize, theta: &[f64], acceleration: bool) -> Result<()> {
         let Some(chart) = self.chart.as_deref() else { return Ok(()) };
         let (n, dt, native, map) = (self.n(), self.dt, &*chart.native, &chart.map);
-        let ViWorkspace { rbd, z, scratch: v, tau, chart: cw, .. } = ws;
-        v.copy_from_slice(vidyn_rbd::mass_solve(native, rbd, &cw.centre, &cw.p)?);
-        map.chart_rates(theta, v, &mut cw.rates)?;
-        if acceleration {
-            let f = &self.forces;
-            for i in 0..n {
-                // damping and springs act on 1-dof joints only, whose θ_i is their coordinate
-                tau[i] = cw.u[i] - f.damping[i] * v[i] - f.stiffness[i] * (theta[i] - f.rest[i]);
+        {
+            let ViWorkspace { rbd, scratch: v, tau, chart: cw, acceleration: a, .. } = &mut *ws;
+            v.copy_from_slice(vidyn_rbd::mass_solve(native, rbd, &cw.centre, &cw.p)?);
+            map.chart_rates(theta, v, &mut cw.rates)?;
+            if acceleration {
+                let f = &self.forces;
+                for i in 0..n {
+                    // damping and springs act on 1-dof joints only, whose θ_i is their coordinate
+                    tau[i] = cw.u[i] - f.damping[i] * v[i] - f.stiffness[i] * (theta[i] - f.rest[i]);
+                }
+                let wrenches = (!self.body_wrenches().is_empty()).then_some(self.body_wrenches());
+                a.copy_from_slice(vidyn_rbd::aba(native, rbd, &cw.centre, v, tau, wrenches)?);
             }
-            let wrenches = (!self.body_wrenches().is_empty()).then_some(self.body_wrenches());
-            map.chart_rates(theta, vidyn_rbd::aba(native, rbd, &cw.centre, v, tau, wrenches)?, &mut cw.accelerations)?;
+        }
+        if acceleration {
+            let centre = std::mem::take(&mut ws.chart.centre);
+            let constrained = self.constrain_acceleration(ws, step, &centre);
+            ws.chart.centre = centre;
+            constrained?;
+        }
+        let ViWorkspace { z, chart: cw, acceleration: a, .. } = ws;
+        if acceleration {
+            map.chart_rates(theta, a, &mut cw.accelerations)?;
         } else {
             cw.accelerations.fill(0.0);
         }

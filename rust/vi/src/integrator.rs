@@ -101,8 +101,10 @@ pub struct ViWorkspace {
     /// Scratch of the rigid-body algorithms on the model as given ([`VariationalIntegrator::model`]).
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
-    /// `(n,)` the generalised force of the Taylor predictor ([`Predictor::Taylor`]).
+    /// `(n,)` the generalised force of the Taylor predictor ([`Predictor::Taylor`]) and its
+    /// acceleration (tangent coordinates).
     pub(crate) tau: Vec<f64>,
+    pub(crate) acceleration: Vec<f64>,
     /// `(n,)` zeros (the velocity of a kinematics-only point state).
     pub(crate) scratch_zero: Vec<f64>,
     /// Multipliers, constraint Jacobians and the Schur complement of the constrained step.
@@ -485,6 +487,7 @@ impl VariationalIntegrator {
             rbd: self.model().workspace(),
             scratch: vec![0.0; n],
             tau: vec![0.0; n],
+            acceleration: vec![0.0; n],
             scratch_zero: vec![0.0; n],
             constraint: ConstraintWork::new(n, self.constraints.len(), &self.model.joint_placements),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
@@ -707,7 +710,7 @@ impl VariationalIntegrator {
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
-        self.initial_guess(ws, q, p, u, predictor, guess)?;
+        self.initial_guess(ws, step, q, p, u, predictor, guess)?;
         let sc = &self.scheme;
         // the configuration terms of q^0 = q_k are fixed for the whole solve
         ws.points.set_start(&self.model, q, &self.wrenches);

@@ -36,7 +36,17 @@ impl VariationalIntegrator {
     /// `M⁻¹ p` by [`vidyn_rbd::mass_solve`], `q̈` by [`vidyn_rbd::aba`]. With kinematic
     /// joints (whose `u` are positions, not forces) the Taylor estimate drops its acceleration
     /// term; their control points are set from `u` ([`Self::with_kinematic`]).
-    pub(crate) fn initial_guess(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], predictor: Predictor, guess: Option<&[f64]>) -> Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn initial_guess(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        p: &[f64],
+        u: &[f64],
+        predictor: Predictor,
+        guess: Option<&[f64]>,
+    ) -> Result<()> {
         let (n, dt) = (self.n(), self.dt);
         match (predictor, guess) {
             (Predictor::Guess, Some(g)) => {
@@ -48,26 +58,30 @@ impl VariationalIntegrator {
                     }
                 }
             }
-            _ if self.chart.is_some() => self.chart_prediction(ws, q, predictor == Predictor::Taylor && !self.prescribed.iter().any(|&k| k))?,
+            _ if self.chart.is_some() => self.chart_prediction(ws, step, q, predictor == Predictor::Taylor && !self.prescribed.iter().any(|&k| k))?,
             _ => {
                 check_tangent(&self.model, p, "p")?;
-                let ViWorkspace { rbd, z, scratch: v, tau, .. } = ws;
-                v.copy_from_slice(vidyn_rbd::mass_solve(&self.model, rbd, q, p)?);
-                let kinematic = self.prescribed.iter().any(|&k| k);
-                let a = if predictor == Predictor::Drift || kinematic {
-                    None
-                } else {
-                    let f = &self.forces;
-                    for i in 0..n {
-                        tau[i] = u[i] - f.damping[i] * v[i] - f.stiffness[i] * (q[i] - f.rest[i]);
+                let accelerate = predictor == Predictor::Taylor && !self.prescribed.iter().any(|&k| k);
+                {
+                    let ViWorkspace { rbd, scratch: v, tau, acceleration, .. } = &mut *ws;
+                    v.copy_from_slice(vidyn_rbd::mass_solve(&self.model, rbd, q, p)?);
+                    if accelerate {
+                        let f = &self.forces;
+                        for i in 0..n {
+                            tau[i] = u[i] - f.damping[i] * v[i] - f.stiffness[i] * (q[i] - f.rest[i]);
+                        }
+                        let wrenches = (!self.wrenches.is_empty()).then_some(self.wrenches.as_slice());
+                        acceleration.copy_from_slice(vidyn_rbd::aba(&self.model, rbd, q, v, tau, wrenches)?);
                     }
-                    let wrenches = (!self.wrenches.is_empty()).then_some(self.wrenches.as_slice());
-                    Some(vidyn_rbd::aba(&self.model, rbd, q, v, tau, wrenches)?)
-                };
+                }
+                if accelerate {
+                    self.constrain_acceleration(ws, step, q)?;
+                }
+                let ViWorkspace { z, scratch: v, acceleration, .. } = ws;
                 for (gi, &c) in self.scheme.nodes[1..].iter().enumerate() {
                     let h = c * dt;
                     for i in 0..n {
-                        z[gi * n + i] = q[i] + h * v[i] + a.map_or(0.0, |a| 0.5 * h * h * a[i]);
+                        z[gi * n + i] = q[i] + h * v[i] + if accelerate { 0.5 * h * h * acceleration[i] } else { 0.0 };
                     }
                 }
             }
@@ -76,6 +90,34 @@ impl VariationalIntegrator {
         let (e0, e1) = (self.scheme.endpoint(0), self.scheme.endpoint(self.scheme.s));
         for (i, _) in self.prescribed.iter().enumerate().filter(|(_, &k)| k) {
             ws.z[i] = (u[i] - e0 * q[i]) / e1;
+        }
+        Ok(())
+    }
+}
+
+impl VariationalIntegrator {
+    /// Takes out of `ws.acceleration` (tangent coordinates at the knot `q`, `(nq,)`) what
+    /// the constraints of step `step` forbid: `a − M⁻¹Cᵀ (C M⁻¹ Cᵀ)⁻¹ C a`, the constrained
+    /// acceleration up to the velocity term `Ċ v` (the free forward dynamics of a robot
+    /// standing on its feet throws its light links far off, and Newton from there can find
+    /// a root the motion does not follow). Nothing without projected momenta
+    /// ([`Self::projects_momenta`]). O(a n + a³).
+    pub(crate) fn constrain_acceleration(&self, ws: &mut ViWorkspace, step: usize, q: &[f64]) -> Result<()> {
+        let active = self.active_constraints(step)?;
+        if !self.projects_momenta() || active.is_empty() {
+            return Ok(());
+        }
+        self.knot_constraint_factors(ws, step, active, q)?;
+        let ViWorkspace { constraint: cw, acceleration, .. } = ws;
+        let a = active.len();
+        for (r, c) in cw.compact[..a].iter_mut().enumerate() {
+            *c = cw.c_knot.row(r).iter().zip(acceleration.iter()).map(|(x, y)| x * y).sum();
+        }
+        crate::dense::lu_solve_in(&cw.s_knot[..a * a], a, &cw.s_pivots, &mut cw.compact[..a]);
+        for (r, l) in cw.compact[..a].iter().enumerate() {
+            for (ai, m) in acceleration.iter_mut().zip(cw.minv_ct.column(r).iter()) {
+                *ai -= m * l;
+            }
         }
         Ok(())
     }

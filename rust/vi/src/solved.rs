@@ -198,7 +198,7 @@ impl VariationalIntegrator {
             return self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next);
         };
         let matches = saved.same_inputs(q, p, u) && q_next.len() == q.len() && p_next.len() == p.len();
-        let result = if matches && saved.shortcut && self.initial_guess(ws, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
+        let result = if matches && saved.shortcut && self.initial_guess(ws, k, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
             self.linearize_from(ws, k, q, &mut saved, a, b, q_next, p_next)
         } else if matches && !saved.lambda.is_empty() {
             ws.guess_multipliers(&saved.lambda);
