@@ -1183,7 +1183,8 @@ class _Problem:
     """An optimal-control problem on a VI, read and checked once (vidyn.optim.Problem builds it):
     ``q0``, ``p0`` (n,), ``u_init`` (N, m), ``q`` (N or 1, 2n, 2n), ``r`` (N or 1, m, m), ``qn``
     (2n, 2n), ``x_ref`` (N+1, 2n), ``u_ref`` (N, m); ``tracks``: ``(point, targets (1 or N+1,
-    3), weights (N+1,))`` points (a frame name or ``"com"``) tracked on top of the quadratic
+    3), weights (N+1,), offset (3,))`` points (a frame name or ``"com"``, a point offset in the
+    frame's axes) tracked on top of the quadratic
     cost; ``friction``: ``(first row, μ, weight, tip)`` friction cones on contact forces; ``cost``: an object with ``running``, ``running_derivatives``, ``terminal``,
     ``terminal_derivatives`` used instead of both."""
 
@@ -1200,7 +1201,7 @@ class _Problem:
         u_ref: _ArrayLike,
         actuated: list[int] | None = None,
         velocity_cost: bool = False,
-        tracks: Sequence[tuple[str, _ArrayLike, _ArrayLike]] | None = None,
+        tracks: Sequence[tuple[str, _ArrayLike, _ArrayLike, _ArrayLike]] | None = None,
         friction: Sequence[tuple[int, float, float, float]] | None = None,
         cost: Any | None = None,
     ) -> _Problem: ...

@@ -472,14 +472,16 @@ class Track:
     (``N`` the terminal stage), ``p`` the world position of ``point``, a frame name or
     ``"com"`` (the centre of mass). ``target``: (3,) for every stage, or (N+1, 3);
     ``weight``: a number for every stage, or (N+1,) (zero: the stage ignores the point, e.g.
-    a foot in stance). A swing foot following its path, a centre-of-mass reference, a
-    reaching target."""
+    a foot in stance); ``offset``: (3,) the tracked point in the frame's axes (default its
+    origin; none for ``"com"``): three points of one body not on a line track its placement.
+    A swing foot following its path, a centre-of-mass reference, a reaching target."""
 
     point: str
     target: _ArrayLike
     weight: _ArrayLike = 1.0
+    offset: _ArrayLike = (0.0, 0.0, 0.0)
 
-    def _native(self, N: int, i: int) -> tuple[str, _Array, _Array]:
+    def _native(self, N: int, i: int) -> tuple[str, _Array, _Array, _Array]:
         t = np.asarray(self.target, dtype=np.float64)
         if t.shape == (3,):
             t = t[None, :]
@@ -490,7 +492,7 @@ class Track:
             w = np.full(N + 1, float(w))
         if w.shape != (N + 1,):
             raise InputError(f"tracks[{i}].weight has shape {w.shape}, expected a number or (N+1,) = ({N + 1},)")
-        return str(self.point), t, w
+        return str(self.point), t, w, np.asarray(self.offset, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -515,7 +517,7 @@ class FrictionCone:
 
 def _tracks(
     tracks: Sequence[Track] | None, frame: str | None, frame_target: _ArrayLike | None, frame_weight: float, frame_weight_terminal: float, N: int
-) -> list[tuple[str, _Array, _Array]]:
+) -> list[tuple[str, _Array, _Array, _Array]]:
     """The tracked points, the reaching cost of ``frame``/``frame_target`` among them."""
     out = list(tracks or ())
     if any(not isinstance(t, Track) for t in out):

@@ -5,7 +5,7 @@
 use crate::checks::check_finite;
 use crate::cost::{Cost, StageDerivatives};
 use crate::error::{OptimError, Result};
-use nalgebra::{DMatrix, Vector3};
+use nalgebra::Vector3;
 use std::sync::{Arc, Mutex};
 use vidyn_rbd::{center_of_mass, com_jacobian, frame_jacobian, placements, Model, ReferenceFrame, Workspace};
 
@@ -19,10 +19,14 @@ pub enum TrackedPoint {
 }
 
 /// `½ w_k |p(q_k) − p*_k|²` at every stage `k = 0..=N` (`N` the terminal stage), `p` the world
-/// position of [`Self::point`].
+/// position of [`Self::point`] (with [`Self::offset`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PointTrack {
     pub point: TrackedPoint,
+    /// For a frame, the tracked point in the frame's axes (zero: its origin). Three points of a
+    /// body that are not on one line track its placement (a swing foot's orientation as well
+    /// as its position). Zero for the centre of mass.
+    pub offset: Vector3<f64>,
     /// One target for every stage, or one per stage `0..=N`.
     pub targets: Vec<Vector3<f64>>,
     /// One weight per stage `0..=N` (entry `N`: the terminal's), finite and ≥ 0.
@@ -36,7 +40,7 @@ impl PointTrack {
     pub fn reach(frame: usize, target: [f64; 3], running: f64, terminal: f64, steps: usize) -> Self {
         let mut weights = vec![running; steps + 1];
         weights[steps] = terminal;
-        Self { point: TrackedPoint::Frame(frame), targets: vec![Vector3::from(target)], weights }
+        Self { point: TrackedPoint::Frame(frame), offset: Vector3::zeros(), targets: vec![Vector3::from(target)], weights }
     }
 
     fn target(&self, k: usize) -> Vector3<f64> {
@@ -69,7 +73,8 @@ pub struct PointCost<C: Cost> {
 
 impl<C: Cost> PointCost<C> {
     /// `nx`: the number of entries of a state of `inner` (≥ `model.nq`); every track with
-    /// `steps + 1` finite weights ≥ 0 and one or `steps + 1` finite targets, frames of `model`.
+    /// `steps + 1` finite weights ≥ 0 and one or `steps + 1` finite targets, frames of `model`,
+    /// a finite offset (zero for the centre of mass).
     pub fn new(model: Arc<Model>, inner: C, nx: usize, tracks: Vec<PointTrack>, steps: usize) -> Result<Self> {
         if nx < model.nq {
             return Err(OptimError::InvalidInput(format!("a point cost reads q from the state: need nx ≥ nq = {}, got nx = {nx}", model.nq)));
@@ -89,6 +94,10 @@ impl<C: Cost> PointCost<C> {
             for p in &t.targets {
                 check_finite(p.as_slice(), "target")?;
             }
+            check_finite(t.offset.as_slice(), "offset")?;
+            if t.point == TrackedPoint::CentreOfMass && t.offset != Vector3::zeros() {
+                return Err(OptimError::InvalidInput(format!("track {i}: the centre of mass takes no offset, got {:?}", t.offset.as_slice())));
+            }
         }
         Ok(Self { inner, model, tracks, steps, nx, pool: Mutex::new(Vec::new()) })
     }
@@ -103,16 +112,18 @@ impl<C: Cost> PointCost<C> {
         out
     }
 
-    /// World position of `point` at configuration `q` (nq entries). O(n).
-    pub fn position(&self, point: TrackedPoint, q: &[f64]) -> Result<Vector3<f64>> {
+    /// World position of `point` (for a frame, of the point `offset` in its axes) at
+    /// configuration `q` (nq entries). O(n).
+    pub fn position(&self, point: TrackedPoint, offset: &Vector3<f64>, q: &[f64]) -> Result<Vector3<f64>> {
         self.with_workspace(|ws| match point {
             TrackedPoint::CentreOfMass => Ok(center_of_mass(&self.model, ws, q)?),
             TrackedPoint::Frame(f) => {
                 placements(&self.model, ws, q)?;
                 let f = &self.model.frames[f];
+                let local = f.placement.act_point(offset);
                 Ok(match f.parent {
-                    Some(b) => ws.placements[b].act_point(&f.placement.translation),
-                    None => f.placement.translation,
+                    Some(b) => ws.placements[b].act_point(&local),
+                    None => local,
                 })
             }
         })
@@ -129,7 +140,7 @@ impl<C: Cost> PointCost<C> {
         let q = &x[..self.model.nq];
         let mut total = 0.0;
         for t in self.tracks.iter().filter(|t| t.weights[k] != 0.0) {
-            total += 0.5 * t.weights[k] * (self.position(t.point, q)? - t.target(k)).norm_squared();
+            total += 0.5 * t.weights[k] * (self.position(t.point, &t.offset, q)? - t.target(k)).norm_squared();
         }
         Ok(total)
     }
@@ -139,17 +150,21 @@ impl<C: Cost> PointCost<C> {
         let q = &x[..self.model.nq];
         self.with_workspace(|ws| {
             for t in self.tracks.iter().filter(|t| t.weights[k] != 0.0) {
-                let (position, jac): (Vector3<f64>, &DMatrix<f64>) = match t.point {
+                match t.point {
                     TrackedPoint::CentreOfMass => {
                         let c = center_of_mass(&self.model, ws, q)?;
-                        (c, com_jacobian(&self.model, ws, q)?)
+                        let jac = com_jacobian(&self.model, ws, q)?;
+                        add_residual(t.weights[k], &(c - t.target(k)), jac.ncols(), |i| jac.fixed_view::<3, 1>(0, i).into_owned(), out);
                     }
                     TrackedPoint::Frame(f) => {
+                        // the point r = R_f offset from the frame's origin moves with v + ω × r
                         frame_jacobian(&self.model, ws, q, f, ReferenceFrame::LocalWorldAligned)?;
-                        (ws.frame_placements[f].translation, &ws.jacobian)
+                        let (jac, frame) = (&ws.jacobian, &ws.frame_placements[f]);
+                        let r = frame.rotation * t.offset;
+                        let column = |i: usize| jac.fixed_view::<3, 1>(0, i) + jac.fixed_view::<3, 1>(3, i).cross(&r);
+                        add_residual(t.weights[k], &(frame.translation + r - t.target(k)), jac.ncols(), column, out);
                     }
-                };
-                add_residual(t.weights[k], &(position - t.target(k)), jac, out);
+                }
             }
             Ok(())
         })
@@ -164,14 +179,14 @@ impl<C: Cost> PointCost<C> {
 }
 
 /// `out += (½ w |e|², w Jᵀ e, w Jᵀ J)` on the first `nv` state coordinates, `J` `(3, nv)`
-/// (its first three rows).
-fn add_residual(w: f64, e: &Vector3<f64>, jac: &DMatrix<f64>, out: &mut StageDerivatives) {
-    let nv = jac.ncols();
+/// given by its columns.
+fn add_residual(w: f64, e: &Vector3<f64>, nv: usize, column: impl Fn(usize) -> Vector3<f64>, out: &mut StageDerivatives) {
     out.l += 0.5 * w * e.norm_squared();
     for i in 0..nv {
-        out.lx[i] += w * (0..3).map(|r| jac[(r, i)] * e[r]).sum::<f64>();
+        let ci = column(i);
+        out.lx[i] += w * ci.dot(e);
         for j in 0..nv {
-            out.lxx[(i, j)] += w * (0..3).map(|r| jac[(r, i)] * jac[(r, j)]).sum::<f64>();
+            out.lxx[(i, j)] += w * ci.dot(&column(j));
         }
     }
 }
@@ -204,7 +219,7 @@ impl<C: Cost> Cost for PointCost<C> {
 mod tests {
     use super::*;
     use crate::cost::QuadraticCost;
-    use nalgebra::Matrix3;
+    use nalgebra::{DMatrix, Matrix3};
     use vidyn_rbd::{integrate, Joint, ModelBuilder};
     use vidyn_spatial::{Inertia, Se3};
 
@@ -231,7 +246,8 @@ mod tests {
 
     /// The gradient in tangent coordinates (`q ⊕ δ` by `integrate`) against central
     /// differences (h = 1e-6: truncation ~h², round-off ~ε/h), for a foot track with per-stage
-    /// targets and a centre-of-mass track whose weight is zero on some stages; the terminal
+    /// targets, a point offset on the foot's frame and a centre-of-mass track whose weight is
+    /// zero on some stages; the terminal
     /// stage reads entry N; the Gauss–Newton Hessian is symmetric positive semi-definite.
     #[test]
     fn gradients_on_the_group_match_central_differences() {
@@ -242,10 +258,22 @@ mod tests {
         let tracks = vec![
             PointTrack {
                 point: TrackedPoint::Frame(foot),
+                offset: Vector3::zeros(),
                 targets: (0..=steps).map(|k| Vector3::new(0.1 * k as f64, 0.05, -0.3)).collect(),
                 weights: vec![2.0, 0.0, 3.0, 5.0],
             },
-            PointTrack { point: TrackedPoint::CentreOfMass, targets: vec![Vector3::new(0.0, 0.0, 0.1)], weights: vec![1.0, 4.0, 0.0, 7.0] },
+            PointTrack {
+                point: TrackedPoint::Frame(foot),
+                offset: Vector3::new(0.08, -0.03, 0.05),
+                targets: vec![Vector3::new(0.2, 0.0, -0.25)],
+                weights: vec![1.5, 2.0, 0.0, 4.0],
+            },
+            PointTrack {
+                point: TrackedPoint::CentreOfMass,
+                offset: Vector3::zeros(),
+                targets: vec![Vector3::new(0.0, 0.0, 0.1)],
+                weights: vec![1.0, 4.0, 0.0, 7.0],
+            },
         ];
         let inner = zero_cost(&model);
         let cost = PointCost::new(model.clone(), inner, nx, tracks, steps).unwrap();
@@ -279,8 +307,10 @@ mod tests {
             assert!(d.lxx.symmetric_eigenvalues().iter().all(|&e| e >= -1e-12));
         }
         assert!(cost.running_value(steps + 1, &x, &u).is_err());
-        let bad = PointTrack { point: TrackedPoint::CentreOfMass, targets: vec![Vector3::zeros()], weights: vec![1.0; steps] };
+        let bad = PointTrack { point: TrackedPoint::CentreOfMass, offset: Vector3::zeros(), targets: vec![Vector3::zeros()], weights: vec![1.0; steps] };
         let inner = zero_cost(&model);
-        assert!(PointCost::new(model, inner, nx, vec![bad], steps).is_err());
+        assert!(PointCost::new(model.clone(), inner, nx, vec![bad], steps).is_err());
+        let offset_com = PointTrack { point: TrackedPoint::CentreOfMass, offset: Vector3::x(), targets: vec![Vector3::zeros()], weights: vec![1.0; steps + 1] };
+        assert!(PointCost::new(model, zero_cost(&leg()), nx, vec![offset_com], steps).is_err());
     }
 }

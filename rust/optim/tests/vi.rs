@@ -295,7 +295,7 @@ fn frame_cost_gradient_matches_finite_differences_and_acrobot_reaches() {
     let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
     let dynamics = ViDynamics::new(&vi, None).unwrap();
     let res = ilqr(&dynamics, &cost, &[0.0; 4], &vec![0.0; 2 * steps], &IlqrOptions { max_iterations: 200, ..IlqrOptions::default() }).unwrap();
-    let p = cost.position(vidyn_optim::TrackedPoint::Frame(tip), &res.x[4 * steps..4 * steps + 2]).unwrap();
+    let p = cost.position(vidyn_optim::TrackedPoint::Frame(tip), &nalgebra::Vector3::zeros(), &res.x[4 * steps..4 * steps + 2]).unwrap();
     println!("{}: tip at {:?}", res.message, p.as_slice());
     assert!(res.converged, "{}", res.message);
     assert!((p - nalgebra::Vector3::from(target)).norm() < 1e-2, "{p:?}");

@@ -367,16 +367,16 @@ pub fn optim_ilqr_maximal<'py>(
 }
 
 /// A tracked point as `vidyn/optim.py` passes it: `(point, targets, weights)`.
-type TrackArgs<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
+type TrackArgs<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
 /// The tracked points of `tracks`, as `vidyn/optim.py` passes them: `(point, targets,
-/// weights)` with `point` a frame name or `"com"`, `targets` `(1, 3)` or `(N+1, 3)`, `weights`
-/// `(N+1,)`.
+/// weights, offset)` with `point` a frame name or `"com"`, `targets` `(1, 3)` or `(N+1, 3)`,
+/// `weights` `(N+1,)`, `offset` `(3,)` (a point in the frame's axes; zero for `"com"`).
 fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<TrackArgs<'_>>, steps: usize) -> PyResult<Vec<PointTrack>> {
     tracks
         .into_iter()
         .enumerate()
-        .map(|(i, (point, targets, weights))| {
+        .map(|(i, (point, targets, weights, offset))| {
             let point = match point.as_str() {
                 "com" => TrackedPoint::CentreOfMass,
                 name => TrackedPoint::Frame(vi.model().frame_index(name).map_err(py_err)?),
@@ -389,7 +389,11 @@ fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<TrackArgs<'_>>
             if let Some((k, w)) = weights.iter().enumerate().find(|(_, w)| **w < 0.0) {
                 return Err(INPUT_ERROR.err(format!("tracks[{i}].weight[{k}] is {w}, expected ≥ 0")));
             }
-            Ok(PointTrack { point, targets: targets.chunks_exact(3).map(nalgebra::Vector3::from_column_slice).collect(), weights })
+            let offset = nalgebra::Vector3::from_column_slice(&convert::read(&offset, &format!("tracks[{i}].offset"), &[3], Some("(3,)"))?);
+            if point == TrackedPoint::CentreOfMass && offset != nalgebra::Vector3::zeros() {
+                return Err(INPUT_ERROR.err(format!("tracks[{i}].offset is {:?}; the centre of mass takes none (zeros)", offset.as_slice())));
+            }
+            Ok(PointTrack { point, offset, targets: targets.chunks_exact(3).map(nalgebra::Vector3::from_column_slice).collect(), weights })
         })
         .collect()
 }
