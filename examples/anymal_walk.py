@@ -20,7 +20,7 @@ gait (iLQR would need one); multiple shooting starts from the guess as it is and
 gaps as it goes.
 
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
-(−89 N on the diagonal foot during the first swing). ``--friction`` adds friction-cone
+(−75 N on the diagonal foot during the first swing). ``--friction`` adds friction-cone
 penalties on the contact forces (:class:`vidyn.optim.FrictionCone`, μ = 0.7), which make them
 unilateral, at the price of many more iterations (every stage solves its steps once more to get
 the forces' exact derivatives).

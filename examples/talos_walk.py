@@ -11,13 +11,15 @@ ground while they stand, the swing sole's path rising and falling linearly, and 
 of mass moving forward by half of each step. Here a standing sole is a 6-D frame contact of
 the VI (:func:`vidyn.frame_contact`: its placement held), a touchdown the plastic impact that
 puts the sole on its next foothold, and FDDP (:func:`vidyn.optim.fddp`) minimises the swing
-soles' distance to their paths and the centre of mass's to its ramp, with a regularisation of
-the posture (base orientation, joints) and momenta about the half-sitting posture and of the
+soles' distance to their paths (three points of each sole, so its placement, as crocoddyl's
+frame-placement cost) and the centre of mass's to its ramp, with a regularisation of the
+posture (base orientation, joints) and momenta about the half-sitting posture and of the
 torques. crocoddyl starts from the standing state at every knot; a VI touchdown from there
 would have to move the sole 0.3 m in one step (Newton finds no such step), so the state guess
 here is kinematic instead: at every knot the posture with the soles where the gait puts them
 and the centre of mass over its target (damped least squares), at rest; the torques are
-crocoddyl's (those that hold the standing posture on each phase's stance soles).
+crocoddyl's (those that hold the standing posture on each phase's stance soles). Measured:
+15 iterations, 0.4 s, feasible; vertical contact forces 94–889 N.
 
 The contacts are bilateral (no friction cones here): the result may pull on the ground.
 
@@ -38,20 +40,23 @@ from anymal_walk import static_torques
 from vidyn import models
 
 FEET = ("right_sole_link", "left_sole_link")
-ANKLE = {"right_sole_link": "leg_right_6_link", "left_sole_link": "leg_left_6_link"}
-ANKLE_HEIGHT = 0.107
+# three points of a sole, in its frame (flat on the ground at the half-sitting posture): the
+# origin, one 0.1 m above and one 0.1 m ahead; tracking them tracks the sole's placement
+SOLE_POINTS = (np.zeros(3), np.array([0.0, 0.0, 0.1]), np.array([0.1, 0.0, 0.0]))
 LEGS = [f"leg_{side}_{k}_joint" for side in ("left", "right") for k in range(1, 7)]
 
 
 @dataclass
 class BipedGait:
     """Phases ``(steps, contacts that hold)``, the contacts (a foothold placement per stance),
-    the swing soles' targets per step ``{step: [(sole, point)]}`` (where the sole should be at
-    the end of that step) and the centre of mass's target per knot."""
+    the soles' orientation at the start (``flat``), the swing soles' targets per step
+    ``{step: [(sole, point)]}`` (where the sole should be at the end of that step) and the
+    centre of mass's target per knot."""
 
     phases: list[tuple[int, list[str]]] = field(default_factory=list)
     contacts: dict[str, list] = field(default_factory=dict)
     footholds: dict[str, np.ndarray] = field(default_factory=dict)
+    flat: dict[str, np.ndarray] = field(default_factory=dict)
     swing: dict[int, list[tuple[str, np.ndarray]]] = field(default_factory=dict)
     com: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
@@ -74,6 +79,7 @@ def walking_gait(model: vidyn.Model, q0: np.ndarray, steps: int, length: float, 
     double support (crocoddyl's ``createWalkingProblem``, repeated)."""
     gait = BipedGait()
     placement = {f: vidyn.frame_placement(model, q0, f) for f in FEET}
+    gait.flat = {f: placement[f][:3, :3].copy() for f in FEET}
     stance = {f: f"{f}@0" for f in FEET}
     for f in FEET:
         gait.contacts[stance[f]] = vidyn.frame_contact(f, placement[f])
@@ -141,21 +147,20 @@ def kinematic_guess(model: vidyn.Model, q0: np.ndarray, gait: BipedGait) -> np.n
 
 
 def tracks(gait: BipedGait, steps: int, foot_weight: float, com_weight: float) -> list[vidyn.optim.Track]:
-    """The swing soles' paths (weighted on their swing knots only) and the centre of mass's
+    """The swing soles' placements along their paths (weighted on their swing knots only),
+    flat as they stand at the start, as three points of each sole: its origin, a point above
+    it and one ahead of it (crocoddyl tracks the frame placement), and the centre of mass's
     ramp."""
     out = []
     for foot in FEET:
-        ankle = ANKLE[foot]
         target, weight = np.zeros((steps + 1, 3)), np.zeros(steps + 1)
-        above = np.zeros((steps + 1, 3))
         for k, targets in gait.swing.items():
             for f, point in targets:
                 if f == foot:
                     target[k + 1], weight[k + 1] = point, foot_weight
-                    above[k + 1] = point + [0.0, 0.0, ANKLE_HEIGHT]
         if weight.any():
-            out.append(vidyn.optim.Track(foot, target, weight))
-            out.append(vidyn.optim.Track(ankle, above, weight))
+            for offset in SOLE_POINTS:
+                out.append(vidyn.optim.Track(foot, target + gait.flat[foot] @ offset, weight, offset=offset))
     out.append(vidyn.optim.Track("com", gait.com[: steps + 1], com_weight))
     return out
 
