@@ -1,9 +1,9 @@
 //! In-place LU factorisation with partial pivoting on preallocated storage (no allocation):
 //! of `DMatrix` systems, and of the row-major `s × s` blocks of the O(n) Newton direction.
 //! Used for the DEL Jacobian, whose `sn × sn` system is solved once per Newton iteration and
-//! then reused for every right-hand side of the linearisation.
+//! then reused for every right-hand side of the linearisation; and small matrix products.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
 /// Factors `a = P L U` in place (unit-diagonal `L` below, `U` on and above the diagonal);
 /// `pivots[k]` is the row swapped with row `k`. Returns `false` when a pivot is below
@@ -158,6 +158,33 @@ pub(crate) fn small_solve(m: &[f64], s: usize, piv: &[usize], b: &mut [f64]) {
     }
 }
 
+/// `c += α · a · b` on column-major views (loops ordered for unit-stride inner runs), for the
+/// small products of the linearisations: no allocation (nalgebra's `gemm` packs large
+/// operands in fresh buffers).
+pub(crate) fn add_product(c: &mut DMatrixViewMut<'_, f64>, alpha: f64, a: &DMatrixView<'_, f64>, b: &DMatrixView<'_, f64>) {
+    debug_assert!(a.ncols() == b.nrows() && c.nrows() == a.nrows() && c.ncols() == b.ncols());
+    for j in 0..b.ncols() {
+        for k in 0..a.ncols() {
+            let f = alpha * b[(k, j)];
+            if f != 0.0 {
+                for i in 0..a.nrows() {
+                    c[(i, j)] += a[(i, k)] * f;
+                }
+            }
+        }
+    }
+}
+
+/// `c += α · aᵀ · b` (as [`add_product`]).
+pub(crate) fn add_transposed_product(c: &mut DMatrixViewMut<'_, f64>, alpha: f64, a: &DMatrixView<'_, f64>, b: &DMatrixView<'_, f64>) {
+    debug_assert!(a.nrows() == b.nrows() && c.nrows() == a.ncols() && c.ncols() == b.ncols());
+    for j in 0..b.ncols() {
+        for i in 0..a.ncols() {
+            c[(i, j)] += alpha * a.column(i).dot(&b.column(j));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +210,19 @@ mod tests {
         }
         let mut singular = DMatrix::from_element(3, 3, 1.0);
         assert!(!lu_factor(&mut singular, &mut [0; 3]));
+    }
+
+    /// The small products against nalgebra's own, on views of larger matrices.
+    #[test]
+    fn products_match_nalgebra() {
+        let a = DMatrix::from_fn(5, 4, |i, j| (i as f64) - 0.5 * (j as f64) + 0.25);
+        let b = DMatrix::from_fn(6, 7, |i, j| ((i * 7 + j) as f64).sin());
+        let mut c = DMatrix::from_fn(5, 7, |i, j| (i + j) as f64);
+        let expected = c.view((0, 0), (3, 3)) + 2.0 * a.view((1, 1), (3, 2)) * b.view((2, 3), (2, 3));
+        add_product(&mut c.view_mut((0, 0), (3, 3)), 2.0, &a.view((1, 1), (3, 2)), &b.view((2, 3), (2, 3)));
+        assert!((c.view((0, 0), (3, 3)) - &expected).amax() < 1e-14);
+        let expected = c.view((1, 2), (2, 4)) - a.view((0, 0), (4, 2)).transpose() * b.view((0, 1), (4, 4));
+        add_transposed_product(&mut c.view_mut((1, 2), (2, 4)), -1.0, &a.view((0, 0), (4, 2)), &b.view((0, 1), (4, 4)));
+        assert!((c.view((1, 2), (2, 4)) - &expected).amax() < 1e-14);
     }
 }
