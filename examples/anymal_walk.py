@@ -1,11 +1,14 @@
-"""ANYmal walks (or trots, paces, bounds) one gait cycle: multiple shooting (FDDP) on the
-exact derivatives of the variational integrator, through its contact phases (issue 24).
+"""ANYmal walks (or trots, paces, bounds, jumps) one gait cycle: multiple shooting (FDDP) on
+the exact derivatives of the variational integrator, through its contact phases (issue 24).
 
 The gaits are crocoddyl's (``examples/quadrupedal_gaits.py``, time step 10 ms, 25-knot swings):
 walking, 0.25 m steps with 0.15 m clearance, 2-knot supports, feet in the order RH, RF, LH,
 LF; trotting (diagonal pairs LF+RH, RF+LH) and pacing (lateral pairs LF+LH, RF+RH), 0.15 m
 steps with 0.1 m clearance, 2-knot supports; bounding (front pair, hind pair), 0.15 m and
-0.1 m, 5-knot supports. Here a stance foot is a point contact of the VI held at its foothold
+0.1 m, 5-knot supports; jumping (``--gait jump``, ``JUMP``): the centre of mass 0.15 m up and
+0.3 m sideways, 10 knots on the ground, 20 up, 20 down and 10 on the ground again, from the
+standing posture carried along the centre of mass's path (its own state guess; the flight's
+feet follow that posture). Here a stance foot is a point contact of the VI held at its foothold
 (:class:`vidyn.ContactSchedule`), a touchdown is the plastic impact that puts the foot on its
 next foothold, and FDDP (:func:`vidyn.optim.fddp`, crocoddyl's solver) minimises
 
@@ -28,7 +31,7 @@ the forces' exact derivatives).
 ``--limits`` bounds the joint torques by the URDF's effort limits (80 N m; a box QP in each
 backward pass, crocoddyl's BoxFDDP).
 
-Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound] [--friction] [--limits] [--plot] [--animate]``
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound|jump] [--friction] [--limits] [--plot] [--animate]``
 (``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``;
 ``--animate`` saves the motion, ``examples/out/anymal_<gait>.gif``, and snapshots of it side by
 side, ``examples/out/anymal_<gait>_strip.png``, with ``vidyn.viz``).
@@ -57,17 +60,24 @@ GAITS = {
 }
 
 
+#: crocoddyl's jump: apex height of the centre of mass, its displacement (sideways), knots on
+#: the ground before and after, knots of the flight up (and as many down)
+JUMP = (0.15, (0.0, 0.3, 0.0), 10, 20)
+
+
 @dataclass
 class Gait:
     """Phases ``(steps, contacts that hold)``, the contacts (a foothold per stance) and their
     footholds, each swing knot's targets ``{step: [(foot, point), …]}`` (the feet's positions at
-    the end of that step), and the centre of mass's target per knot."""
+    the end of that step), the centre of mass's target per knot, and the state guess's base
+    position per knot (``None``: the standing posture everywhere, crocoddyl's warm start)."""
 
     phases: list[tuple[int, list[str]]] = field(default_factory=list)
     contacts: dict[str, list] = field(default_factory=dict)
     footholds: dict[str, np.ndarray] = field(default_factory=dict)
     swing: dict[int, list[tuple[str, np.ndarray]]] = field(default_factory=dict)
     com: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    base: np.ndarray | None = None
 
     def schedule(self, phases: int) -> vidyn.ContactSchedule:
         """The first ``phases`` phases as a contact schedule."""
@@ -112,6 +122,37 @@ def quadruped_gait(model: vidyn.Model, q0: np.ndarray, groups, length: float, he
     return gait
 
 
+def jumping_gait(model: vidyn.Model, q0: np.ndarray, height: float, shift, ground_knots: int, flying_knots: int) -> Gait:
+    """crocoddyl's ``createJumpingProblem``: all four feet on the ground, a flight in which the
+    centre of mass rises to ``height`` above its start while moving half of ``shift``, then
+    falls as far again, a touchdown of all four feet at their footholds moved by ``shift``,
+    and the ground again. The centre of mass is tracked all along (crocoddyl leaves the fall
+    free), the feet in the flight along the standing posture carried by the base; that
+    posture is also the state guess."""
+    gait, shift = Gait(), np.asarray(shift, dtype=float)
+    for f in FEET:
+        foothold = vidyn.frame_placement(model, q0, f)[:3, 3]
+        for side, point in (("0", foothold), ("1", foothold + shift)):
+            gait.contacts[f"{f}@{side}"] = vidyn.point_contact(f, point)
+            gait.footholds[f"{f}@{side}"] = point
+    gait.phases = [(ground_knots, [f"{f}@0" for f in FEET]), (2 * flying_knots, []), (ground_knots, [f"{f}@1" for f in FEET])]
+    steps = 2 * (ground_knots + flying_knots)
+    com0 = vidyn.center_of_mass(model, q0)
+    gait.com = np.tile(com0, (steps + 1, 1))
+    apex = np.array([0.5 * shift[0], 0.5 * shift[1], 0.5 * shift[2] + height])
+    for k in range(flying_knots):
+        s = (k + 1) / flying_knots
+        gait.com[ground_knots + 1 + k] = com0 + s * apex
+        gait.com[ground_knots + flying_knots + 1 + k] = com0 + apex + s * (shift - apex)
+    gait.com[ground_knots + 2 * flying_knots + 1 :] = com0 + shift
+    gait.base = q0[:3] + gait.com - com0
+    for k in range(ground_knots, ground_knots + 2 * flying_knots):
+        carried = q0.copy()
+        carried[:3] = gait.base[k + 1]
+        gait.swing[k] = [(f, vidyn.frame_placement(model, carried, f)[:3, 3]) for f in FEET]
+    return gait
+
+
 def tracks(gait: Gait, steps: int, foot_weight: float, com_weight: float) -> list[vidyn.optim.Track]:
     """The swing feet's paths (weighted on their swing knots only) and the centre of mass's
     ramp over ``steps`` steps."""
@@ -148,7 +189,7 @@ def solve(
     limits: bool = False,
     verbose: bool = True,
 ):
-    """The cycle of gait ``gait_name`` (a key of ``GAITS``) by FDDP from crocoddyl's warm start
+    """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
     ``phases``: only that many phases; ``limits``: the URDF's effort limits on the torques. Returns the model, the gait, its schedule and integrator,
     and FDDP's result."""
@@ -156,8 +197,11 @@ def solve(
         warnings.simplefilter("ignore")
         model = models.example_robot("anymal")
     q0, n = standing(model), model.nv
-    groups, (length, height, support_knots) = GAITS[gait_name]
-    gait = quadruped_gait(model, q0, groups, length, height, swing_knots, support_knots)
+    if gait_name == "jump":
+        gait = jumping_gait(model, q0, *JUMP)
+    else:
+        groups, (length, height, support_knots) = GAITS[gait_name]
+        gait = quadruped_gait(model, q0, groups, length, height, swing_knots, support_knots)
     count = phases or len(gait.phases)
     schedule = gait.schedule(count)
     vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
@@ -165,17 +209,20 @@ def solve(
     u_init = np.vstack([np.tile(tau, (steps, 1)) for tau, (steps, _) in zip(holding, gait.phases)])
     weights = np.concatenate([[0.0] * 3, [50.0] * 3, [1e-3] * 12, [0.1] * n])
     started = time.perf_counter()
+    guess = np.tile(q0, (schedule.steps + 1, 1))
+    if gait.base is not None:
+        guess[:, :3] = gait.base[: schedule.steps + 1]
     res = vidyn.optim.fddp(
         vi,
         q0,
-        np.tile(q0, (schedule.steps + 1, 1)),
+        guess,
         u_init,
         Q=weights,
         QN=weights,
         R=1e-3,
         x_ref=np.concatenate([q0, np.zeros(n)]),
         actuated=range(6, n),
-        tracks=tracks(gait, schedule.steps, 1e4, 1e3),
+        tracks=tracks(gait, schedule.steps, 1e4, 1e4 if gait_name == "jump" else 1e3),
         friction=None if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip),
         u_min=-model.effort_limit[6:] if limits else None,
         u_max=model.effort_limit[6:] if limits else None,
@@ -218,7 +265,7 @@ def friction_ratio(forces: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gait", choices=sorted(GAITS), default="walk")
+    parser.add_argument("--gait", choices=[*sorted(GAITS), "jump"], default="walk")
     parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_<gait>.png")
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
     parser.add_argument("--limits", action="store_true", help="the URDF's effort limits on the joint torques")

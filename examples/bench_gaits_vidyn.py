@@ -1,4 +1,4 @@
-"""vidyn's side of the gait benchmarks in BENCHMARKS.md: ANYmal's four gait cycles
+"""vidyn's side of the gait benchmarks in BENCHMARKS.md: ANYmal's four gait cycles and its jump
 (``anymal_walk.py``, three solves each), the trot and the walk with friction cones (one solve
 each) and Talos's two steps (``talos_walk.py``, three solves), FDDP's iterations and wall time
 (``res.wall_time``). The peers: ``bench_walk_crocoddyl.py`` and ``bench_talos_crocoddyl.py``.
@@ -26,7 +26,7 @@ def timed(solve, repeats: int) -> str:
 
 def main() -> None:
     warnings.simplefilter("ignore")  # the URDFs' inertia notes
-    for name in ("walk", "trot", "pace", "bound"):
+    for name in ("walk", "trot", "pace", "bound", "jump"):
         print(f"{name}: {timed(lambda: anymal_walk.solve(name, verbose=False), 3)}")
     cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0)
     for name in ("trot", "walk"):

@@ -1,5 +1,5 @@
 """crocoddyl's ANYmal gait cycles (its ``examples/quadrupedal_gaits.py``: walking, trotting,
-pacing, bounding), timed, as the peers of ``examples/anymal_walk.py --gait …`` in BENCHMARKS.md.
+pacing, bounding, jumping), timed, as the peers of ``examples/anymal_walk.py --gait …`` in BENCHMARKS.md.
 
 Needs crocoddyl with a binary-compatible pinocchio (see ``bench_ilqr_crocoddyl.py``):
 ``pip install --no-deps crocoddyl==3.2.1 libcrocoddyl==3.2.1 pin==4.0.0 libpinocchio==4.0.0``
@@ -38,9 +38,12 @@ def main() -> None:
     q0 = anymal.model.referenceConfigurations["standing"].copy()
     x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
     name = sys.argv[1] if len(sys.argv) > 1 else "walk"
-    builder, length, height, knots, support = GAITS[name]
     for repeat in range(3):
-        problem = getattr(gait, builder)(x0, length, height, 1e-2, knots, support)
+        if name == "jump":  # its quadrupedal_gaits.py jump: 0.15 m up, 0.3 m sideways
+            problem = gait.createJumpingProblem(x0, 0.15, np.array([0.0, 0.3, 0.0]), 1e-2, 10, 20)
+        else:
+            builder, length, height, knots, support = GAITS[name]
+            problem = getattr(gait, builder)(x0, length, height, 1e-2, knots, support)
         solver = crocoddyl.SolverFDDP(problem)
         xs = [x0] * (problem.T + 1)
         us = problem.quasiStatic([x0] * problem.T)
