@@ -747,7 +747,8 @@ class VariationalIntegrator:
         """The constraint multipliers ``λ_k`` of every step of ``traj`` (made by this
         integrator), (N, m): each step solved again from its knot, started at its end (the same
         solution); zero for constraints a schedule does not impose on the step. The constraint
-        impulse on step ``k`` is ``−Dh(q_k)ᵀ λ_k``; for the three world planes of
+        impulse on step ``k`` is ``λ_k = λ'_k + μ_{k+1}``, ``−Dh(q_k)ᵀ λ'_k`` at its start and
+        RATTLE's momentum projection ``−Dh(q_{k+1})ᵀ μ_{k+1}`` at its end; for the three world planes of
         :func:`vidyn.point_contact` that is ``−λ_k`` as the world impulse on the frame's origin
         (divide by ``dt`` for the step's mean contact force). ``derivatives=True`` -> ``(λ,
         dλ/dx (N, m, 2n), dλ/du (N, m, n))``, exact, in the tangent coordinates of

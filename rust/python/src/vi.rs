@@ -391,7 +391,8 @@ impl PyVariationalIntegrator {
 
     /// The constraint multipliers `λ_k` of every step of a trajectory made by this integrator,
     /// (N, m): each step solved again from its knot, started at its end (the same solution).
-    /// The constraint impulse on step `k` is `−Dh(q_k)ᵀ λ_k`. With `derivatives=True` also
+    /// The constraint impulse on step `k` is `λ_k = λ'_k + μ_{k+1}`: `−Dh(q_k)ᵀ λ'_k` at its
+    /// start and RATTLE's `−Dh(q_{k+1})ᵀ μ_{k+1}` at its end. With `derivatives=True` also
     /// `∂λ_k/∂x_k` (N, m, 2n) and `∂λ_k/∂u_k` (N, m, n) in the tangent coordinates of
     /// `linearize` (each step linearised), steps in parallel with the GIL released.
     #[pyo3(signature = (traj, derivatives = false))]
