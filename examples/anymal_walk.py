@@ -298,11 +298,11 @@ def animate(model, vi, res, name: str):
     return gif, png
 
 
-def plot(model, schedule, vi, res, name: str, mu: float):
-    """Four panels against time: the feet's heights, the base's and the centre of mass's
+def plot(model, schedule, vi, res, name: str, mu: float, feet=FEET, robot: str = "anymal"):
+    """Four panels against time: the ``feet``'s heights, the base's and the centre of mass's
     forward and vertical positions, each contact's vertical force with the friction cone's
     ratio |f_t|/f_z (against ``mu``), and the joint torques; saved to
-    ``examples/out/anymal_<name>.png``."""
+    ``examples/out/<robot>_<name>.png``."""
     import pathlib
 
     import matplotlib
@@ -313,7 +313,7 @@ def plot(model, schedule, vi, res, name: str, mu: float):
     q, dt = res.trajectory.q, vi.dt
     t = dt * np.arange(len(q))
     fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
-    for f in FEET:
+    for f in feet:
         axes[0].plot(t, [vidyn.frame_placement(model, x, f)[2, 3] for x in q], label=f)
     axes[0].set_ylabel("foot height (m)")
     com = np.array([vidyn.center_of_mass(model, x) for x in q])
@@ -340,7 +340,7 @@ def plot(model, schedule, vi, res, name: str, mu: float):
     axes[3].set_xlabel("time (s)")
     for ax in axes[:3]:
         ax.legend(fontsize=6, ncol=4)
-    out = pathlib.Path(__file__).parent / "out" / f"anymal_{name}.png"
+    out = pathlib.Path(__file__).parent / "out" / f"{robot}_{name}.png"
     out.parent.mkdir(exist_ok=True)
     fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)

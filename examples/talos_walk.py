@@ -23,7 +23,7 @@ crocoddyl's (those that hold the standing posture on each phase's stance soles).
 
 The contacts are bilateral (no friction cones here): the result may pull on the ground.
 
-Run: ``python examples/talos_walk.py [--steps 2] [--animate]``.
+Run: ``python examples/talos_walk.py [--steps 2] [--plot] [--animate]``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import vidyn
-from anymal_walk import static_torques
+from anymal_walk import plot, static_torques
 from vidyn import models
 
 FEET = ("right_sole_link", "left_sole_link")
@@ -215,11 +215,14 @@ def report(model, gait, schedule, vi, res) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2, help="number of steps (crocoddyl's problem: 2)")
+    parser.add_argument("--plot", action="store_true", help="save the soles' heights, base and CoM, forces and torques to examples/out/talos_walk.png")
     parser.add_argument("--animate", action="store_true", help="save a GIF and a strip to examples/out/")
     args = parser.parse_args()
     model, gait, schedule, vi, res = solve(args.steps)
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
+    if args.plot:
+        print(f"saved {plot(model, schedule, vi, res, 'walk', 0.7, feet=FEET, robot='talos')}")
     if args.animate:
         import pathlib
 

@@ -192,6 +192,7 @@ def test_talos_takes_two_steps():
     assert measured["highest swing sole (m)"] > 0.09
     assert measured["contact force z min (N)"] > 0.0
     assert measured["base advance (m)"] > 0.4
+    assert walk.plot(model, schedule, vi, res, "test_walk", 0.7, feet=walk.FEET, robot="talos").is_file()
 
 
 def test_anymal_jumps():
