@@ -198,3 +198,39 @@ fn schedules_are_checked() {
         other => panic!("{:?}", other.map(|t| t.steps)),
     }
 }
+
+/// RATTLE's projection and the constrained predictor on the floating tree with its tether and
+/// plane (module `momentum_projection`, `predictor`): after a step that imposes both, the
+/// knot velocity `M⁻¹ p` moves neither constraint (`C v = 0` to round-off), the step's impulse
+/// is `λ + μ`, and the Taylor predictor's acceleration satisfies `C a = 0` (it is the free
+/// acceleration with the part the constraints forbid taken out, `M`-orthogonally).
+#[test]
+fn knot_momenta_and_predicted_accelerations_respect_the_constraints() {
+    let model = Arc::new(floating_tree(true));
+    let n = model.nv;
+    let q0 = start(&model);
+    let contacts = tether_and_plane(&model, &q0, 0.0);
+    let vi =
+        VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.02, None).unwrap().with_newton(1e-15, 60).unwrap().with_constraints(contacts).unwrap();
+    let mut ws = vi.workspace();
+    let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
+    let (mut q1, mut p1) = (vec![0.0; vi.nq()], vec![0.0; n]);
+    vi.step(&mut ws, 0, &q0, &vec![0.1; n], &u, None, &mut q1, &mut p1).unwrap();
+    let mut v = vec![0.0; n];
+    vi.velocity(&mut ws, &q1, &p1, &mut v).unwrap();
+    vi.knot_constraint_factors(&mut ws, 0, &[0, 1], &q1).unwrap();
+    let c = ws.constraint.c_knot.rows(0, 2).into_owned();
+    let cv = &c * nalgebra::DVector::from_column_slice(&v);
+    assert!(cv.amax() < 1e-12 * (1.0 + v.iter().fold(0.0_f64, |m, x| m.max(x.abs()))), "C v = {cv:?}");
+    let mu = ws.constraint.projection.mu.clone();
+    assert!(mu.iter().all(|m| m.abs() > 0.0), "both constraints project: {mu:?}");
+    for (i, (impulse, lambda)) in vi.multipliers(&ws).iter().zip(&ws.constraint.lambda).enumerate() {
+        assert_eq!(*impulse, lambda + mu[i]);
+    }
+    let free: Vec<f64> = (0..n).map(|i| 1.0 + 0.5 * (i as f64).cos()).collect();
+    ws.acceleration.copy_from_slice(&free);
+    vi.constrain_acceleration(&mut ws, 0, &q1).unwrap();
+    let ca = &c * nalgebra::DVector::from_column_slice(&ws.acceleration);
+    assert!(ca.amax() < 1e-12 * 10.0, "C a = {ca:?}");
+    assert!(ws.acceleration.iter().zip(&free).any(|(a, f)| (a - f).abs() > 1e-3), "the constraints take something out");
+}
