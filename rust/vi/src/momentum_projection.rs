@@ -52,7 +52,7 @@ pub(crate) struct ProjectionWork {
     pub(crate) mu: Vec<f64>,
     /// `(n,)` `ṽ = M⁻¹ p̃`, `Cᵀ μ`, `J(0)⁻¹ ṽ`.
     velocity: Vec<f64>,
-    impulse: Vec<f64>,
+    ct_mu: Vec<f64>,
     chart_velocity: Vec<f64>,
     /// `(n, n)` one constraint's Hessian, then `X`; `(m, n)` `Y`, `∂μ/∂q`, `∂μ/∂p` (first
     /// `a` rows); `(m, 3n)` `D`.
@@ -76,7 +76,7 @@ impl ProjectionWork {
         Self {
             mu: vec![0.0; m],
             velocity: vec![0.0; n],
-            impulse: vec![0.0; n],
+            ct_mu: vec![0.0; n],
             chart_velocity: vec![0.0; n],
             hessian: DMatrix::zeros(n, n),
             x: DMatrix::zeros(n, n),
@@ -155,9 +155,9 @@ impl VariationalIntegrator {
         lu_solve_in(&pw.mass_lu, n, &pw.mass_pivots, &mut pw.velocity);
         let t = vidyn_rbd::mass_matrix_and_derivative::<ViError>(self.model(), rbd, q_next, &mut pw.velocity, |_, _| Ok(()))?;
         // Cᵀμ and J(0)⁻¹ ṽ
-        pw.impulse.fill(0.0);
+        pw.ct_mu.fill(0.0);
         for (r, &i) in active.iter().enumerate() {
-            for (c, x) in pw.impulse.iter_mut().zip(cw.c_knot.row(r).iter()) {
+            for (c, x) in pw.ct_mu.iter_mut().zip(cw.c_knot.row(r).iter()) {
                 *c += x * pw.mu[i];
             }
         }
@@ -184,7 +184,7 @@ impl VariationalIntegrator {
         if let Some(chart) = chart {
             for j in chart.map.composite_joints() {
                 let (f, d) = (j.first(), j.nv());
-                let (c_block, b_block) = (padded(&pw.impulse, f, d), padded(&pw.chart_velocity, f, d));
+                let (c_block, b_block) = (padded(&pw.ct_mu, f, d), padded(&pw.chart_velocity, f, d));
                 for e in 0..d {
                     let mut unit = [0.0; 6];
                     unit[e] = 1.0;
