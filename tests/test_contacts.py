@@ -119,3 +119,63 @@ def test_a_hanging_body_is_held_by_its_weight():
     assert free.multipliers(free.rollout(model.neutral(), steps=3)).shape == (3, 0)
     with pytest.raises(vidyn.InputError, match="another integrator"):
         free.multipliers(traj)
+
+
+def _box_with_sole() -> vidyn.Model:
+    b = vidyn.ModelBuilder("box")
+    box = b.add_body(None, "box", "freeflyer", mass=1.5, com=[0.0, 0.0, 0.0], inertia=np.diag([0.02, 0.03, 0.04]))
+    b.add_frame("sole", box, np.eye(4))
+    return b.build()
+
+
+def _turned(model: vidyn.Model, degrees: float) -> np.ndarray:
+    q = model.neutral()
+    half = np.radians(degrees) / 2
+    q[3:7] = [0.0, 0.0, np.sin(half), np.cos(half)]
+    return q
+
+
+def _angle(model: vidyn.Model, q: np.ndarray) -> float:
+    rotation = vidyn.frame_placement(model, q, "sole")[:3, :3]
+    return float(np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1, 1))))
+
+
+@pytest.mark.parametrize("degrees", [150.0, 170.0])
+def test_a_frame_contact_refuses_a_mirror_image(degrees):
+    """A box whose sole starts turned about z by 150° or 170° from a 6-D contact's target:
+    the step's Newton converges to the nearest solution of the six equalities, the sole
+    turned by 180° (measured: exactly 180° for both). Plain perpendicular pairs return that
+    mirror image as a motion; ``frame_contact``'s pairs carry aligned axes and raise."""
+    model = _box_with_sole()
+    q0, target = _turned(model, degrees), np.eye(4)
+    plain = [c for c in vidyn.point_contact("sole", target[:3, 3])]
+    plain += [vidyn.Perpendicular(None, target[:3, j], "sole", np.eye(3)[i]) for i, j in ((0, 1), (1, 2), (2, 0))]
+    q1, _ = vidyn.VariationalIntegrator(model, 0.01, constraints=plain).step(q0, np.zeros(6), np.zeros(6))
+    assert abs(_angle(model, q1) - 180.0) < 1e-6
+    vi = vidyn.VariationalIntegrator(model, 0.01, constraints=vidyn.frame_contact("sole", target))
+    with pytest.raises(vidyn.ConvergenceError, match=r"mirror image.*constraint 3.*180°"):
+        vi.step(q0, np.zeros(6), np.zeros(6))
+    with pytest.raises(vidyn.ConvergenceError, match="mirror image"):
+        vi.rollout(q0, steps=2)
+
+
+@pytest.mark.parametrize("degrees", [20.0, 60.0, 100.0])
+def test_a_frame_contact_turns_a_frame_onto_its_target(degrees):
+    """From up to 100° away the same step lands on the target orientation itself (0° to
+    round-off), and the aligned axes let it pass; they survive pickling."""
+    model = _box_with_sole()
+    vi = vidyn.VariationalIntegrator(model, 0.01, constraints=vidyn.frame_contact("sole", np.eye(4)))
+    q1, _ = vi.step(_turned(model, degrees), np.zeros(6), np.zeros(6))
+    assert _angle(model, q1) < 1e-6
+    again = vidyn.VariationalIntegrator.from_bytes(vi.to_bytes())
+    assert again == vi
+    with pytest.raises(vidyn.ConvergenceError, match="mirror image"):
+        again.step(_turned(model, 170.0), np.zeros(6), np.zeros(6))
+
+
+def test_perpendicular_checks_its_aligned_axes():
+    with pytest.raises(vidyn.InputError, match="aligned"):
+        vidyn.Perpendicular(None, [1, 0, 0], "sole", [0, 1, 0], aligned=([1, 0, 0], [0, 0]))
+    with pytest.raises(vidyn.InputError, match="axis"):
+        vidyn.VariationalIntegrator(_box_with_sole(), 0.01, constraints=[vidyn.Perpendicular(None, [1, 0, 0], "sole", [0, 1, 0], aligned=([0, 0, 0], [1, 0, 0]))])
+    assert "aligned=" in repr(vidyn.Perpendicular(None, [1, 0, 0], "sole", [0, 1, 0], aligned=([1, 0, 0], [1, 0, 0])))

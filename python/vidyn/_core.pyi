@@ -451,9 +451,21 @@ class Perpendicular:
     perpendicular to the axis ``axis_b`` of ``frame_b`` (each in its frame's coordinates,
     non-zero; ``None`` or ``"world"`` is the world). Three on the axis pairs ``(x, y)``,
     ``(y, z)``, ``(z, x)`` of two frames hold their relative orientation; with three
-    PointOnPlane they make a 6-D contact (:func:`vidyn.frame_contact`)."""
+    PointOnPlane they make a 6-D contact (:func:`vidyn.frame_contact`).
 
-    def __new__(cls, frame_a: str | None, axis_a: _ArrayLike, frame_b: str | None, axis_b: _ArrayLike) -> Perpendicular: ...
+    ``aligned``: ``(axis of frame_a, axis of frame_b)`` that must stay within 60° of each other
+    on the steps that impose the constraint. Three perpendicular pairs also hold at relative
+    turns of 180° and 120°; a step that ends on such a mirror image raises ConvergenceError
+    instead of returning it."""
+
+    def __new__(
+        cls,
+        frame_a: str | None,
+        axis_a: _ArrayLike,
+        frame_b: str | None,
+        axis_b: _ArrayLike,
+        aligned: tuple[_ArrayLike, _ArrayLike] | None = None,
+    ) -> Perpendicular: ...
 
 @final
 class MaximalIntegrator:

@@ -48,13 +48,19 @@ def point_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane]:
 def frame_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane | Perpendicular]:
     """The placement of ``frame`` held at the world placement ``target`` (4, 4): its origin at
     ``target[:3, 3]`` and its axes perpendicular to the rotated target axes of the pairs
-    ``(x, y)``, ``(y, z)``, ``(z, x)``; six constraints."""
+    ``(x, y)``, ``(y, z)``, ``(z, x)``; six constraints. Those pairs are also perpendicular when
+    the frame is turned by 180° about one of its axes or 120° about a diagonal: each pair's
+    ``aligned`` axes (the frame's and the target's same axis) make a step that ends there
+    raise ConvergenceError instead (a touchdown of a frame turned far from its target)."""
     m = np.asarray(target, dtype=np.float64)
     if m.shape != (4, 4):
         raise InputError(f"target has shape {m.shape}, expected a (4, 4) placement")
     rotation = m[:3, :3]
     pairs = ((0, 1), (1, 2), (2, 0))
-    return [*point_contact(frame, m[:3, 3]), *(Perpendicular(None, rotation[:, j], frame, _AXES[i]) for i, j in pairs)]
+    return [
+        *point_contact(frame, m[:3, 3]),
+        *(Perpendicular(None, rotation[:, j], frame, _AXES[i], aligned=(rotation[:, i], _AXES[i])) for i, j in pairs),
+    ]
 
 
 def point_contact_forces(multipliers: npt.ArrayLike, dt: float, first: int = 0) -> np.ndarray:

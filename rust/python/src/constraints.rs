@@ -8,7 +8,7 @@ use crate::errors::{INPUT_ERROR, UNKNOWN_NAME_ERROR};
 use nalgebra::Vector3;
 use pyo3::prelude::*;
 use vidyn_rbd::Model;
-use vidyn_vi::{BodyPoint, Constraint};
+use vidyn_vi::{AlignedAxes, BodyPoint, Constraint};
 
 /// `n·(p_b − p_a) = 0`: the point `point_b` of `frame_b` stays on the plane through `point_a`
 /// of `frame_a` with normal `normal` (in `frame_a`). Points and normal in their frame's
@@ -31,22 +31,36 @@ pub struct PyDistance {
 
 /// `(R_a u)·(R_b w) = 0`: the axis `axis_a` of `frame_a` stays perpendicular to the axis
 /// `axis_b` of `frame_b` (each in its frame's coordinates, non-zero). Three on the axis pairs
-/// `(x, y)`, `(y, z)`, `(z, x)` of two frames hold their relative orientation.
+/// `(x, y)`, `(y, z)`, `(z, x)` of two frames hold their relative orientation. `aligned`: an
+/// axis of `frame_a` and one of `frame_b` that must stay within 60° of each other where the
+/// constraint holds (`vidyn_vi::AlignedAxes`: a step that lands on a mirror image raises).
 #[pyclass(frozen, module = "vidyn", name = "Perpendicular")]
 pub struct PyPerpendicular {
     a: (Option<String>, Vector3<f64>),
     b: (Option<String>, Vector3<f64>),
+    aligned: Option<(Vector3<f64>, Vector3<f64>)>,
 }
 
 #[pymethods]
 impl PyPerpendicular {
     #[new]
-    #[pyo3(signature = (frame_a, axis_a, frame_b, axis_b))]
-    fn new(frame_a: Option<String>, axis_a: &Bound<'_, PyAny>, frame_b: Option<String>, axis_b: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(Self { a: (frame_name(frame_a), convert::vector3(axis_a, "axis_a")?), b: (frame_name(frame_b), convert::vector3(axis_b, "axis_b")?) })
+    #[pyo3(signature = (frame_a, axis_a, frame_b, axis_b, aligned=None))]
+    fn new(
+        frame_a: Option<String>,
+        axis_a: &Bound<'_, PyAny>,
+        frame_b: Option<String>,
+        axis_b: &Bound<'_, PyAny>,
+        aligned: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+    ) -> PyResult<Self> {
+        let aligned = match aligned {
+            Some((u, w)) => Some((convert::vector3(&u, "aligned[0]")?, convert::vector3(&w, "aligned[1]")?)),
+            None => None,
+        };
+        Ok(Self { a: (frame_name(frame_a), convert::vector3(axis_a, "axis_a")?), b: (frame_name(frame_b), convert::vector3(axis_b, "axis_b")?), aligned })
     }
     fn __repr__(&self) -> String {
-        format!("Perpendicular({:?}, {:?}, {:?}, {:?})", self.a.0, self.a.1.as_slice(), self.b.0, self.b.1.as_slice())
+        let aligned = self.aligned.as_ref().map_or(String::new(), |(u, w)| format!(", aligned=({:?}, {:?})", u.as_slice(), w.as_slice()));
+        format!("Perpendicular({:?}, {:?}, {:?}, {:?}{aligned})", self.a.0, self.a.1.as_slice(), self.b.0, self.b.1.as_slice())
     }
 }
 
@@ -121,7 +135,8 @@ pub fn resolve(model: &Model, items: &[Bound<'_, PyAny>]) -> PyResult<Vec<Constr
                 let c = c.get();
                 let (a, rot_a) = body_point(model, &c.a.0, &Vector3::zeros())?;
                 let (b, rot_b) = body_point(model, &c.b.0, &Vector3::zeros())?;
-                Ok(Constraint::Perpendicular { a: BodyPoint { point: rot_a * c.a.1, ..a }, b: BodyPoint { point: rot_b * c.b.1, ..b } })
+                let aligned = c.aligned.as_ref().map(|(u, w)| AlignedAxes { a: rot_a * u, b: rot_b * w });
+                Ok(Constraint::Perpendicular { a: BodyPoint { point: rot_a * c.a.1, ..a }, b: BodyPoint { point: rot_b * c.b.1, ..b }, aligned })
             } else {
                 Err(INPUT_ERROR
                     .err(format!("constraints[{i}] is {}, expected vidyn.PointOnPlane, vidyn.Distance or vidyn.Perpendicular", item.get_type().name()?)))

@@ -215,6 +215,7 @@ impl From<VidynErr> for PyErr {
                 ViError::NewtonDiverged { .. }
                 | ViError::SingularJacobian { .. }
                 | ViError::DegenerateConstraints { .. }
+                | ViError::Misaligned { .. }
                 | ViError::NotGenuine { .. }
                 | ViError::StepTooLarge { .. }
                 | ViError::NonFiniteState { .. } => CONVERGENCE_ERROR.err(e.to_string()),

@@ -24,7 +24,7 @@ use vidyn_maximal::{BodyState, JointKind, MaximalTrajectory, Pose};
 use vidyn_rbd::state::{StateReader, StateWriter};
 use vidyn_rbd::{Model, RbdError};
 use vidyn_spatial::Force;
-use vidyn_vi::{BodyPoint, Constraint, JointForces, Trajectory, VariationalIntegrator};
+use vidyn_vi::{AlignedAxes, BodyPoint, Constraint, JointForces, Trajectory, VariationalIntegrator};
 
 type Result<T> = std::result::Result<T, RbdError>;
 
@@ -90,10 +90,17 @@ fn write_constraint(w: &mut StateWriter, c: &Constraint) {
             write_point(w, b);
             w.f64(*length);
         }
-        Constraint::Perpendicular { a, b } => {
+        Constraint::Perpendicular { a, b, aligned: None } => {
             w.u8(2);
             write_point(w, a);
             write_point(w, b);
+        }
+        Constraint::Perpendicular { a, b, aligned: Some(axes) } => {
+            w.u8(3);
+            write_point(w, a);
+            write_point(w, b);
+            w.vector3(&axes.a);
+            w.vector3(&axes.b);
         }
     }
 }
@@ -102,8 +109,13 @@ fn read_constraint(r: &mut StateReader<'_>) -> Result<Constraint> {
     Ok(match r.u8("constraint kind")? {
         0 => Constraint::PointOnPlane { a: read_point(r)?, normal: r.vector3("constraint normal")?, b: read_point(r)? },
         1 => Constraint::Distance { a: read_point(r)?, b: read_point(r)?, length: r.f64("constraint length")? },
-        2 => Constraint::Perpendicular { a: read_point(r)?, b: read_point(r)? },
-        t => return Err(r.malformed(format!("constraint kind tag {t} is not one of 0..=2"))),
+        2 => Constraint::Perpendicular { a: read_point(r)?, b: read_point(r)?, aligned: None },
+        3 => Constraint::Perpendicular {
+            a: read_point(r)?,
+            b: read_point(r)?,
+            aligned: Some(AlignedAxes { a: r.vector3("aligned axis")?, b: r.vector3("aligned axis")? }),
+        },
+        t => return Err(r.malformed(format!("constraint kind tag {t} is not one of 0..=3"))),
     })
 }
 

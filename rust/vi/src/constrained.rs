@@ -191,6 +191,24 @@ impl VariationalIntegrator {
         Ok(())
     }
 
+    /// The guard against mirror images (module `constraints`): the [`crate::AlignedAxes`] of
+    /// the constraints step `step` imposes, at its end `q_next`. O(n) kinematics, only when
+    /// such a constraint is active.
+    pub(crate) fn check_alignment(&self, ws: &mut ViWorkspace, step: usize, q_next: &[f64]) -> crate::Result<()> {
+        let active = self.active_constraints(step)?;
+        let aligned = |i: &&usize| matches!(self.constraints[**i], Constraint::Perpendicular { aligned: Some(_), .. });
+        if !active.iter().any(|i| aligned(&i)) {
+            return Ok(());
+        }
+        self.knot_kinematics(ws, q_next);
+        for &i in active.iter().filter(aligned) {
+            if let Some(degrees) = self.constraints[i].misalignment(&ws.constraint.knot) {
+                return Err(crate::ViError::Misaligned { step, constraint: i, degrees, limit: crate::ALIGNED_WITHIN_DEGREES });
+            }
+        }
+        Ok(())
+    }
+
     /// The constraint values `h(q)` (`(m,)`), e.g. to check an initial configuration (`q`
     /// `(nq,)`; with composite joints evaluated in the chart centred at `q`).
     pub fn constraint_values(&self, ws: &mut ViWorkspace, q: &[f64], h: &mut [f64]) -> crate::Result<()> {

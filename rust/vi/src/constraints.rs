@@ -24,6 +24,17 @@
 //!   `(z, x)` of two frames hold their relative orientation (to first order about a
 //!   coincident pair: the gradient there is the relative rotation's three components), so
 //!   with three point-on-plane constraints they make a 6-D contact.
+//!
+//! # Mirror images
+//!
+//! Equalities cannot tell an orientation from its mirror images: the three perpendicular pairs
+//! of a 6-D contact also hold at a relative rotation of 180° about any of the frame's axes, and
+//! of 120° about a diagonal (the axes permuted). A step that starts far enough from the target
+//! orientation (a touchdown with the foot turned) may converge there, a solution of the
+//! discrete equations and a wrong motion. A perpendicular pair may therefore name two axes that
+//! must stay *aligned* ([`AlignedAxes`]: within [`ALIGNED_WITHIN_DEGREES`] of each other) on
+//! the steps that impose it; the integrator checks them at the end of every such step and
+//! raises an error instead of returning a mirrored solution.
 
 use crate::point::PointState;
 use nalgebra::{DMatrix, Vector3};
@@ -44,6 +55,20 @@ impl BodyPoint {
     }
 }
 
+/// How far apart (degrees) the two axes of [`AlignedAxes`] may turn: 60° leaves a held frame
+/// (0°) every margin and rejects the mirror images of a 6-D contact (90° and 180°).
+pub const ALIGNED_WITHIN_DEGREES: f64 = 60.0;
+
+/// Two axes, `a` fixed on the first body of a [`Constraint::Perpendicular`] and `b` on the
+/// second (in those bodies' frames, non-zero), that must stay within
+/// [`ALIGNED_WITHIN_DEGREES`] of each other wherever the constraint holds (module docs,
+/// "Mirror images"): not a constraint row, a check of which solution the step found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlignedAxes {
+    pub a: Vector3<f64>,
+    pub b: Vector3<f64>,
+}
+
 /// One scalar holonomic constraint `h(q) = 0` (module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Constraint {
@@ -51,8 +76,9 @@ pub enum Constraint {
     PointOnPlane { a: BodyPoint, normal: Vector3<f64>, b: BodyPoint },
     /// `|p_b − p_a|² − L² = 0`, `L > 0`.
     Distance { a: BodyPoint, b: BodyPoint, length: f64 },
-    /// `(R_a u)·(R_b w) = 0` with `u`, `w` the `point`s of `a`, `b` read as directions.
-    Perpendicular { a: BodyPoint, b: BodyPoint },
+    /// `(R_a u)·(R_b w) = 0` with `u`, `w` the `point`s of `a`, `b` read as directions;
+    /// `aligned`: axes that tell the intended solution from its mirror images.
+    Perpendicular { a: BodyPoint, b: BodyPoint, aligned: Option<AlignedAxes> },
 }
 
 impl Constraint {
@@ -63,7 +89,7 @@ impl Constraint {
         match self {
             Self::PointOnPlane { a, normal, b } => Self::PointOnPlane { a: a.on_bodies(bodies), normal: *normal, b: b.on_bodies(bodies) },
             Self::Distance { a, b, length } => Self::Distance { a: a.on_bodies(bodies), b: b.on_bodies(bodies), length: *length },
-            Self::Perpendicular { a, b } => Self::Perpendicular { a: a.on_bodies(bodies), b: b.on_bodies(bodies) },
+            Self::Perpendicular { a, b, aligned } => Self::Perpendicular { a: a.on_bodies(bodies), b: b.on_bodies(bodies), aligned: aligned.clone() },
         }
     }
 }
@@ -151,12 +177,10 @@ impl Constraint {
                 }
                 (a, b)
             }
-            Constraint::Perpendicular { a, b } => {
-                if let Some(axis) = [a, b].into_iter().find(|x| x.point.norm().is_nan() || x.point.norm() == 0.0 || !x.point.iter().all(|c| c.is_finite())) {
-                    return Err(format!(
-                        "perpendicular-axes constraint: axis [{}, {}, {}] must be a finite non-zero vector",
-                        axis.point.x, axis.point.y, axis.point.z
-                    ));
+            Constraint::Perpendicular { a, b, aligned } => {
+                let extra = aligned.iter().flat_map(|x| [&x.a, &x.b]);
+                if let Some(axis) = [&a.point, &b.point].into_iter().chain(extra).find(|x| !(x.norm() > 0.0 && x.iter().all(|c| c.is_finite()))) {
+                    return Err(format!("perpendicular-axes constraint: axis [{}, {}, {}] must be a finite non-zero vector", axis.x, axis.y, axis.z));
                 }
                 (a, b)
             }
@@ -178,8 +202,19 @@ impl Constraint {
 
     fn points(&self) -> (&BodyPoint, &BodyPoint) {
         match self {
-            Constraint::PointOnPlane { a, b, .. } | Constraint::Distance { a, b, .. } | Constraint::Perpendicular { a, b } => (a, b),
+            Constraint::PointOnPlane { a, b, .. } | Constraint::Distance { a, b, .. } | Constraint::Perpendicular { a, b, .. } => (a, b),
         }
+    }
+
+    /// The angle (degrees) between the [`AlignedAxes`] of a perpendicular pair at the
+    /// configuration of `st`, when it exceeds [`ALIGNED_WITHIN_DEGREES`] (`None` otherwise and
+    /// for constraints without such axes).
+    pub(crate) fn misalignment(&self, st: &PointState) -> Option<f64> {
+        let Constraint::Perpendicular { a, b, aligned: Some(axes) } = self else { return None };
+        let u = world_axis(st, &BodyPoint { body: a.body, point: axes.a });
+        let w = world_axis(st, &BodyPoint { body: b.body, point: axes.b });
+        let degrees = (u.dot(&w) / (u.norm() * w.norm())).clamp(-1.0, 1.0).acos().to_degrees();
+        (degrees > ALIGNED_WITHIN_DEGREES).then_some(degrees)
     }
 
     /// World-frame normal of a point-on-plane constraint.
@@ -321,7 +356,7 @@ mod tests {
             for c in [
                 Constraint::PointOnPlane { a: a.clone(), normal, b: b.clone() },
                 Constraint::Distance { a: a.clone(), b: b.clone(), length: 0.7 },
-                Constraint::Perpendicular { a: axes.0, b: axes.1 },
+                Constraint::Perpendicular { a: axes.0, b: axes.1, aligned: None },
             ] {
                 c.validate(n).unwrap();
                 let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
@@ -360,6 +395,9 @@ mod tests {
         assert!(Constraint::Distance { a: p(Some(5)), b: p(None), length: 1.0 }.validate(2).is_err());
         assert!(Constraint::PointOnPlane { a: p(Some(1)), normal: Vector3::zeros(), b: p(None) }.validate(2).is_err());
         assert!(Constraint::PointOnPlane { a: p(Some(1)), normal: Vector3::x(), b: p(Some(1)) }.validate(2).is_err());
-        assert!(Constraint::Perpendicular { a: p(Some(1)), b: BodyPoint { body: None, point: Vector3::x() } }.validate(2).is_err());
+        assert!(Constraint::Perpendicular { a: p(Some(1)), b: BodyPoint { body: None, point: Vector3::x() }, aligned: None }.validate(2).is_err());
+        let axis = |body| BodyPoint { body, point: Vector3::x() };
+        let aligned = Some(AlignedAxes { a: Vector3::y(), b: Vector3::zeros() });
+        assert!(Constraint::Perpendicular { a: axis(Some(1)), b: axis(None), aligned }.validate(2).is_err());
     }
 }

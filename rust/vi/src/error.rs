@@ -47,6 +47,10 @@ pub enum ViError {
     /// or a configuration where they lose rank).
     #[error("the holonomic constraints are redundant or degenerate at step {step}: Dh(q_(k+1)) J⁻¹ Dh(q_k)ᵀ is singular")]
     DegenerateConstraints { step: usize },
+    /// A step met its constraints on a mirror image of the intended solution: the aligned axes
+    /// of a perpendicular pair ([`crate::AlignedAxes`]) ended `degrees` apart.
+    #[error("step {step} met its constraints on a mirror image of the intended solution: the aligned axes of constraint {constraint} (a perpendicular pair, e.g. of a 6-D contact) end {degrees:.0}° apart, more than {limit}° (three perpendicular pairs also hold at 180° and 120° turns); the frame started the step too far from its target orientation for the step to reach it: steer its orientation towards the target before the contact (track it), or hold it with a point contact")]
+    Misaligned { step: usize, constraint: usize, degrees: f64, limit: f64 },
     /// A step the integrator's constraint schedule does not cover.
     #[error("step {step} is past the end of the constraint schedule, which covers steps 0 to {} ({steps} steps): give the schedule a row for every step to be taken", steps.saturating_sub(1))]
     PastSchedule { step: usize, steps: usize },

@@ -666,6 +666,7 @@ impl VariationalIntegrator {
         }?;
         if !self.constraints.is_empty() {
             self.project_momentum(ws, step, q_next, p_next)?;
+            self.check_alignment(ws, step, q_next)?;
         }
         Ok(iterations)
     }

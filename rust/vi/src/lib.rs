@@ -54,7 +54,7 @@ mod state;
 mod system;
 mod trajectory;
 
-pub use constraints::{BodyPoint, Constraint};
+pub use constraints::{AlignedAxes, BodyPoint, Constraint, ALIGNED_WITHIN_DEGREES};
 pub use del::JointForces;
 pub use dense_step::DEFAULT_DENSE_MAX;
 pub use energy_check::{KnotEnergy, DEFAULT_MAX_ENERGY_ERROR, GIMBAL_MARGIN};

@@ -263,14 +263,10 @@ impl VariationalIntegrator {
         Ok(())
     }
 
-    /// At the knot `q` (`(nq,)`), for the constraints `active` (`a` of them): `C = Dh(q)` in
-    /// tangent coordinates (rows `0..a` of `c_knot`; with composite joints `C_θ J(0)⁻¹` from the
-    /// chart centred at `q`), `M⁻¹ Cᵀ` (columns `0..a` of `minv_ct`) and the LU of
-    /// `S = C M⁻¹ Cᵀ` (`s_knot`), the kinematics at the knot in `knot`, the LU of `M` in
-    /// `projection.mass_lu`. O(n·d + n³ + a n² + a³).
-    pub(crate) fn knot_constraint_factors(&self, ws: &mut ViWorkspace, step: usize, active: &[usize], q: &[f64]) -> Result<()> {
-        let m = active.len();
-        let ViWorkspace { constraint: cw, rbd, scratch_zero, .. } = ws;
+    /// The kinematics of the knot `q` in `ws.constraint.knot` (world placements and joint
+    /// columns; with composite joints in the chart centred at `q`).
+    pub(crate) fn knot_kinematics(&self, ws: &mut ViWorkspace, q: &[f64]) {
+        let ViWorkspace { constraint: cw, scratch_zero, .. } = ws;
         let theta: &[f64] = match self.chart.as_deref() {
             Some(chart) => {
                 chart.map.chart_placements(&self.model, q, &mut cw.knot_placements);
@@ -281,6 +277,17 @@ impl VariationalIntegrator {
         };
         cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
         cw.knot.update_velocity(&self.model, scratch_zero);
+    }
+
+    /// At the knot `q` (`(nq,)`), for the constraints `active` (`a` of them): `C = Dh(q)` in
+    /// tangent coordinates (rows `0..a` of `c_knot`; with composite joints `C_θ J(0)⁻¹` from the
+    /// chart centred at `q`), `M⁻¹ Cᵀ` (columns `0..a` of `minv_ct`) and the LU of
+    /// `S = C M⁻¹ Cᵀ` (`s_knot`), the kinematics at the knot in `knot`, the LU of `M` in
+    /// `projection.mass_lu`. O(n·d + n³ + a n² + a³).
+    pub(crate) fn knot_constraint_factors(&self, ws: &mut ViWorkspace, step: usize, active: &[usize], q: &[f64]) -> Result<()> {
+        let m = active.len();
+        self.knot_kinematics(ws, q);
+        let ViWorkspace { constraint: cw, rbd, .. } = ws;
         // one LU of M for the a columns (on the ANYmal trot: 10 % fewer instructions in all
         // than an articulated-body solve per column)
         let pw = &mut cw.projection;
