@@ -1,19 +1,21 @@
 """ANYmal walks (or trots, paces, bounds, jumps) one gait cycle: multiple shooting (FDDP) on
 the exact derivatives of the variational integrator, through its contact phases (issue 24).
 
-The gaits are crocoddyl's (``examples/quadrupedal_gaits.py``, time step 10 ms, 25-knot swings):
-walking, 0.25 m steps with 0.15 m clearance, 2-knot supports, feet in the order RH, RF, LH,
-LF; trotting (diagonal pairs LF+RH, RF+LH) and pacing (lateral pairs LF+LH, RF+RH), 0.15 m
-steps with 0.1 m clearance, 2-knot supports; bounding (front pair, hind pair), 0.15 m and
-0.1 m, 5-knot supports; jumping (``--gait jump``, ``JUMP``): the centre of mass 0.15 m up and
+The gaits are crocoddyl's (``examples/quadrupedal_gaits.py`` and ``utils/quadruped.py``, time
+step 10 ms, 25-knot swings, phases in its order and of its lengths, the first half cycle's
+steps half as long): walking, 0.25 m steps with 0.15 m clearance, feet in the order RH, RF,
+then 2-knot support, then LH, LF; trotting (diagonal pairs RF+LH, then LF+RH) and pacing
+(lateral pairs RF+RH, then LF+LH), 0.15 m steps with 0.1 m clearance, 2-knot supports;
+bounding (front pair, hind pair), 0.15 m and 0.1 m, 5-knot supports; every cycle starts and
+ends with a support phase. Jumping (``--gait jump``, ``JUMP``): the centre of mass 0.15 m up and
 0.3 m sideways, 10 knots on the ground, 20 up, 20 down and 10 on the ground again, from the
 standing posture carried along the centre of mass's path (its own state guess; the flight's
 feet follow that posture). Here a stance foot is a point contact of the VI held at its foothold
 (:class:`vidyn.ContactSchedule`), a touchdown is the plastic impact that puts the foot on its
 next foothold, and FDDP (:func:`vidyn.optim.fddp`, crocoddyl's solver) minimises
 
-* the swing feet's distance to their paths and the centre of mass's to a forward ramp
-  (:class:`vidyn.optim.Track`),
+* the swing feet's distance to their paths (much more at the knot where they land, ``LANDING``)
+  and the centre of mass's to a forward ramp (:class:`vidyn.optim.Track`),
 * a regularisation of the posture (base orientation, joints) and the momenta about the
   standing posture, and of the torques (``Q``, ``R``).
 
@@ -28,10 +30,10 @@ penalties on the contact forces (:class:`vidyn.optim.FrictionCone`, μ = 0.7), w
 unilateral, at the price of many more iterations (every stage solves its steps once more to get
 the forces' exact derivatives).
 
-``--limits`` bounds the joint torques by the URDF's effort limits (80 N m; a box QP in each
-backward pass, crocoddyl's BoxFDDP).
+``--limits [FRACTION]`` bounds the joint torques by the URDF's effort limits (80 N m), or by
+that fraction of them (a box QP in each backward pass, crocoddyl's BoxFDDP).
 
-Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound|jump] [--friction] [--limits] [--plot] [--animate]``
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound|jump] [--friction] [--limits [FRACTION]] [--plot] [--animate]``
 (``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``;
 ``--animate`` saves the motion, ``examples/out/anymal_<gait>.gif``, and snapshots of it side by
 side, ``examples/out/anymal_<gait>_strip.png``, with ``vidyn.viz``).
@@ -51,18 +53,26 @@ import vidyn
 from vidyn import models
 
 FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
-#: per gait, the feet that swing together, in order, and (step length, clearance, support knots)
+#: per gait, its two half cycles (each the groups of feet that swing together, in order, then
+#: a support phase) and (step length, clearance, support knots), as crocoddyl builds them
 GAITS = {
-    "walk": ((("RH_FOOT",), ("RF_FOOT",), ("LH_FOOT",), ("LF_FOOT",)), (0.25, 0.15, 2)),
-    "trot": ((("LF_FOOT", "RH_FOOT"), ("RF_FOOT", "LH_FOOT")), (0.15, 0.1, 2)),
-    "pace": ((("LF_FOOT", "LH_FOOT"), ("RF_FOOT", "RH_FOOT")), (0.15, 0.1, 2)),
-    "bound": ((("LF_FOOT", "RF_FOOT"), ("LH_FOOT", "RH_FOOT")), (0.15, 0.1, 5)),
+    "walk": (((("RH_FOOT",), ("RF_FOOT",)), (("LH_FOOT",), ("LF_FOOT",))), (0.25, 0.15, 2)),
+    "trot": (((("RF_FOOT", "LH_FOOT"),), (("LF_FOOT", "RH_FOOT"),)), (0.15, 0.1, 2)),
+    "pace": (((("RF_FOOT", "RH_FOOT"),), (("LF_FOOT", "LH_FOOT"),)), (0.15, 0.1, 2)),
+    "bound": (((("LF_FOOT", "RF_FOOT"),), (("LH_FOOT", "RH_FOOT"),)), (0.15, 0.1, 5)),
 }
 
 
 #: crocoddyl's jump: apex height of the centre of mass, its displacement (sideways), knots on
 #: the ground before and after, knots of the flight up (and as many down)
 JUMP = (0.15, (0.0, 0.3, 0.0), 10, 20)
+#: the weight of a swing foot's distance to its foothold at the knot where it lands (the start
+#: of the touchdown step): with the rest of the swing's 1e4 (crocoddyl's 1e6 times its 10 ms
+#: step) feet landed 4–9 mm from their footholds and the touchdown's impulse moved them there
+#: within one step, a kick that a replay at a finer step does not forgive
+#: (``bench_cross_resimulation.py``); 1e6 brings the gaps below 0.15 mm (crocoddyl's impulse
+#: models track landing feet with 1e7)
+LANDING = 1e6
 
 
 @dataclass
@@ -78,6 +88,8 @@ class Gait:
     swing: dict[int, list[tuple[str, np.ndarray]]] = field(default_factory=dict)
     com: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     base: np.ndarray | None = None
+    #: per swing step, a weight of its own for the feet's targets (else the tracks' foot weight)
+    swing_weight: dict[int, float] = field(default_factory=dict)
 
     def schedule(self, phases: int) -> vidyn.ContactSchedule:
         """The first ``phases`` phases as a contact schedule."""
@@ -91,9 +103,11 @@ def standing(model: vidyn.Model) -> np.ndarray:
     return q
 
 
-def quadruped_gait(model: vidyn.Model, q0: np.ndarray, groups, length: float, height: float, swing_knots: int, support_knots: int) -> Gait:
-    """One cycle from ``q0``: a support phase, then for each group of feet (``GAITS``) a swing
-    of those feet by ``length`` forward, with ``height`` clearance, and a support phase."""
+def quadruped_gait(model: vidyn.Model, q0: np.ndarray, halves, length: float, height: float, swing_knots: int, support_knots: int) -> Gait:
+    """One cycle from ``q0``: a support phase, then for each half cycle (``GAITS``) a swing of
+    each of its groups of feet forward, by ``length`` (by half of it in the first half cycle,
+    as crocoddyl's first steps), with ``height`` clearance, and a support phase. The centre of
+    mass's target moves at a constant rate to the feet's mean advance."""
     gait = Gait()
     foothold = {f: vidyn.frame_placement(model, q0, f)[:3, 3] for f in FEET}
     stance = {f: f"{f}@0" for f in FEET}  # a foot's contacts: @0, then @1 after its step
@@ -102,23 +116,27 @@ def quadruped_gait(model: vidyn.Model, q0: np.ndarray, groups, length: float, he
         gait.footholds[stance[f]] = foothold[f]
     gait.phases.append((support_knots, list(stance.values())))
     k = support_knots
-    for group in groups:
-        for foot in group:
-            start, end = foothold[foot], foothold[foot] + [length, 0.0, 0.0]
-            for j in range(swing_knots):
-                s = (j + 1) / swing_knots
-                gait.swing.setdefault(k + j, []).append((foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)]))
-            foothold[foot] = end
-        gait.phases.append((swing_knots, [stance[f] for f in FEET if f not in group]))
-        k += swing_knots
-        for foot in group:
-            stance[foot] = f"{foot}@1"
-            gait.contacts[stance[foot]] = vidyn.point_contact(foot, foothold[foot])
-            gait.footholds[stance[foot]] = foothold[foot]
+    for half, groups in enumerate(halves):
+        stride = 0.5 * length if half == 0 else length
+        for group in groups:
+            for foot in group:
+                start, end = foothold[foot], foothold[foot] + [stride, 0.0, 0.0]
+                for j in range(swing_knots):
+                    s = (j + 1) / swing_knots
+                    gait.swing.setdefault(k + j, []).append((foot, start + s * (end - start) + [0.0, 0.0, height * math.sin(math.pi * s)]))
+                gait.swing_weight[k + swing_knots - 1] = LANDING
+                foothold[foot] = end
+            gait.phases.append((swing_knots, [stance[f] for f in FEET if f not in group]))
+            k += swing_knots
+            for foot in group:
+                stance[foot] = f"{foot}@1"
+                gait.contacts[stance[foot]] = vidyn.point_contact(foot, foothold[foot])
+                gait.footholds[stance[foot]] = foothold[foot]
         gait.phases.append((support_knots, list(stance.values())))
         k += support_knots
+    advance = np.mean([foothold[f][0] - gait.footholds[f"{f}@0"][0] for f in FEET])
     gait.com = np.tile(vidyn.center_of_mass(model, q0), (k + 1, 1))
-    gait.com[:, 0] += np.linspace(0.0, length, k + 1)
+    gait.com[:, 0] += np.linspace(0.0, advance, k + 1)
     return gait
 
 
@@ -162,7 +180,7 @@ def tracks(gait: Gait, steps: int, foot_weight: float, com_weight: float) -> lis
         for k, targets in gait.swing.items():
             for f, point in targets:
                 if f == foot and k < steps:
-                    target[k + 1], weight[k + 1] = point, foot_weight
+                    target[k + 1], weight[k + 1] = point, gait.swing_weight.get(k, foot_weight)
         if weight.any():
             out.append(vidyn.optim.Track(foot, target, weight))
     out.append(vidyn.optim.Track("com", gait.com[: steps + 1], com_weight))
@@ -186,12 +204,13 @@ def solve(
     dt: float = 0.01,
     friction: vidyn.optim.FrictionCone | None = None,
     phases: int | None = None,
-    limits: bool = False,
+    limits: float = 0.0,
     verbose: bool = True,
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
-    ``phases``: only that many phases; ``limits``: the URDF's effort limits on the torques. Returns the model, the gait, its schedule and integrator,
+    ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
+    URDF's effort limits (0: none). Returns the model, the gait, its schedule and integrator,
     and FDDP's result."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
@@ -200,8 +219,8 @@ def solve(
     if gait_name == "jump":
         gait = jumping_gait(model, q0, *JUMP)
     else:
-        groups, (length, height, support_knots) = GAITS[gait_name]
-        gait = quadruped_gait(model, q0, groups, length, height, swing_knots, support_knots)
+        halves, (length, height, support_knots) = GAITS[gait_name]
+        gait = quadruped_gait(model, q0, halves, length, height, swing_knots, support_knots)
     count = phases or len(gait.phases)
     schedule = gait.schedule(count)
     vi = vidyn.VariationalIntegrator(model, dt, scheme="midpoint", constraints=schedule.constraints, schedule=schedule.active)
@@ -224,8 +243,8 @@ def solve(
         actuated=range(6, n),
         tracks=tracks(gait, schedule.steps, 1e4, 1e4 if gait_name == "jump" else 1e3),
         friction=None if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip),
-        u_min=-model.effort_limit[6:] if limits else None,
-        u_max=model.effort_limit[6:] if limits else None,
+        u_min=-limits * model.effort_limit[6:] if limits else None,
+        u_max=limits * model.effort_limit[6:] if limits else None,
         max_iterations=200,
     )
     if verbose:
@@ -268,7 +287,7 @@ def main() -> None:
     parser.add_argument("--gait", choices=[*sorted(GAITS), "jump"], default="walk")
     parser.add_argument("--plot", action="store_true", help="save the paths to examples/out/anymal_<gait>.png")
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
-    parser.add_argument("--limits", action="store_true", help="the URDF's effort limits on the joint torques")
+    parser.add_argument("--limits", type=float, nargs="?", const=1.0, default=0.0, help="bound the joint torques by this fraction of the URDF's effort limits (1 if no value)")
     parser.add_argument("--animate", action="store_true", help="save the motion to examples/out/anymal_<gait>.gif and _strip.png")
     args = parser.parse_args()
     cone = vidyn.optim.FrictionCone(0, mu=0.7, weight=1e-2, tip=1.0) if args.friction else None

@@ -34,11 +34,12 @@ def main() -> None:
 
     anymal = example_robot_data.load("anymal")
     feet = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
-    gait = SimpleQuadrupedalGaitProblem(anymal.model, *feet, integrator="euler", control="zero")
     q0 = anymal.model.referenceConfigurations["standing"].copy()
     x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
     name = sys.argv[1] if len(sys.argv) > 1 else "walk"
     for repeat in range(3):
+        # a builder of its own each time: its first problem's first steps are half as long
+        gait = SimpleQuadrupedalGaitProblem(anymal.model, *feet, integrator="euler", control="zero")
         if name == "jump":  # its quadrupedal_gaits.py jump: 0.15 m up, 0.3 m sideways
             problem = gait.createJumpingProblem(x0, 0.15, np.array([0.0, 0.3, 0.0]), 1e-2, 10, 20)
         else:
