@@ -145,8 +145,8 @@ def jumping_gait(model: vidyn.Model, q0: np.ndarray, height: float, shift, groun
     centre of mass rises to ``height`` above its start while moving half of ``shift``, then
     falls as far again, a touchdown of all four feet at their footholds moved by ``shift``,
     and the ground again. The centre of mass is tracked all along (crocoddyl leaves the fall
-    free), the feet in the flight along the standing posture carried by the base; that
-    posture is also the state guess."""
+    free), the feet in the flight along the standing posture carried by the base (landing on
+    their footholds with weight ``LANDING``); that posture is also the state guess."""
     gait, shift = Gait(), np.asarray(shift, dtype=float)
     for f in FEET:
         foothold = vidyn.frame_placement(model, q0, f)[:3, 3]
@@ -168,6 +168,7 @@ def jumping_gait(model: vidyn.Model, q0: np.ndarray, height: float, shift, groun
         carried = q0.copy()
         carried[:3] = gait.base[k + 1]
         gait.swing[k] = [(f, vidyn.frame_placement(model, carried, f)[:3, 3]) for f in FEET]
+    gait.swing_weight[ground_knots + 2 * flying_knots - 1] = LANDING
     return gait
 
 
