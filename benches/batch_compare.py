@@ -217,8 +217,8 @@ def chain_urdf(n: int) -> str:
     return "\n".join(parts) + "\n"
 
 
-def chain_mjcf(n: int, integrator: str = "RK4") -> str:
-    """MJCF of the same chain (no contacts, one motor per joint, dt = 0.01). RK4 for the
+def chain_mjcf(n: int, integrator: str = "RK4", dt: float = DT) -> str:
+    """MJCF of the same chain (no contacts, one motor per joint, time step ``dt``). RK4 for the
     rollouts (semi-implicit Euler blows up on the 12-link chain at this step under these
     controls); `mjd_transitionFD` does not support RK4, so the linearisation uses
     "implicitfast" (one forward dynamics per step: the cheapest FD MuJoCo offers)."""
@@ -233,7 +233,7 @@ def chain_mjcf(n: int, integrator: str = "RK4") -> str:
         )
     motors = "".join(f'<motor joint="joint{k}" gear="1"/>' for k in range(1, n + 1))
     return (
-        f'<mujoco model="chain{n}"><option timestep="{DT}" integrator="{integrator}"><flag contact="disable"/></option>'
+        f'<mujoco model="chain{n}"><option timestep="{dt!r}" integrator="{integrator}"><flag contact="disable"/></option>'
         f"<worldbody>{body}</worldbody><actuator>{motors}</actuator></mujoco>"
     )
 
