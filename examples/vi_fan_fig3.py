@@ -6,7 +6,9 @@ The paper compares the Simpson VI with Hermite–Simpson collocation against an 
 at Δt = 5e-4 s over 100 initial conditions. Here the Simpson VI (order 4), the trapezoidal VI
 and the midpoint rule (order 2) are measured against a Galerkin–Lobatto VI with s = 4 (order
 8) at Δt_ref = 1.25e-3 s, for one seeded initial condition (runtime). The script bounds the
-reference's own error by rerunning it at 2Δt_ref. The integral is the trapezoidal rule over
+reference's own error by rerunning it at 2Δt_ref. The paper's comparison itself (the Simpson VI
+against Hermite–Simpson, error and wall time, ten draws) is the Rust benchmark
+``cargo run --release -p vidyn-benches --bin fan_fig3`` (BENCHMARKS.md). The integral is the trapezoidal rule over
 the nodes the two trajectories share. The chain is `vidyn.models.pendulum_chain(12)` (planar:
 12 unit rods of 1 kg, all joints about y).
 
