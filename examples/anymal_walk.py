@@ -261,19 +261,19 @@ def solve(
 def report(model, gait, schedule, vi, res) -> dict[str, float]:
     """What the motion achieved: the base's advance, the feet's distance to their last
     footholds and their clearance, the touchdowns' gaps to their footholds (the foot at the
-    start of its first stance step), the contact forces' vertical range."""
+    start of its first stance step, :meth:`vidyn.ContactSchedule.touchdown_gaps`), the contact
+    forces' vertical range."""
     q, dt = res.trajectory.q, vi.dt
     foot = {name: name.split("@")[0] for name in gait.contacts}
     last = {foot[name]: name for name in gait.contacts}  # the last contact of each foot
     position = lambda f, x: vidyn.frame_placement(model, x, f)[:3, 3]  # noqa: E731
-    touchdowns = [name for name in schedule.rows if np.argmax(schedule.holds(name)) > 0]
     lam = vi.multipliers(res.trajectory)
     vertical = np.concatenate([schedule.forces(lam, dt, name)[schedule.holds(name), 2] for name in schedule.rows])
     return {
         "base advance (m)": q[-1, 0] - q[0, 0],
         "worst foot error at the end (m)": max(np.abs(position(f, q[-1]) - gait.footholds[c]).max() for f, c in last.items()),
         "lowest swing clearance (m)": min(max(position(f, x)[2] for x in q) for f in FEET),
-        "worst touchdown gap (m)": max((np.abs(position(foot[c], q[int(np.argmax(schedule.holds(c)))]) - gait.footholds[c]).max() for c in touchdowns), default=0.0),
+        "worst touchdown gap (m)": schedule.touchdown_gaps(vi, q).max(initial=0.0),
         "contact force z min (N)": vertical.min(),
         "contact force z max (N)": vertical.max(),
         "largest |f_t| / f_z (N/N)": max(friction_ratio(schedule.forces(lam, dt, name)[schedule.holds(name)]) for name in schedule.rows if schedule.holds(name).any()),

@@ -216,7 +216,7 @@ def report(model, gait, schedule, vi, res) -> dict[str, float]:
     last = {name.split("@")[0]: name for name in gait.contacts}
     lam = vi.multipliers(res.trajectory)
     vertical = np.concatenate([schedule.forces(lam, vi.dt, name)[schedule.holds(name), 2] for name in schedule.rows])
-    landings = [(name.split("@")[0], name, int(np.argmax(schedule.holds(name)))) for name in schedule.rows if np.argmax(schedule.holds(name)) > 0]
+    landings = [(name.split("@")[0], name, k) for k, name in schedule.touchdowns()]
     turn = lambda f, x: np.degrees(np.arccos(np.clip((np.trace(vidyn.frame_placement(model, x, f)[:3, :3] @ gait.flat[f].T) - 1) / 2, -1, 1)))  # noqa: E731
     return {
         "base advance (m)": q[-1, 0] - q[0, 0],

@@ -64,6 +64,12 @@ def test_a_trot_in_place_on_solo12():
         forces = cs.forces(lam, DT, foot)
         assert forces.shape == (cs.steps, 3)
         np.testing.assert_array_equal(forces[~held], 0.0)
+    # the touchdowns (steps 20 and 40: the swing pairs landing) and their gaps: each foot's
+    # distance from its foothold at the knot its touchdown starts from
+    assert cs.touchdowns() == [(2 * PHASE, "FR_FOOT"), (2 * PHASE, "HL_FOOT"), (4 * PHASE, "FL_FOOT"), (4 * PHASE, "HR_FOOT")]
+    expected = [np.abs(vidyn.frame_placement(model, traj.q[k], f)[:3, 3] - vidyn.frame_placement(model, q0, f)[:3, 3]).max() for k, f in cs.touchdowns()]
+    np.testing.assert_allclose(cs.touchdown_gaps(vi, traj.q), expected, rtol=1e-12, atol=1e-15)
+    assert min(expected) > 1e-3
     # the batch engine takes the same steps
     batch = vidyn.batch.rollout(vi, np.stack([q0, q0]), steps=cs.steps)
     np.testing.assert_array_equal(batch.q[1], traj.q)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from vidyn._core import InputError, Perpendicular, PointOnPlane
+from vidyn._core import InputError, Perpendicular, PointOnPlane, VariationalIntegrator
 from vidyn.optim import FrictionCone
 
 __all__ = ["ContactSchedule", "frame_contact", "point_contact", "point_contact_forces"]
@@ -120,6 +120,26 @@ class ContactSchedule:
     def holds(self, name: str) -> np.ndarray:
         """(N,) whether contact ``name`` holds on each step."""
         return np.asarray(self.active[:, self.rows[name].start])
+
+    def touchdowns(self) -> list[tuple[int, str]]:
+        """``(step, name)`` of every touchdown: a step on which a contact holds that did not
+        hold on the step before (the start's contacts are not touchdowns), in step order."""
+        out = []
+        for name in self.rows:
+            held = self.holds(name)
+            out += [(int(k), name) for k in np.flatnonzero(held[1:] & ~held[:-1]) + 1]
+        return sorted(out)
+
+    def touchdown_gaps(self, vi: VariationalIntegrator, q: npt.ArrayLike) -> np.ndarray:
+        """How far each touchdown's contact is from holding when its step starts: the largest
+        ``|h|`` of the contact's constraints at the knot ``q[step]`` (``q`` (N+1, model.nq), a
+        trajectory's configurations), in the order of :meth:`touchdowns`: metres for a point
+        contact and a frame contact's origin, the cosine between axes that should be
+        perpendicular for a frame contact's orientation. The touchdown's impulse closes that
+        gap within one step; a gap that is not small next to what the foot travels in a step
+        is a jump that a finer time step would not reproduce."""
+        configurations = np.asarray(q, dtype=np.float64)
+        return np.array([np.abs(vi.constraint_values(configurations[k])[self.rows[name]]).max() for k, name in self.touchdowns()])
 
     def friction_cones(self, mu: float = 0.7, weight: float = 1.0, tip: float = 1e-2) -> list[FrictionCone]:
         """A :class:`vidyn.optim.FrictionCone` for every contact (its first three rows, the
