@@ -189,8 +189,10 @@ fn main() {
     }
     let model = Arc::new(pendulum_chain(links, true));
     let mut rng = ChaCha8Rng::seed_from_u64(2018);
-    let draws: Vec<Vec<f64>> = (0..ics).map(|_| (0..links).map(|_| rng.random_range(-std::f64::consts::PI / 12.0..std::f64::consts::PI / 12.0)).collect()).collect();
-    let (mut vi_err, mut hs_err, mut vi_time, mut hs_time, mut vi_it, mut hs_it) = (vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5]);
+    let draws: Vec<Vec<f64>> =
+        (0..ics).map(|_| (0..links).map(|_| rng.random_range(-std::f64::consts::PI / 12.0..std::f64::consts::PI / 12.0)).collect()).collect();
+    let (mut vi_err, mut hs_err, mut vi_time, mut hs_time, mut vi_it, mut hs_it) =
+        (vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5]);
     let mut references = 0.0;
     // per step size, each draw's HS / VI error ratio
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); STEPS.len()];
