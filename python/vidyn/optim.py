@@ -737,7 +737,7 @@ def ilqr(
     spherical or planar joints: see the module docs). Far from the optimum its exact ``Q_uu``
     may be indefinite and the regularisation then shortens its steps: start it from a rough
     iLQR solution (on the free box of ``tests/test_optim_lie_group.py``: 2 DDP iterations
-    against 12 of iLQR from there, but 23 against 11 from zero controls). The Newton solve failing on the
+    against 12 of iLQR from there, but 23 against 17 from zero controls). The Newton solve failing on the
     *initial* rollout raises ConvergenceError; later failures only shorten the line search.
     Exceptions raised by a Python ``cost`` propagate.
 
