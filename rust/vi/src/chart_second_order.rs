@@ -29,8 +29,8 @@
 //! `DF(y) = diag(E(q̄', q'(y)), 1) [A(y) B(y)] diag(E(q̄, q(y))⁻¹, 1, 1)`,
 //!
 //! which is `[A B]` at `y = 0`. Differencing `[A(y) B(y)]` alone would miss the transport of
-//! the tangent coordinates, whose terms at `y = 0` are brackets (`E = 1 − ½ ad + …`: the
-//! quadratic term of `log(exp a exp b)` is `½[a, b]`), antisymmetric in the two inputs: they
+//! the tangent coordinates, whose terms at `y = 0` are brackets (`E(q₀, q₀ ⊕ ξ) = 1 + ½ ad_ξ + O(|ξ|²)`:
+//! the quadratic term of `log(exp a exp b)` is `½[a, b]`), antisymmetric in the two inputs: they
 //! vanish from the symmetric `H` but not from the differenced one, which without them is
 //! not symmetric (by 8e-2 relative on the floating tree, against 1.8e-8 with them).
 //!
@@ -45,8 +45,8 @@
 //! second order on fixed charts 3e-9 / 1e-9 / 2.8e-9 / 8.7e-9 (rounding grows as h falls);
 //! the asymmetry of the raw `H` on the floating tree (truncation, larger on the group) above
 //! 1e-7 / 1.9e-7 / 1.8e-8 / 1.9e-9. The moved steps are solved by Newton at its round-off floor
-//! (tolerance 1e-15, warm-started at the nominal `q'`): a
-//! solver error enters `DF` divided by `h`.
+//! (tolerance 1e-15, warm-started at the nominal `q'`): a solver error enters `DF` divided by
+//! `h`.
 //!
 //! An exact construction — the second-order implicit-function theorem of module
 //! `second_order` on the centred expansion, composed with the second derivatives of the chart
@@ -54,7 +54,8 @@
 //!
 //! # Cost and scope
 //! `6n + 1` solved and linearised steps per prepared step, all independent of `λ`; each
-//! contraction is then `O(18 n³)` and the full tensors cost nothing more. Gravity, controls
+//! contraction is then `18 n³` multiply–adds, and the full tensors are `2n` contractions
+//! (`36 n⁴`; 5 % more than the contracted form on solo12, `BENCHMARKS.md`). Gravity, controls
 //! on every joint, damping and springs on 1-dof joints, body wrenches and every scheme; the
 //! caller refuses holonomic constraints, kinematic joints and mimic joints (module
 //! `second_order`). Nothing allocates after the workspace exists.
