@@ -809,8 +809,11 @@ class VariationalIntegrator:
         ``B`` (N, 2n, n) = d(q_{k+1}, p_{k+1})/du_k. With free-flyer, spherical or planar
         joints ``δq`` lives in the tangent space, as ``model.difference(q, q')`` (Pinocchio's
         and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
-        first order is ``A δ``. The second order does not take such joints yet
-        (NotImplementedError); ``optim.ilqr`` does.
+        first order is ``A δ``. The second order with such joints is that of
+        ``δ ↦ difference(x̄_{k+1}, f(x̄_k ⊕ δ, ū + δu))`` (the expansion DDP on a manifold uses),
+        by central differences of the exact first order: not exact to rounding (relative error
+        below 1e-7) and about 120× the first order's cost on solo12; not with constraints or
+        kinematic joints (InputError).
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

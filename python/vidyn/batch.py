@@ -459,6 +459,8 @@ def linearize_contracted(
     ``= sum_i lam[b, k, i] d²x'_i/dx²``, hxu (B, N, 2n, n), huu (B, N, n, n). Row ``[b]``
     equals ``vi.linearize(q[b], p[b], u[b], order=2, lam=lam[b])[2:]`` bit for bit. A failed
     pair marks its trajectory (the status reports the first failed step); its blocks are NaN.
+    With free-flyer, spherical or planar joints: in tangent coordinates, by central differences
+    of the exact first order (relative error below 1e-7; ``vi.linearize``'s docs).
     """
     _check_errors(errors)
     if isinstance(q, Rollout):

@@ -18,9 +18,12 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 * :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
   Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
   limits (projected-Newton box QP, Tassa et al. 2014), convergence report. ``method="ddp"``
-  (full DDP) uses the exact λ-contracted second-order VI derivatives (``NotImplementedError``
-  for a VI with constraints or kinematic joints, which has none), and on linear systems
-  (:func:`ilqr_linear`) the zero ones.
+  (full DDP) uses the λ-contracted second-order VI derivatives (``NotImplementedError``
+  for a VI with constraints or kinematic joints, which has none): exact ones without
+  free-flyer, spherical or planar joints; with them (floating bases) central differences of
+  the exact first-order linearisation in the same tangent coordinates (relative error below
+  1e-7, about 120× the cost of a first-order linearisation on solo12, ``BENCHMARKS.md``);
+  and on linear systems (:func:`ilqr_linear`) the zero ones.
 * :func:`projection` — Johnson's (2012, Ch. 6) projection-operator method: every iterate is
   a VI trajectory ``P(ξ̄)`` (DLQR feedback about the current iterate, eq. 6.10), descent
   directions from a time-varying LQ problem (steepest / quasi-Newton; Newton needs the
@@ -58,9 +61,12 @@ Conventions
     that cost is exactly quadratic. Weights may be a scalar (times identity), a vector
     (diagonal), a matrix, or a stack ``(N, d, d)`` of per-step matrices.
 
-Full DDP and the projection method's Newton model use the VI's exact second derivatives
+Full DDP and the projection method's Newton model use the VI's second derivatives
 contracted with the value gradient / adjoint; they are not available with constraints or
-kinematic joints, nor on ``(q, v)``.
+kinematic joints, nor on ``(q, v)``. With Lie-group joints they are the second derivatives of
+``δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`` (the expansion of ``V(x̄' ⊕ Δ)`` that DDP on a manifold
+uses, as crocoddyl's), by central differences of the exact first order (not exact to
+rounding: relative error below 1e-7); the projection method is not implemented there.
 """
 
 from __future__ import annotations
@@ -725,8 +731,13 @@ def ilqr(
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
     ``cost_state``, ``frame…``, ``tracks``, ``friction``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
-    at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's exact
-    λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints). The Newton solve failing on the
+    at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's
+    λ-contracted second derivatives (NotImplementedError with constraints or kinematic joints;
+    exact on fixed charts, central differences of the exact first order with free-flyer,
+    spherical or planar joints: see the module docs). Far from the optimum its exact ``Q_uu``
+    may be indefinite and the regularisation then shortens its steps: start it from a rough
+    iLQR solution (on the free box of ``tests/test_optim_lie_group.py``: 2 DDP iterations
+    against 12 of iLQR from there, but 23 against 17 from zero controls). The Newton solve failing on the
     *initial* rollout raises ConvergenceError; later failures only shorten the line search.
     Exceptions raised by a Python ``cost`` propagate.
 

@@ -278,10 +278,12 @@ impl Dynamics for ViDynamics<'_> {
     fn state_space(&self) -> StateSpace {
         StateSpace::of_model(self.vi.model())
     }
-    /// Exact second derivatives exist unless the VI has constraints, kinematic joints or
-    /// Lie-group joints, or the state is `(q, v)`.
+    /// Second derivatives exist unless the VI has constraints or kinematic joints, or the
+    /// state is `(q, v)`: exact ones on fixed charts, central differences of the exact first
+    /// order on the Lie group (free-flyer, spherical, planar joints; relative error below
+    /// 1e-7, [`VariationalIntegrator::linearize_second_order_contracted`]).
     fn has_second_order(&self) -> bool {
-        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k) && !self.vi.has_composite_joints()
+        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
     }
     fn nu(&self) -> usize {
         self.actuation.nu()

@@ -28,6 +28,7 @@
 //! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
 mod chart_linearize;
+mod chart_second_order;
 mod chart_step;
 mod constrained;
 pub mod constraints;
@@ -70,6 +71,8 @@ pub use solved::{SolvedSteps, KEPT_BYTES};
 pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, trajectory_multipliers, Linearization, Trajectory, TrajectoryMultipliers};
 
+#[cfg(test)]
+mod chart_second_order_tests;
 #[cfg(test)]
 mod constraint_tests;
 #[cfg(test)]

@@ -31,6 +31,14 @@
 //!
 //! The full tensors are the contracted form for `λ = e_i`, one output `i` at a time.
 //!
+//! # On the Lie group
+//! With free-flyer, spherical or planar joints the same outputs come from module
+//! `chart_second_order`, in the tangent coordinates of the first-order linearisation (the
+//! second derivatives of `δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`, the map DDP on a manifold
+//! expands), by central differences of the exact first-order linearisation: **not exact to
+//! rounding** (relative error below 1e-7), `6n + 1` linearised steps per prepared step.
+//! Holonomic constraints and kinematic joints are refused there; body wrenches are not.
+//!
 //! # Cost (n dofs, s + 1 control points, per step)
 //! Solving the step as [`VariationalIntegrator::step`]; then the energy Hessians at the
 //! control points, O(s n d); the dense `sn × sn` DEL Jacobian `J` and its LU, O(s³ n³)/3
@@ -44,6 +52,7 @@
 //! The full tensors repeat the contraction for the `2n` outputs: O(s² n⁴). Nothing allocates
 //! after the workspace exists, except the full tensors' storage on the first full call.
 
+use crate::chart_second_order::GroupSecondOrder;
 use crate::del::assemble_jacobian;
 use crate::dense::{lu_factor, lu_solve, lu_solve_transposed};
 use crate::dual::DualHessians;
@@ -126,6 +135,9 @@ pub struct SecondOrderWorkspace {
     /// `(2n,)` a unit co-state for the full tensors.
     unit: Vec<f64>,
     out: FlowDerivatives,
+    /// With free-flyer, spherical or planar joints: the second order on the group (module
+    /// `chart_second_order`), which replaces everything above but `out`, `hmat`, `unit`.
+    group: Option<Box<GroupSecondOrder>>,
 }
 
 impl VariationalIntegrator {
@@ -167,10 +179,11 @@ impl VariationalIntegrator {
                 fxx: Vec::new(),
                 fxu: Vec::new(),
                 fuu: Vec::new(),
-                q_next: vec![0.0; n],
+                q_next: vec![0.0; self.nq()],
                 p_next: vec![0.0; n],
                 iterations: 0,
             },
+            group: self.has_composite_joints().then(|| Box::new(GroupSecondOrder::new(self))),
         }
     }
 
@@ -186,11 +199,21 @@ impl VariationalIntegrator {
         u: &[f64],
         guess: Option<&[f64]>,
     ) -> Result<()> {
-        self.refuse_lie_group("second-order derivatives")?;
         self.refuse_mimic("second-order derivatives")?;
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;
+        if let Some(group) = so.group.as_deref_mut() {
+            if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) {
+                return Err(ViError::InvalidParameter(
+                    "second-order derivatives on the Lie group (free-flyer, spherical or planar joints) are not implemented with holonomic constraints or kinematic joints (first order is)"
+                        .into(),
+                ));
+            }
+            so.out.iterations = group.prepare(step, q, p, u, guess, &mut so.out)?;
+            so.prepared = true;
+            return Ok(());
+        }
         if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) || !self.wrenches.is_empty() {
             // the implicit-function theorem below has no multiplier rows and no prescribed
             // points, and the third derivatives (forward-mode AD of the energy Hessians) carry
@@ -252,6 +275,10 @@ impl VariationalIntegrator {
 
     /// `so.hmat = Σ_i λ_i ∂²f_i/∂y²` (3n × 3n) at the prepared step (module docs).
     pub(crate) fn second_order_contract(&self, so: &mut SecondOrderWorkspace, lam: &[f64]) {
+        if let Some(group) = so.group.as_deref() {
+            group.contract(lam, &mut so.hmat);
+            return;
+        }
         let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), &*self.model);
         let (s, np) = (sc.s, sc.points());
         let (lq, lp) = lam.split_at(n);
@@ -366,7 +393,10 @@ impl VariationalIntegrator {
     /// the DEL Jacobian, then the residual's second derivatives contracted with the adjoint
     /// (third derivatives of `L` along one direction per control point, by forward-mode AD),
     /// projected on the control-point sensitivities. Exact to rounding. Cost O(s² n³) per
-    /// step, O(n²) memory; no allocation after the workspace exists. `guess`, `step` as for
+    /// step, O(n²) memory; no allocation after the workspace exists. With free-flyer,
+    /// spherical or planar joints: central differences of the exact first-order linearisation
+    /// in tangent coordinates (module docs, "On the Lie group"), relative error below 1e-7,
+    /// `6n + 1` linearised steps and O(n³) memory. `guess`, `step` as for
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
     pub fn linearize_second_order_contracted<'w>(

@@ -104,7 +104,8 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
 
 /// A step of a model with free-flyer, spherical and planar joints (on their Lie groups, in
 /// the chart centred at the step's start) allocates nothing either, with and without a guess,
-/// for the dense path of small systems and the recursive one; nor does its linearisation.
+/// for the dense path of small systems and the recursive one; nor do its linearisation and
+/// its second order.
 #[test]
 fn steps_on_the_lie_group_do_not_allocate() {
     let model = Arc::new(random_tree(6, 31, &Joint::examples()));
@@ -129,6 +130,17 @@ fn steps_on_the_lie_group_do_not_allocate() {
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
         assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
+        // the second order on the group (differences of the linearisation); the full tensors'
+        // storage is made by the first full call
+        let mut so = vi.second_order_workspace();
+        let lam: Vec<f64> = (0..2 * n).map(|i| 0.5 - 0.1 * i as f64).collect();
+        vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).unwrap();
+        assert_eq!(
+            allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()),
+            0,
+            "contracted second order s={s}"
+        );
+        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).map(|_| ()).unwrap()), 0, "full second order s={s}");
         q.copy_from_slice(&qn);
     }
 }

@@ -40,7 +40,10 @@
 //! expected decrease matches the actual one; iLQR's Gauss–Newton model converges linearly
 //! when the costate does not vanish at the optimum. Dynamics without second derivatives (a VI
 //! with constraints or kinematic joints) make [`Method::Ddp`] fail with
-//! [`OptimError::NotImplemented`].
+//! [`OptimError::NotImplemented`]. On a manifold (a VI with free-flyer, spherical or planar
+//! joints) the states' deviations are tangent vectors (`difference`) and the second
+//! derivatives are those of `δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`, the map whose composition with
+//! the value function's expansion `V(x̄' ⊕ Δ)` at the nominal next state gives `Q`.
 
 use crate::checks::check_start;
 use crate::cost::Cost;
