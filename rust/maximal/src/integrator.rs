@@ -126,11 +126,12 @@ impl MaximalIntegrator {
             }
         }
         let (tree_order, loops) = elimination_order(nb, &pairs);
-        // contacts: 6-dimensional leaves of their bodies with invertible pivots, eliminated first
+        // contacts: leaves of their bodies (6-dimensional pyramid, 4-dimensional cone nodes) with
+        // invertible pivots, eliminated first
         let n_eq = dims.len();
         for ct in &mech.contacts {
             edges.push((dims.len(), ct.body));
-            dims.push(6);
+            dims.push(ct.friction_model.node_dim());
         }
         // joint limits: 2-dimensional nodes on the joint's bodies, also eliminated first
         for lim in &mech.limits {
@@ -526,6 +527,14 @@ impl MaximalIntegrator {
         let nb = self.mech.nbodies();
         if node < nb {
             return MaximalError::SingularPivot { node: format!("body '{}'", self.mech.bodies[node].name), step, hint: "its mass or inertia is degenerate" };
+        }
+        if node >= self.n_eq {
+            let c = node - self.n_eq;
+            let name = match self.mech.contacts.get(c) {
+                Some(ct) => format!("contact '{}'", ct.name),
+                None => format!("limit of joint '{}'", self.mech.joints[self.mech.limits[c - self.mech.contacts.len()].joint].name),
+            };
+            return MaximalError::SingularPivot { node: name, step, hint: "its interior-point pivot lost its conditioning (the barrier went below what its scale allows)" };
         }
         let j = self.joint_node.iter().position(|n| *n == Some(node)).unwrap_or(0);
         MaximalError::SingularPivot {

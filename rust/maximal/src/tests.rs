@@ -803,3 +803,5 @@ fn random_trees_of_every_joint_kind_simulate_on_their_constraint_manifold() {
         }
     }
 }
+
+mod cone;
