@@ -646,8 +646,10 @@ impl MaximalIntegrator {
     }
 
     /// The interior-point step (see the module docs); the equality-only path is
-    /// [`MaximalIntegrator::step`]'s plain Newton.
-    pub(crate) fn step_interior_point(&self, ws: &mut MaximalWorkspace, step: usize, p_scale: f64, next: &mut [BodyState]) -> Result<StepStats> {
+    /// [`MaximalIntegrator::step`]'s plain Newton. With `barrier = Some(μ*)` (one of the
+    /// schedule's values `10⁻ᵏ`) the barrier stops at `μ*` and the step converges on the
+    /// `μ*`-residual: the solution of the system relaxed at `μ*` (for tests that difference it).
+    pub(crate) fn step_interior_point(&self, ws: &mut MaximalWorkspace, step: usize, p_scale: f64, next: &mut [BodyState], barrier: Option<f64>) -> Result<StepStats> {
         const TAU: f64 = 0.95;
         let tol = 100.0 * self.tolerance();
         let max_iterations = self.max_iterations().max(100);
@@ -661,7 +663,7 @@ impl MaximalIntegrator {
         let (mut merit, _) = merit_of(self, ws, ws.ct.mu).ok_or_else(|| self.spin(ws, step))?;
         for it in 0..=max_iterations {
             // convergence on the unperturbed residual
-            let (_, max0) = merit_of(self, ws, 0.0).ok_or_else(|| self.spin(ws, step))?;
+            let (_, max0) = merit_of(self, ws, barrier.unwrap_or(0.0)).ok_or_else(|| self.spin(ws, step))?;
             if max0 <= tol {
                 let violation = self.violation(ws);
                 for i in 0..next.len() {
@@ -674,30 +676,16 @@ impl MaximalIntegrator {
                 return Err(MaximalError::NewtonDiverged { step, iterations: it, residual: max0, tolerance: tol });
             }
             let mu = ws.ct.mu;
-            if std::env::var("IPDBG").is_ok() { eprintln!("it {it} max0 {max0:.3e} mu {mu:.1e} y {:?} zt {:?} s {:?}", ws.ct.y.iter().map(|y| format!("{:.2e},{:.2e},{:.2e},{:.2e}", y[0],y[1],y[2],y[3])).collect::<Vec<_>>(), ws.ct.zt.iter().map(|z| format!("{:.2e},{:.2e}", z.x, z.y)).collect::<Vec<_>>(), ws.ct.s); }
             merit_of(self, ws, mu).ok_or_else(|| self.spin(ws, step))?;
             self.assemble(ws);
             self.assemble_contacts(ws);
-            let dbg_orig = std::env::var("IPREF").is_ok().then(|| ws.solver.clone());
             ws.solver.factorize().map_err(|node| self.singular_pivot(node, step))?;
             for (d, r) in ws.direction.iter_mut().zip(&ws.residual) {
                 *d = -r;
             }
             ws.solver.solve(&mut ws.direction);
-            if let Some(f) = dbg_orig {
-                let b0: Vec<Vector6<f64>> = ws.residual.iter().map(|r| -r).collect();
-                let mut fx = vec![Vector6::zeros(); b0.len()];
-                for _ in 0..3 {
-                    f.mul_vec(&ws.direction, &mut fx);
-                    let mut r: Vec<Vector6<f64>> = b0.iter().zip(&fx).map(|(b, y)| b - y).collect();
-                    if std::env::var("IPDBG").is_ok() { eprintln!("   lin residual {:.2e}", r.iter().fold(0.0_f64, |m, x| m.max(x.amax()))); }
-                    ws.solver.solve(&mut r);
-                    for (x, d) in ws.direction.iter_mut().zip(&r) { *x += d; }
-                }
-            }
             self.recover_contact_direction(ws);
             let mut alpha = self.fraction_to_boundary(ws, TAU);
-            if std::env::var("IPDBG").is_ok() { eprintln!("   alpha {alpha:.3e} cone steps {:?}", (0..mech_dbg(self)).map(|c| { let ct=&self.mechanism().contacts[c]; if ct.friction_model==FrictionModel::Cone { format!("{:.2e}", crate::friction_cone::largest_step(&ws.ct, c, ct.friction, &ws.direction[self.contact_node(c)])) } else { String::new() } }).collect::<Vec<_>>()); }
             self.save_base(ws);
             Self::save_contact_base(ws);
             let mut accepted = None;
@@ -712,7 +700,6 @@ impl MaximalIntegrator {
                 }
                 alpha *= 0.5;
             }
-            if std::env::var("IPDBG").is_ok() { eprintln!("   accepted {accepted:?} at alpha {alpha:.2e}, merit {merit:.3e}"); }
             let m = match accepted {
                 Some(m) => m,
                 None => {
@@ -727,7 +714,7 @@ impl MaximalIntegrator {
             // μ buys no accuracy and costs the pivots of sticking contacts their conditioning
             let (_, max_mu) = merit_of(self, ws, mu).ok_or_else(|| self.spin(ws, step))?;
             let w = self.dt() / p_scale;
-            let mu_min = 0.1 * tol / w;
+            let mu_min = barrier.map_or(0.1 * tol / w, |b| b * (1.0 - 1e-9));
             while max_mu < 10.0 * w * ws.ct.mu && 0.1 * ws.ct.mu >= mu_min {
                 ws.ct.mu *= 0.1;
             }
@@ -736,5 +723,3 @@ impl MaximalIntegrator {
         unreachable!("the loop returns at it == max_iterations")
     }
 }
-
-fn mech_dbg(s: &MaximalIntegrator) -> usize { s.mechanism().contacts.len() }

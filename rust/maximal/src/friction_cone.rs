@@ -152,6 +152,8 @@ pub(crate) fn newton_blocks(cw: &ContactWorkspace, c: usize, friction: f64, grad
     let (x, z) = (primal(friction, &y), dual(&y, &cw.zt[c]));
     let mut d = Matrix6::zeros();
     d[(0, 0)] = s;
+    let mut row = Matrix6::zeros();
+    row.set_row(0, &(grad_phi.transpose() * y[0]));
     for k in 0..3 {
         d[(1 + k, 0)] = friction * z[k];
         d[(1 + k, 3)] = x[k];
@@ -160,16 +162,14 @@ pub(crate) fn newton_blocks(cw: &ContactWorkspace, c: usize, friction: f64, grad
     d[(1, 2)] = z.z;
     d[(2, 1)] = z.x;
     d[(3, 2)] = z.x;
-    let mut row = Matrix6::zeros();
-    row.set_row(0, &(grad_phi.transpose() * y[0]));
     row.set_row(1, &(bt[0] * x.y + bt[2] * x.z).transpose());
     row.set_row(2, &(bt[0] * x.x).transpose());
     row.set_row(3, &(bt[2] * x.x).transpose());
+    let cc = Vector3::new(r[4], r[5], r[6]) - jordan(&x, &Vector3::new(0.0, r[2], r[3]));
     let mut col = Matrix6::zeros();
     col.set_column(0, &(-cw.n_now[c]));
     col.set_column(1, &(-bt[0]));
     col.set_column(2, &(-bt[2]));
-    let cc = Vector3::new(r[4], r[5], r[6]) - jordan(&x, &Vector3::new(0.0, r[2], r[3]));
     let rhs = Vector6::new(r[1] - y[0] * r[0], cc.x, cc.y, cc.z, 0.0, 0.0);
     (d, row, col, rhs)
 }

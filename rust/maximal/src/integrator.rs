@@ -263,7 +263,7 @@ impl MaximalIntegrator {
         }
         let p_scale = self.prepare(ws, step, state, u, fext)?;
         if !self.mech.contacts.is_empty() || !self.mech.limits.is_empty() {
-            return self.step_interior_point(ws, step, p_scale, next);
+            return self.step_interior_point(ws, step, p_scale, next, None);
         }
         let tol = self.tolerance;
         let mut merit = self.evaluate(ws, p_scale).ok_or_else(|| self.spin(ws, step))?;
@@ -318,6 +318,14 @@ impl MaximalIntegrator {
             merit = m;
         }
         unreachable!("the loop returns at it == max_iterations")
+    }
+
+    /// Test hook: the step from `state` under `u` with the interior point's barrier held at
+    /// `mu` (the relaxed system that [`Self::linearize`] differentiates at its final `μ`).
+    #[cfg(test)]
+    pub(crate) fn step_relaxed(&self, ws: &mut MaximalWorkspace, state: &[BodyState], u: &[f64], mu: f64, next: &mut [BodyState]) -> Result<StepStats> {
+        let p_scale = self.prepare(ws, 0, state, u, None)?;
+        self.step_interior_point(ws, 0, p_scale, next, Some(mu))
     }
 
     /// Checks the inputs and evaluates everything known at knot `k`: `z_k`, `z_{k−1}`, the
