@@ -121,7 +121,17 @@ impl Mechanism {
             return bad(format!("normal = [{}, {}, {}] has norm {}; expected a unit vector", normal.x, normal.y, normal.z, normal.norm()));
         }
         let (t1, t2) = crate::constraint::orthonormal_complement(&normal);
-        self.contacts.push(Contact { name: name.to_string(), body, point: point - self.com[body], radius, normal, offset, friction, tangents: [t1, t2], friction_model: FrictionModel::Pyramid });
+        self.contacts.push(Contact {
+            name: name.to_string(),
+            body,
+            point: point - self.com[body],
+            radius,
+            normal,
+            offset,
+            friction,
+            tangents: [t1, t2],
+            friction_model: FrictionModel::Pyramid,
+        });
         Ok(self.contacts.len() - 1)
     }
 
@@ -649,7 +659,14 @@ impl MaximalIntegrator {
     /// [`MaximalIntegrator::step`]'s plain Newton. With `barrier = Some(μ*)` (one of the
     /// schedule's values `10⁻ᵏ`) the barrier stops at `μ*` and the step converges on the
     /// `μ*`-residual: the solution of the system relaxed at `μ*` (for tests that difference it).
-    pub(crate) fn step_interior_point(&self, ws: &mut MaximalWorkspace, step: usize, p_scale: f64, next: &mut [BodyState], barrier: Option<f64>) -> Result<StepStats> {
+    pub(crate) fn step_interior_point(
+        &self,
+        ws: &mut MaximalWorkspace,
+        step: usize,
+        p_scale: f64,
+        next: &mut [BodyState],
+        barrier: Option<f64>,
+    ) -> Result<StepStats> {
         const TAU: f64 = 0.95;
         let tol = 100.0 * self.tolerance();
         let max_iterations = self.max_iterations().max(100);

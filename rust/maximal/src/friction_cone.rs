@@ -147,7 +147,12 @@ pub(crate) fn residual(cw: &mut ContactWorkspace, c: usize, friction: f64, phi: 
 /// the pivot `[[s, 0, 0, 0], [c_f z, Arw(z)_{:,1:3}, x]]`, the block on the body's velocity
 /// `[γ ∂φ/∂ż; Arw(x)(0, B)]`, the body's block `[−N, −B₁, −B₂, 0]` and the negated condensed
 /// right-hand side `[r_b − γ r_a; r_cc − Arw(x)(0, r_c)]` (module docs); `grad_phi = ∂φ/∂ż`.
-pub(crate) fn newton_blocks(cw: &ContactWorkspace, c: usize, friction: f64, grad_phi: &Vector6<f64>) -> (Matrix6<f64>, Matrix6<f64>, Matrix6<f64>, Vector6<f64>) {
+pub(crate) fn newton_blocks(
+    cw: &ContactWorkspace,
+    c: usize,
+    friction: f64,
+    grad_phi: &Vector6<f64>,
+) -> (Matrix6<f64>, Matrix6<f64>, Matrix6<f64>, Vector6<f64>) {
     let (y, s, r, bt) = (cw.y[c], cw.s[c], &cw.res[c], &cw.b_now[c]);
     let (x, z) = (primal(friction, &y), dual(&y, &cw.zt[c]));
     let mut d = Matrix6::zeros();

@@ -542,7 +542,11 @@ impl MaximalIntegrator {
                 Some(ct) => format!("contact '{}'", ct.name),
                 None => format!("limit of joint '{}'", self.mech.joints[self.mech.limits[c - self.mech.contacts.len()].joint].name),
             };
-            return MaximalError::SingularPivot { node: name, step, hint: "its interior-point pivot lost its conditioning (the barrier went below what its scale allows)" };
+            return MaximalError::SingularPivot {
+                node: name,
+                step,
+                hint: "its interior-point pivot lost its conditioning (the barrier went below what its scale allows)",
+            };
         }
         let j = self.joint_node.iter().position(|n| *n == Some(node)).unwrap_or(0);
         MaximalError::SingularPivot {

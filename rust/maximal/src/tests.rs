@@ -475,6 +475,8 @@ fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) -
 /// errors of `A` and `B`.
 fn check_ip_linearization_at(vi: &MaximalIntegrator, state: &[BodyState], u: &[f64], h: f64, relaxed: bool) -> (f64, f64) {
     let (nb, nu) = (state.len(), vi.mechanism().nu);
+    let u = if u.is_empty() { vec![0.0; nu] } else { u.to_vec() };
+    let u = u.as_slice();
     let mut ws = vi.workspace();
     let mut next = state.to_vec();
     let (mut a, mut b) = (DMatrix::zeros(12 * nb, 12 * nb), DMatrix::zeros(12 * nb, nu));
