@@ -20,14 +20,27 @@
 //! [`crate::contact`] (`s − φ = 0`, `γ s = μ`), a cone contact has the slack `z̄ ∈ ℝ²` of the
 //! tangential velocity and the rows
 //! $$r_c = \bar z - B\dot z = 0, \qquad r_{cc} = x \circ z - \mu e = 0, \quad e = (1, 0, 0),$$
-//! `x = (c_f γ, b)`, `z = (ψ, z̄)`. Newton is taken on this relaxed system directly (no
-//! Nesterov–Todd scaling, as Dojo does): with `δz̄ = B δż − r_c` substituted, the three cone
-//! rows read `Arw(z) δx + Arw(x) (δψ, B δż) = −r_cc + Arw(x)(0, r_c)`, `δx = (c_f δγ, δb)`, so the
+//! `x = (c_f γ, b)`, `z = (ψ, z̄)` (Howell, Le Cleac'h et al. 2022 write the same pair with
+//! `c_f γ` as a separate variable). Newton is taken on this relaxed system directly, as Dojo
+//! does (no Nesterov–Todd scaling): with `δz̄ = B δż − r_c` substituted, the three cone rows
+//! read `Arw(z) δx + Arw(x) (δψ, B δż) = −r_cc + Arw(x)(0, r_c)`, `δx = (c_f δγ, δb)`, so the
 //! contact is one 4-dimensional graph node `(γ, b₁, b₂, ψ)` (the gap slack `s` is eliminated as
-//! for the pyramid). Its pivot block has determinant `s z₀ (x₀z₀ − x̄ᵀz̄)`, positive whenever
-//! `s > 0` and `x, z ∈ int Q`, which the fraction-to-the-boundary rule keeps: the step along
-//! `δx` (and `δz`) is at most `τ` times the distance to the cone's boundary
-//! ([`step_to_boundary`]). At a solution, `x ∘ z = μ e` is the cone's central path.
+//! for the pyramid; the node stays a leaf of its body, so the elimination stays O(n)). Its
+//! pivot block has determinant `s z₀ (x₀z₀ − x̄ᵀz̄)`, positive whenever `s > 0` and
+//! `x, z ∈ int Q`, which the fraction-to-the-boundary rule keeps: the step is at most `τ` times
+//! the distance to the cone's boundary along `δx` and along `δz` ([`step_to_boundary`]). The
+//! linearisation ([`crate::linearize`]) differentiates the same rows at the converged point.
+//!
+//! **Accuracy and limits** (measured in the crate's tests). Sliding and sticking single
+//! contacts and boxes sliding without turning converge like the pyramid (to 1e-13 at tolerance
+//! 1e-15). With statically indeterminate contacts that slide and turn (a box on four corners
+//! spinning while it slides) the iteration stalls near a weighted residual of 1e-11: the
+//! barrier alone fixes the split of the normal forces, and the direction then pushes the
+//! sliding pairs (`x`, `z` both near the boundary) into the boundary, so the steps shrink. The
+//! default tolerance (1e-12, residual 1e-10) is reached; tighter ones may not be. A
+//! Nesterov–Todd scaled direction (`W⁻¹δx + Wδz = μλ⁻¹ − λ`) was tried and was no better with
+//! this merit line search. Hard impacts of a jointed body's contact into sticking (a spherical
+//! pendulum's tip) can fail to converge: use the pyramid there.
 //!
 //! `c_f > 0` is required: with `c_f = 0` the cone `‖b‖ ≤ 0` has no interior.
 
