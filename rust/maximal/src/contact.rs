@@ -94,7 +94,8 @@ impl Mechanism {
 
     /// Adds a contact between a sphere of `radius` centred at `point` (in body `body`'s
     /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
-    /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions).
+    /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions; for the
+    /// isotropic cone follow with [`Self::set_friction_model`]).
     pub fn add_contact(
         &mut self,
         name: &str,
