@@ -1,8 +1,8 @@
-//! Inequality constraints — point/sphere contacts with a plane (friction on a linearised
-//! cone, or on the isotropic second-order cone of [`crate::friction_cone`]) and joint position
-//! limits ([`JointLimit`]; not in the papers, handled the same
-//! way) — solved by a primal-dual interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4,
-//! eqs. 22–29 and Appendix D; Nocedal & Wright 2006, Alg. 19.1).
+//! Inequality constraints — point/sphere contacts with a plane (friction on a linearised cone, or
+//! on the isotropic second-order cone of [`crate::friction_cone`]) and joint position limits
+//! ([`JointLimit`]; not in the papers, handled the same way) — solved by a primal-dual
+//! interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4, eqs. 22–29 and
+//! Appendix D; Nocedal & Wright 2006, Alg. 19.1).
 //!
 //! A contact is a sphere of radius `r` centred at point `p` of a body (frame of the body's
 //! centre of mass) against the world plane `nᵀy = h`. With `z_{k+1} = z_k ⊕ Δt ż_k`:
@@ -21,14 +21,14 @@
 //! `ψ (c_f δγ − Σδβ) + σ δψ = −r_f + ψ r_e`. Its pivot block is nonsingular whenever
 //! `s, η, σ > 0`, which the fraction-to-the-boundary rule keeps.
 //!
-//! **Solver** (constants after the papers' reference implementation): all positive variables
-//! start at 1 every step (a cone contact: `γ = ψ = 1`, `b = z̄ = 0`), `μ₀ = 1`; after each
-//! iteration `μ ← μ/10` while the `μ`-residual is below `10 μ` (weighted), but not below the `μ`
-//! whose weighted complementarity is a tenth of the tolerance (IPOPT's floor, Wächter & Biegler
-//! 2006: a smaller `μ` buys no accuracy and costs sticking contacts' pivots their conditioning); fraction to the boundary `τ = 0.95`; backtracking (at most 10
-//! halvings) on the weighted residual norm; converged when the unperturbed (`μ = 0`) weighted
-//! residual is below `100 · tolerance` (complementarity cannot be driven to round-off
-//! at a useful cost), at most `max(max_iterations, 100)` iterations.
+//! **Solver** (constants after the papers' reference implementation): all positive variables start
+//! at 1 every step (a cone contact: `γ = ψ = 1`, `b = z̄ = 0`), `μ₀ = 1`; after each iteration
+//! `μ ← μ/10` while the `μ`-residual is below `10 μ` (weighted), but not below the `μ` whose weighted
+//! complementarity is a tenth of the tolerance (IPOPT's floor, Wächter & Biegler 2006: a smaller
+//! `μ` buys no accuracy and costs sticking contacts' pivots their conditioning); fraction to the
+//! boundary `τ = 0.95`; backtracking (at most 10 halvings) on the weighted residual norm; converged
+//! when the unperturbed (`μ = 0`) weighted residual is below `100 · tolerance` (complementarity
+//! cannot be driven to round-off at a useful cost), at most `max(max_iterations, 100)` iterations.
 
 use crate::body::{update_tangent, BodyState};
 use crate::error::{MaximalError, Result};
@@ -149,8 +149,11 @@ impl Mechanism {
         };
         if model == FrictionModel::Cone && ct.friction <= 0.0 {
             return Err(MaximalError::InvalidParameter(format!(
-                "contact '{}': friction_model = 'cone' needs friction > 0 (got {}); a frictionless contact takes friction_model = 'pyramid'",
-                ct.name, ct.friction
+                "contact '{}': friction_model = '{}' needs friction > 0 (got {}); a frictionless contact takes friction_model = '{}'",
+                ct.name,
+                model.name(),
+                ct.friction,
+                FrictionModel::Pyramid.name()
             )));
         }
         ct.friction_model = model;

@@ -3,7 +3,7 @@
 //!
 //! **Model.** The friction force is a vector `b ∈ ℝ²` in the contact's tangent plane (world
 //! directions `t₁`, `t₂`) inside the Coulomb cone `‖b‖ ≤ c_f γ`, chosen by maximum dissipation
-//! (Stewart 2000; Howell, Le Cleac'h et al. 2022, "Dojo", §III–IV):
+//! (Stewart 2000; Howell, Le Cleac'h et al. 2022, "Dojo"):
 //! `min_b v_tᵀ b` subject to `x = (c_f γ, b) ∈ Q`, with `v_t = B ż` the tangential velocity of
 //! the contact point over the step (`B = [B₁ᵀ; B₂ᵀ]`, `B_i = [t_i; p × Rᵀt_i]` at `z_k`) and
 //! `Q = {(u₀, ū) ∈ ℝ³ : u₀ ≥ ‖ū‖}` the second-order (Lorentz) cone. Its KKT conditions with the
