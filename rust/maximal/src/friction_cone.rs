@@ -41,9 +41,10 @@
 //! Nesterov–Todd scaled direction (`W⁻¹δx + Wδz = μλ⁻¹ − λ`) was tried and was no better with
 //! this merit line search. A hard impact of an articulated body's contact that ends sticking
 //! (a two-link arm's tip swung into the floor at 1 rad/s) stalled at a residual of 1e-3 after
-//! 100 iterations, where the pyramid stops at 4e-10: the iterates slide along the boundary of
-//! the dual cone towards its apex instead of entering it. A predictor–corrector with adaptive
-//! centring (Mehrotra's, as Dojo uses) is the likely cure; not done.
+//! 100 iterations (the pyramid gets to 4e-10, also short of its 1e-10 target): the iterates
+//! slide along the boundary of the dual cone towards its apex instead of entering it. A quick
+//! Mehrotra predictor–corrector (adaptive centring, as Dojo uses) under this merit line search
+//! made both models worse there; not pursued.
 //!
 //! `c_f > 0` is required: with `c_f = 0` the cone `‖b‖ ≤ 0` has no interior.
 
