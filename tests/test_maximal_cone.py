@@ -130,3 +130,26 @@ def test_pickled_cone_integrator_steps_bit_for_bit_alike():
     np.testing.assert_array_equal(a.positions, b.positions)
     # and it is a cone, not the pyramid it would fall back to
     assert not np.array_equal(a.positions, slide(box("pyramid", dt=0.01), 45.0, steps=20).positions)
+
+
+def test_the_issue_27_box_slides_coulombs_distance_at_45_degrees():
+    """Issue 27's report: a 1 kg cube (8 corners, c_f = 0.5) pushed at 2 m/s slid 0.576 m at 45°
+    on the pyramid against Coulomb's 0.408 m; on the cone it slides the 0° distance at 45°."""
+    b = vidyn.ModelBuilder("box")
+    b.add_body(None, "root", "freeflyer", mass=1.0, inertia=np.eye(3) * A * A / 6)
+    cube = b.build()
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * A / 2
+    distances = {}
+    for model in ("pyramid", "cone"):
+        vi = vidyn.MaximalIntegrator(cube, 0.001)
+        for k, c in enumerate(corners):
+            vi.add_contact(f"corner{k}", "root", c, friction=0.5, friction_model=model)
+        for heading in (0.0, 45.0):
+            th = np.radians(heading)
+            traj = vi.rollout(np.array([0.0, 0.0, A / 2, 0.0, 0.0, 0.0, 1.0]), np.array([2 * np.cos(th), 2 * np.sin(th), 0, 0, 0, 0]), steps=1000)
+            assert np.linalg.norm(traj.linear_velocities[-1]) < 1e-6
+            distances[model, heading] = np.linalg.norm(traj.positions[-1, 0, :2] - traj.positions[0, 0, :2])
+    coulomb = 2.0**2 / (2 * 0.5 * G)
+    assert abs(distances["cone", 0.0] - coulomb) < 2e-3 and abs(distances["cone", 45.0] - coulomb) < 2e-3, distances
+    assert abs(distances["cone", 45.0] - distances["cone", 0.0]) < 1e-6, distances
+    assert abs(distances["pyramid", 45.0] - 0.576) < 1e-3, distances  # the reported error, kept as the control
