@@ -140,8 +140,8 @@ impl Mechanism {
     }
 
     /// Sets the friction model of contact `contact` (added with the pyramid): the cone needs a
-    /// friction coefficient `> 0` (a frictionless contact has no cone interior; give it the
-    /// pyramid, whose friction forces then vanish).
+    /// friction coefficient `> 0` (the cone `‖b‖ ≤ 0` of a frictionless contact has no
+    /// interior for the interior point).
     pub fn set_friction_model(&mut self, contact: usize, model: FrictionModel) -> Result<()> {
         let n = self.contacts.len();
         let Some(ct) = self.contacts.get_mut(contact) else {
@@ -149,11 +149,10 @@ impl Mechanism {
         };
         if model == FrictionModel::Cone && ct.friction <= 0.0 {
             return Err(MaximalError::InvalidParameter(format!(
-                "contact '{}': friction_model = '{}' needs friction > 0 (got {}); a frictionless contact takes friction_model = '{}'",
+                "contact '{}': friction_model = '{}' needs friction > 0 (got {}): the cone |b| <= friction * normal force has no interior at 0",
                 ct.name,
                 model.name(),
-                ct.friction,
-                FrictionModel::Pyramid.name()
+                ct.friction
             )));
         }
         ct.friction_model = model;

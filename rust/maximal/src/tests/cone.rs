@@ -105,7 +105,7 @@ fn cone_sticks_below_the_friction_limit_and_slides_above_it() {
 fn cone_needs_a_positive_friction_coefficient() {
     let mut mech = box_on_ground(0.0);
     let err = mech.set_friction_model(0, FrictionModel::Cone).unwrap_err().to_string();
-    assert!(err.contains("corner0") && err.contains("friction") && err.contains("pyramid"), "{err}");
+    assert!(err.contains("corner0") && err.contains("friction > 0") && err.contains("'cone'"), "{err}");
     assert!(mech.set_friction_model(8, FrictionModel::Cone).unwrap_err().to_string().contains("contact = 8"));
     assert_eq!(FrictionModel::from_name("cone"), Some(FrictionModel::Cone));
     assert_eq!(FrictionModel::from_name("cones"), None);
@@ -170,4 +170,17 @@ fn dropped_box_comes_to_rest_on_the_cone_without_penetration() {
     assert!(min_gap > -1e-9, "penetration {min_gap:e}");
     assert!((s.pose.x.z - 0.25).abs() < 1e-6, "rest height {}", s.pose.x.z);
     assert!(s.v.norm() < 1e-6 && s.w.norm() < 1e-6);
+}
+
+#[test]
+fn singular_contact_and_limit_pivots_are_named() {
+    // a contact's pivot in a mechanism without joints (it used to index the joints: a panic)
+    let vi = MaximalIntegrator::new(Arc::new(box_with(0.3, FrictionModel::Cone)), 0.01).unwrap();
+    let err = vi.singular_pivot(vi.contact_node(2), 7).to_string();
+    assert!(err.contains("contact 'corner2'") && err.contains("step 7"), "{err}");
+    let mut mech = Mechanism::from_model(Arc::new(crate::models::cylinder_chain(2, true))).unwrap();
+    mech.add_joint_limit(1, -0.2, 0.2).unwrap();
+    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+    let err = vi.singular_pivot(vi.limit_node(0), 0).to_string();
+    assert!(err.contains("limit of joint 'joint2'"), "{err}");
 }
