@@ -530,12 +530,16 @@ class MaximalIntegrator:
         normal: _ArrayLike | None = None,
         offset: float = 0.0,
         friction: float = 0.5,
+        friction_model: Literal["pyramid", "cone"] = "pyramid",
     ) -> int:
         """Add a contact between a sphere of ``radius`` centred at ``point`` (3,) in the frame of
         ``body`` (model joint name or index) and the world plane through ``offset * normal``
-        (unit ``normal`` (3,), default +z), with Coulomb ``friction`` on a linearised 4-direction
-        cone. Steps with contacts are solved by a primal-dual interior-point method. Returns the
-        contact index."""
+        (unit ``normal`` (3,), default +z), with Coulomb ``friction``. ``friction_model``:
+        ``"pyramid"`` (default) linearises the cone with 4 directions (exact along the tangents
+        ``±t1``, ``±t2``; ``√2`` too strong along the diagonals); ``"cone"`` is the isotropic
+        second-order cone ``|b| <= friction * normal force`` (needs ``friction > 0``). Steps with
+        contacts are solved by a primal-dual interior-point method (for the cone, with the
+        cone's Jordan-algebra complementarity). Returns the contact index."""
     def add_joint_limit(self, joint: str | int, lower: float, upper: float) -> int:
         """Add position limits ``lower <= q <= upper`` to the revolute or prismatic model joint
         ``joint`` (name or index), enforced by the interior-point solver. Returns the limit

@@ -1,7 +1,8 @@
-//! Inequality constraints — point/sphere contacts with a plane (friction on a linearised
-//! cone) and joint position limits ([`JointLimit`]; not in the papers, handled the same
-//! way) — solved by a primal-dual interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4,
-//! eqs. 22–29 and Appendix D; Nocedal & Wright 2006, Alg. 19.1).
+//! Inequality constraints — point/sphere contacts with a plane (friction on a linearised cone, or
+//! on the isotropic second-order cone of [`crate::friction_cone`]) and joint position limits
+//! ([`JointLimit`]; not in the papers, handled the same way) — solved by a primal-dual
+//! interior-point method on the graph solver (Brüdigam et al. 2023, §3.3–3.4, eqs. 22–29 and
+//! Appendix D; Nocedal & Wright 2006, Alg. 19.1).
 //!
 //! A contact is a sphere of radius `r` centred at point `p` of a body (frame of the body's
 //! centre of mass) against the world plane `nᵀy = h`. With `z_{k+1} = z_k ⊕ Δt ż_k`:
@@ -20,18 +21,21 @@
 //! `ψ (c_f δγ − Σδβ) + σ δψ = −r_f + ψ r_e`. Its pivot block is nonsingular whenever
 //! `s, η, σ > 0`, which the fraction-to-the-boundary rule keeps.
 //!
-//! **Solver** (constants after the papers' reference implementation): all positive variables
-//! start at 1 every step, `μ₀ = 1`; after each iteration `μ ← μ/10` while the `μ`-residual is
-//! below `10 μ` (weighted); fraction to the boundary `τ = 0.95`; backtracking (at most 10
-//! halvings) on the weighted residual norm; converged when the unperturbed (`μ = 0`) weighted
-//! residual is below `100 · tolerance` (complementarity cannot be driven to round-off
-//! at a useful cost), at most `max(max_iterations, 100)` iterations.
+//! **Solver** (constants after the papers' reference implementation): all positive variables start
+//! at 1 every step (a cone contact: `γ = ψ = 1`, `b = z̄ = 0`), `μ₀ = 1`; after each iteration
+//! `μ ← μ/10` while the `μ`-residual is below `10 μ` (weighted), but not below the `μ` whose weighted
+//! complementarity is a tenth of the tolerance (IPOPT's floor, Wächter & Biegler 2006: a smaller
+//! `μ` buys no accuracy and costs sticking contacts' pivots their conditioning); fraction to the
+//! boundary `τ = 0.95`; backtracking (at most 10 halvings) on the weighted residual norm; converged
+//! when the unperturbed (`μ = 0`) weighted residual is below `100 · tolerance` (complementarity
+//! cannot be driven to round-off at a useful cost), at most `max(max_iterations, 100)` iterations.
 
 use crate::body::{update_tangent, BodyState};
 use crate::error::{MaximalError, Result};
+use crate::friction_cone::FrictionModel;
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 use crate::mechanism::Mechanism;
-use nalgebra::{Matrix6, Vector3, Vector4, Vector6};
+use nalgebra::{Matrix6, Vector2, Vector3, Vector4, Vector6};
 
 /// A sphere on a body against a world plane.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +52,8 @@ pub struct Contact {
     pub friction: f64,
     /// Tangent directions `t₁, t₂` (world).
     pub tangents: [Vector3<f64>; 2],
+    /// The 4-direction pyramid (default) or the isotropic cone ([`crate::friction_cone`]).
+    pub friction_model: FrictionModel,
 }
 
 impl Contact {
@@ -88,7 +94,8 @@ impl Mechanism {
 
     /// Adds a contact between a sphere of `radius` centred at `point` (in body `body`'s
     /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
-    /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions).
+    /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions; for the
+    /// isotropic cone follow with [`Self::set_friction_model`]).
     pub fn add_contact(
         &mut self,
         name: &str,
@@ -118,33 +125,67 @@ impl Mechanism {
             return bad(format!("normal = [{}, {}, {}] has norm {}; expected a unit vector", normal.x, normal.y, normal.z, normal.norm()));
         }
         let (t1, t2) = crate::constraint::orthonormal_complement(&normal);
-        self.contacts.push(Contact { name: name.to_string(), body, point: point - self.com[body], radius, normal, offset, friction, tangents: [t1, t2] });
+        self.contacts.push(Contact {
+            name: name.to_string(),
+            body,
+            point: point - self.com[body],
+            radius,
+            normal,
+            offset,
+            friction,
+            tangents: [t1, t2],
+            friction_model: FrictionModel::Pyramid,
+        });
         Ok(self.contacts.len() - 1)
+    }
+
+    /// Sets the friction model of contact `contact` (added with the pyramid): the cone needs a
+    /// friction coefficient `> 0` (the cone `‖b‖ ≤ 0` of a frictionless contact has no
+    /// interior for the interior point).
+    pub fn set_friction_model(&mut self, contact: usize, model: FrictionModel) -> Result<()> {
+        let n = self.contacts.len();
+        let Some(ct) = self.contacts.get_mut(contact) else {
+            return Err(MaximalError::InvalidParameter(format!("contact = {contact} is out of range (the mechanism has {n} contacts)")));
+        };
+        if model == FrictionModel::Cone && ct.friction <= 0.0 {
+            return Err(MaximalError::InvalidParameter(format!(
+                "contact '{}': friction_model = '{}' needs friction > 0 (got {}): the cone |b| <= friction * normal force has no interior at 0",
+                ct.name,
+                model.name(),
+                ct.friction
+            )));
+        }
+        ct.friction_model = model;
+        Ok(())
     }
 }
 
 /// Interior-point variables and scratch of every contact.
 #[derive(Clone, Debug, Default)]
 pub struct ContactWorkspace {
-    /// `(γ, β₁…β₄, ψ)` per contact (the graph unknowns).
+    /// The graph unknowns per contact: `(γ, β₁…β₄, ψ)` (pyramid) or `(γ, b₁, b₂, ψ, 0, 0)` (cone).
     pub y: Vec<Vector6<f64>>,
-    /// Slacks `s` (gap), duals `η`, slacks `σ` (cone).
+    /// Slacks `s` (gap); pyramid: duals `η`, slacks `σ`; cone: tangential slack `z̄`.
     pub s: Vec<f64>,
     pub eta: Vec<Vector4<f64>>,
     pub sigma: Vec<f64>,
+    pub zt: Vec<Vector2<f64>>,
     y_base: Vec<Vector6<f64>>,
     s_base: Vec<f64>,
     eta_base: Vec<Vector4<f64>>,
     sigma_base: Vec<f64>,
-    /// `N` and `B_i` at `z_k` (wrench per unit force).
-    n_now: Vec<Vector6<f64>>,
-    b_now: Vec<[Vector6<f64>; 4]>,
-    /// Residual `[r_a, r_b, r_c (4), r_d (4), r_e, r_f]` per contact.
-    res: Vec<[f64; 12]>,
-    /// Recovered directions `(δs, δη, δσ)`.
-    ds: Vec<f64>,
+    zt_base: Vec<Vector2<f64>>,
+    /// `N` and `B_i` at `z_k` (wrench per unit force along `n`, `t₁, −t₁, t₂, −t₂`).
+    pub(crate) n_now: Vec<Vector6<f64>>,
+    pub(crate) b_now: Vec<[Vector6<f64>; 4]>,
+    /// Residual per contact: pyramid `[r_a, r_b, r_c (4), r_d (4), r_e, r_f]`; cone
+    /// `[r_a, r_b, r_c (2), r_cc (3)]` ([`crate::friction_cone`]).
+    pub(crate) res: Vec<[f64; 12]>,
+    /// Recovered directions `(δs, δη, δσ)`, cone `δz̄`.
+    pub(crate) ds: Vec<f64>,
     deta: Vec<Vector4<f64>>,
     dsigma: Vec<f64>,
+    pub(crate) dzt: Vec<Vector2<f64>>,
     pub mu: f64,
     /// Joint limits: forces `(γ_lo, γ_hi)`, slacks, their line-search bases, directions of
     /// the slacks, residuals `[r_a lo, r_a hi, r_b lo, r_b hi]`, and the wrenches of a unit
@@ -177,6 +218,9 @@ impl ContactWorkspace {
             s: vec![0.0; n],
             eta: vec![Vector4::zeros(); n],
             sigma: vec![0.0; n],
+            zt: vec![Vector2::zeros(); n],
+            zt_base: vec![Vector2::zeros(); n],
+            dzt: vec![Vector2::zeros(); n],
             y_base: vec![Vector6::zeros(); n],
             s_base: vec![0.0; n],
             eta_base: vec![Vector4::zeros(); n],
@@ -215,10 +259,19 @@ impl MaximalIntegrator {
             for i in 0..4 {
                 ws.ct.b_now[c][i] = wrench(&dirs[i]);
             }
-            ws.ct.y[c] = Vector6::repeat(1.0);
             ws.ct.s[c] = 1.0;
-            ws.ct.eta[c] = Vector4::repeat(1.0);
-            ws.ct.sigma[c] = 1.0;
+            match ct.friction_model {
+                FrictionModel::Pyramid => {
+                    ws.ct.y[c] = Vector6::repeat(1.0);
+                    ws.ct.eta[c] = Vector4::repeat(1.0);
+                    ws.ct.sigma[c] = 1.0;
+                }
+                // x = (c_f, 0, 0), z = e: both on the cone's axis
+                FrictionModel::Cone => {
+                    ws.ct.y[c] = Vector6::new(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+                    ws.ct.zt[c] = Vector2::zeros();
+                }
+            }
         }
         for (l, lim) in mech.limits.iter().enumerate() {
             let (_, (wa, wb)) = mech.joint_wrench_jacobians(lim.joint, ws.now_poses(), &[1.0]);
@@ -233,10 +286,11 @@ impl MaximalIntegrator {
     pub(crate) fn subtract_contact_wrenches(&self, ws: &mut MaximalWorkspace) {
         for (c, ct) in self.mechanism().contacts.iter().enumerate() {
             let y = ws.ct.y[c];
-            let mut w = ws.ct.n_now[c] * y[0];
-            for i in 0..4 {
-                w += ws.ct.b_now[c][i] * y[1 + i];
-            }
+            let (n, b) = (&ws.ct.n_now[c], &ws.ct.b_now[c]);
+            let w = match ct.friction_model {
+                FrictionModel::Pyramid => n * y[0] + b[0] * y[1] + b[1] * y[2] + b[2] * y[3] + b[3] * y[4],
+                FrictionModel::Cone => n * y[0] + b[0] * y[1] + b[2] * y[2],
+            };
             ws.residual[ct.body] -= w;
         }
         let mech = &**self.mechanism();
@@ -258,10 +312,16 @@ impl MaximalIntegrator {
         let wt = weights(self.dt(), p_scale);
         let (mut merit, mut max) = (0.0, 0.0_f64);
         for (c, ct) in mech.contacts.iter().enumerate() {
-            let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
             let next = &ws.next[ct.body];
             let phi = ct.normal.dot(&next.point(&ct.point)) - ct.radius - ct.offset;
             let zdot = Vector6::new(ws.v[ct.body].x, ws.v[ct.body].y, ws.v[ct.body].z, ws.w[ct.body].x, ws.w[ct.body].y, ws.w[ct.body].z);
+            if ct.friction_model == FrictionModel::Cone {
+                let (m, x) = crate::friction_cone::residual(&mut ws.ct, c, ct.friction, phi, &zdot, mu, (self.dt(), self.dt() / p_scale));
+                merit += m;
+                max = max.max(x);
+                continue;
+            }
+            let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
             let mut r = [0.0; 12];
             r[0] = s - phi;
             r[1] = y[0] * s - mu;
@@ -303,6 +363,19 @@ impl MaximalIntegrator {
         for (c, ct) in mech.contacts.iter().enumerate() {
             let node = self.contact_node(c);
             let b = ct.body;
+            let grad_phi = self.gap_gradient(ws, ct);
+            if ct.friction_model == FrictionModel::Cone {
+                let (d, row, col, rhs) = crate::friction_cone::newton_blocks(&ws.ct, c, ct.friction, &grad_phi);
+                *ws.solver.diagonal_mut(node) = d;
+                if let Some(blk) = ws.solver.block_mut(node, b) {
+                    *blk = row;
+                }
+                if let Some(blk) = ws.solver.block_mut(b, node) {
+                    *blk = col;
+                }
+                ws.residual[node] = rhs;
+                continue;
+            }
             let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
             let r = ws.ct.res[c];
             // node diagonal
@@ -316,16 +389,9 @@ impl MaximalIntegrator {
             d[(5, 0)] = y[5] * ct.friction;
             d[(5, 5)] = sigma;
             *ws.solver.diagonal_mut(node) = d;
-            // node ← body: γ δφ (δφ = Δt nᵀδv + (p × R₊ᵀn)ᵀ E δω) and β_i B_i δż
-            let next = &ws.next[b];
-            let m = ct.point.cross(&(next.rotation().transpose() * ct.normal));
-            let e = update_tangent(&ws.w[b], dt);
-            let dphi_w = e.transpose() * m;
+            // node ← body: γ δφ and β_i B_i δż
             let mut row = Matrix6::zeros();
-            for k in 0..3 {
-                row[(0, k)] = y[0] * dt * ct.normal[k];
-                row[(0, 3 + k)] = y[0] * dphi_w[k];
-            }
+            row.set_row(0, &(grad_phi.transpose() * y[0]));
             for i in 0..4 {
                 for k in 0..6 {
                     row[(1 + i, k)] = y[1 + i] * ws.ct.b_now[c][i][k];
@@ -405,12 +471,12 @@ impl MaximalIntegrator {
             let y = ws.ct.y[c];
             let now = &ws.now_poses()[b];
             let rk = now.rotation();
-            // body rows: −∂(N γ + Σ B_i β_i)/∂θ_k
+            // body rows: −∂(N γ + Σ B_i β_i)/∂θ_k, with f the world force
             let dirs = ct.directions();
-            let mut f = ct.normal * y[0];
-            for i in 0..4 {
-                f += dirs[i] * y[1 + i];
-            }
+            let f = match ct.friction_model {
+                FrictionModel::Pyramid => ct.normal * y[0] + dirs[0] * y[1] + dirs[1] * y[2] + dirs[2] * y[3] + dirs[3] * y[4],
+                FrictionModel::Cone => ct.normal * y[0] + ct.tangents[0] * y[1] + ct.tangents[1] * y[2],
+            };
             let dw = skew(&ct.point) * skew(&(rk.transpose() * f));
             for r in 0..3 {
                 for k in 0..3 {
@@ -425,12 +491,30 @@ impl MaximalIntegrator {
                 rx[(offsets[node], 12 * b + k)] += y[0] * ct.normal[k];
                 rx[(offsets[node], 12 * b + 3 + k)] += y[0] * dphi_th[k];
             }
-            // node rows 1..4: β_i ∂(B_i ż)/∂θ_k = β_i ωᵀ [p×][R_kᵀd_i×]
+            // friction rows, through ∂(B_i ż)/∂θ_k = ωᵀ [p×][R_kᵀd_i×]: pyramid rows 1..4
+            // β_i ∂(B_i ż)/∂θ_k, cone rows 1..3 Arw(x) (0, ∂(B ż)/∂θ_k)
             let w = ws.w[b];
-            for i in 0..4 {
-                let g = (w.transpose() * skew(&ct.point) * skew(&(rk.transpose() * dirs[i]))).transpose();
+            let rate = |d: &Vector3<f64>| (w.transpose() * skew(&ct.point) * skew(&(rk.transpose() * d))).transpose();
+            let mut rows = [Vector3::zeros(); 4];
+            let n_rows = match ct.friction_model {
+                FrictionModel::Pyramid => {
+                    for i in 0..4 {
+                        rows[i] = rate(&dirs[i]) * y[1 + i];
+                    }
+                    4
+                }
+                FrictionModel::Cone => {
+                    let x = crate::friction_cone::primal(ct.friction, &y);
+                    let (g1, g2) = (rate(&ct.tangents[0]), rate(&ct.tangents[1]));
+                    rows[0] = g1 * x.y + g2 * x.z;
+                    rows[1] = g1 * x.x;
+                    rows[2] = g2 * x.x;
+                    3
+                }
+            };
+            for (i, g) in rows.iter().take(n_rows).enumerate() {
                 for k in 0..3 {
-                    rx[(offsets[node] + 1 + i, 12 * b + 3 + k)] += y[1 + i] * g[k];
+                    rx[(offsets[node] + 1 + i, 12 * b + 3 + k)] += g[k];
                 }
             }
         }
@@ -466,7 +550,17 @@ impl MaximalIntegrator {
         }
     }
 
-    /// Recovers `(δs, δη, δσ)` from the solved direction.
+    /// `∂φ(z_{k+1})/∂ż_k` of a contact's gap, `[Δt n; Eᵀ (p × R₊ᵀn)]` (`z_{k+1} = z_k ⊕ Δt ż_k`,
+    /// `E` of [`update_tangent`]).
+    fn gap_gradient(&self, ws: &MaximalWorkspace, ct: &Contact) -> Vector6<f64> {
+        let b = ct.body;
+        let m = ct.point.cross(&(ws.next[b].rotation().transpose() * ct.normal));
+        let dphi_w = update_tangent(&ws.w[b], self.dt()).transpose() * m;
+        let dphi_v = ct.normal * self.dt();
+        Vector6::new(dphi_v.x, dphi_v.y, dphi_v.z, dphi_w.x, dphi_w.y, dphi_w.z)
+    }
+
+    /// Recovers `(δs, δη, δσ)` (cone: `(δs, δz̄)`) from the solved direction.
     fn recover_contact_direction(&self, ws: &mut MaximalWorkspace) {
         let mech = &**self.mechanism();
         let dt = self.dt();
@@ -476,11 +570,12 @@ impl MaximalIntegrator {
             let dy = ws.direction[node];
             let dz = ws.direction[b];
             let r = ws.ct.res[c];
-            let next = &ws.next[b];
-            let m = ct.point.cross(&(next.rotation().transpose() * ct.normal));
-            let e = update_tangent(&ws.w[b], dt);
-            let dphi = dt * ct.normal.dot(&dz.fixed_rows::<3>(0)) + (e.transpose() * m).dot(&dz.fixed_rows::<3>(3));
-            ws.ct.ds[c] = dphi - r[0];
+            ws.ct.ds[c] = self.gap_gradient(ws, ct).dot(&dz) - r[0];
+            if ct.friction_model == FrictionModel::Cone {
+                let bt = &ws.ct.b_now[c];
+                ws.ct.dzt[c] = Vector2::new(bt[0].dot(&dz) - r[2], bt[2].dot(&dz) - r[3]);
+                continue;
+            }
             let mut sum = 0.0;
             for i in 0..4 {
                 ws.ct.deta[c][i] = ws.ct.b_now[c][i].dot(&dz) + dy[5] + r[2 + i];
@@ -511,13 +606,19 @@ impl MaximalIntegrator {
                 alpha = alpha.min(-tau * x / dx);
             }
         };
-        for c in 0..self.mechanism().contacts.len() {
+        let mut cone_alpha = f64::INFINITY;
+        for (c, ct) in self.mechanism().contacts.iter().enumerate() {
             let node = self.contact_node(c);
             let (y, dy) = (ws.ct.y[c], ws.direction[node]);
+            limit(ws.ct.s[c], ws.ct.ds[c]);
+            if ct.friction_model == FrictionModel::Cone {
+                limit(y[0], dy[0]);
+                cone_alpha = cone_alpha.min(crate::friction_cone::largest_step(&ws.ct, c, ct.friction, &dy));
+                continue;
+            }
             for k in 0..6 {
                 limit(y[k], dy[k]);
             }
-            limit(ws.ct.s[c], ws.ct.ds[c]);
             limit(ws.ct.sigma[c], ws.ct.dsigma[c]);
             for i in 0..4 {
                 limit(ws.ct.eta[c][i], ws.ct.deta[c][i]);
@@ -530,7 +631,7 @@ impl MaximalIntegrator {
                 limit(ws.ct.lim_s[l][k], ws.ct.lim_ds[l][k]);
             }
         }
-        alpha
+        alpha.min(tau * cone_alpha)
     }
 
     fn save_contact_base(ws: &mut MaximalWorkspace) {
@@ -539,6 +640,7 @@ impl MaximalIntegrator {
         ct.s_base.copy_from_slice(&ct.s);
         ct.eta_base.copy_from_slice(&ct.eta);
         ct.sigma_base.copy_from_slice(&ct.sigma);
+        ct.zt_base.copy_from_slice(&ct.zt);
         ct.lim_y_base.copy_from_slice(&ct.lim_y);
         ct.lim_s_base.copy_from_slice(&ct.lim_s);
     }
@@ -550,6 +652,7 @@ impl MaximalIntegrator {
             ws.ct.s[c] = ws.ct.s_base[c] + ws.ct.ds[c] * alpha;
             ws.ct.eta[c] = ws.ct.eta_base[c] + ws.ct.deta[c] * alpha;
             ws.ct.sigma[c] = ws.ct.sigma_base[c] + ws.ct.dsigma[c] * alpha;
+            ws.ct.zt[c] = ws.ct.zt_base[c] + ws.ct.dzt[c] * alpha;
         }
         for l in 0..self.mechanism().limits.len() {
             let dy = ws.direction[self.limit_node(l)];
@@ -559,8 +662,17 @@ impl MaximalIntegrator {
     }
 
     /// The interior-point step (see the module docs); the equality-only path is
-    /// [`MaximalIntegrator::step`]'s plain Newton.
-    pub(crate) fn step_interior_point(&self, ws: &mut MaximalWorkspace, step: usize, p_scale: f64, next: &mut [BodyState]) -> Result<StepStats> {
+    /// [`MaximalIntegrator::step`]'s plain Newton. With `barrier = Some(μ*)` (one of the
+    /// schedule's values `10⁻ᵏ`) the barrier stops at `μ*` and the step converges on the
+    /// `μ*`-residual: the solution of the system relaxed at `μ*` (for tests that difference it).
+    pub(crate) fn step_interior_point(
+        &self,
+        ws: &mut MaximalWorkspace,
+        step: usize,
+        p_scale: f64,
+        next: &mut [BodyState],
+        barrier: Option<f64>,
+    ) -> Result<StepStats> {
         const TAU: f64 = 0.95;
         let tol = 100.0 * self.tolerance();
         let max_iterations = self.max_iterations().max(100);
@@ -574,7 +686,7 @@ impl MaximalIntegrator {
         let (mut merit, _) = merit_of(self, ws, ws.ct.mu).ok_or_else(|| self.spin(ws, step))?;
         for it in 0..=max_iterations {
             // convergence on the unperturbed residual
-            let (_, max0) = merit_of(self, ws, 0.0).ok_or_else(|| self.spin(ws, step))?;
+            let (_, max0) = merit_of(self, ws, barrier.unwrap_or(0.0)).ok_or_else(|| self.spin(ws, step))?;
             if max0 <= tol {
                 let violation = self.violation(ws);
                 for i in 0..next.len() {
@@ -620,10 +732,13 @@ impl MaximalIntegrator {
                     merit_of(self, ws, mu).ok_or_else(|| self.spin(ws, step))?.0
                 }
             };
-            // barrier update on the μ-residual
+            // barrier update on the μ-residual, never below the μ whose complementarity residual
+            // (weighted: w μ) is a tenth of the tolerance (as IPOPT's floor ε_tol/10): a smaller
+            // μ buys no accuracy and costs the pivots of sticking contacts their conditioning
             let (_, max_mu) = merit_of(self, ws, mu).ok_or_else(|| self.spin(ws, step))?;
             let w = self.dt() / p_scale;
-            while max_mu < 10.0 * w * ws.ct.mu && ws.ct.mu > 1e-14 {
+            let mu_min = barrier.map_or(0.1 * tol / w, |b| b * (1.0 - 1e-9));
+            while max_mu < 10.0 * w * ws.ct.mu && 0.1 * ws.ct.mu >= mu_min {
                 ws.ct.mu *= 0.1;
             }
             merit = if ws.ct.mu == mu { m } else { merit_of(self, ws, ws.ct.mu).ok_or_else(|| self.spin(ws, step))?.0 };

@@ -126,11 +126,12 @@ impl MaximalIntegrator {
             }
         }
         let (tree_order, loops) = elimination_order(nb, &pairs);
-        // contacts: 6-dimensional leaves of their bodies with invertible pivots, eliminated first
+        // contacts: leaves of their bodies (6-dimensional pyramid, 4-dimensional cone nodes) with
+        // invertible pivots, eliminated first
         let n_eq = dims.len();
         for ct in &mech.contacts {
             edges.push((dims.len(), ct.body));
-            dims.push(6);
+            dims.push(ct.friction_model.node_dim());
         }
         // joint limits: 2-dimensional nodes on the joint's bodies, also eliminated first
         for lim in &mech.limits {
@@ -262,7 +263,7 @@ impl MaximalIntegrator {
         }
         let p_scale = self.prepare(ws, step, state, u, fext)?;
         if !self.mech.contacts.is_empty() || !self.mech.limits.is_empty() {
-            return self.step_interior_point(ws, step, p_scale, next);
+            return self.step_interior_point(ws, step, p_scale, next, None);
         }
         let tol = self.tolerance;
         let mut merit = self.evaluate(ws, p_scale).ok_or_else(|| self.spin(ws, step))?;
@@ -317,6 +318,14 @@ impl MaximalIntegrator {
             merit = m;
         }
         unreachable!("the loop returns at it == max_iterations")
+    }
+
+    /// Test hook: the step from `state` under `u` with the interior point's barrier held at
+    /// `mu` (the relaxed system that [`Self::linearize`] differentiates at its final `μ`).
+    #[cfg(test)]
+    pub(crate) fn step_relaxed(&self, ws: &mut MaximalWorkspace, state: &[BodyState], u: &[f64], mu: f64, next: &mut [BodyState]) -> Result<StepStats> {
+        let p_scale = self.prepare(ws, 0, state, u, None)?;
+        self.step_interior_point(ws, 0, p_scale, next, Some(mu))
     }
 
     /// Checks the inputs and evaluates everything known at knot `k`: `z_k`, `z_{k−1}`, the
@@ -526,6 +535,18 @@ impl MaximalIntegrator {
         let nb = self.mech.nbodies();
         if node < nb {
             return MaximalError::SingularPivot { node: format!("body '{}'", self.mech.bodies[node].name), step, hint: "its mass or inertia is degenerate" };
+        }
+        if node >= self.n_eq {
+            let c = node - self.n_eq;
+            let name = match self.mech.contacts.get(c) {
+                Some(ct) => format!("contact '{}'", ct.name),
+                None => format!("limit of joint '{}'", self.mech.joints[self.mech.limits[c - self.mech.contacts.len()].joint].name),
+            };
+            return MaximalError::SingularPivot {
+                node: name,
+                step,
+                hint: "its interior-point pivot lost its conditioning (the barrier went below what its scale allows)",
+            };
         }
         let j = self.joint_node.iter().position(|n| *n == Some(node)).unwrap_or(0);
         MaximalError::SingularPivot {

@@ -22,7 +22,8 @@
 //! `δθ_{k−1} = R(w)(δθ − E(ω_{k−1}) δω_{k−1})`). With joint limits the `μ`-relaxed
 //! interior-point system is differentiated at its final `μ` (a design choice: the
 //! complementarity system itself is not differentiable where a limit engages), with the
-//! condensed rows of [`crate::contact`]; the same holds for contacts. Near convergence the
+//! condensed rows of [`crate::contact`]; the same holds for contacts (cone contacts with the
+//! exact Jacobian of their Jordan-product rows, [`crate::friction_cone`]). Near convergence the
 //! condensed pivots carry `μ`-small slacks, so the block LDU without pivoting loses digits
 //! (1 % in a tilted sliding-box test); every solve is then followed by three steps of
 //! iterative refinement against the unfactorised matrix (a dense LU gives the same result).

@@ -463,25 +463,45 @@ fn linearization_with_springs_and_dampers_matches_central_differences() {
 /// body state `state` (no controls). The relaxed system is differentiated at the final barrier
 /// `μ`, while each differenced step ends at its own `μ` and residual (≤ `ε_IP`): the
 /// difference carries ~`ε_IP / h` of noise besides the `h²` truncation; tolerance 1e-5
-/// relative to max(1, |column|), with `h` chosen per case below.
-fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) {
-    let nb = state.len();
+/// relative to max(1, |column|), with `h` chosen per case below. Returns the largest relative
+/// error.
+fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) -> f64 {
+    check_ip_linearization_at(vi, state, &[], h, false).0
+}
+
+/// [`check_ip_linearization`] under controls `u` (columns of `B` too), and with `relaxed` the
+/// differenced steps solve the system relaxed at the base step's final `μ` (what `linearize`
+/// differentiates), so only `ε_IP / h` and `h²` separate them. Returns the largest relative
+/// errors of `A` and `B`.
+fn check_ip_linearization_at(vi: &MaximalIntegrator, state: &[BodyState], u: &[f64], h: f64, relaxed: bool) -> (f64, f64) {
+    let (nb, nu) = (state.len(), vi.mechanism().nu);
+    let u = if u.is_empty() { vec![0.0; nu] } else { u.to_vec() };
+    let u = u.as_slice();
     let mut ws = vi.workspace();
     let mut next = state.to_vec();
-    let (mut a, mut b) = (DMatrix::zeros(12 * nb, 12 * nb), DMatrix::zeros(12 * nb, vi.mechanism().nu));
-    vi.linearize(&mut ws, 0, state, &[], &mut next, &mut a, &mut b).unwrap();
+    let (mut a, mut b) = (DMatrix::zeros(12 * nb, 12 * nb), DMatrix::zeros(12 * nb, nu));
+    let mu = vi.linearize(&mut ws, 0, state, u, &mut next, &mut a, &mut b).unwrap().barrier;
     let base = next.clone();
-    let solve = |s: &[BodyState]| {
+    let mut worst = (0.0_f64, 0.0_f64);
+    let solve = |s: &[BodyState], u: &[f64]| {
         let mut out = s.to_vec();
-        vi.step(&mut vi.workspace(), 0, s, &[], None, &mut out).unwrap();
+        if relaxed {
+            vi.step_relaxed(&mut vi.workspace(), s, u, mu, &mut out).unwrap();
+        } else {
+            vi.step(&mut vi.workspace(), 0, s, u, None, &mut out).unwrap();
+        }
         out
     };
-    for c in 0..12 * nb {
-        let mut sp = state.to_vec();
-        let mut sm = state.to_vec();
+    for c in 0..12 * nb + nu {
+        let (mut sp, mut sm) = (state.to_vec(), state.to_vec());
+        let (mut up, mut um) = (u.to_vec(), u.to_vec());
         let (i, k) = (c / 12, c % 12);
         let e = |j: usize, s: f64| Vector3::ith(j, s * h);
         match k {
+            _ if c >= 12 * nb => {
+                up[c - 12 * nb] += h;
+                um[c - 12 * nb] -= h;
+            }
             0..=2 => {
                 sp[i].pose = sp[i].pose.retract(&e(k, 1.0), &Vector3::zeros());
                 sm[i].pose = sm[i].pose.retract(&e(k, -1.0), &Vector3::zeros());
@@ -499,7 +519,7 @@ fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) {
                 sm[i].w -= e(k - 9, 1.0);
             }
         }
-        let (p, m) = (solve(&sp), solve(&sm));
+        let (p, m) = (solve(&sp, &up), solve(&sm, &um));
         let mut fd = DVector::zeros(12 * nb);
         for j in 0..nb {
             let dx = (p[j].pose.x - m[j].pose.x) / (2.0 * h);
@@ -512,9 +532,17 @@ fn check_ip_linearization(vi: &MaximalIntegrator, state: &[BodyState], h: f64) {
                 fd[12 * j + 9 + r] = dw[r];
             }
         }
-        let err = (&fd - a.column(c)).amax();
-        assert!(err < 1e-5 * fd.amax().max(1.0), "column {c}: error {err:e}\nfd {}\nA  {}", fd.transpose(), a.column(c).transpose());
+        let col = if c < 12 * nb { a.column(c) } else { b.column(c - 12 * nb) };
+        let err = (&fd - col).amax();
+        assert!(err < 1e-5 * fd.amax().max(1.0), "column {c}: error {err:e}\nfd {}\nan {}", fd.transpose(), col.transpose());
+        let rel = err / fd.amax().max(1.0);
+        if c < 12 * nb {
+            worst.0 = worst.0.max(rel);
+        } else {
+            worst.1 = worst.1.max(rel);
+        }
     }
+    worst
 }
 
 #[test]
@@ -803,3 +831,5 @@ fn random_trees_of_every_joint_kind_simulate_on_their_constraint_manifold() {
         }
     }
 }
+
+mod cone;

@@ -39,21 +39,24 @@ fn steps_do_not_allocate() {
 #[test]
 fn interior_point_steps_with_contacts_do_not_allocate() {
     use nalgebra::{Matrix3, UnitQuaternion, Vector3};
-    use vidyn_maximal::{Body, Pose};
-    let body = Body { name: "box".into(), mass: 1.0, inertia: Matrix3::identity() * 0.05 };
-    let mut mech = Mechanism::new(vec![body], Vector3::new(0.0, 0.0, -9.81)).unwrap();
-    for k in 0..4 {
-        let corner = Vector3::new(if k % 2 == 0 { 0.25 } else { -0.25 }, if k < 2 { 0.25 } else { -0.25 }, -0.25);
-        mech.add_contact(&format!("c{k}"), 0, corner, 0.0, Vector3::z(), 0.0, 0.5).unwrap();
+    use vidyn_maximal::{Body, FrictionModel, Pose};
+    for model in [FrictionModel::Pyramid, FrictionModel::Cone] {
+        let body = Body { name: "box".into(), mass: 1.0, inertia: Matrix3::identity() * 0.05 };
+        let mut mech = Mechanism::new(vec![body], Vector3::new(0.0, 0.0, -9.81)).unwrap();
+        for k in 0..4 {
+            let corner = Vector3::new(if k % 2 == 0 { 0.25 } else { -0.25 }, if k < 2 { 0.25 } else { -0.25 }, -0.25);
+            mech.add_contact(&format!("c{k}"), 0, corner, 0.0, Vector3::z(), 0.0, 0.5).unwrap();
+            mech.set_friction_model(k, model).unwrap();
+        }
+        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+        let pose = Pose::new(Vector3::new(0.0, 0.0, 0.26), UnitQuaternion::identity());
+        let state = vec![BodyState { pose, v: Vector3::new(0.2, 0.0, -0.5), w: Vector3::zeros() }];
+        let mut ws = vi.workspace();
+        let mut next = state.clone();
+        vi.step(&mut ws, 0, &state, &[], None, &mut next).unwrap();
+        let count = allocations(|| {
+            vi.step(&mut ws, 1, &state, &[], None, &mut next).unwrap();
+        });
+        assert_eq!(count, 0, "an interior-point step ({model:?} friction) allocated {count} times");
     }
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    let pose = Pose::new(Vector3::new(0.0, 0.0, 0.26), UnitQuaternion::identity());
-    let state = vec![BodyState { pose, v: Vector3::new(0.2, 0.0, -0.5), w: Vector3::zeros() }];
-    let mut ws = vi.workspace();
-    let mut next = state.clone();
-    vi.step(&mut ws, 0, &state, &[], None, &mut next).unwrap();
-    let count = allocations(|| {
-        vi.step(&mut ws, 1, &state, &[], None, &mut next).unwrap();
-    });
-    assert_eq!(count, 0, "an interior-point step allocated {count} times");
 }

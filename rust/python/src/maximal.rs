@@ -12,7 +12,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::{Arc, RwLock};
-use vidyn_maximal::{linearize_trajectory, rollout_minimal, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism};
+use vidyn_maximal::{
+    linearize_trajectory, rollout_minimal, FrictionModel, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism,
+};
 use vidyn_rbd::Model;
 use vidyn_spatial::Se3;
 
@@ -50,7 +52,7 @@ pub(crate) struct MaximalSpec {
 #[derive(Clone, Debug)]
 pub(crate) enum Addition {
     LoopClosure { name: String, kind: JointKind, parent: Option<usize>, parent_frame: Se3, child: usize, child_frame: Se3 },
-    Contact { name: String, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64 },
+    Contact { name: String, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64, friction_model: FrictionModel },
     JointLimit { joint: usize, lower: f64, upper: f64 },
 }
 
@@ -61,8 +63,10 @@ impl Addition {
             Self::LoopClosure { name, kind, parent, parent_frame, child, child_frame } => {
                 mech.add_loop_closure(name, *kind, *parent, *parent_frame, *child, *child_frame)
             }
-            Self::Contact { name, body, point, radius, normal, offset, friction } => {
-                mech.add_contact(name, *body, *point, *radius, *normal, *offset, *friction)
+            Self::Contact { name, body, point, radius, normal, offset, friction, friction_model } => {
+                let c = mech.add_contact(name, *body, *point, *radius, *normal, *offset, *friction)?;
+                mech.set_friction_model(c, *friction_model)?;
+                Ok(c)
             }
             Self::JointLimit { joint, lower, upper } => mech.add_joint_limit(*joint, *lower, *upper),
         }
@@ -266,9 +270,9 @@ impl PyMaximalIntegrator {
 
     /// Adds a contact between a sphere of `radius` centred at `point` (3,) in the frame of
     /// body `body` (model joint name or index) and the world plane through `offset·normal`
-    /// (unit `normal` (3,), default +z), with Coulomb `friction` (linearised cone). Returns the
-    /// contact index.
-    #[pyo3(signature = (name, body, point, radius = 0.0, normal = None, offset = 0.0, friction = 0.5))]
+    /// (unit `normal` (3,), default +z), with Coulomb `friction` on the `friction_model`
+    /// `"pyramid"` (linearised, 4 directions) or `"cone"` (isotropic). Returns the contact index.
+    #[pyo3(signature = (name, body, point, radius = 0.0, normal = None, offset = 0.0, friction = 0.5, friction_model = "pyramid"))]
     #[allow(clippy::too_many_arguments)]
     fn add_contact(
         &self,
@@ -279,7 +283,12 @@ impl PyMaximalIntegrator {
         normal: Option<&Bound<'_, PyAny>>,
         offset: f64,
         friction: f64,
+        friction_model: &str,
     ) -> PyResult<usize> {
+        let Some(model) = FrictionModel::from_name(friction_model) else {
+            let accepted = FrictionModel::NAMES.map(|n| format!("'{n}'")).join(", ");
+            return Err(INPUT_ERROR.err(format!("friction_model = '{friction_model}' is not a friction model; expected one of {accepted}")));
+        };
         let vi = self.current();
         let mech = &**vi.mechanism();
         let b = body_ref(mech, Some(body), "body", false)?.unwrap_or(0);
@@ -294,7 +303,7 @@ impl PyMaximalIntegrator {
             }
             None => Vector3::z(),
         };
-        self.add(Addition::Contact { name: name.to_string(), body: b, point: p, radius, normal: n, offset, friction })
+        self.add(Addition::Contact { name: name.to_string(), body: b, point: p, radius, normal: n, offset, friction, friction_model: model })
     }
 
     /// Adds position limits `lower <= q <= upper` to the revolute or prismatic model joint

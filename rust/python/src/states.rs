@@ -20,7 +20,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 use std::sync::Arc;
-use vidyn_maximal::{BodyState, JointKind, MaximalTrajectory, Pose};
+use vidyn_maximal::{BodyState, FrictionModel, JointKind, MaximalTrajectory, Pose};
 use vidyn_rbd::state::{StateReader, StateWriter};
 use vidyn_rbd::{Model, RbdError};
 use vidyn_spatial::Force;
@@ -288,8 +288,12 @@ pub fn maximal_state(spec: &MaximalSpec) -> Vec<u8> {
                 w.usize(*child);
                 w.se3(child_frame);
             }
-            Addition::Contact { name, body, point, radius, normal, offset, friction } => {
-                w.u8(1);
+            Addition::Contact { name, body, point, radius, normal, offset, friction, friction_model } => {
+                // tag 1: a pyramid contact (the format before the cone existed), 3: a cone contact
+                w.u8(match friction_model {
+                    FrictionModel::Pyramid => 1,
+                    FrictionModel::Cone => 3,
+                });
                 w.str(name);
                 w.usize(*body);
                 w.vector3(point);
@@ -336,7 +340,7 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 child: r.usize("loop-closure child")?,
                 child_frame: r.se3("loop-closure child frame")?,
             },
-            1 => Addition::Contact {
+            tag @ (1 | 3) => Addition::Contact {
                 name: r.string("contact name")?,
                 body: r.usize("contact body")?,
                 point: r.vector3("contact point")?,
@@ -344,9 +348,10 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 normal: r.vector3("contact normal")?,
                 offset: r.f64("contact offset")?,
                 friction: r.f64("contact friction")?,
+                friction_model: if tag == 1 { FrictionModel::Pyramid } else { FrictionModel::Cone },
             },
             2 => Addition::JointLimit { joint: r.usize("limited joint")?, lower: r.f64("lower limit")?, upper: r.f64("upper limit")? },
-            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=2"))),
+            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=3"))),
         });
     }
     r.finish()?;
