@@ -15,11 +15,10 @@ interior-point iterations per step.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 import vidyn
+from maximal_mujoco import best  # the same timing for every maximal benchmark
 
 
 def box(model: str) -> tuple[vidyn.MaximalIntegrator, np.ndarray, np.ndarray, int]:
@@ -50,15 +49,6 @@ def spheres(model: str, n: int = 8) -> tuple[vidyn.MaximalIntegrator, np.ndarray
     v0 = np.zeros(m.nv)
     v0[1] = 0.5
     return vi, q0, v0, 300
-
-
-def best(f, runs: int = 5) -> float:
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vidyn
+from reference_motion import rotation
 
 
 def cylinder_chain(n: int, planar: bool = True) -> vidyn.Model:
@@ -197,14 +198,8 @@ def test_box_dropped_on_the_ground_rests_without_penetration():
     assert abs(traj.positions[-1, 0, 2] - 0.25) < 1e-6
     assert np.abs(traj.linear_velocities[-1]).max() < 1e-6
     # lowest corner height over the whole drop (rotation from the quaternions)
-    lowest = np.inf
-    for k in range(traj.steps + 1):
-        x, y, z, w = traj.quaternions[k, 0]
-        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-        pts = traj.positions[k, 0] + (np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * a / 2) @ r.T
-        lowest = min(lowest, pts[:, 2].min())
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * a / 2
+    lowest = min((traj.positions[k, 0] + corners @ rotation(traj.quaternions[k, 0]).T)[:, 2].min() for k in range(traj.steps + 1))
     assert lowest > -1e-9, lowest
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import vidyn
+from reference_motion import rotation
 
 CF, G, A = 0.3, 9.81, 0.5  # friction coefficient, gravity, box edge
 
@@ -39,14 +40,7 @@ def slide(vi: vidyn.MaximalIntegrator, heading_deg: float, v0: float = 1.0, step
 def lowest_corner(traj: vidyn.MaximalTrajectory) -> float:
     """The lowest bottom corner over the trajectory (rotations from the quaternions)."""
     corners = np.array([[sx, sy, -1.0] for sx in (-1, 1) for sy in (-1, 1)]) * A / 2
-    lowest = np.inf
-    for k in range(traj.steps + 1):
-        x, y, z, w = traj.quaternions[k, 0]
-        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-        lowest = min(lowest, (traj.positions[k, 0] + corners @ r.T)[:, 2].min())
-    return float(lowest)
+    return float(min((traj.positions[k, 0] + corners @ rotation(traj.quaternions[k, 0]).T)[:, 2].min() for k in range(traj.steps + 1)))
 
 
 @pytest.mark.parametrize("heading", [0.0, 45.0, 30.0])
