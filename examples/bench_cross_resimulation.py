@@ -23,7 +23,7 @@ position and orientation, joints, feet) at the knots, and the optima's vertical 
 ``--plot`` saves both optima's forces foot by foot, ``examples/out/cross_forces_<gait>.png``.
 
 Needs crocoddyl (see ``bench_walk_crocoddyl.py``). Run:
-``python examples/bench_cross_resimulation.py [--gait trot|walk|pace|bound] [--substeps 10] [--plot]``.
+``python examples/bench_cross_resimulation.py [--gait trot|walk|pace|bound|jump] [--substeps 10] [--plot]``.
 """
 
 from __future__ import annotations
@@ -88,8 +88,12 @@ def crocoddyl_optimum(gait: str) -> Optimum:
     anymal, builder = crocoddyl_builder()
     model = anymal.model
     x0 = np.concatenate([model.referenceConfigurations["standing"], np.zeros(model.nv)])
-    name, length, height, knots, support = bench_walk_crocoddyl.GAITS[gait]
-    problem = getattr(builder, name)(x0, length, height, 1e-2, knots, support)
+    if gait == "jump":  # its quadrupedal_gaits.py jump, as anymal_walk.JUMP
+        height, shift, ground, flying = anymal_walk.JUMP
+        problem = builder.createJumpingProblem(x0, height, np.array(shift), 1e-2, ground, flying)
+    else:
+        name, length, height, knots, support = bench_walk_crocoddyl.GAITS[gait]
+        problem = getattr(builder, name)(x0, length, height, 1e-2, knots, support)
     solver = crocoddyl.SolverFDDP(problem)
     solver.solve([x0] * (problem.T + 1), problem.quasiStatic([x0] * problem.T), 100, False)
     print(f"crocoddyl: {solver.iter} iterations, cost {solver.cost:.5g}, feasible {solver.isFeasible}")
@@ -216,7 +220,7 @@ def plot(optima: dict[str, Optimum], gait: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gait", choices=sorted(anymal_walk.GAITS), default="trot")
+    parser.add_argument("--gait", choices=[*sorted(anymal_walk.GAITS), "jump"], default="trot")
     parser.add_argument("--substeps", type=int, default=10)
     parser.add_argument("--plot", action="store_true")
     args = parser.parse_args()
