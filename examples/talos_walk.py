@@ -3,8 +3,12 @@ variational integrator, with 6-D foot contacts (issue 24).
 
 The problem is crocoddyl's ``examples/bipedal_walk_fwddyn.py`` (``crocoddyl.utils.biped``,
 ``createWalkingProblem``): Talos with every joint but the twelve leg joints locked at its
-half-sitting posture (crocoddyl loads ``talos_legs``; here :meth:`vidyn.Model.lock_joints`
-builds it from the full URDF, as Pinocchio's ``buildReducedModel`` does), a time step of
+half-sitting posture (:meth:`vidyn.Model.lock_joints` on the full URDF, as Pinocchio's
+``buildReducedModel``; this model carries the locked torso, arms and head, 90.3 kg, where
+crocoddyl's ``talos_legs`` of example-robot-data drops them, 48.7 kg, and adds rotor
+inertias: not the same robot — with that lighter model the optimised walk's open-loop replay
+drifts 3e-5 by knot 61 and fails at the second touchdown, where this one's stays within 1e-6),
+a time step of
 30 ms, 10-knot double supports and 35-knot steps of 0.6 m with 0.1 m clearance, the first
 (right) step half as long, the soles (``right_sole_link``, ``left_sole_link``) held flat on the
 ground while they stand, the swing sole's path rising and falling linearly, and the centre
