@@ -115,6 +115,14 @@ def test_a_hanging_body_is_held_by_its_weight():
     np.testing.assert_allclose(force, np.tile(weight, (20, 1)), rtol=0, atol=1e-9)
     np.testing.assert_allclose(traj.p, 0.0, rtol=0, atol=1e-12)
     assert np.abs(traj.q - model.neutral()).max() < 1e-12
+    # the same from arrays (an optimiser's states, say), with and without derivatives
+    np.testing.assert_array_equal(vi.multipliers(traj.q, p=traj.p, u=traj.u), lam)
+    for a, b in zip(vi.multipliers(traj.q, True, p=traj.p, u=traj.u), vi.multipliers(traj, derivatives=True)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(vidyn.InputError, match="multipliers takes a Trajectory, or q"):
+        vi.multipliers(traj.q, p=traj.p)
+    with pytest.raises(vidyn.InputError, match="expected N\\+1, N\\+1 and N"):
+        vi.multipliers(traj.q, p=traj.p, u=traj.u[:-1])
     free = vidyn.VariationalIntegrator(model, dt)
     assert free.multipliers(free.rollout(model.neutral(), steps=3)).shape == (3, 0)
     with pytest.raises(vidyn.InputError, match="another integrator"):

@@ -755,13 +755,15 @@ class VariationalIntegrator:
     def constraint_values(self, q: _ArrayLike) -> _Array:
         """The constraint values ``h(q)``: (nq,) -> (m,)."""
     @overload
-    def multipliers(self, traj: Trajectory, derivatives: Literal[False] = False) -> _Array: ...
+    def multipliers(self, traj_or_q: Trajectory | _ArrayLike, derivatives: Literal[False] = False, *, p: _ArrayLike | None = None, u: _ArrayLike | None = None) -> _Array: ...
     @overload
-    def multipliers(self, traj: Trajectory, derivatives: Literal[True]) -> tuple[_Array, _Array, _Array]: ...
+    def multipliers(self, traj_or_q: Trajectory | _ArrayLike, derivatives: Literal[True], *, p: _ArrayLike | None = None, u: _ArrayLike | None = None) -> tuple[_Array, _Array, _Array]: ...
     @overload
-    def multipliers(self, traj: Trajectory, derivatives: bool) -> _Array | tuple[_Array, _Array, _Array]:
+    def multipliers(self, traj_or_q: Trajectory | _ArrayLike, derivatives: bool, *, p: _ArrayLike | None = None, u: _ArrayLike | None = None) -> _Array | tuple[_Array, _Array, _Array]:
         """The constraint multipliers ``λ_k`` of every step of ``traj`` (made by this
-        integrator), (N, m): each step solved again from its knot, started at its end (the same
+        integrator), or of ``q`` (N+1, model.nq) with ``p=`` (N+1, n) and ``u=`` (N, n) (an
+        optimiser's states, say, whose open-loop replay may drift away), (N, m): each step
+        solved again from its knot, started at its end (the same
         solution); zero for constraints a schedule does not impose on the step. The constraint
         impulse on step ``k`` is ``λ_k = λ'_k + μ_{k+1}``, ``−Dh(q_k)ᵀ λ'_k`` at its start and
         RATTLE's momentum projection ``−Dh(q_{k+1})ᵀ μ_{k+1}`` at its end; for the three world planes of

@@ -390,22 +390,24 @@ impl PyVariationalIntegrator {
     }
 
     /// The constraint multipliers `λ_k` of every step of a trajectory made by this integrator,
-    /// (N, m): each step solved again from its knot, started at its end (the same solution).
+    /// or of `q` (N+1, model.nq) with `p=` (N+1, n) and `u=` (N, n) (e.g. an optimiser's states,
+    /// whose open-loop replay may drift away), (N, m): each step solved again from its knot,
+    /// started at its end (the same solution).
     /// The constraint impulse on step `k` is `λ_k = λ'_k + μ_{k+1}`: `−Dh(q_k)ᵀ λ'_k` at its
     /// start and RATTLE's `−Dh(q_{k+1})ᵀ μ_{k+1}` at its end. With `derivatives=True` also
     /// `∂λ_k/∂x_k` (N, m, 2n) and `∂λ_k/∂u_k` (N, m, n) in the tangent coordinates of
     /// `linearize` (each step linearised), steps in parallel with the GIL released.
-    #[pyo3(signature = (traj, derivatives = false))]
-    fn multipliers<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyTrajectory>, derivatives: bool) -> PyResult<Py<PyAny>> {
-        let t = traj.get();
-        if !t.origin.same_dynamics(&self.inner) {
-            return Err(INPUT_ERROR.err(format!(
-                "traj was made by another integrator ({}) whose dynamics differ from this one's ({})",
-                describe(&t.origin),
-                describe(&self.inner)
-            )));
-        }
-        let (vi, traj) = (&*self.inner, &t.inner);
+    #[pyo3(signature = (traj_or_q, derivatives = false, *, p = None, u = None))]
+    fn multipliers<'py>(
+        &self,
+        py: Python<'py>,
+        traj_or_q: &Bound<'py, PyAny>,
+        derivatives: bool,
+        p: Option<&Bound<'py, PyAny>>,
+        u: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let read = self.trajectory_arg(traj_or_q, p, u, "multipliers")?;
+        let (vi, traj): (&VariationalIntegrator, &vidyn_vi::Trajectory) = (&self.inner, &read);
         let (m, n, steps) = (vi.constraints().len(), traj.n, traj.steps);
         let out = detached(py, move || vidyn_vi::trajectory_multipliers(vi, traj, derivatives))?;
         let lambda = convert::array_out(py, out.lambda, &[steps, m])?;
@@ -628,6 +630,36 @@ impl PyVariationalIntegrator {
     /// The arrays of [`Self::linearize`], computed by the batch engine on a one-trajectory
     /// batch (every step in parallel, Ctrl-C stops it, results written once into the
     /// returned arrays).
+    /// The trajectory of a `traj_or_q, p, u` argument triple: a `Trajectory` made by an
+    /// integrator with this one's dynamics, or q (N+1, model.nq), p (N+1, n) and u (N, n)
+    /// (`what` names the method in errors).
+    fn trajectory_arg<'a>(
+        &self,
+        traj_or_q: &'a Bound<'_, PyAny>,
+        p: Option<&Bound<'_, PyAny>>,
+        u: Option<&Bound<'_, PyAny>>,
+        what: &str,
+    ) -> PyResult<TrajectoryArg<'a>> {
+        if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
+            let t = t.get();
+            if !t.origin.same_dynamics(&self.inner) {
+                return Err(INPUT_ERROR.err(format!("traj was made by another integrator ({}) whose dynamics differ from this one's ({}) in the model, scheme, time step, joint forces, constraints, kinematic joints or body wrenches: call {what} on the integrator that made it", describe(&t.origin), describe(&self.inner))));
+            }
+            return Ok(TrajectoryArg::Made(&t.inner));
+        }
+        let (n, nq) = (self.dofs(), self.inner.nq());
+        let (Some(p), Some(u)) = (p, u) else {
+            return Err(INPUT_ERROR.err(format!("{what} takes a Trajectory, or q (N+1, model.nq), p (N+1, n) and u (N, n)")));
+        };
+        let (q, qrows) = convert::read_rows(traj_or_q, "q", nq, "(N+1, model.nq)", "model.nq")?;
+        let (p, prows) = convert::read_rows(p, "p", n, "(N+1, n)", "n")?;
+        let (u, urows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
+        if prows != qrows || urows + 1 != qrows {
+            return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
+        }
+        Ok(TrajectoryArg::Read(vidyn_vi::Trajectory { n, nq, steps: urows, q, p, u, iterations: Vec::new() }))
+    }
+
     fn linearize_arrays<'py>(
         &self,
         py: Python<'py>,
@@ -637,27 +669,9 @@ impl PyVariationalIntegrator {
         order: usize,
         lam: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
-        let (n, nq) = (self.dofs(), self.inner.nq());
-        let read;
-        let traj = if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
-            let t = t.get();
-            if !t.origin.same_dynamics(&self.inner) {
-                return Err(INPUT_ERROR.err(format!("traj was made by another integrator ({}) whose dynamics differ from this one's ({}) in the model, scheme, time step, joint forces, constraints, kinematic joints or body wrenches: linearise it with the integrator that made it", describe(&t.origin), describe(&self.inner))));
-            }
-            &t.inner
-        } else {
-            let (Some(p), Some(u)) = (p, u) else {
-                return Err(INPUT_ERROR.err("linearize takes a Trajectory, or q (N+1, model.nq), p (N+1, n) and u (N, n)"));
-            };
-            let (q, qrows) = convert::read_rows(traj_or_q, "q", nq, "(N+1, model.nq)", "model.nq")?;
-            let (p, prows) = convert::read_rows(p, "p", n, "(N+1, n)", "n")?;
-            let (u, urows) = convert::read_rows(u, "u", n, "(N, n)", "n")?;
-            if prows != qrows || urows + 1 != qrows {
-                return Err(INPUT_ERROR.err(format!("q has {qrows} rows, p has {prows}, u has {urows}: expected N+1, N+1 and N")));
-            }
-            read = vidyn_vi::Trajectory { n, nq, steps: urows, q, p, u, iterations: Vec::new() };
-            &read
-        };
+        let n = self.dofs();
+        let read = self.trajectory_arg(traj_or_q, p, u, "linearize")?;
+        let traj: &vidyn_vi::Trajectory = &read;
         let (steps, m) = (traj.steps, 2 * n);
         let lam = match (order, lam.filter(|l| !l.is_none())) {
             (1 | 2, None) => None,
@@ -709,4 +723,20 @@ impl PyVariationalIntegrator {
 /// An integrator's model, time step and scheme, for messages.
 fn describe(vi: &VariationalIntegrator) -> String {
     format!("model '{}', dt = {}, s = {}", vi.model().name, vi.dt(), vi.scheme().s)
+}
+
+/// A trajectory argument: one a `Trajectory` holds, or one read from arrays.
+enum TrajectoryArg<'a> {
+    Made(&'a vidyn_vi::Trajectory),
+    Read(vidyn_vi::Trajectory),
+}
+
+impl std::ops::Deref for TrajectoryArg<'_> {
+    type Target = vidyn_vi::Trajectory;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Made(t) => t,
+            Self::Read(t) => t,
+        }
+    }
 }
