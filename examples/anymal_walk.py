@@ -258,16 +258,23 @@ def solve(
     return model, gait, schedule, vi, res
 
 
+def solution(model: vidyn.Model, vi: vidyn.VariationalIntegrator, res) -> tuple[np.ndarray, np.ndarray]:
+    """FDDP's own knots ``q`` and the contact multipliers of its steps: each step is a step of
+    the VI to its tolerance, where the open-loop replay ``res.trajectory`` of an unstable motion
+    (a biped in single support) drifts away from it."""
+    q, p = res.x[:, : model.nq], res.x[:, model.nq :]
+    return q, vi.multipliers(q, p=p, u=res.U)
+
+
 def report(model, gait, schedule, vi, res) -> dict[str, float]:
     """What the motion achieved: the base's advance, the feet's distance to their last
     footholds and their clearance, the touchdowns' gaps to their footholds (the foot at the
     start of its first stance step, :meth:`vidyn.ContactSchedule.touchdown_gaps`), the contact
     forces' vertical range."""
-    q, dt = res.trajectory.q, vi.dt
+    (q, lam), dt = solution(model, vi, res), vi.dt
     foot = {name: name.split("@")[0] for name in gait.contacts}
     last = {foot[name]: name for name in gait.contacts}  # the last contact of each foot
     position = lambda f, x: vidyn.frame_placement(model, x, f)[:3, 3]  # noqa: E731
-    lam = vi.multipliers(res.trajectory)
     vertical = np.concatenate([schedule.forces(lam, dt, name)[schedule.holds(name), 2] for name in schedule.rows])
     return {
         "base advance (m)": q[-1, 0] - q[0, 0],
@@ -315,7 +322,7 @@ def animate(model, vi, res, name: str):
 
     from vidyn import viz
 
-    q, out = res.trajectory.q, pathlib.Path(__file__).parent / "out"
+    q, out = res.x[:, : model.nq], pathlib.Path(__file__).parent / "out"
     title = f"ANYmal, one {name} cycle (FDDP on the VI)"
     style = dict(collision="anymal", tips=FEET, trace=FEET, title=title)
     gif = viz.animate(model, q, vi.dt, out / f"anymal_{name}.gif", **style)
@@ -335,7 +342,7 @@ def plot(model, schedule, vi, res, name: str, mu: float, feet=FEET, robot: str =
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    q, dt = res.trajectory.q, vi.dt
+    (q, forces), dt = solution(model, vi, res), vi.dt
     t = dt * np.arange(len(q))
     fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
     for f in feet:
@@ -345,7 +352,6 @@ def plot(model, schedule, vi, res, name: str, mu: float, feet=FEET, robot: str =
     for series, label in ((q[:, 0], "base x"), (q[:, 2], "base z"), (com[:, 0], "CoM x"), (com[:, 2], "CoM z")):
         axes[1].plot(t, series, label=label)
     axes[1].set_ylabel("position (m)")
-    forces = vi.multipliers(res.trajectory)
     for name_, rows in schedule.rows.items():
         held = schedule.holds(name_)
         f = schedule.forces(forces, dt, name_)

@@ -56,16 +56,15 @@ class Optimum:
 
 def vidyn_optimum(gait: str) -> tuple[vidyn.Model, Optimum]:
     model, g, schedule, vi, res = anymal_walk.solve(gait, verbose=False)
-    traj = res.trajectory
-    v = np.array([vi.velocity(q, p) for q, p in zip(traj.q, traj.p)])
+    q, lam = anymal_walk.solution(model, vi, res)
+    v = np.array([vi.velocity(x, p) for x, p in zip(q, res.x[:, model.nq :])])
     phases = [(steps, frozenset(name.split("@")[0] for name in names)) for steps, names in g.phases]
-    lam = vi.multipliers(traj)
     forces = {f: np.full((schedule.steps, 3), np.nan) for f in FEET}
     for name in schedule.rows:
         held = schedule.holds(name)
         forces[name.split("@")[0]][held] = schedule.forces(lam, vi.dt, name)[held]
     print(f"vidyn:     {res.message}; {res.iterations} iterations, cost {res.cost:.5g}")
-    return model, Optimum(vi.dt, traj.q, v, np.asarray(res.u), phases, forces)
+    return model, Optimum(vi.dt, q, v, np.asarray(res.u), phases, forces)
 
 
 def crocoddyl_builder():

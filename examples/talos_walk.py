@@ -2,13 +2,9 @@
 variational integrator, with 6-D foot contacts (issue 24).
 
 The problem is crocoddyl's ``examples/bipedal_walk_fwddyn.py`` (``crocoddyl.utils.biped``,
-``createWalkingProblem``): Talos with every joint but the twelve leg joints locked at its
-half-sitting posture (:meth:`vidyn.Model.lock_joints` on the full URDF, as Pinocchio's
-``buildReducedModel``; this model carries the locked torso, arms and head, 90.3 kg, where
-crocoddyl's ``talos_legs`` of example-robot-data drops them, 48.7 kg, and adds rotor
-inertias: not the same robot — with that lighter model the optimised walk's open-loop replay
-drifts 3e-5 by knot 61 and fails at the second touchdown, where this one's stays within 1e-6),
-a time step of
+``createWalkingProblem``): Talos's legs (crocoddyl's ``talos_legs`` of example-robot-data:
+the base and the twelve leg joints of ``talos_reduced.urdf``, the upper body dropped, 48.7 kg;
+crocoddyl's model also has the motors' rotor inertias, which vidyn does not model), a time step of
 30 ms, 10-knot double supports and 35-knot steps of 0.6 m with 0.1 m clearance, the first
 (right) step half as long, the soles (``right_sole_link``, ``left_sole_link``) held flat on the
 ground while they stand, the swing sole's path rising and falling linearly, and the centre
@@ -25,15 +21,20 @@ and the centre of mass over its target (damped least squares), at rest; the torq
 crocoddyl's (those that hold the standing posture on each phase's stance soles). Each sole
 lands on its foothold (weight ``LANDING`` at its last swing knot, crocoddyl's path ending
 5.7 mm above the ground a knot early): without that the touchdown impulse moved it by 9 mm and
-turned it by 13° within one 30 ms step. Measured: 13 iterations, feasible; the soles land
-within 0.6 mm and 1.0° of their footholds; vertical contact forces 52–889 N.
+turned it by 13° within one 30 ms step (measured on a heavier model, the legs carrying the
+locked upper body). Measured: 14 iterations, feasible (each step the VI's to 3e-12); the soles
+land within 0.44 mm and 0.73° of their footholds; vertical contact forces 163–491 N (the weight
+is 478 N). Open loop the optimised torques follow the walk through its first step and touchdown
+(2.7e-7 at knot 46), then a biped in single support drifts away (the replay fails at the second
+touchdown): the reports use FDDP's own knots (``anymal_walk.solution``).
 
 The contacts are bilateral (no friction cones here): the result may pull on the ground. Some
 torques alternate from step to step in single support (``--plot``): an alternating sequence
 ``u_k = (−1)^k a`` is a null mode of the midpoint rule's forcing (knot ``k`` receives
 ``Δt/2 (u_{k−1} + u_k)``), which only the momenta and the torque cost see; a larger ``R``
-smooths it (measured: the largest second difference of the torques 575 N m at ``R = 1e-4``,
-267 at 1e-3, 118 at 1e-2, where the soles start to pull).
+smooths it (measured on the heavier model: the largest second difference of the torques
+575 N m at ``R = 1e-4``, 267 at 1e-3, 118 at 1e-2, where the soles start to pull; 300 N m on
+this one at the example's ``R = 1e-4``).
 
 Run: ``python examples/talos_walk.py [--steps 2] [--plot] [--animate]``.
 """
@@ -44,11 +45,12 @@ import argparse
 import time
 import warnings
 from dataclasses import dataclass, field
+from xml.etree import ElementTree
 
 import numpy as np
 
 import vidyn
-from anymal_walk import LANDING, plot, static_torques
+from anymal_walk import LANDING, plot, solution, static_torques
 from vidyn import models
 
 FEET = ("right_sole_link", "left_sole_link")
@@ -75,16 +77,33 @@ class BipedGait:
 
 
 def talos_legs() -> tuple[vidyn.Model, np.ndarray]:
-    """Talos with only its base and legs free, and its half-sitting posture."""
-    with warnings.catch_warnings():  # the grippers' <mimic> joints, locked here anyway
+    """crocoddyl's Talos legs (example-robot-data's ``talos_legs``): ``talos_reduced.urdf`` with
+    the base, what is fixed to it, and the twelve leg joints; the torso, arms and head are
+    dropped, not locked, so their mass is not carried (48.7 kg in all, as crocoddyl's model;
+    locked at the half-sitting posture by :meth:`vidyn.Model.lock_joints`, as Pinocchio's
+    ``buildReducedModel``, they would add 41.6 kg). Returns the model and its half-sitting
+    posture."""
+    robots = models.example_robot_data_dir()
+    if robots is None:
+        raise FileNotFoundError("example-robot-data is not installed")
+    root = ElementTree.parse(robots / models.EXAMPLE_ROBOTS["talos"].urdf).getroot()
+    kept, grew = {"base_link"}, True
+    while grew:  # the links reached from the base through fixed and leg joints
+        grew = False
+        for joint in root.findall("joint"):
+            parent, child = joint.find("parent").get("link"), joint.find("child").get("link")
+            if parent in kept and child not in kept and (joint.get("type") == "fixed" or joint.get("name") in LEGS):
+                kept.add(child)
+                grew = True
+    for element in list(root):
+        if element.tag == "link" and element.get("name") not in kept:
+            root.remove(element)
+        elif element.tag == "joint" and element.find("child").get("link") not in kept:
+            root.remove(element)
+    with warnings.catch_warnings():  # the URDF's inertia notes
         warnings.simplefilter("ignore")
-        full = models.example_robot("talos")
-    q_full = models.reference_configuration(full, "talos", "half_sitting")
-    locked = [name for name in full.joint_names if name not in LEGS and name != "root_joint"]
-    model = full.lock_joints(locked, q_full)
-    sizes = np.diff([*full.idx_q, full.nq])
-    kept = [i for i, name in enumerate(full.joint_names) if name not in locked]
-    return model, q_full[np.concatenate([np.arange(full.idx_q[i], full.idx_q[i] + sizes[i]) for i in kept])]
+        model = vidyn.Model.from_urdf_string(ElementTree.tostring(root, encoding="unicode"), floating_base=True)
+    return model, models.reference_configuration(model, "talos", "half_sitting")
 
 
 def walking_gait(model: vidyn.Model, q0: np.ndarray, steps: int, length: float, height: float, step_knots: int, support_knots: int) -> BipedGait:
@@ -215,10 +234,9 @@ def report(model, gait, schedule, vi, res) -> dict[str, float]:
     """The base's advance, the soles' distance to their last footholds, the lowest swing
     clearance, how far each landing sole is from its foothold (position and turn) at the start
     of its touchdown step, and the vertical contact forces' range."""
-    q = res.trajectory.q
+    q, lam = solution(model, vi, res)
     position = lambda f, x: vidyn.frame_placement(model, x, f)[:3, 3]  # noqa: E731
     last = {name.split("@")[0]: name for name in gait.contacts}
-    lam = vi.multipliers(res.trajectory)
     vertical = np.concatenate([schedule.forces(lam, vi.dt, name)[schedule.holds(name), 2] for name in schedule.rows])
     landings = [(name.split("@")[0], name, k) for k, name in schedule.touchdowns()]
     turn = lambda f, x: np.degrees(np.arccos(np.clip((np.trace(vidyn.frame_placement(model, x, f)[:3, :3] @ gait.flat[f].T) - 1) / 2, -1, 1)))  # noqa: E731
@@ -248,7 +266,7 @@ def main() -> None:
         import pathlib
 
         out = pathlib.Path(__file__).resolve().parent / "out"
-        q = res.trajectory.q
+        q = res.x[:, : model.nq]
         vidyn.viz.animate(model, q, vi.dt, out / "talos_walk.gif", trace=FEET, title="Talos (legs), FDDP on the VI")
         vidyn.viz.strip(model, q, out / "talos_walk_strip.png", n=6, dt=vi.dt)
         print(f"saved {out / 'talos_walk.gif'} and {out / 'talos_walk_strip.png'}")
