@@ -67,6 +67,24 @@ fn the_manifold_cost_has_tangent_derivatives() {
     assert!((&d.lxx - &gauss_newton).amax() < 1e-7 * gauss_newton.amax(), "{}", (&d.lxx - &gauss_newton).amax());
 }
 
+/// The free box's half turn: the start at rest and the goal, turned by 180° about y and moved
+/// by 1 m along x, at rest.
+fn half_turn() -> (Vec<f64>, Vec<f64>) {
+    let mut x0 = pose([0.0, 0.0, 0.0], Vector3::y(), 0.0);
+    x0.extend([0.0; 6]);
+    let mut x_goal = pose([1.0, 0.0, 0.0], Vector3::y(), std::f64::consts::PI);
+    x_goal.extend([0.0; 6]);
+    (x0, x_goal)
+}
+
+/// Its cost on the state manifold: a light state and control regularisation, a heavy terminal
+/// weight on the goal.
+fn half_turn_cost(space: &StateSpace, n: usize, x_goal: &[f64]) -> QuadraticCost {
+    let q_run = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e-3);
+    let q_end = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e5);
+    QuadraticCost::on_space(space.clone(), vec![q_run], vec![DMatrix::from_diagonal_element(n, n, 1e-2)], q_end, x_goal.to_vec(), vec![]).unwrap()
+}
+
 /// iLQR turns a free box by 180° about its y axis (through pitch 90°, where a Z-Y-X chart
 /// locks) and moves it by 1 m in 1 s with body-frame wrenches, on the Lie group: converged,
 /// the cost falling every iteration, and the final pose within 1e-2 rad and 1e-2 m of the
@@ -76,18 +94,12 @@ fn the_manifold_cost_has_tangent_derivatives() {
 fn ilqr_reorients_a_free_body_through_the_euler_singularity() {
     let model = Arc::new(free_box());
     let (n, steps) = (model.nv, 50);
-    let mut x_goal = pose([1.0, 0.0, 0.0], Vector3::y(), std::f64::consts::PI);
-    x_goal.extend([0.0; 6]);
-    let mut x0 = pose([0.0, 0.0, 0.0], Vector3::y(), 0.0);
-    x0.extend([0.0; 6]);
+    let (x0, x_goal) = half_turn();
     for scheme in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
         let vi = VariationalIntegrator::new(Arc::clone(&model), scheme.clone(), 1.0 / steps as f64, None).unwrap();
         let dynamics = ViDynamics::new(&vi, None).unwrap();
         let space = StateSpace::of_model(&model);
-        let q_run = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e-3);
-        let q_end = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e5);
-        let cost =
-            QuadraticCost::on_space(space.clone(), vec![q_run], vec![DMatrix::from_diagonal_element(n, n, 1e-2)], q_end, x_goal.clone(), vec![]).unwrap();
+        let cost = half_turn_cost(&space, n, &x_goal);
         let options = IlqrOptions { max_iterations: 100, tolerance: 1e-9, ..IlqrOptions::default() };
         let res = ilqr(&dynamics, &cost, &x0, &vec![0.0; steps * n], &options).unwrap();
         assert!(res.converged, "s = {}: {}", scheme.s, res.message);
@@ -115,17 +127,11 @@ fn ddp_reorients_the_free_body_in_fewer_iterations_than_ilqr() {
     use vidyn_optim::Method;
     let model = Arc::new(free_box());
     let (n, steps) = (model.nv, 50);
-    let mut x_goal = pose([1.0, 0.0, 0.0], Vector3::y(), std::f64::consts::PI);
-    x_goal.extend([0.0; 6]);
-    let mut x0 = pose([0.0, 0.0, 0.0], Vector3::y(), 0.0);
-    x0.extend([0.0; 6]);
+    let (x0, x_goal) = half_turn();
     for (name, scheme) in [("midpoint", Scheme::midpoint()), ("trapezoid", Scheme::trapezoid())] {
         let vi = VariationalIntegrator::new(Arc::clone(&model), scheme, 1.0 / steps as f64, None).unwrap();
         let dynamics = ViDynamics::new(&vi, None).unwrap();
-        let space = StateSpace::of_model(&model);
-        let q_run = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e-3);
-        let q_end = DMatrix::from_diagonal_element(2 * n, 2 * n, 1e5);
-        let cost = QuadraticCost::on_space(space, vec![q_run], vec![DMatrix::from_diagonal_element(n, n, 1e-2)], q_end, x_goal.clone(), vec![]).unwrap();
+        let cost = half_turn_cost(&StateSpace::of_model(&model), n, &x_goal);
         let rough =
             ilqr(&dynamics, &cost, &x0, &vec![0.0; steps * n], &IlqrOptions { max_iterations: 100, tolerance: 1e-4, ..IlqrOptions::default() }).unwrap();
         assert!(rough.converged, "{}", rough.message);

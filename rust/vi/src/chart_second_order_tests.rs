@@ -11,7 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::random_tree;
-use vidyn_rbd::{difference, integrate, Joint};
+use vidyn_rbd::{difference, integrate, Joint, Model};
 
 fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
     (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
@@ -126,6 +126,25 @@ impl TangentStep<'_> {
     }
 }
 
+/// The floating tree with gravity at `q0`, moving (`v0`), forced (`u`), and a co-state `lam`.
+struct TreeInputs {
+    model: Arc<Model>,
+    q0: Vec<f64>,
+    v0: [f64; 13],
+    u: Vec<f64>,
+    lam: Vec<f64>,
+}
+
+fn floating_tree_inputs() -> TreeInputs {
+    let model = Arc::new(floating_tree(true));
+    let n = model.nv;
+    let q0 = start(&model);
+    let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 1.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
+    let u = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
+    let lam = (0..2 * n).map(|i| ((i as f64) * 0.77).cos()).collect();
+    TreeInputs { model, q0, v0, u, lam }
+}
+
 /// The contracted second order on the floating tree (a free-flying base carrying a hinge, a
 /// ball joint and a planar joint), every scheme, with gravity, controls on every joint (the
 /// base's too), damping and a spring on the hinge, with and without body wrenches, against
@@ -138,12 +157,8 @@ impl TangentStep<'_> {
 /// below 1e-6. The transport terms cancel from this symmetric comparison (next test).
 #[test]
 fn second_order_on_the_group_matches_second_differences_of_the_step() {
-    let model = Arc::new(floating_tree(true));
+    let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
     let n = model.nv;
-    let q0 = start(&model);
-    let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 1.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
-    let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
-    let lam: Vec<f64> = (0..2 * n).map(|i| ((i as f64) * 0.77).cos()).collect();
     let mut forces = JointForces::none(n);
     forces.damping[6] = 0.2;
     forces.stiffness[6] = 1.5;
@@ -249,12 +264,8 @@ fn constrained_or_kinematic_second_order_on_the_group_is_refused() {
 /// 1e-6); without it the q blocks are off by `½ λᵀ ad(A a) A b`, measured 8e-2 relative.
 #[test]
 fn the_transport_makes_the_differenced_hessian_symmetric() {
-    let model = Arc::new(floating_tree(true));
+    let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
     let n = model.nv;
-    let q0 = start(&model);
-    let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 1.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
-    let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
-    let lam: Vec<f64> = (0..2 * n).map(|i| ((i as f64) * 0.77).cos()).collect();
     let mut worst = 0.0_f64;
     for scheme in schemes() {
         let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None).unwrap();
