@@ -41,6 +41,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use vidyn_rbd::builders::pendulum_chain;
 use vidyn_rbd::{aba, aba_derivatives, Model, Workspace};
+use vidyn_vi::StepInput;
 use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
 
 const T: f64 = 10.0;
@@ -73,7 +74,7 @@ fn vi_run(model: &Arc<Model>, scheme: Scheme, dt: f64, q0: &[f64]) -> Run {
     let mut iterations = 0;
     let start = Instant::now();
     for k in 0..steps_of(dt) {
-        iterations += vi.step(&mut ws, k, &q, &p, &u, None, &mut qn, &mut pn).expect("VI step");
+        iterations += vi.step(&mut ws, StepInput::new(k, &q, &p, &u), &mut qn, &mut pn).expect("VI step");
         std::mem::swap(&mut q, &mut qn);
         std::mem::swap(&mut p, &mut pn);
         out.push(q.clone());

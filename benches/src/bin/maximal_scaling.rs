@@ -26,6 +26,7 @@ use std::sync::Arc;
 use vidyn_benches::time_passes;
 use vidyn_maximal::models::{cylinder_chain, four_bar_chain, sphere_chain};
 use vidyn_maximal::{rollout, rollout_minimal, BodyState, MaximalIntegrator, Mechanism};
+use vidyn_vi::StepInput;
 use vidyn_vi::{Scheme, VariationalIntegrator};
 
 struct Args {
@@ -126,7 +127,7 @@ fn measure(mech: Mechanism, q0: &[f64], args: &Args, minimal: bool) -> Row {
         let u = vec![0.0; model.nv];
         let q = traj.q[10 * model.nq..11 * model.nq].to_vec();
         time_passes(1, 3, args.min_time, |_| {
-            black_box(mvi.step(&mut mws, 0, &q, &p0, &u, None, &mut qn, &mut pn).expect("minimal step"));
+            black_box(mvi.step(&mut mws, StepInput::new(0, &q, &p0, &u), &mut qn, &mut pn).expect("minimal step"));
         })
         .min_ns
     });

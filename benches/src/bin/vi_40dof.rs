@@ -44,6 +44,7 @@ use std::sync::Arc;
 use vidyn_benches::{load_robot, time_passes, ROBOTS};
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{Joint, Model};
+use vidyn_vi::StepInput;
 use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
 
 /// Thesis figures for the 40-variable marionette, ms per step.
@@ -145,7 +146,7 @@ fn main() -> std::process::ExitCode {
                 let mut p = vec![0.0; n];
                 vi.momentum(&mut ws, &q, &v, &mut p).expect("momentum");
                 let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-                if let Ok(iterations) = vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn) {
+                if let Ok(iterations) = vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn) {
                     cases.push(Case { q, p, u, iterations });
                 }
             }
@@ -155,11 +156,11 @@ fn main() -> std::process::ExitCode {
             let budget = args.min_time / count as f64;
             let per_case = |call: &mut dyn FnMut(&Case)| -> f64 { median(cases.iter().map(|c| time_passes(1, 3, budget, |_| call(c)).min_ns).collect()) };
             let t_step = per_case(&mut |c| {
-                vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step");
+                vi.step(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &mut qn, &mut pn).expect("step");
                 std::hint::black_box(&qn);
             });
             let t_both = per_case(&mut |c| {
-                vi.linearize(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
+                vi.linearize(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
                 std::hint::black_box(&a);
             });
             let t_lin = t_both - t_step;

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use vidyn_benches::time_passes;
 use vidyn_rbd::builders::pendulum_chain;
 use vidyn_vi::reference::DenseOracle;
+use vidyn_vi::StepInput;
 use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
 
 struct Args {
@@ -152,7 +153,7 @@ fn main() -> std::process::ExitCode {
                 vi.momentum(&mut ws, &q, &v, &mut p).expect("momentum");
                 let z = (1..=s).flat_map(|g| (0..n).map(|i| q[i] + sc.nodes[g] * dt * v[i] + 1e-3 * rng.random_range(-1.0..1.0)).collect::<Vec<_>>()).collect();
                 let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-                if vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).is_ok() {
+                if vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).is_ok() {
                     cases.push(Case { q, p, u, z, q_next: qn });
                 }
             }
@@ -169,11 +170,11 @@ fn main() -> std::process::ExitCode {
                 let mut worst = [0.0_f64; 3];
                 let amax = |v: &[f64]| v.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
                 for c in &cases {
-                    vi.newton_direction(&mut ws, 0, &c.q, &c.p, &c.u, &c.z, &mut dz).expect("B.1");
-                    oracle.newton_direction(&vi, &mut ws, 0, &c.q, &c.p, &c.u, &c.z, &mut dz2).expect("dense");
+                    vi.newton_direction(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &c.z, &mut dz).expect("B.1");
+                    oracle.newton_direction(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &c.z, &mut dz2).expect("dense");
                     let diff: Vec<f64> = dz.iter().zip(&dz2).map(|(x, y)| x - y).collect();
                     worst[0] = worst[0].max(amax(&diff) / amax(&dz2));
-                    let j = oracle.jacobian(&vi, &mut ws, &c.q, &c.z).expect("jacobian");
+                    let j = oracle.jacobian(&mut ws, &c.q, &c.z).expect("jacobian");
                     vi.residual(&mut ws, &c.q, &c.p, &c.u, &c.z, &mut r).expect("residual");
                     for (slot, d) in [(1, &dz), (2, &dz2)] {
                         let jd = &j * nalgebra::DVector::from_column_slice(d);
@@ -202,35 +203,37 @@ fn main() -> std::process::ExitCode {
             });
             let t_b1 = per_case(5, &mut |k| {
                 let c = &cases[k];
-                vi.newton_direction(&mut ws, 0, &c.q, &c.p, &c.u, &c.z, &mut dz).expect("B.1");
+                vi.newton_direction(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &c.z, &mut dz).expect("B.1");
                 black_box(&dz);
             });
             let t_dense = dense.then(|| {
                 per_case(3, &mut |k| {
                     let c = &cases[k];
-                    oracle.newton_direction(&vi, &mut ws, 0, &c.q, &c.p, &c.u, &c.z, &mut dz2).expect("dense");
+                    oracle.newton_direction(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &c.z, &mut dz2).expect("dense");
                     black_box(&dz2);
                 })
             });
             let t_lin = per_case(3, &mut |k| {
                 let c = &cases[k];
-                vi.linearize(&mut ws, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
+                vi.linearize(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next)), &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
                 black_box(&a);
             });
             let t_lin_dense = dense.then(|| {
                 per_case(3, &mut |k| {
                     let c = &cases[k];
-                    oracle.linearize(&vi, &mut ws, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &mut a, &mut b, &mut qn, &mut pn).expect("dense linearize");
+                    oracle
+                        .linearize(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next)), &mut a, &mut b, &mut qn, &mut pn)
+                        .expect("dense linearize");
                     black_box(&a);
                 })
             });
             // a whole step as a rollout's first takes it: Newton from the Taylor predictor
             let t_step = per_case(3, &mut |k| {
                 let c = &cases[k];
-                black_box(vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step"));
+                black_box(vi.step(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &mut qn, &mut pn).expect("step"));
             });
             let iterations: f64 =
-                cases.iter().map(|c| vi.step(&mut ws, 0, &c.q, &c.p, &c.u, None, &mut qn, &mut pn).expect("step") as f64).sum::<f64>() / count as f64;
+                cases.iter().map(|c| vi.step(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u), &mut qn, &mut pn).expect("step") as f64).sum::<f64>() / count as f64;
             let times = [Some(t_res), Some(t_b1), t_dense, Some(t_lin), t_lin_dense, Some(t_step)];
             let mut cells: Vec<String> = times.iter().map(|t| t.map_or("—".into(), |t| format!("{t:.0}"))).collect();
             cells[5] = format!("{} ({iterations:.1})", cells[5]);

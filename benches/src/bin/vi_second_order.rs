@@ -29,6 +29,7 @@ use std::sync::Arc;
 use vidyn_benches::time_passes;
 use vidyn_rbd::builders::pendulum_chain;
 use vidyn_vi::reference::DenseOracle;
+use vidyn_vi::StepInput;
 use vidyn_vi::{JointForces, Scheme, VariationalIntegrator};
 
 struct Args {
@@ -120,7 +121,7 @@ fn main() -> std::process::ExitCode {
                 let mut p = vec![0.0; n];
                 vi.momentum(&mut ws, &q, &v, &mut p).expect("momentum");
                 let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-                if vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).is_ok() {
+                if vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).is_ok() {
                     cases.push(Case { q, p, u, lam, q_next: qn });
                 }
             }
@@ -142,24 +143,30 @@ fn main() -> std::process::ExitCode {
             };
             let t1 = per_case(3, &mut |k| {
                 let c = &cases[k];
-                vi.linearize(&mut ws, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
+                vi.linearize(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next)), &mut a, &mut b, &mut qn, &mut pn).expect("linearize");
                 black_box(&a);
             });
             let t1d = per_case(3, &mut |k| {
                 let c = &cases[k];
-                oracle.linearize(&vi, &mut ws, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &mut a, &mut b, &mut qn, &mut pn).expect("dense linearize");
+                oracle
+                    .linearize(&mut ws, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next)), &mut a, &mut b, &mut qn, &mut pn)
+                    .expect("dense linearize");
                 black_box(&a);
             });
             let tc = per_case(3, &mut |k| {
                 let c = &cases[k];
-                black_box(vi.linearize_second_order_contracted(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next), &c.lam).expect("contracted").hxx[(0, 0)]);
+                black_box(
+                    vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next)), &c.lam)
+                        .expect("contracted")
+                        .hxx[(0, 0)],
+                );
             });
             // the λ-dependent part alone, on a step prepared once (DDP's backward pass)
             let mut prepared: Vec<_> = cases
                 .iter()
                 .map(|c| {
                     let mut so = vi.second_order_workspace();
-                    vi.prepare_second_order(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next)).expect("prepare");
+                    vi.prepare_second_order(&mut so, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next))).expect("prepare");
                     so
                 })
                 .collect();
@@ -169,7 +176,7 @@ fn main() -> std::process::ExitCode {
             let tf = (n <= args.full_max).then(|| {
                 per_case(1, &mut |k| {
                     let c = &cases[k];
-                    black_box(vi.linearize_second_order(&mut so, 0, &c.q, &c.p, &c.u, Some(&c.q_next)).expect("full").fxx[0]);
+                    black_box(vi.linearize_second_order(&mut so, StepInput::new(0, &c.q, &c.p, &c.u).with_guess(Some(&c.q_next))).expect("full").fxx[0]);
                 })
             });
             let us = |t: f64| format!("{:.1} µs", t / 1e3);

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 use vidyn_batch::dynamics::{self, Matrices3};
-use vidyn_batch::{new_pool, trajectories, with_pool, Control, RolloutOut, Start};
+use vidyn_batch::{new_pool, trajectories, with_pool, Control, RolloutOut, Start, Trajectories};
 use vidyn_vi::{Scheme, VariationalIntegrator};
 
 /// `scale · sin(freq · k + phase)` for entry `k` of a flat input (the Python side: the same
@@ -105,7 +105,9 @@ fn main() {
                     .map(|f| f.len())
                     .expect("shapes")
             }
-            ("linearize", [la, lb]) => trajectories::linearize(&vi, &c, batch, steps, &tq, &tp, &u, la, lb).map(|f| f.len()).expect("shapes"),
+            ("linearize", [la, lb]) => {
+                trajectories::linearize(&vi, &c, Trajectories { batch, steps, q: &tq, p: &tp, u: &u }, la, lb).map(|f| f.len()).expect("shapes")
+            }
             _ => unreachable!("outputs sized by op above"),
         });
         times.push(t0.elapsed().as_secs_f64());

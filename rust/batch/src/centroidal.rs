@@ -28,7 +28,7 @@ pub fn center_of_mass(model: &Model, control: &Control, batch: usize, q: &[f64],
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
 pub fn com_jacobian(model: &Model, control: &Control, batch: usize, q: &[f64], jac: &mut [f64]) -> Result<Failures<RbdError>> {
-    matrices_of_q(model, control, batch, q, jac, 3, "(batch, 3, model.nv)", rbd::com_jacobian)
+    matrices_of_q(model, control, batch, q, jac, 3, rbd::com_jacobian)
 }
 
 /// Batched [`vidyn_rbd::centroidal_momentum_matrix`]: `ag` `(batch, 6, nv)` from `q`
@@ -37,7 +37,7 @@ pub fn com_jacobian(model: &Model, control: &Control, batch: usize, q: &[f64], j
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
 pub fn centroidal_momentum_matrix(model: &Model, control: &Control, batch: usize, q: &[f64], ag: &mut [f64]) -> Result<Failures<RbdError>> {
-    matrices_of_q(model, control, batch, q, ag, 6, "(batch, 6, model.nv)", rbd::centroidal_momentum_matrix)
+    matrices_of_q(model, control, batch, q, ag, 6, rbd::centroidal_momentum_matrix)
 }
 
 /// Batched [`vidyn_rbd::centroidal_momentum`]: `hg` `(batch, 6)` (`[linear; angular]`) from
@@ -81,7 +81,6 @@ pub fn centroidal_momentum_matrix_time_variation(
 }
 
 /// A `(rows, nv)` matrix of `q` per row, `out` `(batch, rows, nv)` in C order.
-#[allow(clippy::too_many_arguments)]
 fn matrices_of_q(
     model: &Model,
     control: &Control,
@@ -89,11 +88,10 @@ fn matrices_of_q(
     q: &[f64],
     out: &mut [f64],
     rows: usize,
-    shape: &str,
     f: impl for<'w> Fn(&Model, &'w mut rbd::Workspace, &[f64]) -> rbd::Result<&'w nalgebra::DMatrix<f64>> + Sync,
 ) -> Result<Failures<RbdError>> {
     let s = Shapes::new(model, batch, q)?;
-    s.out(out, "out", rows * s.nv, shape)?;
+    s.out(out, "out", rows * s.nv, &format!("(batch, {rows}, model.nv)"))?;
     if s.nv == 0 {
         return Ok(Vec::new());
     }

@@ -182,8 +182,8 @@ pub fn aba_derivatives(model: &Model, control: &Control, batch: usize, q: &[f64]
 }
 
 /// Batched [`vidyn_rbd::rnea_second_order_contracted`]: `Σ_i λ_i ∂²τ_i` as
-/// `(d2tau_dq2, d2tau_dv2, d2tau_dqdv)`, each `(batch, nv, nv)`, from `q` `(batch, nq)`, `v`,
-/// `a`, `lam` `(batch, nv)`.
+/// `(d2tau_dq2, d2tau_dv2, d2tau_dqdv)`, each `(batch, nv, nv)`, from `q` `(batch, nq)` and
+/// `[v, a, lam]`, each `(batch, nv)`.
 ///
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-row errors are in the returned list.
@@ -192,9 +192,7 @@ pub fn rnea_second_order_contracted(
     control: &Control,
     batch: usize,
     q: &[f64],
-    v: &[f64],
-    a: &[f64],
-    lam: &[f64],
+    [v, a, lam]: [&[f64]; 3],
     out: Matrices3<'_>,
 ) -> Result<Failures<RbdError>> {
     let s = Shapes::new(model, batch, q)?;

@@ -43,11 +43,12 @@ pub mod trajectories;
 // implement the interface); they are re-exported here, where batch users look for them.
 pub use trajectories::{
     by_trajectory, linearize, linearize_second_order, linearize_second_order_contracted, rollout, ContractedOut, RolloutOut, SecondOrderOut, Start,
+    Trajectories,
 };
 pub use vidyn_system::engine;
 pub use vidyn_system::{
     default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures,
-    SecondOrderTerms, MAX_THREADS, NUM_THREADS_ENV,
+    SecondOrderTerms, StepInput, MAX_THREADS, NUM_THREADS_ENV,
 };
 
 #[cfg(test)]

@@ -4,13 +4,13 @@
 //! start as [`unwritten`], so the same checks prove that every output element is written.
 
 use crate::dynamics::{self, Matrices3, Tensors4};
-use crate::trajectories::{self, by_trajectory, ContractedOut, RolloutOut, SecondOrderOut, Start};
+use crate::trajectories::{self, by_trajectory, ContractedOut, RolloutOut, SecondOrderOut, Start, Trajectories};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{self as rbd, Joint, Model, RbdError};
-use vidyn_system::{new_pool, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, SecondOrderTerms};
+use vidyn_system::{new_pool, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, SecondOrderTerms, StepInput};
 use vidyn_vi::{Scheme, VariationalIntegrator, ViError};
 
 const THREADS: [usize; 3] = [1, 2, 4];
@@ -117,7 +117,7 @@ fn derivatives_bit_for_bit_with_single_calls() {
             let [r0, r1, r2, r3, r4, r5, r6, r7, r8] = &mut r[..] else { unreachable!() };
             assert!(dynamics::rnea_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r0, second: r1, third: r2 }).unwrap().is_empty());
             assert!(dynamics::aba_derivatives(&model, &c, batch, &q, &v, &a, Matrices3 { first: r3, second: r4, third: r5 }).unwrap().is_empty());
-            assert!(dynamics::rnea_second_order_contracted(&model, &c, batch, &q, &v, &a, &lam, Matrices3 { first: r6, second: r7, third: r8 })
+            assert!(dynamics::rnea_second_order_contracted(&model, &c, batch, &q, [&v, &a, &lam], Matrices3 { first: r6, second: r7, third: r8 })
                 .unwrap()
                 .is_empty());
             let [t0, t1, t2, t3] = &mut t[..] else { unreachable!() };
@@ -224,7 +224,7 @@ fn rollouts_and_linearisations_bit_for_bit_with_vidyn_vi() {
             assert!(f.is_empty(), "{f:?}");
             assert_eq!(c.done(), batch * steps);
             let (mut a, mut b) = (unwritten(batch * steps * 4 * n * n), unwritten(batch * steps * 2 * n * n));
-            let f = trajectories::linearize(&vi, &c, batch, steps, &q, &p, &u, &mut a, &mut b).unwrap();
+            let f = trajectories::linearize(&vi, &c, Trajectories { batch, steps, q: &q, p: &p, u: &u }, &mut a, &mut b).unwrap();
             assert!(f.is_empty(), "{f:?}");
             (bits(&q), bits(&p), it, bits(&a), bits(&b))
         };
@@ -280,7 +280,7 @@ fn a_failing_trajectory_is_reported_and_the_others_complete() {
     }
     // linearising the batch: the pairs of the failed trajectories fail, grouped per trajectory
     let (mut a, mut b) = (unwritten(batch * steps * 4 * n * n), unwritten(batch * steps * 2 * n * n));
-    let f = trajectories::linearize(&vi, &c, batch, steps, &q, &p, &u, &mut a, &mut b).unwrap();
+    let f = trajectories::linearize(&vi, &c, Trajectories { batch, steps, q: &q, p: &p, u: &u }, &mut a, &mut b).unwrap();
     let per = by_trajectory(f, steps);
     assert_eq!(per.iter().map(|(t, k, _)| (*t, *k)).collect::<Vec<_>>()[..1], [(1, 12)]);
     assert!(per.iter().all(|(t, _, _)| [1, 3].contains(t)));
@@ -342,52 +342,24 @@ impl DiscreteDynamics for Toy {
         p.copy_from_slice(v);
         Ok(())
     }
-    fn step(
-        &self,
-        _: &mut (),
-        _: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        _: Option<&[f64]>,
-        qn: &mut [f64],
-        pn: &mut [f64],
-    ) -> Result<usize, BatchError<RbdError>> {
+    fn step(&self, _: &mut (), at: StepInput<'_>, qn: &mut [f64], pn: &mut [f64]) -> Result<usize, BatchError<RbdError>> {
+        let StepInput { q, p, u, .. } = at;
         assert!(u[0] != 1e300, "toy panic");
         pn[0] = p[0] + self.dt * (u[0] - q[0].sin());
         qn[0] = q[0] + self.dt * pn[0];
         Ok(0)
     }
-    fn linearize(
-        &self,
-        _: &mut (),
-        _: usize,
-        q: &[f64],
-        _: &[f64],
-        _: &[f64],
-        _: Option<&[f64]>,
-        a: &mut [f64],
-        b: &mut [f64],
-    ) -> Result<usize, BatchError<RbdError>> {
-        let (h, c) = (self.dt, q[0].cos());
+    fn linearize(&self, _: &mut (), at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<RbdError>> {
+        let (h, c) = (self.dt, at.q[0].cos());
         a.copy_from_slice(&[1.0 - h * h * c, h, -h * c, 1.0]);
         b.copy_from_slice(&[h * h, h]);
         Ok(0)
     }
-    fn linearize_second_order(
-        &self,
-        ws: &mut (),
-        k: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        _: Option<&[f64]>,
-        out: SecondOrderTerms<'_>,
-    ) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order(&self, ws: &mut (), at: StepInput<'_>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<RbdError>> {
         if let Some((a, b)) = out.first {
-            self.linearize(ws, k, q, p, u, None, a, b)?;
+            self.linearize(ws, at, a, b)?;
         }
-        let (h, s) = (self.dt, q[0].sin());
+        let (h, s) = (self.dt, at.q[0].sin());
         out.fxx.fill(0.0);
         out.fxx[0] = h * h * s; // [q', q, q]
         out.fxx[4] = h * s; // [p', q, q]
@@ -395,21 +367,11 @@ impl DiscreteDynamics for Toy {
         out.fuu.fill(0.0);
         Ok(())
     }
-    fn linearize_second_order_contracted(
-        &self,
-        ws: &mut (),
-        k: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        _: Option<&[f64]>,
-        lam: &[f64],
-        out: ContractedTerms<'_>,
-    ) -> Result<(), BatchError<RbdError>> {
+    fn linearize_second_order_contracted(&self, ws: &mut (), at: StepInput<'_>, lam: &[f64], out: ContractedTerms<'_>) -> Result<(), BatchError<RbdError>> {
         if let Some((a, b)) = out.first {
-            self.linearize(ws, k, q, p, u, None, a, b)?;
+            self.linearize(ws, at, a, b)?;
         }
-        let (h, s) = (self.dt, q[0].sin());
+        let (h, s) = (self.dt, at.q[0].sin());
         out.xx.copy_from_slice(&[lam[0] * h * h * s + lam[1] * h * s, 0.0, 0.0, 0.0]);
         out.xu.fill(0.0);
         out.uu.fill(0.0);
@@ -434,11 +396,7 @@ fn toy_system_second_order_and_contraction_agree() {
     assert!(trajectories::linearize_second_order(
         &toy,
         &c,
-        batch,
-        steps,
-        &q,
-        &p,
-        &u,
+        Trajectories { batch, steps, q: &q, p: &p, u: &u },
         SecondOrderOut { first: None, fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }
     )
     .unwrap()
@@ -448,11 +406,7 @@ fn toy_system_second_order_and_contraction_agree() {
     assert!(trajectories::linearize_second_order_contracted(
         &toy,
         &c,
-        batch,
-        steps,
-        &q,
-        &p,
-        &u,
+        Trajectories { batch, steps, q: &q, p: &p, u: &u },
         &lam,
         ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu }
     )
@@ -488,11 +442,7 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
         assert!(trajectories::linearize_second_order(
             &vi,
             &Control::new(),
-            batch,
-            steps,
-            &q,
-            &p,
-            &u,
+            Trajectories { batch, steps, q: &q, p: &p, u: &u },
             SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu }
         )
         .unwrap()
@@ -502,11 +452,7 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
         assert!(trajectories::linearize_second_order_contracted(
             &vi,
             &Control::new(),
-            batch,
-            steps,
-            &q,
-            &p,
-            &u,
+            Trajectories { batch, steps, q: &q, p: &p, u: &u },
             &lam,
             ContractedOut { first: Some((&mut a2, &mut b2)), xx: &mut xx, xu: &mut xu, uu: &mut uu }
         )
@@ -521,13 +467,13 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
         for k in 0..steps {
             let r = t * steps + k;
             let (qk, pk, uk, qn) = (&q[(t * s1 + k) * n..][..n], &p[(t * s1 + k) * n..][..n], &u[r * n..][..n], &q[(t * s1 + k + 1) * n..][..n]);
-            let d = vi.linearize_second_order(&mut so, k, qk, pk, uk, Some(qn)).unwrap();
+            let d = vi.linearize_second_order(&mut so, StepInput::new(k, qk, pk, uk).with_guess(Some(qn))).unwrap();
             assert_eq!(bits(&rows_of(&d.a)), a[r * m * m..(r + 1) * m * m]);
             assert_eq!(bits(&rows_of(&d.b)), b[r * m * n..(r + 1) * m * n]);
             assert_eq!(bits(&d.fxx), fxx[r * m * m * m..(r + 1) * m * m * m]);
             assert_eq!(bits(&d.fxu), fxu[r * m * m * n..(r + 1) * m * m * n]);
             assert_eq!(bits(&d.fuu), fuu[r * m * n * n..(r + 1) * m * n * n]);
-            let d = vi.linearize_second_order_contracted(&mut so, k, qk, pk, uk, Some(qn), &lam[r * m..(r + 1) * m]).unwrap();
+            let d = vi.linearize_second_order_contracted(&mut so, StepInput::new(k, qk, pk, uk).with_guess(Some(qn)), &lam[r * m..(r + 1) * m]).unwrap();
             assert_eq!(bits(&rows_of(&d.a)), a2[r * m * m..(r + 1) * m * m]);
             assert_eq!(bits(&rows_of(&d.b)), b2[r * m * n..(r + 1) * m * n]);
             assert_eq!(bits(&rows_of(&d.hxx)), xx[r * m * m..(r + 1) * m * m]);
@@ -543,11 +489,7 @@ fn variational_integrator_second_order_terms_bit_for_bit_with_vidyn_vi() {
     let f = trajectories::linearize_second_order_contracted(
         &vi,
         &Control::new(),
-        batch,
-        steps,
-        &q,
-        &p,
-        &u,
+        Trajectories { batch, steps, q: &q, p: &p, u: &u },
         &bad,
         ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu },
     )
@@ -610,7 +552,9 @@ fn a_failed_row_does_not_poison_the_thread_workspace() {
     let u = vec![0.0; batch * steps * n];
     q[n] = f64::NAN; // q_1 of trajectory 0: the guess of pair (0, 0) and the state of pair (0, 1)
     let (mut a, mut b) = (vec![0.0; batch * steps * 4 * n * n], vec![0.0; batch * steps * 2 * n * n]);
-    let f = with_pool(&new_pool(1).unwrap(), || trajectories::linearize(&vi, &Control::new(), batch, steps, &q, &p, &u, &mut a, &mut b).unwrap());
+    let f = with_pool(&new_pool(1).unwrap(), || {
+        trajectories::linearize(&vi, &Control::new(), Trajectories { batch, steps, q: &q, p: &p, u: &u }, &mut a, &mut b).unwrap()
+    });
     assert_eq!(f.iter().map(|(r, _)| *r).collect::<Vec<_>>(), vec![0, 1], "{f:?}");
     assert!(f.iter().all(|(_, e)| matches!(e, BatchError::Core(_))), "{f:?}");
     assert!(a[2 * 4 * n * n..].iter().all(|x| x.is_finite()));

@@ -11,7 +11,7 @@
 use crate::dynamics::row;
 use rayon::prelude::*;
 use vidyn_system::engine::{run_rows, OutRow};
-use vidyn_system::{check_finite, check_len, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures, SecondOrderTerms};
+use vidyn_system::{check_finite, check_len, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures, SecondOrderTerms, StepInput};
 
 /// How the initial momentum of each trajectory is given.
 #[derive(Clone, Copy, Debug)]
@@ -20,6 +20,17 @@ pub enum Start<'a> {
     Velocity(&'a [f64]),
     /// Initial momenta `(B, np)`.
     Momentum(&'a [f64]),
+}
+
+/// `batch` trajectories of `steps` steps: `q` `(B, N+1, nq)`, `p` `(B, N+1, np)`, `u`
+/// `(B, N, nu)`, row-major (what [`rollout`] writes and the linearisations read).
+#[derive(Clone, Copy, Debug)]
+pub struct Trajectories<'a> {
+    pub batch: usize,
+    pub steps: usize,
+    pub q: &'a [f64],
+    pub p: &'a [f64],
+    pub u: &'a [f64],
 }
 
 /// Output buffers of [`rollout`].
@@ -74,6 +85,8 @@ fn chunks<'a, T: Send + Clone + Default>(buf: &'a mut [T], stride: usize, rows: 
 /// [`BatchError::Shape`] for inconsistent lengths. A trajectory that fails (invalid input,
 /// Newton failure at some step) is listed in the returned failures with its error; the
 /// others complete.
+// the batch's shape, its start (`q0`, `start`), controls and outputs: the start and the
+// controls are inputs of different shapes, not one trajectory
 #[allow(clippy::too_many_arguments)]
 pub fn rollout<D: DiscreteDynamics>(
     sys: &D,
@@ -127,8 +140,9 @@ pub fn rollout<D: DiscreteDynamics>(
             let qk = &done[k * nq..];
             let warm = sys.warm_start(done, guess);
             let uk = &u[(b * steps + k) * nu..(b * steps + k + 1) * nu];
-            let it = sys.step(ws, k, qk, &pd[k * np..], uk, warm.then_some(guess.as_slice()), &mut rest[..nq], &mut pr[..np])?;
-            sys.check_step(ws, k, qk, &pd[k * np..], uk, &rest[..nq], &pr[..np])?;
+            let at = StepInput::new(k, qk, &pd[k * np..], uk);
+            let it = sys.step(ws, at.with_guess(warm.then_some(guess.as_slice())), &mut rest[..nq], &mut pr[..np])?;
+            sys.check_step(ws, at, &rest[..nq], &pr[..np])?;
             t.iterations[k] = i64::try_from(it).unwrap_or(i64::MAX);
             t.valid = k + 2;
             control.advance(1);
@@ -156,10 +170,11 @@ struct Pairs<'a> {
 }
 
 impl<'a> Pairs<'a> {
-    fn get(&self, r: usize) -> (usize, &'a [f64], &'a [f64], &'a [f64], &'a [f64]) {
+    /// Pair `r`'s step, started at its stored end `q_{k+1}`.
+    fn get(&self, r: usize) -> StepInput<'a> {
         let (b, k) = (r / self.steps, r % self.steps);
         let s = b * (self.steps + 1) + k; // state index in the flattened (B·(N+1)) rows
-        (k, row(self.q, s, self.nq), row(self.p, s, self.np), row(self.u, r, self.nu), row(self.q, s + 1, self.nq))
+        StepInput::new(k, row(self.q, s, self.nq), row(self.p, s, self.np), row(self.u, r, self.nu)).with_guess(Some(row(self.q, s + 1, self.nq)))
     }
 }
 
@@ -171,18 +186,14 @@ impl<'a> Pairs<'a> {
 ///
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths; per-pair errors are in the returned list.
-#[allow(clippy::too_many_arguments)]
 pub fn linearize<D: DiscreteDynamics>(
     sys: &D,
     control: &Control,
-    batch: usize,
-    steps: usize,
-    q: &[f64],
-    p: &[f64],
-    u: &[f64],
+    trajectories: Trajectories<'_>,
     a: &mut [f64],
     b: &mut [f64],
 ) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+    let Trajectories { batch, steps, q, p, u } = trajectories;
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("A", a.len(), rows, ndx * ndx, "(B, N, ndx, ndx)")?;
@@ -194,10 +205,7 @@ pub fn linearize<D: DiscreteDynamics>(
     let (mut da, mut db) = (Vec::new(), Vec::new());
     let items = (chunks(a, ndx * ndx, rows, &mut da), chunks(b, ndx * nu, rows, &mut db)).into_par_iter();
     let init = || sys.workspace();
-    Ok(run_rows(control, items, &init, 1, |ws, r, (ak, bk)| {
-        let (k, qk, pk, uk, qn) = pairs.get(r);
-        sys.linearize(ws, k, qk, pk, uk, Some(qn), ak, bk).map(|_| ())
-    }))
+    Ok(run_rows(control, items, &init, 1, |ws, r, (ak, bk)| sys.linearize(ws, pairs.get(r), ak, bk).map(|_| ())))
 }
 
 /// Output buffers of [`linearize_second_order`], `(B, N, …)` each (see [`SecondOrderTerms`]);
@@ -238,17 +246,13 @@ fn first_order_rows<'b, E>(
 ///
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths.
-#[allow(clippy::too_many_arguments)]
 pub fn linearize_second_order<D: DiscreteDynamics>(
     sys: &D,
     control: &Control,
-    batch: usize,
-    steps: usize,
-    q: &[f64],
-    p: &[f64],
-    u: &[f64],
+    trajectories: Trajectories<'_>,
     out: SecondOrderOut<'_>,
 ) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+    let Trajectories { batch, steps, q, p, u } = trajectories;
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("fxx", out.fxx.len(), rows, ndx * ndx * ndx, "(B, N, ndx, ndx, ndx)")?;
@@ -265,9 +269,8 @@ pub fn linearize_second_order<D: DiscreteDynamics>(
         (a, b, chunks(out.fxx, ndx * ndx * ndx, rows, d1), chunks(out.fxu, ndx * ndx * nu, rows, d2), chunks(out.fuu, ndx * nu * nu, rows, d3)).into_par_iter();
     let init = || sys.workspace();
     Ok(run_rows(control, items, &init, 1, |ws, r, (a, b, fxx, fxu, fuu)| {
-        let (k, qk, pk, uk, qn) = pairs.get(r);
         let first = wanted.then_some((&mut **a, &mut **b));
-        sys.linearize_second_order(ws, k, qk, pk, uk, Some(qn), SecondOrderTerms { first, fxx, fxu, fuu })
+        sys.linearize_second_order(ws, pairs.get(r), SecondOrderTerms { first, fxx, fxu, fuu })
     }))
 }
 
@@ -286,18 +289,14 @@ pub struct ContractedOut<'a> {
 ///
 /// # Errors
 /// [`BatchError::Shape`] for inconsistent lengths.
-#[allow(clippy::too_many_arguments)]
 pub fn linearize_second_order_contracted<D: DiscreteDynamics>(
     sys: &D,
     control: &Control,
-    batch: usize,
-    steps: usize,
-    q: &[f64],
-    p: &[f64],
-    u: &[f64],
+    trajectories: Trajectories<'_>,
     lam: &[f64],
     out: ContractedOut<'_>,
 ) -> Result<Failures<D::Error>, BatchError<D::Error>> {
+    let Trajectories { batch, steps, q, p, u } = trajectories;
     check_trajectories(sys, batch, steps, q, p, u)?;
     let (ndx, nu, rows) = (sys.ndx(), sys.nu(), batch * steps);
     check_len("lam", lam.len(), rows, ndx, "(B, N, ndx)")?;
@@ -314,9 +313,8 @@ pub fn linearize_second_order_contracted<D: DiscreteDynamics>(
     let items = (a, b, chunks(out.xx, ndx * ndx, rows, d1), chunks(out.xu, ndx * nu, rows, d2), chunks(out.uu, nu * nu, rows, d3)).into_par_iter();
     let init = || sys.workspace();
     Ok(run_rows(control, items, &init, 1, |ws, r, (a, b, xx, xu, uu)| {
-        let (k, qk, pk, uk, qn) = pairs.get(r);
         let first = wanted.then_some((&mut **a, &mut **b));
-        sys.linearize_second_order_contracted(ws, k, qk, pk, uk, Some(qn), row(lam, r, ndx), ContractedTerms { first, xx, xu, uu })
+        sys.linearize_second_order_contracted(ws, pairs.get(r), row(lam, r, ndx), ContractedTerms { first, xx, xu, uu })
     }))
 }
 

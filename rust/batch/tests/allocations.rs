@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use vidyn_batch::{dynamics, trajectories, ContractedOut, Control, RolloutOut, Start};
+use vidyn_batch::{dynamics, trajectories, ContractedOut, Control, RolloutOut, Start, Trajectories};
 
 struct Counting;
 static COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -82,11 +82,7 @@ fn batches_do_not_allocate_per_row() {
             let f = trajectories::linearize_second_order_contracted(
                 &vi,
                 &Control::new(),
-                b,
-                steps,
-                &q[..b * (steps + 1) * nv],
-                &p[..b * (steps + 1) * nv],
-                &u[..b * steps * nv],
+                Trajectories { batch: b, steps, q: &q[..b * (steps + 1) * nv], p: &p[..b * (steps + 1) * nv], u: &u[..b * steps * nv] },
                 &lam[..b * steps * 2 * nv],
                 ContractedOut { first: None, xx: &mut xx, xu: &mut xu, uu: &mut uu },
             )

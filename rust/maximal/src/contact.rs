@@ -37,6 +37,28 @@ use crate::integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 use crate::mechanism::Mechanism;
 use nalgebra::{Matrix6, Vector2, Vector3, Vector4, Vector6};
 
+/// A sphere on a body: its `centre` in the body's minimal-coordinate frame, and its `radius`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sphere {
+    pub centre: Vector3<f64>,
+    pub radius: f64,
+}
+
+/// The world plane `nᵀy = h`: unit `normal` `n` and `offset` `h`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plane {
+    pub normal: Vector3<f64>,
+    pub offset: f64,
+}
+
+impl Plane {
+    /// The ground `z = 0`, normal `+z`.
+    #[must_use]
+    pub fn ground() -> Self {
+        Self { normal: Vector3::z(), offset: 0.0 }
+    }
+}
+
 /// A sphere on a body against a world plane.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contact {
@@ -92,20 +114,11 @@ impl Mechanism {
         Ok(self.limits.len() - 1)
     }
 
-    /// Adds a contact between a sphere of `radius` centred at `point` (in body `body`'s
-    /// minimal-coordinate body frame) and the world plane through `offset · normal` with unit
-    /// `normal`; `friction` is the Coulomb coefficient (linearised cone, 4 directions; for the
+    /// Adds a contact between `sphere` on body `body` and the world `plane`; `friction` is
+    /// the Coulomb coefficient (linearised cone, 4 directions; for the
     /// isotropic cone follow with [`Self::set_friction_model`]).
-    pub fn add_contact(
-        &mut self,
-        name: &str,
-        body: usize,
-        point: Vector3<f64>,
-        radius: f64,
-        normal: Vector3<f64>,
-        offset: f64,
-        friction: f64,
-    ) -> Result<usize> {
+    pub fn add_contact(&mut self, name: &str, body: usize, sphere: Sphere, plane: Plane, friction: f64) -> Result<usize> {
+        let (Sphere { centre: point, radius }, Plane { normal, offset }) = (sphere, plane);
         let bad = |what: String| Err(MaximalError::InvalidParameter(format!("contact '{name}': {what}")));
         if body >= self.nbodies() {
             return bad(format!("body = {body} is out of range (the mechanism has {} bodies)", self.nbodies()));

@@ -35,12 +35,14 @@ pub mod trajectory;
 
 pub use body::{Body, BodyState, Pose};
 pub use constraint::{Constraint, JointKind};
+pub use contact::{Plane, Sphere};
 pub use error::{MaximalError, Result};
 pub use friction_cone::FrictionModel;
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 pub use mechanism::{Mechanism, MechanismJoint};
 pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, LinearizationOut, MaximalTrajectory};
+pub use vidyn_system::StepInput;
 
 #[cfg(test)]
 mod tests;

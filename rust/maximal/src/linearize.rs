@@ -38,6 +38,7 @@ use crate::error::{MaximalError, Result};
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 use nalgebra::{DMatrix, Matrix3, Matrix6, Vector3, Vector6};
 use vidyn_spatial::skew;
+use vidyn_system::StepInput;
 
 /// Adds `m` (6×6, rows `[force; torque]`, cols `[δx; δθ]`) times `sign` into the dense matrix
 /// at `(row, col)`.
@@ -54,6 +55,8 @@ impl MaximalIntegrator {
     /// (with contacts or limits: of the `μ`-relaxed system at the final barrier):
     /// `a = ∂x_{k+1}/∂x_k` (`12nb × 12nb`) and `b = ∂x_{k+1}/∂u_k` (`12nb × nu`) in the tangent
     /// coordinates of the module docs. O(n²) per step (one O(n) graph solve per column).
+    // the step's three inputs and three outputs, each named as in `Self::step`
+    #[allow(clippy::too_many_arguments)]
     pub fn linearize(
         &self,
         ws: &mut MaximalWorkspace,
@@ -254,8 +257,8 @@ impl MaximalIntegrator {
     /// The step and its exact linearisation in minimal coordinates, for mechanisms built from a
     /// tree model of revolute and prismatic joints without loop closures. Minimal state:
     /// `(q_k, v_k)` with `v_k = (q_k − q_{k−1})/Δt` the joint velocities of the last interval
-    /// (the state that [`crate::Mechanism::state_from_minimal`] turns into `(z_k, ż_{k−1})`).
-    /// Writes `q_{k+1}`, `v_{k+1}` and `a = ∂(q_{k+1}, v_{k+1})/∂(q_k, v_k)` (`2n × 2n`),
+    /// (the state that [`crate::Mechanism::state_from_minimal`] turns into `(z_k, ż_{k−1})`),
+    /// given as `at.q`, `at.p` (`at.guess` is not used). Writes `q_{k+1}`, `v_{k+1}` and `a = ∂(q_{k+1}, v_{k+1})/∂(q_k, v_k)` (`2n × 2n`),
     /// `b = ∂(q_{k+1}, v_{k+1})/∂u_k` (`2n × n`).
     ///
     /// `a = P A_max T`, `b = P B_max`: `T` maps `(δq, δv)` to the maximal tangent through the
@@ -267,15 +270,13 @@ impl MaximalIntegrator {
     pub fn linearize_minimal(
         &self,
         ws: &mut MaximalWorkspace,
-        step: usize,
-        q: &[f64],
-        v: &[f64],
-        u: &[f64],
+        at: StepInput<'_>,
         q_next: &mut [f64],
         v_next: &mut [f64],
         a: &mut DMatrix<f64>,
         b: &mut DMatrix<f64>,
     ) -> Result<StepStats> {
+        let StepInput { k: step, q, p: v, u, .. } = at;
         let mech = &**self.mechanism();
         let model = mech.require_model()?;
         let (n, nb, dt) = (model.nv, mech.nbodies(), self.dt());

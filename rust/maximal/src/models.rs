@@ -3,6 +3,7 @@
 //! rotational inertia to be positive definite.
 
 use crate::constraint::JointKind;
+use crate::contact::{Plane, Sphere};
 use crate::mechanism::Mechanism;
 use nalgebra::{Matrix3, Vector3};
 use std::sync::Arc;
@@ -113,7 +114,7 @@ pub fn sphere_chain(n: usize) -> (Mechanism, Vec<crate::BodyState>) {
         mech.add_joint(&format!("ball{k}"), JointKind::Spherical, Some(k - 1), half, k, back).expect("valid joint");
     }
     for k in 0..n {
-        mech.add_contact(&format!("ground{k}"), k, Vector3::zeros(), r, Vector3::z(), 0.0, 0.4).expect("valid contact");
+        mech.add_contact(&format!("ground{k}"), k, Sphere { centre: Vector3::zeros(), radius: r }, Plane::ground(), 0.4).expect("valid contact");
     }
     let state = (0..n)
         .map(|k| crate::BodyState {

@@ -13,7 +13,7 @@ use crate::body::{BodyState, Pose};
 use crate::error::MaximalError;
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace};
 use nalgebra::{DMatrix, Quaternion, UnitQuaternion, Vector3, Vector6};
-use vidyn_system::{BatchError, DiscreteDynamics};
+use vidyn_system::{BatchError, DiscreteDynamics, StepInput};
 
 /// Per-thread scratch of a [`MaximalIntegrator`] in the batch engine.
 pub struct SystemWorkspace {
@@ -106,17 +106,9 @@ impl DiscreteDynamics for MaximalIntegrator {
         Ok(())
     }
 
-    fn step(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        _guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize, BatchError<MaximalError>> {
+    /// `at.guess` is not used: the step starts from the integrator's own prediction.
+    fn step(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
+        let StepInput { k: step, q, p, u, .. } = at;
         unpack(q, p, &mut ws.state)?;
         ws.ws.lambda.fill(Vector6::zeros());
         let stats = MaximalIntegrator::step(self, &mut ws.ws, step, &ws.state, u, None, &mut ws.next)?;
@@ -124,17 +116,8 @@ impl DiscreteDynamics for MaximalIntegrator {
         Ok(stats.iterations)
     }
 
-    fn linearize(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        _guess: Option<&[f64]>,
-        a: &mut [f64],
-        b: &mut [f64],
-    ) -> Result<usize, BatchError<MaximalError>> {
+    fn linearize(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
+        let StepInput { k: step, q, p, u, .. } = at;
         unpack(q, p, &mut ws.state)?;
         ws.ws.lambda.fill(Vector6::zeros());
         let stats = MaximalIntegrator::linearize(self, &mut ws.ws, step, &ws.state, u, &mut ws.next, &mut ws.a, &mut ws.b)?;
@@ -194,7 +177,9 @@ mod tests {
             });
             assert!(failures.is_empty());
             let (mut a, mut bm) = (vec![0.0; batch * steps * ndx * ndx], vec![0.0; batch * steps * ndx * nu]);
-            let failures = with_pool(&pool, || vidyn_batch::linearize(&vi, &Control::new(), batch, steps, &q, &p, &u, &mut a, &mut bm).unwrap());
+            let failures = with_pool(&pool, || {
+                vidyn_batch::linearize(&vi, &Control::new(), vidyn_batch::Trajectories { batch, steps, q: &q, p: &p, u: &u }, &mut a, &mut bm).unwrap()
+            });
             assert!(failures.is_empty());
             (q, p, a, bm)
         };
@@ -207,7 +192,7 @@ mod tests {
             for k in 0..steps {
                 let s = b * (steps + 1) + k;
                 let (qk, pk) = (&one.0[s * nq..(s + 1) * nq], &one.1[s * np..(s + 1) * np]);
-                DiscreteDynamics::step(&vi, &mut ws, k, qk, pk, &u[(b * steps + k) * nu..(b * steps + k + 1) * nu], None, &mut qn, &mut pn).unwrap();
+                DiscreteDynamics::step(&vi, &mut ws, StepInput::new(k, qk, pk, &u[(b * steps + k) * nu..(b * steps + k + 1) * nu]), &mut qn, &mut pn).unwrap();
                 assert_eq!(qn.as_slice(), &one.0[(s + 1) * nq..(s + 2) * nq]);
                 unpack(&qn, &pn, &mut init).unwrap();
                 assert!(vi.constraint_violation(&init) <= 1e-12);

@@ -288,23 +288,14 @@ fn maximal_final(mech: &Arc<Mechanism>, dt: f64, t_end: f64, q0: &[f64], v0: &[f
     q
 }
 
-fn minimal_final(
-    model: &Arc<Model>,
-    scheme: vidyn_vi::Scheme,
-    forces: &vidyn_vi::JointForces,
-    dt: f64,
-    t_end: f64,
-    q0: &[f64],
-    v0: &[f64],
-    u: &[f64],
-) -> Vec<f64> {
-    let vi = vidyn_vi::VariationalIntegrator::new(model.clone(), scheme, dt, Some(forces.clone())).unwrap();
+fn minimal_final(vi: &vidyn_vi::VariationalIntegrator, t_end: f64, q0: &[f64], v0: &[f64], u: &[f64]) -> Vec<f64> {
+    let dt = vi.dt();
     let mut ws = vi.workspace();
     let mut p0 = vec![0.0; q0.len()];
     vi.momentum(&mut ws, q0, v0, &mut p0).unwrap();
     let steps = (t_end / dt).round() as usize;
     let controls: Vec<f64> = (0..steps).flat_map(|_| u.iter().copied()).collect();
-    let traj = vidyn_vi::rollout(&vi, q0, &p0, &controls).unwrap();
+    let traj = vidyn_vi::rollout(vi, q0, &p0, &controls).unwrap();
     traj.q_at(steps).to_vec()
 }
 
@@ -320,11 +311,12 @@ fn maximal_and_minimal_integrators_converge_to_the_same_motion() {
     let mech = Arc::new(mech);
     let (q0, v0, u) = ([0.6, -0.4, 0.3], [0.5, -0.3, 0.2], [0.3, -0.2, 0.1]);
     let t_end = 0.5;
-    let reference = minimal_final(&model, vidyn_vi::Scheme::simpson(), &forces, 2.5e-4, t_end, &q0, &v0, &u);
+    let minimal = |scheme, dt| vidyn_vi::VariationalIntegrator::new(model.clone(), scheme, dt, Some(forces.clone())).unwrap();
+    let reference = minimal_final(&minimal(vidyn_vi::Scheme::simpson(), 2.5e-4), t_end, &q0, &v0, &u);
     let err = |q: &[f64]| q.iter().zip(&reference).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
     let dts = [0.004, 0.002, 0.001, 0.0005];
     let e_max: Vec<f64> = dts.iter().map(|&dt| err(&maximal_final(&mech, dt, t_end, &q0, &v0, &u))).collect();
-    let e_min: Vec<f64> = dts.iter().map(|&dt| err(&minimal_final(&model, vidyn_vi::Scheme::trapezoid(), &forces, dt, t_end, &q0, &v0, &u))).collect();
+    let e_min: Vec<f64> = dts.iter().map(|&dt| err(&minimal_final(&minimal(vidyn_vi::Scheme::trapezoid(), dt), t_end, &q0, &v0, &u))).collect();
     let order = |e: &[f64]| -> Vec<f64> { e.windows(2).map(|w| (w[0] / w[1]).log2()).collect() };
     println!("Δt {dts:?}\nmaximal errors {e_max:?} orders {:.2?}\nminimal (trapezoid) errors {e_min:?} orders {:.2?}", order(&e_max), order(&e_min));
     // first order: every halving of Δt halves the error (observed orders within 0.95..1.05)
@@ -656,11 +648,11 @@ fn minimal_coordinate_linearisation_matches_central_differences() {
         let mut ws = vi.workspace();
         let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-        vi.linearize_minimal(&mut ws, 0, &q, &v, &u, &mut qn, &mut vn, &mut a, &mut b).unwrap();
+        vi.linearize_minimal(&mut ws, StepInput::new(0, &q, &v, &u), &mut qn, &mut vn, &mut a, &mut b).unwrap();
         let step = |q: &[f64], v: &[f64], u: &[f64]| -> DVector<f64> {
             let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
             let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-            vi.linearize_minimal(&mut vi.workspace(), 0, q, v, u, &mut qn, &mut vn, &mut a, &mut b).unwrap();
+            vi.linearize_minimal(&mut vi.workspace(), StepInput::new(0, q, v, u), &mut qn, &mut vn, &mut a, &mut b).unwrap();
             DVector::from_iterator(2 * n, qn.into_iter().chain(vn))
         };
         // h = 1e-5, as for the maximal linearisation (v⁺ divides by Δt = 0.02: tolerance 1e-6
@@ -702,7 +694,7 @@ fn box_on_ground(friction: f64) -> Mechanism {
     let mut mech = Mechanism::new(vec![body], Vector3::new(0.0, 0.0, -9.81)).unwrap();
     for (k, (sx, sy, sz)) in [(-1, -1, -1), (1, -1, -1), (-1, 1, -1), (1, 1, -1), (-1, -1, 1), (1, -1, 1), (-1, 1, 1), (1, 1, 1)].into_iter().enumerate() {
         let corner = Vector3::new(sx as f64, sy as f64, sz as f64) * (a / 2.0);
-        mech.add_contact(&format!("corner{k}"), 0, corner, 0.0, Vector3::z(), 0.0, friction).unwrap();
+        mech.add_contact(&format!("corner{k}"), 0, Sphere { centre: corner, radius: 0.0 }, Plane::ground(), friction).unwrap();
     }
     mech
 }

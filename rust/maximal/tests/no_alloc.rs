@@ -39,13 +39,13 @@ fn steps_do_not_allocate() {
 #[test]
 fn interior_point_steps_with_contacts_do_not_allocate() {
     use nalgebra::{Matrix3, UnitQuaternion, Vector3};
-    use vidyn_maximal::{Body, FrictionModel, Pose};
+    use vidyn_maximal::{Body, FrictionModel, Plane, Pose, Sphere};
     for model in [FrictionModel::Pyramid, FrictionModel::Cone] {
         let body = Body { name: "box".into(), mass: 1.0, inertia: Matrix3::identity() * 0.05 };
         let mut mech = Mechanism::new(vec![body], Vector3::new(0.0, 0.0, -9.81)).unwrap();
         for k in 0..4 {
             let corner = Vector3::new(if k % 2 == 0 { 0.25 } else { -0.25 }, if k < 2 { 0.25 } else { -0.25 }, -0.25);
-            mech.add_contact(&format!("c{k}"), 0, corner, 0.0, Vector3::z(), 0.0, 0.5).unwrap();
+            mech.add_contact(&format!("c{k}"), 0, Sphere { centre: corner, radius: 0.0 }, Plane::ground(), 0.5).unwrap();
             mech.set_friction_model(k, model).unwrap();
         }
         let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();

@@ -31,7 +31,7 @@ use crate::cost::{Cost, StageDerivatives};
 use crate::error::{OptimError, Result};
 use nalgebra::{DMatrix, Vector3};
 use std::sync::{Arc, Mutex};
-use vidyn_vi::{SolvedSteps, VariationalIntegrator, ViWorkspace};
+use vidyn_vi::{SolvedSteps, StepInput, VariationalIntegrator, ViWorkspace};
 
 /// The friction cone of one point contact: its three constraints start at row `first` of the
 /// integrator's constraints (planes with normals world `x`, `y`, `z`, in that order).
@@ -144,10 +144,11 @@ impl<C: Cost> ContactForceCost<C> {
             s.guess.extend_from_slice(&end);
         }
         let guess = (s.guess.len() == nq).then_some(s.guess.as_slice());
+        let at = StepInput::new(k, q, p, &s.full).with_guess(guess);
         let r = if derivatives {
-            vi.linearize(&mut s.ws, k, q, p, &s.full, guess, &mut s.a, &mut s.b, &mut s.q_next, &mut s.p_next).map(|_| ())
+            vi.linearize(&mut s.ws, at, &mut s.a, &mut s.b, &mut s.q_next, &mut s.p_next).map(|_| ())
         } else {
-            vi.step(&mut s.ws, k, q, p, &s.full, guess, &mut s.q_next, &mut s.p_next).map(|_| ())
+            vi.step(&mut s.ws, at, &mut s.q_next, &mut s.p_next).map(|_| ())
         };
         r.map_err(|e| OptimError::InvalidInput(format!("the contact-force cost could not solve step {k}: {e}")))?;
         if let Ok(mut l) = self.last_end.lock() {

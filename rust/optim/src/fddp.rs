@@ -40,7 +40,7 @@ use crate::error::{OptimError, Result};
 use crate::ilqr::{
     clamp_into, control_bounds, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
 };
-use crate::pipeline::{simulate_and_derive, Derivatives, TrialError};
+use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -72,6 +72,16 @@ struct Shooting {
     u: Vec<f64>,
     gaps: Vec<f64>,
     feasible: bool,
+}
+
+/// A step of length `alpha` along the backward pass `pass` from the trajectory `traj`, with
+/// the controls clamped into `bounds`.
+#[derive(Clone, Copy)]
+struct Trial<'a> {
+    traj: &'a Shooting,
+    pass: &'a Pass,
+    alpha: f64,
+    bounds: Option<&'a Bounds>,
 }
 
 /// Runs FDDP from `x0` (nx), the state guess `x_init` (`(N+1)·nx`, any states: need not be a
@@ -185,12 +195,13 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 let mut trial_d = pipelined.take().unwrap_or_else(|| Derivatives::zeros(steps, ndx, nu));
                 let near = Nominal { x: &traj.x, u: &traj.u, a: &d.a, b: &d.b };
                 let mut dx = vec![0.0; ndx];
-                let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| feedback(&space, &traj, &p, alpha, bounds, k, xk, uk, &mut dx);
+                let trial = Trial { traj: &traj, pass: &p, alpha, bounds };
+                let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| feedback(&space, trial, k, xk, uk, &mut dx);
                 let judge = |xs: &[f64], _: &[f64], jn: Result<f64>| {
                     let Ok(jn) = jn else { return Ok(None) };
                     Ok(accept(alpha, gap_term(&space, &traj, &p, xs, nx, ndx), jn).map(|expected| (jn, expected)))
                 };
-                match simulate_and_derive(dynamics, cost, x0, steps, policy, Some(&near), judge, None, &mut trial_d) {
+                match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, None, &mut trial_d) {
                     Ok(Some(kept)) => {
                         let (trial_cost, expected) = kept.verdict;
                         let trial = Shooting { x: kept.x, u: kept.u, gaps: vec![0.0; (steps + 1) * ndx], feasible: true };
@@ -204,7 +215,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 }
                 continue;
             }
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, &traj, (&d.a, &d.b), &p, alpha, bounds, nx, nu, ndx) else { continue };
+            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, Trial { traj: &traj, pass: &p, alpha, bounds }, (&d.a, &d.b)) else { continue };
             if let Some(expected) = accept(alpha, dv, trial_cost) {
                 step = Some((trial, trial_cost, alpha, expected));
                 break;
@@ -312,7 +323,6 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: 
 
 /// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`]; `None` when
 /// `Q_uu + μ1` is not positive definite at some stage.
-#[allow(clippy::too_many_arguments)]
 fn backward<D: Dynamics + ?Sized>(
     d: &Derivatives,
     traj: &Shooting,
@@ -345,18 +355,8 @@ fn backward<D: Dynamics + ?Sized>(
 
 /// The trial's control at step `k` from its state `xk`: `ū_k + α k_k + K_k (x̂_k ⊖ x̄_k)`,
 /// clamped into the limits (`dx`: `ndx` entries of scratch).
-#[allow(clippy::too_many_arguments)]
-fn feedback(
-    space: &crate::StateSpace,
-    traj: &Shooting,
-    pass: &Pass,
-    alpha: f64,
-    bounds: Option<&Bounds>,
-    k: usize,
-    xk: &[f64],
-    uk: &mut [f64],
-    dx: &mut [f64],
-) {
+fn feedback(space: &crate::StateSpace, trial: Trial<'_>, k: usize, xk: &[f64], uk: &mut [f64], dx: &mut [f64]) {
+    let Trial { traj, pass, alpha, bounds } = trial;
     let (nx, nu) = (xk.len(), uk.len());
     space.difference(&traj.x[k * nx..(k + 1) * nx], xk, dx);
     for (i, u) in uk.iter_mut().enumerate() {
@@ -386,21 +386,16 @@ fn gap_term(space: &crate::StateSpace, traj: &Shooting, pass: &Pass, xs: &[f64],
 /// solve starts from the linearisation's prediction of where it lands,
 /// `x̄_{k+1} ⊕ (f̄_{k+1} + A_k (x̂_k ⊖ x̄_k) + B_k (û_k − ū_k))`, off the step's result by
 /// second-order terms in the trial's distance from the current trajectory.
-#[allow(clippy::too_many_arguments)]
 fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     dynamics: &D,
     cost: &C,
     x0: &[f64],
-    traj: &Shooting,
+    step: Trial<'_>,
     (a, b): (&[DMatrix<f64>], &[DMatrix<f64>]),
-    pass: &Pass,
-    alpha: f64,
-    bounds: Option<&Bounds>,
-    nx: usize,
-    nu: usize,
-    ndx: usize,
 ) -> Result<(Shooting, f64, f64)> {
+    let Trial { traj, pass, alpha, .. } = step;
     let space = dynamics.state_space();
+    let (nx, nu, ndx) = (dynamics.nx(), dynamics.nu(), space.ndx());
     let steps = traj.u.len() / nu;
     let keep = if traj.feasible || alpha == 1.0 { 0.0 } else { alpha - 1.0 };
     let mut trial = Shooting { x: vec![0.0; (steps + 1) * nx], u: vec![0.0; steps * nu], gaps: vec![0.0; (steps + 1) * ndx], feasible: keep == 0.0 };
@@ -425,7 +420,7 @@ fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         }
         let (done, _) = trial.x.split_at((k + 1) * nx);
         let uk = &mut trial.u[k * nu..(k + 1) * nu];
-        feedback(&space, traj, pass, alpha, bounds, k, &done[k * nx..], uk, &mut dx);
+        feedback(&space, step, k, &done[k * nx..], uk, &mut dx);
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }

@@ -17,6 +17,7 @@ use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use vidyn_maximal::{BodyState, MaximalError, MaximalIntegrator, Pose};
+use vidyn_vi::StepInput;
 
 /// [`MaximalIntegrator`] as [`Dynamics`]: `x = (q, v)` (nx = 2n), controls on `actuated` joints.
 #[derive(Clone, Debug)]
@@ -163,7 +164,9 @@ impl Dynamics for MaximalDynamics<'_> {
                         self.actuation.expand(&u[k * m..(k + 1) * m], &mut full);
                         let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
                         let (mut a, mut b_full, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n), DMatrix::zeros(nx, m));
-                        self.integrator.linearize_minimal(ws, k, &xk[..n], &xk[n..], &full, &mut qn, &mut vn, &mut a, &mut b_full).map_err(maximal_error)?;
+                        self.integrator
+                            .linearize_minimal(ws, StepInput::new(k, &xk[..n], &xk[n..], &full), &mut qn, &mut vn, &mut a, &mut b_full)
+                            .map_err(maximal_error)?;
                         self.actuation.select_columns(&b_full, &mut b);
                         Ok((a, b))
                     },

@@ -93,7 +93,16 @@ pub(crate) trait ReverseSweep {
     fn step(&mut self, k: usize, x: &[f64], u: &[f64], a: &DMatrix<f64>, b: &DMatrix<f64>, d: &StageDerivatives) -> bool;
 }
 
-/// Simulates `steps` steps from `x0` under `policy` (as [`Dynamics::rollout`]), then asks
+/// The closed-loop rollout of [`simulate_and_derive`]: `steps` steps from `x0`, the controls
+/// from `policy`, near the nominal `near` when given ([`Dynamics::rollout_near`]).
+pub(crate) struct ClosedLoop<'r, 'p> {
+    pub x0: &'r [f64],
+    pub steps: usize,
+    pub policy: &'r mut Policy<'p>,
+    pub near: Option<&'r Nominal<'r>>,
+}
+
+/// Simulates the closed loop `rollout` (as [`Dynamics::rollout`]), then asks
 /// `judge(x, u, J)`, with `J` the trajectory's cost ([`crate::total_cost`], bit for bit),
 /// whether to keep the trajectory (`Ok(Some(verdict))`) or drop it (`Ok(None)`). A kept
 /// trajectory comes with its derivatives in `out` (every stage, and the terminal cost's),
@@ -103,14 +112,10 @@ pub(crate) trait ReverseSweep {
 /// leaves `out` partly overwritten, and `sweep` possibly started. The judge runs on the
 /// calling thread, and should not itself run parallel work (the helpers occupy the other
 /// threads).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_and_derive<D, C, T>(
     dynamics: &D,
     cost: &C,
-    x0: &[f64],
-    steps: usize,
-    policy: &mut Policy<'_>,
-    near: Option<&Nominal<'_>>,
+    rollout: ClosedLoop<'_, '_>,
     judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>,
     sweep: Option<&mut dyn ReverseSweep>,
     out: &mut Derivatives,
@@ -119,6 +124,7 @@ where
     D: Dynamics + ?Sized,
     C: Cost + ?Sized,
 {
+    let ClosedLoop { x0, steps, policy, near } = rollout;
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     let streams = Streams { dynamics: dynamics.linearizes_steps(), cost: cost.parallel() };
     let shared = Shared::new(steps, nx, nu);
@@ -631,10 +637,7 @@ mod tests {
             let kept = simulate_and_derive(
                 &dynamics,
                 &cost,
-                &[0.3, 0.2],
-                steps,
-                &mut |k, _, u| u[0] = (k as f64).sin(),
-                None,
+                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |k, _, u| u[0] = (k as f64).sin(), near: None },
                 |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))),
                 Some(&mut rec),
                 &mut out,
@@ -648,8 +651,14 @@ mod tests {
                 assert_eq!(a, &dynamics.a[*k]);
             }
             let mut rec = Recorder::default();
-            let dropped =
-                simulate_and_derive(&dynamics, &cost, &[0.3, 0.2], steps, &mut |_, _, u| u[0] = 0.0, None, |_, _, _| Ok(None::<()>), Some(&mut rec), &mut out);
+            let dropped = simulate_and_derive(
+                &dynamics,
+                &cost,
+                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |_, _, u| u[0] = 0.0, near: None },
+                |_, _, _| Ok(None::<()>),
+                Some(&mut rec),
+                &mut out,
+            );
             assert!(matches!(dropped, Ok(None)));
             // with helpers the sweep starts before the verdict (and stops at it); alone,
             // the verdict comes first

@@ -39,7 +39,7 @@ use crate::checks::{check_finite, check_multiple, check_start};
 use crate::cost::CostDerivatives;
 use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dense_kernels::symmetrise;
-use crate::dynamics::{rollout_open_loop, Dynamics, SecondOrder};
+use crate::dynamics::{rollout_open_loop, Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::lqr::lqr;
 use nalgebra::{DMatrix, DVector};
@@ -231,19 +231,17 @@ pub fn newton_adjoint(a: &[DMatrix<f64>], b: &[DMatrix<f64>], gains: &[DMatrix<f
     z
 }
 
-/// Builds the model `model` (not [`DescentModel::Auto`]) along the trajectory `(x, u)` with
-/// linearisation `(a, b)`, cost derivatives `(d, term)` and projection gains.
+/// Builds the model `model` (not [`DescentModel::Auto`]) along the trajectory `nominal` (with
+/// its linearisation), cost derivatives `(d, term)` and projection gains.
 pub fn lq_model<D: Dynamics + ?Sized>(
     dynamics: &D,
     model: DescentModel,
-    x: &[f64],
-    u: &[f64],
-    a: &[DMatrix<f64>],
-    b: &[DMatrix<f64>],
+    nominal: Nominal<'_>,
     gains: &[DMatrix<f64>],
     d: &[StageDerivatives],
     term: &StageDerivatives,
 ) -> Result<LqModel> {
+    let Nominal { x, u, a, b } = nominal;
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     let steps = a.len();
     match model {
@@ -430,7 +428,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         };
         let mut last_slope = f64::NAN;
         for &m in chain {
-            let model = lq_model(dynamics, m, &x, &u, &a, &b, &gains, d, term)?;
+            let model = lq_model(dynamics, m, Nominal { x: &x, u: &u, a: &a, b: &b }, &gains, d, term)?;
             let Some((dx, du, slope)) = lq_descent(&a, &b, &model, d, term) else {
                 continue;
             };

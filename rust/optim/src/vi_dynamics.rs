@@ -9,7 +9,7 @@ use crate::state_space::StateSpace;
 use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
-use vidyn_vi::{SolvedSteps, Trajectory, VariationalIntegrator};
+use vidyn_vi::{SolvedSteps, StepInput, Trajectory, VariationalIntegrator};
 
 /// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = nq + n; `q` on the joints'
 /// groups with free-flyer, spherical or planar joints, [`StateSpace::of_model`]), or
@@ -214,9 +214,10 @@ impl<'a> ViDynamics<'a> {
                     &xk[nq..]
                 },
             );
-            self.vi.step(ws, k, q, p, full, warm, qn, pn)?;
+            let at = StepInput::new(k, q, p, full);
+            self.vi.step(ws, at.with_guess(warm), qn, pn)?;
             // for linearize_steps, which then need not solve the step again
-            self.vi.keep_solved(&self.solved, k, ws, q, p, full, qn, pn);
+            self.vi.keep_solved(&self.solved, ws, at, qn, pn);
             if extrapolated && linear {
                 prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
             }
@@ -303,9 +304,10 @@ impl Dynamics for ViDynamics<'_> {
         self.actuation.expand(u, &mut s.full);
         let StepScratch { ws, full, q_next, p_next, .. } = &mut *s;
         let (q, p) = x.split_at(nq);
-        self.vi.step(ws, k, q, p, full, guess.map(|g| &g[..nq]), q_next, p_next)?;
+        let at = StepInput::new(k, q, p, full);
+        self.vi.step(ws, at.with_guess(guess.map(|g| &g[..nq])), q_next, p_next)?;
         // for the linearisation and the contact-force costs of this step
-        self.vi.keep_solved(&self.solved, k, ws, q, p, full, q_next, p_next);
+        self.vi.keep_solved(&self.solved, ws, at, q_next, p_next);
         next[..nq].copy_from_slice(q_next);
         next[nq..].copy_from_slice(p_next);
         self.return_scratch(s);
@@ -380,7 +382,8 @@ impl Dynamics for ViDynamics<'_> {
             } else {
                 &xk[nq..]
             };
-            self.vi.linearize_kept(&self.solved, &mut s.ws, k0 + i, &xk[..nq], p, &s.full, &next[..nq], ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
+            let at = StepInput::new(k0 + i, &xk[..nq], p, &s.full).with_guess(Some(&next[..nq]));
+            self.vi.linearize_kept(&self.solved, &mut s.ws, at, ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             self.actuation.select_columns(&s.b, bk);
             if self.velocity_state {
                 s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
@@ -405,7 +408,7 @@ impl Dynamics for ViDynamics<'_> {
         let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
         let mut full = vec![0.0; n];
         self.actuation.expand(u, &mut full);
-        let result = self.vi.linearize_second_order_contracted(&mut so, k, &x[..nq], &x[nq..nq + n], &full, None, w).map(|d| {
+        let result = self.vi.linearize_second_order_contracted(&mut so, StepInput::new(k, &x[..nq], &x[nq..nq + n], &full), w).map(|d| {
             out.hxx.copy_from(&d.hxx);
             self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
         });

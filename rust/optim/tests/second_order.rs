@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vidyn_optim::{
     ilqr, lq_descent, lq_model, project, project_tangent, projection_gains, projection_optimize, rollout_open_loop, total_cost, Cost, DescentModel, Dynamics,
-    IlqrOptions, Jacobians, Method, Policy, ProjectionOptions, ProjectionStatus, QuadraticCost, Result, SecondOrder, StageDerivatives,
+    IlqrOptions, Jacobians, Method, Nominal, Policy, ProjectionOptions, ProjectionStatus, QuadraticCost, Result, SecondOrder, StageDerivatives,
 };
 
 /// A forced, damped pendulum with a control-dependent gain, stepped by symplectic Euler
@@ -275,8 +275,8 @@ fn newton_model_matches_finite_differences_of_projected_cost() {
     }
     let mut term = StageDerivatives::zeros(2, 0);
     cost.terminal_derivatives(&x[2 * steps..], &mut term).unwrap();
-    let newton = lq_model(&p, DescentModel::Newton, &x, &u, &a, &b, &gains, &d, &term).unwrap();
-    let quasi = lq_model(&p, DescentModel::QuasiNewton, &x, &u, &a, &b, &gains, &d, &term).unwrap();
+    let newton = lq_model(&p, DescentModel::Newton, Nominal { x: &x, u: &u, a: &a, b: &b }, &gains, &d, &term).unwrap();
+    let quasi = lq_model(&p, DescentModel::QuasiNewton, Nominal { x: &x, u: &u, a: &a, b: &b }, &gains, &d, &term).unwrap();
     for trial in 0..3 {
         // a tangent direction δξ = DP(ξ)∘δξ̄
         let dxb: Vec<DVector<f64>> =
@@ -307,7 +307,7 @@ fn newton_model_matches_finite_differences_of_projected_cost() {
     }
     // steepest and quasi-Newton directions are descent directions
     for m in [DescentModel::Steepest, DescentModel::QuasiNewton] {
-        let model = lq_model(&p, m, &x, &u, &a, &b, &gains, &d, &term).unwrap();
+        let model = lq_model(&p, m, Nominal { x: &x, u: &u, a: &a, b: &b }, &gains, &d, &term).unwrap();
         let (_, _, slope) = lq_descent(&a, &b, &model, &d, &term).unwrap();
         assert!(slope < 0.0, "{m:?}: {slope}");
     }

@@ -6,6 +6,7 @@ mod common;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 use vidyn_optim::{Cost, QuadraticCost, StageDerivatives, VelocityCost};
+use vidyn_vi::StepInput;
 
 #[test]
 fn velocity_cost_gradient_matches_finite_differences() {
@@ -412,7 +413,7 @@ fn ilqr_on_the_velocity_state_reaches_the_same_optimum_in_fewer_iterations() {
     let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
     for k in 0..steps {
         let xk = &by_v.x[4 * k..4 * k + 4];
-        vi.step(&mut ws, k, &xk[..2], &xk[2..], &by_v.u[2 * k..2 * k + 2], None, &mut qn, &mut pn).unwrap();
+        vi.step(&mut ws, StepInput::new(k, &xk[..2], &xk[2..], &by_v.u[2 * k..2 * k + 2]), &mut qn, &mut pn).unwrap();
         let defect = qn.iter().chain(&pn).zip(&by_v.x[4 * k + 4..4 * k + 8]).fold(0.0_f64, |d, (a, b)| d.max((a - b).abs()));
         assert!(defect < 1e-10, "step {k}: defect {defect}");
         assert_eq!(&by_v.x[4 * k..4 * k + 2], &x_v[4 * k..4 * k + 2]);

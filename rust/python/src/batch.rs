@@ -26,7 +26,7 @@ use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::convert::Infallible;
-use vidyn_batch::{self as vb, BatchError, Control, Failures};
+use vidyn_batch::{self as vb, BatchError, Control, Failures, Trajectories};
 
 // ---------------------------------------------------------------------------------------
 // Failures
@@ -348,7 +348,7 @@ pub fn batch_rnea_second_order_contracted<'py>(
     out: Option<Any<'_, 'py>>,
 ) -> PyResult<(Three<'py>, Fails<'py>)> {
     three_matrices(py, model, q, &[(v, "v"), (a, "a"), (lam, "lam")], progress, out, &|m, c, b, q, t, o| {
-        vb::dynamics::rnea_second_order_contracted(m, c, b, q, t[0], t[1], t[2], o)
+        vb::dynamics::rnea_second_order_contracted(m, c, b, q, [t[0], t[1], t[2]], o)
     })
 }
 
@@ -453,7 +453,7 @@ pub fn batch_linearize<'py>(
     let (a_out, b_out) = (o.array::<f64>(py, 0, &[b, steps, 2 * n, 2 * n])?, o.array::<f64>(py, 1, &[b, steps, 2 * n, n])?);
     let (mut wa, mut wb) = (writable(&a_out)?, writable(&b_out)?);
     let (qs, ps, us, ad, bd) = (slice(&q)?, slice(&p)?, slice(&u)?, data(&mut wa)?, data(&mut wb)?);
-    let f = interruptible(py, progress, b * steps, |c| vb::linearize(sys, c, b, steps, qs, ps, us, ad, bd))?;
+    let f = interruptible(py, progress, b * steps, |c| vb::linearize(sys, c, Trajectories { batch: b, steps, q: qs, p: ps, u: us }, ad, bd))?;
     drop((wa, wb));
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((a_out, b_out, failures_out(py, failures)?))
@@ -489,7 +489,9 @@ pub fn batch_linearize_contracted<'py>(
     let (mut wxx, mut wxu, mut wuu) = (writable(&xx)?, writable(&xu)?, writable(&uu)?);
     let (qs, ps, us, ls) = (slice(&q)?, slice(&p)?, slice(&u)?, slice(&lam)?);
     let dest = vb::ContractedOut { first: None, xx: data(&mut wxx)?, xu: data(&mut wxu)?, uu: data(&mut wuu)? };
-    let f = interruptible(py, progress, b * steps, |c| vb::linearize_second_order_contracted(sys, c, b, steps, qs, ps, us, ls, dest))?;
+    let f = interruptible(py, progress, b * steps, |c| {
+        vb::linearize_second_order_contracted(sys, c, Trajectories { batch: b, steps, q: qs, p: ps, u: us }, ls, dest)
+    })?;
     drop((wxx, wxu, wuu));
     let failures = vb::by_trajectory(call(f)?, steps).into_iter().map(|(t, k, e)| (t, format!("trajectory {t}, step {k}"), e)).collect();
     Ok((xx, xu, uu, failures_out(py, failures)?))

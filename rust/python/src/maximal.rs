@@ -13,10 +13,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::{Arc, RwLock};
 use vidyn_maximal::{
-    linearize_trajectory, rollout_minimal, FrictionModel, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism,
+    linearize_trajectory, rollout_minimal, FrictionModel, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism, Plane,
+    Sphere,
 };
 use vidyn_rbd::Model;
 use vidyn_spatial::Se3;
+use vidyn_vi::StepInput;
 
 /// `(q_next, v_next, A, B)` of a minimal-coordinate step.
 type MinimalStep<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
@@ -64,7 +66,7 @@ impl Addition {
                 mech.add_loop_closure(name, *kind, *parent, *parent_frame, *child, *child_frame)
             }
             Self::Contact { name, body, point, radius, normal, offset, friction, friction_model } => {
-                let c = mech.add_contact(name, *body, *point, *radius, *normal, *offset, *friction)?;
+                let c = mech.add_contact(name, *body, Sphere { centre: *point, radius: *radius }, Plane { normal: *normal, offset: *offset }, *friction)?;
                 mech.set_friction_model(c, *friction_model)?;
                 Ok(c)
             }
@@ -380,7 +382,7 @@ impl PyMaximalIntegrator {
         let (qn, vn, a, b) = detached(py, move || {
             let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
             let (mut a, mut b) = (nalgebra::DMatrix::zeros(2 * n, 2 * n), nalgebra::DMatrix::zeros(2 * n, n));
-            vi.linearize_minimal(&mut vi.workspace(), 0, &q, &v, &u, &mut qn, &mut vn, &mut a, &mut b).map(|_| (qn, vn, a, b))
+            vi.linearize_minimal(&mut vi.workspace(), StepInput::new(0, &q, &v, &u), &mut qn, &mut vn, &mut a, &mut b).map(|_| (qn, vn, a, b))
         })?;
         Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, vn), convert::matrix_out(py, &a), convert::matrix_out(py, &b)))
     }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use vidyn_batch as vb;
 use vidyn_rbd::Model;
 use vidyn_spatial::Force;
-use vidyn_vi::{Constraint, JointForces, Scheme, SolvedSteps, VariationalIntegrator, ViError, ViWorkspace};
+use vidyn_vi::{Constraint, JointForces, Scheme, SolvedSteps, StepInput, VariationalIntegrator, ViError, ViWorkspace};
 
 /// Two arrays returned together (`(q, p)` or `(A, B)`).
 type Pair<'py, T> = (Bound<'py, T>, Bound<'py, T>);
@@ -492,8 +492,9 @@ impl PyVariationalIntegrator {
         let (qn, pn) = detached(py, move || {
             let (mut qn, mut pn) = (vec![0.0; q.len()], vec![0.0; p.len()]);
             let mut ws = vi.workspace();
-            vi.step(&mut ws, k, &q, &p, &u, None, &mut qn, &mut pn)?;
-            vi.check_step(&mut ws, k, &q, &p, &u, &qn, &pn).map(|()| (qn, pn))
+            let at = StepInput::new(k, &q, &p, &u);
+            vi.step(&mut ws, at, &mut qn, &mut pn)?;
+            vi.check_step(&mut ws, at, &qn, &pn).map(|()| (qn, pn))
         })?;
         Ok((PyArray1::from_vec(py, qn), PyArray1::from_vec(py, pn)))
     }
@@ -691,13 +692,13 @@ impl PyVariationalIntegrator {
         let (mut a, mut b) = (convert::zeros_for(&a_shape, "A")?, convert::zeros_for(&b_shape, "B")?);
         let mut second: Vec<(Vec<f64>, Vec<usize>)> = Vec::new();
         let failures = match lam {
-            None if order == 1 => interruptible(py, None, steps, |c| vb::linearize(vi, c, 1, steps, q, p, u, &mut a, &mut b))?,
+            None if order == 1 => interruptible(py, None, steps, |c| vb::linearize(vi, c, vb::Trajectories { batch: 1, steps, q, p, u }, &mut a, &mut b))?,
             None => {
                 let shapes = [vec![steps, m, m, m], vec![steps, m, m, n], vec![steps, m, n, n]];
                 let (mut fxx, mut fxu, mut fuu) =
                     (convert::zeros_for(&shapes[0], "fxx")?, convert::zeros_for(&shapes[1], "fxu")?, convert::zeros_for(&shapes[2], "fuu")?);
                 let out = vb::SecondOrderOut { first: Some((&mut a, &mut b)), fxx: &mut fxx, fxu: &mut fxu, fuu: &mut fuu };
-                let f = interruptible(py, None, steps, |c| vb::linearize_second_order(vi, c, 1, steps, q, p, u, out))?;
+                let f = interruptible(py, None, steps, |c| vb::linearize_second_order(vi, c, vb::Trajectories { batch: 1, steps, q, p, u }, out))?;
                 second = [fxx, fxu, fuu].into_iter().zip(shapes).collect();
                 f
             }
@@ -706,7 +707,8 @@ impl PyVariationalIntegrator {
                 let (mut xx, mut xu, mut uu) =
                     (convert::zeros_for(&shapes[0], "hxx")?, convert::zeros_for(&shapes[1], "hxu")?, convert::zeros_for(&shapes[2], "huu")?);
                 let out = vb::ContractedOut { first: Some((&mut a, &mut b)), xx: &mut xx, xu: &mut xu, uu: &mut uu };
-                let f = interruptible(py, None, steps, |c| vb::linearize_second_order_contracted(vi, c, 1, steps, q, p, u, &lam, out))?;
+                let f =
+                    interruptible(py, None, steps, |c| vb::linearize_second_order_contracted(vi, c, vb::Trajectories { batch: 1, steps, q, p, u }, &lam, out))?;
                 second = [xx, xu, uu].into_iter().zip(shapes).collect();
                 f
             }

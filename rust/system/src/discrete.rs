@@ -40,6 +40,32 @@ pub struct ContractedTerms<'a> {
     pub uu: &'a mut [f64],
 }
 
+/// Where one step starts: its index `k` (it labels errors, and selects the step's phase when
+/// a system changes with time), the state `(q_k, p_k)`, the control `u_k`, and for an implicit
+/// step an optional estimate `guess` of `q_{k+1}` where its solver starts.
+#[derive(Clone, Copy, Debug)]
+pub struct StepInput<'a> {
+    pub k: usize,
+    pub q: &'a [f64],
+    pub p: &'a [f64],
+    pub u: &'a [f64],
+    pub guess: Option<&'a [f64]>,
+}
+
+impl<'a> StepInput<'a> {
+    /// Step `k` from `(q, p)` under `u`, without an estimate of its end.
+    #[must_use]
+    pub fn new(k: usize, q: &'a [f64], p: &'a [f64], u: &'a [f64]) -> Self {
+        Self { k, q, p, u, guess: None }
+    }
+
+    /// The same step with its solver started at `guess` (`None`: the system's own start).
+    #[must_use]
+    pub fn with_guess(self, guess: Option<&'a [f64]>) -> Self {
+        Self { guess, ..self }
+    }
+}
+
 /// A discrete-time system `x_{k+1} = f(x_k, u_k)` with `x = (q, p)` (see the module docs).
 ///
 /// Implementations must be deterministic (the same inputs give the same bits, whatever the
@@ -84,82 +110,39 @@ pub trait DiscreteDynamics: Sync {
         false
     }
 
-    /// One step `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`. `step` (= k) only labels errors;
-    /// `guess` is an estimate of `q_{k+1}` for implicit systems. Returns the number of solver
-    /// iterations (0 for explicit systems).
+    /// One step `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})` from `at` ([`StepInput`]). Returns the
+    /// number of solver iterations (0 for explicit systems).
     ///
     /// # Errors
     /// Invalid inputs, or a solver that fails.
-    #[allow(clippy::too_many_arguments)]
-    fn step(
-        &self,
-        ws: &mut Self::Workspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize, BatchError<Self::Error>>;
+    fn step(&self, ws: &mut Self::Workspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
 
-    /// Checks that the step just taken, `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`, is a genuine
-    /// step of the motion (an implicit step's solver may converge to another solution of its
-    /// equations). Rollouts call it after every step; the default accepts every step.
+    /// Checks that the step just taken from `at`, `(q_k, p_k, u_k) ↦ (q_{k+1}, p_{k+1})`, is a
+    /// genuine step of the motion (an implicit step's solver may converge to another solution
+    /// of its equations). Rollouts call it after every step; the default accepts every step.
     ///
     /// # Errors
     /// A step that is not genuine.
-    #[allow(clippy::too_many_arguments)]
-    fn check_step(
-        &self,
-        ws: &mut Self::Workspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        q_next: &[f64],
-        p_next: &[f64],
-    ) -> Result<(), BatchError<Self::Error>> {
-        let _ = (ws, step, q, p, u, q_next, p_next);
+    fn check_step(&self, ws: &mut Self::Workspace, at: StepInput<'_>, q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, at, q_next, p_next);
         Ok(())
     }
 
-    /// First-order linearisation of the step from `(q_k, p_k, u_k)`: `a` `(ndx, ndx)` and
-    /// `b` `(ndx, nu)`, C order. `guess` as for [`DiscreteDynamics::step`] (the engine passes
-    /// the stored `q_{k+1}`). Returns the solver iterations.
+    /// First-order linearisation of the step from `at`: `a` `(ndx, ndx)` and `b` `(ndx, nu)`,
+    /// C order (the engine passes the stored `q_{k+1}` as `at.guess`). Returns the solver
+    /// iterations.
     ///
     /// # Errors
     /// As [`DiscreteDynamics::step`].
-    #[allow(clippy::too_many_arguments)]
-    fn linearize(
-        &self,
-        ws: &mut Self::Workspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        a: &mut [f64],
-        b: &mut [f64],
-    ) -> Result<usize, BatchError<Self::Error>>;
+    fn linearize(&self, ws: &mut Self::Workspace, at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
 
     /// Full second-order terms of the step (see [`SecondOrderTerms`]). Optional: the default
     /// reports [`BatchError::Unsupported`].
     ///
     /// # Errors
     /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
-    #[allow(clippy::too_many_arguments)]
-    fn linearize_second_order(
-        &self,
-        ws: &mut Self::Workspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        out: SecondOrderTerms<'_>,
-    ) -> Result<(), BatchError<Self::Error>> {
-        let _ = (ws, step, q, p, u, guess, out);
+    fn linearize_second_order(&self, ws: &mut Self::Workspace, at: StepInput<'_>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<Self::Error>> {
+        let _ = (ws, at, out);
         Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order" })
     }
 
@@ -169,19 +152,14 @@ pub trait DiscreteDynamics: Sync {
     ///
     /// # Errors
     /// [`BatchError::Unsupported`] unless implemented; otherwise as [`DiscreteDynamics::step`].
-    #[allow(clippy::too_many_arguments)]
     fn linearize_second_order_contracted(
         &self,
         ws: &mut Self::Workspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
+        at: StepInput<'_>,
         lam: &[f64],
         out: ContractedTerms<'_>,
     ) -> Result<(), BatchError<Self::Error>> {
-        let _ = (ws, step, q, p, u, guess, lam, out);
+        let _ = (ws, at, lam, out);
         Err(BatchError::Unsupported { system: self.name(), method: "linearize_second_order_contracted" })
     }
 }

@@ -18,6 +18,6 @@ pub mod discrete;
 pub mod engine;
 pub mod error;
 
-pub use discrete::{matrix_to_rows, ContractedTerms, DiscreteDynamics, SecondOrderTerms};
+pub use discrete::{matrix_to_rows, ContractedTerms, DiscreteDynamics, SecondOrderTerms, StepInput};
 pub use engine::{default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, Control, MAX_THREADS, NUM_THREADS_ENV};
 pub use error::{check_finite, check_len, BatchError, Failures};

@@ -64,6 +64,7 @@ use crate::error::Result;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::second_order::FlowDerivatives;
 use nalgebra::{DMatrix, Matrix6};
+use vidyn_system::StepInput;
 
 /// Relative step of the differences on configurations (module docs).
 const STEP: f64 = 3e-5;
@@ -115,9 +116,10 @@ impl GroupSecondOrder {
     /// Solves and linearises the step from `(q, p, u)` into `out` (`a`, `b`, the next state,
     /// the iterations), then fills the tensor `T` (module docs). Errors as
     /// [`VariationalIntegrator::linearize`], for the nominal step or a moved one.
-    pub(crate) fn prepare(&mut self, step: usize, q: &[f64], p: &[f64], u: &[f64], guess: Option<&[f64]>, out: &mut FlowDerivatives) -> Result<usize> {
+    pub(crate) fn prepare(&mut self, at: StepInput<'_>, out: &mut FlowDerivatives) -> Result<usize> {
         let n = self.vi.n();
-        let iterations = self.vi.linearize(&mut self.ws, step, q, p, u, guess, &mut out.a, &mut out.b, &mut out.q_next, &mut out.p_next)?;
+        let iterations = self.vi.linearize(&mut self.ws, at, &mut out.a, &mut out.b, &mut out.q_next, &mut out.p_next)?;
+        let StepInput { p, u, .. } = at;
         let scale = |x: &[f64]| x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
         let (hp, hu) = (STEP * scale(p), STEP * scale(u));
         self.tensor.fill(0.0);
@@ -128,7 +130,7 @@ impl GroupSecondOrder {
                 _ => hu,
             };
             for sign in [1.0, -1.0] {
-                self.moved_jacobian(step, q, p, u, j, sign * h, out)?;
+                self.moved_jacobian(at, j, sign * h, out)?;
                 // T[i, j, k] += ± DF(±h e_j)[i, k] / 2h
                 let w = sign / (2.0 * h);
                 for i in 0..2 * n {
@@ -142,9 +144,10 @@ impl GroupSecondOrder {
         Ok(iterations)
     }
 
-    /// `self.jac = DF(h e_j)` (module docs) at the nominal step whose next state `out` holds.
-    #[allow(clippy::too_many_arguments)]
-    fn moved_jacobian(&mut self, step: usize, q: &[f64], p: &[f64], u: &[f64], j: usize, h: f64, out: &FlowDerivatives) -> Result<()> {
+    /// `self.jac = DF(h e_j)` (module docs) at the nominal step `at` whose next state `out`
+    /// holds (`at.guess` is not used: the moved step starts at the nominal's end).
+    fn moved_jacobian(&mut self, at: StepInput<'_>, j: usize, h: f64, out: &FlowDerivatives) -> Result<()> {
+        let StepInput { k: step, q, p, u, .. } = at;
         let n = self.vi.n();
         let model = self.vi.model().clone();
         self.dq.fill(0.0);
@@ -159,7 +162,8 @@ impl GroupSecondOrder {
             let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
             joint.integrate(&q[iq..iq + joint.nq()], &self.dq[iv..iv + joint.nv()], &mut self.q[iq..iq + joint.nq()]);
         }
-        self.vi.linearize(&mut self.ws, step, &self.q, &self.p, &self.u, Some(&out.q_next), &mut self.a, &mut self.b, &mut self.q_next, &mut self.p_next)?;
+        let moved = StepInput { k: step, q: &self.q, p: &self.p, u: &self.u, guess: Some(&out.q_next) };
+        self.vi.linearize(&mut self.ws, moved, &mut self.a, &mut self.b, &mut self.q_next, &mut self.p_next)?;
         self.jac.columns_mut(0, 2 * n).copy_from(&self.a);
         self.jac.columns_mut(2 * n, n).copy_from(&self.b);
         for (i, joint) in model.joints.iter().enumerate() {

@@ -60,10 +60,10 @@ fn differenced_second_order_matches_the_exact_one_on_fixed_charts() {
         let mut p = vec![0.0; n];
         vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
         let mut so = vi.second_order_workspace();
-        let mut out = vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).unwrap().clone();
+        let mut out = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &lam).unwrap().clone();
         let exact = assembled(&out);
         let mut group = GroupSecondOrder::new(&vi);
-        group.prepare(0, &q, &p, &u, None, &mut out).unwrap();
+        group.prepare(StepInput::new(0, &q, &p, &u), &mut out).unwrap();
         let mut raw = DMatrix::zeros(3 * n, 3 * n);
         group.contract(&lam, &mut raw);
         let diff = (symmetric(&raw) - &exact).amax();
@@ -93,7 +93,7 @@ impl TangentStep<'_> {
         let p: Vec<f64> = self.p.iter().zip(&y[n..2 * n]).map(|(a, b)| a + b).collect();
         let u: Vec<f64> = self.u.iter().zip(&y[2 * n..]).map(|(a, b)| a + b).collect();
         let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
-        self.vi.step(ws, 0, &q, &p, &u, Some(&self.q_next), &mut qn, &mut pn).unwrap();
+        self.vi.step(ws, StepInput::new(0, &q, &p, &u).with_guess(Some(&self.q_next)), &mut qn, &mut pn).unwrap();
         let dq = difference(self.vi.model(), &self.q_next, &qn).unwrap();
         dq.iter().chain(&pn.iter().zip(&self.p_next).map(|(a, b)| a - b).collect::<Vec<_>>()).zip(self.lam).map(|(f, l)| f * l).sum()
     }
@@ -173,7 +173,7 @@ fn second_order_on_the_group_matches_second_differences_of_the_step() {
             let mut p0 = vec![0.0; n];
             vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
             let mut so = vi.second_order_workspace();
-            let d = vi.linearize_second_order_contracted(&mut so, 0, &q0, &p0, &u, None, &lam).unwrap();
+            let d = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &p0, &u), &lam).unwrap();
             let h = assembled(d);
             let oracle = TangentStep { vi: &vi, q: &q0, p: &p0, u: &u, q_next: d.q_next.clone(), p_next: d.p_next.clone(), lam: &lam };
             let scale = |x: &[f64]| x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
@@ -211,8 +211,8 @@ fn full_tensors_on_the_group_agree_with_the_contraction_and_the_first_order() {
     let lam: Vec<f64> = (0..2 * n).map(|i| 1.0 - 0.1 * i as f64).collect();
     let vi = VariationalIntegrator::new(model, Scheme::simpson(), 0.01, None).unwrap();
     let mut so = vi.second_order_workspace();
-    let c = vi.linearize_second_order_contracted(&mut so, 0, &q0, &p0, &u, None, &lam).unwrap().clone();
-    let f = vi.linearize_second_order(&mut so, 0, &q0, &p0, &u, None).unwrap();
+    let c = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &p0, &u), &lam).unwrap().clone();
+    let f = vi.linearize_second_order(&mut so, StepInput::new(0, &q0, &p0, &u)).unwrap();
     let (m, mut worst) = (2 * n, 0.0_f64);
     for j in 0..m {
         for k in 0..m {
@@ -233,7 +233,7 @@ fn full_tensors_on_the_group_agree_with_the_contraction_and_the_first_order() {
     assert!(worst < 1e-10 * (1.0 + c.hxx.amax()), "{worst:.3e}");
     let mut ws = vi.workspace();
     let (mut a, mut b, mut q1, mut p1) = (DMatrix::zeros(m, m), DMatrix::zeros(m, n), vec![0.0; nq], vec![0.0; n]);
-    vi.linearize(&mut ws, 0, &q0, &p0, &u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+    vi.linearize(&mut ws, StepInput::new(0, &q0, &p0, &u), &mut a, &mut b, &mut q1, &mut p1).unwrap();
     // the second order runs Newton to its round-off floor, the first order to 1e-12
     assert!((&a - &f.a).amax() < 1e-9 && (&b - &f.b).amax() < 1e-9);
     assert!(q1.iter().zip(&f.q_next).all(|(x, y)| (x - y).abs() < 1e-11) && p1.iter().zip(&f.p_next).all(|(x, y)| (x - y).abs() < 1e-10));
@@ -250,7 +250,8 @@ fn constrained_or_kinematic_second_order_on_the_group_is_refused() {
     let kinematic = vi.with_kinematic(&[6]).unwrap();
     for vi in [constrained, kinematic] {
         let mut so = vi.second_order_workspace();
-        let err = vi.linearize_second_order_contracted(&mut so, 0, &q0, &vec![0.0; n], &vec![0.0; n], None, &vec![1.0; 2 * n]).unwrap_err().to_string();
+        let err =
+            vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &vec![0.0; n], &vec![0.0; n]), &vec![1.0; 2 * n]).unwrap_err().to_string();
         assert!(err.contains("Lie group") && err.contains("constraints or kinematic joints"), "{err}");
     }
 }
@@ -272,9 +273,9 @@ fn the_transport_makes_the_differenced_hessian_symmetric() {
         let mut p0 = vec![0.0; n];
         vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
         let mut out = vi.second_order_workspace();
-        let mut out = vi.prepare_second_order(&mut out, 0, &q0, &p0, &u, None).unwrap().clone();
+        let mut out = vi.prepare_second_order(&mut out, StepInput::new(0, &q0, &p0, &u)).unwrap().clone();
         let mut group = GroupSecondOrder::new(&vi);
-        group.prepare(0, &q0, &p0, &u, None, &mut out).unwrap();
+        group.prepare(StepInput::new(0, &q0, &p0, &u), &mut out).unwrap();
         let mut raw = DMatrix::zeros(3 * n, 3 * n);
         group.contract(&lam, &mut raw);
         let asymmetry = (&raw - raw.transpose()).amax();

@@ -57,6 +57,7 @@ use crate::Predictor;
 use nalgebra::{Matrix6, Vector6};
 use std::sync::Arc;
 use vidyn_rbd::{check_configuration, check_tangent, CentredExpansion, Model, SingleDofMap};
+use vidyn_system::StepInput;
 
 /// The most control points of a scheme (Lobatto `s ≤ 12`).
 const MAX_POINTS: usize = 13;
@@ -142,19 +143,8 @@ impl ChartWork {
 impl VariationalIntegrator {
     /// [`VariationalIntegrator::step`] of a model with composite joints (module docs): into
     /// the chart centred at `q`, the step of the expanded model there, and back.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn step_on_chart(
-        &self,
-        chart: &Chart,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
+    pub(crate) fn step_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        let StepInput { k: step, q, p, u, guess } = at;
         let (native, map) = (&*chart.native, &chart.map);
         check_configuration(native, q)?;
         check_tangent(native, p, "p")?;
@@ -187,8 +177,14 @@ impl VariationalIntegrator {
         let cw = &mut ws.chart;
         let (theta, p_theta, u_theta, g, mut theta_next, mut p_theta_next) =
             (take(&mut cw.theta), take(&mut cw.p_theta), take(&mut cw.u_theta), take(&mut cw.guess), take(&mut cw.theta_next), take(&mut cw.p_theta_next));
-        let result =
-            self.step_in_coordinates(ws, step, &theta, &p_theta, &u_theta, guessed.then_some(&g[..]), &mut theta_next, &mut p_theta_next).and_then(|it| {
+        let result = self
+            .step_in_coordinates(
+                ws,
+                StepInput { k: step, q: &theta, p: &p_theta, u: &u_theta, guess: guessed.then_some(&g[..]) },
+                &mut theta_next,
+                &mut p_theta_next,
+            )
+            .and_then(|it| {
                 map.chart_point(q, &theta_next, q_next);
                 map.covector_from_chart(&theta_next, &p_theta_next, p_next)?;
                 if q_next.iter().chain(p_next.iter()).all(|x| x.is_finite()) {

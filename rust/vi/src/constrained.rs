@@ -150,27 +150,17 @@ impl ViWorkspace {
     }
 }
 
-/// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st`.
-#[allow(clippy::too_many_arguments)]
-fn gradient_rows(
-    c: &[Constraint],
-    active: &[usize],
-    model: &vidyn_rbd::Model,
-    st: &PointState,
-    scratch: &mut ConstraintScratch,
-    out: &mut DMatrix<f64>,
-    scale: f64,
-    row: &mut [f64],
-) {
-    for &i in active {
-        c[i].gradient(model, st, scratch, row);
-        for (j, g) in row.iter().enumerate() {
-            out[(i, j)] = scale * g;
+impl VariationalIntegrator {
+    /// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st` (`row`: scratch).
+    fn gradient_rows(&self, active: &[usize], st: &PointState, scratch: &mut ConstraintScratch, out: &mut DMatrix<f64>, scale: f64, row: &mut [f64]) {
+        for &i in active {
+            self.constraints[i].gradient(&self.model, st, scratch, row);
+            for (j, g) in row.iter().enumerate() {
+                out[(i, j)] = scale * g;
+            }
         }
     }
-}
 
-impl VariationalIntegrator {
     /// The constraints of step `step` become the active ones, `C_1 = Dh(q_k)` from the
     /// kinematics of control point 0 (`= q_k`, set by the last `points.set`), and `λ = 0`, or
     /// the guess of [`ViWorkspace::guess_multipliers`] on the active rows (which it uses up).
@@ -179,7 +169,7 @@ impl VariationalIntegrator {
         let cw = &mut ws.constraint;
         cw.active.clear();
         cw.active.extend_from_slice(self.active_constraints(step)?);
-        gradient_rows(&self.constraints, &cw.active, &self.model, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
+        self.gradient_rows(&cw.active, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
         cw.lambda.fill(0.0);
         if std::mem::take(&mut cw.guessed) {
             for &i in &cw.active {
@@ -303,7 +293,7 @@ impl VariationalIntegrator {
         {
             let cw = &mut ws.constraint;
             let e1 = sc.endpoint(1);
-            gradient_rows(&self.constraints, &cw.active, &self.model, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
+            self.gradient_rows(&cw.active, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
         }
         // LANES columns of C_1ᵀ at a time (and P_z K for the linearisation)
         ws.newton.ensure_lanes();

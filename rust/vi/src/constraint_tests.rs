@@ -148,7 +148,7 @@ fn constrained_flow_is_symplectic_on_the_constraint_set() {
     let mut ws = vi.workspace();
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-    vi.linearize(&mut ws, 0, &q, &p, &[0.0; 3], None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    vi.linearize(&mut ws, StepInput::new(0, &q, &p, &[0.0; 3]), &mut a, &mut b, &mut qn, &mut pn).unwrap();
     // tangent directions: the null space of Dh(q_k) (one), and every momentum direction
     let mut st = crate::point::PointState::new(n);
     st.update(vi.model(), &q, &[0.0; 3]);
@@ -180,12 +180,12 @@ fn redundant_constraints_and_multistage_schemes_are_errors() {
     let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap().with_constraints(loop_closure(&model, true)).unwrap();
     let q = closed_configuration(&model, 0.3);
     let (mut qn, mut pn) = (vec![0.0; 3], vec![0.0; 3]);
-    let err = vi.step(&mut vi.workspace(), 4, &q, &[0.0; 3], &[0.0; 3], None, &mut qn, &mut pn).unwrap_err();
+    let err = vi.step(&mut vi.workspace(), StepInput::new(4, &q, &[0.0; 3], &[0.0; 3]), &mut qn, &mut pn).unwrap_err();
     assert_eq!(err, ViError::DegenerateConstraints { step: 4 });
     // second order is not implemented with constraints: an error, not a wrong answer
     let closed = integrator(Scheme::midpoint(), 0.01, None);
     let mut so = closed.second_order_workspace();
-    let second = closed.linearize_second_order_contracted(&mut so, 0, &q, &[0.0; 3], &[0.0; 3], None, &[0.0; 6]);
+    let second = closed.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &[0.0; 3], &[0.0; 3]), &[0.0; 6]);
     assert!(matches!(second, Err(ViError::InvalidParameter(_))));
     let simpson = VariationalIntegrator::new(model.clone(), Scheme::simpson(), 0.01, None).unwrap();
     assert!(matches!(simpson.with_constraints(loop_closure(&model, false)), Err(ViError::InvalidParameter(_))));
@@ -220,7 +220,7 @@ fn box_held_turned(degrees: f64, aligned: bool) -> (Result<usize>, f64) {
     let half = degrees.to_radians() / 2.0;
     let q = [0.0, 0.0, 0.0, 0.0, 0.0, half.sin(), half.cos()];
     let (mut qn, mut pn) = (vec![0.0; 7], vec![0.0; 6]);
-    let out = vi.step(&mut vi.workspace(), 0, &q, &[0.0; 6], &[0.0; 6], None, &mut qn, &mut pn);
+    let out = vi.step(&mut vi.workspace(), StepInput::new(0, &q, &[0.0; 6], &[0.0; 6]), &mut qn, &mut pn);
     (out, 2.0 * qn[6].abs().clamp(0.0, 1.0).acos().to_degrees())
 }
 

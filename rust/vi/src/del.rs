@@ -50,6 +50,15 @@ impl JointForces {
     }
 }
 
+/// What the DEL rows of a step weigh its control points with: the scheme's quadrature,
+/// the step `Δt` and the joint forces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DelTerms<'a> {
+    pub scheme: &'a Scheme,
+    pub dt: f64,
+    pub forces: &'a JointForces,
+}
+
 /// Everything evaluated at the `s + 1` control points of one step.
 #[derive(Clone, Debug)]
 pub struct StepPoints {
@@ -191,7 +200,8 @@ impl StepPoints {
 
     /// `out += m · (D_{α+1} L_d + Q^α)` for every joint (`out`: `(n,)`) at control point `α`
     /// (no mixing, no `p_k`). O(s n).
-    pub(crate) fn add_point_rows(&self, scheme: &Scheme, dt: f64, forces: &JointForces, u: &[f64], m: f64, alpha: usize, out: &mut [f64]) {
+    pub(crate) fn add_point_rows(&self, terms: DelTerms<'_>, u: &[f64], m: f64, alpha: usize, out: &mut [f64]) {
+        let DelTerms { scheme, dt, forces } = terms;
         let n = out.len();
         let w = &scheme.weights;
         let st = &self.states[alpha];
@@ -215,7 +225,7 @@ impl StepPoints {
         for alpha in x..scheme.points() {
             let m = scheme.mix(x, alpha);
             if m != 0.0 {
-                self.add_point_rows(scheme, dt, forces, u, m, alpha, out);
+                self.add_point_rows(DelTerms { scheme, dt, forces }, u, m, alpha, out);
             }
         }
     }
@@ -228,7 +238,7 @@ impl StepPoints {
         for alpha in x..scheme.points() {
             let m = scheme.mix(x, alpha);
             if m != 0.0 {
-                self.add_point_block(scheme, dt, forces, m, alpha, beta, out);
+                self.add_point_block(DelTerms { scheme, dt, forces }, m, alpha, beta, out);
             }
         }
     }
@@ -236,7 +246,8 @@ impl StepPoints {
     /// `out += m · H(α, β)`, one column at a time: the scalar coefficients of the module
     /// docs' formula are formed once per block and every term is an `axpy` on a column
     /// (terms whose coefficient vanishes are skipped).
-    fn add_point_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+    fn add_point_block(&self, terms: DelTerms<'_>, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+        let DelTerms { scheme, dt, forces } = terms;
         let w = &scheme.weights;
         let (ha, hb) = (&self.hessians[alpha], &self.hessians[beta]);
         let potential = if alpha == beta { m * w[alpha] * dt } else { 0.0 };

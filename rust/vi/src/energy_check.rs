@@ -35,6 +35,7 @@
 
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use vidyn_system::StepInput;
 
 /// The smallest `|cos β|` of the pitch of a `to_single_dof` Euler-angle chain that a step
 /// may reach (≈ 5.7° from ±90°). The expanded mass matrix `EᵀME` has condition ∝ `1/cos²β`,
@@ -183,8 +184,8 @@ impl VariationalIntegrator {
     ///
     /// # Errors
     /// As [`Self::check_step_energy`], or invalid states.
-    #[allow(clippy::too_many_arguments)]
-    pub fn check_step(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) -> Result<()> {
+    pub fn check_step(&self, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &[f64], p_next: &[f64]) -> Result<()> {
+        let StepInput { k: step, q, p, u, .. } = at;
         if !self.checks_energy() {
             return Ok(());
         }

@@ -26,6 +26,7 @@ use nalgebra::DMatrix;
 use std::sync::Arc;
 use vidyn_rbd::{check_configuration, check_forces, check_tangent, Model, Workspace};
 use vidyn_spatial::Force;
+use vidyn_system::StepInput;
 
 /// A variational integrator.
 ///
@@ -558,7 +559,8 @@ impl VariationalIntegrator {
     /// The exact Newton direction `δz = −J⁻¹ r` at unknown control points `z` (layouts as in
     /// [`Self::residual`]) by Algorithms B.1/B.2, O(s³ n), without forming `J`. Errors with
     /// [`ViError::SingularJacobian`] (labelled `step`) when some per-body `Λ_i` is singular.
-    pub fn newton_direction(&self, ws: &mut ViWorkspace, step: usize, q: &[f64], p: &[f64], u: &[f64], z: &[f64], dz: &mut [f64]) -> Result<()> {
+    pub fn newton_direction(&self, ws: &mut ViWorkspace, at: StepInput<'_>, z: &[f64], dz: &mut [f64]) -> Result<()> {
+        let StepInput { k: step, q, p, u, .. } = at;
         self.refuse_lie_group("the Newton direction in chart coordinates")?;
         self.refuse_mimic("the Newton direction primitive")?;
         self.check_inputs(q, p, u)?;
@@ -646,45 +648,25 @@ impl VariationalIntegrator {
     ///
     /// With composite joints `q`, `guess` and `q_next` have `nq` entries and the step runs in
     /// the chart centred at `q` (module `chart_step`).
-    pub fn step(
-        &self,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
+    pub fn step(&self, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         if let Some(sys) = &self.mimic {
-            return self.step_mimic(sys, ws, step, q, p, u, guess, q_next, p_next);
+            return self.step_mimic(sys, ws, at, q_next, p_next);
         }
         let iterations = match &self.chart {
-            None => self.step_in_coordinates(ws, step, q, p, u, guess, q_next, p_next),
-            Some(chart) => self.step_on_chart(chart, ws, step, q, p, u, guess, q_next, p_next),
+            None => self.step_in_coordinates(ws, at, q_next, p_next),
+            Some(chart) => self.step_on_chart(chart, ws, at, q_next, p_next),
         }?;
         if !self.constraints.is_empty() {
-            self.project_momentum(ws, step, q_next, p_next)?;
-            self.check_alignment(ws, step, q_next)?;
+            self.project_momentum(ws, at.k, q_next, p_next)?;
+            self.check_alignment(ws, at.k, q_next)?;
         }
         Ok(iterations)
     }
 
     /// [`Self::step`] in the coordinates of the DEL model `self.model` (a chart's, with
     /// composite joints).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn step_in_coordinates(
-        &self,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
+    pub(crate) fn step_in_coordinates(&self, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        let StepInput { k: step, q, p, u, guess } = at;
         ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
         self.check_gimbals(step, q)?;
@@ -693,25 +675,14 @@ impl VariationalIntegrator {
         let predictors = [Predictor::Guess, Predictor::Taylor, Predictor::Drift]
             .into_iter()
             .filter(|&start| !((start == Predictor::Guess && guess.is_none()) || (start == Predictor::Drift && kinematic)));
-        from_predictors(step, predictors, |predictor| self.solve_from(ws, step, q, p, u, predictor, guess, q_next, p_next))
+        from_predictors(step, predictors, |predictor| self.solve_from(ws, at, predictor, q_next, p_next))
     }
 
     /// Newton's method on the step's DEL equations from the first iterate `predictor` gives
     /// ([`Self::initial_guess`]), for [`Self::step`].
-    #[allow(clippy::too_many_arguments)]
-    fn solve_from(
-        &self,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        predictor: Predictor,
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
-        self.initial_guess(ws, step, q, p, u, predictor, guess)?;
+    fn solve_from(&self, ws: &mut ViWorkspace, at: StepInput<'_>, predictor: Predictor, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        self.initial_guess(ws, at, predictor)?;
+        let StepInput { k: step, q, p, u, .. } = at;
         let sc = &self.scheme;
         // the configuration terms of q^0 = q_k are fixed for the whole solve
         ws.points.set_start(&self.model, q, &self.wrenches);
@@ -906,18 +877,15 @@ impl VariationalIntegrator {
     pub fn linearize(
         &self,
         ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
+        at: StepInput<'_>,
         a: &mut DMatrix<f64>,
         b: &mut DMatrix<f64>,
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
         self.check_jacobian_shapes(a, b)?;
-        let iterations = self.step(ws, step, q, p, u, guess, q_next, p_next)?;
+        let iterations = self.step(ws, at, q_next, p_next)?;
+        let StepInput { k: step, q, .. } = at;
         match (self.mimic.as_deref(), self.chart.as_deref()) {
             (Some(sys), _) => self.linearize_mimic(sys, ws, step, a, b)?,
             (None, Some(chart)) => self.linearize_on_chart(chart, ws, step, a, b)?,

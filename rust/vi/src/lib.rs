@@ -70,6 +70,7 @@ pub use second_order::{linearize_trajectory_contracted, linearize_trajectory_sec
 pub use solved::{SolvedSteps, KEPT_BYTES};
 pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, trajectory_multipliers, Linearization, Trajectory, TrajectoryMultipliers};
+pub use vidyn_system::StepInput;
 
 #[cfg(test)]
 mod chart_second_order_tests;

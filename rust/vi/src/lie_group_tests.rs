@@ -114,7 +114,7 @@ fn what_is_not_supported_is_refused() {
     let mut p0 = [0.0; 13];
     vi.momentum(&mut ws, &q0, &v0, &mut p0).unwrap();
     let (mut q1, mut p1) = (vec![0.0; 16], vec![0.0; 13]);
-    match vi.step(&mut ws, 0, &q0, &p0, &[0.0; 13], None, &mut q1, &mut p1) {
+    match vi.step(&mut ws, StepInput::new(0, &q0, &p0, &[0.0; 13]), &mut q1, &mut p1) {
         Err(ViError::StepTooLarge { joint, degrees, .. }) => assert!(joint == "base" && (degrees - 2.0_f64.to_degrees()).abs() < 1e-9, "{joint}: {degrees}"),
         other => panic!("{other:?}"),
     }
@@ -243,7 +243,7 @@ pub(crate) fn central_differences(
         let q = integrate(vi.model(), q0, &dq).unwrap();
         let mut ws = vi.workspace();
         let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
-        vi.step(&mut ws, k, &q, &p, &uu, None, &mut qn, &mut pn).unwrap();
+        vi.step(&mut ws, StepInput::new(k, &q, &p, &uu), &mut qn, &mut pn).unwrap();
         output(&qn, &pn, &ws)
     };
     let columns: Vec<Vec<f64>> = (0..3 * n).map(|c| moved(c, h).iter().zip(moved(c, -h)).map(|(a, b)| (a - b) / (2.0 * h)).collect()).collect();
@@ -261,7 +261,7 @@ pub(crate) fn assert_linearization_on_the_group(vi: &VariationalIntegrator, k: u
     let mut ws = vi.workspace();
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
-    vi.linearize(&mut ws, k, q0, p0, u, None, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+    vi.linearize(&mut ws, StepInput::new(k, q0, p0, u), &mut a, &mut b, &mut q1, &mut p1).unwrap();
     let fd = central_differences(vi, k, q0, p0, u, 1e-6, |qn, pn, _| {
         let mut d = difference(&model, &q1, qn).unwrap();
         d.extend(pn.iter().zip(&p1).map(|(x, y)| x - y));

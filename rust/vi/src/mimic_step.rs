@@ -32,6 +32,7 @@ use crate::scheme::Scheme;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::mimic::{self as rbd_mimic, MimicWorkspace};
 use vidyn_rbd::{check_vector, Coupling, Model};
+use vidyn_system::StepInput;
 
 /// What an integrator of a model with mimic joints holds besides the model: its coupling and
 /// the joint forces on the extended coordinates.
@@ -102,19 +103,8 @@ impl VariationalIntegrator {
     /// equations from the predictors in turn, each iteration on the reduced dense `J`, with
     /// the stopping rule of [`Self::step`] but for its round-off floor (an update below the
     /// resolution of `z` accepts a residual within `1.5·10⁻⁸ max(1, |p_k|∞)`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn step_mimic(
-        &self,
-        sys: &MimicSystem,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
+    pub(crate) fn step_mimic(&self, sys: &MimicSystem, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
+        let StepInput { k: step, q, p, u, guess } = at;
         ws.within_tolerance = false;
         let c = &sys.coupling;
         check_vector(q, "q", c.nq(), "model.nq")?;
@@ -130,7 +120,7 @@ impl VariationalIntegrator {
         ws.dense.ensure(c.nv(), self.scheme.s);
         let predictors = [Predictor::Guess, Predictor::Taylor, Predictor::Drift].into_iter().filter(|&start| !(start == Predictor::Guess && guess.is_none()));
         from_predictors(step, predictors, |predictor| {
-            self.mimic_prediction(sys, ws, q, p, u, predictor, guess)?;
+            self.mimic_prediction(sys, ws, at, predictor)?;
             let it = self.mimic_newton(sys, ws, step, p)?;
             let work = ws.mimic.as_mut().expect("mimic scratch");
             self.scheme.endpoint_from(q, &ws.z, q_next);
@@ -146,17 +136,8 @@ impl VariationalIntegrator {
 
     /// The first iterate `ws.z` (reduced) from a [`Predictor`], as [`Self::initial_guess`]
     /// does on a tree: `M⁻¹ p` and the forward dynamics of the reduced system.
-    #[allow(clippy::too_many_arguments)]
-    fn mimic_prediction(
-        &self,
-        sys: &MimicSystem,
-        ws: &mut ViWorkspace,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        predictor: Predictor,
-        guess: Option<&[f64]>,
-    ) -> Result<()> {
+    fn mimic_prediction(&self, sys: &MimicSystem, ws: &mut ViWorkspace, at: StepInput<'_>, predictor: Predictor) -> Result<()> {
+        let StepInput { q, p, u, guess, .. } = at;
         let n = sys.coupling.nv();
         let nodes = &self.scheme.nodes[1..];
         if let (Predictor::Guess, Some(g)) = (predictor, guess) {

@@ -101,13 +101,13 @@ fn b1_direction_equals_the_dense_newton_direction() {
                 let mut ws = vi.workspace();
                 let mut oracle = DenseOracle::new(&vi);
                 let (mut fast, mut dense) = (vec![0.0; s * n], vec![0.0; s * n]);
-                vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut fast).unwrap();
-                oracle.newton_direction(&vi, &mut ws, 0, &q, &p, &u, &z, &mut dense).unwrap();
+                vi.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut fast).unwrap();
+                oracle.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut dense).unwrap();
                 let err = rel_err(&fast, &dense);
                 worst = worst.max(err);
                 assert!(err < 1e-10, "{} s={s} dt={dt} wrenched={wrenched}: B.1 vs dense relative error {err:e}", model.name);
                 // and the direction solves J δz = −r (J from the dense oracle)
-                let j = oracle.jacobian(&vi, &mut ws, &q, &z).unwrap();
+                let j = oracle.jacobian(&mut ws, &q, &z).unwrap();
                 let mut r = vec![0.0; s * n];
                 vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap();
                 let jd = &j * nalgebra::DVector::from_column_slice(&fast);
@@ -174,7 +174,7 @@ fn newton_converges_quadratically() {
             let (q, p, u, _) = problem(&vi, &mut rng);
             let mut ws = vi.workspace();
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
+            vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap();
             let mut z: Vec<f64> = ws.z.iter().map(|x| x + 1e-3 * rng.random_range(-1.0..1.0)).collect();
             let (mut r, mut dz) = (vec![0.0; s * n], vec![0.0; s * n]);
             let (mut residuals, mut steps) = (Vec::new(), Vec::new());
@@ -185,7 +185,7 @@ fn newton_converges_quadratically() {
                 if res < tol {
                     break;
                 }
-                vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut dz).unwrap();
+                vi.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut dz).unwrap();
                 let step = dz.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
                 steps.push(step);
                 if step < 1e-15 {
@@ -220,9 +220,9 @@ fn o_n2_linearisation_equals_the_dense_linearisation() {
             let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
             let (mut a2, mut b2) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+            vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
             let mut oracle = DenseOracle::new(&vi);
-            oracle.linearize(&vi, &mut ws, 0, &q, &p, &u, None, &mut a2, &mut b2, &mut qn, &mut pn).unwrap();
+            oracle.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a2, &mut b2, &mut qn, &mut pn).unwrap();
             let ea = (&a - &a2).amax() / a2.amax();
             let eb = (&b - &b2).amax() / b2.amax();
             worst = worst.max(ea).max(eb);
@@ -244,7 +244,7 @@ fn a_massless_leaf_is_a_singular_jacobian() {
     let vi = VariationalIntegrator::new(Arc::new(model), Scheme::simpson(), 0.01, Some(JointForces::none(2))).unwrap();
     let mut ws = vi.workspace();
     let mut dz = [0.0; 4];
-    let r = vi.newton_direction(&mut ws, 5, &[0.1, 0.2], &[0.3, 0.0], &[0.0; 2], &[0.1, 0.2, 0.1, 0.2], &mut dz);
+    let r = vi.newton_direction(&mut ws, StepInput::new(5, &[0.1, 0.2], &[0.3, 0.0], &[0.0; 2]), &[0.1, 0.2, 0.1, 0.2], &mut dz);
     assert!(matches!(r, Err(ViError::SingularJacobian { step: 5 })), "{r:?}");
 }
 
@@ -268,17 +268,17 @@ fn reused_point_states_change_no_bit_of_a_step() {
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
             let warm = predict_next(&reused.q[..(k + 1) * n], n, &mut guess).then_some(guess.as_slice());
             let (q, p) = (&reused.q[k * n..(k + 1) * n], &reused.p[k * n..(k + 1) * n]);
-            vi.step(&mut vi.workspace(), k, q, p, &u[k * n..(k + 1) * n], warm, &mut qn, &mut pn).unwrap();
+            vi.step(&mut vi.workspace(), StepInput::new(k, q, p, &u[k * n..(k + 1) * n]).with_guess(warm), &mut qn, &mut pn).unwrap();
             assert_eq!((&qn[..], &pn[..]), (&reused.q[(k + 1) * n..(k + 2) * n], &reused.p[(k + 1) * n..(k + 2) * n]), "s = {} step {k}", sc.s);
         }
         for other in &others {
             // `ws` ends a step of `vi` at (q1, p1); `other` steps from there with it
             let mut ws = vi.workspace();
             let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-            vi.step(&mut ws, 0, &q0, &p0, &u[..n], None, &mut q1, &mut p1).unwrap();
+            vi.step(&mut ws, StepInput::new(0, &q0, &p0, &u[..n]), &mut q1, &mut p1).unwrap();
             let (mut moved, mut fresh) = ((vec![0.0; n], vec![0.0; n]), (vec![0.0; n], vec![0.0; n]));
-            other.step(&mut ws, 1, &q1, &p1, &u[n..2 * n], None, &mut moved.0, &mut moved.1).unwrap();
-            other.step(&mut other.workspace(), 1, &q1, &p1, &u[n..2 * n], None, &mut fresh.0, &mut fresh.1).unwrap();
+            other.step(&mut ws, StepInput::new(1, &q1, &p1, &u[n..2 * n]), &mut moved.0, &mut moved.1).unwrap();
+            other.step(&mut other.workspace(), StepInput::new(1, &q1, &p1, &u[n..2 * n]), &mut fresh.0, &mut fresh.1).unwrap();
             assert_eq!(moved, fresh, "s = {}", sc.s);
         }
     }
@@ -300,8 +300,8 @@ fn the_dense_path_of_small_systems_equals_the_recursive_path() {
             let (mut a1, mut b1, mut a2, mut b2) =
                 (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
             let (mut q1, mut p1, mut q2, mut p2) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-            recursive.linearize(&mut recursive.workspace(), 0, &q, &p, &u, None, &mut a1, &mut b1, &mut q1, &mut p1).unwrap();
-            dense.linearize(&mut dense.workspace(), 0, &q, &p, &u, None, &mut a2, &mut b2, &mut q2, &mut p2).unwrap();
+            recursive.linearize(&mut recursive.workspace(), StepInput::new(0, &q, &p, &u), &mut a1, &mut b1, &mut q1, &mut p1).unwrap();
+            dense.linearize(&mut dense.workspace(), StepInput::new(0, &q, &p, &u), &mut a2, &mut b2, &mut q2, &mut p2).unwrap();
             let s = sc.s;
             assert!(rel_err(&q2, &q1) < 1e-12 && rel_err(&p2, &p1) < 1e-12, "{} s={s}: states", model.name);
             assert!(rel_err(a2.as_slice(), a1.as_slice()) < 1e-10 && rel_err(b2.as_slice(), b1.as_slice()) < 1e-10, "{} s={s}: A, B", model.name);

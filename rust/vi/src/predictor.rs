@@ -9,6 +9,7 @@
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use vidyn_rbd::{check_configuration, check_tangent};
+use vidyn_system::StepInput;
 
 /// An estimate of the step's end point `q_{k+1}`, in the order [`VariationalIntegrator::step`]
 /// tries them.
@@ -36,17 +37,8 @@ impl VariationalIntegrator {
     /// `M⁻¹ p` by [`vidyn_rbd::mass_solve`], `q̈` by [`vidyn_rbd::aba`]. With kinematic
     /// joints (whose `u` are positions, not forces) the Taylor estimate drops its acceleration
     /// term; their control points are set from `u` ([`Self::with_kinematic`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn initial_guess(
-        &self,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        predictor: Predictor,
-        guess: Option<&[f64]>,
-    ) -> Result<()> {
+    pub(crate) fn initial_guess(&self, ws: &mut ViWorkspace, at: StepInput<'_>, predictor: Predictor) -> Result<()> {
+        let StepInput { k: step, q, p, u, guess } = at;
         let (n, dt) = (self.n(), self.dt);
         match (predictor, guess) {
             (Predictor::Guess, Some(g)) => {

@@ -7,25 +7,28 @@ use crate::dense_step::DenseStep;
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use nalgebra::DMatrix;
+use vidyn_system::StepInput;
 
-/// Scratch of the dense path (allocated once; the energy Hessians it needs are allocated in
-/// the [`ViWorkspace`] on first use).
+/// The dense path of the integrator `vi` with its scratch (allocated once; the energy
+/// Hessians it needs are allocated in the [`ViWorkspace`] on first use).
 #[derive(Clone, Debug)]
-pub struct DenseOracle {
+pub struct DenseOracle<'a> {
+    vi: &'a VariationalIntegrator,
     dense: DenseStep,
     residual: Vec<f64>,
 }
 
-impl DenseOracle {
+impl<'a> DenseOracle<'a> {
     #[must_use]
-    pub fn new(vi: &VariationalIntegrator) -> Self {
+    pub fn new(vi: &'a VariationalIntegrator) -> Self {
         let (n, s) = (vi.n(), vi.scheme().s);
-        Self { dense: DenseStep::new(n, s), residual: vec![0.0; s * n] }
+        Self { vi, dense: DenseStep::new(n, s), residual: vec![0.0; s * n] }
     }
 
     /// The dense DEL Jacobian `J = ∂r/∂z` at unknowns `z` (`(s·n, s·n)`, rows `ϱ·n + i`,
     /// columns `(γ−1)·n + j`).
-    pub fn jacobian(&mut self, vi: &VariationalIntegrator, ws: &mut ViWorkspace, q: &[f64], z: &[f64]) -> Result<DMatrix<f64>> {
+    pub fn jacobian(&mut self, ws: &mut ViWorkspace, q: &[f64], z: &[f64]) -> Result<DMatrix<f64>> {
+        let vi = self.vi;
         vi.check_unknowns(z)?;
         ws.points.set(vi.model(), vi.scheme(), vi.dt(), q, z, vi.body_wrenches());
         ws.points.update_hessians(vi.model());
@@ -36,17 +39,8 @@ impl DenseOracle {
     }
 
     /// `δz = −J⁻¹ r` by forming `J` and factoring it (LU with partial pivoting), O(s³ n³).
-    pub fn newton_direction(
-        &mut self,
-        vi: &VariationalIntegrator,
-        ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        z: &[f64],
-        dz: &mut [f64],
-    ) -> Result<()> {
+    pub fn newton_direction(&mut self, ws: &mut ViWorkspace, at: StepInput<'_>, z: &[f64], dz: &mut [f64]) -> Result<()> {
+        let (vi, StepInput { k: step, q, p, u, .. }) = (self.vi, at);
         vi.check_inputs(q, p, u)?;
         vi.check_unknowns(z)?;
         let (sc, dt) = (vi.scheme(), vi.dt());
@@ -67,19 +61,15 @@ impl DenseOracle {
     /// (module `dense_step`), O(s³ n³).
     pub fn linearize(
         &mut self,
-        vi: &VariationalIntegrator,
         ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
+        at: StepInput<'_>,
         a: &mut DMatrix<f64>,
         b: &mut DMatrix<f64>,
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
-        let iterations = vi.step(ws, step, q, p, u, guess, q_next, p_next)?;
+        let (vi, step) = (self.vi, at.k);
+        let iterations = vi.step(ws, at, q_next, p_next)?;
         let (sc, dt) = (vi.scheme(), vi.dt());
         // a converged step leaves `ws.points` at its solution
         if !self.dense.factorize(vi.model(), sc, dt, vi.forces(), &mut ws.points) {

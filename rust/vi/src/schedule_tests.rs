@@ -90,7 +90,7 @@ fn a_touchdown_is_a_plastic_impact_about_the_contact_point() {
         let mut step_ws = vi.workspace();
         let (mut qn, mut pn) = (vec![0.0; 7], vec![0.0; 6]);
         for k in 0..steps {
-            vi.step(&mut step_ws, k, traj.q_at(k), traj.p_at(k), &[0.0; 6], None, &mut qn, &mut pn).unwrap();
+            vi.step(&mut step_ws, StepInput::new(k, traj.q_at(k), traj.p_at(k), &[0.0; 6]), &mut qn, &mut pn).unwrap();
             let lambda = vi.multipliers(&step_ws);
             assert_eq!(lambda.iter().any(|&l| l != 0.0), k >= j, "step {k}: {lambda:?}");
         }
@@ -167,7 +167,7 @@ fn assert_multiplier_jacobian(vi: &VariationalIntegrator, k: usize, q: &[f64], p
     let (n, nq, m) = (vi.n(), vi.nq(), vi.constraints().len());
     let mut ws = vi.workspace();
     let (mut a, mut b, mut qn, mut pn) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), vec![0.0; nq], vec![0.0; n]);
-    vi.linearize(&mut ws, k, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    vi.linearize(&mut ws, StepInput::new(k, q, p, u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
     let exact = vi.multiplier_jacobian(&ws).clone();
     assert_eq!(exact.shape(), (m, 3 * n));
     let fd = central_differences(vi, k, q, p, u, 1e-5, |_, _, ws| vi.multipliers(ws).to_vec());
@@ -215,7 +215,7 @@ fn knot_momenta_and_predicted_accelerations_respect_the_constraints() {
     let mut ws = vi.workspace();
     let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
     let (mut q1, mut p1) = (vec![0.0; vi.nq()], vec![0.0; n]);
-    vi.step(&mut ws, 0, &q0, &vec![0.1; n], &u, None, &mut q1, &mut p1).unwrap();
+    vi.step(&mut ws, StepInput::new(0, &q0, &vec![0.1; n], &u), &mut q1, &mut p1).unwrap();
     let mut v = vec![0.0; n];
     vi.velocity(&mut ws, &q1, &p1, &mut v).unwrap();
     vi.knot_constraint_factors(&mut ws, 0, &[0, 1], &q1).unwrap();

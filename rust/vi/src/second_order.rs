@@ -62,6 +62,7 @@ use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::trajectory::Trajectory;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+use vidyn_system::StepInput;
 
 /// Derivatives of one step, stored in a [`SecondOrderWorkspace`] and returned by reference.
 ///
@@ -190,15 +191,7 @@ impl VariationalIntegrator {
     /// Solves the step from `(q, p, u)` and computes `A`, `B` and the control-point
     /// sensitivities `Q_y` (module docs): `J` is formed and factored densely. Leaves the
     /// points of `so.vi` at the solution.
-    pub(crate) fn second_order_prepare(
-        &self,
-        so: &mut SecondOrderWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-    ) -> Result<()> {
+    pub(crate) fn second_order_prepare(&self, so: &mut SecondOrderWorkspace, at: StepInput<'_>) -> Result<()> {
         self.refuse_mimic("second-order derivatives")?;
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
@@ -210,7 +203,7 @@ impl VariationalIntegrator {
                         .into(),
                 ));
             }
-            so.out.iterations = group.prepare(step, q, p, u, guess, &mut so.out)?;
+            so.out.iterations = group.prepare(at, &mut so.out)?;
             so.prepared = true;
             return Ok(());
         }
@@ -223,7 +216,8 @@ impl VariationalIntegrator {
                     .into(),
             ));
         }
-        so.out.iterations = self.step(&mut so.vi, step, q, p, u, guess, &mut so.out.q_next, &mut so.out.p_next)?;
+        so.out.iterations = self.step(&mut so.vi, at, &mut so.out.q_next, &mut so.out.p_next)?;
+        let StepInput { k: step, q, .. } = at;
         let pts = &mut so.vi.points;
         pts.set(model, sc, dt, q, &so.vi.z, &self.wrenches);
         pts.update_hessians(model);
@@ -259,7 +253,7 @@ impl VariationalIntegrator {
         let ld = (s + 1) * n;
         so.prow.fill(0.0);
         so.prow.view_mut((0, 0), (n, n)).copy_from(&so.pq.view((0, 0), (n, n)));
-        gemm_nn(n, 3 * n, s * n, &so.pq.as_slice()[n * n..], n, &so.qy.as_slice()[n..], ld, so.prow.as_mut_slice(), n);
+        gemm_nn(n, 3 * n, s * n, ColMajor(&so.pq.as_slice()[n * n..], n), ColMajor(&so.qy.as_slice()[n..], ld), ColMajorMut(so.prow.as_mut_slice(), n));
         let cw = sc.control_weight(s) * dt;
         let (qy, a, b) = (&so.qy, &mut so.out.a, &mut so.out.b);
         for c in 0..3 * n {
@@ -348,9 +342,9 @@ impl VariationalIntegrator {
         let (ld, m3, sn) = (np * n, 3 * n, s * n);
         let z = &so.qy.as_slice()[n..];
         so.tmat.fill(0.0);
-        gemm_nn(n, m3, sn, &so.cmat.as_slice()[ld * n..], ld, z, ld, so.tmat.as_mut_slice(), n);
+        gemm_nn(n, m3, sn, ColMajor(&so.cmat.as_slice()[ld * n..], ld), ColMajor(z, ld), ColMajorMut(so.tmat.as_mut_slice(), n));
         so.xmat.fill(0.0);
-        gemm_nn(sn, m3, sn, &so.cmat.as_slice()[ld * n + n..], ld, z, ld, so.xmat.as_mut_slice(), sn);
+        gemm_nn(sn, m3, sn, ColMajor(&so.cmat.as_slice()[ld * n + n..], ld), ColMajor(z, ld), ColMajorMut(so.xmat.as_mut_slice(), sn));
         // H = Zᵀ Y through the stored transpose of Z (a plain product, register-blocked)
         for j in 0..m3 {
             for r in 0..sn {
@@ -361,7 +355,14 @@ impl VariationalIntegrator {
         so.hmat.fill(0.0);
         for jb in (0..m3).step_by(4) {
             let w = 4.min(m3 - jb);
-            gemm_nn(jb + w, w, sn, so.zt.as_slice(), m3, &so.xmat.as_slice()[jb * sn..], sn, &mut so.hmat.as_mut_slice()[jb * m3..], m3);
+            gemm_nn(
+                jb + w,
+                w,
+                sn,
+                ColMajor(so.zt.as_slice(), m3),
+                ColMajor(&so.xmat.as_slice()[jb * sn..], sn),
+                ColMajorMut(&mut so.hmat.as_mut_slice()[jb * m3..], m3),
+            );
         }
         let h = &mut so.hmat;
         for j in 0..m3 {
@@ -399,18 +400,9 @@ impl VariationalIntegrator {
     /// `6n + 1` linearised steps and O(n³) memory. `guess`, `step` as for
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
-    pub fn linearize_second_order_contracted<'w>(
-        &self,
-        so: &'w mut SecondOrderWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        lambda: &[f64],
-    ) -> Result<&'w FlowDerivatives> {
+    pub fn linearize_second_order_contracted<'w>(&self, so: &'w mut SecondOrderWorkspace, at: StepInput<'_>, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
         self.check_co_state(lambda)?;
-        self.second_order_prepare(so, step, q, p, u, guess)?;
+        self.second_order_prepare(so, at)?;
         self.contract_prepared_second_order(so, lambda)
     }
 
@@ -424,16 +416,8 @@ impl VariationalIntegrator {
     /// momentum blocks; about two thirds of the cost), and returns `A`, `B` and the next
     /// state. Prepare the steps in parallel (one workspace per step), then call
     /// [`Self::contract_prepared_second_order`] with each step's co-state as it becomes known.
-    pub fn prepare_second_order<'w>(
-        &self,
-        so: &'w mut SecondOrderWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-    ) -> Result<&'w FlowDerivatives> {
-        self.second_order_prepare(so, step, q, p, u, guess)?;
+    pub fn prepare_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, at: StepInput<'_>) -> Result<&'w FlowDerivatives> {
+        self.second_order_prepare(so, at)?;
         Ok(&so.out)
     }
 
@@ -476,15 +460,7 @@ impl VariationalIntegrator {
     /// The contraction of [`Self::linearize_second_order_contracted`] for each of the `2n`
     /// outputs (`λ = e_i`), sharing the solve, the factorisation and `Q_y`: O(s² n⁴) per step.
     /// The first call on a workspace allocates the tensors (18 n³ numbers).
-    pub fn linearize_second_order<'w>(
-        &self,
-        so: &'w mut SecondOrderWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-    ) -> Result<&'w FlowDerivatives> {
+    pub fn linearize_second_order<'w>(&self, so: &'w mut SecondOrderWorkspace, at: StepInput<'_>) -> Result<&'w FlowDerivatives> {
         let n = self.n();
         let m = 2 * n;
         if so.out.fxx.len() != m * m * m {
@@ -492,7 +468,7 @@ impl VariationalIntegrator {
             so.out.fxu = vec![0.0; m * m * n];
             so.out.fuu = vec![0.0; m * n * n];
         }
-        self.second_order_prepare(so, step, q, p, u, guess)?;
+        self.second_order_prepare(so, at)?;
         for i in 0..m {
             let mut unit = std::mem::take(&mut so.unit);
             unit.fill(0.0);
@@ -553,7 +529,7 @@ pub fn linearize_trajectory_second_order(vi: &VariationalIntegrator, traj: &Traj
         .map_init(
             || vi.second_order_workspace(),
             |so, k| {
-                let out = vi.linearize_second_order(so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)))?;
+                let out = vi.linearize_second_order(so, traj.step_input(k))?;
                 Ok((out.a.clone(), out.b.clone(), out.fxx.clone(), out.fxu.clone(), out.fuu.clone(), defect(out, traj, k)))
             },
         )
@@ -586,8 +562,7 @@ pub fn linearize_trajectory_contracted(vi: &VariationalIntegrator, traj: &Trajec
         .map_init(
             || vi.second_order_workspace(),
             |so, k| {
-                let out =
-                    vi.linearize_second_order_contracted(so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lambda[k * m..(k + 1) * m])?;
+                let out = vi.linearize_second_order_contracted(so, traj.step_input(k), &lambda[k * m..(k + 1) * m])?;
                 Ok((out.a.clone(), out.b.clone(), out.hxx.clone(), out.hxu.clone(), out.huu.clone(), defect(out, traj, k)))
             },
         )
@@ -605,11 +580,17 @@ pub fn linearize_trajectory_contracted(vi: &VariationalIntegrator, traj: &Trajec
     Ok(lin)
 }
 
-/// `c += a · b` for column-major slices: `a` (m × k, leading dimension `lda`), `b` (k × nc,
-/// `ldb`), `c` (m × nc, `ldc`). 4 × 4 blocks of `c` are accumulated in registers over `k`
-/// (16 multiply–adds per 8 loads); edges by column axpys. No allocation (nalgebra's `gemm`
-/// packs into a fresh heap buffer on every call).
-fn gemm_nn(m: usize, nc: usize, k: usize, a: &[f64], lda: usize, b: &[f64], ldb: usize, c: &mut [f64], ldc: usize) {
+/// A column-major matrix in a slice with leading dimension `.1`: entry `(i, j)` at `i + j·ld`.
+#[derive(Clone, Copy)]
+struct ColMajor<'a>(&'a [f64], usize);
+/// [`ColMajor`], writable.
+struct ColMajorMut<'a>(&'a mut [f64], usize);
+
+/// `c += a · b` for column-major slices: `a` (m × k), `b` (k × nc), `c` (m × nc). 4 × 4 blocks
+/// of `c` are accumulated in registers over `k` (16 multiply–adds per 8 loads); edges by
+/// column axpys. No allocation (nalgebra's `gemm` packs into a fresh heap buffer on every
+/// call).
+fn gemm_nn(m: usize, nc: usize, k: usize, ColMajor(a, lda): ColMajor<'_>, ColMajor(b, ldb): ColMajor<'_>, ColMajorMut(c, ldc): ColMajorMut<'_>) {
     let (m4, n4) = (m / 4 * 4, nc / 4 * 4);
     for j in (0..n4).step_by(4) {
         let bc = [&b[j * ldb..j * ldb + k], &b[(j + 1) * ldb..(j + 1) * ldb + k], &b[(j + 2) * ldb..(j + 2) * ldb + k], &b[(j + 3) * ldb..(j + 3) * ldb + k]];

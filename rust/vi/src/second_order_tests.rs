@@ -72,7 +72,7 @@ fn dense_solve(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64]) -> V
         if vi.residual(&mut ws, q, p, u, &z, &mut r).unwrap() <= 1e-14 * scale {
             break;
         }
-        oracle.newton_direction(vi, &mut ws, 0, q, p, u, &z, &mut dz).unwrap();
+        oracle.newton_direction(&mut ws, StepInput::new(0, q, p, u), &z, &mut dz).unwrap();
         for (a, d) in z.iter_mut().zip(&dz) {
             *a += d;
         }
@@ -91,7 +91,7 @@ fn first_order(vi: &VariationalIntegrator, x: &[f64], u: &[f64]) -> (DMatrix<f64
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
     let guess = dense_solve(vi, &x[..n], &x[n..], u);
-    oracle.linearize(vi, &mut ws, 0, &x[..n], &x[n..], u, Some(&guess), &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    oracle.linearize(&mut ws, StepInput::new(0, &x[..n], &x[n..], u).with_guess(Some(&guess)), &mut a, &mut b, &mut qn, &mut pn).unwrap();
     (a, b)
 }
 
@@ -102,7 +102,9 @@ fn first_order_part_equals_the_reference_and_the_b1_linearisation() {
             let (vi, q, p, u) = setup(model.clone(), sc.clone(), 11);
             let n = vi.n();
             let mut so = vi.second_order_workspace();
-            let out = vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u)), &vec![0.0; 2 * n]).unwrap();
+            let out = vi
+                .linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u))), &vec![0.0; 2 * n])
+                .unwrap();
             let (a, b) = first_order(&vi, &[q.clone(), p.clone()].concat(), &u);
             let scale = 1.0 + a.amax().max(b.amax());
             assert!((&out.a - &a).amax() < 1e-11 * scale && (&out.b - &b).amax() < 1e-11 * scale, "{} {name}", model.name);
@@ -112,7 +114,7 @@ fn first_order_part_equals_the_reference_and_the_b1_linearisation() {
                 let mut ws = vi.workspace();
                 let (mut a1, mut b1) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
                 let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-                vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a1, &mut b1, &mut qn, &mut pn).unwrap();
+                vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a1, &mut b1, &mut qn, &mut pn).unwrap();
                 assert!((&out.a - &a1).amax() < 1e-11 * scale && (&out.b - &b1).amax() < 1e-11 * scale, "{} {name}", model.name);
             }
         }
@@ -128,7 +130,7 @@ fn second_order_tensors_match_central_differences_of_a_and_b() {
             let n = vi.n();
             let m = 2 * n;
             let mut so = vi.second_order_workspace();
-            let out = vi.linearize_second_order(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u))).unwrap().clone();
+            let out = vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u)))).unwrap().clone();
             let scale = 1.0 + out.fxx.iter().chain(&out.fxu).chain(&out.fuu).fold(0.0_f64, |s, x| s.max(x.abs()));
             let x0 = [q.clone(), p.clone()].concat();
             let tol = 1e-6 * scale;
@@ -186,7 +188,7 @@ fn tensors_are_symmetric_and_contraction_equals_the_contracted_form() {
             let n = vi.n();
             let m = 2 * n;
             let mut so = vi.second_order_workspace();
-            let full = vi.linearize_second_order(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u))).unwrap().clone();
+            let full = vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u)))).unwrap().clone();
             let scale = full.fxx.iter().chain(&full.fxu).chain(&full.fuu).fold(0.0_f64, |s, x| s.max(x.abs()));
             for i in 0..m {
                 for j in 0..m {
@@ -203,7 +205,7 @@ fn tensors_are_symmetric_and_contraction_equals_the_contracted_form() {
                 }
             }
             let lam = random(&mut rng, m, 3.0);
-            let c = vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u)), &lam).unwrap();
+            let c = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u))), &lam).unwrap();
             let lscale = scale * lam.iter().map(|x| x.abs()).sum::<f64>();
             for j in 0..m {
                 for k in 0..m {
@@ -238,7 +240,8 @@ fn contracted_form_matches_differences_of_the_contracted_first_order_map() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let lam = random(&mut rng, m, 1.0);
         let mut so = vi.second_order_workspace();
-        let c = vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u)), &lam).unwrap().clone();
+        let c =
+            vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u))), &lam).unwrap().clone();
         let x0 = [q.clone(), p.clone()].concat();
         let scale = (1.0 + c.hxx.amax().max(c.hxu.amax()).max(c.huu.amax())) * lam.iter().map(|x| x.abs()).sum::<f64>();
         let lt = |a: &DMatrix<f64>, j: usize| (0..m).map(|i| lam[i] * a[(i, j)]).sum::<f64>();
@@ -271,11 +274,11 @@ fn bad_co_states_are_errors() {
     let (vi, q, p, u) = setup(Arc::new(random_tree(3, 1, &one_dof())), Scheme::trapezoid(), 1);
     let mut so = vi.second_order_workspace();
     assert!(matches!(
-        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.0; 5]),
+        vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &[0.0; 5]),
         Err(ViError::Model(RbdError::Dimension { arg: "lam", got: 5, expected: 6, .. }))
     ));
     assert!(matches!(
-        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[f64::NAN; 6]),
+        vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &[f64::NAN; 6]),
         Err(ViError::Model(RbdError::NonFinite { arg: "lam", index: 0, .. }))
     ));
     let traj = rollout(&vi, &q, &p, &[0.0; 6]).unwrap();
@@ -301,7 +304,11 @@ fn trajectory_functions_equal_the_per_step_calls_for_any_thread_count() {
         assert_eq!(con.hxx[k], con1.hxx[k]);
         assert_eq!(con.hxu[k], con1.hxu[k]);
         let out = vi
-            .linearize_second_order_contracted(&mut so, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &lam[k * 2 * n..(k + 1) * 2 * n])
+            .linearize_second_order_contracted(
+                &mut so,
+                StepInput::new(k, traj.q_at(k), traj.p_at(k), traj.u_at(k)).with_guess(Some(traj.q_at(k + 1))),
+                &lam[k * 2 * n..(k + 1) * 2 * n],
+            )
             .unwrap();
         assert_eq!(out.huu, con.huu[k]);
         assert_eq!(out.a, con.a[k]);
@@ -383,7 +390,7 @@ fn raw_contraction_is_symmetric_to_rounding() {
             let (vi, q, p, u) = setup(model.clone(), sc.clone(), 6);
             let n = vi.n();
             let mut so = vi.second_order_workspace();
-            vi.second_order_prepare(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u))).unwrap();
+            vi.second_order_prepare(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u)))).unwrap();
             let lam = random(&mut rng, 2 * n, 1.0);
             vi.second_order_contract(&mut so, &lam);
             let h = so.hmat.clone();
@@ -399,7 +406,8 @@ fn raw_contraction_is_symmetric_to_rounding() {
             }
             println!("{} {name}: worst asymmetry / bound = {worst:.2e}", model.name);
             // and the returned halves are the mean: exactly symmetric
-            let out = vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, Some(&dense_solve(&vi, &q, &p, &u)), &lam).unwrap();
+            let out =
+                vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u))), &lam).unwrap();
             assert_eq!(out.hxx, out.hxx.transpose());
         }
     }
@@ -411,19 +419,19 @@ fn prepared_steps_contract_like_the_one_shot_call() {
     let n = vi.n();
     let mut so = vi.second_order_workspace();
     assert!(matches!(vi.contract_prepared_second_order(&mut so, &vec![1.0; 2 * n]), Err(ViError::InvalidParameter(_))));
-    let a = vi.prepare_second_order(&mut so, 0, &q, &p, &u, None).unwrap().a.clone();
+    let a = vi.prepare_second_order(&mut so, StepInput::new(0, &q, &p, &u)).unwrap().a.clone();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let mut one = vi.second_order_workspace();
     for _ in 0..3 {
         let lam = random(&mut rng, 2 * n, 2.0);
         let got = vi.contract_prepared_second_order(&mut so, &lam).unwrap().clone();
-        let want = vi.linearize_second_order_contracted(&mut one, 0, &q, &p, &u, None, &lam).unwrap();
+        let want = vi.linearize_second_order_contracted(&mut one, StepInput::new(0, &q, &p, &u), &lam).unwrap();
         assert_eq!(got.hxx, want.hxx);
         assert_eq!(got.hxu, want.hxu);
         assert_eq!(got.huu, want.huu);
         assert_eq!(got.a, a);
     }
     // a failed preparation leaves nothing to contract
-    assert!(vi.prepare_second_order(&mut so, 0, &q, &p, &[f64::NAN; 6], None).is_err());
+    assert!(vi.prepare_second_order(&mut so, StepInput::new(0, &q, &p, &[f64::NAN; 6])).is_err());
     assert!(matches!(vi.contract_prepared_second_order(&mut so, &vec![1.0; 2 * n]), Err(ViError::InvalidParameter(_))));
 }

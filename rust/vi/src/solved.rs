@@ -38,6 +38,7 @@ use crate::predictor::Predictor;
 use nalgebra::DMatrix;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use vidyn_system::StepInput;
 
 /// The most memory the kept steps of one integrator may take (64 MiB, estimated): about
 /// 17 000 steps of a cart-pole, 5 700 of a 9-joint arm with the trapezoid rule.
@@ -118,15 +119,15 @@ impl VariationalIntegrator {
         KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * (6 * n + m * (1 + 3 * n)) + 256)
     }
 
-    /// Keeps in `store` what [`Self::step`] found when it has just solved step `k` on `ws` from
-    /// `(q, p, u)` to `(q_next, p_next)` (what it returned), for [`Self::linearize_kept`]
+    /// Keeps in `store` what [`Self::step`] found when it has just solved step `at` on `ws`
+    /// (`at.guess` is not used) to `(q_next, p_next)` (what it returned), for [`Self::linearize_kept`]
     /// (module docs): the control points of an unconstrained step accepted within the
     /// tolerance on the model's own coordinates, the multipliers of a constrained one; other
     /// steps are not kept. O(s n + m); no allocation once step `k` has been kept before (the
     /// buffer it replaces is carried in `ws` to the next call). A store filled by other
     /// integrator settings is emptied first.
-    #[allow(clippy::too_many_arguments)]
-    pub fn keep_solved(&self, store: &SolvedSteps, k: usize, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], q_next: &[f64], p_next: &[f64]) {
+    pub fn keep_solved(&self, store: &SolvedSteps, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &[f64], p_next: &[f64]) {
+        let StepInput { k, q, p, u, .. } = at;
         let (n, nq, m) = (self.n(), self.nq(), self.constraints.len());
         let shortcut = self.chart.is_none() && ws.within_tolerance;
         if !(shortcut || m > 0) || k >= self.kept_capacity() || [q, q_next].iter().any(|v| v.len() != nq) || [p, u, p_next].iter().any(|v| v.len() != n) {
@@ -170,39 +171,41 @@ impl VariationalIntegrator {
         }
     }
 
-    /// [`Self::linearize`] of step `k` with the guess `guess` (its `q_{k+1}`), from what was
+    /// [`Self::linearize`] of step `at` (whose `guess` is its `q_{k+1}`), from what was
     /// kept for step `k` in `store` ([`Self::keep_solved`]) when it is this step's under these
-    /// settings (module docs), otherwise by solving the step from `guess`. Unconstrained steps
+    /// settings (module docs), otherwise by solving the step from `at.guess`. Unconstrained steps
     /// give the results of [`Self::linearize`] bit for bit (from kept control points Newton
     /// takes no iteration, as a re-solve that starts at the solution takes none); constrained
     /// ones start their re-solve at the kept solution and multipliers, and leave the
     /// multipliers' Jacobian in the store for [`Self::kept_multipliers`]. Returns the Newton
     /// iterations.
+    // the arguments of `Self::linearize` and the store: grouping the four outputs would only
+    // rename them
     #[allow(clippy::too_many_arguments)]
     pub fn linearize_kept(
         &self,
         store: &SolvedSteps,
         ws: &mut ViWorkspace,
-        k: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: &[f64],
+        at: StepInput<'_>,
         a: &mut DMatrix<f64>,
         b: &mut DMatrix<f64>,
         q_next: &mut [f64],
         p_next: &mut [f64],
     ) -> Result<usize> {
+        let StepInput { k, q, p, u, .. } = at;
         let taken = store.slots.lock().ok().filter(|slots| slots.owner == self.id).and_then(|mut slots| slots.steps.get_mut(k).and_then(Option::take));
         let Some(mut saved) = taken else {
-            return self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next);
+            return self.linearize(ws, at, a, b, q_next, p_next);
         };
         let matches = saved.same_inputs(q, p, u) && q_next.len() == q.len() && p_next.len() == p.len();
-        let result = if matches && saved.shortcut && self.initial_guess(ws, k, q, p, u, Predictor::Guess, Some(guess)).is_ok() && same_bits(&ws.z, &saved.z) {
-            self.linearize_from(ws, k, q, &mut saved, a, b, q_next, p_next)
+        let result = if matches && saved.shortcut && self.initial_guess(ws, at, Predictor::Guess).is_ok() && same_bits(&ws.z, &saved.z) {
+            self.check_jacobian_shapes(a, b).and_then(|()| {
+                self.restore_kept(ws, &mut saved, q_next, p_next);
+                self.linearize_converged(ws, k, &saved.inputs[..q.len()], a, b).map(|()| 0)
+            })
         } else if matches && !saved.lambda.is_empty() {
             ws.guess_multipliers(&saved.lambda);
-            let solved = self.linearize(ws, k, q, p, u, Some(&saved.outputs[..q.len()]), a, b, q_next, p_next);
+            let solved = self.linearize(ws, at.with_guess(Some(&saved.outputs[..q.len()])), a, b, q_next, p_next);
             if solved.is_ok() {
                 saved.lambda.copy_from_slice(&ws.constraint.lambda);
                 saved.impulse.copy_from_slice(self.multipliers(ws));
@@ -211,7 +214,7 @@ impl VariationalIntegrator {
             }
             solved
         } else {
-            self.linearize(ws, k, q, p, u, Some(guess), a, b, q_next, p_next)
+            self.linearize(ws, at, a, b, q_next, p_next)
         };
         // the buffer back to its slot for the next rollout, unless one has filled it already
         if let Ok(mut slots) = store.slots.lock() {
@@ -243,22 +246,10 @@ impl VariationalIntegrator {
         Some(f(&saved.impulse, saved.has_jacobian.then_some(&saved.lambda_jacobian)))
     }
 
-    /// The linearisation of step `k` (from `q_k = q`) at the points `saved` holds, which are
-    /// moved into `ws` (`saved` keeps no shortcut afterwards).
-    #[allow(clippy::too_many_arguments)]
-    fn linearize_from(
-        &self,
-        ws: &mut ViWorkspace,
-        k: usize,
-        q: &[f64],
-        saved: &mut SolvedStep,
-        a: &mut DMatrix<f64>,
-        b: &mut DMatrix<f64>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize> {
+    /// Moves the solution `saved` holds into `ws` (its points, the next state, the solver's
+    /// counters), as if `ws` had just solved that step; `saved` keeps no shortcut afterwards.
+    fn restore_kept(&self, ws: &mut ViWorkspace, saved: &mut SolvedStep, q_next: &mut [f64], p_next: &mut [f64]) {
         let n = self.n();
-        self.check_jacobian_shapes(a, b)?;
         ws.points.swap_states(&mut saved.points);
         saved.shortcut = false;
         if self.uses_dense() {
@@ -268,8 +259,6 @@ impl VariationalIntegrator {
         p_next.copy_from_slice(&saved.outputs[n..]);
         ws.last_iterations = 0;
         ws.within_tolerance = true;
-        self.linearize_converged(ws, k, q, a, b)?;
-        Ok(0)
     }
 }
 
@@ -307,8 +296,8 @@ mod tests {
         for k in 0..steps {
             let (q, p) = states[k].clone();
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.step(&mut ws, k, &q, &p, u, None, &mut qn, &mut pn).unwrap();
-            vi.keep_solved(store, k, &mut ws, &q, &p, u, &qn, &pn);
+            vi.step(&mut ws, StepInput::new(k, &q, &p, u), &mut qn, &mut pn).unwrap();
+            vi.keep_solved(store, &mut ws, StepInput::new(k, &q, &p, u), &qn, &pn);
             states.push((qn, pn));
         }
         states
@@ -317,16 +306,15 @@ mod tests {
     /// `(A, B, q_{k+1}, p_{k+1}, iterations)` of one linearisation call.
     type Linearised = (DMatrix<f64>, DMatrix<f64>, Vec<f64>, Vec<f64>, usize);
 
-    #[allow(clippy::too_many_arguments)]
-    fn linearised(vi: &VariationalIntegrator, store: &SolvedSteps, kept: bool, k: usize, q: &[f64], p: &[f64], u: &[f64], guess: &[f64]) -> Linearised {
+    fn linearised(vi: &VariationalIntegrator, store: &SolvedSteps, kept: bool, at: StepInput<'_>) -> Linearised {
         let n = vi.n();
         let mut ws = vi.workspace();
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
         let it = if kept {
-            vi.linearize_kept(store, &mut ws, k, q, p, u, guess, &mut a, &mut b, &mut qn, &mut pn).unwrap()
+            vi.linearize_kept(store, &mut ws, at, &mut a, &mut b, &mut qn, &mut pn).unwrap()
         } else {
-            vi.linearize(&mut ws, k, q, p, u, Some(guess), &mut a, &mut b, &mut qn, &mut pn).unwrap()
+            vi.linearize(&mut ws, at, &mut a, &mut b, &mut qn, &mut pn).unwrap()
         };
         (a, b, qn, pn, it)
     }
@@ -359,11 +347,11 @@ mod tests {
                     if trapezoid {
                         assert!(kept_valid(&vi, &store, k), "{label}: the trapezoid's step {k} should be kept");
                     }
-                    let kept = linearised(&vi, &store, true, k, q, p, &u, qn);
+                    let kept = linearised(&vi, &store, true, StepInput::new(k, q, p, &u).with_guess(Some(qn)));
                     if trapezoid {
                         assert!(!kept_valid(&vi, &store, k), "{label}: step {k} is taken from the store, once");
                     }
-                    let solved = linearised(&vi, &store, false, k, q, p, &u, qn);
+                    let solved = linearised(&vi, &store, false, StepInput::new(k, q, p, &u).with_guess(Some(qn)));
                     assert_same_bits(&kept, &solved, &format!("{label}, step {k}"));
                 }
             }
@@ -383,15 +371,18 @@ mod tests {
         let ((q, p), (qn, _)) = (&states[1], &states[2]);
         // other controls: the kept points are of another step, so the step is solved
         let other_u = [0.1, -0.2 + 1e-15];
-        let kept = linearised(&vi, &store, true, 1, q, p, &other_u, qn);
-        assert_eq!(kept.4, linearised(&vi, &store, false, 1, q, p, &other_u, qn).4);
+        let kept = linearised(&vi, &store, true, StepInput::new(1, q, p, &other_u).with_guess(Some(qn)));
+        assert_eq!(kept.4, linearised(&vi, &store, false, StepInput::new(1, q, p, &other_u).with_guess(Some(qn))).4);
         assert!(kept_valid(&vi, &store, 1), "points that did not match stay kept");
         // a clone has the same settings; a builder method gives new ones, whose steps are
         // solved, and whose keeping starts the store over
         assert!(kept_valid(&vi.clone(), &store, 1));
         let rebuilt = vi.clone().with_newton(1e-10, 20).unwrap();
         assert!(!kept_valid(&rebuilt, &store, 1));
-        assert_eq!(linearised(&rebuilt, &store, true, 1, q, p, &u, qn).4, linearised(&rebuilt, &store, false, 1, q, p, &u, qn).4);
+        assert_eq!(
+            linearised(&rebuilt, &store, true, StepInput::new(1, q, p, &u).with_guess(Some(qn))).4,
+            linearised(&rebuilt, &store, false, StepInput::new(1, q, p, &u).with_guess(Some(qn))).4
+        );
         assert!(kept_valid(&vi, &store, 1), "another integrator's linearisation leaves the points");
         rollout_keeping(&rebuilt, &store, 1, &u);
         assert!(!kept_valid(&vi, &store, 1) && !kept_valid(&vi, &store, 2), "another integrator's keeping starts over");
@@ -400,8 +391,8 @@ mod tests {
         rollout_keeping(&vi, &store, 3, &u);
         let ((q2, p2), (qn2, _)) = (&states[2], &states[3]);
         assert!(kept_valid(&vi, &store, 2));
-        let wrong_slot = linearised(&vi, &store, true, 1, q2, p2, &u, qn2);
-        assert_same_bits(&wrong_slot, &linearised(&vi, &store, false, 2, q2, p2, &u, qn2), "step 2 linearised under index 1");
+        let wrong_slot = linearised(&vi, &store, true, StepInput::new(1, q2, p2, &u).with_guess(Some(qn2)));
+        assert_same_bits(&wrong_slot, &linearised(&vi, &store, false, StepInput::new(2, q2, p2, &u).with_guess(Some(qn2))), "step 2 linearised under index 1");
     }
 
     /// Constrained steps (the four-bar on its own coordinates, the tethered floating tree on its
@@ -429,8 +420,8 @@ mod tests {
             let (mut q, mut p) = (q0.clone(), vec![0.0; n]);
             for k in 0..3 {
                 let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
-                vi.step(&mut ws, k, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
-                vi.keep_solved(&store, k, &mut ws, &q, &p, &u, &qn, &pn);
+                vi.step(&mut ws, StepInput::new(k, &q, &p, &u), &mut qn, &mut pn).unwrap();
+                vi.keep_solved(&store, &mut ws, StepInput::new(k, &q, &p, &u), &qn, &pn);
                 let kept_lambda = vi.multipliers(&ws).to_vec();
                 assert_eq!(
                     vi.kept_multipliers(&store, k, &q, &p, &u, |l, jac| (l.to_vec(), jac.is_some())),
@@ -444,13 +435,13 @@ mod tests {
                 let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
                 let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
                 let mut lws = vi.workspace();
-                let warm = vi.linearize_kept(&store, &mut lws, k, &q, &p, &u, &qn, &mut a, &mut b, &mut q1, &mut p1).unwrap();
+                let warm = vi.linearize_kept(&store, &mut lws, StepInput::new(k, &q, &p, &u).with_guess(Some(&qn)), &mut a, &mut b, &mut q1, &mut p1).unwrap();
                 let (jac, lambda) = (vi.multiplier_jacobian(&lws).clone(), vi.multipliers(&lws).to_vec());
                 let stored = vi.kept_multipliers(&store, k, &q, &p, &u, |l, j| (l.to_vec(), j.cloned())).unwrap();
                 assert_eq!(stored, (lambda, Some(jac)), "{}: the linearisation's multipliers and Jacobian are kept", model.name);
                 let (mut a0, mut b0) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
                 let (mut q2, mut p2) = (vec![0.0; nq], vec![0.0; n]);
-                let cold = vi.linearize(&mut vi.workspace(), k, &q, &p, &u, Some(&qn), &mut a0, &mut b0, &mut q2, &mut p2).unwrap();
+                let cold = vi.linearize(&mut vi.workspace(), StepInput::new(k, &q, &p, &u).with_guess(Some(&qn)), &mut a0, &mut b0, &mut q2, &mut p2).unwrap();
                 assert!(warm == 0 && cold > 0, "{}: step {k}: {warm} iterations from the kept solution, {cold} cold", model.name);
                 let scale = a0.amax().max(b0.amax());
                 assert!((&a - &a0).amax() < 1e-9 * scale && (&b - &b0).amax() < 1e-9 * scale, "{}: step {k}: A, B", model.name);

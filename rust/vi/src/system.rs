@@ -4,7 +4,7 @@
 
 use crate::{KnotEnergy, SecondOrderWorkspace, VariationalIntegrator, ViError, ViWorkspace};
 use nalgebra::DMatrix;
-use vidyn_system::{matrix_to_rows, BatchError, ContractedTerms, DiscreteDynamics, SecondOrderTerms};
+use vidyn_system::{matrix_to_rows, BatchError, ContractedTerms, DiscreteDynamics, SecondOrderTerms, StepInput};
 
 /// Per-thread scratch of a [`VariationalIntegrator`] in the engine: its own workspace plus
 /// the nalgebra `A`, `B` and next state that [`VariationalIntegrator::linearize`] fills, and
@@ -83,33 +83,15 @@ impl DiscreteDynamics for VariationalIntegrator {
         crate::predict_next(past, VariationalIntegrator::nq(self), guess)
     }
 
-    fn step(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        q_next: &mut [f64],
-        p_next: &mut [f64],
-    ) -> Result<usize, BatchError<ViError>> {
-        let r = VariationalIntegrator::step(self, &mut ws.vi, step, q, p, u, guess, q_next, p_next);
+    fn step(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+        let r = VariationalIntegrator::step(self, &mut ws.vi, at, q_next, p_next);
         Ok(self.fresh_after_error(ws, r)?)
     }
 
     /// [`VariationalIntegrator::check_step_energy`]; the energy of `(q_k, p_k)` is the one the
     /// previous check computed for it, when it was that step's end.
-    fn check_step(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        q_next: &[f64],
-        p_next: &[f64],
-    ) -> Result<(), BatchError<ViError>> {
+    fn check_step(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, q_next: &[f64], p_next: &[f64]) -> Result<(), BatchError<ViError>> {
+        let StepInput { k: step, q, p, u, .. } = at;
         if !self.checks_energy() {
             return Ok(());
         }
@@ -125,18 +107,8 @@ impl DiscreteDynamics for VariationalIntegrator {
         Ok(self.check_step_energy(step, before, after, q, q_next, u)?)
     }
 
-    fn linearize(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        a: &mut [f64],
-        b: &mut [f64],
-    ) -> Result<usize, BatchError<ViError>> {
-        let r = VariationalIntegrator::linearize(self, &mut ws.vi, step, q, p, u, guess, &mut ws.a, &mut ws.b, &mut ws.q_next, &mut ws.p_next);
+    fn linearize(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<ViError>> {
+        let r = VariationalIntegrator::linearize(self, &mut ws.vi, at, &mut ws.a, &mut ws.b, &mut ws.q_next, &mut ws.p_next);
         let it = self.fresh_after_error(ws, r)?;
         matrix_to_rows(&ws.a, a);
         matrix_to_rows(&ws.b, b);
@@ -145,18 +117,9 @@ impl DiscreteDynamics for VariationalIntegrator {
 
     /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this
     /// trait's C-order layouts (`fxu` `[i, j, k]`: `j` state, `k` control).
-    fn linearize_second_order(
-        &self,
-        ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
-        out: SecondOrderTerms<'_>,
-    ) -> Result<(), BatchError<ViError>> {
+    fn linearize_second_order(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, out: SecondOrderTerms<'_>) -> Result<(), BatchError<ViError>> {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
-        match VariationalIntegrator::linearize_second_order(self, so, step, q, p, u, guess) {
+        match VariationalIntegrator::linearize_second_order(self, so, at) {
             Ok(d) => {
                 if let Some((a, b)) = out.first {
                     matrix_to_rows(&d.a, a);
@@ -179,16 +142,12 @@ impl DiscreteDynamics for VariationalIntegrator {
     fn linearize_second_order_contracted(
         &self,
         ws: &mut SystemWorkspace,
-        step: usize,
-        q: &[f64],
-        p: &[f64],
-        u: &[f64],
-        guess: Option<&[f64]>,
+        at: StepInput<'_>,
         lam: &[f64],
         out: ContractedTerms<'_>,
     ) -> Result<(), BatchError<ViError>> {
         let so = ws.second.get_or_insert_with(|| self.second_order_workspace());
-        match VariationalIntegrator::linearize_second_order_contracted(self, so, step, q, p, u, guess, lam) {
+        match VariationalIntegrator::linearize_second_order_contracted(self, so, at, lam) {
             Ok(d) => {
                 if let Some((a, b)) = out.first {
                     matrix_to_rows(&d.a, a);

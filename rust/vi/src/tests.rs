@@ -201,10 +201,10 @@ pub(crate) fn assert_linearisation_matches_differences(
     let mut ws = vi.workspace();
     let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
     let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-    vi.linearize(&mut ws, k, q, p, u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+    vi.linearize(&mut ws, StepInput::new(k, q, p, u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
     let mut step = |x: &[f64], u: &[f64]| {
         let (mut q1, mut p1) = (vec![0.0; n], vec![0.0; n]);
-        vi.step(&mut ws, k, &x[..n], &x[n..], u, None, &mut q1, &mut p1).unwrap();
+        vi.step(&mut ws, StepInput::new(k, &x[..n], &x[n..], u), &mut q1, &mut p1).unwrap();
         [q1, p1].concat()
     };
     let h = 1e-6;
@@ -240,7 +240,7 @@ fn unforced_flow_is_symplectic() {
             let mut ws = vi.workspace();
             let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
             let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.linearize(&mut ws, 0, &q, &p, &vec![0.0; n], None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+            vi.linearize(&mut ws, StepInput::new(0, &q, &p, &vec![0.0; n]), &mut a, &mut b, &mut qn, &mut pn).unwrap();
             let mut j = DMatrix::zeros(2 * n, 2 * n);
             for i in 0..n {
                 j[(i, n + i)] = 1.0;
@@ -341,10 +341,10 @@ fn bad_parameters_are_errors() {
     let vi = VariationalIntegrator::new(chain, Scheme::trapezoid(), 0.01, None).unwrap();
     let mut ws = vi.workspace();
     let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
-    assert!(matches!(vi.step(&mut ws, 0, &[0.0, f64::NAN], &[0.0; 2], &[0.0; 2], None, &mut a, &mut b), Err(ViError::Model(_))));
+    assert!(matches!(vi.step(&mut ws, StepInput::new(0, &[0.0, f64::NAN], &[0.0; 2], &[0.0; 2]), &mut a, &mut b), Err(ViError::Model(_))));
     // an absurd step cannot converge: reported, not a panic or a silent answer
     let fast = VariationalIntegrator::new(vi.model().clone(), Scheme::trapezoid(), 5.0, None).unwrap().with_newton(1e-12, 3).unwrap();
-    let r = fast.step(&mut fast.workspace(), 7, &[0.3, -2.0], &[40.0, -30.0], &[0.0; 2], None, &mut a, &mut b);
+    let r = fast.step(&mut fast.workspace(), StepInput::new(7, &[0.3, -2.0], &[40.0, -30.0], &[0.0; 2]), &mut a, &mut b);
     assert!(matches!(r, Err(ViError::NewtonDiverged { step: 7, .. }) | Err(ViError::SingularJacobian { step: 7 })), "{r:?}");
 }
 
@@ -369,6 +369,6 @@ fn a_rejected_guess_leaves_the_workspace_usable() {
     let mut ws = vi.workspace();
     let (mut qn, mut pn) = ([0.0; 2], [0.0; 2]);
     let bad = [f64::NAN, 0.0];
-    assert!(vi.step(&mut ws, 0, &[0.1, 0.2], &[0.0; 2], &[0.0; 2], Some(&bad), &mut qn, &mut pn).is_err());
-    vi.step(&mut ws, 1, &[0.1, 0.2], &[0.0; 2], &[0.0; 2], None, &mut qn, &mut pn).unwrap();
+    assert!(vi.step(&mut ws, StepInput::new(0, &[0.1, 0.2], &[0.0; 2], &[0.0; 2]).with_guess(Some(&bad)), &mut qn, &mut pn).is_err());
+    vi.step(&mut ws, StepInput::new(1, &[0.1, 0.2], &[0.0; 2], &[0.0; 2]), &mut qn, &mut pn).unwrap();
 }

@@ -4,6 +4,7 @@ use crate::error::{Result, ViError};
 use crate::integrator::VariationalIntegrator;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+use vidyn_system::StepInput;
 
 /// A trajectory of `N` steps: configurations `(N+1, nq)`, momenta `(N+1, n)` and the
 /// controls `(N, n)` that produced them, stored row-major (`q[k·nq + i]`; `nq = n` unless
@@ -32,6 +33,11 @@ impl Trajectory {
     #[must_use]
     pub fn u_at(&self, k: usize) -> &[f64] {
         &self.u[k * self.n..(k + 1) * self.n]
+    }
+    /// Step `k` of this trajectory, with its stored end `q_{k+1}` as the solver's start.
+    #[must_use]
+    pub fn step_input(&self, k: usize) -> StepInput<'_> {
+        StepInput::new(k, self.q_at(k), self.p_at(k), self.u_at(k)).with_guess(Some(self.q_at(k + 1)))
     }
 }
 
@@ -87,7 +93,7 @@ pub fn rollout(vi: &VariationalIntegrator, q0: &[f64], p0: &[f64], u: &[f64]) ->
         let qk = &done[k * nq..];
         let warm = predict_next(done, nq, &mut guess).then_some(guess.as_slice());
         let uk = &u[k * n..(k + 1) * n];
-        traj.iterations[k] = vi.step(&mut ws, k, qk, &pd[k * n..], uk, warm, &mut rest[..nq], &mut pr[..n])?;
+        traj.iterations[k] = vi.step(&mut ws, StepInput::new(k, qk, &pd[k * n..], uk).with_guess(warm), &mut rest[..nq], &mut pr[..n])?;
         if let Some(e) = before {
             // both knots with the step's constraints; the next step reuses its start's energy
             // when it imposes the same ones
@@ -128,12 +134,12 @@ pub fn trajectory_multipliers(vi: &VariationalIntegrator, traj: &Trajectory, der
         .map_init(
             || (vi.workspace(), vec![0.0; traj.nq], vec![0.0; n], DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n)),
             |(ws, qn, pn, a, b), k| {
-                let (q, p, u, guess) = (traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)));
+                let at = traj.step_input(k);
                 if !derivatives {
-                    vi.step(ws, k, q, p, u, guess, qn, pn)?;
+                    vi.step(ws, at, qn, pn)?;
                     return Ok((vi.multipliers(ws).to_vec(), Vec::new()));
                 }
-                vi.linearize(ws, k, q, p, u, guess, a, b, qn, pn)?;
+                vi.linearize(ws, at, a, b, qn, pn)?;
                 let jac = vi.multiplier_jacobian(ws);
                 Ok((vi.multipliers(ws).to_vec(), (0..m).flat_map(|i| jac.row(i).iter().copied().collect::<Vec<_>>()).collect()))
             },
@@ -164,7 +170,7 @@ pub fn linearize_trajectory(vi: &VariationalIntegrator, traj: &Trajectory) -> Re
             |(ws, qn, pn), k| {
                 let mut a = DMatrix::zeros(2 * n, 2 * n);
                 let mut b = DMatrix::zeros(2 * n, n);
-                vi.linearize(ws, k, traj.q_at(k), traj.p_at(k), traj.u_at(k), Some(traj.q_at(k + 1)), &mut a, &mut b, qn, pn)?;
+                vi.linearize(ws, traj.step_input(k), &mut a, &mut b, qn, pn)?;
                 let defect = qn.iter().zip(traj.q_at(k + 1)).chain(pn.iter().zip(traj.p_at(k + 1))).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
                 Ok((a, b, defect))
             },

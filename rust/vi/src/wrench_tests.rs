@@ -4,6 +4,7 @@
 //! O(n²) linearisation against the dense oracle and central differences of the solved step,
 //! and the motion against RK4 of `vidyn_rbd::aba` with `fext` (observed order 2s).
 
+use crate::del::DelTerms;
 use crate::newton_tests::{integrator, models, problem, random, rel_err, schemes, wrenches};
 use crate::*;
 use nalgebra::DMatrix;
@@ -35,8 +36,8 @@ fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
             for a in 0..sc.points() {
                 vidyn_rbd::external_joint_torques(&model, &mut ws, &with.q[a], &fext, &mut tau).unwrap();
                 let (mut rows_with, mut rows_without) = (vec![0.0; n], vec![0.0; n]);
-                with.add_point_rows(&sc, dt, &forces, &u, 1.0, a, &mut rows_with);
-                without.add_point_rows(&sc, dt, &forces, &u, 1.0, a, &mut rows_without);
+                with.add_point_rows(DelTerms { scheme: &sc, dt, forces: &forces }, &u, 1.0, a, &mut rows_with);
+                without.add_point_rows(DelTerms { scheme: &sc, dt, forces: &forces }, &u, 1.0, a, &mut rows_without);
                 for i in 0..n {
                     let got = rows_with[i] - rows_without[i];
                     let want = sc.weights[a] * dt * tau[i];
@@ -200,12 +201,12 @@ fn wrench_errors_and_second_order_refusal() {
     // second order: an error, not the derivatives of the wrench-free map
     let mut so = wrenched.second_order_workspace();
     let (q, p, u) = ([0.1, 0.2, 0.3], [0.0; 3], [0.0; 3]);
-    let r = wrenched.linearize_second_order(&mut so, 0, &q, &p, &u, None);
+    let r = wrenched.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u));
     assert!(matches!(r, Err(ViError::InvalidParameter(ref m)) if m.contains("wrenches")), "{:?}", r.map(|_| ()));
-    let r = wrenched.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &[0.1; 6]);
+    let r = wrenched.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &[0.1; 6]);
     assert!(matches!(r, Err(ViError::InvalidParameter(_))), "{:?}", r.map(|_| ()));
     // removing them restores second order
     let plain = wrenched.with_body_wrenches(Vec::new()).unwrap();
     let mut so = plain.second_order_workspace();
-    assert!(plain.linearize_second_order(&mut so, 0, &q, &p, &u, None).is_ok());
+    assert!(plain.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u)).is_ok());
 }

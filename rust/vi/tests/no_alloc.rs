@@ -13,6 +13,7 @@ use vidyn_vi::{BodyPoint, Constraint, JointForces, Scheme, VariationalIntegrator
 #[path = "../../rbd/tests/common/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::{allocations, CountingAlloc};
+use vidyn_vi::StepInput;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -69,14 +70,18 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         let z: Vec<f64> = (0..s * n).map(|k| q[k % n] + 0.01).collect();
         let (mut r, mut dz) = (vec![0.0; s * n], vec![0.0; s * n]);
         // warm-up (first use of every code path), then count
-        vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
-        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step s={s}");
+        vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap();
+        vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap()), 0, "step s={s}");
         let guess = qn.clone();
-        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
+        assert_eq!(
+            allocations(|| vi.step(&mut ws, StepInput::new(0, &q, &p, &u).with_guess(Some(&guess)), &mut qn, &mut pn).unwrap()),
+            0,
+            "warm-started step s={s}"
+        );
         assert_eq!(allocations(|| vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap()), 0, "residual s={s}");
-        assert_eq!(allocations(|| vi.newton_direction(&mut ws, 0, &q, &p, &u, &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
-        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
+        assert_eq!(allocations(|| vi.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
+        assert_eq!(allocations(|| vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
         // second order (not offered with constraints, kinematic joints or wrenches): contracted
         // and full (the full tensors are allocated by the warm-up)
         if !vi.constraints().is_empty() || vi.kinematic().iter().any(|&k| k) || !vi.body_wrenches().is_empty() {
@@ -84,14 +89,14 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         }
         let mut so = vi.second_order_workspace();
         let lam: Vec<f64> = (0..2 * n).map(|i| 0.1 * i as f64 - 0.5).collect();
-        vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).unwrap();
-        vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).unwrap();
+        vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &lam).unwrap();
+        vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u)).unwrap();
         assert_eq!(
-            allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()),
+            allocations(|| vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &lam).map(|_| ()).unwrap()),
             0,
             "contracted second order s={s}"
         );
-        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).map(|_| ()).unwrap()), 0, "full second order s={s}");
+        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u)).map(|_| ()).unwrap()), 0, "full second order s={s}");
         // state conversions
         let mut jac = DMatrix::zeros(2 * n, 2 * n);
         let mut w = vec![0.0; n];
@@ -121,26 +126,30 @@ fn steps_on_the_lie_group_do_not_allocate() {
         vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
         let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
         let u = vec![0.1; n];
-        vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap();
-        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step s={s}");
+        vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap()), 0, "step s={s}");
         let guess = qn.clone();
-        assert_eq!(allocations(|| vi.step(&mut ws, 1, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step s={s}");
+        assert_eq!(
+            allocations(|| vi.step(&mut ws, StepInput::new(1, &q, &p, &u).with_guess(Some(&guess)), &mut qn, &mut pn).unwrap()),
+            0,
+            "warm-started step s={s}"
+        );
         assert_eq!(allocations(|| vi.energy(&mut ws, 0, &qn, &pn).unwrap()), 0, "energy s={s}");
         // the linearisation's scratch is made by the first one
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
-        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
+        vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        assert_eq!(allocations(|| vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
         // the second order on the group (differences of the linearisation); the full tensors'
         // storage is made by the first full call
         let mut so = vi.second_order_workspace();
         let lam: Vec<f64> = (0..2 * n).map(|i| 0.5 - 0.1 * i as f64).collect();
-        vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).unwrap();
+        vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u)).unwrap();
         assert_eq!(
-            allocations(|| vi.linearize_second_order_contracted(&mut so, 0, &q, &p, &u, None, &lam).map(|_| ()).unwrap()),
+            allocations(|| vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &lam).map(|_| ()).unwrap()),
             0,
             "contracted second order s={s}"
         );
-        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, 0, &q, &p, &u, None).map(|_| ()).unwrap()), 0, "full second order s={s}");
+        assert_eq!(allocations(|| vi.linearize_second_order(&mut so, StepInput::new(0, &q, &p, &u)).map(|_| ()).unwrap()), 0, "full second order s={s}");
         q.copy_from_slice(&qn);
     }
 }
@@ -166,11 +175,11 @@ fn mimic_steps_do_not_allocate() {
         let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         vi.momentum(&mut ws, &q, &v, &mut p).unwrap();
-        vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap();
+        vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
         let guess = qn.clone();
-        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, None, &mut qn, &mut pn).unwrap()), 0, "step");
-        assert_eq!(allocations(|| vi.step(&mut ws, 0, &q, &p, &u, Some(&guess), &mut qn, &mut pn).unwrap()), 0, "warm-started step");
-        assert_eq!(allocations(|| vi.linearize(&mut ws, 0, &q, &p, &u, None, &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize");
+        assert_eq!(allocations(|| vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap()), 0, "step");
+        assert_eq!(allocations(|| vi.step(&mut ws, StepInput::new(0, &q, &p, &u).with_guess(Some(&guess)), &mut qn, &mut pn).unwrap()), 0, "warm-started step");
+        assert_eq!(allocations(|| vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize");
         assert_eq!(allocations(|| vi.momentum(&mut ws, &q, &v, &mut p).unwrap()), 0, "momentum");
         assert_eq!(allocations(|| vi.knot_energy(&mut ws, 0, &q, &p).unwrap()), 0, "energy");
     }

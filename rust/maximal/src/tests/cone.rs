@@ -123,7 +123,7 @@ fn linearization_with_cone_contacts_matches_central_differences_of_the_relaxed_s
     // ε_IP ≈ 1e-13 at tolerance 1e-15, so h = 1e-6 (noise ~1e-7, truncation ~1e-12)
     let ball = crate::Body { name: "ball".into(), mass: 1.0, inertia: nalgebra::Matrix3::identity() * 0.025 };
     let mut mech = Mechanism::new(vec![ball], Vector3::new(0.0, 0.0, -9.81)).unwrap();
-    mech.add_contact("ground", 0, Vector3::zeros(), 0.25, Vector3::z(), 0.0, 0.3).unwrap();
+    mech.add_contact("ground", 0, Sphere { centre: Vector3::zeros(), radius: 0.25 }, Plane::ground(), 0.3).unwrap();
     mech.set_friction_model(0, FrictionModel::Cone).unwrap();
     let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap().with_newton(1e-15, 50).unwrap();
     let pose = Pose::new(Vector3::new(0.0, 0.0, 0.25), UnitQuaternion::identity());

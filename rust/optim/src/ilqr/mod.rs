@@ -49,7 +49,7 @@ use crate::checks::check_start;
 use crate::cost::Cost;
 use crate::dynamics::{Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
-use crate::pipeline::{simulate_and_derive, Derivatives, TrialError};
+use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
@@ -193,10 +193,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let initial = simulate_and_derive(
         dynamics,
         cost,
-        x0,
-        steps,
-        &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]),
-        None,
+        ClosedLoop { x0, steps, policy: &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]), near: None },
         |_, _, j| {
             let j = j?;
             if j.is_finite() {
@@ -295,7 +292,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 };
                 let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
                 let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
-                match simulate_and_derive(dynamics, cost, x0, steps, policy, Some(&near), judge, Some(&mut sweep), &mut trial) {
+                match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
                         accepted = Some((kept, alpha, sweep.complete()));
                         break;

@@ -1,6 +1,7 @@
 //! Helpers shared by the optimiser's integration tests.
 
 use vidyn_optim::ViDynamics;
+use vidyn_vi::StepInput;
 use vidyn_vi::VariationalIntegrator;
 
 /// The largest deviation between the states `x` (row-major `(N+1)·(q, p)`) of an optimiser's
@@ -15,7 +16,7 @@ pub fn dynamic_defect(vi: &VariationalIntegrator, dynamics: &ViDynamics<'_>, x: 
     let mut defect = 0.0_f64;
     for k in 0..full.len() / n {
         let (xk, next) = (&x[2 * n * k..2 * n * (k + 1)], &x[2 * n * (k + 1)..2 * n * (k + 2)]);
-        vi.step(&mut ws, k, &xk[..n], &xk[n..], &full[n * k..n * (k + 1)], None, &mut qn, &mut pn).unwrap();
+        vi.step(&mut ws, StepInput::new(k, &xk[..n], &xk[n..], &full[n * k..n * (k + 1)]), &mut qn, &mut pn).unwrap();
         defect = qn.iter().chain(&pn).zip(next).fold(defect, |m, (a, b)| m.max((a - b).abs()));
     }
     defect

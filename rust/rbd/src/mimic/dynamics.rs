@@ -184,7 +184,6 @@ pub fn crba<'w>(model: &Model, ws: &mut Workspace, mw: &'w mut MimicWorkspace, q
 /// Forward dynamics `\dot v = M⁻¹(τ − Gᵀ b_e)` with `b_e = τ_e(q_e, v_e, 0)` (gravity,
 /// velocity products and the wrenches `fext`, as [`crate::aba`]); Cholesky of the reduced `M`.
 /// Errors with [`RbdError::NotPositiveDefinite`] when `M` is singular.
-#[allow(clippy::too_many_arguments)]
 pub fn aba<'w>(model: &Model, ws: &mut Workspace, mw: &'w mut MimicWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<&'w [f64]> {
     check_vector(tau, "tau", mw.coupling.nv(), "model.nv")?;
     mw.lift(q, Some(v), None)?;
@@ -217,7 +216,6 @@ pub struct MimicDerivatives<'w> {
 }
 
 /// `∂τ/∂q = Gᵀ (∂τ_e/∂q_e) G`, `∂τ/∂v = Gᵀ (∂τ_e/∂v_e) G` and `∂τ/∂a = M` at the lifted state.
-#[allow(clippy::too_many_arguments)]
 pub fn rnea_derivatives<'w>(
     model: &Model,
     ws: &mut Workspace,
@@ -244,7 +242,6 @@ fn reduce_rnea_derivatives(model: &Model, ws: &mut Workspace, mw: &mut MimicWork
 
 /// `\dot v = aba(q, v, τ)` (in `mw.ddq`) and its derivatives `∂\dot v/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)`
 /// at `\dot v`, `∂\dot v/∂τ = M⁻¹` (implicit function theorem on `τ = rnea(q, v, \dot v)`).
-#[allow(clippy::too_many_arguments)]
 pub fn aba_derivatives<'w>(
     model: &Model,
     ws: &mut Workspace,
@@ -272,6 +269,7 @@ fn aba_derivatives_after_aba(model: &Model, ws: &mut Workspace, mw: &mut MimicWo
 /// `Σ_i λ_i T[i, j, k]` of the three inverse-dynamics tensors of [`rnea_second_order`]
 /// (`∂²τ/∂q²`, `∂²τ/∂v²`, `∂²τ/∂q∂v`) without the tensors: the extended contraction with
 /// `λ_e = G λ`, then `Gᵀ (·) G`. In `mw.contracted`.
+// the tree's workspace, the mimic one and the tree function's inputs
 #[allow(clippy::too_many_arguments)]
 pub fn rnea_second_order_contracted<'w>(
     model: &Model,
@@ -334,7 +332,6 @@ fn reduce_rnea_tensors(model: &Model, so: &mut SecondOrderWorkspace, mw: &MimicW
 }
 
 /// The reduced second-order tensors of inverse dynamics, `T[a, b, c] = Σ G_ia G_jb G_kc T_e[i, j, k]`.
-#[allow(clippy::too_many_arguments)]
 pub fn rnea_second_order<'w>(
     model: &Model,
     mw: &mut MimicWorkspace,
@@ -357,6 +354,7 @@ pub fn rnea_second_order<'w>(
 /// `∂²\dot v/∂q²[:, b, c] = −M⁻¹(Hqq[:, b, c] + Σ_l dM[:, l, c] FD_q[l, b] + Σ_l dM[:, l, b] FD_q[l, c])`,
 /// `∂²\dot v/∂v² = −M⁻¹ Hvv`, `∂²\dot v/∂q∂v[:, b, c] = −M⁻¹(Hqv[:, b, c] + Σ_l dM[:, l, b] FD_v[l, c])`,
 /// `∂²\dot v/∂τ∂q[:, j, k] = −(M⁻¹ ∂M/∂q_k M⁻¹)[:, j]`.
+// the tree's workspace, the mimic one and the tree function's inputs
 #[allow(clippy::too_many_arguments)]
 pub fn aba_second_order<'w>(
     model: &Model,
