@@ -1231,6 +1231,95 @@ class _Problem:
     def steps(self) -> int:
         """The number of steps N."""
 
+@final
+class _IlqrLog:
+    """The per-iteration log of an iLQR or FDDP run: one entry an outer iteration in each array."""
+
+    @property
+    def cost(self) -> _Array:
+        """Cost at the start of the iteration."""
+    @property
+    def expected_reduction(self) -> _Array:
+        """Decrease a full step was expected to give."""
+    @property
+    def expected_reduction_alpha(self) -> _Array:
+        """Decrease expected for the accepted step length."""
+    @property
+    def actual_reduction(self) -> _Array:
+        """Decrease the accepted step gave."""
+    @property
+    def alpha(self) -> _Array:
+        """Accepted step length (0 when none)."""
+    @property
+    def mu(self) -> _Array:
+        """Regularisation of the accepted backward pass."""
+    @property
+    def gradient_norm(self) -> _Array:
+        """``‖∂J/∂u‖`` of the open-loop cost (projected on the control limits)."""
+    @property
+    def time(self) -> _Array:
+        """Seconds since the start at the end of the iteration."""
+
+@final
+class _IlqrOutput:
+    """What an iLQR or FDDP run (``_optim_ilqr``, ``_optim_ilqr_linear``, ``_optim_ilqr_maximal``)
+    returns; vidyn.optim builds its ``IlqrResult`` from it."""
+
+    @property
+    def x(self) -> _Array:
+        """(N+1, nx) the final states."""
+    @property
+    def q(self) -> _Array | None:
+        """(N+1, nq) the configurations of ``x`` on a VI; None elsewhere."""
+    @property
+    def p(self) -> _Array | None:
+        """(N+1, n) the momenta of ``x`` on a VI; None elsewhere."""
+    @property
+    def U(self) -> _Array:
+        """(N, n) the forces of every joint."""
+    @property
+    def u(self) -> _Array:
+        """(N, m) the optimised controls."""
+    @property
+    def k(self) -> _Array:
+        """(N, m) the feed-forward terms of the last backward pass."""
+    @property
+    def K(self) -> _Array:
+        """(N, m, ndx) the feedback gains of the last backward pass."""
+    @property
+    def cost(self) -> float:
+        """The final cost."""
+    @property
+    def cost_history(self) -> _Array:
+        """The initial cost, then one entry per accepted step."""
+    @property
+    def log(self) -> _IlqrLog:
+        """The per-iteration log."""
+    @property
+    def iterations(self) -> int:
+        """Accepted steps."""
+    @property
+    def converged(self) -> bool:
+        """Whether the run converged."""
+    @property
+    def status(self) -> str:
+        """``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``."""
+    @property
+    def message(self) -> str:
+        """What the run ended with, in words."""
+    @property
+    def wall_time(self) -> float:
+        """Seconds the run took."""
+    @property
+    def time_linearize(self) -> float:
+        """Seconds of work after accepted rollouts (costs, derivatives, backward passes alongside)."""
+    @property
+    def time_backward(self) -> float:
+        """Seconds of the backward passes not run alongside the derivatives."""
+    @property
+    def time_forward(self) -> float:
+        """Seconds of the forward passes (rollouts, rejected trials)."""
+
 def _optim_ilqr(
     problem: _Problem,
     u_min: _ArrayLike | None = None,
@@ -1241,8 +1330,8 @@ def _optim_ilqr(
     mu_init: float = 0.0,
     velocity_state: bool = False,
     x_init: _ArrayLike | None = None,
-) -> dict[str, Any]:
-    """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem; returns a dict of arrays and scalars (vidyn.optim.ilqr builds the result)."""
+) -> _IlqrOutput:
+    """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem (vidyn.optim.ilqr builds the result from the output)."""
 
 def _optim_ilqr_linear(
     a: _ArrayLike,
@@ -1260,8 +1349,8 @@ def _optim_ilqr_linear(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     method: str = "ilqr",
-) -> dict[str, Any]:
-    """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); the dict of _optim_ilqr without q, p."""
+) -> _IlqrOutput:
+    """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); an output without q, p."""
 
 def _optim_ilqr_maximal(
     mi: MaximalIntegrator,
@@ -1280,8 +1369,78 @@ def _optim_ilqr_maximal(
     mu_init: float = 0.0,
     method: str = "ilqr",
     x_init: _ArrayLike | None = None,
-) -> dict[str, Any]:
-    """iLQR (FDDP from a state guess x_init (N+1, 2n)) on a MaximalIntegrator's minimal coordinates x = (q, v); the dict of _optim_ilqr (x is (q, v), no p)."""
+) -> _IlqrOutput:
+    """iLQR (FDDP from a state guess x_init (N+1, 2n)) on a MaximalIntegrator's minimal coordinates x = (q, v); an output without q, p."""
+
+@final
+class _ProjectionLog:
+    """The per-iteration log of a projection-operator run."""
+
+    @property
+    def cost(self) -> _Array:
+        """Cost at the start of the iteration."""
+    @property
+    def slope(self) -> _Array:
+        """``Dh∘δξ`` of the direction used."""
+    @property
+    def step(self) -> _Array:
+        """Accepted step λ (0 when none)."""
+    @property
+    def trials(self) -> _Array:
+        """Armijo trials (as floats)."""
+    @property
+    def time(self) -> _Array:
+        """Seconds since the start at the end of the iteration."""
+    @property
+    def model(self) -> list[str]:
+        """The descent model of each iteration: ``"steepest"``, ``"quasi"`` or ``"newton"``."""
+
+@final
+class _ProjectionOutput:
+    """What ``_optim_projection`` returns; vidyn.optim builds its ``ProjectionResult`` from it."""
+
+    @property
+    def x(self) -> _Array:
+        """(N+1, 2n) the final states ``(q, p)``."""
+    @property
+    def q(self) -> _Array:
+        """(N+1, n) the configurations of ``x``."""
+    @property
+    def p(self) -> _Array:
+        """(N+1, n) the momenta of ``x``."""
+    @property
+    def U(self) -> _Array:
+        """(N, n) the forces of every joint."""
+    @property
+    def u(self) -> _Array:
+        """(N, m) the optimised controls."""
+    @property
+    def K(self) -> _Array:
+        """(N, m, 2n) the projection gains about the final trajectory."""
+    @property
+    def cost(self) -> float:
+        """The final cost."""
+    @property
+    def cost_history(self) -> _Array:
+        """The cost of the first iterate, then one entry per iteration."""
+    @property
+    def log(self) -> _ProjectionLog:
+        """The per-iteration log."""
+    @property
+    def iterations(self) -> int:
+        """Iterations run."""
+    @property
+    def converged(self) -> bool:
+        """Whether the run converged."""
+    @property
+    def status(self) -> str:
+        """``"converged"``, ``"max_iterations"`` or ``"line_search_failed"``."""
+    @property
+    def message(self) -> str:
+        """What the run ended with, in words."""
+    @property
+    def wall_time(self) -> float:
+        """Seconds the run took."""
 
 def _optim_projection(
     problem: _Problem,
@@ -1293,8 +1452,8 @@ def _optim_projection(
     proj_q: _ArrayLike | None = None,
     proj_r: _ArrayLike | None = None,
     proj_qn: _ArrayLike | None = None,
-) -> dict[str, Any]:
-    """Johnson's projection-operator optimiser on a problem; a dict (vidyn.optim.projection builds the result)."""
+) -> _ProjectionOutput:
+    """Johnson's projection-operator optimiser on a problem (vidyn.optim.projection builds the result from the output)."""
 
 def _optim_project(
     vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, gains: _ArrayLike, actuated: list[int] | None = None

@@ -765,10 +765,10 @@ def ilqr(
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
-    d: dict[str, Any] = _core._optim_ilqr(
+    out = _core._optim_ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity"
     )
-    return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
+    return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
 
 def _refuse_on_maximal(given: dict[str, Any], cost_state: str, coordinates: str) -> None:
@@ -824,7 +824,7 @@ def _ilqr_maximal(
         if guess.shape != (N + 1, 2 * n):
             raise InputError(f"X_init has shape {guess.shape}, expected (N+1, n) = ({N + 1}, {n}) or (N+1, 2n) = ({N + 1}, {2 * n})")
     lower, upper = (None if lim is None else [float(x) for x in lim] for lim in (_limit(u_min, m, "u_min"), _limit(u_max, m, "u_max")))
-    d: dict[str, Any] = _core._optim_ilqr_maximal(
+    out = _core._optim_ilqr_maximal(
         mi,
         np.concatenate([q, v]),
         u0,
@@ -842,8 +842,7 @@ def _ilqr_maximal(
         method,
         None if guess is None else np.ascontiguousarray(guess),
     )
-    d["q"], d["p"] = d["x"][:, :n], np.zeros((N + 1, 0))
-    return _result(d, _ResimulateMaximal(mi, q, v, d["U"]))
+    return _result(out, _ResimulateMaximal(mi, q, v, out.U), (out.x[:, :n], np.zeros((N + 1, 0))))
 
 
 def fddp(
@@ -903,10 +902,10 @@ def fddp(
     if guess.shape != (N + 1, vi_.nq + vi_.n):
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
     m = problem.U_init.shape[1]
-    d: dict[str, Any] = _core._optim_ilqr(
+    out = _core._optim_ilqr(
         problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess)
     )
-    return _result(d, _Resimulate(problem.vi, problem.q0, problem.p0, d["U"]))
+    return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
 
 @dataclass(frozen=True)
@@ -986,7 +985,7 @@ def projection(
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
-    d: dict[str, Any] = _core._optim_projection(
+    out = _core._optim_projection(
         problem._native,
         None if x_guess is None else _f64(x_guess),
         model,
@@ -997,24 +996,24 @@ def projection(
         None if proj_R is None else _weight(proj_R, m, None, "proj_R", 1.0),
         None if proj_QN is None else _weight(proj_QN, n2, None, "proj_QN", 1.0),
     )
-    traj = problem.vi.rollout(problem.q0, p0=problem.p0, u=d["U"])
-    log = {"cost": d["log_cost"], "slope": d["slope"], "step": d["step"], "trials": d["trials"], "time": d["time"], "model": list(d["model"])}
+    traj = problem.vi.rollout(problem.q0, p0=problem.p0, u=out.U)
+    lg = out.log
     return ProjectionResult(
         trajectory=traj,
-        q=d["q"],
-        p=d["p"],
-        x=d["x"],
-        U=d["U"],
-        u=d["u"],
-        K=d["K"],
-        cost=float(d["cost"]),
-        cost_history=d["cost_history"],
-        iterations=int(d["iterations"]),
-        converged=bool(d["converged"]),
-        status=str(d["status"]),
-        message=str(d["message"]),
-        wall_time=float(d["wall_time"]),
-        log=log,
+        q=out.q,
+        p=out.p,
+        x=out.x,
+        U=out.U,
+        u=out.u,
+        K=out.K,
+        cost=out.cost,
+        cost_history=out.cost_history,
+        iterations=out.iterations,
+        converged=out.converged,
+        status=out.status,
+        message=out.message,
+        wall_time=out.wall_time,
+        log={"cost": lg.cost, "slope": lg.slope, "step": lg.step, "trials": lg.trials, "time": lg.time, "model": lg.model},
     )
 
 
@@ -1030,27 +1029,41 @@ def project(
     return x, u
 
 
-def _result(d: dict[str, Any], resimulate: Callable[[], Trajectory | MaximalTrajectory | None]) -> IlqrResult:
-    log_keys = ("expected_reduction", "expected_reduction_alpha", "actual_reduction", "alpha", "mu", "gradient_norm", "time")
-    log = {"cost": d["log_cost"], **{k: d[k] for k in log_keys}}
-    empty = np.zeros((0, 0))
+def _result(
+    out: _core._IlqrOutput, resimulate: Callable[[], Trajectory | MaximalTrajectory | None], states: tuple[_Array, _Array] | None = None
+) -> IlqrResult:
+    """The :class:`IlqrResult` of a native run's output. ``states``: its ``q``, ``p``, by default
+    the output's own, empty (0, 0) arrays where it has none."""
+    if states is None:
+        empty = np.zeros((0, 0))
+        states = (empty if out.q is None else out.q, empty if out.p is None else out.p)
+    lg = out.log
     return IlqrResult(
-        q=d.get("q", empty),
-        p=d.get("p", empty),
-        x=d["x"],
-        U=d["U"],
-        u=d["u"],
-        k=d["k"],
-        K=d["K"],
-        cost=float(d["cost"]),
-        cost_history=d["cost_history"],
-        iterations=int(d["iterations"]),
-        converged=bool(d["converged"]),
-        status=str(d["status"]),
-        message=str(d["message"]),
-        wall_time=float(d["wall_time"]),
-        timing={k: float(d["time_" + k]) for k in ("linearize", "backward", "forward")},
-        log=log,
+        q=states[0],
+        p=states[1],
+        x=out.x,
+        U=out.U,
+        u=out.u,
+        k=out.k,
+        K=out.K,
+        cost=out.cost,
+        cost_history=out.cost_history,
+        iterations=out.iterations,
+        converged=out.converged,
+        status=out.status,
+        message=out.message,
+        wall_time=out.wall_time,
+        timing={"linearize": out.time_linearize, "backward": out.time_backward, "forward": out.time_forward},
+        log={
+            "cost": lg.cost,
+            "expected_reduction": lg.expected_reduction,
+            "expected_reduction_alpha": lg.expected_reduction_alpha,
+            "actual_reduction": lg.actual_reduction,
+            "alpha": lg.alpha,
+            "mu": lg.mu,
+            "gradient_norm": lg.gradient_norm,
+            "time": lg.time,
+        },
         resimulate=resimulate,
     )
 
@@ -1092,7 +1105,7 @@ def ilqr_linear(
     def limit(v: _ArrayLike | None) -> list[float] | None:
         return None if v is None else [float(t) for t in np.broadcast_to(np.asarray(v, dtype=np.float64), (nu,))]
 
-    d: dict[str, Any] = _core._optim_ilqr_linear(
+    out = _core._optim_ilqr_linear(
         a,
         b,
         _f64(x0),
@@ -1109,4 +1122,4 @@ def ilqr_linear(
         mu_init,
         method,
     )
-    return _result(d, _no_trajectory)
+    return _result(out, _no_trajectory)

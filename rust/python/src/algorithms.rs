@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use vidyn_rbd as rbd;
 use vidyn_rbd::mimic::{self, MimicSecondOrder, MimicWorkspace};
 use vidyn_rbd::{Model, Workspace};
+use vidyn_spatial::Force;
 
 type Array1<'py> = Bound<'py, PyArray1<f64>>;
 type Array2<'py> = Bound<'py, PyArray2<f64>>;
@@ -50,6 +51,15 @@ fn lifted<const K: usize>(model: &PyModel, q: Any<'_, '_>, tangents: [(Any<'_, '
     Ok((model.lift_q(q), t.map(|v| model.lift_v(v))))
 }
 
+/// The inputs of a dynamics call: `q`, `K` tangent vectors and the external wrenches, if any.
+type ForcedState<const K: usize> = (Vec<f64>, [Vec<f64>; K], Option<Vec<Force>>);
+
+/// [`state`] and the optional external wrenches `fext` of a dynamics call.
+fn forced_state<const K: usize>(model: &PyModel, q: Any<'_, '_>, tangents: [(Any<'_, '_>, &str); K], fext: Option<Any<'_, '_>>) -> PyResult<ForcedState<K>> {
+    let (q, t) = state(model, q, tangents)?;
+    Ok((q, t, convert::forces(fext, "fext", &model.inner)?))
+}
+
 /// Runs `compute`, one of the reduced algorithms of `vidyn_rbd::mimic`, on the model's
 /// workspace and a mimic workspace made for the call, detached from the interpreter.
 fn run_mimic<T: Send>(
@@ -61,6 +71,22 @@ fn run_mimic<T: Send>(
     let mut ws = model.workspace();
     let w = &mut *ws;
     detached(py, move || compute(m, w, &mut MimicWorkspace::new(m)))
+}
+
+/// A dynamics algorithm in the form the model needs: with mimic joints the reduced one,
+/// `coupled` ([`run_mimic`]), its owned result converted by `coupled_out`; without, `tree`,
+/// the tree's own, run and converted (by [`run`] but for the second-order tensors).
+fn run_dynamics<C: Send, T>(
+    py: Python<'_>,
+    model: &PyModel,
+    coupled: impl FnOnce(&Model, &mut Workspace, &mut MimicWorkspace) -> rbd::Result<C> + Send,
+    coupled_out: impl FnOnce(C) -> T,
+    tree: impl FnOnce() -> PyResult<T>,
+) -> PyResult<T> {
+    match model.coupling() {
+        Some(_) => Ok(coupled_out(run_mimic(py, model, coupled)?)),
+        None => tree(),
+    }
 }
 
 /// Inverse dynamics (RNEA): `tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i`.
@@ -80,13 +106,15 @@ pub fn rnea<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        let tau = run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &a, fext.as_deref()).map(<[f64]>::to_vec))?;
-        return Ok(convert::vector_out(py, &tau));
-    }
-    run(py, pm, |m, ws| rbd::rnea(m, ws, &q, &v, &a, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
+    let (q, [v, a], fext) = forced_state(pm, q, [(v, "v"), (a, "a")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &a, f).map(<[f64]>::to_vec),
+        |tau| convert::vector_out(py, &tau),
+        || run(py, pm, |m, ws| rbd::rnea(m, ws, &q, &v, &a, f).map(drop), |(), ws| convert::vector_out(py, &ws.tau)),
+    )
 }
 
 /// Forward dynamics (ABA): `a = M(q)^-1 (tau + sum_i J_i^T fext_i - C(q, v) v - g(q))`.
@@ -106,13 +134,15 @@ pub fn aba<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<Array1<'py>> {
     let pm = model.get();
-    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        let ddq = run_mimic(py, pm, |m, ws, mw| mimic::aba(m, ws, mw, &q, &v, &tau, fext.as_deref()).map(<[f64]>::to_vec))?;
-        return Ok(convert::vector_out(py, &ddq));
-    }
-    run(py, pm, |m, ws| rbd::aba(m, ws, &q, &v, &tau, fext.as_deref()).map(drop), |(), ws| convert::vector_out(py, &ws.ddq))
+    let (q, [v, tau], fext) = forced_state(pm, q, [(v, "v"), (tau, "tau")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::aba(m, ws, mw, &q, &v, &tau, f).map(<[f64]>::to_vec),
+        |ddq| convert::vector_out(py, &ddq),
+        || run(py, pm, |m, ws| rbd::aba(m, ws, &q, &v, &tau, f).map(drop), |(), ws| convert::vector_out(py, &ws.ddq)),
+    )
 }
 
 /// First-order derivatives of inverse dynamics: `(dtau_dq, dtau_dv, dtau_da = M)`.
@@ -134,19 +164,23 @@ pub fn rnea_derivatives<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        let d = run_mimic(py, pm, |m, ws, mw| mimic::rnea_derivatives(m, ws, mw, &q, &v, &a, fext.as_deref()).map(derivatives_owned))?;
-        return Ok(derivatives_out(py, &d));
-    }
-    run(
+    let (q, [v, a], fext) = forced_state(pm, q, [(v, "v"), (a, "a")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
         py,
         pm,
-        |m, ws| rbd::rnea_derivatives(m, ws, &q, &v, &a, fext.as_deref()).map(drop),
-        |(), ws| {
-            let d = &ws.derivatives;
-            (convert::matrix_out(py, &d.dtau_dq), convert::matrix_out(py, &d.dtau_dv), convert::matrix_out(py, &d.dtau_da))
+        |m, ws, mw| mimic::rnea_derivatives(m, ws, mw, &q, &v, &a, f).map(derivatives_owned),
+        |d| three_matrices_out(py, [&d[0], &d[1], &d[2]]),
+        || {
+            run(
+                py,
+                pm,
+                |m, ws| rbd::rnea_derivatives(m, ws, &q, &v, &a, f).map(drop),
+                |(), ws| {
+                    let d = &ws.derivatives;
+                    three_matrices_out(py, [&d.dtau_dq, &d.dtau_dv, &d.dtau_da])
+                },
+            )
         },
     )
 }
@@ -169,19 +203,23 @@ pub fn aba_derivatives<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        let d = run_mimic(py, pm, |m, ws, mw| mimic::aba_derivatives(m, ws, mw, &q, &v, &tau, fext.as_deref()).map(derivatives_owned))?;
-        return Ok(derivatives_out(py, &d));
-    }
-    run(
+    let (q, [v, tau], fext) = forced_state(pm, q, [(v, "v"), (tau, "tau")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
         py,
         pm,
-        |m, ws| rbd::aba_derivatives(m, ws, &q, &v, &tau, fext.as_deref()).map(drop),
-        |(), ws| {
-            let d = &ws.derivatives;
-            (convert::matrix_out(py, &d.dddq_dq), convert::matrix_out(py, &d.dddq_dv), convert::matrix_out(py, &ws.mass_matrix_inv))
+        |m, ws, mw| mimic::aba_derivatives(m, ws, mw, &q, &v, &tau, f).map(derivatives_owned),
+        |d| three_matrices_out(py, [&d[0], &d[1], &d[2]]),
+        || {
+            run(
+                py,
+                pm,
+                |m, ws| rbd::aba_derivatives(m, ws, &q, &v, &tau, f).map(drop),
+                |(), ws| {
+                    let d = &ws.derivatives;
+                    three_matrices_out(py, [&d.dddq_dq, &d.dddq_dv, &ws.mass_matrix_inv])
+                },
+            )
         },
     )
 }
@@ -205,18 +243,22 @@ pub fn rnea_second_order<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, [v, a]) = state(pm, q, [(v, "v"), (a, "a")])?;
-    let fext = convert::forces(fext, "fext", m)?;
-    if pm.coupling().is_some() {
-        let t = run_mimic(py, pm, |m, _, mw| mimic::rnea_second_order(m, mw, &mut MimicSecondOrder::new(m), &q, &v, &a, fext.as_deref()).cloned())?;
-        return Ok(tensors_out(py, &t));
-    }
-    // the tensors live in a workspace of their own (O(nv³)), made for this call
-    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
-    let w = &mut ws;
-    let d = detached(py, move || rbd::rnea_second_order(m, w, &q, &v, &a, fext.as_deref()))?;
-    Ok((convert::tensor_out(py, d.d2tau_dq2), convert::tensor_out(py, d.d2tau_dv2), convert::tensor_out(py, d.d2tau_dqdv), convert::tensor_out(py, d.dm_dq)))
+    let (q, [v, a], fext) = forced_state(pm, q, [(v, "v"), (a, "a")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
+        py,
+        pm,
+        |m, _, mw| mimic::rnea_second_order(m, mw, &mut MimicSecondOrder::new(m), &q, &v, &a, f).cloned(),
+        |t| tensors_out(py, [&t[0], &t[1], &t[2], &t[3]]),
+        || {
+            // the tensors live in a workspace of their own (O(nv³)), made for this call
+            let m = &*pm.inner;
+            let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.second_order_workspace()))?;
+            let (w, q, v, a) = (&mut ws, &q, &v, &a);
+            let d = detached(py, move || rbd::rnea_second_order(m, w, q, v, a, f))?;
+            Ok(tensors_out(py, [d.d2tau_dq2, d.d2tau_dv2, d.d2tau_dqdv, d.dm_dq]))
+        },
+    )
 }
 
 /// Second-order derivatives of inverse dynamics contracted with a co-vector `lam`:
@@ -240,19 +282,23 @@ pub fn rnea_second_order_contracted<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, a, lam]) = state(pm, q, [(v, "v"), (a, "a"), (lam, "lam")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        let [dq2, dv2, dqdv] = run_mimic(py, pm, |m, ws, mw| mimic::rnea_second_order_contracted(m, ws, mw, &q, &v, &a, &lam, fext.as_deref()).cloned())?;
-        return Ok((convert::matrix_out(py, &dq2), convert::matrix_out(py, &dv2), convert::matrix_out(py, &dqdv)));
-    }
-    run(
+    let (q, [v, a, lam], fext) = forced_state(pm, q, [(v, "v"), (a, "a"), (lam, "lam")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
         py,
         pm,
-        |m, ws| rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam, fext.as_deref()).map(drop),
-        |(), ws| {
-            let so = &ws.second_order;
-            (convert::matrix_out(py, &so.d2tau_dq2), convert::matrix_out(py, &so.d2tau_dv2), convert::matrix_out(py, &so.d2tau_dqdv))
+        |m, ws, mw| mimic::rnea_second_order_contracted(m, ws, mw, &q, &v, &a, &lam, f).cloned(),
+        |d| three_matrices_out(py, [&d[0], &d[1], &d[2]]),
+        || {
+            run(
+                py,
+                pm,
+                |m, ws| rbd::rnea_second_order_contracted(m, ws, &q, &v, &a, &lam, f).map(drop),
+                |(), ws| {
+                    let so = &ws.second_order;
+                    three_matrices_out(py, [&so.d2tau_dq2, &so.d2tau_dv2, &so.d2tau_dqdv])
+                },
+            )
         },
     )
 }
@@ -277,23 +323,22 @@ pub fn aba_second_order<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>)> {
     let pm = model.get();
-    let m = &*pm.inner;
-    let (q, [v, tau]) = state(pm, q, [(v, "v"), (tau, "tau")])?;
-    let fext = convert::forces(fext, "fext", m)?;
-    if pm.coupling().is_some() {
-        let t = run_mimic(py, pm, |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, fext.as_deref()).cloned())?;
-        return Ok(tensors_out(py, &t));
-    }
-    // the tensors live in a workspace of their own (O(nv³)), made for this call
-    let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.aba_second_order_workspace()))?;
-    let w = &mut ws;
-    let d = detached(py, move || rbd::aba_second_order(m, w, &q, &v, &tau, fext.as_deref()))?;
-    Ok((
-        convert::tensor_out(py, d.d2ddq_dq2),
-        convert::tensor_out(py, d.d2ddq_dv2),
-        convert::tensor_out(py, d.d2ddq_dqdv),
-        convert::tensor_out(py, d.d2ddq_dtaudq),
-    ))
+    let (q, [v, tau], fext) = forced_state(pm, q, [(v, "v"), (tau, "tau")], fext)?;
+    let f = fext.as_deref();
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, f).cloned(),
+        |t| tensors_out(py, [&t[0], &t[1], &t[2], &t[3]]),
+        || {
+            // the tensors live in a workspace of their own (O(nv³)), made for this call
+            let m = &*pm.inner;
+            let mut ws = detached(py, move || Ok::<_, rbd::RbdError>(m.aba_second_order_workspace()))?;
+            let (w, q, v, tau) = (&mut ws, &q, &v, &tau);
+            let d = detached(py, move || rbd::aba_second_order(m, w, q, v, tau, f))?;
+            Ok(tensors_out(py, [d.d2ddq_dq2, d.d2ddq_dv2, d.d2ddq_dqdv, d.d2ddq_dtaudq]))
+        },
+    )
 }
 
 /// Second-order derivatives of forward dynamics contracted with a co-vector `lam`:
@@ -317,29 +362,28 @@ pub fn aba_second_order_contracted<'py>(
     fext: Option<Any<'_, 'py>>,
 ) -> PyResult<(Array2<'py>, Array2<'py>, Array2<'py>, Array2<'py>)> {
     let pm = model.get();
-    let (q, [v, tau, lam]) = state(pm, q, [(v, "v"), (tau, "tau"), (lam, "lam")])?;
-    let fext = convert::forces(fext, "fext", &pm.inner)?;
-    if pm.coupling().is_some() {
-        // the contraction of the full tensors (O(n⁴)): the coupled tree has no O(n) form
-        let t = run_mimic(py, pm, |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, fext.as_deref()).cloned())?;
-        let contract = |t: &rbd::Tensor3| {
-            let mut out = nalgebra::DMatrix::zeros(lam.len(), lam.len());
-            t.contract_first(&lam, &mut out);
-            convert::matrix_out(py, &out)
-        };
-        return Ok((contract(&t[0]), contract(&t[1]), contract(&t[2]), contract(&t[3])));
-    }
-    run(
+    let (q, [v, tau, lam], fext) = forced_state(pm, q, [(v, "v"), (tau, "tau"), (lam, "lam")], fext)?;
+    let f = fext.as_deref();
+    // with mimic joints, the contraction of the full tensors (O(n⁴)): the coupled tree has no O(n) form
+    let contract = |t: &rbd::Tensor3| {
+        let mut out = nalgebra::DMatrix::zeros(lam.len(), lam.len());
+        t.contract_first(&lam, &mut out);
+        out
+    };
+    run_dynamics(
         py,
         pm,
-        |m, ws| rbd::aba_second_order_contracted(m, ws, &q, &v, &tau, &lam, fext.as_deref()).map(drop),
-        |(), ws| {
-            let so = &ws.second_order;
-            (
-                convert::matrix_out(py, &so.d2ddq_dq2),
-                convert::matrix_out(py, &so.d2ddq_dv2),
-                convert::matrix_out(py, &so.d2ddq_dqdv),
-                convert::matrix_out(py, &so.d2ddq_dtaudq),
+        |m, ws, mw| mimic::aba_second_order(m, ws, mw, &mut MimicSecondOrder::new(m), &q, &v, &tau, f).cloned(),
+        |t| four_matrices_out(py, [&contract(&t[0]), &contract(&t[1]), &contract(&t[2]), &contract(&t[3])]),
+        || {
+            run(
+                py,
+                pm,
+                |m, ws| rbd::aba_second_order_contracted(m, ws, &q, &v, &tau, &lam, f).map(drop),
+                |(), ws| {
+                    let so = &ws.second_order;
+                    four_matrices_out(py, [&so.d2ddq_dq2, &so.d2ddq_dv2, &so.d2ddq_dqdv, &so.d2ddq_dtaudq])
+                },
             )
         },
     )
@@ -352,10 +396,13 @@ pub fn aba_second_order_contracted<'py>(
 pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
     let (q, []) = state(pm, q, [])?;
-    if pm.coupling().is_some() {
-        return Ok(convert::matrix_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::crba(m, ws, mw, &q).cloned())?));
-    }
-    run(py, pm, |m, ws| rbd::crba(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix))
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::crba(m, ws, mw, &q).cloned(),
+        |mm| convert::matrix_out(py, &mm),
+        || run(py, pm, |m, ws| rbd::crba(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix)),
+    )
 }
 
 /// Inverse of the joint-space inertia matrix `M(q)^-1`, full and symmetric.
@@ -365,10 +412,13 @@ pub fn crba<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) 
 pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array2<'py>> {
     let pm = model.get();
     let (q, []) = state(pm, q, [])?;
-    if pm.coupling().is_some() {
-        return Ok(convert::matrix_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::minverse(m, ws, mw, &q).cloned())?));
-    }
-    run(py, pm, |m, ws| rbd::minverse(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix_inv))
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::minverse(m, ws, mw, &q).cloned(),
+        |minv| convert::matrix_out(py, &minv),
+        || run(py, pm, |m, ws| rbd::minverse(m, ws, &q).map(drop), |(), ws| convert::matrix_out(py, &ws.mass_matrix_inv)),
+    )
 }
 
 /// Generalised gravity `g(q) = rnea(q, 0, 0)`.
@@ -378,11 +428,14 @@ pub fn minverse<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'p
 pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
     let (q, []) = state(pm, q, [])?;
-    if pm.coupling().is_some() {
-        let zero = vec![0.0; pm.nv()];
-        return Ok(convert::vector_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &zero, &zero, None).map(<[f64]>::to_vec))?));
-    }
-    run(py, pm, |m, ws| rbd::gravity(m, ws, &q).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
+    let nv = pm.nv();
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::rnea(m, ws, mw, &q, &vec![0.0; nv], &vec![0.0; nv], None).map(<[f64]>::to_vec),
+        |g| convert::vector_out(py, &g),
+        || run(py, pm, |m, ws| rbd::gravity(m, ws, &q).map(drop), |(), ws| convert::vector_out(py, &ws.tau)),
+    )
 }
 
 /// Nonlinear effects `C(q, v) v + g(q) = rnea(q, v, 0)`.
@@ -392,11 +445,14 @@ pub fn gravity<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py
 pub fn nonlinear_effects<'py>(py: Python<'py>, model: &Bound<'py, PyModel>, q: Any<'_, 'py>, v: Any<'_, 'py>) -> PyResult<Array1<'py>> {
     let pm = model.get();
     let (q, [v]) = state(pm, q, [(v, "v")])?;
-    if pm.coupling().is_some() {
-        let zero = vec![0.0; pm.nv()];
-        return Ok(convert::vector_out(py, &run_mimic(py, pm, |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &zero, None).map(<[f64]>::to_vec))?));
-    }
-    run(py, pm, |m, ws| rbd::nonlinear_effects(m, ws, &q, &v).map(drop), |(), ws| convert::vector_out(py, &ws.tau))
+    let nv = pm.nv();
+    run_dynamics(
+        py,
+        pm,
+        |m, ws, mw| mimic::rnea(m, ws, mw, &q, &v, &vec![0.0; nv], None).map(<[f64]>::to_vec),
+        |h| convert::vector_out(py, &h),
+        || run(py, pm, |m, ws| rbd::nonlinear_effects(m, ws, &q, &v).map(drop), |(), ws| convert::vector_out(py, &ws.tau)),
+    )
 }
 
 /// Kinetic energy `T = 1/2 v^T M(q) v`.
@@ -678,10 +734,17 @@ fn derivatives_owned(d: mimic::MimicDerivatives<'_>) -> [nalgebra::DMatrix<f64>;
     [d.d_dq.clone(), d.d_dv.clone(), d.d_dx.clone()]
 }
 
-fn derivatives_out<'py>(py: Python<'py>, d: &[nalgebra::DMatrix<f64>; 3]) -> (Array2<'py>, Array2<'py>, Array2<'py>) {
-    (convert::matrix_out(py, &d[0]), convert::matrix_out(py, &d[1]), convert::matrix_out(py, &d[2]))
+/// Three matrices as a tuple of arrays.
+fn three_matrices_out<'py>(py: Python<'py>, d: [&nalgebra::DMatrix<f64>; 3]) -> (Array2<'py>, Array2<'py>, Array2<'py>) {
+    (convert::matrix_out(py, d[0]), convert::matrix_out(py, d[1]), convert::matrix_out(py, d[2]))
 }
 
-fn tensors_out<'py>(py: Python<'py>, t: &[rbd::Tensor3; 4]) -> (Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>) {
-    (convert::tensor_out(py, &t[0]), convert::tensor_out(py, &t[1]), convert::tensor_out(py, &t[2]), convert::tensor_out(py, &t[3]))
+/// Four matrices as a tuple of arrays.
+fn four_matrices_out<'py>(py: Python<'py>, d: [&nalgebra::DMatrix<f64>; 4]) -> (Array2<'py>, Array2<'py>, Array2<'py>, Array2<'py>) {
+    (convert::matrix_out(py, d[0]), convert::matrix_out(py, d[1]), convert::matrix_out(py, d[2]), convert::matrix_out(py, d[3]))
+}
+
+/// Four tensors as a tuple of arrays.
+fn tensors_out<'py>(py: Python<'py>, t: [&rbd::Tensor3; 4]) -> (Array3<'py>, Array3<'py>, Array3<'py>, Array3<'py>) {
+    (convert::tensor_out(py, t[0]), convert::tensor_out(py, t[1]), convert::tensor_out(py, t[2]), convert::tensor_out(py, t[3]))
 }

@@ -164,6 +164,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::optim_dlqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_closed_loop, m)?)?;
     m.add_class::<optim::PyProblem>()?;
+    m.add_class::<optim::IlqrOutput>()?;
+    m.add_class::<optim::IlqrLog>()?;
+    m.add_class::<optim::ProjectionOutput>()?;
+    m.add_class::<optim::ProjectionLog>()?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_linear, m)?)?;
     m.add_function(wrap_pyfunction!(optim::optim_ilqr_maximal, m)?)?;

@@ -8,9 +8,8 @@ use crate::vi::PyVariationalIntegrator;
 use crate::{detached, interruptible};
 use nalgebra::DMatrix;
 use numpy::ndarray::Array1;
-use numpy::{IntoPyArray, PyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 use vidyn_batch::Control;
 use vidyn_optim::{
@@ -151,7 +150,7 @@ fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) ->
     Ok(())
 }
 
-/// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments). Returns a dict.
+/// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments).
 #[pyfunction]
 #[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None))]
 #[allow(clippy::too_many_arguments)]
@@ -166,7 +165,7 @@ pub fn optim_ilqr<'py>(
     mu_init: f64,
     velocity_state: bool,
     x_init: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<IlqrOutput> {
     let method = convert::METHOD.parse(method)?;
     let prob = &problem.get().problem;
     // a state guess (N+1, nq + n) in (q, p): multiple shooting (FDDP) instead of iLQR
@@ -178,7 +177,6 @@ pub fn optim_ilqr<'py>(
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));
     }
     let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
-    let nq = vi.nq();
     let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
     let bound = |b: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Option<Vec<f64>>> {
         b.map(|b| {
@@ -215,54 +213,152 @@ pub fn optim_ilqr<'py>(
     raise_python_error(&prob.spec.error)?;
     let (res, full) = res?;
     py_vi.get().keep_solved_steps(solved);
-    let d = result_dict(py, &res, &full, n, m)?;
-    let (qq, pp) = split_state(&res.x, nq, n);
-    d.set_item("q", convert::rows_out(py, &qq, nq))?;
-    d.set_item("p", convert::rows_out(py, &pp, n))?;
-    Ok(d)
+    IlqrOutput::new(py, &res, &full, n, m, Some(vi.nq()))
 }
 
-/// The result dict of an iLQR run (`nx` state, `n` full controls, `m` optimised ones).
-fn result_dict<'py>(py: Python<'py>, res: &vidyn_optim::IlqrResult, full: &[f64], n: usize, m: usize) -> PyResult<Bound<'py, PyDict>> {
-    let nx = res.x.len() / (res.u.len() / m.max(1) + 1);
-    // the gains act on tangent deviations (ndx columns: fewer than nx with quaternions)
-    let ndx = res.gains.first().map_or(nx, DMatrix::ncols);
-    let d = PyDict::new(py);
-    d.set_item("x", convert::rows_out(py, &res.x, nx))?;
-    d.set_item("U", convert::rows_out(py, full, n))?;
-    d.set_item("u", convert::rows_out(py, &res.u, m))?;
-    let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
-    d.set_item("k", convert::rows_out(py, &kff, m))?;
-    d.set_item("K", convert::matrices_out(py, &res.gains, m, ndx))?;
-    d.set_item("cost", res.cost)?;
-    d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
-    let col = |f: &dyn Fn(&vidyn_optim::IterationLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
-    d.set_item("log_cost", col(&|l| l.cost))?;
-    d.set_item("expected_reduction", col(&|l| l.expected_reduction))?;
-    d.set_item("expected_reduction_alpha", col(&|l| l.expected_reduction_alpha))?;
-    d.set_item("actual_reduction", col(&|l| l.actual_reduction))?;
-    d.set_item("alpha", col(&|l| l.alpha))?;
-    d.set_item("mu", col(&|l| l.mu))?;
-    d.set_item("gradient_norm", col(&|l| l.gradient_norm))?;
-    d.set_item("time", col(&|l| l.time))?;
-    d.set_item("iterations", res.iterations)?;
-    d.set_item("converged", res.converged)?;
-    let status = match res.status {
-        vidyn_optim::IlqrStatus::Converged => "converged",
-        vidyn_optim::IlqrStatus::MaxIterations => "max_iterations",
-        vidyn_optim::IlqrStatus::RegularisationLimit => "regularisation_limit",
-    };
-    d.set_item("status", status)?;
-    d.set_item("message", res.message.clone())?;
-    d.set_item("wall_time", res.wall_time)?;
-    d.set_item("time_linearize", res.time_linearize)?;
-    d.set_item("time_backward", res.time_backward)?;
-    d.set_item("time_forward", res.time_forward)?;
-    Ok(d)
+/// The per-iteration log of an iLQR or FDDP run: one entry an outer iteration in each array
+/// (see [`vidyn_optim::IterationLog`]).
+#[pyclass(frozen, module = "vidyn._core", name = "_IlqrLog")]
+pub struct IlqrLog {
+    /// Cost at the start of the iteration.
+    #[pyo3(get)]
+    cost: Py<PyArray1<f64>>,
+    /// Decrease a full step was expected to give.
+    #[pyo3(get)]
+    expected_reduction: Py<PyArray1<f64>>,
+    /// Decrease expected for the accepted step length.
+    #[pyo3(get)]
+    expected_reduction_alpha: Py<PyArray1<f64>>,
+    /// Decrease the accepted step gave.
+    #[pyo3(get)]
+    actual_reduction: Py<PyArray1<f64>>,
+    /// Accepted step length (0 when none).
+    #[pyo3(get)]
+    alpha: Py<PyArray1<f64>>,
+    /// Regularisation of the accepted backward pass.
+    #[pyo3(get)]
+    mu: Py<PyArray1<f64>>,
+    /// `‖∂J/∂u‖` of the open-loop cost (projected on the control limits).
+    #[pyo3(get)]
+    gradient_norm: Py<PyArray1<f64>>,
+    /// Seconds since the start at the end of the iteration.
+    #[pyo3(get)]
+    time: Py<PyArray1<f64>>,
+}
+
+/// What an iLQR or FDDP run (`_optim_ilqr`, `_optim_ilqr_linear`, `_optim_ilqr_maximal`)
+/// returns; `vidyn/optim.py` builds its `IlqrResult` from it.
+#[pyclass(frozen, module = "vidyn._core", name = "_IlqrOutput")]
+pub struct IlqrOutput {
+    /// (N+1, nx) the final states.
+    #[pyo3(get)]
+    x: Py<PyArray2<f64>>,
+    /// (N+1, nq) the configurations of `x` on a VI; None elsewhere.
+    #[pyo3(get)]
+    q: Option<Py<PyArray2<f64>>>,
+    /// (N+1, n) the momenta of `x` on a VI; None elsewhere.
+    #[pyo3(get)]
+    p: Option<Py<PyArray2<f64>>>,
+    /// (N, n) the forces of every joint.
+    #[pyo3(get, name = "U")]
+    forces: Py<PyArray2<f64>>,
+    /// (N, m) the optimised controls.
+    #[pyo3(get)]
+    u: Py<PyArray2<f64>>,
+    /// (N, m) the feed-forward terms of the last backward pass.
+    #[pyo3(get)]
+    k: Py<PyArray2<f64>>,
+    /// (N, m, ndx) the feedback gains of the last backward pass.
+    #[pyo3(get, name = "K")]
+    gains: Py<PyArray3<f64>>,
+    /// The final cost.
+    #[pyo3(get)]
+    cost: f64,
+    /// The initial cost, then one entry per accepted step.
+    #[pyo3(get)]
+    cost_history: Py<PyArray1<f64>>,
+    /// The per-iteration log.
+    #[pyo3(get)]
+    log: Py<IlqrLog>,
+    /// Accepted steps.
+    #[pyo3(get)]
+    iterations: usize,
+    /// Whether the run converged.
+    #[pyo3(get)]
+    converged: bool,
+    /// `"converged"`, `"max_iterations"` or `"regularisation_limit"`.
+    #[pyo3(get)]
+    status: &'static str,
+    /// What the run ended with, in words.
+    #[pyo3(get)]
+    message: String,
+    /// Seconds the run took.
+    #[pyo3(get)]
+    wall_time: f64,
+    /// Seconds of work after accepted rollouts (costs, derivatives, backward passes alongside).
+    #[pyo3(get)]
+    time_linearize: f64,
+    /// Seconds of the backward passes not run alongside the derivatives.
+    #[pyo3(get)]
+    time_backward: f64,
+    /// Seconds of the forward passes (rollouts, rejected trials).
+    #[pyo3(get)]
+    time_forward: f64,
+}
+
+impl IlqrOutput {
+    /// The output of `res`, with `full` the forces of all `n` joints (`m` of them optimised);
+    /// `nq`: on a VI, the number of configuration coordinates, by which the states `(q, p)`
+    /// are split into `q` and `p`.
+    fn new(py: Python<'_>, res: &vidyn_optim::IlqrResult, full: &[f64], n: usize, m: usize, nq: Option<usize>) -> PyResult<Self> {
+        let nx = res.x.len() / (res.u.len() / m.max(1) + 1);
+        // the gains act on tangent deviations (ndx columns: fewer than nx with quaternions)
+        let ndx = res.gains.first().map_or(nx, DMatrix::ncols);
+        let qp = nq.map(|nq| {
+            let (q, p) = split_state(&res.x, nq, n);
+            (q, p, nq)
+        });
+        let kff: Vec<f64> = res.k_ff.iter().flat_map(|v| v.iter().copied()).collect();
+        let col = |f: fn(&vidyn_optim::IterationLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py).unbind();
+        let log = IlqrLog {
+            cost: col(|l| l.cost),
+            expected_reduction: col(|l| l.expected_reduction),
+            expected_reduction_alpha: col(|l| l.expected_reduction_alpha),
+            actual_reduction: col(|l| l.actual_reduction),
+            alpha: col(|l| l.alpha),
+            mu: col(|l| l.mu),
+            gradient_norm: col(|l| l.gradient_norm),
+            time: col(|l| l.time),
+        };
+        Ok(Self {
+            x: convert::rows_out(py, &res.x, nx).unbind(),
+            q: qp.as_ref().map(|(q, _, nq)| convert::rows_out(py, q, *nq).unbind()),
+            p: qp.as_ref().map(|(_, p, _)| convert::rows_out(py, p, n).unbind()),
+            forces: convert::rows_out(py, full, n).unbind(),
+            u: convert::rows_out(py, &res.u, m).unbind(),
+            k: convert::rows_out(py, &kff, m).unbind(),
+            gains: convert::matrices_out(py, &res.gains, m, ndx).unbind(),
+            cost: res.cost,
+            cost_history: PyArray1::from_slice(py, &res.cost_history).unbind(),
+            log: Py::new(py, log)?,
+            iterations: res.iterations,
+            converged: res.converged,
+            status: match res.status {
+                vidyn_optim::IlqrStatus::Converged => "converged",
+                vidyn_optim::IlqrStatus::MaxIterations => "max_iterations",
+                vidyn_optim::IlqrStatus::RegularisationLimit => "regularisation_limit",
+            },
+            message: res.message.clone(),
+            wall_time: res.wall_time,
+            time_linearize: res.time_linearize,
+            time_backward: res.time_backward,
+            time_forward: res.time_forward,
+        })
+    }
 }
 
 /// iLQR on a time-varying linear system `x_{k+1} = A_k x_k + B_k u_k` (A (N, nx, nx),
-/// B (N, nx, nu)) with the quadratic cost; returns the same dict as `_optim_ilqr` (no q, p).
+/// B (N, nx, nu)) with the quadratic cost (an output without `q`, `p`).
 #[pyfunction]
 #[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr"))]
 #[allow(clippy::too_many_arguments)]
@@ -283,7 +379,7 @@ pub fn optim_ilqr_linear<'py>(
     tolerance: f64,
     mu_init: f64,
     method: &str,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<IlqrOutput> {
     let method = convert::METHOD.parse(method)?;
     let a = convert::matrices(a, "A", None)?;
     let nx = a.first().map_or(0, |m| m.nrows());
@@ -300,7 +396,7 @@ pub fn optim_ilqr_linear<'py>(
         let dynamics = LinearDynamics::new(a, b)?;
         ilqr(&Cancellable::new(&dynamics, c), &quad, &x0, &u_init, &options)
     })?;
-    result_dict(py, &res, &res.u, nu, nu)
+    IlqrOutput::new(py, &res, &res.u, nu, nu, None)
 }
 
 /// The quadratic cost on a vector-space state of `nx` entries and `nu` controls over `steps`
@@ -322,7 +418,7 @@ fn quadratic_cost(arrays: [&Bound<'_, PyAny>; 5], nx: usize, nu: usize, steps: u
 /// minimal coordinates (`vidyn_optim::MaximalDynamics`: state `x = (q, v)`, `v_k = (q_k −
 /// q_{k−1})/Δt`, trees of revolute/prismatic joints), with the quadratic cost on `x` (`q`
 /// (N or 1, 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m)).
-/// Returns the dict of `_optim_ilqr` (`x` is `(q, v)`; no `p`).
+/// `x` is `(q, v)`; the output has no `q`, `p`.
 #[pyfunction]
 #[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", x_init = None))]
 #[allow(clippy::too_many_arguments)]
@@ -344,7 +440,7 @@ pub fn optim_ilqr_maximal<'py>(
     mu_init: f64,
     method: &str,
     x_init: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<IlqrOutput> {
     use vidyn_optim::Dynamics;
     let method = convert::METHOD.parse(method)?;
     let integrator = mi.get().current();
@@ -363,7 +459,7 @@ pub fn optim_ilqr_maximal<'py>(
         }
     })?;
     let full = dynamics.actuation().expand_all(&res.u);
-    result_dict(py, &res, &full, integrator.mechanism().require_model().map_err(py_err)?.nv, m)
+    IlqrOutput::new(py, &res, &full, integrator.mechanism().require_model().map_err(py_err)?.nv, m, None)
 }
 
 /// A tracked point as `vidyn/optim.py` passes it: `(point, targets, weights)`.
@@ -398,8 +494,6 @@ fn point_tracks(vi: &vidyn_vi::VariationalIntegrator, tracks: Vec<TrackArgs<'_>>
         .collect()
 }
 
-/// What the bindings' cost is built from: the quadratic tracking cost (on `(q, p)` or on
-/// `(q, v)`), plus tracked points (frames, the centre of mass), or a Python object instead of all.
 /// The inputs both VI optimisers share, read and checked: the integrator, sizes (`n` joints,
 /// `m` actuated, `steps`), the initial state and controls, and the cost.
 struct OptimProblem {
@@ -490,6 +584,8 @@ impl OptimProblem {
     }
 }
 
+/// What the bindings' cost is built from: the quadratic tracking cost (on `(q, p)` or on
+/// `(q, v)`), plus tracked points (frames, the centre of mass), or a Python object instead of all.
 struct CostSpec {
     qs: Vec<DMatrix<f64>>,
     rs: Vec<DMatrix<f64>>,
@@ -641,7 +737,6 @@ impl Cost for PyCost {
 }
 
 /// Johnson's projection-operator optimiser on a problem (`_Problem`; see vidyn/optim.py).
-/// Returns a dict.
 #[pyfunction]
 #[pyo3(name = "_optim_projection", signature = (problem, x_guess = None, model = "auto", newton_after = 10, max_iterations = 200, tolerance = 1e-6, proj_q = None, proj_r = None, proj_qn = None))]
 #[allow(clippy::too_many_arguments)]
@@ -656,7 +751,7 @@ pub fn optim_projection<'py>(
     proj_q: Option<&Bound<'py, PyAny>>,
     proj_r: Option<&Bound<'py, PyAny>>,
     proj_qn: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<ProjectionOutput> {
     let descent = convert::DESCENT_MODEL.parse(model)?;
     let prob = &problem.get().problem;
     let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
@@ -684,35 +779,113 @@ pub fn optim_projection<'py>(
     });
     raise_python_error(&prob.spec.error)?;
     let (res, full) = res?;
-    let nx = 2 * n;
-    let d = PyDict::new(py);
-    d.set_item("x", convert::rows_out(py, &res.x, nx))?;
-    let (qq, pp) = split_state(&res.x, n, n);
-    d.set_item("q", convert::rows_out(py, &qq, n))?;
-    d.set_item("p", convert::rows_out(py, &pp, n))?;
-    d.set_item("U", convert::rows_out(py, &full, n))?;
-    d.set_item("u", convert::rows_out(py, &res.u, m))?;
-    d.set_item("K", convert::matrices_out(py, &res.gains, m, nx))?;
-    d.set_item("cost", res.cost)?;
-    d.set_item("cost_history", PyArray1::from_vec(py, res.cost_history.clone()))?;
-    let col = |f: &dyn Fn(&vidyn_optim::ProjectionLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py);
-    d.set_item("log_cost", col(&|l| l.cost))?;
-    d.set_item("slope", col(&|l| l.slope))?;
-    d.set_item("step", col(&|l| l.step))?;
-    d.set_item("trials", col(&|l| l.trials as f64))?;
-    d.set_item("time", col(&|l| l.time))?;
-    d.set_item("model", res.log.iter().map(|l| convert::DESCENT_MODEL.name(l.model)).collect::<Vec<_>>())?;
-    d.set_item("iterations", res.iterations)?;
-    d.set_item("converged", res.converged)?;
-    let status = match res.status {
-        ProjectionStatus::Converged => "converged",
-        ProjectionStatus::MaxIterations => "max_iterations",
-        ProjectionStatus::LineSearchFailed => "line_search_failed",
-    };
-    d.set_item("status", status)?;
-    d.set_item("message", res.message.clone())?;
-    d.set_item("wall_time", res.wall_time)?;
-    Ok(d)
+    ProjectionOutput::new(py, &res, &full, n, m)
+}
+
+/// The per-iteration log of a projection-operator run (see [`vidyn_optim::ProjectionLog`]).
+#[pyclass(frozen, module = "vidyn._core", name = "_ProjectionLog")]
+pub struct ProjectionLog {
+    /// Cost at the start of the iteration.
+    #[pyo3(get)]
+    cost: Py<PyArray1<f64>>,
+    /// `Dh∘δξ` of the direction used.
+    #[pyo3(get)]
+    slope: Py<PyArray1<f64>>,
+    /// Accepted step `λ` (0 when none).
+    #[pyo3(get)]
+    step: Py<PyArray1<f64>>,
+    /// Armijo trials (as floats).
+    #[pyo3(get)]
+    trials: Py<PyArray1<f64>>,
+    /// Seconds since the start at the end of the iteration.
+    #[pyo3(get)]
+    time: Py<PyArray1<f64>>,
+    /// The descent model of each iteration: `"steepest"`, `"quasi"` or `"newton"`.
+    #[pyo3(get)]
+    model: Vec<&'static str>,
+}
+
+/// What `_optim_projection` returns; `vidyn/optim.py` builds its `ProjectionResult` from it.
+#[pyclass(frozen, module = "vidyn._core", name = "_ProjectionOutput")]
+pub struct ProjectionOutput {
+    /// (N+1, 2n) the final states `(q, p)`.
+    #[pyo3(get)]
+    x: Py<PyArray2<f64>>,
+    /// (N+1, n) the configurations of `x`.
+    #[pyo3(get)]
+    q: Py<PyArray2<f64>>,
+    /// (N+1, n) the momenta of `x`.
+    #[pyo3(get)]
+    p: Py<PyArray2<f64>>,
+    /// (N, n) the forces of every joint.
+    #[pyo3(get, name = "U")]
+    forces: Py<PyArray2<f64>>,
+    /// (N, m) the optimised controls.
+    #[pyo3(get)]
+    u: Py<PyArray2<f64>>,
+    /// (N, m, 2n) the projection gains about the final trajectory.
+    #[pyo3(get, name = "K")]
+    gains: Py<PyArray3<f64>>,
+    /// The final cost.
+    #[pyo3(get)]
+    cost: f64,
+    /// The cost of the first iterate, then one entry per iteration.
+    #[pyo3(get)]
+    cost_history: Py<PyArray1<f64>>,
+    /// The per-iteration log.
+    #[pyo3(get)]
+    log: Py<ProjectionLog>,
+    /// Iterations run.
+    #[pyo3(get)]
+    iterations: usize,
+    /// Whether the run converged.
+    #[pyo3(get)]
+    converged: bool,
+    /// `"converged"`, `"max_iterations"` or `"line_search_failed"`.
+    #[pyo3(get)]
+    status: &'static str,
+    /// What the run ended with, in words.
+    #[pyo3(get)]
+    message: String,
+    /// Seconds the run took.
+    #[pyo3(get)]
+    wall_time: f64,
+}
+
+impl ProjectionOutput {
+    /// The output of `res` on a VI of `n` joints, with `full` their forces (`m` optimised).
+    fn new(py: Python<'_>, res: &vidyn_optim::ProjectionResult, full: &[f64], n: usize, m: usize) -> PyResult<Self> {
+        let col = |f: fn(&vidyn_optim::ProjectionLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py).unbind();
+        let log = ProjectionLog {
+            cost: col(|l| l.cost),
+            slope: col(|l| l.slope),
+            step: col(|l| l.step),
+            trials: col(|l| l.trials as f64),
+            time: col(|l| l.time),
+            model: res.log.iter().map(|l| convert::DESCENT_MODEL.name(l.model)).collect(),
+        };
+        let (q, p) = split_state(&res.x, n, n);
+        Ok(Self {
+            x: convert::rows_out(py, &res.x, 2 * n).unbind(),
+            q: convert::rows_out(py, &q, n).unbind(),
+            p: convert::rows_out(py, &p, n).unbind(),
+            forces: convert::rows_out(py, full, n).unbind(),
+            u: convert::rows_out(py, &res.u, m).unbind(),
+            gains: convert::matrices_out(py, &res.gains, m, 2 * n).unbind(),
+            cost: res.cost,
+            cost_history: PyArray1::from_slice(py, &res.cost_history).unbind(),
+            log: Py::new(py, log)?,
+            iterations: res.iterations,
+            converged: res.converged,
+            status: match res.status {
+                ProjectionStatus::Converged => "converged",
+                ProjectionStatus::MaxIterations => "max_iterations",
+                ProjectionStatus::LineSearchFailed => "line_search_failed",
+            },
+            message: res.message.clone(),
+            wall_time: res.wall_time,
+        })
+    }
 }
 
 /// The projection `P(ξ̄)` (Johnson 2012, eq. 6.10) on the VI: x_bar (N+1, 2n), u_bar (N, m),
