@@ -92,6 +92,14 @@ pub struct MaximalWorkspace {
 }
 
 impl MaximalWorkspace {
+    /// Starts the next step's Newton solve from `λ = 0`, as a fresh workspace does, instead of
+    /// from the multipliers of the step solved last: the result of a solve then depends on
+    /// its inputs only, not on what the workspace solved before (which differs from run to run
+    /// when workspaces are shared by the tasks of a thread pool).
+    pub fn forget_multipliers(&mut self) {
+        self.lambda.fill(Vector6::zeros());
+    }
+
     /// The poses `z_k` of the last prepared step.
     #[must_use]
     pub fn now_poses(&self) -> &[Pose] {

@@ -12,7 +12,7 @@
 use crate::body::{BodyState, Pose};
 use crate::error::MaximalError;
 use crate::integrator::{MaximalIntegrator, MaximalWorkspace};
-use nalgebra::{DMatrix, Quaternion, UnitQuaternion, Vector3, Vector6};
+use nalgebra::{DMatrix, Quaternion, UnitQuaternion, Vector3};
 use vidyn_system::{BatchError, DiscreteDynamics, StepInput};
 
 /// Per-thread scratch of a [`MaximalIntegrator`] in the batch engine.
@@ -110,7 +110,7 @@ impl DiscreteDynamics for MaximalIntegrator {
     fn step(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
         let StepInput { k: step, q, p, u, .. } = at;
         unpack(q, p, &mut ws.state)?;
-        ws.ws.lambda.fill(Vector6::zeros());
+        ws.ws.forget_multipliers();
         let stats = MaximalIntegrator::step(self, &mut ws.ws, step, &ws.state, u, None, &mut ws.next)?;
         pack(&ws.next, q_next, p_next);
         Ok(stats.iterations)
@@ -119,7 +119,7 @@ impl DiscreteDynamics for MaximalIntegrator {
     fn linearize(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<MaximalError>> {
         let StepInput { k: step, q, p, u, .. } = at;
         unpack(q, p, &mut ws.state)?;
-        ws.ws.lambda.fill(Vector6::zeros());
+        ws.ws.forget_multipliers();
         let stats = MaximalIntegrator::linearize(self, &mut ws.ws, step, &ws.state, u, &mut ws.next, &mut ws.a, &mut ws.b)?;
         let (nb, nu) = (ws.state.len(), self.mechanism().nu);
         let ndx = 12 * nb;

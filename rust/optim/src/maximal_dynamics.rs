@@ -131,6 +131,7 @@ impl Dynamics for MaximalDynamics<'_> {
             })
         });
         let StepScratch { ws, state, next: after, poses, full } = &mut *s;
+        ws.forget_multipliers(); // whichever caller used this scratch last
         mech.state_from_minimal(&x[..n], &x[n..], mi.dt(), state).map_err(maximal_error)?;
         self.actuation.expand(u, full);
         mi.step(ws, k, state, full, None, after).map_err(maximal_error)?;
@@ -164,6 +165,7 @@ impl Dynamics for MaximalDynamics<'_> {
                         self.actuation.expand(&u[k * m..(k + 1) * m], &mut full);
                         let (mut qn, mut vn) = (vec![0.0; n], vec![0.0; n]);
                         let (mut a, mut b_full, mut b) = (DMatrix::zeros(nx, nx), DMatrix::zeros(nx, n), DMatrix::zeros(nx, m));
+                        ws.forget_multipliers(); // whichever step this worker solved before
                         self.integrator
                             .linearize_minimal(ws, StepInput::new(k, &xk[..n], &xk[n..], &full), &mut qn, &mut vn, &mut a, &mut b_full)
                             .map_err(maximal_error)?;

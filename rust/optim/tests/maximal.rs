@@ -56,3 +56,27 @@ fn loops_are_rejected() {
     let mi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
     assert!(MaximalDynamics::new(&mi, None).is_err());
 }
+
+/// Each step's Jacobians and single steps depend on that step's inputs only: the linearisation
+/// of a trajectory (steps in parallel, workspaces reused by the pool's workers) and steps taken
+/// after other steps equal, bit for bit, those of fresh dynamics that solve nothing else.
+#[test]
+fn steps_and_jacobians_do_not_depend_on_what_was_solved_before() {
+    let mi = integrator(0.01);
+    let dynamics = MaximalDynamics::new(&mi, None).unwrap();
+    let steps = 24;
+    let u: Vec<f64> = (0..2 * steps).map(|k| 0.8 * ((k / 2) as f64 * 0.3).sin()).collect();
+    let (x, _) = rollout_open_loop(&dynamics, &[0.4, -0.3, 0.5, 0.2], &u).unwrap();
+    let (a, b) = dynamics.linearize(&x, &u).unwrap();
+    let mut next = [0.0; 4];
+    for k in (0..steps).rev() {
+        let fresh = MaximalDynamics::new(&mi, None).unwrap();
+        let (xk, uk) = (&x[4 * k..4 * k + 8], &u[2 * k..2 * k + 2]);
+        let (ak, bk) = fresh.linearize(xk, uk).unwrap();
+        assert_eq!((&a[k], &b[k]), (&ak[0], &bk[0]), "step {k}: Jacobians");
+        let mut alone = [0.0; 4];
+        fresh.step(k, &xk[..4], uk, None, &mut alone).unwrap();
+        dynamics.step(k, &xk[..4], uk, None, &mut next).unwrap(); // after step k + 1
+        assert_eq!(next, alone, "step {k}: the step after another one");
+    }
+}
