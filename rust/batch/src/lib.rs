@@ -48,7 +48,7 @@ pub use trajectories::{
 pub use vidyn_system::engine;
 pub use vidyn_system::{
     default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures,
-    SecondOrderTerms, StepInput, MAX_THREADS, NUM_THREADS_ENV,
+    ScratchPool, SecondOrderTerms, StepInput, MAX_THREADS, NUM_THREADS_ENV,
 };
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use crate::cost::{Cost, StageDerivatives};
 use crate::error::{OptimError, Result};
 use nalgebra::{DMatrix, Vector3};
 use std::sync::{Arc, Mutex};
+use vidyn_batch::ScratchPool;
 use vidyn_vi::{SolvedSteps, StepInput, VariationalIntegrator, ViWorkspace};
 
 /// The friction cone of one point contact: its three constraints start at row `first` of the
@@ -67,8 +68,7 @@ pub struct ContactForceCost<C: Cost> {
     vi: Arc<VariationalIntegrator>,
     actuation: Actuation,
     cones: Vec<FrictionCone>,
-    #[allow(clippy::vec_box)]
-    pool: Mutex<Vec<Box<Scratch>>>,
+    pool: ScratchPool<Scratch>,
     /// Per step, the end `q_{k+1}` of its last solve (empty before the first), Newton's start.
     last_end: Mutex<Vec<Vec<f64>>>,
     /// The dynamics' solved steps, whose multipliers are read before solving a step here.
@@ -93,7 +93,7 @@ impl<C: Cost> ContactForceCost<C> {
             }
         }
         let actuation = Actuation::new(vi.n(), actuated)?;
-        Ok(Self { inner, vi, actuation, cones, pool: Mutex::new(Vec::new()), last_end: Mutex::new(Vec::new()), solved: None })
+        Ok(Self { inner, vi, actuation, cones, pool: ScratchPool::default(), last_end: Mutex::new(Vec::new()), solved: None })
     }
 
     /// The same cost reading the multipliers of the steps kept in `solved` (the store of the
@@ -106,24 +106,17 @@ impl<C: Cost> ContactForceCost<C> {
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut Scratch) -> T) -> T {
-        let taken = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let mut s = taken.unwrap_or_else(|| {
-            let (n, nq) = (self.vi.n(), self.vi.nq());
-            Box::new(Scratch {
-                ws: self.vi.workspace(),
-                full: vec![0.0; n],
-                a: DMatrix::zeros(2 * n, 2 * n),
-                b: DMatrix::zeros(2 * n, n),
-                q_next: vec![0.0; nq],
-                p_next: vec![0.0; n],
-                guess: Vec::with_capacity(nq),
-            })
-        });
-        let out = f(&mut s);
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(s);
-        }
-        out
+        let (n, nq) = (self.vi.n(), self.vi.nq());
+        let init = || Scratch {
+            ws: self.vi.workspace(),
+            full: vec![0.0; n],
+            a: DMatrix::zeros(2 * n, 2 * n),
+            b: DMatrix::zeros(2 * n, n),
+            q_next: vec![0.0; nq],
+            p_next: vec![0.0; n],
+            guess: Vec::with_capacity(nq),
+        };
+        self.pool.with(init, f)
     }
 
     /// The cones that step `k` imposes.

@@ -7,7 +7,8 @@ use crate::error::{OptimError, Result};
 use crate::state_space::StateSpace;
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use vidyn_batch::ScratchPool;
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
 /// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
@@ -131,8 +132,7 @@ pub struct QuadraticCost {
     pub x_ref: Vec<f64>,
     pub u_ref: Vec<f64>,
     /// Scratch of the deviations on a manifold (one per concurrent caller, shared by clones).
-    #[allow(clippy::vec_box)]
-    scratch: Arc<Mutex<Vec<Box<Deviation>>>>,
+    scratch: Arc<ScratchPool<Deviation>>,
 }
 
 /// `δ = x ⊖ x_ref`, `J = ∂δ/∂x`, `W J` and `W δ` of one stage on a manifold.
@@ -214,14 +214,12 @@ impl QuadraticCost {
     /// gradient `Jᵀ W δ` and Gauss–Newton Hessian `Jᵀ W J` (struct docs).
     fn on_manifold(&self, w: &DMatrix<f64>, x: &[f64], r: &[f64], out: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>) -> f64 {
         let ndx = self.space.ndx();
-        let mut s = self.scratch.lock().ok().and_then(|mut p| p.pop()).unwrap_or_else(|| {
-            Box::new(Deviation {
-                delta: vec![0.0; ndx],
-                jac: DMatrix::zeros(ndx, ndx),
-                weighted_jac: DMatrix::zeros(ndx, ndx),
-                weighted: DVector::zeros(ndx),
-                moved: Vec::with_capacity(ndx),
-            })
+        let mut s = self.scratch.take(|| Deviation {
+            delta: vec![0.0; ndx],
+            jac: DMatrix::zeros(ndx, ndx),
+            weighted_jac: DMatrix::zeros(ndx, ndx),
+            weighted: DVector::zeros(ndx),
+            moved: Vec::with_capacity(ndx),
         });
         self.space.difference(r, x, &mut s.delta);
         let delta = &s.delta;
@@ -247,9 +245,7 @@ impl QuadraticCost {
             }
             symmetrise(lxx);
         }
-        if let Ok(mut p) = self.scratch.lock() {
-            p.push(s);
-        }
+        self.scratch.give_back(s);
         value
     }
 
@@ -408,11 +404,10 @@ impl Cost for QuadraticCost {
 pub struct VelocityCost {
     pub inner: QuadraticCost,
     model: std::sync::Arc<vidyn_rbd::Model>,
-    /// Scratch reused across calls (one per concurrent caller; boxed, so that taking one out
-    /// and putting it back moves a pointer, not the workspace: moving it cost 3 % of the
-    /// cart-pole swing-up's instructions).
-    #[allow(clippy::vec_box)]
-    pool: std::sync::Mutex<Vec<Box<VelocityScratch>>>,
+    /// Scratch reused across calls, one per concurrent caller (boxed by the pool, so that
+    /// taking one out and putting it back moves a pointer, not the workspace: moving it cost
+    /// 3 % of the cart-pole swing-up's instructions).
+    pool: ScratchPool<VelocityScratch>,
 }
 
 /// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `y` (2n), `M`
@@ -441,29 +436,22 @@ impl VelocityCost {
                 inner.nx()
             )));
         }
-        Ok(Self { inner, model, pool: std::sync::Mutex::new(Vec::new()) })
+        Ok(Self { inner, model, pool: ScratchPool::default() })
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut VelocityScratch) -> T) -> T {
-        let s = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let mut s = s.unwrap_or_else(|| {
-            let n = self.model.nv;
-            Box::new(VelocityScratch {
-                ws: self.model.workspace(),
-                y: vec![0.0; 2 * n],
-                mass: DMatrix::zeros(n, n),
-                x_jac: DMatrix::zeros(n, 2 * n),
-                x_jac_t: DMatrix::zeros(2 * n, n),
-                gv: DVector::zeros(n),
-                wj: DMatrix::zeros(2 * n, 2 * n),
-                luv: DMatrix::zeros(0, n),
-            })
-        });
-        let out = f(&mut s);
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(s);
-        }
-        out
+        let n = self.model.nv;
+        let init = || VelocityScratch {
+            ws: self.model.workspace(),
+            y: vec![0.0; 2 * n],
+            mass: DMatrix::zeros(n, n),
+            x_jac: DMatrix::zeros(n, 2 * n),
+            x_jac_t: DMatrix::zeros(2 * n, n),
+            gv: DVector::zeros(n),
+            wj: DMatrix::zeros(2 * n, 2 * n),
+            luv: DMatrix::zeros(0, n),
+        };
+        self.pool.with(init, f)
     }
 
     /// `y = (q, M⁻¹ p)`.

@@ -17,6 +17,7 @@ use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use vidyn_maximal::{BodyState, MaximalError, MaximalIntegrator, Pose};
+use vidyn_batch::ScratchPool;
 use vidyn_vi::StepInput;
 
 /// [`MaximalIntegrator`] as [`Dynamics`]: `x = (q, v)` (nx = 2n), controls on `actuated` joints.
@@ -26,8 +27,7 @@ pub struct MaximalDynamics<'a> {
     n: usize,
     actuation: Actuation,
     /// Scratch of single steps ([`Dynamics::step`]), one per concurrent caller.
-    #[allow(clippy::vec_box)]
-    step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
+    step_pool: std::sync::Arc<ScratchPool<StepScratch>>,
 }
 
 /// What one step from a minimal state needs: the integrator's workspace, the knots before and
@@ -121,14 +121,12 @@ impl Dynamics for MaximalDynamics<'_> {
         }
         let (mi, mech) = (self.integrator, self.integrator.mechanism());
         let nb = mech.nbodies();
-        let mut s = self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| {
-            Box::new(StepScratch {
-                ws: mi.workspace(),
-                state: vec![BodyState::default(); nb],
-                next: vec![BodyState::default(); nb],
-                poses: vec![Pose::default(); nb],
-                full: vec![0.0; n],
-            })
+        let mut s = self.step_pool.take(|| StepScratch {
+            ws: mi.workspace(),
+            state: vec![BodyState::default(); nb],
+            next: vec![BodyState::default(); nb],
+            poses: vec![Pose::default(); nb],
+            full: vec![0.0; n],
         });
         let StepScratch { ws, state, next: after, poses, full } = &mut *s;
         ws.forget_multipliers(); // whichever caller used this scratch last
@@ -142,9 +140,7 @@ impl Dynamics for MaximalDynamics<'_> {
         for i in 0..n {
             next[n + i] = (next[i] - x[i]) / mi.dt();
         }
-        if let Ok(mut pool) = self.step_pool.lock() {
-            pool.push(s);
-        }
+        self.step_pool.give_back(s);
         Ok(())
     }
     /// Every step in parallel (one workspace per worker), each re-solved from its knot.

@@ -6,7 +6,8 @@ use crate::checks::check_finite;
 use crate::cost::{Cost, StageDerivatives};
 use crate::error::{OptimError, Result};
 use nalgebra::Vector3;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use vidyn_batch::ScratchPool;
 use vidyn_rbd::{center_of_mass, com_jacobian, frame_jacobian, placements, Model, ReferenceFrame, Workspace};
 
 /// A point of the robot whose world position a [`PointTrack`] follows.
@@ -66,9 +67,8 @@ pub struct PointCost<C: Cost> {
     /// `N`: every track has `N + 1` weights.
     steps: usize,
     nx: usize,
-    /// Scratch reused across calls (one per concurrent caller, boxed: see [`crate::VelocityCost`]).
-    #[allow(clippy::vec_box)]
-    pool: Mutex<Vec<Box<Workspace>>>,
+    /// Scratch reused across calls, one per concurrent caller.
+    pool: ScratchPool<Workspace>,
 }
 
 impl<C: Cost> PointCost<C> {
@@ -99,17 +99,11 @@ impl<C: Cost> PointCost<C> {
                 return Err(OptimError::InvalidInput(format!("track {i}: the centre of mass takes no offset, got {:?}", t.offset.as_slice())));
             }
         }
-        Ok(Self { inner, model, tracks, steps, nx, pool: Mutex::new(Vec::new()) })
+        Ok(Self { inner, model, tracks, steps, nx, pool: ScratchPool::default() })
     }
 
     fn with_workspace<T>(&self, f: impl FnOnce(&mut Workspace) -> T) -> T {
-        let ws = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let mut ws = ws.unwrap_or_else(|| Box::new(self.model.workspace()));
-        let out = f(&mut ws);
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(ws);
-        }
-        out
+        self.pool.with(|| self.model.workspace(), f)
     }
 
     /// World position of `point` (for a frame, of the point `offset` in its axes) at

@@ -9,6 +9,7 @@ use crate::state_space::StateSpace;
 use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+use vidyn_batch::ScratchPool;
 use vidyn_vi::{SolvedSteps, StepInput, Trajectory, VariationalIntegrator};
 
 /// A [`VariationalIntegrator`] as [`Dynamics`]: `x = (q, p)` (nx = nq + n; `q` on the joints'
@@ -30,10 +31,9 @@ pub struct ViDynamics<'a> {
     /// ([`Legendre::save`]), for [`ViDynamics::result_in_momentum`].
     node_maps: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
     /// Second-order workspaces, one per concurrent caller (allocated on first use).
-    second_order_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<vidyn_vi::SecondOrderWorkspace>>>>,
-    /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller (the pools' entries
-    /// are boxed: taking one out moves a pointer, not the workspace).
-    step_pool: std::sync::Arc<std::sync::Mutex<Vec<Box<StepScratch>>>>,
+    second_order_pool: std::sync::Arc<ScratchPool<vidyn_vi::SecondOrderWorkspace>>,
+    /// Scratch of rollouts and [`Dynamics::linearize_steps`], one per concurrent caller.
+    step_pool: std::sync::Arc<ScratchPool<StepScratch>>,
     /// The steps the latest rollout solved, which [`Dynamics::linearize_steps`] linearises
     /// without solving them again ([`VariationalIntegrator::keep_solved`]); shared by clones.
     solved: std::sync::Arc<SolvedSteps>,
@@ -233,14 +233,12 @@ impl<'a> ViDynamics<'a> {
     }
     /// Scratch for one rollout or linearisation from the pool (a new one when it is empty).
     fn take_scratch(&self) -> Box<StepScratch> {
-        self.step_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(StepScratch::new(self.vi)))
+        self.step_pool.take(|| StepScratch::new(self.vi))
     }
     /// Scratch back to the pool after a call that succeeded (a failed call drops its own, so
     /// that no state of a failure reaches the next call).
     fn return_scratch(&self, s: Box<StepScratch>) {
-        if let Ok(mut pool) = self.step_pool.lock() {
-            pool.push(s);
-        }
+        self.step_pool.give_back(s);
     }
     /// The state trajectory `x` (in these dynamics' coordinates) and actuated controls `u` as
     /// a [`Trajectory`] of the VI (`(q, p)`, full controls; on the velocity state
@@ -405,16 +403,17 @@ impl Dynamics for ViDynamics<'_> {
             return Err(OptimError::NotImplemented("second derivatives on the velocity state (q, v): use the (q, p) state".into()));
         }
         let (n, nq) = (self.vi.n(), self.vi.nq());
-        let mut so = self.second_order_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_else(|| Box::new(self.vi.second_order_workspace()));
         let mut full = vec![0.0; n];
         self.actuation.expand(u, &mut full);
-        let result = self.vi.linearize_second_order_contracted(&mut so, StepInput::new(k, &x[..nq], &x[nq..nq + n], &full), w).map(|d| {
-            out.hxx.copy_from(&d.hxx);
-            self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
-        });
-        if let Ok(mut pool) = self.second_order_pool.lock() {
-            pool.push(so);
-        }
+        let result = self.second_order_pool.with(
+            || self.vi.second_order_workspace(),
+            |so| {
+                self.vi.linearize_second_order_contracted(so, StepInput::new(k, &x[..nq], &x[nq..nq + n], &full), w).map(|d| {
+                    out.hxx.copy_from(&d.hxx);
+                    self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
+                })
+            },
+        );
         Ok(result?)
     }
 }

@@ -10,6 +10,8 @@
 //!   fails alone).
 //! * [`error`]: [`BatchError`], what went wrong for one row (the system's own error, or the
 //!   engine's), and the shape checks of the engine's buffers.
+//! * [`scratch`]: [`ScratchPool`], the scratch of objects that several threads call at once
+//!   (the optimisers' dynamics and costs).
 //!
 //! The crate depends on nothing of vidyn, so that the dependency arrows point one way:
 //! `spatial ← rbd ← {vi, maximal} ← batch ← optim ← python`, all of them on `system`.
@@ -17,7 +19,9 @@
 pub mod discrete;
 pub mod engine;
 pub mod error;
+pub mod scratch;
 
 pub use discrete::{matrix_to_rows, ContractedTerms, DiscreteDynamics, SecondOrderTerms, StepInput};
 pub use engine::{default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, Control, MAX_THREADS, NUM_THREADS_ENV};
 pub use error::{check_finite, check_len, BatchError, Failures};
+pub use scratch::ScratchPool;
