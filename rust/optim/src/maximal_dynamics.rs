@@ -16,8 +16,8 @@ use crate::dynamics::{Dynamics, Jacobians, Policy};
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
-use vidyn_maximal::{BodyState, MaximalError, MaximalIntegrator, Pose};
 use vidyn_batch::ScratchPool;
+use vidyn_maximal::{BodyState, MaximalError, MaximalIntegrator, Pose};
 use vidyn_vi::StepInput;
 
 /// [`MaximalIntegrator`] as [`Dynamics`]: `x = (q, v)` (nx = 2n), controls on `actuated` joints.
