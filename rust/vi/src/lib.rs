@@ -71,21 +71,29 @@ pub use solved::{SolvedSteps, KEPT_BYTES};
 pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, trajectory_multipliers, Linearization, Trajectory, TrajectoryMultipliers};
 
+// Tests (README, Layout, "Tests"): the public API in `tests/`, internals next to their module.
+// The helpers both share, from `tests/api/common` (public API only):
 #[cfg(test)]
+#[path = "../tests/api/common/mod.rs"]
+#[allow(dead_code)]
+mod test_common;
+// the tests of the internals of `del`, `integrator`, `second_order`, `chart_second_order` and
+// `constrained` (in `src/<module>/tests.rs`) are declared here until those modules declare them
+// as `mod tests` themselves, and the helpers keep the names the tests of `solved` import
+#[cfg(test)]
+#[path = "chart_second_order/tests.rs"]
 mod chart_second_order_tests;
 #[cfg(test)]
-mod constraint_tests;
+#[path = "constrained/tests.rs"]
+mod constrained_tests;
 #[cfg(test)]
-mod kinematic_tests;
+#[path = "del/tests.rs"]
+mod del_tests;
 #[cfg(test)]
-mod lie_group_tests;
+#[path = "integrator/tests.rs"]
+mod integrator_tests;
 #[cfg(test)]
-mod newton_tests;
-#[cfg(test)]
-mod schedule_tests;
-#[cfg(test)]
+#[path = "second_order/tests.rs"]
 mod second_order_tests;
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod wrench_tests;
+use test_common::{constraint as constraint_tests, lie_group as lie_group_tests};

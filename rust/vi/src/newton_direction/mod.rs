@@ -587,3 +587,6 @@ fn joint_force_derivative(sc: &Scheme, dt: f64, forces: &JointForces, i: usize, 
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests;
