@@ -3,7 +3,7 @@
 //! in the tangent coordinates of the first-order linearisation (module `chart_linearize`).
 //! **Not exact to rounding**: central differences of the exact first-order linearisation,
 //! transported so that what is differenced is the exact gradient of one smooth map (below);
-//! relative error below 1e-7 (measured in `chart_second_order_tests`).
+//! relative error below 1e-7 (measured in `tests/api/chart_second_order_tests.rs`).
 //!
 //! # Which second derivative
 //! States move by `x ⊕ δx = (q ⊕ δq, p + δp)` (`integrate`, right-trivialised, Pinocchio's
@@ -40,7 +40,7 @@
 //! (the exact `H` is a Hessian). The error is truncation `h²/6 · ∂³DF` plus the rounding of
 //! `A` (about 1e-12 absolute: its momentum rows are differences of terms `~M/Δt`) over `2h`.
 //! `h_j = 3e-5` on configurations (rad, m), times `max(1, |p̄|∞)` on momenta and
-//! `max(1, |ū|∞)` on controls, balances them. Measured (module `chart_second_order_tests`,
+//! `max(1, |ū|∞)` on controls, balances them. Measured (`tests/api/chart_second_order_tests.rs`,
 //! errors relative to `(1 + max|H|) Σ|λ_i|`), h = 3e-4 / 1e-4 / 3e-5 / 1e-5: against the exact
 //! second order on fixed charts 3e-9 / 1e-9 / 2.8e-9 / 8.7e-9 (rounding grows as h falls);
 //! the asymmetry of the raw `H` on the floating tree (truncation, larger on the group) above
@@ -215,3 +215,6 @@ impl GroupSecondOrder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

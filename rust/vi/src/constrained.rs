@@ -420,3 +420,6 @@ impl VariationalIntegrator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

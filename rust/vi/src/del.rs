@@ -294,3 +294,6 @@ pub(crate) fn assemble_jacobian(pts: &StepPoints, scheme: &Scheme, dt: f64, forc
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1055,3 +1055,6 @@ fn prescribed_point_variation(prescribed: &[bool], sc: &Scheme, n: usize, c: usi
 fn merit(r: &[f64], h: &[f64]) -> f64 {
     r.iter().chain(h).map(|x| x * x).sum()
 }
+
+#[cfg(test)]
+mod tests;

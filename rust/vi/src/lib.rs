@@ -72,21 +72,9 @@ pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, predict_next, rollout, trajectory_multipliers, Linearization, Trajectory, TrajectoryMultipliers};
 pub use vidyn_system::StepInput;
 
+// Tests (README, Layout, "Tests"): the public API in `tests/`, internals next to their module.
+// The helpers both share, from `tests/api/common` (public API only):
 #[cfg(test)]
-mod chart_second_order_tests;
-#[cfg(test)]
-mod constraint_tests;
-#[cfg(test)]
-mod kinematic_tests;
-#[cfg(test)]
-mod lie_group_tests;
-#[cfg(test)]
-mod newton_tests;
-#[cfg(test)]
-mod schedule_tests;
-#[cfg(test)]
-mod second_order_tests;
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod wrench_tests;
+#[path = "../tests/api/common/mod.rs"]
+#[allow(dead_code)]
+mod test_common;

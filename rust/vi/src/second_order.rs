@@ -436,7 +436,7 @@ impl VariationalIntegrator {
         let n = self.n();
         self.second_order_contract(so, lambda);
         // the exact H is symmetric; its two computed halves differ by rounding (bounded in
-        // `second_order_tests::raw_contraction_is_symmetric_to_rounding`): return their mean
+        // `second_order::tests::raw_contraction_is_symmetric_to_rounding`): return their mean
         let (h, out, m) = (&so.hmat, &mut so.out, 2 * n);
         for j in 0..m {
             for i in 0..m {
@@ -634,3 +634,6 @@ fn axpy_column(r0: usize, m: usize, k: usize, a: &[f64], lda: usize, b: &[f64], 
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -403,8 +403,8 @@ mod tests {
     /// `kept_multipliers` returns for these inputs only.
     #[test]
     fn constrained_steps_keep_their_multipliers() {
-        use crate::constraint_tests::{closed_configuration, four_bar_tree, loop_closure};
-        use crate::lie_group_tests::{floating_tree, start, tether_and_plane};
+        use crate::test_common::constraint::{closed_configuration, four_bar_tree, loop_closure};
+        use crate::test_common::lie_group::{floating_tree, start, tether_and_plane};
         let four_bar = four_bar_tree();
         let tree = Arc::new(floating_tree(true));
         let cases = [

@@ -28,7 +28,7 @@ pub struct SystemWorkspace {
 /// After a failed step the VI workspace is replaced by a fresh one (an allocation on the
 /// error path only), so that no state of a failed row can reach the next row on the same
 /// thread, whatever the failure (vidyn-vi once left a scratch buffer taken on an early
-/// error return; `crate::tests::a_rejected_guess_leaves_the_workspace_usable` pins that fix).
+/// error return; `a_rejected_guess_leaves_the_workspace_usable` in `tests/api/integrator_tests.rs` pins that fix).
 trait FreshAfterError {
     fn fresh_after_error<T>(&self, ws: &mut SystemWorkspace, r: Result<T, ViError>) -> Result<T, ViError>;
 }

@@ -125,7 +125,7 @@
 mod lanes;
 mod solve;
 
-use lanes::LaneScratch;
+use lanes::Sweep;
 pub(crate) use lanes::{Lanes, LANES};
 
 use crate::del::{JointForces, StepPoints};
@@ -195,19 +195,14 @@ pub(crate) struct NewtonFactorization {
     theta_dirs: Vec<V6>,
     theta: Vec<V6>,
     xi: Vec<V6>,
+    /// a column of `Λ⁻¹`, `(s,)`.
     small: Vec<f64>,
-    /// `ξ̄^α` of the control-point rows (solve), `(s+1,)`.
-    xi_rows: Vec<f64>,
-    dots: Vec<f64>,
-    // per-right-hand-side sweeps
-    l: Vec<V6>,
-    zeta: Vec<V6>,
-    yv: Vec<f64>,
-    eta: Vec<V6>,
-    dv: Vec<V6>,
-    dq: Vec<f64>,
-    /// Scratch of the batched sweeps (linearisation), empty until [`Self::ensure_lanes`].
-    lanes: LaneScratch,
+    /// Scratch of the one-right-hand-side sweeps ([`Self::solve`]).
+    one: Sweep<1>,
+    /// Scratch of the batched sweeps and the Jacobian–vector product (linearisation), and
+    /// `M̄_i^α` as 6×6 matrices `[i·P + α]` for the latter; empty until [`Self::ensure_lanes`].
+    lanes: Sweep<LANES>,
+    lane_inertia: Vec<M6>,
 }
 
 #[inline]
@@ -253,15 +248,9 @@ impl NewtonFactorization {
             theta: vec![z6; p * p],
             xi: vec![z6; p * s],
             small: vec![0.0; s],
-            xi_rows: vec![0.0; p],
-            dots: vec![0.0; p],
-            l: vec![z6; n * p],
-            zeta: vec![z6; n * p],
-            yv: vec![0.0; n * s],
-            eta: vec![z6; n * p],
-            dv: vec![z6; n * p],
-            dq: vec![0.0; s],
-            lanes: LaneScratch::default(),
+            one: Sweep::new(n, s),
+            lanes: Sweep::default(),
+            lane_inertia: Vec::new(),
         }
     }
 
@@ -598,3 +587,6 @@ fn joint_force_derivative(sc: &Scheme, dt: f64, forces: &JointForces, i: usize, 
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests;

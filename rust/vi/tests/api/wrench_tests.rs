@@ -4,108 +4,14 @@
 //! O(n²) linearisation against the dense oracle and central differences of the solved step,
 //! and the motion against RK4 of `vidyn_rbd::aba` with `fext` (observed order 2s).
 
-use crate::del::DelTerms;
-use crate::newton_tests::{integrator, models, problem, random, rel_err, schemes, wrenches};
+use crate::common::newton::{integrator, models, problem, rel_err};
 use crate::*;
-use nalgebra::DMatrix;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::pendulum_chain;
 use vidyn_rbd::Model;
 use vidyn_spatial::{Force, Vector3};
-
-/// The wrench part of each control-point row is `w_α Δt Σ_j J_jᵀ F_j` at `q^α`, with the
-/// joint torques from the rigid-body library (an independent O(n) pass in body frames).
-#[test]
-fn wrench_rows_are_the_joint_torques_of_the_wrenches() {
-    let mut rng = ChaCha8Rng::seed_from_u64(21);
-    let dt = 0.05;
-    for model in models() {
-        let n = model.nv;
-        let fext = wrenches(&mut rng, n);
-        let mut ws = model.workspace();
-        for sc in [Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
-            let q0 = random(&mut rng, n, 1.0);
-            let z: Vec<f64> = (0..sc.s * n).map(|k| q0[k % n] + 0.1 * rng.random_range(-1.0..1.0)).collect();
-            let (mut with, mut without) = (del::StepPoints::new(&model, sc.points()), del::StepPoints::new(&model, sc.points()));
-            with.set(&model, &sc, dt, &q0, &z, &fext);
-            without.set(&model, &sc, dt, &q0, &z, &[]);
-            let (u, forces) = (vec![0.0; n], JointForces::none(n));
-            let mut tau = vec![0.0; n];
-            for a in 0..sc.points() {
-                vidyn_rbd::external_joint_torques(&model, &mut ws, &with.q[a], &fext, &mut tau).unwrap();
-                let (mut rows_with, mut rows_without) = (vec![0.0; n], vec![0.0; n]);
-                with.add_point_rows(DelTerms { scheme: &sc, dt, forces: &forces }, &u, 1.0, a, &mut rows_with);
-                without.add_point_rows(DelTerms { scheme: &sc, dt, forces: &forces }, &u, 1.0, a, &mut rows_without);
-                for i in 0..n {
-                    let got = rows_with[i] - rows_without[i];
-                    let want = sc.weights[a] * dt * tau[i];
-                    assert!(
-                        (got - want).abs() < 1e-12 * (1.0 + want.abs() + rows_without[i].abs()),
-                        "{} s={} point {a} joint {i}: {got} vs {want}",
-                        model.name,
-                        sc.s
-                    );
-                }
-            }
-            assert!(tau.iter().any(|t| t.abs() > 0.1), "the wrenches must load the joints: {tau:?}");
-        }
-    }
-}
-
-/// `del_block(x, β)` with wrenches (plus damping and springs) against central differences of
-/// `del_rows(x)` — the rows are not gradients of anything now, so the rows themselves are the
-/// reference. h = 1e-6: truncation O(h²) ≈ 1e-12 relative, round-off ≈ ε|row|/h ≈ 1e-10.
-#[test]
-fn del_blocks_with_wrenches_match_finite_differences_of_the_rows() {
-    let h = 1e-6;
-    let dt = 0.05;
-    let mut rng = ChaCha8Rng::seed_from_u64(22);
-    let mut worst = 0.0_f64;
-    for model in models() {
-        for sc in schemes() {
-            let n = model.nv;
-            let vi = integrator(&model, sc.clone(), dt, &mut rng, true);
-            let (q0, _p, u, z) = problem(&vi, &mut rng);
-            let pts: Vec<Vec<f64>> = std::iter::once(q0.clone()).chain(z.chunks(n).map(<[f64]>::to_vec)).collect();
-            let mut sp = del::StepPoints::new(&model, sc.points());
-            sp.set(&model, &sc, dt, &q0, &z, vi.body_wrenches());
-            sp.update_hessians(&model);
-            // the wrenches contribute to the blocks (else the test could not fail on them)
-            let mut wq_max = 0.0_f64;
-            for hs in &sp.hessians {
-                wq_max = wq_max.max(hs.wq.amax());
-            }
-            assert!(wq_max > 0.1, "{}: W_q = 0", model.name);
-            for x in 0..sc.points() {
-                for b in 0..sc.points() {
-                    let mut blk = DMatrix::zeros(n, n);
-                    sp.del_block(&sc, dt, vi.forces(), x, b, &mut blk.view_mut((0, 0), (n, n)));
-                    for k in 0..n {
-                        let rows = |d: f64| {
-                            let mut p = pts.clone();
-                            p[b][k] += d;
-                            let mut s2 = del::StepPoints::new(&model, sc.points());
-                            s2.set(&model, &sc, dt, &p[0], &p[1..].concat(), vi.body_wrenches());
-                            let mut r = vec![0.0; n];
-                            s2.del_rows(&sc, dt, vi.forces(), &u, x, &mut r);
-                            r
-                        };
-                        let (plus, minus) = (rows(h), rows(-h));
-                        for i in 0..n {
-                            let fd = (plus[i] - minus[i]) / (2.0 * h);
-                            let err = (blk[(i, k)] - fd).abs() / (1.0 + fd.abs());
-                            worst = worst.max(err);
-                            assert!(err < 1e-6, "{} s={} block ({x},{b})[{i},{k}]: {} vs {fd}", model.name, sc.s, blk[(i, k)]);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    println!("DEL blocks with wrenches vs central differences: worst {worst:.1e}");
-}
 
 #[test]
 fn linearisation_with_wrenches_matches_finite_differences_of_the_solved_step() {
@@ -114,7 +20,7 @@ fn linearisation_with_wrenches_matches_finite_differences_of_the_solved_step() {
         for sc in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
             let vi = integrator(&model, sc.clone(), 0.02, &mut rng, true);
             let (q, p, u, _) = problem(&vi, &mut rng);
-            crate::tests::assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
+            crate::common::integrator::assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, sc.s));
         }
     }
 }

@@ -3,9 +3,9 @@
 //! follows its input exactly, and the linearisation (with and without constraints) matches
 //! central differences.
 
-use crate::tests::assert_linearisation_matches_differences;
+use crate::common::integrator::assert_linearisation_matches_differences;
 use crate::*;
-use nalgebra::{DMatrix, Vector3};
+use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
@@ -14,7 +14,9 @@ use vidyn_rbd::Joint;
 
 /// Cart motion `ρ(t) = A sin(ωt)` and its derivatives.
 const AMP: f64 = 0.4;
+
 const OMEGA: f64 = 3.0;
+
 fn rho(t: f64) -> (f64, f64, f64) {
     (AMP * (OMEGA * t).sin(), AMP * OMEGA * (OMEGA * t).cos(), -AMP * OMEGA * OMEGA * (OMEGA * t).sin())
 }
@@ -109,29 +111,6 @@ fn linearisation_with_kinematic_joints_matches_finite_differences() {
             assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
         }
     }
-}
-
-/// Both features at once: the four-bar's rocker driven by a prescribed angle would lock the
-/// loop, so here a tethered double pendulum has its first joint prescribed.
-#[test]
-fn kinematic_joints_and_constraints_together_linearise_exactly() {
-    let model = Arc::new(vidyn_rbd::builders::pendulum_chain(3, true));
-    let q = vec![0.3, -0.4, 0.2];
-    // a rigid tether from the tip to a world anchor, of the length it has at q
-    let tip = BodyPoint { body: Some(2), point: Vector3::new(0.0, 0.0, -1.0) };
-    let mut st = crate::point::PointState::new(3);
-    st.update(&model, &q, &[0.0; 3]);
-    let tip_world = st.placements[2].act_point(&tip.point);
-    let anchor = tip_world + Vector3::new(0.8, 0.0, 0.6);
-    let tether = Constraint::Distance { a: BodyPoint { body: None, point: anchor }, b: tip, length: (tip_world - anchor).norm() };
-    let vi =
-        VariationalIntegrator::new(model, Scheme::midpoint(), 0.01, Some(JointForces { damping: vec![0.1; 3], stiffness: vec![0.0; 3], rest: vec![0.0; 3] }))
-            .unwrap()
-            .with_constraints(vec![tether])
-            .unwrap()
-            .with_kinematic(&[0])
-            .unwrap();
-    assert_linearisation_matches_differences(&vi, 0, &q, &[0.05, 0.1, -0.2], &[q[0] + 0.004, 0.3, -0.1], "tethered, joint 0 prescribed");
 }
 
 #[test]

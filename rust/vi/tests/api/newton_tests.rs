@@ -2,90 +2,16 @@
 //! dense reference path (form `J`, LU) on random branched trees with damping and springs, with
 //! and without body wrenches.
 
-use crate::reference::DenseOracle;
+use crate::common::newton::*;
 use crate::*;
 use nalgebra::DMatrix;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
-use vidyn_rbd::{Joint, Model, ModelBuilder};
-use vidyn_spatial::{Force, Inertia, Matrix3, Se3, Vector3};
-
-pub(crate) fn one_dof() -> Vec<Joint> {
-    Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
-}
-
-pub(crate) fn models() -> Vec<Arc<Model>> {
-    vec![
-        Arc::new(pendulum_chain(4, false)),
-        Arc::new(random_tree(6, 3, &one_dof())),
-        Arc::new(random_tree(12, 11, &one_dof())),
-        Arc::new(random_tree(20, 29, &one_dof())),
-    ]
-}
-
-pub(crate) fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
-    (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
-}
-
-pub(crate) fn forcing(rng: &mut ChaCha8Rng, n: usize) -> JointForces {
-    JointForces {
-        damping: random(rng, n, 0.8).iter().map(|x| x.abs()).collect(),
-        stiffness: random(rng, n, 3.0).iter().map(|x| x.abs()).collect(),
-        rest: random(rng, n, 1.0),
-    }
-}
-
-/// A random state and unknowns `z` near (not at) the solution: `q^γ = q + c_γ Δt v + noise`.
-pub(crate) fn problem(vi: &VariationalIntegrator, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
-    let n = vi.n();
-    let q = random(rng, n, 1.0);
-    let v = random(rng, n, 2.0);
-    let u = random(rng, n, 1.0);
-    let mut p = vec![0.0; n];
-    vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
-    let sc = vi.scheme();
-    let mut z = vec![0.0; sc.s * n];
-    for g in 1..=sc.s {
-        for i in 0..n {
-            z[(g - 1) * n + i] = q[i] + sc.nodes[g] * vi.dt() * v[i] + 0.02 * rng.random_range(-1.0..1.0);
-        }
-    }
-    (q, p, u, z)
-}
-
-/// Every family of schemes: the midpoint rule (mixed rows) and Lobatto s = 1, 2, 3.
-pub(crate) fn schemes() -> Vec<Scheme> {
-    vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
-}
-
-/// Every scheme, each without and with random body wrenches.
-fn with_and_without_wrenches() -> Vec<(Scheme, bool)> {
-    schemes().into_iter().flat_map(|sc| [(sc.clone(), false), (sc, true)]).collect()
-}
-
-/// Random wrenches of O(1–3) N and N·m, one per body.
-pub(crate) fn wrenches(rng: &mut ChaCha8Rng, n: usize) -> Vec<Force> {
-    (0..n).map(|_| Force::new(Vector3::from_fn(|_, _| 3.0 * rng.random_range(-1.0..1.0)), Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect()
-}
-
-/// An integrator with random damping and springs, and random body wrenches if `wrenched`, on
-/// the recursive path (B.1/B.2) whatever its size, so that the dense oracle checks it.
-pub(crate) fn integrator(model: &Arc<Model>, sc: Scheme, dt: f64, rng: &mut ChaCha8Rng, wrenched: bool) -> VariationalIntegrator {
-    let n = model.nv;
-    let vi = VariationalIntegrator::new(model.clone(), sc, dt, Some(forcing(rng, n))).unwrap().with_dense_max(0);
-    if wrenched {
-        vi.with_body_wrenches(wrenches(rng, n)).unwrap()
-    } else {
-        vi
-    }
-}
-
-pub(crate) fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(1e-300);
-    a.iter().zip(b).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs())) / scale
-}
+use vidyn_rbd::{Joint, ModelBuilder};
+use vidyn_spatial::{Inertia, Matrix3, Se3, Vector3};
+use vidyn_vi::reference::DenseOracle;
 
 #[test]
 fn b1_direction_equals_the_dense_newton_direction() {
@@ -117,94 +43,6 @@ fn b1_direction_equals_the_dense_newton_direction() {
         }
     }
     println!("B.1 vs dense Newton direction: worst relative error {worst:.2e}");
-}
-
-#[test]
-fn del_jacobian_vector_product_matches_the_dense_blocks() {
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
-    for model in models() {
-        for (sc, wrenched) in with_and_without_wrenches() {
-            let (s, n) = (sc.s, model.nv);
-            let vi = integrator(&model, sc.clone(), 0.03, &mut rng, wrenched);
-            let (q, _p, _u, z) = problem(&vi, &mut rng);
-            let mut ws = vi.workspace();
-            let sc = vi.scheme().clone();
-            ws.points.set(&model, &sc, vi.dt(), &q, &z, vi.body_wrenches());
-            assert!(ws.newton.factorize(&model, &sc, vi.dt(), vi.forces(), &ws.points, true));
-            ws.points.update_hessians(&model);
-            // LANES random directions at once
-            use crate::newton_direction::{Lanes, LANES};
-            let dq: Vec<Lanes> = (0..(s + 1) * n).map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0))).collect();
-            let mut out = vec![[0.0; LANES]; (s + 1) * n];
-            ws.newton.ensure_lanes();
-            ws.newton.del_jvp_lanes(&model, &sc, vi.dt(), vi.forces(), &dq, &mut out);
-            let mut blk = DMatrix::zeros(n, n);
-            for lane in 0..LANES {
-                for a in 0..=s {
-                    let mut want = vec![0.0; n];
-                    for b in 0..=s {
-                        ws.points.del_block(&sc, vi.dt(), vi.forces(), a, b, &mut blk.view_mut((0, 0), (n, n)));
-                        let v = nalgebra::DVector::from_iterator(n, (0..n).map(|i| dq[b * n + i][lane]));
-                        let x = &blk * v;
-                        for i in 0..n {
-                            want[i] += x[i];
-                        }
-                    }
-                    let got: Vec<f64> = (0..n).map(|i| out[a * n + i][lane]).collect();
-                    let err = rel_err(&got, &want);
-                    assert!(err < 1e-11, "{} s={s} wrenched={wrenched} row {a} lane {lane}: JVP vs blocks {err:e}", model.name);
-                }
-            }
-        }
-    }
-}
-
-/// From a 1e-3 perturbation of the solved step, the B.1 Newton iteration converges
-/// quadratically: the step lengths `e_k = |δz_k|∞` (≈ the error of iterate k) satisfy
-/// `e_{k+1} ≤ C e_k²` with `C ≤ 2e3` (measured 0.3–400, largest on the first step, which
-/// is pre-asymptotic; a linearly convergent method, `e_{k+1} = ρ e_k`, breaks the bound as
-/// soon as `e_k < ρ / 2e3`), and the residual reaches round-off within 4 iterations.
-#[test]
-fn newton_converges_quadratically() {
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    for model in [Arc::new(pendulum_chain(12, false)), Arc::new(random_tree(15, 5, &one_dof()))] {
-        for sc in schemes() {
-            let (s, n) = (sc.s, model.nv);
-            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.02, Some(forcing(&mut rng, n))).unwrap();
-            let (q, p, u, _) = problem(&vi, &mut rng);
-            let mut ws = vi.workspace();
-            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
-            vi.step(&mut ws, StepInput::new(0, &q, &p, &u), &mut qn, &mut pn).unwrap();
-            let mut z: Vec<f64> = ws.z.iter().map(|x| x + 1e-3 * rng.random_range(-1.0..1.0)).collect();
-            let (mut r, mut dz) = (vec![0.0; s * n], vec![0.0; s * n]);
-            let (mut residuals, mut steps) = (Vec::new(), Vec::new());
-            let tol = 1e-12 * (1.0 + p.iter().fold(0.0_f64, |m, x| m.max(x.abs())));
-            for _ in 0..8 {
-                let res = vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap();
-                residuals.push(res);
-                if res < tol {
-                    break;
-                }
-                vi.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut dz).unwrap();
-                let step = dz.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
-                steps.push(step);
-                if step < 1e-15 {
-                    break;
-                }
-                for (zi, d) in z.iter_mut().zip(&dz) {
-                    *zi += d;
-                }
-            }
-            let fmt = |v: &[f64]| v.iter().map(|x| format!("{x:.1e}")).collect::<Vec<_>>();
-            println!("{} s={s}: residuals {:?}, |δz| {:?}", model.name, fmt(&residuals), fmt(&steps));
-            assert!(residuals.len() <= 5 && *residuals.last().unwrap() < 10.0 * tol, "{} s={s}: {residuals:?}", model.name);
-            let constants: Vec<f64> = steps.windows(2).filter(|w| w[1] > 1e-13).map(|w| w[1] / (w[0] * w[0])).collect();
-            assert!(!constants.is_empty(), "{} s={s}: {steps:?}", model.name);
-            for c in &constants {
-                assert!(*c < 2e3, "{} s={s}: e_(k+1)/e_k² = {constants:?} (|δz| {steps:?})", model.name);
-            }
-        }
-    }
 }
 
 #[test]

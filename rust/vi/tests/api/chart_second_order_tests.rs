@@ -3,76 +3,12 @@
 //! map on the group (an oracle that shares nothing with the first-order linearisation), and
 //! the consistency of the full tensors with the contraction.
 
-use crate::chart_second_order::GroupSecondOrder;
-use crate::lie_group_tests::{floating_tree, start};
+use crate::common::chart_second_order::*;
+use crate::common::lie_group::{floating_tree, start};
 use crate::*;
 use nalgebra::{DMatrix, Vector3};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
-use vidyn_rbd::builders::random_tree;
-use vidyn_rbd::{difference, integrate, Joint, Model};
-
-fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
-    (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
-}
-
-fn schemes() -> Vec<Scheme> {
-    vec![Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
-}
-
-/// `(H + Hᵀ)/2` of a raw `3n × 3n` contraction.
-fn symmetric(h: &DMatrix<f64>) -> DMatrix<f64> {
-    (h + h.transpose()) * 0.5
-}
-
-/// `[hxx hxu; hxuᵀ huu]` of a contracted result, `3n × 3n`.
-fn assembled(d: &FlowDerivatives) -> DMatrix<f64> {
-    let (m, n) = (d.hxx.nrows(), d.huu.nrows());
-    let mut h = DMatrix::zeros(m + n, m + n);
-    h.view_mut((0, 0), (m, m)).copy_from(&d.hxx);
-    h.view_mut((0, m), (m, n)).copy_from(&d.hxu);
-    h.view_mut((m, 0), (n, m)).copy_from(&d.hxu.transpose());
-    h.view_mut((m, m), (n, n)).copy_from(&d.huu);
-    h
-}
-
-/// The differencing itself, run on fixed-chart (1-dof) models, where the exact second order
-/// (module `second_order`) is the oracle: this measures the method's error. The transport
-/// matrices are 1 there, so this checks the step sizes and the tensor's layout; the test on
-/// the group below checks the transport. Measured worst `|differenced − exact|` relative to
-/// `(1 + max|H|) Σ|λ_i|`: 2.8e-9; asserted below 1e-7 (the error model of the module docs).
-#[test]
-fn differenced_second_order_matches_the_exact_one_on_fixed_charts() {
-    let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
-    let mut worst = 0.0_f64;
-    for (seed, scheme) in schemes().into_iter().enumerate() {
-        let model = Arc::new(random_tree(6, 11 + seed as u64, &kinds));
-        let n = model.nv;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed as u64);
-        let forces = JointForces {
-            damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(),
-            stiffness: random(&mut rng, n, 3.0).iter().map(|x| x.abs()).collect(),
-            rest: random(&mut rng, n, 0.5),
-        };
-        let vi = VariationalIntegrator::new(model, scheme, 0.02, Some(forces)).unwrap().with_newton(1e-15, 60).unwrap();
-        let (q, v, u, lam) = (random(&mut rng, n, 1.0), random(&mut rng, n, 1.5), random(&mut rng, n, 2.0), random(&mut rng, 2 * n, 1.0));
-        let mut p = vec![0.0; n];
-        vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
-        let mut so = vi.second_order_workspace();
-        let mut out = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u), &lam).unwrap().clone();
-        let exact = assembled(&out);
-        let mut group = GroupSecondOrder::new(&vi);
-        group.prepare(StepInput::new(0, &q, &p, &u), &mut out).unwrap();
-        let mut raw = DMatrix::zeros(3 * n, 3 * n);
-        group.contract(&lam, &mut raw);
-        let diff = (symmetric(&raw) - &exact).amax();
-        let scale = (1.0 + exact.amax()) * lam.iter().map(|x| x.abs()).sum::<f64>();
-        worst = worst.max(diff / scale);
-        assert!(diff < 1e-7 * scale, "s = {}: {diff:.3e} against scale {scale:.3e}", vi.scheme().s);
-    }
-    eprintln!("differenced vs exact second order on fixed charts: worst {worst:.2e} relative");
-}
+use vidyn_rbd::{difference, integrate};
 
 /// `λᵀ F(y)` of the module docs: the step from `(q̄ ⊕ δq, p̄ + δp, ū + δu)` read at `x̄'` by
 /// `difference` and subtraction.
@@ -124,25 +60,6 @@ impl TangentStep<'_> {
         }
         out
     }
-}
-
-/// The floating tree with gravity at `q0`, moving (`v0`), forced (`u`), and a co-state `lam`.
-struct TreeInputs {
-    model: Arc<Model>,
-    q0: Vec<f64>,
-    v0: [f64; 13],
-    u: Vec<f64>,
-    lam: Vec<f64>,
-}
-
-fn floating_tree_inputs() -> TreeInputs {
-    let model = Arc::new(floating_tree(true));
-    let n = model.nv;
-    let q0 = start(&model);
-    let v0 = [0.3, -0.1, 0.2, 0.5, -0.4, 0.8, 1.0, 2.0, -1.0, 0.5, 0.2, -0.3, 0.7];
-    let u = (0..n).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
-    let lam = (0..2 * n).map(|i| ((i as f64) * 0.77).cos()).collect();
-    TreeInputs { model, q0, v0, u, lam }
 }
 
 /// The contracted second order on the floating tree (a free-flying base carrying a hinge, a
@@ -246,7 +163,7 @@ fn constrained_or_kinematic_second_order_on_the_group_is_refused() {
     let n = model.nv;
     let q0 = start(&model);
     let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap();
-    let constrained = vi.clone().with_constraints(crate::lie_group_tests::tether_and_plane(&model, &q0, 0.0)).unwrap();
+    let constrained = vi.clone().with_constraints(crate::common::lie_group::tether_and_plane(&model, &q0, 0.0)).unwrap();
     let kinematic = vi.with_kinematic(&[6]).unwrap();
     for vi in [constrained, kinematic] {
         let mut so = vi.second_order_workspace();
@@ -254,34 +171,4 @@ fn constrained_or_kinematic_second_order_on_the_group_is_refused() {
             vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &vec![0.0; n], &vec![0.0; n]), &vec![1.0; 2 * n]).unwrap_err().to_string();
         assert!(err.contains("Lie group") && err.contains("constraints or kinematic joints"), "{err}");
     }
-}
-
-/// What the transport of the tangent coordinates does (module docs): at `y = 0` the first
-/// derivatives of `E` are brackets, antisymmetric in the two inputs (the quadratic term of
-/// `log(exp a exp b)` is `½[a, b]`), so they cancel in `(H + Hᵀ)/2` and the comparison above
-/// cannot see them; they decide whether the *differenced* Hessian is symmetric. With the
-/// transport the raw contraction is symmetric to the differences' error (measured 1.8e-8
-/// relative to `(1 + max|H|) Σ|λ_i|` on the floating tree, every scheme; asserted below
-/// 1e-6); without it the q blocks are off by `½ λᵀ ad(A a) A b`, measured 8e-2 relative.
-#[test]
-fn the_transport_makes_the_differenced_hessian_symmetric() {
-    let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
-    let n = model.nv;
-    let mut worst = 0.0_f64;
-    for scheme in schemes() {
-        let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None).unwrap();
-        let mut p0 = vec![0.0; n];
-        vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
-        let mut out = vi.second_order_workspace();
-        let mut out = vi.prepare_second_order(&mut out, StepInput::new(0, &q0, &p0, &u)).unwrap().clone();
-        let mut group = GroupSecondOrder::new(&vi);
-        group.prepare(StepInput::new(0, &q0, &p0, &u), &mut out).unwrap();
-        let mut raw = DMatrix::zeros(3 * n, 3 * n);
-        group.contract(&lam, &mut raw);
-        let asymmetry = (&raw - raw.transpose()).amax();
-        let bound = (1.0 + raw.amax()) * lam.iter().map(|x| x.abs()).sum::<f64>();
-        worst = worst.max(asymmetry / bound);
-        assert!(asymmetry < 1e-6 * bound, "s = {}: asymmetry {asymmetry:.3e} (bound {bound:.3e})", scheme.s);
-    }
-    eprintln!("raw differenced Hessian on the group: asymmetry {worst:.2e} relative");
 }

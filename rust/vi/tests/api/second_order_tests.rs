@@ -11,75 +11,18 @@
 //! contraction, whose rounding adds up): a margin of ≥ 3× over the measured noise, while any
 //! wrong term, of the size of the tensor, fails it by orders of magnitude.
 
-use crate::reference::DenseOracle;
+use crate::common::second_order::*;
 use crate::*;
 use nalgebra::DMatrix;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{binary_tree, random_tree};
-use vidyn_rbd::{Joint, Model, RbdError};
-
-fn one_dof() -> Vec<Joint> {
-    Joint::examples().into_iter().filter(|j| j.nv() == 1).collect()
-}
-
-fn random(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
-    (0..n).map(|_| scale * rng.random_range(-1.0..1.0)).collect()
-}
-
-fn schemes() -> Vec<(&'static str, Scheme)> {
-    vec![("trapezoid", Scheme::trapezoid()), ("simpson", Scheme::simpson()), ("midpoint", Scheme::midpoint())]
-}
-
-/// An integrator with random damping, springs and rest positions, and a random state and
-/// control.
-fn setup(model: Arc<Model>, sc: Scheme, seed: u64) -> (VariationalIntegrator, Vec<f64>, Vec<f64>, Vec<f64>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let n = model.nv;
-    let forces = JointForces {
-        damping: random(&mut rng, n, 0.5).iter().map(|x| x.abs()).collect(),
-        stiffness: random(&mut rng, n, 3.0).iter().map(|x| x.abs()).collect(),
-        rest: random(&mut rng, n, 0.5),
-    };
-    // Newton to round-off: the differences below divide the solver's error by h
-    let vi = VariationalIntegrator::new(model, sc, 0.02, Some(forces)).unwrap().with_newton(1e-15, 60).unwrap();
-    let q = random(&mut rng, n, 1.0);
-    let v = random(&mut rng, n, 1.5);
-    let u = random(&mut rng, n, 2.0);
-    let mut p = vec![0.0; n];
-    vi.momentum(&mut vi.workspace(), &q, &v, &mut p).unwrap();
-    (vi, q, p, u)
-}
+use vidyn_rbd::{Model, RbdError};
+use vidyn_vi::reference::DenseOracle;
 
 fn models() -> Vec<Arc<Model>> {
     vec![Arc::new(random_tree(4, 3, &one_dof())), Arc::new(random_tree(7, 21, &one_dof())), Arc::new(binary_tree(2))]
-}
-
-/// `q_{k+1}` by Newton's method with the dense oracle's direction (formed `J`, LU), to
-/// round-off. Passed as the `guess` of the step, it makes the step converge in 0 iterations,
-/// so these tests do not depend on the B.1 Newton direction (tested on its own elsewhere).
-fn dense_solve(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64]) -> Vec<f64> {
-    let (n, sc) = (vi.n(), vi.scheme().clone());
-    let mut ws = vi.workspace();
-    let mut oracle = DenseOracle::new(vi);
-    let mut v = vec![0.0; n];
-    vi.velocity(&mut ws, q, p, &mut v).unwrap();
-    let mut z: Vec<f64> = (1..=sc.s).flat_map(|g| (0..n).map(move |i| (g, i))).map(|(g, i)| q[i] + sc.nodes[g] * vi.dt() * v[i]).collect();
-    let (mut dz, mut r) = (vec![0.0; z.len()], vec![0.0; z.len()]);
-    let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
-    for _ in 0..40 {
-        if vi.residual(&mut ws, q, p, u, &z, &mut r).unwrap() <= 1e-14 * scale {
-            break;
-        }
-        oracle.newton_direction(&mut ws, StepInput::new(0, q, p, u), &z, &mut dz).unwrap();
-        for (a, d) in z.iter_mut().zip(&dz) {
-            *a += d;
-        }
-    }
-    let mut qn = vec![0.0; n];
-    sc.endpoint_from(q, &z, &mut qn);
-    qn
 }
 
 /// Exact first-order `A`, `B` of the step at `(x, u)` by the dense reference oracle (an
@@ -372,43 +315,6 @@ fn state_conversions_and_their_jacobians() {
                 let fdv = (vp[i] - vm[i]) / (2.0 * h);
                 assert!((jv[(n + i, k)] - fdv).abs() < 1e-6 * (1.0 + fdv.abs()), "∂v/∂(q,p) [{i},{k}]");
             }
-        }
-    }
-}
-
-#[test]
-fn raw_contraction_is_symmetric_to_rounding() {
-    // H = Q_yᵀ C Q_y with C = ∇²_Q φ symmetric: the computed H (before the outputs take the mean
-    // of its halves) may differ from Hᵀ only by the rounding of the products, which is
-    // elementwise at most γ·(|Q_y|ᵀ|C||Q_y|)_{jk} with γ = 2·(s+1)n·ε for each half (Higham
-    // 2002, §3.5). C's entries carry (1/Δt)·M-sized terms that cancel in H, so this bound, not
-    // |H|, is the right scale; a transposed block or a wrong chain-rule coefficient gives an
-    // asymmetry of the size of H itself.
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    for model in [Arc::new(random_tree(9, 8, &one_dof())), Arc::new(binary_tree(3))] {
-        for (name, sc) in schemes() {
-            let (vi, q, p, u) = setup(model.clone(), sc.clone(), 6);
-            let n = vi.n();
-            let mut so = vi.second_order_workspace();
-            vi.second_order_prepare(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u)))).unwrap();
-            let lam = random(&mut rng, 2 * n, 1.0);
-            vi.second_order_contract(&mut so, &lam);
-            let h = so.hmat.clone();
-            let bound = so.qy.abs().transpose() * so.cmat.abs() * so.qy.abs();
-            let gamma = 2.0 * (sc.points() * n) as f64 * f64::EPSILON;
-            let mut worst = 0.0_f64;
-            for j in 0..3 * n {
-                for k in 0..3 * n {
-                    let asym = (h[(j, k)] - h[(k, j)]).abs();
-                    worst = worst.max(asym / (2.0 * gamma * bound[(j, k)]).max(f64::MIN_POSITIVE));
-                    assert!(asym <= 2.0 * gamma * bound[(j, k)], "{name}: H[{j},{k}] − H[{k},{j}] = {asym:e}, bound {:e}", 2.0 * gamma * bound[(j, k)]);
-                }
-            }
-            println!("{} {name}: worst asymmetry / bound = {worst:.2e}", model.name);
-            // and the returned halves are the mean: exactly symmetric
-            let out =
-                vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u))), &lam).unwrap();
-            assert_eq!(out.hxx, out.hxx.transpose());
         }
     }
 }
