@@ -50,6 +50,3 @@ pub use vidyn_system::{
     default_num_threads, install, new_pool, num_threads, pool, set_num_threads, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, Failures,
     ScratchPool, SecondOrderTerms, StepInput, MAX_THREADS, NUM_THREADS_ENV,
 };
-
-#[cfg(test)]
-mod tests;

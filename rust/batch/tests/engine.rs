@@ -3,11 +3,11 @@
 //! per trajectory; the trait's optional methods; cancellation; empty batches. Output buffers
 //! start as [`unwritten`], so the same checks prove that every output element is written.
 
-use crate::dynamics::{self, Matrices3, Tensors4};
-use crate::trajectories::{self, by_trajectory, ContractedOut, RolloutOut, SecondOrderOut, Start, Trajectories};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
+use vidyn_batch::dynamics::{self, Matrices3, Tensors4};
+use vidyn_batch::trajectories::{self, by_trajectory, ContractedOut, RolloutOut, SecondOrderOut, Start, Trajectories};
 use vidyn_rbd::builders::{pendulum_chain, random_tree};
 use vidyn_rbd::{self as rbd, Joint, Model, RbdError};
 use vidyn_system::{new_pool, with_pool, BatchError, ContractedTerms, Control, DiscreteDynamics, SecondOrderTerms, StepInput};
@@ -537,8 +537,8 @@ fn a_cancelled_batch_runs_no_row() {
 #[test]
 fn thread_count_setting() {
     let pool = new_pool(3).unwrap();
-    assert_eq!(with_pool(&pool, crate::num_threads), 3);
-    assert!(crate::default_num_threads() >= 1);
+    assert_eq!(with_pool(&pool, vidyn_batch::num_threads), 3);
+    assert!(vidyn_batch::default_num_threads() >= 1);
 }
 
 #[test]
