@@ -30,6 +30,8 @@ impl NewtonFactorization {
     /// momentum row included) of their variation `J x` (the rows the solve drops; the module
     /// docs' `δr_i^ϱ` of that body, from its own `δ̄v_i`, `η_i` once its subtree is eliminated,
     /// as the momentum row; same factorisation). Call [`Self::ensure_lanes`] first.
+    // the step (model, scheme, Δt, joint forces), the right-hand sides and solution, and the
+    // two optional rows of the linearisation: grouping them would only rename them
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn solve_lanes(
         &mut self,
@@ -49,6 +51,8 @@ impl NewtonFactorization {
 
     /// The sweeps for `W` right-hand sides with the scratch `sw`; `forces` is needed with
     /// `momentum` or `prescribed_rows` only.
+    // the step (model, scheme, Δt, joint forces), the right-hand sides and solution, and the
+    // two optional rows of the linearisation: grouping them would only rename them
     #[allow(clippy::too_many_arguments)]
     fn sweep<const W: usize>(
         &self,
@@ -70,6 +74,8 @@ impl NewtonFactorization {
 
     /// [`Self::sweep`] for `s = S` known at compile time (`S = 0`: read at run time), as
     /// [`Self::factorize_sized`].
+    // the step (model, scheme, Δt, joint forces), the right-hand sides and solution, and the
+    // two optional rows of the linearisation: grouping them would only rename them
     #[allow(clippy::too_many_arguments)]
     fn sweep_sized<const S: usize, const W: usize>(
         &self,
