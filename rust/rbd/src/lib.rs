@@ -47,5 +47,3 @@ pub use single_dof::{to_single_dof, CentredExpansion, CompositeJoint, Gimbal, Si
 pub use vidyn_spatial::Tensor3;
 pub use workspace::Workspace;
 
-#[cfg(test)]
-mod tests;

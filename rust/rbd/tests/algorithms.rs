@@ -1,8 +1,8 @@
 //! Cross-checks between the algorithms on random trees with every joint kind
 //! (Pinocchio's `unittest/{rnea,aba,crba}.cpp` web of checks, in Rust).
 
-use crate::builders::random_tree;
-use crate::*;
+use vidyn_rbd::builders::random_tree;
+use vidyn_rbd::*;
 use nalgebra::{DMatrix, DVector};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
