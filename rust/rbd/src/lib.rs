@@ -46,4 +46,3 @@ pub use model::{inertia_warning, Frame, FrameKind, JointLimits, Limits, Model, M
 pub use single_dof::{to_single_dof, CentredExpansion, CompositeJoint, Gimbal, SingleDofMap};
 pub use vidyn_spatial::Tensor3;
 pub use workspace::Workspace;
-

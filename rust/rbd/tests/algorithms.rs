@@ -1,11 +1,11 @@
 //! Cross-checks between the algorithms on random trees with every joint kind
 //! (Pinocchio's `unittest/{rnea,aba,crba}.cpp` web of checks, in Rust).
 
-use vidyn_rbd::builders::random_tree;
-use vidyn_rbd::*;
 use nalgebra::{DMatrix, DVector};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use vidyn_rbd::builders::random_tree;
+use vidyn_rbd::*;
 
 fn models() -> Vec<Model> {
     let mut out = vec![builders::pendulum_chain(5, true), builders::binary_tree(3), builders::cartpole()];
