@@ -289,10 +289,12 @@ pub fn maximal_state(spec: &MaximalSpec) -> Vec<u8> {
                 w.se3(child_frame);
             }
             Addition::Contact { name, body, point, radius, normal, offset, friction, friction_model } => {
-                // tag 1: a pyramid contact (the format before the cone existed), 3: a cone contact
+                // tag 1: a pyramid contact (the format before the cone existed), 3: a cone
+                // contact, 4: a frictionless one
                 w.u8(match friction_model {
                     FrictionModel::Pyramid => 1,
                     FrictionModel::Cone => 3,
+                    FrictionModel::Frictionless => 4,
                 });
                 w.str(name);
                 w.usize(*body);
@@ -340,7 +342,7 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 child: r.usize("loop-closure child")?,
                 child_frame: r.se3("loop-closure child frame")?,
             },
-            tag @ (1 | 3) => Addition::Contact {
+            tag @ (1 | 3 | 4) => Addition::Contact {
                 name: r.string("contact name")?,
                 body: r.usize("contact body")?,
                 point: r.vector3("contact point")?,
@@ -348,10 +350,14 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 normal: r.vector3("contact normal")?,
                 offset: r.f64("contact offset")?,
                 friction: r.f64("contact friction")?,
-                friction_model: if tag == 1 { FrictionModel::Pyramid } else { FrictionModel::Cone },
+                friction_model: match tag {
+                    1 => FrictionModel::Pyramid,
+                    3 => FrictionModel::Cone,
+                    _ => FrictionModel::Frictionless,
+                },
             },
             2 => Addition::JointLimit { joint: r.usize("limited joint")?, lower: r.f64("lower limit")?, upper: r.f64("upper limit")? },
-            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=3"))),
+            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=4"))),
         });
     }
     r.finish()?;
