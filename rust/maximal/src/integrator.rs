@@ -23,7 +23,7 @@
 
 use crate::body::{scalar_rate, update_tangent, BodyState, Pose};
 use crate::error::{MaximalError, Result};
-use crate::graph::{elimination_order, GraphSolver};
+use crate::graph::{elimination_order_with_loops, GraphSolver};
 use crate::mechanism::Mechanism;
 use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
 use std::sync::Arc;
@@ -133,7 +133,9 @@ impl MaximalIntegrator {
                 edges.push((node, p));
             }
         }
-        let (tree_order, loops) = elimination_order(nb, &pairs);
+        // body contacts close loops through their two bodies (module docs of crate::graph)
+        let contact_pairs: Vec<(usize, usize)> = mech.body_contacts.iter().map(|bc| (bc.bodies[0], bc.bodies[1])).collect();
+        let (tree_order, loops) = elimination_order_with_loops(nb, &pairs, &contact_pairs);
         // contacts: leaves of their bodies (6-dimensional pyramid, 4-dimensional cone nodes) with
         // invertible pivots, eliminated first
         let n_eq = dims.len();
@@ -151,15 +153,17 @@ impl MaximalIntegrator {
                 edges.push((node, p));
             }
         }
-        // body contacts: nodes on both bodies, eliminated first; each fills in the block between
-        // its bodies (and on along the tree path between them as their loop is eliminated)
+        // body contacts: nodes on both bodies, ordered as loop closures (after a body of theirs)
+        let first_body_contact = dims.len();
         for bc in &mech.body_contacts {
             let node = dims.len();
             dims.push(bc.friction_model.node_dim());
             edges.push((node, bc.bodies[0]));
             edges.push((node, bc.bodies[1]));
         }
-        let order: Vec<usize> = (n_eq..dims.len()).chain(tree_order).collect();
+        // the tree order numbers the body contacts n_eq + k
+        let node_of = |k: usize| if k >= n_eq { k - n_eq + first_body_contact } else { k };
+        let order: Vec<usize> = (n_eq..first_body_contact).chain(tree_order.into_iter().map(node_of)).collect();
         let template = GraphSolver::new(&dims, &edges, &order).map_err(MaximalError::InvalidMechanism)?;
         let mut is_loop = vec![false; mech.joints.len()];
         for (j, node) in joint_node.iter().enumerate() {
