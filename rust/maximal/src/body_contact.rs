@@ -56,6 +56,12 @@ pub(crate) struct ContactFrame {
 }
 
 impl BodyContact {
+    /// The signed distance `φ` of the shapes with the bodies at `poses` (negative: overlap).
+    #[must_use]
+    pub fn distance(&self, poses: &[Pose]) -> f64 {
+        self.frame(poses).prox.distance
+    }
+
     /// The shapes placed at `poses` and their proximity, contact point and tangents.
     pub(crate) fn frame(&self, poses: &[Pose]) -> ContactFrame {
         let [a, b] = self.bodies;
