@@ -171,3 +171,26 @@ def test_collision_contacts_hold_the_fingertips_apart(hand):
     gaps = vi.body_contact_distances(traj)
     assert gaps.min() > -1e-9
     assert gaps[:, tips[0]].min() < 1e-3, "the tips must touch"
+
+
+def test_linearize_with_a_sphere_box_contact_matches_central_differences_of_a_rollout():
+    # a ball (body b) pressed onto a box on body a, sliding: the exact linearisation of the first
+    # step against central differences of one-step rollouts in x = (q, v) of the free flyers'
+    # positions (h = 1e-6; the Rust tests check the full tangent spaces against the relaxed
+    # system); tolerance 1e-4 relative (the rollouts are not relaxed at a fixed barrier: their
+    # difference carries ~ε_IP/h ≈ 1e-4 of noise at the default tolerance)
+    vi = two_balls((2.0, 0.3))
+    vi.add_body_contact("ab", "b", ("sphere", [0.1]), "a", ("box", [0.4, 0.3, 0.2]), friction=0.5)
+    q0 = q_of([0.0, 0.0, 0.0], [0.05, -0.02, 0.2])
+    v0 = np.array([0.1, 0, 0, 0, 0, 0.3, 0.8, 0.3, -0.6, 0.5, 0.2, -0.1])
+    traj = vi.rollout(q0, v0, steps=1)
+    a, _ = vi.linearize(traj)
+    assert a.shape == (1, 24, 24) and np.isfinite(a).all()
+    assert vi.body_contact_distances(traj)[1, 0] == pytest.approx(0.0, abs=1e-8), "the contact must be active"
+    h = 1e-6
+    for i in range(3):  # the ball's position, column 12 + i of A; row 12 + i: its next position
+        qp, qm = q0.copy(), q0.copy()
+        qp[7 + i] += h
+        qm[7 + i] -= h
+        fd = (vi.rollout(qp, v0, steps=1).positions[1, 1] - vi.rollout(qm, v0, steps=1).positions[1, 1]) / (2 * h)
+        np.testing.assert_allclose(a[0, 12:15, 12 + i], fd, atol=1e-4 * max(1.0, np.abs(fd).max()))

@@ -145,8 +145,9 @@ impl crate::integrator::MaximalIntegrator {
     ///   `u = Σ ±(v + Rω × (P − x))`, `∂u = Σ ±([P − x]× R[ω]× ∂θ + [Rω]×(∂P − ∂x))`, condensed
     ///   like the plane contact's rows (pyramid `β_i ∂(d_iᵀu)`, cone `Arw(x)(0, ∂(Bż))`).
     ///
-    /// Needs the first derivatives of the contact frame, which [`crate::geometry`] has for
-    /// swept spheres (spheres and capsules, not at parallel segments) but not for boxes.
+    /// Needs the first derivatives of the contact frame ([`crate::geometry::proximity_jacobian`]),
+    /// which are not defined at parallel capsules, touching cores or a sphere centred on a
+    /// box's face (`NotYet` there).
     pub(crate) fn body_contact_jacobian(&self, ws: &crate::integrator::MaximalWorkspace, rx: &mut nalgebra::DMatrix<f64>, offsets: &[usize]) -> Result<()> {
         use nalgebra::{Matrix3, SMatrix};
         use vidyn_spatial::skew;
@@ -162,7 +163,9 @@ impl crate::integrator::MaximalIntegrator {
             let [a, b] = bc.bodies;
             let frame = bc.frame(now);
             let Some((jn, jp)) = crate::geometry::proximity_jacobian(&bc.shapes[0], &now[a], &bc.shapes[1], &now[b]) else {
-                return Err(MaximalError::NotYet("the linearisation of a body contact involving a box, parallel capsules or touching cores"));
+                return Err(MaximalError::NotYet(
+                    "the linearisation of a body contact at parallel capsules, touching cores or a sphere centred on a box's surface",
+                ));
             };
             let (n, p, [t1, t2]) = (frame.prox.normal, frame.point, frame.tangents);
             // the tangents' derivatives (orthonormal_complement's fixed axis e_k)

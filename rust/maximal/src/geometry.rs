@@ -236,10 +236,14 @@ pub fn distance_gradient(prox: &Proximity, (x_a, r_a): (&Vector3<f64>, &Matrix3<
 }
 
 /// First derivatives `(∂n, ∂P)` (3×12 each, columns `[δx_A, δθ_A, δx_B, δθ_B]`) of the normal
-/// and of the contact point `P` of two swept spheres given in their bodies' frames
-/// (`shape_a`, `shape_b`) at poses `pose_a`, `pose_b`; `None` for boxes, for touching cores and
-/// for parallel segments (where the closest points are not locally unique).
+/// and of the contact point `P` of two shapes given in their bodies' frames (`shape_a`,
+/// `shape_b`) at poses `pose_a`, `pose_b`, for the pairs [`proximity`] handles; `None` where
+/// they are not defined: touching cores, parallel segments (the closest points are not locally
+/// unique), a sphere centred on a box's surface. Sphere–box: the closest point on the box moves
+/// with the free (unclamped) coordinates of the sphere's centre in box coordinates, the normal
+/// with the clamped ones and the box's rotation (derivation at `sphere_box_jacobian`).
 ///
+/// Swept spheres:
 /// With core points `a = p_A + s d_A`, `b = p_B + t d_B` (world) and `D = a − b`: a rigid motion
 /// of `A` moves `p_A` by `δx − R[p]×δθ` and `d_A` by `−R[d]×δθ`; a parameter strictly inside
 /// `(0, 1)` follows from differentiating the stationarity conditions `Dᵀd_A = 0`, `Dᵀd_B = 0`
@@ -247,6 +251,21 @@ pub fn distance_gradient(prox: &Proximity, (x_a, r_a): (&Vector3<f64>, &Matrix3<
 /// `δn = (I − nnᵀ) δD/|D|` and `δP = (δa + δb)/2 + (r_B − r_A) δn/2`.
 #[must_use]
 pub fn proximity_jacobian(shape_a: &Shape, pose_a: &Pose, shape_b: &Shape, pose_b: &Pose) -> Option<(SMatrix<f64, 3, 12>, SMatrix<f64, 3, 12>)> {
+    match (shape_a, shape_b) {
+        (Shape::Sphere { .. }, Shape::Box { .. }) => return sphere_box_jacobian(shape_a, pose_a, shape_b, pose_b),
+        (Shape::Box { .. }, Shape::Sphere { .. }) => {
+            // the sphere's frame: n flips, P stays; columns swap bodies
+            let (jn, jp) = sphere_box_jacobian(shape_b, pose_b, shape_a, pose_a)?;
+            let swap = |j: &SMatrix<f64, 3, 12>| {
+                let mut out = SMatrix::<f64, 3, 12>::zeros();
+                out.fixed_columns_mut::<6>(0).copy_from(&j.fixed_columns::<6>(6));
+                out.fixed_columns_mut::<6>(6).copy_from(&j.fixed_columns::<6>(0));
+                out
+            };
+            return Some((-swap(&jn), swap(&jp)));
+        }
+        _ => {}
+    }
     let ((pa, da, ra), (pb, db, rb)) = (shape_a.core()?, shape_b.core()?);
     let (rot_a, rot_b) = (pose_a.rotation(), pose_b.rotation());
     let (wa, wda) = (pose_a.point(&pa), rot_a * da);
@@ -296,4 +315,56 @@ pub fn proximity_jacobian(shape_a: &Shape, pose_a: &Pose, shape_b: &Shape, pose_
     let j_n = (Matrix3::identity() - n * n.transpose()) * (j_ca - j_cb) / dist;
     let j_p = (j_ca + j_cb) * 0.5 + j_n * (0.5 * (rb - ra));
     Some((j_n, j_p))
+}
+
+/// [`proximity_jacobian`] of a sphere (`A`, centre `c_A` in its body) and a box (`B`, centre
+/// `o_B`, axes `R_box` in its body). With `c = x_A + R_A c_A`, `o = x_B + R_B o_B`,
+/// `R = R_B R_box`, the box's world rotation rate `ω = R_B δθ_B` and the centre in box
+/// coordinates `p = Rᵀ(c − o)`: `δp = Rᵀ([c − o]× ω + δc − δo)`. Outside the box the clamp
+/// `q = S p + (I − S) q₀` keeps the free coordinates (`S`, inside `[−h, h]`), so
+/// `d = (I − S)(p − q₀)`, `n = R d/|d|`: `δn = −[n]× ω + R (I − n̂n̂ᵀ)(I − S) δp/|d|`, and the
+/// witness on the box `w_B = o + R q`: `δw_B = δo − [R q]× ω + R S δp`. Inside, the nearest
+/// face's normal only turns with the box, `δn = −[n]× ω`, and `w_B` is `p` moved onto that face
+/// (`S` all but the face's axis). `w_A = c − r n`, `P = (w_A + w_B)/2`.
+fn sphere_box_jacobian(sphere: &Shape, pose_a: &Pose, bx: &Shape, pose_b: &Pose) -> Option<(SMatrix<f64, 3, 12>, SMatrix<f64, 3, 12>)> {
+    type Jac = SMatrix<f64, 3, 12>;
+    let (Shape::Sphere { centre: ca, radius }, Shape::Box { centre: ob, rotation: rbox, half_extents: h }) = (*sphere, *bx) else {
+        return None;
+    };
+    let (rot_a, rot_b) = (pose_a.rotation(), pose_b.rotation());
+    let (c, o, r) = (pose_a.point(&ca), pose_b.point(&ob), rot_b * rbox);
+    let mut jc = Jac::zeros();
+    jc.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
+    jc.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-rot_a * skew(&ca)));
+    let mut jo = Jac::zeros();
+    jo.fixed_view_mut::<3, 3>(0, 6).copy_from(&Matrix3::identity());
+    jo.fixed_view_mut::<3, 3>(0, 9).copy_from(&(-rot_b * skew(&ob)));
+    let mut jw = Jac::zeros();
+    jw.fixed_view_mut::<3, 3>(0, 9).copy_from(&rot_b);
+    let p = r.transpose() * (c - o);
+    let jp_local: Jac = r.transpose() * (skew(&(c - o)) * jw + jc - jo);
+    let q = p.zip_map(&h, |x, hi| x.clamp(-hi, hi));
+    let d = p - q;
+    let dist = d.norm();
+    let (free, witness, jn) = if dist > 0.0 {
+        let free = Matrix3::from_diagonal(&p.zip_map(&h, |x, hi| if x.abs() < hi { 1.0 } else { 0.0 }));
+        let nl = d / dist;
+        let jn: Jac = -skew(&(r * nl)) * jw + r * (Matrix3::identity() - nl * nl.transpose()) * (Matrix3::identity() - free) * jp_local / dist;
+        (free, q, jn)
+    } else {
+        let depth = h - p.abs();
+        let i = depth.imin();
+        if depth[i] == 0.0 {
+            return None;
+        }
+        let sign = if p[i] >= 0.0 { 1.0 } else { -1.0 };
+        let mut w = p;
+        w[i] = sign * h[i];
+        let mut free = Matrix3::identity();
+        free[(i, i)] = 0.0;
+        (free, w, -skew(&(r * Vector3::ith(i, sign))) * jw)
+    };
+    let jwb: Jac = jo - skew(&(r * witness)) * jw + r * free * jp_local;
+    let jwa: Jac = jc - jn * radius;
+    Some((jn, (jwa + jwb) * 0.5))
 }

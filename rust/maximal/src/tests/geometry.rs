@@ -171,16 +171,18 @@ fn closest_points_on_segments_are_minimal() {
 
 #[test]
 fn contact_frame_derivatives_match_central_differences() {
-    // ∂n and ∂P of swept spheres (the linearisation's input), random sphere–capsule and
-    // capsule–capsule pairs with their closest points inside or clamped; h = 1e-6: truncation
+    // ∂n and ∂P (the linearisation's input): random sphere–sphere, sphere–capsule,
+    // capsule–capsule pairs with their closest points inside or clamped, and sphere–box pairs
+    // in both orders (face, edge and corner regions, centre inside); h = 1e-6: truncation
     // ~h²·|n'''| ≈ 1e-12/(distance³) and round-off ~ε/h ≈ 1e-10 for the distances ≥ 0.05 m kept
     // here: tolerance 1e-6
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let h = 1e-6;
     let mut worst = 0.0_f64;
     let mut tested = 0;
-    while tested < 300 {
-        let kinds = [(0, 0), (0, 1), (1, 0), (1, 1)][tested % 4];
+    let mut boxes_inside = 0;
+    while tested < 1200 {
+        let kinds = [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (2, 0)][tested % 6];
         let (a, b) = (random_shape(&mut rng, kinds.0), random_shape(&mut rng, kinds.1));
         let (pa, pb) = (random_pose(&mut rng, 0.6), random_pose(&mut rng, 0.6));
         let core_distance = |qa: &Pose, qb: &Pose| {
@@ -192,8 +194,25 @@ fn contact_frame_derivatives_match_central_differences() {
             p.distance + radius(&a) + radius(&b)
         };
         let Some((jn, jp)) = proximity_jacobian(&a, &pa, &b, &pb) else { continue };
-        if core_distance(&pa, &pb) < 0.05 {
+        // swept spheres: cores at least 5 cm apart; sphere–box: the centre 5 cm outside or
+        // inside, at least 1e-3 from the clamp's region boundaries (where ∂n jumps) and, inside,
+        // 1e-3 nearer one face than any other (the medial surfaces)
+        if kinds.0 != 2 && kinds.1 != 2 && core_distance(&pa, &pb) < 0.05 {
             continue;
+        }
+        if kinds.0 == 2 || kinds.1 == 2 {
+            let (sph, ps, bx, pbx) = if kinds.0 == 0 { (&a, &pa, &b, &pb) } else { (&b, &pb, &a, &pa) };
+            let (Shape::Sphere { centre, .. }, Shape::Box { centre: o, rotation, half_extents }) = (sph, bx) else { unreachable!() };
+            let p = (pbx.rotation() * rotation).transpose() * (ps.point(centre) - pbx.point(o));
+            let depth = half_extents - p.abs();
+            let inside = depth.min() > 0.0;
+            let mut sorted: Vec<f64> = depth.iter().copied().collect();
+            sorted.sort_by(f64::total_cmp);
+            let outside_by = (p - p.zip_map(half_extents, |x, h| x.clamp(-h, h))).norm();
+            if depth.abs().min() < 1e-3 || inside && sorted[1] - sorted[0] < 1e-3 || !inside && outside_by < 0.05 {
+                continue;
+            }
+            boxes_inside += usize::from(inside);
         }
         let frame = |(qa, qb): (Pose, Pose)| {
             let p = proximity(&a.placed(&qa), &b.placed(&qb)).unwrap();
@@ -205,6 +224,7 @@ fn contact_frame_derivatives_match_central_differences() {
         }
         tested += 1;
     }
-    println!("contact frame (∂n, ∂P) vs central differences, 300 swept-sphere pairs: {worst:.1e}");
+    println!("contact frame (∂n, ∂P) vs central differences, 1200 pairs ({boxes_inside} sphere centres inside a box): {worst:.1e}");
     assert!(worst < 1e-6, "{worst:e}");
+    assert!(boxes_inside > 10, "too few centres inside a box: {boxes_inside}");
 }
