@@ -391,9 +391,9 @@ impl MaximalIntegrator {
     pub(crate) fn contact_residuals(&self, ws: &mut MaximalWorkspace, mu: f64, p_scale: f64) -> (f64, f64) {
         let mech = &**self.mechanism();
         let wt = weights(self.dt(), p_scale);
-        let (mut merit, mut max) = (0.0, 0.0_f64);
         let zdot = |ws: &MaximalWorkspace, b: usize| Vector6::new(ws.v[b].x, ws.v[b].y, ws.v[b].z, ws.w[b].x, ws.w[b].y, ws.w[b].z);
-        let mut acc = (merit, max);
+        // (Σ (w r)², max |w r|) over the rows
+        let mut acc = (0.0, 0.0_f64);
         for (c, ct) in mech.contacts.iter().enumerate() {
             let next = &ws.next[ct.body];
             let phi = ct.normal.dot(&next.point(&ct.point)) - ct.radius - ct.offset;
@@ -412,7 +412,7 @@ impl MaximalIntegrator {
             let bz = [0, 1, 2, 3].map(|i| ba[i].dot(&za) + bb[i].dot(&zb));
             self.friction_residual(ws, (c, bc.friction_model, bc.friction), phi, bz, (mu, &wt), &mut acc);
         }
-        (merit, max) = acc;
+        let (mut merit, mut max) = acc;
         let f = self.dt() / p_scale;
         for (l, lim) in mech.limits.iter().enumerate() {
             let th = mech.joint_coordinate(lim.joint, &ws.next).unwrap_or(0.0);
