@@ -45,6 +45,7 @@ PUBLIC = [
     "centroidal_momentum",
     "centroidal_momentum_matrix",
     "centroidal_momentum_matrix_time_variation",
+    "collisions",
     "com_jacobian",
     "crba",
     "forward_kinematics",

@@ -23,7 +23,7 @@ several threads run in parallel.
 
 from __future__ import annotations
 
-from vidyn import batch, mjcf, models, optim, spatial, trajectory_io, viz
+from vidyn import batch, collisions, mjcf, models, optim, spatial, trajectory_io, viz
 from vidyn.contacts import ContactSchedule, frame_contact, point_contact, point_contact_forces
 from vidyn._core import (
     ConvergenceError,
@@ -110,6 +110,7 @@ __all__ = [
     "centroidal_momentum",
     "centroidal_momentum_matrix",
     "centroidal_momentum_matrix_time_variation",
+    "collisions",
     "com_jacobian",
     "crba",
     "forward_kinematics",

@@ -76,6 +76,8 @@ _Array = npt.NDArray[np.float64]
 _ArrayLike = npt.ArrayLike
 _Reference = Literal["world", "local", "local_world_aligned"]
 _JointKind = Literal["revolute", "prismatic", "spherical", "freeflyer", "planar"]
+#: A body contact's shape: ``(kind, size)`` or ``(kind, size, placement)``.
+_ContactShape = tuple[Literal["sphere", "capsule", "box"], _ArrayLike] | tuple[Literal["sphere", "capsule", "box"], _ArrayLike, _ArrayLike | None]
 
 # ----------------------------------------------------------------------------------------
 # Exceptions
@@ -530,16 +532,46 @@ class MaximalIntegrator:
         normal: _ArrayLike | None = None,
         offset: float = 0.0,
         friction: float = 0.5,
-        friction_model: Literal["pyramid", "cone"] = "pyramid",
+        friction_model: Literal["pyramid", "cone", "frictionless"] = "pyramid",
     ) -> int:
         """Add a contact between a sphere of ``radius`` centred at ``point`` (3,) in the frame of
         ``body`` (model joint name or index) and the world plane through ``offset * normal``
         (unit ``normal`` (3,), default +z), with Coulomb ``friction``. ``friction_model``:
         ``"pyramid"`` (default) linearises the cone with 4 directions (exact along the tangents
         ``±t1``, ``±t2``; ``√2`` too strong along the diagonals); ``"cone"`` is the isotropic
-        second-order cone ``|b| <= friction * normal force`` (needs ``friction > 0``). Steps with
-        contacts are solved by a primal-dual interior-point method (for the cone, with the
-        cone's Jordan-algebra complementarity). Returns the contact index."""
+        second-order cone ``|b| <= friction * normal force`` (needs ``friction > 0``);
+        ``"frictionless"`` keeps the normal force alone (the pyramid with ``friction = 0`` has no
+        interior for the interior point and may fail at an impact). Steps with contacts are
+        solved by a primal-dual interior-point method (for the cone, with the cone's
+        Jordan-algebra complementarity). Returns the contact index."""
+    def add_body_contact(
+        self,
+        name: str,
+        body_a: str | int,
+        shape_a: _ContactShape,
+        body_b: str | int,
+        shape_b: _ContactShape,
+        friction: float = 0.5,
+        friction_model: Literal["pyramid", "cone", "frictionless"] | None = None,
+    ) -> int:
+        """Add a contact between ``shape_a`` on body ``body_a`` and ``shape_b`` on ``body_b``, each a
+        body index (the shape in its frame), a frame fixed to a body (URDF link, joint,
+        operational frame: the shape in that frame; not the world) or the name of the joint
+        moving a body. A shape is ``(kind, size)`` or
+        ``(kind, size, placement)`` in its frame: ``"sphere"`` ``(radius,)``, ``"capsule"``
+        ``(radius, length)`` along z (length between the caps' centres, as URDF), ``"box"``
+        ``(x, y, z)`` edge lengths, centred on ``placement`` (4, 4), default identity. Pairs:
+        sphere–sphere, sphere–capsule, capsule–capsule, sphere–box. The signed distance between
+        the shapes stays >= 0; equal and opposite forces act at the middle of the closest points
+        (normal, and Coulomb ``friction`` on ``friction_model``: ``"pyramid"``, ``"cone"``, or
+        ``"frictionless"``, the default when ``friction`` is 0). Returns the body contact's
+        index. See :func:`vidyn.body_contacts.collision_contacts` for a URDF's pairs."""
+    @property
+    def nbody_contacts(self) -> int:
+        """Number of body contacts."""
+    def body_contact_distances(self, traj: MaximalTrajectory) -> _Array:
+        """Signed distances (N+1, nbody_contacts) of the body contacts at every knot of
+        ``traj``; negative when the shapes overlap."""
     def add_joint_limit(self, joint: str | int, lower: float, upper: float) -> int:
         """Add position limits ``lower <= q <= upper`` to the revolute or prismatic model joint
         ``joint`` (name or index), enforced by the interior-point solver. Returns the limit

@@ -19,7 +19,10 @@
 //! graph node `(γ, β₁…β₄, ψ)`, a leaf of its body, eliminated first:
 //! `s δγ + γ δφ = −r_b + γ r_a`, `η_i δβ_i + β_i (B_i δż + δψ) = −r_d,i − β_i r_c,i`,
 //! `ψ (c_f δγ − Σδβ) + σ δψ = −r_f + ψ r_e`. Its pivot block is nonsingular whenever
-//! `s, η, σ > 0`, which the fraction-to-the-boundary rule keeps.
+//! `s, η, σ > 0`, which the fraction-to-the-boundary rule keeps. A frictionless contact
+//! ([`FrictionModel::Frictionless`]) keeps only `γ` and the rows `r_a`, `r_b`: a 1-dimensional
+//! node with pivot `s`. Contacts between two bodies ([`crate::body_contact`]) use the same rows
+//! with the gap and the wrenches of both bodies; their nodes touch both.
 //!
 //! **Solver** (constants after the papers' reference implementation): all positive variables start
 //! at 1 every step (a cone contact: `γ = ψ = 1`, `b = z̄ = 0`), `μ₀ = 1`; after each iteration
@@ -173,6 +176,16 @@ impl Mechanism {
     }
 }
 
+/// Bodies (the second for a body contact), friction coefficient and friction model of one
+/// contact, as the interior point sees it ([`MaximalIntegrator::contact_info`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ContactInfo {
+    pub body: usize,
+    pub other: Option<usize>,
+    pub friction: f64,
+    pub model: FrictionModel,
+}
+
 /// Interior-point variables and scratch of every contact.
 #[derive(Clone, Debug, Default)]
 pub struct ContactWorkspace {
@@ -188,9 +201,12 @@ pub struct ContactWorkspace {
     eta_base: Vec<Vector4<f64>>,
     sigma_base: Vec<f64>,
     zt_base: Vec<Vector2<f64>>,
-    /// `N` and `B_i` at `z_k` (wrench per unit force along `n`, `t₁, −t₁, t₂, −t₂`).
+    /// `N` and `B_i` at `z_k` (wrench per unit force along `n`, `t₁, −t₁, t₂, −t₂`); for a
+    /// body contact those on its first body, `n_now_b`, `b_now_b` those on its second.
     pub(crate) n_now: Vec<Vector6<f64>>,
     pub(crate) b_now: Vec<[Vector6<f64>; 4]>,
+    pub(crate) n_now_b: Vec<Vector6<f64>>,
+    pub(crate) b_now_b: Vec<[Vector6<f64>; 4]>,
     /// Residual per contact: pyramid `[r_a, r_b, r_c (4), r_d (4), r_e, r_f]`; cone
     /// `[r_a, r_b, r_c (2), r_cc (3)]` ([`crate::friction_cone`]).
     pub(crate) res: Vec<[f64; 12]>,
@@ -213,6 +229,34 @@ pub struct ContactWorkspace {
 }
 
 impl ContactWorkspace {
+    /// `N` and `B_i` of contact `c` on its first (`side = 0`) or second body.
+    #[inline]
+    pub(crate) fn wrenches(&self, c: usize, side: usize) -> (&Vector6<f64>, &[Vector6<f64>; 4]) {
+        if side == 0 {
+            (&self.n_now[c], &self.b_now[c])
+        } else {
+            (&self.n_now_b[c], &self.b_now_b[c])
+        }
+    }
+
+    /// Starts contact `c`'s interior-point variables: all positive variables 1 (a cone contact:
+    /// `x = (c_f, 0, 0)`, `z = e`, both on the cone's axis).
+    fn start(&mut self, c: usize, model: FrictionModel) {
+        self.s[c] = 1.0;
+        match model {
+            FrictionModel::Pyramid => {
+                self.y[c] = Vector6::repeat(1.0);
+                self.eta[c] = Vector4::repeat(1.0);
+                self.sigma[c] = 1.0;
+            }
+            FrictionModel::Cone => {
+                self.y[c] = Vector6::new(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+                self.zt[c] = Vector2::zeros();
+            }
+            FrictionModel::Frictionless => self.y[c] = Vector6::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        }
+    }
+
     pub(crate) fn with_limits(mut self, n: usize) -> Self {
         use nalgebra::Vector2;
         self.lim_y = vec![Vector2::zeros(); n];
@@ -240,6 +284,8 @@ impl ContactWorkspace {
             sigma_base: vec![0.0; n],
             n_now: vec![Vector6::zeros(); n],
             b_now: vec![[Vector6::zeros(); 4]; n],
+            n_now_b: vec![Vector6::zeros(); n],
+            b_now_b: vec![[Vector6::zeros(); 4]; n],
             res: vec![[0.0; 12]; n],
             ds: vec![0.0; n],
             deta: vec![Vector4::zeros(); n],
@@ -247,6 +293,16 @@ impl ContactWorkspace {
             mu: 1.0,
             ..Self::default()
         }
+    }
+}
+
+/// The wrench `N γ + Σ B_i β_i` (cone: `N γ + B₁ b₁ + B₂ b₂`) of a contact's forces `y`.
+#[inline]
+fn contact_wrench(model: FrictionModel, n: &Vector6<f64>, b: &[Vector6<f64>; 4], y: &Vector6<f64>) -> Vector6<f64> {
+    match model {
+        FrictionModel::Pyramid => n * y[0] + b[0] * y[1] + b[1] * y[2] + b[2] * y[3] + b[3] * y[4],
+        FrictionModel::Cone => n * y[0] + b[0] * y[1] + b[2] * y[2],
+        FrictionModel::Frictionless => n * y[0],
     }
 }
 
@@ -272,19 +328,29 @@ impl MaximalIntegrator {
             for i in 0..4 {
                 ws.ct.b_now[c][i] = wrench(&dirs[i]);
             }
-            ws.ct.s[c] = 1.0;
-            match ct.friction_model {
-                FrictionModel::Pyramid => {
-                    ws.ct.y[c] = Vector6::repeat(1.0);
-                    ws.ct.eta[c] = Vector4::repeat(1.0);
-                    ws.ct.sigma[c] = 1.0;
-                }
-                // x = (c_f, 0, 0), z = e: both on the cone's axis
-                FrictionModel::Cone => {
-                    ws.ct.y[c] = Vector6::new(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-                    ws.ct.zt[c] = Vector2::zeros();
+            ws.ct.start(c, ct.friction_model);
+        }
+        let nc = mech.contacts.len();
+        for (k, bc) in mech.body_contacts.iter().enumerate() {
+            let c = nc + k;
+            let frame = bc.frame(ws.now_poses());
+            let [t1, t2] = frame.tangents;
+            let dirs = [t1, -t1, t2, -t2];
+            for (side, body) in bc.bodies.into_iter().enumerate() {
+                let pose = &ws.now_poses()[body];
+                let (rt, arm) = (pose.rotation().transpose(), frame.point - pose.x);
+                let sign = if side == 0 { 1.0 } else { -1.0 };
+                let wrench = |d: &Vector3<f64>| {
+                    let m = rt * arm.cross(d);
+                    Vector6::new(d.x, d.y, d.z, m.x, m.y, m.z) * sign
+                };
+                let (n, b) = if side == 0 { (&mut ws.ct.n_now[c], &mut ws.ct.b_now[c]) } else { (&mut ws.ct.n_now_b[c], &mut ws.ct.b_now_b[c]) };
+                *n = wrench(&frame.prox.normal);
+                for i in 0..4 {
+                    b[i] = wrench(&dirs[i]);
                 }
             }
+            ws.ct.start(c, bc.friction_model);
         }
         for (l, lim) in mech.limits.iter().enumerate() {
             let (_, (wa, wb)) = mech.joint_wrench_jacobians(lim.joint, ws.now_poses(), &[1.0]);
@@ -297,16 +363,18 @@ impl MaximalIntegrator {
 
     /// Subtracts the contact wrenches from the body residuals (called by `evaluate`).
     pub(crate) fn subtract_contact_wrenches(&self, ws: &mut MaximalWorkspace) {
-        for (c, ct) in self.mechanism().contacts.iter().enumerate() {
-            let y = ws.ct.y[c];
-            let (n, b) = (&ws.ct.n_now[c], &ws.ct.b_now[c]);
-            let w = match ct.friction_model {
-                FrictionModel::Pyramid => n * y[0] + b[0] * y[1] + b[1] * y[2] + b[2] * y[3] + b[3] * y[4],
-                FrictionModel::Cone => n * y[0] + b[0] * y[1] + b[2] * y[2],
-            };
-            ws.residual[ct.body] -= w;
-        }
         let mech = &**self.mechanism();
+        for (c, ct) in mech.contacts.iter().enumerate() {
+            let (n, b) = ws.ct.wrenches(c, 0);
+            ws.residual[ct.body] -= contact_wrench(ct.friction_model, n, b, &ws.ct.y[c]);
+        }
+        let nc = mech.contacts.len();
+        for (k, bc) in mech.body_contacts.iter().enumerate() {
+            for (side, body) in bc.bodies.into_iter().enumerate() {
+                let (n, b) = ws.ct.wrenches(nc + k, side);
+                ws.residual[body] -= contact_wrench(bc.friction_model, n, b, &ws.ct.y[nc + k]);
+            }
+        }
         for (l, lim) in mech.limits.iter().enumerate() {
             let jt = &mech.joints[lim.joint];
             let f = ws.ct.lim_y[l][0] - ws.ct.lim_y[l][1];
@@ -323,36 +391,28 @@ impl MaximalIntegrator {
     pub(crate) fn contact_residuals(&self, ws: &mut MaximalWorkspace, mu: f64, p_scale: f64) -> (f64, f64) {
         let mech = &**self.mechanism();
         let wt = weights(self.dt(), p_scale);
-        let (mut merit, mut max) = (0.0, 0.0_f64);
+        let zdot = |ws: &MaximalWorkspace, b: usize| Vector6::new(ws.v[b].x, ws.v[b].y, ws.v[b].z, ws.w[b].x, ws.w[b].y, ws.w[b].z);
+        // (Σ (w r)², max |w r|) over the rows
+        let mut acc = (0.0, 0.0_f64);
         for (c, ct) in mech.contacts.iter().enumerate() {
             let next = &ws.next[ct.body];
             let phi = ct.normal.dot(&next.point(&ct.point)) - ct.radius - ct.offset;
-            let zdot = Vector6::new(ws.v[ct.body].x, ws.v[ct.body].y, ws.v[ct.body].z, ws.w[ct.body].x, ws.w[ct.body].y, ws.w[ct.body].z);
-            if ct.friction_model == FrictionModel::Cone {
-                let (m, x) = crate::friction_cone::residual(&mut ws.ct, c, ct.friction, phi, &zdot, mu, (self.dt(), self.dt() / p_scale));
-                merit += m;
-                max = max.max(x);
-                continue;
-            }
-            let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
-            let mut r = [0.0; 12];
-            r[0] = s - phi;
-            r[1] = y[0] * s - mu;
-            let mut beta_sum = 0.0;
-            for i in 0..4 {
-                r[2 + i] = ws.ct.b_now[c][i].dot(&zdot) + y[5] - eta[i];
-                r[6 + i] = eta[i] * y[1 + i] - mu;
-                beta_sum += y[1 + i];
-            }
-            r[10] = sigma - (ct.friction * y[0] - beta_sum);
-            r[11] = y[5] * sigma - mu;
-            for k in 0..12 {
-                let x = r[k] * wt[k];
-                merit += x * x;
-                max = max.max(x.abs());
-            }
-            ws.ct.res[c] = r;
+            let zd = zdot(ws, ct.body);
+            let b = &ws.ct.b_now[c];
+            let bz = [b[0].dot(&zd), b[1].dot(&zd), b[2].dot(&zd), b[3].dot(&zd)];
+            self.friction_residual(ws, (c, ct.friction_model, ct.friction), phi, bz, (mu, &wt), &mut acc);
         }
+        let nc = mech.contacts.len();
+        for (k, bc) in mech.body_contacts.iter().enumerate() {
+            let c = nc + k;
+            let phi = bc.frame(&ws.next).prox.distance;
+            let [a, b] = bc.bodies;
+            let (za, zb) = (zdot(ws, a), zdot(ws, b));
+            let (ba, bb) = (&ws.ct.b_now[c], &ws.ct.b_now_b[c]);
+            let bz = [0, 1, 2, 3].map(|i| ba[i].dot(&za) + bb[i].dot(&zb));
+            self.friction_residual(ws, (c, bc.friction_model, bc.friction), phi, bz, (mu, &wt), &mut acc);
+        }
+        let (mut merit, mut max) = acc;
         let f = self.dt() / p_scale;
         for (l, lim) in mech.limits.iter().enumerate() {
             let th = mech.joint_coordinate(lim.joint, &ws.next).unwrap_or(0.0);
@@ -368,25 +428,98 @@ impl MaximalIntegrator {
         (0.5 * merit, max)
     }
 
+    /// The residual of contact `c` into `ws.ct.res[c]` at its gap `phi` (at `z_{k+1}`) and the
+    /// velocities `bz = B_i ż` along `t₁, −t₁, t₂, −t₂`, barrier `mu`, row weights `wt`;
+    /// adds `|W r|²` (the cone: `½|W r|²`, as before) and `max |W r|` into `acc`.
+    fn friction_residual(
+        &self,
+        ws: &mut MaximalWorkspace,
+        (c, model, friction): (usize, FrictionModel, f64),
+        phi: f64,
+        bz: [f64; 4],
+        (mu, wt): (f64, &[f64; 12]),
+        acc: &mut (f64, f64),
+    ) {
+        if model == FrictionModel::Cone {
+            let (m, x) = crate::friction_cone::residual(&mut ws.ct, c, friction, phi, (bz[0], bz[2]), mu, (wt[2], wt[1]));
+            acc.0 += m;
+            acc.1 = acc.1.max(x);
+            return;
+        }
+        if model == FrictionModel::Frictionless {
+            let (gamma, s) = (ws.ct.y[c][0], ws.ct.s[c]);
+            let r = [s - phi, gamma * s - mu];
+            for k in 0..2 {
+                let x = r[k] * wt[k];
+                acc.0 += x * x;
+                acc.1 = acc.1.max(x.abs());
+            }
+            ws.ct.res[c][..2].copy_from_slice(&r);
+            return;
+        }
+        let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
+        let mut r = [0.0; 12];
+        r[0] = s - phi;
+        r[1] = y[0] * s - mu;
+        let mut beta_sum = 0.0;
+        for i in 0..4 {
+            r[2 + i] = bz[i] + y[5] - eta[i];
+            r[6 + i] = eta[i] * y[1 + i] - mu;
+            beta_sum += y[1 + i];
+        }
+        r[10] = sigma - (friction * y[0] - beta_sum);
+        r[11] = y[5] * sigma - mu;
+        for k in 0..12 {
+            let x = r[k] * wt[k];
+            acc.0 += x * x;
+            acc.1 = acc.1.max(x.abs());
+        }
+        ws.ct.res[c] = r;
+    }
+
     /// Contact blocks of the Newton matrix and the condensed right-hand sides (negated, as
     /// residual entries of the contact nodes).
     pub(crate) fn assemble_contacts(&self, ws: &mut MaximalWorkspace) {
         let mech = &**self.mechanism();
         let dt = self.dt();
-        for (c, ct) in mech.contacts.iter().enumerate() {
+        for c in 0..self.ncontacts() {
             let node = self.contact_node(c);
-            let b = ct.body;
-            let grad_phi = self.gap_gradient(ws, ct);
-            if ct.friction_model == FrictionModel::Cone {
-                let (d, row, col, rhs) = crate::friction_cone::newton_blocks(&ws.ct, c, ct.friction, &grad_phi);
-                *ws.solver.diagonal_mut(node) = d;
-                if let Some(blk) = ws.solver.block_mut(node, b) {
-                    *blk = row;
+            let info = self.contact_info(c);
+            let grads = self.gap_gradients(ws, c);
+            let sides = [Some(info.body), info.other];
+            if info.model == FrictionModel::Cone {
+                for (side, b) in sides.into_iter().enumerate() {
+                    let Some(b) = b else { continue };
+                    let (d, row, col, rhs) = crate::friction_cone::newton_blocks(&ws.ct, c, info.friction, &grads[side], side);
+                    *ws.solver.diagonal_mut(node) = d;
+                    if let Some(blk) = ws.solver.block_mut(node, b) {
+                        *blk = row;
+                    }
+                    if let Some(blk) = ws.solver.block_mut(b, node) {
+                        *blk = col;
+                    }
+                    ws.residual[node] = rhs;
                 }
-                if let Some(blk) = ws.solver.block_mut(b, node) {
-                    *blk = col;
+                continue;
+            }
+            if info.model == FrictionModel::Frictionless {
+                // s δγ + γ δφ = −r_b + γ r_a
+                let (gamma, s, r) = (ws.ct.y[c][0], ws.ct.s[c], ws.ct.res[c]);
+                ws.solver.diagonal_mut(node)[(0, 0)] = s;
+                for (side, b) in sides.into_iter().enumerate() {
+                    let Some(b) = b else { continue };
+                    let mut row = Matrix6::zeros();
+                    row.set_row(0, &(grads[side].transpose() * gamma));
+                    let mut col = Matrix6::zeros();
+                    col.set_column(0, &(-ws.ct.wrenches(c, side).0));
+                    if let Some(blk) = ws.solver.block_mut(node, b) {
+                        *blk = row;
+                    }
+                    if let Some(blk) = ws.solver.block_mut(b, node) {
+                        *blk = col;
+                    }
                 }
-                ws.residual[node] = rhs;
+                ws.residual[node] = Vector6::new(r[1] - gamma * r[0], 0.0, 0.0, 0.0, 0.0, 0.0);
                 continue;
             }
             let (y, s, eta, sigma) = (ws.ct.y[c], ws.ct.s[c], ws.ct.eta[c], ws.ct.sigma[c]);
@@ -399,28 +532,32 @@ impl MaximalIntegrator {
                 d[(1 + i, 5)] = y[1 + i];
                 d[(5, 1 + i)] = -y[5];
             }
-            d[(5, 0)] = y[5] * ct.friction;
+            d[(5, 0)] = y[5] * info.friction;
             d[(5, 5)] = sigma;
             *ws.solver.diagonal_mut(node) = d;
-            // node ← body: γ δφ and β_i B_i δż
-            let mut row = Matrix6::zeros();
-            row.set_row(0, &(grad_phi.transpose() * y[0]));
-            for i in 0..4 {
-                for k in 0..6 {
-                    row[(1 + i, k)] = y[1 + i] * ws.ct.b_now[c][i][k];
+            for (side, b) in sides.into_iter().enumerate() {
+                let Some(b) = b else { continue };
+                let (n_now, b_now) = ws.ct.wrenches(c, side);
+                // node ← body: γ δφ and β_i B_i δż
+                let mut row = Matrix6::zeros();
+                row.set_row(0, &(grads[side].transpose() * y[0]));
+                for i in 0..4 {
+                    for k in 0..6 {
+                        row[(1 + i, k)] = y[1 + i] * b_now[i][k];
+                    }
                 }
-            }
-            if let Some(blk) = ws.solver.block_mut(node, b) {
-                *blk = row;
-            }
-            // body ← node: −N, −B_i
-            let mut col = Matrix6::zeros();
-            col.set_column(0, &(-ws.ct.n_now[c]));
-            for i in 0..4 {
-                col.set_column(1 + i, &(-ws.ct.b_now[c][i]));
-            }
-            if let Some(blk) = ws.solver.block_mut(b, node) {
-                *blk = col;
+                // body ← node: −N, −B_i
+                let mut col = Matrix6::zeros();
+                col.set_column(0, &(-n_now));
+                for i in 0..4 {
+                    col.set_column(1 + i, &(-b_now[i]));
+                }
+                if let Some(blk) = ws.solver.block_mut(node, b) {
+                    *blk = row;
+                }
+                if let Some(blk) = ws.solver.block_mut(b, node) {
+                    *blk = col;
+                }
             }
             // negated condensed right-hand side
             let mut rhs = Vector6::zeros();
@@ -489,6 +626,7 @@ impl MaximalIntegrator {
             let f = match ct.friction_model {
                 FrictionModel::Pyramid => ct.normal * y[0] + dirs[0] * y[1] + dirs[1] * y[2] + dirs[2] * y[3] + dirs[3] * y[4],
                 FrictionModel::Cone => ct.normal * y[0] + ct.tangents[0] * y[1] + ct.tangents[1] * y[2],
+                FrictionModel::Frictionless => ct.normal * y[0],
             };
             let dw = skew(&ct.point) * skew(&(rk.transpose() * f));
             for r in 0..3 {
@@ -524,6 +662,7 @@ impl MaximalIntegrator {
                     rows[2] = g2 * x.x;
                     3
                 }
+                FrictionModel::Frictionless => 0,
             };
             for (i, g) in rows.iter().take(n_rows).enumerate() {
                 for k in 0..3 {
@@ -563,38 +702,64 @@ impl MaximalIntegrator {
         }
     }
 
-    /// `∂φ(z_{k+1})/∂ż_k` of a contact's gap, `[Δt n; Eᵀ (p × R₊ᵀn)]` (`z_{k+1} = z_k ⊕ Δt ż_k`,
-    /// `E` of [`update_tangent`]).
-    fn gap_gradient(&self, ws: &MaximalWorkspace, ct: &Contact) -> Vector6<f64> {
-        let b = ct.body;
-        let m = ct.point.cross(&(ws.next[b].rotation().transpose() * ct.normal));
-        let dphi_w = update_tangent(&ws.w[b], self.dt()).transpose() * m;
-        let dphi_v = ct.normal * self.dt();
-        Vector6::new(dphi_v.x, dphi_v.y, dphi_v.z, dphi_w.x, dphi_w.y, dphi_w.z)
+    /// `∂φ(z_{k+1})/∂ż_k` of contact `c`'s gap on its first and (body contacts) second body:
+    /// `[Δt ∂φ/∂x; Eᵀ ∂φ/∂θ]` at `z_{k+1} = z_k ⊕ Δt ż_k` (`E` of [`update_tangent`]); for a
+    /// plane `∂φ/∂x = n`, `∂φ/∂θ = p × R₊ᵀn`, for two bodies [`crate::geometry::distance_gradient`].
+    fn gap_gradients(&self, ws: &MaximalWorkspace, c: usize) -> [Vector6<f64>; 2] {
+        let mech = &**self.mechanism();
+        let dt = self.dt();
+        let tangent = |b: usize, dx: &Vector3<f64>, dth: &Vector3<f64>| {
+            let dphi_w = update_tangent(&ws.w[b], dt).transpose() * dth;
+            let dphi_v = dx * dt;
+            Vector6::new(dphi_v.x, dphi_v.y, dphi_v.z, dphi_w.x, dphi_w.y, dphi_w.z)
+        };
+        if let Some(ct) = mech.contacts.get(c) {
+            let b = ct.body;
+            let m = ct.point.cross(&(ws.next[b].rotation().transpose() * ct.normal));
+            return [tangent(b, &ct.normal, &m), Vector6::zeros()];
+        }
+        let bc = &mech.body_contacts[c - mech.contacts.len()];
+        let [a, b] = bc.bodies;
+        let (pa, pb) = (&ws.next[a], &ws.next[b]);
+        let g = crate::geometry::distance_gradient(&bc.frame(&ws.next).prox, (&pa.x, &pa.rotation()), (&pb.x, &pb.rotation()));
+        let part = |k: usize| Vector3::new(g[k], g[k + 1], g[k + 2]);
+        [tangent(a, &part(0), &part(3)), tangent(b, &part(6), &part(9))]
     }
 
     /// Recovers `(δs, δη, δσ)` (cone: `(δs, δz̄)`) from the solved direction.
     fn recover_contact_direction(&self, ws: &mut MaximalWorkspace) {
         let mech = &**self.mechanism();
         let dt = self.dt();
-        for (c, ct) in mech.contacts.iter().enumerate() {
+        for c in 0..self.ncontacts() {
             let node = self.contact_node(c);
-            let b = ct.body;
+            let info = self.contact_info(c);
             let dy = ws.direction[node];
-            let dz = ws.direction[b];
             let r = ws.ct.res[c];
-            ws.ct.ds[c] = self.gap_gradient(ws, ct).dot(&dz) - r[0];
-            if ct.friction_model == FrictionModel::Cone {
-                let bt = &ws.ct.b_now[c];
-                ws.ct.dzt[c] = Vector2::new(bt[0].dot(&dz) - r[2], bt[2].dot(&dz) - r[3]);
+            let grads = self.gap_gradients(ws, c);
+            // B_i δż and ∂φ/∂ż δż over the contact's bodies
+            let dz = ws.direction[info.body];
+            let (mut dphi, mut bdz) = (grads[0].dot(&dz), ws.ct.b_now[c].map(|b| b.dot(&dz)));
+            if let Some(o) = info.other {
+                let dzo = ws.direction[o];
+                dphi += grads[1].dot(&dzo);
+                for i in 0..4 {
+                    bdz[i] += ws.ct.b_now_b[c][i].dot(&dzo);
+                }
+            }
+            ws.ct.ds[c] = dphi - r[0];
+            if info.model == FrictionModel::Frictionless {
+                continue;
+            }
+            if info.model == FrictionModel::Cone {
+                ws.ct.dzt[c] = Vector2::new(bdz[0] - r[2], bdz[2] - r[3]);
                 continue;
             }
             let mut sum = 0.0;
             for i in 0..4 {
-                ws.ct.deta[c][i] = ws.ct.b_now[c][i].dot(&dz) + dy[5] + r[2 + i];
+                ws.ct.deta[c][i] = bdz[i] + dy[5] + r[2 + i];
                 sum += dy[1 + i];
             }
-            ws.ct.dsigma[c] = ct.friction * dy[0] - sum - r[10];
+            ws.ct.dsigma[c] = info.friction * dy[0] - sum - r[10];
         }
         for (l, lim) in mech.limits.iter().enumerate() {
             let jt = &mech.joints[lim.joint];
@@ -620,13 +785,18 @@ impl MaximalIntegrator {
             }
         };
         let mut cone_alpha = f64::INFINITY;
-        for (c, ct) in self.mechanism().contacts.iter().enumerate() {
+        for c in 0..self.ncontacts() {
             let node = self.contact_node(c);
+            let info = self.contact_info(c);
             let (y, dy) = (ws.ct.y[c], ws.direction[node]);
             limit(ws.ct.s[c], ws.ct.ds[c]);
-            if ct.friction_model == FrictionModel::Cone {
+            if info.model == FrictionModel::Frictionless {
                 limit(y[0], dy[0]);
-                cone_alpha = cone_alpha.min(crate::friction_cone::largest_step(&ws.ct, c, ct.friction, &dy));
+                continue;
+            }
+            if info.model == FrictionModel::Cone {
+                limit(y[0], dy[0]);
+                cone_alpha = cone_alpha.min(crate::friction_cone::largest_step(&ws.ct, c, info.friction, &dy));
                 continue;
             }
             for k in 0..6 {
@@ -659,7 +829,7 @@ impl MaximalIntegrator {
     }
 
     fn set_contact_trial(&self, ws: &mut MaximalWorkspace, alpha: f64) {
-        for c in 0..self.mechanism().contacts.len() {
+        for c in 0..self.ncontacts() {
             let node = self.contact_node(c);
             ws.ct.y[c] = ws.ct.y_base[c] + ws.direction[node] * alpha;
             ws.ct.s[c] = ws.ct.s_base[c] + ws.ct.ds[c] * alpha;

@@ -60,18 +60,23 @@ pub enum FrictionModel {
     Pyramid,
     /// The isotropic second-order cone `‖b‖ ≤ c_f γ` (module docs).
     Cone,
+    /// No friction: the normal force alone (the contact's node is `γ`). With `c_f = 0` the
+    /// pyramid's cone row `c_f γ − Σβ ≥ 0`, `β ≥ 0` has no interior and its pivots lose their
+    /// conditioning at an impact; this model drops the friction rows instead.
+    Frictionless,
 }
 
 impl FrictionModel {
     /// The names accepted by [`Self::from_name`].
-    pub const NAMES: [&'static str; 2] = ["pyramid", "cone"];
+    pub const NAMES: [&'static str; 3] = ["pyramid", "cone", "frictionless"];
 
-    /// The model called `name` (`"pyramid"` or `"cone"`).
+    /// The model called `name` (`"pyramid"`, `"cone"` or `"frictionless"`).
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "pyramid" => Some(Self::Pyramid),
             "cone" => Some(Self::Cone),
+            "frictionless" => Some(Self::Frictionless),
             _ => None,
         }
     }
@@ -81,15 +86,17 @@ impl FrictionModel {
         match self {
             Self::Pyramid => "pyramid",
             Self::Cone => "cone",
+            Self::Frictionless => "frictionless",
         }
     }
 
-    /// Dimension of the contact's graph node: `(γ, β₁…β₄, ψ)` or `(γ, b₁, b₂, ψ)`.
+    /// Dimension of the contact's graph node: `(γ, β₁…β₄, ψ)`, `(γ, b₁, b₂, ψ)` or `γ`.
     #[must_use]
     pub fn node_dim(self) -> usize {
         match self {
             Self::Pyramid => 6,
             Self::Cone => 4,
+            Self::Frictionless => 1,
         }
     }
 }
@@ -143,13 +150,13 @@ pub fn dual(y: &nalgebra::Vector6<f64>, zt: &Vector2<f64>) -> Vector3<f64> {
 }
 
 /// The residual of cone contact `c` into `cw.res[c]` (`[r_a, r_b, r_c (2), r_cc (3)]`, module
-/// docs) at the gap `phi` and body velocity `zdot = (v, ω)`, barrier `mu`; returns
+/// docs) at the gap `phi` and tangential velocities `bz = (B₁ż, B₂ż)`, barrier `mu`; returns
 /// `(½|W r|², max |W r|)` with the weights `(Δt, Δt/p)` of velocity and force·velocity rows
 /// (the gap row has weight 1, the complementarities `Δt/p` as for the pyramid).
-pub(crate) fn residual(cw: &mut ContactWorkspace, c: usize, friction: f64, phi: f64, zdot: &Vector6<f64>, mu: f64, (wv, wf): (f64, f64)) -> (f64, f64) {
-    let (y, s, zt, bt) = (cw.y[c], cw.s[c], cw.zt[c], &cw.b_now[c]);
+pub(crate) fn residual(cw: &mut ContactWorkspace, c: usize, friction: f64, phi: f64, bz: (f64, f64), mu: f64, (wv, wf): (f64, f64)) -> (f64, f64) {
+    let (y, s, zt) = (cw.y[c], cw.s[c], cw.zt[c]);
     let xz = jordan(&primal(friction, &y), &dual(&y, &zt));
-    let r = [s - phi, y[0] * s - mu, zt.x - bt[0].dot(zdot), zt.y - bt[2].dot(zdot), xz.x - mu, xz.y, xz.z];
+    let r = [s - phi, y[0] * s - mu, zt.x - bz.0, zt.y - bz.1, xz.x - mu, xz.y, xz.z];
     let weights = [1.0, wf, wv, wv, wf, wf, wf];
     let (mut merit, mut max) = (0.0, 0.0_f64);
     for (x, w) in r.iter().zip(weights) {
@@ -163,14 +170,17 @@ pub(crate) fn residual(cw: &mut ContactWorkspace, c: usize, friction: f64, phi: 
 /// The Newton blocks of cone contact `c` (node `(γ, b₁, b₂, ψ)`, rows `[gap; cone (3)]`):
 /// the pivot `[[s, 0, 0, 0], [c_f z, Arw(z)_{:,1:3}, x]]`, the block on the body's velocity
 /// `[γ ∂φ/∂ż; Arw(x)(0, B)]`, the body's block `[−N, −B₁, −B₂, 0]` and the negated condensed
-/// right-hand side `[r_b − γ r_a; r_cc − Arw(x)(0, r_c)]` (module docs); `grad_phi = ∂φ/∂ż`.
+/// right-hand side `[r_b − γ r_a; r_cc − Arw(x)(0, r_c)]` (module docs); `grad_phi = ∂φ/∂ż`
+/// of the contact's first (`side = 0`) or second body, whose blocks these are.
 pub(crate) fn newton_blocks(
     cw: &ContactWorkspace,
     c: usize,
     friction: f64,
     grad_phi: &Vector6<f64>,
+    side: usize,
 ) -> (Matrix6<f64>, Matrix6<f64>, Matrix6<f64>, Vector6<f64>) {
-    let (y, s, r, bt) = (cw.y[c], cw.s[c], &cw.res[c], &cw.b_now[c]);
+    let (y, s, r) = (cw.y[c], cw.s[c], &cw.res[c]);
+    let (n_now, bt) = cw.wrenches(c, side);
     let (x, z) = (primal(friction, &y), dual(&y, &cw.zt[c]));
     let mut d = Matrix6::zeros();
     d[(0, 0)] = s;
@@ -189,7 +199,7 @@ pub(crate) fn newton_blocks(
     row.set_row(3, &(bt[2] * x.x).transpose());
     let cc = Vector3::new(r[4], r[5], r[6]) - jordan(&x, &Vector3::new(0.0, r[2], r[3]));
     let mut col = Matrix6::zeros();
-    col.set_column(0, &(-cw.n_now[c]));
+    col.set_column(0, &(-n_now));
     col.set_column(1, &(-bt[0]));
     col.set_column(2, &(-bt[2]));
     let rhs = Vector6::new(r[1] - y[0] * r[0], cc.x, cc.y, cc.z, 0.0, 0.0);

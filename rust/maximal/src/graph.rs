@@ -19,7 +19,8 @@
 //! joint is pivoted after a body whose six free directions it can use, and on a tree every
 //! eliminated node has one remaining neighbour: no fill, O(n). A loop joint is placed right
 //! before the lowest common ancestor body of its two bodies (last when that is the world); it
-//! fills in only along its cycle. The fill blocks are found symbolically when the solver is
+//! fills in only along its cycle; contacts between bodies are ordered the same way
+//! ([`elimination_order_with_loops`]). The fill blocks are found symbolically when the solver is
 //! built, so the numeric phase never allocates. (The papers append all loop joints as one
 //! dense node, 2020, or classify cyclic children, 2023 Alg. 3; this symbolic elimination gives
 //! the same fill as the latter and reduces to their Alg. 1 on trees.)
@@ -288,6 +289,16 @@ impl GraphSolver {
 /// whether it closes a loop (is outside the spanning forest). O(n + loops·depth).
 #[must_use]
 pub fn elimination_order(nb: usize, joints: &[(Option<usize>, usize)]) -> (Vec<usize>, Vec<bool>) {
+    elimination_order_with_loops(nb, joints, &[])
+}
+
+/// [`elimination_order`] with further nodes `nb + joints.len() + k` that join the bodies
+/// `loops[k]` and are always treated as loop closures (never part of the spanning forest):
+/// each is placed right before the lowest common ancestor of its bodies, or last when they lie
+/// in different trees. Contacts between bodies are such nodes: their pivots (the barrier's
+/// `μ`-small slacks) must not be eliminated before a body of theirs, as a joint's zero pivot.
+#[must_use]
+pub fn elimination_order_with_loops(nb: usize, joints: &[(Option<usize>, usize)], loops: &[(usize, usize)]) -> (Vec<usize>, Vec<bool>) {
     let nj = joints.len();
     // body → incident joints
     let mut incident: Vec<Vec<usize>> = vec![Vec::new(); nb];
@@ -357,11 +368,12 @@ pub fn elimination_order(nb: usize, joints: &[(Option<usize>, usize)]) -> (Vec<u
         }
         b
     };
-    // loop joints placed before the lowest common ancestor body (None: at the very end)
+    // loop joints (and the extra loops) placed before the lowest common ancestor body (None:
+    // at the very end)
     let mut before: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut last = Vec::new();
-    for j in (0..nj).filter(|&j| is_loop[j]) {
-        let (a, b) = joints[j];
+    let closures = (0..nj).filter(|&j| is_loop[j]).map(|j| (nb + j, joints[j])).chain(loops.iter().enumerate().map(|(k, &(a, b))| (nb + nj + k, (Some(a), b))));
+    for (node, (a, b)) in closures {
         let lca = a.and_then(|a| {
             if root_of(a) != root_of(b) {
                 return None;
@@ -377,12 +389,12 @@ pub fn elimination_order(nb: usize, joints: &[(Option<usize>, usize)]) -> (Vec<u
             Some(x)
         });
         match lca {
-            Some(c) => before[c].push(nb + j),
-            None => last.push(nb + j),
+            Some(c) => before[c].push(node),
+            None => last.push(node),
         }
     }
     // post-order: body after the subtrees of its tree joints, each tree joint after its body
-    let mut order = Vec::with_capacity(nb + nj);
+    let mut order = Vec::with_capacity(nb + nj + loops.len());
     for &(root_joint, root) in &roots {
         // iterative post-order over bodies; (body, next child index)
         let mut st: Vec<(usize, usize)> = vec![(root, 0)];

@@ -23,7 +23,7 @@
 
 use crate::body::{scalar_rate, update_tangent, BodyState, Pose};
 use crate::error::{MaximalError, Result};
-use crate::graph::{elimination_order, GraphSolver};
+use crate::graph::{elimination_order_with_loops, GraphSolver};
 use crate::mechanism::Mechanism;
 use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
 use std::sync::Arc;
@@ -133,7 +133,9 @@ impl MaximalIntegrator {
                 edges.push((node, p));
             }
         }
-        let (tree_order, loops) = elimination_order(nb, &pairs);
+        // body contacts close loops through their two bodies (module docs of crate::graph)
+        let contact_pairs: Vec<(usize, usize)> = mech.body_contacts.iter().map(|bc| (bc.bodies[0], bc.bodies[1])).collect();
+        let (tree_order, loops) = elimination_order_with_loops(nb, &pairs, &contact_pairs);
         // contacts: leaves of their bodies (6-dimensional pyramid, 4-dimensional cone nodes) with
         // invertible pivots, eliminated first
         let n_eq = dims.len();
@@ -151,7 +153,17 @@ impl MaximalIntegrator {
                 edges.push((node, p));
             }
         }
-        let order: Vec<usize> = (n_eq..dims.len()).chain(tree_order).collect();
+        // body contacts: nodes on both bodies, ordered as loop closures (after a body of theirs)
+        let first_body_contact = dims.len();
+        for bc in &mech.body_contacts {
+            let node = dims.len();
+            dims.push(bc.friction_model.node_dim());
+            edges.push((node, bc.bodies[0]));
+            edges.push((node, bc.bodies[1]));
+        }
+        // the tree order numbers the body contacts n_eq + k
+        let node_of = |k: usize| if k >= n_eq { k - n_eq + first_body_contact } else { k };
+        let order: Vec<usize> = (n_eq..first_body_contact).chain(tree_order.into_iter().map(node_of)).collect();
         let template = GraphSolver::new(&dims, &edges, &order).map_err(MaximalError::InvalidMechanism)?;
         let mut is_loop = vec![false; mech.joints.len()];
         for (j, node) in joint_node.iter().enumerate() {
@@ -188,10 +200,33 @@ impl MaximalIntegrator {
     pub fn max_iterations(&self) -> usize {
         self.max_iterations
     }
-    /// Graph node of contact `c`.
+    /// Number of contacts: plane contacts, then body contacts (one index range for the
+    /// interior point's variables).
+    #[inline]
+    pub(crate) fn ncontacts(&self) -> usize {
+        self.mech.contacts.len() + self.mech.body_contacts.len()
+    }
+    /// Graph node of contact `c` (plane contacts, then limits, then body contacts).
     #[inline]
     pub(crate) fn contact_node(&self, c: usize) -> usize {
-        self.n_eq + c
+        let nc = self.mech.contacts.len();
+        if c < nc {
+            self.n_eq + c
+        } else {
+            self.n_eq + c + self.mech.limits.len()
+        }
+    }
+    /// Bodies, friction coefficient and model of contact `c`.
+    #[inline]
+    pub(crate) fn contact_info(&self, c: usize) -> crate::contact::ContactInfo {
+        use crate::contact::ContactInfo;
+        match self.mech.contacts.get(c) {
+            Some(ct) => ContactInfo { body: ct.body, other: None, friction: ct.friction, model: ct.friction_model },
+            None => {
+                let bc = &self.mech.body_contacts[c - self.mech.contacts.len()];
+                ContactInfo { body: bc.bodies[0], other: Some(bc.bodies[1]), friction: bc.friction, model: bc.friction_model }
+            }
+        }
     }
     /// Graph node of joint limit `l`.
     #[inline]
@@ -231,7 +266,7 @@ impl MaximalIntegrator {
             jac_now: vec![(Matrix6::zeros(), Matrix6::zeros()); nj],
             residual: vec![Vector6::zeros(); nn],
             direction: vec![Vector6::zeros(); nn],
-            ct: crate::contact::ContactWorkspace::new(self.mech.contacts.len()).with_limits(self.mech.limits.len()),
+            ct: crate::contact::ContactWorkspace::new(self.ncontacts()).with_limits(self.mech.limits.len()),
             last_stats: StepStats::default(),
         }
     }
@@ -270,7 +305,7 @@ impl MaximalIntegrator {
             return Err(MaximalError::InvalidParameter(format!("next has {} bodies, expected {nb}", next.len())));
         }
         let p_scale = self.prepare(ws, step, state, u, fext)?;
-        if !self.mech.contacts.is_empty() || !self.mech.limits.is_empty() {
+        if self.mech.has_inequalities() {
             return self.step_interior_point(ws, step, p_scale, next, None);
         }
         let tol = self.tolerance;
@@ -437,7 +472,7 @@ impl MaximalIntegrator {
             let g = jt.constraint.value(jt.parent.map(|p| &ws.next[p]), &ws.next[jt.child]);
             ws.residual[node] = Vector6::from_column_slice(&g) / dt;
         }
-        if !mech.contacts.is_empty() || !mech.limits.is_empty() {
+        if mech.has_inequalities() {
             self.subtract_contact_wrenches(ws);
         }
         let scale = dt / p_scale;
@@ -546,9 +581,11 @@ impl MaximalIntegrator {
         }
         if node >= self.n_eq {
             let c = node - self.n_eq;
+            let (nc, nl) = (self.mech.contacts.len(), self.mech.limits.len());
             let name = match self.mech.contacts.get(c) {
                 Some(ct) => format!("contact '{}'", ct.name),
-                None => format!("limit of joint '{}'", self.mech.joints[self.mech.limits[c - self.mech.contacts.len()].joint].name),
+                None if c < nc + nl => format!("limit of joint '{}'", self.mech.joints[self.mech.limits[c - nc].joint].name),
+                None => format!("body contact '{}'", self.mech.body_contacts[c - nc - nl].name),
             };
             return MaximalError::SingularPivot {
                 node: name,

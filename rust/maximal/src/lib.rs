@@ -12,6 +12,7 @@
 //! primitives and their Jacobians), [`mechanism`] (bodies and joints from a `vidyn_rbd::Model`,
 //! loop closures, joint forces), [`integrator`] (the DEL step and its Newton solve),
 //! [`contact`] (contacts with friction and joint limits by a primal-dual interior point),
+//! [`body_contact`] (contacts between two bodies' shapes, signed distances in [`geometry`]),
 //! [`linearize`] (exact implicit-function-theorem linearisation, maximal and minimal
 //! coordinates), [`trajectory`] (rollouts, parallel linearisation), [`system`] (the
 //! `vidyn_system::DiscreteDynamics` implementation), [`models`] (test and benchmark mechanisms).
@@ -21,10 +22,12 @@
 //! residuals and Jacobians are physical torques, half the papers' half-angle values.
 
 pub mod body;
+pub mod body_contact;
 pub mod constraint;
 pub mod contact;
 pub mod error;
 pub mod friction_cone;
+pub mod geometry;
 pub mod graph;
 pub mod integrator;
 pub mod linearize;
@@ -38,6 +41,7 @@ pub use constraint::{Constraint, JointKind};
 pub use contact::{Plane, Sphere};
 pub use error::{MaximalError, Result};
 pub use friction_cone::FrictionModel;
+pub use geometry::Shape;
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
 pub use mechanism::{Mechanism, MechanismJoint};
 pub use system::SystemWorkspace;

@@ -23,7 +23,8 @@
 //! interior-point system is differentiated at its final `μ` (a design choice: the
 //! complementarity system itself is not differentiable where a limit engages), with the
 //! condensed rows of [`crate::contact`]; the same holds for contacts (cone contacts with the
-//! exact Jacobian of their Jordan-product rows, [`crate::friction_cone`]). Near convergence the
+//! exact Jacobian of their Jordan-product rows, [`crate::friction_cone`]; body–body contacts
+//! with the derivatives of their contact frame, [`crate::body_contact`]). Near convergence the
 //! condensed pivots carry `μ`-small slacks, so the block LDU without pivoting loses digits
 //! (1 % in a tilted sliding-box test); every solve is then followed by three steps of
 //! iterative refinement against the unfactorised matrix (a dense LU gives the same result).
@@ -75,7 +76,7 @@ impl MaximalIntegrator {
         }
         let stats = self.step(ws, step, state, u, None, next)?;
         // the Newton matrix at the solution (with limits: the μ-relaxed system at the final μ)
-        let inequalities = !mech.contacts.is_empty() || !mech.limits.is_empty();
+        let inequalities = mech.has_inequalities();
         self.assemble(ws);
         if inequalities {
             self.assemble_contacts(ws);
@@ -201,6 +202,7 @@ impl MaximalIntegrator {
         }
         if inequalities {
             self.inequality_jacobian(ws, &mut rx, &o);
+            self.body_contact_jacobian(ws, &mut rx, &o)?;
         }
         // one graph solve per column
         let mut rhs = vec![Vector6::zeros(); ws.solver.len()];

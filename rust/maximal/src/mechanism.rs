@@ -59,6 +59,8 @@ pub struct Mechanism {
     pub contacts: Vec<crate::contact::Contact>,
     /// Position limits of 1-dof model joints ([`crate::contact::JointLimit`]).
     pub limits: Vec<crate::contact::JointLimit>,
+    /// Contacts between two bodies ([`crate::body_contact`]).
+    pub body_contacts: Vec<crate::body_contact::BodyContact>,
 }
 
 impl Mechanism {
@@ -115,6 +117,7 @@ impl Mechanism {
             model: Some(model),
             contacts: Vec::new(),
             limits: Vec::new(),
+            body_contacts: Vec::new(),
         })
     }
 
@@ -139,7 +142,14 @@ impl Mechanism {
             damping: vec![],
             contacts: Vec::new(),
             limits: Vec::new(),
+            body_contacts: Vec::new(),
         })
+    }
+
+    /// Whether the mechanism has contacts or joint limits (steps then run the interior point).
+    #[must_use]
+    pub fn has_inequalities(&self) -> bool {
+        !self.contacts.is_empty() || !self.limits.is_empty() || !self.body_contacts.is_empty()
     }
 
     /// Adds a loop-closure joint; the same as [`Self::add_joint`] (whether a joint closes a

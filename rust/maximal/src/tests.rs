@@ -824,4 +824,6 @@ fn random_trees_of_every_joint_kind_simulate_on_their_constraint_manifold() {
     }
 }
 
+mod body_contact;
 mod cone;
+mod geometry;

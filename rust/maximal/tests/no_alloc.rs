@@ -60,3 +60,37 @@ fn interior_point_steps_with_contacts_do_not_allocate() {
         assert_eq!(count, 0, "an interior-point step ({model:?} friction) allocated {count} times");
     }
 }
+
+#[test]
+fn interior_point_steps_with_body_contacts_do_not_allocate() {
+    use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+    use vidyn_maximal::{Body, FrictionModel, Plane, Pose, Shape, Sphere};
+    for model in [FrictionModel::Pyramid, FrictionModel::Cone, FrictionModel::Frictionless] {
+        let ball = |k: usize| Body { name: format!("ball{k}"), mass: 1.0, inertia: Matrix3::identity() * 0.025 };
+        let mut mech = Mechanism::new((0..3).map(ball).collect(), Vector3::new(0.0, 0.0, -9.81)).unwrap();
+        mech.add_contact("ground", 0, Sphere { centre: Vector3::zeros(), radius: 0.25 }, Plane::ground(), 0.5).unwrap();
+        let sphere = Shape::Sphere { centre: Vector3::zeros(), radius: 0.25 };
+        let capsule = Shape::Capsule { a: Vector3::new(-0.1, 0.0, 0.0), b: Vector3::new(0.1, 0.0, 0.0), radius: 0.25 };
+        let friction = if model == FrictionModel::Frictionless { 0.0 } else { 0.5 };
+        mech.add_body_contact("1-0", (1, sphere), (0, sphere), friction).unwrap();
+        mech.add_body_contact("2-1", (2, capsule), (1, sphere), friction).unwrap();
+        for c in 0..2 {
+            mech.set_body_contact_friction_model(c, model).unwrap();
+        }
+        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
+        let state: Vec<BodyState> = (0..3)
+            .map(|k| BodyState {
+                pose: Pose::new(Vector3::new(0.01 * k as f64, 0.0, 0.26 + 0.51 * k as f64), UnitQuaternion::identity()),
+                v: Vector3::new(0.1, 0.0, -0.5),
+                w: Vector3::zeros(),
+            })
+            .collect();
+        let mut ws = vi.workspace();
+        let mut next = state.clone();
+        vi.step(&mut ws, 0, &state, &[], None, &mut next).unwrap();
+        let count = allocations(|| {
+            vi.step(&mut ws, 1, &state, &[], None, &mut next).unwrap();
+        });
+        assert_eq!(count, 0, "an interior-point step with body contacts ({model:?}) allocated {count} times");
+    }
+}

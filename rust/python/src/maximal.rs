@@ -14,7 +14,7 @@ use pyo3::types::PyBytes;
 use std::sync::{Arc, RwLock};
 use vidyn_maximal::{
     linearize_trajectory, rollout_minimal, FrictionModel, JointKind, LinearizationOut, MaximalError, MaximalIntegrator, MaximalTrajectory, Mechanism, Plane,
-    Sphere,
+    Shape, Sphere,
 };
 use vidyn_rbd::Model;
 use vidyn_spatial::Se3;
@@ -50,12 +50,14 @@ pub(crate) struct MaximalSpec {
     pub additions: Vec<Addition>,
 }
 
-/// One call of `add_loop_closure`, `add_contact` or `add_joint_limit`, its arguments resolved.
+/// One call of `add_loop_closure`, `add_contact`, `add_joint_limit` or `add_body_contact`, its
+/// arguments resolved (a body contact's shapes in their bodies' frames).
 #[derive(Clone, Debug)]
 pub(crate) enum Addition {
     LoopClosure { name: String, kind: JointKind, parent: Option<usize>, parent_frame: Se3, child: usize, child_frame: Se3 },
     Contact { name: String, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64, friction_model: FrictionModel },
     JointLimit { joint: usize, lower: f64, upper: f64 },
+    BodyContact { name: String, bodies: [usize; 2], shapes: [Shape; 2], friction: f64, friction_model: FrictionModel },
 }
 
 impl Addition {
@@ -71,6 +73,11 @@ impl Addition {
                 Ok(c)
             }
             Self::JointLimit { joint, lower, upper } => mech.add_joint_limit(*joint, *lower, *upper),
+            Self::BodyContact { name, bodies, shapes, friction, friction_model } => {
+                let c = mech.add_body_contact(name, (bodies[0], shapes[0]), (bodies[1], shapes[1]), *friction)?;
+                mech.set_body_contact_friction_model(c, *friction_model)?;
+                Ok(c)
+            }
         }
     }
 }
@@ -160,6 +167,68 @@ fn body_ref(mech: &Mechanism, x: Option<&Bound<'_, PyAny>>, name: &str, allow_wo
         return Err(INPUT_ERROR.err(format!("{name} = {i} is out of range (mechanism has {} bodies)", mech.nbodies())));
     }
     Ok(Some(i))
+}
+
+/// The friction model called `name` (InputError listing the accepted names otherwise).
+fn friction_model_arg(name: &str) -> PyResult<FrictionModel> {
+    FrictionModel::from_name(name).ok_or_else(|| {
+        let accepted = FrictionModel::NAMES.map(|n| format!("'{n}'")).join(", ");
+        INPUT_ERROR.err(format!("friction_model = '{name}' is not a friction model; expected one of {accepted}"))
+    })
+}
+
+/// A body and the placement in it of the frame a shape is given in: a body index (int, its
+/// own frame), the name of a frame of `model` fixed to a body (URDF link, joint, operational
+/// frame), or else the name of the joint moving a body (its own frame).
+fn frame_on_body(mech: &Mechanism, model: &Model, x: &Bound<'_, PyAny>, name: &str) -> PyResult<(usize, Se3)> {
+    let Ok(s) = x.extract::<String>() else {
+        return Ok((body_ref(mech, Some(x), name, false)?.unwrap_or(0), Se3::identity()));
+    };
+    let Ok(f) = model.frame_index(&s) else {
+        return Ok((body_ref(mech, Some(x), name, false)?.unwrap_or(0), Se3::identity()));
+    };
+    let frame = &model.frames[f];
+    match frame.parent {
+        Some(b) => Ok((b, frame.placement)),
+        None => {
+            Err(INPUT_ERROR.err(format!("{name}: frame '{s}' is fixed to the world; a body contact needs two moving bodies (use add_contact for the ground)")))
+        }
+    }
+}
+
+/// A shape `(kind, size)` or `(kind, size, placement)` given in a frame with placement
+/// `frame` in its body: `"sphere"` `(radius,)`, `"capsule"` `(radius, length)` along the shape
+/// frame's z axis (length between the caps' centres, as URDF), `"box"` `(x, y, z)` edge
+/// lengths; centred on the shape frame, `placement` (4, 4) in the frame (identity if
+/// omitted). Returned in the body's frame.
+fn shape_arg(x: &Bound<'_, PyAny>, name: &str, frame: &Se3) -> PyResult<Shape> {
+    let parts: Vec<Bound<'_, PyAny>> = x.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("{name} must be a tuple (kind, size) or (kind, size, placement), got {}", convert::type_name(x)))
+    })?;
+    if !(2..=3).contains(&parts.len()) {
+        return Err(INPUT_ERROR.err(format!("{name} has {} items; expected (kind, size) or (kind, size, placement)", parts.len())));
+    }
+    let kind: String = parts[0].extract().map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("{name}[0] (the kind) must be a str")))?;
+    let placement = match parts.get(2).filter(|p| !p.is_none()) {
+        Some(p) => convert::placement(p, &format!("{name}[2]"))?,
+        None => Se3::identity(),
+    };
+    let size = |n: usize, desc: &str| convert::read(&parts[1], &format!("{name}[1]"), &[n], Some(desc));
+    let (r, o) = (placement.rotation, placement.translation);
+    let local = match kind.as_str() {
+        "sphere" => Shape::Sphere { centre: o, radius: size(1, "(radius,)")?[0] },
+        "capsule" => {
+            let s = size(2, "(radius, length)")?;
+            let half = r * Vector3::new(0.0, 0.0, 0.5 * s[1]);
+            Shape::Capsule { a: o - half, b: o + half, radius: s[0] }
+        }
+        "box" => {
+            let s = size(3, "(x, y, z)")?;
+            Shape::Box { centre: o, rotation: r, half_extents: Vector3::new(s[0], s[1], s[2]) * 0.5 }
+        }
+        other => return Err(INPUT_ERROR.err(format!("{name}: kind = '{other}' is not a contact shape; expected 'sphere', 'capsule' or 'box'"))),
+    };
+    Ok(local.transformed(&frame.rotation, &frame.translation))
 }
 
 #[pymethods]
@@ -287,10 +356,7 @@ impl PyMaximalIntegrator {
         friction: f64,
         friction_model: &str,
     ) -> PyResult<usize> {
-        let Some(model) = FrictionModel::from_name(friction_model) else {
-            let accepted = FrictionModel::NAMES.map(|n| format!("'{n}'")).join(", ");
-            return Err(INPUT_ERROR.err(format!("friction_model = '{friction_model}' is not a friction model; expected one of {accepted}")));
-        };
+        let model = friction_model_arg(friction_model)?;
         let vi = self.current();
         let mech = &**vi.mechanism();
         let b = body_ref(mech, Some(body), "body", false)?.unwrap_or(0);
@@ -306,6 +372,62 @@ impl PyMaximalIntegrator {
             None => Vector3::z(),
         };
         self.add(Addition::Contact { name: name.to_string(), body: b, point: p, radius, normal: n, offset, friction, friction_model: model })
+    }
+
+    /// Adds a contact between `shape_a` on body `body_a` and `shape_b` on body `body_b`, each a
+    /// body index (the shape in its frame), a frame fixed to a body (URDF link, joint,
+    /// operational frame: the shape in that frame) or the name of the joint moving a body,
+    /// with Coulomb `friction` on `friction_model` (`"pyramid"`, `"cone"`;
+    /// `"frictionless"`, the default when `friction` is 0). A shape is `(kind, size)` or
+    /// `(kind, size, placement)` in its frame: `"sphere"` `(radius,)`, `"capsule"`
+    /// `(radius, length)` along z, `"box"` `(x, y, z)` edge lengths, centred on `placement`
+    /// (4, 4). Pairs: sphere–sphere, sphere–capsule, capsule–capsule, sphere–box. Returns the
+    /// body contact's index.
+    #[pyo3(signature = (name, body_a, shape_a, body_b, shape_b, friction = 0.5, friction_model = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_body_contact(
+        &self,
+        name: &str,
+        body_a: &Bound<'_, PyAny>,
+        shape_a: &Bound<'_, PyAny>,
+        body_b: &Bound<'_, PyAny>,
+        shape_b: &Bound<'_, PyAny>,
+        friction: f64,
+        friction_model: Option<&str>,
+    ) -> PyResult<usize> {
+        let model = match friction_model {
+            Some(m) => friction_model_arg(m)?,
+            None if friction == 0.0 => FrictionModel::Frictionless,
+            None => FrictionModel::Pyramid,
+        };
+        let vi = self.current();
+        let m = vi.mechanism().model.clone().ok_or_else(|| INPUT_ERROR.err("the mechanism has no model"))?;
+        let (ba, fa) = frame_on_body(vi.mechanism(), &m, body_a, "body_a")?;
+        let (bb, fb) = frame_on_body(vi.mechanism(), &m, body_b, "body_b")?;
+        let shapes = [shape_arg(shape_a, "shape_a", &fa)?, shape_arg(shape_b, "shape_b", &fb)?];
+        self.add(Addition::BodyContact { name: name.to_string(), bodies: [ba, bb], shapes, friction, friction_model: model })
+    }
+
+    /// Number of body contacts.
+    #[getter]
+    fn nbody_contacts(&self) -> usize {
+        self.current().mechanism().body_contacts.len()
+    }
+
+    /// Signed distances `φ` (N+1, number of body contacts) of the body contacts at every knot of
+    /// `traj` (a MaximalTrajectory of this integrator): negative when the shapes overlap.
+    fn body_contact_distances<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let vi = self.current();
+        let t = &traj.get().inner;
+        let contacts = &vi.mechanism().body_contacts;
+        let mut out = numpy::ndarray::Array2::<f64>::zeros((t.steps + 1, contacts.len()));
+        for (k, states) in t.states.chunks_exact(t.nbodies.max(1)).enumerate() {
+            let poses: Vec<vidyn_maximal::Pose> = states.iter().map(|s| s.pose).collect();
+            for (c, bc) in contacts.iter().enumerate() {
+                out[(k, c)] = bc.distance(&poses);
+            }
+        }
+        Ok(out.into_pyarray(py))
     }
 
     /// Adds position limits `lower <= q <= upper` to the revolute or prismatic model joint

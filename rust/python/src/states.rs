@@ -20,10 +20,10 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 use std::sync::Arc;
-use vidyn_maximal::{BodyState, FrictionModel, JointKind, MaximalTrajectory, Pose};
+use vidyn_maximal::{BodyState, FrictionModel, JointKind, MaximalTrajectory, Pose, Shape};
 use vidyn_rbd::state::{StateReader, StateWriter};
 use vidyn_rbd::{Model, RbdError};
-use vidyn_spatial::Force;
+use vidyn_spatial::{Force, Se3};
 use vidyn_vi::{AlignedAxes, BodyPoint, Constraint, JointForces, Trajectory, VariationalIntegrator};
 
 type Result<T> = std::result::Result<T, RbdError>;
@@ -289,10 +289,12 @@ pub fn maximal_state(spec: &MaximalSpec) -> Vec<u8> {
                 w.se3(child_frame);
             }
             Addition::Contact { name, body, point, radius, normal, offset, friction, friction_model } => {
-                // tag 1: a pyramid contact (the format before the cone existed), 3: a cone contact
+                // tag 1: a pyramid contact (the format before the cone existed), 3: a cone
+                // contact, 4: a frictionless one
                 w.u8(match friction_model {
                     FrictionModel::Pyramid => 1,
                     FrictionModel::Cone => 3,
+                    FrictionModel::Frictionless => 4,
                 });
                 w.str(name);
                 w.usize(*body);
@@ -308,9 +310,63 @@ pub fn maximal_state(spec: &MaximalSpec) -> Vec<u8> {
                 w.f64(*lower);
                 w.f64(*upper);
             }
+            Addition::BodyContact { name, bodies, shapes, friction, friction_model } => {
+                w.u8(5);
+                w.str(name);
+                for (body, shape) in bodies.iter().zip(shapes) {
+                    w.usize(*body);
+                    write_shape(&mut w, shape);
+                }
+                w.f64(*friction);
+                w.u8(friction_model_tag(*friction_model));
+            }
         }
     }
     w.finish()
+}
+
+/// Tag of a body contact's friction model.
+fn friction_model_tag(m: FrictionModel) -> u8 {
+    match m {
+        FrictionModel::Pyramid => 0,
+        FrictionModel::Cone => 1,
+        FrictionModel::Frictionless => 2,
+    }
+}
+
+/// A contact shape: tag 0 sphere (centre, radius), 1 capsule (a, b, radius), 2 box (placement
+/// of its centre and axes, half extents).
+fn write_shape(w: &mut StateWriter, s: &Shape) {
+    match s {
+        Shape::Sphere { centre, radius } => {
+            w.u8(0);
+            w.vector3(centre);
+            w.f64(*radius);
+        }
+        Shape::Capsule { a, b, radius } => {
+            w.u8(1);
+            w.vector3(a);
+            w.vector3(b);
+            w.f64(*radius);
+        }
+        Shape::Box { centre, rotation, half_extents } => {
+            w.u8(2);
+            w.se3(&Se3::new(*rotation, *centre));
+            w.vector3(half_extents);
+        }
+    }
+}
+
+fn read_shape(r: &mut StateReader<'_>) -> Result<Shape> {
+    Ok(match r.u8("shape kind")? {
+        0 => Shape::Sphere { centre: r.vector3("sphere centre")?, radius: r.f64("sphere radius")? },
+        1 => Shape::Capsule { a: r.vector3("capsule end")?, b: r.vector3("capsule end")?, radius: r.f64("capsule radius")? },
+        2 => {
+            let p = r.se3("box placement")?;
+            Shape::Box { centre: p.translation, rotation: p.rotation, half_extents: r.vector3("box half extents")? }
+        }
+        t => return Err(r.malformed(format!("shape kind tag {t} is not one of 0..=2"))),
+    })
 }
 
 /// The spec of a `MaximalIntegrator`'s state (built and validated by the caller).
@@ -340,7 +396,7 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 child: r.usize("loop-closure child")?,
                 child_frame: r.se3("loop-closure child frame")?,
             },
-            tag @ (1 | 3) => Addition::Contact {
+            tag @ (1 | 3 | 4) => Addition::Contact {
                 name: r.string("contact name")?,
                 body: r.usize("contact body")?,
                 point: r.vector3("contact point")?,
@@ -348,10 +404,27 @@ pub fn maximal_from_state(data: &[u8]) -> Result<MaximalSpec> {
                 normal: r.vector3("contact normal")?,
                 offset: r.f64("contact offset")?,
                 friction: r.f64("contact friction")?,
-                friction_model: if tag == 1 { FrictionModel::Pyramid } else { FrictionModel::Cone },
+                friction_model: match tag {
+                    1 => FrictionModel::Pyramid,
+                    3 => FrictionModel::Cone,
+                    _ => FrictionModel::Frictionless,
+                },
             },
             2 => Addition::JointLimit { joint: r.usize("limited joint")?, lower: r.f64("lower limit")?, upper: r.f64("upper limit")? },
-            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=3"))),
+            5 => {
+                let name = r.string("body contact name")?;
+                let (ba, sa) = (r.usize("body contact body")?, read_shape(&mut r)?);
+                let (bb, sb) = (r.usize("body contact body")?, read_shape(&mut r)?);
+                let friction = r.f64("body contact friction")?;
+                let friction_model = match r.u8("friction model")? {
+                    0 => FrictionModel::Pyramid,
+                    1 => FrictionModel::Cone,
+                    2 => FrictionModel::Frictionless,
+                    t => return Err(r.malformed(format!("friction model tag {t} is not one of 0..=2"))),
+                };
+                Addition::BodyContact { name, bodies: [ba, bb], shapes: [sa, sb], friction, friction_model }
+            }
+            t => return Err(r.malformed(format!("addition kind tag {t} is not one of 0..=5"))),
         });
     }
     r.finish()?;
