@@ -50,7 +50,7 @@ use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, Matrix6, Vector3};
 use vidyn_spatial::{Force, Motion};
 
 /// The three first-order partials of inverse dynamics, borrowed from the workspace.
@@ -143,39 +143,74 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
 /// `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}` and `ws.tau`.
 pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     world_forward_pass(model, ws, q, v, a, fext);
-    let n = model.nbodies();
     let d = &mut ws.derivatives;
     d.dtau_dq.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
     d.dtau_dv.as_mut_slice().fill(0.0);
     d.dtau_da.as_mut_slice().fill(0.0);
-    for i in 0..n {
-        let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
-        let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
-        let fc = d.composite_forces[i];
-        for c in iv..iv + nvi {
-            let jc = d.columns[c].to_vector();
-            ws.tau[c] = d.columns[c].dot(&fc);
-            let u1 = ic * jc;
-            let u2 = bc.tr_mul(&jc);
-            let t_q = d.columns[c].cross_force(&fc).to_vector() + ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector();
-            let t_v = ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jc;
-            let mut body = Some(i);
-            while let Some(k) = body {
-                for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
-                    let jr = d.columns[r].to_vector();
-                    d.dtau_dq[(c, r)] = u1.dot(&d.alpha[r].to_vector()) + u2.dot(&d.psi[r].to_vector());
-                    d.dtau_dv[(c, r)] = u1.dot(&(d.phi[r] + d.psi[r]).to_vector()) + u2.dot(&jr);
-                    d.dtau_da[(c, r)] = u1.dot(&jr);
-                    if k != i {
-                        d.dtau_dq[(r, c)] = jr.dot(&t_q);
-                        d.dtau_dv[(r, c)] = jr.dot(&t_v);
-                        d.dtau_da[(r, c)] = d.dtau_da[(c, r)];
+    for i in 0..model.nbodies() {
+        let iv = model.idx_v[i];
+        for c in iv..iv + model.joints[i].nv() {
+            ws.tau[c] = d.columns[c].dot(&d.composite_forces[i]);
+        }
+        torque_derivative_entries(model, d, i, true);
+    }
+}
+
+/// The entries of `∂τ/∂q`, `∂τ/∂q̇` (and `M` when `with_mass`) that pair a column `c` of
+/// body `i` with a column `r` of `i` or of an ancestor (module documentation):
+/// `∂τ_c/∂q_r = (I^C_i J_c)·α_r + (ℬ^{C T}_i J_c)·ψ_r`,
+/// `∂τ_c/∂q̇_r = (I^C_i J_c)·(φ_r + ψ_r) + (ℬ^{C T}_i J_c)·J_r`, `M_cr = M_rc = (I^C_i J_c)·J_r`,
+/// and for `r` on a strict ancestor `∂τ_r/∂q_c = J_r·(J_c ×* F^C_i + I^C_i α_c + ℬ^C_i ψ_c)`,
+/// `∂τ_r/∂q̇_c = J_r·(I^C_i (φ_c + ψ_c) + ℬ^C_i J_c)`. Needs the subtree sums of body `i`
+/// and `columns, psi, phi, alpha` of `i` and its ancestors; writes nothing else, so it can
+/// run in a forward pass as soon as those are known.
+pub(crate) fn torque_derivative_entries(model: &Model, d: &mut DerivativeWorkspace, i: usize, with_mass: bool) {
+    let nv = model.nv;
+    let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
+    let (ic, bc, fc) = (&d.composite_inertias[i], &d.composite_b[i], d.composite_forces[i]);
+    // column-major: entry (row, col) at col·nv + row
+    let (dq, dv, da) = (d.dtau_dq.as_mut_slice(), d.dtau_dv.as_mut_slice(), d.dtau_da.as_mut_slice());
+    for c in iv..iv + nvi {
+        let jc = d.columns[c];
+        let jcv = jc.to_vector();
+        let u1 = Force::from_vector(&(ic * jcv));
+        let u2 = Force::from_vector(&bc.tr_mul(&jcv));
+        let t_q = jc.cross_force(&fc) + Force::from_vector(&(ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector()));
+        let t_v = Force::from_vector(&(ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jcv));
+        let mut body = Some(i);
+        while let Some(k) = body {
+            for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
+                let jr = d.columns[r];
+                dq[r * nv + c] = d.alpha[r].dot(&u1) + d.psi[r].dot(&u2);
+                dv[r * nv + c] = (d.phi[r] + d.psi[r]).dot(&u1) + jr.dot(&u2);
+                let m = jr.dot(&u1);
+                if with_mass {
+                    da[r * nv + c] = m;
+                }
+                if k != i {
+                    dq[c * nv + r] = jr.dot(&t_q);
+                    dv[c * nv + r] = jr.dot(&t_v);
+                    if with_mass {
+                        da[c * nv + r] = m;
                     }
                 }
-                body = model.parents[k];
             }
+            body = model.parents[k];
         }
     }
+}
+
+/// `ℬ(I, V) = (V×*) I − I (V×) + (h ×̄*)` with `h = I V` (Singh, Russell & Wensing 2023):
+/// with `P = (V×*) I`, a symmetric `I` gives `−I (V×) = Pᵀ`, so one 6×6 product (six force
+/// cross products, one per column of `I`) instead of two.
+pub(crate) fn inertia_velocity_coupling(im: &Matrix6<f64>, v: &Motion, h: &Force) -> Matrix6<f64> {
+    let mut p = Matrix6::zeros();
+    for k in 0..6 {
+        let col = im.column(k);
+        let f = Force::new(Vector3::new(col[0], col[1], col[2]), Vector3::new(col[3], col[4], col[5]));
+        p.set_column(k, &v.cross_force(&f).to_vector());
+    }
+    p + p.transpose() + h.cross_bar_matrix()
 }
 
 /// World-frame scratch and results of [`rnea_derivatives`]. Sizes: `n` bodies, `nv` dofs.
