@@ -32,7 +32,7 @@
 
 use crate::algorithms::aba::{mul_live, reduced_inertia};
 use crate::algorithms::kinematics::placements_unchecked;
-use crate::algorithms::minverse::{backward_step, forward_step, mirror_upper};
+use crate::algorithms::minverse::{backward_step, forward_step, mirror_lower};
 use crate::algorithms::rnea_derivatives::{inertia_velocity_coupling, torque_derivative_entries};
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
@@ -85,7 +85,7 @@ pub(crate) fn aba_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[
     kinematics_pass(model, ws, q, v, fext);
     articulated_pass(model, ws, tau)?;
     acceleration_pass(model, ws);
-    mirror_upper(&mut ws.mass_matrix_inv);
+    mirror_lower(&mut ws.mass_matrix_inv);
     let d = &mut ws.derivatives;
     mul_by_tree_sparse_n(model, &ws.mass_matrix_inv, [&d.dtau_dq, &d.dtau_dv], -1.0, [&mut d.dddq_dq, &mut d.dddq_dv]);
     Ok(())

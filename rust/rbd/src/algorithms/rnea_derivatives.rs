@@ -224,6 +224,9 @@ pub struct DerivativeWorkspace {
     pub phi: Vec<Motion>,
     /// `(nv,)` `α_k = A_λ × J_k − ψ_k × V_λ`.
     pub alpha: Vec<Motion>,
+    /// `(nv,)` `I^C_i J_k`, the momentum of the subtree of the body `i` of dof `k` moving
+    /// with `J_k` (world frame). CRBA and the derivatives' pair loops.
+    pub momenta: Vec<Force>,
     /// `(n,)` world-frame body velocities `V_i`.
     pub velocities: Vec<Motion>,
     /// `(n,)` world-frame body accelerations `A_i` (world at `−g`).
@@ -254,6 +257,7 @@ impl DerivativeWorkspace {
             psi: vec![Motion::zero(); nv],
             phi: vec![Motion::zero(); nv],
             alpha: vec![Motion::zero(); nv],
+            momenta: vec![Force::zero(); nv],
             velocities: vec![Motion::zero(); n],
             accelerations: vec![Motion::zero(); n],
             composite_forces: vec![Force::zero(); n],
