@@ -23,17 +23,16 @@
 //! 3. forward: `A_i = A_λ + c_i + S̄_i q̈_i` with `q̈_i = D_i⁻¹(u_i − U_iᵀ(A_λ + c_i))` (the
 //!    world at `−g`), the forward step of M⁻¹, `α_k`, and the subtree force
 //!    `F^C_i = I^A_i A_i + p^A_i` (the force the joint transmits to the subtree, Featherstone
-//!    2008 §7.2, so no separate backward sum of `F_i` is needed). The entries of `∂τ/∂q` and
-//!    `∂τ/∂q̇` at `q̈` pairing a column of body `i` with a column of `i` or an ancestor need only
-//!    these and the ancestors' `α, ψ, φ, J`, so they are written in this pass too.
+//!    2008 §7.2, so no separate backward sum of `F_i` is needed).
 //!
-//! Then `M⁻¹` is mirrored and multiplied into the two torque derivatives, skipping their
-//! structural zeros.
+//! Then the entries of `∂τ/∂q` and `∂τ/∂q̇` at `q̈` are formed by the pair loops of
+//! [`crate::rnea_derivatives`] from these per-dof and per-subtree quantities, `M⁻¹` is
+//! mirrored and multiplied into the two torque derivatives, skipping their structural zeros.
 
 use crate::algorithms::aba::{mul_live, reduced_inertia};
 use crate::algorithms::kinematics::placements_unchecked;
 use crate::algorithms::minverse::{backward_step, forward_step, mirror_lower};
-use crate::algorithms::rnea_derivatives::{inertia_velocity_coupling, torque_derivative_entries};
+use crate::algorithms::rnea_derivatives::{inertia_velocity_coupling, torque_derivatives};
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
@@ -165,12 +164,10 @@ fn articulated_pass(model: &Model, ws: &mut Workspace, tau: &[f64]) -> Result<()
 }
 
 /// Pass 3 (module documentation): `q̈` into `ws.ddq`, `A_i` into
-/// `ws.derivatives.accelerations`, `α`, `F^C`, the forward half of M⁻¹ and the entries of
-/// `∂τ/∂q`, `∂τ/∂q̇`.
+/// `ws.derivatives.accelerations`, `α`, `F^C` and the forward half of M⁻¹; then `∂τ/∂q`,
+/// `∂τ/∂q̇`.
 fn acceleration_pass(model: &Model, ws: &mut Workspace) {
     let minus_gravity = -model.gravity;
-    ws.derivatives.dtau_dq.as_mut_slice().fill(0.0);
-    ws.derivatives.dtau_dv.as_mut_slice().fill(0.0);
     for i in 0..model.nbodies() {
         let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
         let d = &mut ws.derivatives;
@@ -191,9 +188,9 @@ fn acceleration_pass(model: &Model, ws: &mut Workspace) {
         }
         d.accelerations[i] = ai;
         d.composite_forces[i] = Force::from_vector(&(ws.articulated_inertias[i] * ai.to_vector() + ws.bias_forces[i].to_vector()));
-        torque_derivative_entries(model, d, i, false);
         forward_step(model, ws, i);
     }
+    torque_derivatives(model, &mut ws.derivatives, false);
 }
 
 /// `out = s · A · D` for a dense `A` and a `D` whose entry `(k, c)` can be non-zero only when

@@ -125,7 +125,7 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
         if let Some(f) = fext {
             d.composite_forces[i] -= o.act_force(&f[i]);
         }
-        d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
+        d.composite_b[i] = inertia_velocity_coupling(&im, &vi, &h);
         d.composite_inertias[i] = im;
     }
     for i in (0..n).rev() {
@@ -144,58 +144,80 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
 pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     world_forward_pass(model, ws, q, v, a, fext);
     let d = &mut ws.derivatives;
-    d.dtau_dq.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
-    d.dtau_dv.as_mut_slice().fill(0.0);
-    d.dtau_da.as_mut_slice().fill(0.0);
     for i in 0..model.nbodies() {
         let iv = model.idx_v[i];
         for c in iv..iv + model.joints[i].nv() {
             ws.tau[c] = d.columns[c].dot(&d.composite_forces[i]);
         }
-        torque_derivative_entries(model, d, i, true);
     }
+    torque_derivatives(model, d, true);
 }
 
-/// The entries of `∂τ/∂q`, `∂τ/∂q̇` (and `M` when `with_mass`) that pair a column `c` of
-/// body `i` with a column `r` of `i` or of an ancestor (module documentation):
-/// `∂τ_c/∂q_r = (I^C_i J_c)·α_r + (ℬ^{C T}_i J_c)·ψ_r`,
-/// `∂τ_c/∂q̇_r = (I^C_i J_c)·(φ_r + ψ_r) + (ℬ^{C T}_i J_c)·J_r`, `M_cr = M_rc = (I^C_i J_c)·J_r`,
-/// and for `r` on a strict ancestor `∂τ_r/∂q_c = J_r·(J_c ×* F^C_i + I^C_i α_c + ℬ^C_i ψ_c)`,
-/// `∂τ_r/∂q̇_c = J_r·(I^C_i (φ_c + ψ_c) + ℬ^C_i J_c)`. Needs the subtree sums of body `i`
-/// and `columns, psi, phi, alpha` of `i` and its ancestors; writes nothing else, so it can
-/// run in a forward pass as soon as those are known.
-pub(crate) fn torque_derivative_entries(model: &Model, d: &mut DerivativeWorkspace, i: usize, with_mass: bool) {
+/// `∂τ/∂q`, `∂τ/∂q̇` (and `M` when `with_mass`) into `d.{dtau_dq, dtau_dv, dtau_da}` from the
+/// per-dof `J, ψ, φ, α` and the subtree sums `I^C, ℬ^C, F^C` (module documentation). With, for
+/// a dof `c` of body `i`, `u_c = I^C_i J_c`, `w_c = ℬ^{C T}_i J_c`,
+/// `t_c = J_c ×* F^C_i + I^C_i α_c + ℬ^C_i ψ_c` and `s_c = I^C_i (φ_c + ψ_c) + ℬ^C_i J_c`
+/// (formed once per dof), a dof `r` of `i` or of an ancestor gives
+/// `∂τ_c/∂q_r = u_c·α_r + w_c·ψ_r`, `∂τ_c/∂q̇_r = u_c·(φ_r + ψ_r) + w_c·J_r`,
+/// `M_cr = M_rc = u_c·J_r`, and when `r` is on a strict ancestor `∂τ_r/∂q_c = J_r·t_c`,
+/// `∂τ_r/∂q̇_c = J_r·s_c`. The first three are written row `r` at a time against the
+/// contiguous columns of `r`'s subtree (contiguous in the column-major outputs too), the
+/// others column `c` at a time up the path to the root. The other entries are zero.
+pub(crate) fn torque_derivatives(model: &Model, d: &mut DerivativeWorkspace, with_mass: bool) {
     let nv = model.nv;
-    let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
-    let (ic, bc, fc) = (&d.composite_inertias[i], &d.composite_b[i], d.composite_forces[i]);
+    for i in 0..model.nbodies() {
+        let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
+        let (ic, bc, fc) = (&d.composite_inertias[i], &d.composite_b[i], d.composite_forces[i]);
+        for c in iv..iv + nvi {
+            let jc = d.columns[c];
+            let jcv = jc.to_vector();
+            d.momenta[c] = Force::from_vector(&(ic * jcv));
+            d.pair_forces[c] = [
+                Force::from_vector(&bc.tr_mul(&jcv)),
+                jc.cross_force(&fc) + Force::from_vector(&(ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector())),
+                Force::from_vector(&(ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jcv)),
+            ];
+        }
+    }
     // column-major: entry (row, col) at col·nv + row
     let (dq, dv, da) = (d.dtau_dq.as_mut_slice(), d.dtau_dv.as_mut_slice(), d.dtau_da.as_mut_slice());
-    for c in iv..iv + nvi {
-        let jc = d.columns[c];
-        let jcv = jc.to_vector();
-        let u1 = Force::from_vector(&(ic * jcv));
-        let u2 = Force::from_vector(&bc.tr_mul(&jcv));
-        let t_q = jc.cross_force(&fc) + Force::from_vector(&(ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector()));
-        let t_v = Force::from_vector(&(ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jcv));
-        let mut body = Some(i);
-        while let Some(k) = body {
-            for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
-                let jr = d.columns[r];
-                dq[r * nv + c] = d.alpha[r].dot(&u1) + d.psi[r].dot(&u2);
-                dv[r * nv + c] = (d.phi[r] + d.psi[r]).dot(&u1) + jr.dot(&u2);
-                let m = jr.dot(&u1);
-                if with_mass {
-                    da[r * nv + c] = m;
-                }
-                if k != i {
-                    dq[c * nv + r] = jr.dot(&t_q);
-                    dv[c * nv + r] = jr.dot(&t_v);
-                    if with_mass {
-                        da[c * nv + r] = m;
-                    }
+    dq.fill(0.0);
+    dv.fill(0.0);
+    if with_mass {
+        da.fill(0.0);
+    }
+    for k in 0..model.nbodies() {
+        let (iv, end) = (model.idx_v[k], model.idx_v[k] + model.nv_subtree[k]);
+        for r in iv..iv + model.joints[k].nv() {
+            let (jr, ar, pr, fr) = (d.columns[r], d.alpha[r], d.psi[r], d.phi[r] + d.psi[r]);
+            let cols = iv..end;
+            let (dq_r, dv_r) = (&mut dq[r * nv + iv..r * nv + end], &mut dv[r * nv + iv..r * nv + end]);
+            for (((x, y), u), [w, _, _]) in dq_r.iter_mut().zip(dv_r.iter_mut()).zip(&d.momenta[cols.clone()]).zip(&d.pair_forces[cols.clone()]) {
+                *x = ar.dot(u) + pr.dot(w);
+                *y = fr.dot(u) + jr.dot(w);
+            }
+            if with_mass {
+                for (m, u) in da[r * nv + iv..r * nv + end].iter_mut().zip(&d.momenta[cols]) {
+                    *m = jr.dot(u);
                 }
             }
-            body = model.parents[k];
+        }
+    }
+    for i in 0..model.nbodies() {
+        for c in model.idx_v[i]..model.idx_v[i] + model.joints[i].nv() {
+            let [_, t, s] = d.pair_forces[c];
+            let mut up = model.parents[i];
+            while let Some(k) = up {
+                for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
+                    let jr = d.columns[r];
+                    dq[c * nv + r] = jr.dot(&t);
+                    dv[c * nv + r] = jr.dot(&s);
+                    if with_mass {
+                        da[c * nv + r] = da[r * nv + c];
+                    }
+                }
+                up = model.parents[k];
+            }
         }
     }
 }
@@ -227,6 +249,10 @@ pub struct DerivativeWorkspace {
     /// `(nv,)` `I^C_i J_k`, the momentum of the subtree of the body `i` of dof `k` moving
     /// with `J_k` (world frame). CRBA and the derivatives' pair loops.
     pub momenta: Vec<Force>,
+    /// `(nv,)` per-dof forces of the pair loop of the torque derivatives: `[ℬ^{C T}_i J_k,
+    /// J_k ×* F^C_i + I^C_i α_k + ℬ^C_i ψ_k, I^C_i (φ_k + ψ_k) + ℬ^C_i J_k]` (`i` the body of
+    /// dof `k`).
+    pub pair_forces: Vec<[Force; 3]>,
     /// `(n,)` world-frame body velocities `V_i`.
     pub velocities: Vec<Motion>,
     /// `(n,)` world-frame body accelerations `A_i` (world at `−g`).
@@ -258,6 +284,7 @@ impl DerivativeWorkspace {
             phi: vec![Motion::zero(); nv],
             alpha: vec![Motion::zero(); nv],
             momenta: vec![Force::zero(); nv],
+            pair_forces: vec![[Force::zero(); 3]; nv],
             velocities: vec![Motion::zero(); n],
             accelerations: vec![Motion::zero(); n],
             composite_forces: vec![Force::zero(); n],
