@@ -35,9 +35,10 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
     for i in 0..model.nbodies() {
         let (iv, end) = (model.idx_v[i], model.idx_v[i] + model.nv_subtree[i]);
         for r in iv..iv + model.joints[i].nv() {
-            let jr = d.columns[r];
-            for (c, f) in d.momenta.iter().enumerate().take(end).skip(r) {
-                let x = jr.dot(f);
+            let jr: [f64; 6] = d.columns[r].to_vector().into();
+            for (c, f) in (r..end).zip(&d.momenta[r..end]) {
+                let f: [f64; 6] = f.to_vector().into();
+                let x: f64 = jr.iter().zip(&f).map(|(a, b)| a * b).sum();
                 m[c * nv + r] = x;
                 m[r * nv + c] = x;
             }
