@@ -135,7 +135,10 @@ def build(native: bool, rev: str | None, tmp: Path) -> dict[str, Path]:
         src.mkdir()
         log(f"compare.py: git archive {rev} -> {src}")
         archive = subprocess.run(["git", "archive", rev], cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+        # -m: the files get the time of extraction, not of the commit; otherwise cargo would
+        # take a binary built earlier in the same target directory from another, newer
+        # revision for up to date (the sources look older than it) and time that instead.
+        subprocess.run(["tar", "-x", "-m", "-C", str(src)], input=archive, check=True)
     builds = [("portable", target / ("bench-rev" if rev else ""), "")]
     if native:
         builds.append(("native", target / ("bench-rev-native" if rev else "bench-native"), "-C target-cpu=native"))

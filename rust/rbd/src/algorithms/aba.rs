@@ -5,7 +5,7 @@ use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::{Matrix6, Vector6};
+use nalgebra::Matrix6;
 use vidyn_spatial::Force;
 
 /// Forward dynamics (Featherstone 2008, Table 7.1), body frames:
@@ -161,16 +161,25 @@ pub(crate) fn factor_joint(model: &Model, ws: &mut Workspace, i: usize) -> Resul
     Ok(())
 }
 
-/// `I^a = I^A − U D⁻¹ Uᵀ`, summing only a joint's `nvi` live columns (ABA, Minverse).
+/// `I^a = I^A − U D⁻¹ Uᵀ`, summing only a joint's `nvi` live columns (ABA, Minverse); plain
+/// loops over the column arrays.
 #[inline]
 pub(crate) fn reduced_inertia(ia: &Matrix6<f64>, u: &Matrix6<f64>, d_inv: &Matrix6<f64>, nvi: usize) -> Matrix6<f64> {
     let mut out = *ia;
     for k in 0..nvi {
-        let mut w = Vector6::zeros();
+        // w = U D⁻¹[:, k]
+        let mut w = [0.0; 6];
         for l in 0..nvi {
-            w += u.column(l) * d_inv[(l, k)];
+            let dlk = d_inv[(l, k)];
+            for (x, ul) in w.iter_mut().zip(&u.data.0[l]) {
+                *x += ul * dlk;
+            }
         }
-        out -= w * u.column(k).transpose();
+        for (col, ukc) in out.data.0.iter_mut().zip(&u.data.0[k]) {
+            for (o, wr) in col.iter_mut().zip(&w) {
+                *o -= wr * ukc;
+            }
+        }
     }
     out
 }

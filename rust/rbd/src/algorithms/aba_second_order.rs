@@ -51,8 +51,8 @@
 //! (O(N·d), no tensors). `P` has the tree sparsity of `∂τ/∂q`, so the three products cost
 //! O(nv²·d). Total: ABA derivatives + two O(N·d) recursions + O(nv²·d).
 
-use crate::algorithms::aba::aba;
-use crate::algorithms::aba_derivatives::{aba_derivatives_after_aba, mul_by_tree_sparse};
+use crate::algorithms::aba_derivatives::{aba_derivatives, mul_by_tree_sparse};
+use crate::algorithms::crba::crba;
 use crate::algorithms::mass_derivative::mass_derivative_product_world;
 use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace};
 use crate::check::check_tangent;
@@ -207,13 +207,10 @@ impl AbaSecondOrderWorkspace {
 fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<()> {
     let nv = model.nv;
     assert_eq!(ws.d2ddq_dq2.shape(), [nv; 3], "aba_second_order: the workspace was created for a model with another nv");
-    // first order: q̈, FD_q, FD_v, M⁻¹ (and M in derivatives.dtau_da)
+    // first order: q̈, FD_q, FD_v, M⁻¹; and M
     let w = &mut ws.inverse.workspace;
-    match fext {
-        Some(f) => aba(model, w, q, v, tau, Some(f))?,
-        None => aba(model, w, q, v, tau, None)?,
-    };
-    aba_derivatives_after_aba(model, w, q, v, fext)?;
+    aba_derivatives(model, w, q, v, tau, fext)?;
+    crba(model, w, q)?;
     // inverse-dynamics second order at q̈
     let ddq = std::mem::take(&mut ws.inverse.workspace.ddq);
     rnea_second_order_unchecked(model, &mut ws.inverse, q, v, &ddq, fext);
@@ -226,7 +223,7 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
             ws.rows_dq[r * nv + c] = d.dddq_dq[(r, c)];
             ws.rows_dv[r * nv + c] = d.dddq_dv[(r, c)];
             ws.rows_minv[r * nv + c] = w.mass_matrix_inv[(r, c)];
-            ws.ltdl[r * nv + c] = d.dtau_da[(r, c)];
+            ws.ltdl[r * nv + c] = w.mass_matrix[(r, c)];
         }
     }
     dof_parents(model, &mut ws.dof_parent);
@@ -374,7 +371,7 @@ pub fn aba_second_order_contracted<'w>(
     fext: Option<&[Force]>,
 ) -> Result<AbaSecondOrderContracted<'w>> {
     check_tangent(model, lambda, "lam")?;
-    aba(model, ws, q, v, tau, fext)?;
+    aba_derivatives(model, ws, q, v, tau, fext)?;
     aba_second_order_contracted_impl(model, ws, q, v, lambda, fext)?;
     Ok(contracted_result(ws))
 }
@@ -384,10 +381,9 @@ fn contracted_result(ws: &Workspace) -> AbaSecondOrderContracted<'_> {
     AbaSecondOrderContracted { d2ddq_dq2: &so.d2ddq_dq2, d2ddq_dv2: &so.d2ddq_dv2, d2ddq_dqdv: &so.d2ddq_dqdv, d2ddq_dtaudq: &so.d2ddq_dtaudq }
 }
 
-/// Once `ws.ddq` holds `q̈` (inputs checked).
+/// Once [`crate::aba_derivatives`] has run (inputs checked).
 fn aba_second_order_contracted_impl(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], lambda: &[f64], fext: Option<&[Force]>) -> Result<()> {
     let nv = model.nv;
-    aba_derivatives_after_aba(model, ws, q, v, fext)?;
     // μ = M⁻¹λ
     let mut mu = std::mem::take(&mut ws.second_order.mu);
     for (r, m) in mu.iter_mut().enumerate() {

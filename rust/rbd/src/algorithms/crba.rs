@@ -10,7 +10,9 @@ use nalgebra::DMatrix;
 /// Joint-space inertia `M(q)` (Featherstone 2008, Table 6.2), in the world frame:
 /// with `J_k = ⁰X_i S_k` the world-frame column of dof `k` (body `i`) and `I^c_i` the
 /// world-frame inertia of the subtree of `i` (a plain sum, no transforms),
-/// `M[j, k] = J_jᵀ I^c_i J_k` for every dof `j` of an ancestor of `i` (or of `i` itself).
+/// `M[j, k] = J_jᵀ I^c_i J_k` for every dof `j` of an ancestor of `i` (or of `i` itself):
+/// row `j` of body `b` is formed against the momenta `I^c J_k` of the dofs of `b`'s subtree,
+/// a contiguous range of columns.
 /// Working in one frame turns the transform of `I^c_i J_k` up the path to the root into a
 /// 6-term dot product per entry (the "world-frame CRBA" of Pinocchio ≥ 2.6).
 /// `q`: (nq,); returns M (nv, nv), full and symmetric. O(n·d), d = tree depth.
@@ -19,20 +21,26 @@ use nalgebra::DMatrix;
 pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w DMatrix<f64>> {
     check_configuration(model, q)?;
     world_composites(model, ws, q);
-    let n = model.nbodies();
-    let columns = &ws.derivatives.columns;
-    for i in 0..n {
+    let nv = model.nv;
+    let d = &mut ws.derivatives;
+    for i in 0..model.nbodies() {
         let iv = model.idx_v[i];
-        for c in iv..iv + model.joints[i].nv() {
-            let f = ws.composite_inertias[i].mul_motion(&columns[c]);
-            let mut body = Some(i);
-            while let Some(b) = body {
-                for r in model.idx_v[b]..model.idx_v[b] + model.joints[b].nv() {
-                    let x = columns[r].dot(&f);
-                    ws.mass_matrix[(r, c)] = x;
-                    ws.mass_matrix[(c, r)] = x;
-                }
-                body = model.parents[b];
+        for k in iv..iv + model.joints[i].nv() {
+            d.momenta[k] = ws.composite_inertias[i].mul_motion(&d.columns[k]);
+        }
+    }
+    // Row r of body i pairs with the columns of i's subtree, a contiguous range; column-major
+    // storage: entry (r, c) at c·nv + r.
+    let m = ws.mass_matrix.as_mut_slice();
+    for i in 0..model.nbodies() {
+        let (iv, end) = (model.idx_v[i], model.idx_v[i] + model.nv_subtree[i]);
+        for r in iv..iv + model.joints[i].nv() {
+            let jr: [f64; 6] = d.columns[r].to_vector().into();
+            for (c, f) in (r..end).zip(&d.momenta[r..end]) {
+                let f: [f64; 6] = f.to_vector().into();
+                let x: f64 = jr.iter().zip(&f).map(|(a, b)| a * b).sum();
+                m[c * nv + r] = x;
+                m[r * nv + c] = x;
             }
         }
     }

@@ -50,7 +50,7 @@ use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, Matrix6, Vector3};
 use vidyn_spatial::{Force, Motion};
 
 /// The three first-order partials of inverse dynamics, borrowed from the workspace.
@@ -125,7 +125,7 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
         if let Some(f) = fext {
             d.composite_forces[i] -= o.act_force(&f[i]);
         }
-        d.composite_b[i] = vi.cross_force_matrix() * im - im * vi.cross_motion_matrix() + h.cross_bar_matrix();
+        d.composite_b[i] = inertia_velocity_coupling(&im, &vi, &h);
         d.composite_inertias[i] = im;
     }
     for i in (0..n).rev() {
@@ -143,39 +143,96 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
 /// `ws.derivatives.{dtau_dq, dtau_dv, dtau_da}` and `ws.tau`.
 pub(crate) fn rnea_derivatives_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     world_forward_pass(model, ws, q, v, a, fext);
-    let n = model.nbodies();
     let d = &mut ws.derivatives;
-    d.dtau_dq.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
-    d.dtau_dv.as_mut_slice().fill(0.0);
-    d.dtau_da.as_mut_slice().fill(0.0);
-    for i in 0..n {
+    for i in 0..model.nbodies() {
+        let iv = model.idx_v[i];
+        for c in iv..iv + model.joints[i].nv() {
+            ws.tau[c] = d.columns[c].dot(&d.composite_forces[i]);
+        }
+    }
+    torque_derivatives(model, d, true);
+}
+
+/// `∂τ/∂q`, `∂τ/∂q̇` (and `M` when `with_mass`) into `d.{dtau_dq, dtau_dv, dtau_da}` from the
+/// per-dof `J, ψ, φ, α` and the subtree sums `I^C, ℬ^C, F^C` (module documentation). With, for
+/// a dof `c` of body `i`, `u_c = I^C_i J_c`, `w_c = ℬ^{C T}_i J_c`,
+/// `t_c = J_c ×* F^C_i + I^C_i α_c + ℬ^C_i ψ_c` and `s_c = I^C_i (φ_c + ψ_c) + ℬ^C_i J_c`
+/// (formed once per dof), a dof `r` of `i` or of an ancestor gives
+/// `∂τ_c/∂q_r = u_c·α_r + w_c·ψ_r`, `∂τ_c/∂q̇_r = u_c·(φ_r + ψ_r) + w_c·J_r`,
+/// `M_cr = M_rc = u_c·J_r`, and when `r` is on a strict ancestor `∂τ_r/∂q_c = J_r·t_c`,
+/// `∂τ_r/∂q̇_c = J_r·s_c`. The first three are written row `r` at a time against the
+/// contiguous columns of `r`'s subtree (contiguous in the column-major outputs too), the
+/// others column `c` at a time up the path to the root. The other entries are zero.
+pub(crate) fn torque_derivatives(model: &Model, d: &mut DerivativeWorkspace, with_mass: bool) {
+    let nv = model.nv;
+    for i in 0..model.nbodies() {
         let (iv, nvi) = (model.idx_v[i], model.joints[i].nv());
-        let (ic, bc) = (&d.composite_inertias[i], &d.composite_b[i]);
-        let fc = d.composite_forces[i];
+        let (ic, bc, fc) = (&d.composite_inertias[i], &d.composite_b[i], d.composite_forces[i]);
         for c in iv..iv + nvi {
-            let jc = d.columns[c].to_vector();
-            ws.tau[c] = d.columns[c].dot(&fc);
-            let u1 = ic * jc;
-            let u2 = bc.tr_mul(&jc);
-            let t_q = d.columns[c].cross_force(&fc).to_vector() + ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector();
-            let t_v = ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jc;
-            let mut body = Some(i);
-            while let Some(k) = body {
-                for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
-                    let jr = d.columns[r].to_vector();
-                    d.dtau_dq[(c, r)] = u1.dot(&d.alpha[r].to_vector()) + u2.dot(&d.psi[r].to_vector());
-                    d.dtau_dv[(c, r)] = u1.dot(&(d.phi[r] + d.psi[r]).to_vector()) + u2.dot(&jr);
-                    d.dtau_da[(c, r)] = u1.dot(&jr);
-                    if k != i {
-                        d.dtau_dq[(r, c)] = jr.dot(&t_q);
-                        d.dtau_dv[(r, c)] = jr.dot(&t_v);
-                        d.dtau_da[(r, c)] = d.dtau_da[(c, r)];
-                    }
+            let jc = d.columns[c];
+            let jcv = jc.to_vector();
+            d.momenta[c] = Force::from_vector(&(ic * jcv));
+            d.pair_forces[c] = [
+                Force::from_vector(&bc.tr_mul(&jcv)),
+                jc.cross_force(&fc) + Force::from_vector(&(ic * d.alpha[c].to_vector() + bc * d.psi[c].to_vector())),
+                Force::from_vector(&(ic * (d.phi[c] + d.psi[c]).to_vector() + bc * jcv)),
+            ];
+        }
+    }
+    // column-major: entry (row, col) at col·nv + row
+    let (dq, dv, da) = (d.dtau_dq.as_mut_slice(), d.dtau_dv.as_mut_slice(), d.dtau_da.as_mut_slice());
+    dq.fill(0.0);
+    dv.fill(0.0);
+    if with_mass {
+        da.fill(0.0);
+    }
+    for k in 0..model.nbodies() {
+        let (iv, end) = (model.idx_v[k], model.idx_v[k] + model.nv_subtree[k]);
+        for r in iv..iv + model.joints[k].nv() {
+            let (jr, ar, pr, fr) = (d.columns[r], d.alpha[r], d.psi[r], d.phi[r] + d.psi[r]);
+            let cols = iv..end;
+            let (dq_r, dv_r) = (&mut dq[r * nv + iv..r * nv + end], &mut dv[r * nv + iv..r * nv + end]);
+            for (((x, y), u), [w, _, _]) in dq_r.iter_mut().zip(dv_r.iter_mut()).zip(&d.momenta[cols.clone()]).zip(&d.pair_forces[cols.clone()]) {
+                *x = ar.dot(u) + pr.dot(w);
+                *y = fr.dot(u) + jr.dot(w);
+            }
+            if with_mass {
+                for (m, u) in da[r * nv + iv..r * nv + end].iter_mut().zip(&d.momenta[cols]) {
+                    *m = jr.dot(u);
                 }
-                body = model.parents[k];
             }
         }
     }
+    for i in 0..model.nbodies() {
+        for c in model.idx_v[i]..model.idx_v[i] + model.joints[i].nv() {
+            let [_, t, s] = d.pair_forces[c];
+            let mut up = model.parents[i];
+            while let Some(k) = up {
+                for r in model.idx_v[k]..model.idx_v[k] + model.joints[k].nv() {
+                    let jr = d.columns[r];
+                    dq[c * nv + r] = jr.dot(&t);
+                    dv[c * nv + r] = jr.dot(&s);
+                    if with_mass {
+                        da[c * nv + r] = da[r * nv + c];
+                    }
+                }
+                up = model.parents[k];
+            }
+        }
+    }
+}
+
+/// `ℬ(I, V) = (V×*) I − I (V×) + (h ×̄*)` with `h = I V` (Singh, Russell & Wensing 2023):
+/// with `P = (V×*) I`, a symmetric `I` gives `−I (V×) = Pᵀ`, so one 6×6 product (six force
+/// cross products, one per column of `I`) instead of two.
+pub(crate) fn inertia_velocity_coupling(im: &Matrix6<f64>, v: &Motion, h: &Force) -> Matrix6<f64> {
+    let mut p = Matrix6::zeros();
+    for k in 0..6 {
+        let col = im.column(k);
+        let f = Force::new(Vector3::new(col[0], col[1], col[2]), Vector3::new(col[3], col[4], col[5]));
+        p.set_column(k, &v.cross_force(&f).to_vector());
+    }
+    p + p.transpose() + h.cross_bar_matrix()
 }
 
 /// World-frame scratch and results of [`rnea_derivatives`]. Sizes: `n` bodies, `nv` dofs.
@@ -189,6 +246,13 @@ pub struct DerivativeWorkspace {
     pub phi: Vec<Motion>,
     /// `(nv,)` `α_k = A_λ × J_k − ψ_k × V_λ`.
     pub alpha: Vec<Motion>,
+    /// `(nv,)` `I^C_i J_k`, the momentum of the subtree of the body `i` of dof `k` moving
+    /// with `J_k` (world frame). CRBA and the derivatives' pair loops.
+    pub momenta: Vec<Force>,
+    /// `(nv,)` per-dof forces of the pair loop of the torque derivatives: `[ℬ^{C T}_i J_k,
+    /// J_k ×* F^C_i + I^C_i α_k + ℬ^C_i ψ_k, I^C_i (φ_k + ψ_k) + ℬ^C_i J_k]` (`i` the body of
+    /// dof `k`).
+    pub pair_forces: Vec<[Force; 3]>,
     /// `(n,)` world-frame body velocities `V_i`.
     pub velocities: Vec<Motion>,
     /// `(n,)` world-frame body accelerations `A_i` (world at `−g`).
@@ -219,6 +283,8 @@ impl DerivativeWorkspace {
             psi: vec![Motion::zero(); nv],
             phi: vec![Motion::zero(); nv],
             alpha: vec![Motion::zero(); nv],
+            momenta: vec![Force::zero(); nv],
+            pair_forces: vec![[Force::zero(); 3]; nv],
             velocities: vec![Motion::zero(); n],
             accelerations: vec![Motion::zero(); n],
             composite_forces: vec![Force::zero(); n],
