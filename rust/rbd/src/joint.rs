@@ -115,7 +115,7 @@ impl Joint {
     #[must_use]
     pub fn placed_transform(&self, placement: &Se3, q: &[f64]) -> Se3 {
         match self {
-            Joint::Revolute { axis } => Se3::new(placement.rotation * so3::rotation_about(axis, q[0]), placement.translation),
+            Joint::Revolute { axis } => Se3::new(so3::times_rotation_about(&placement.rotation, axis, q[0]), placement.translation),
             Joint::Prismatic { axis } => Se3::new(placement.rotation, placement.rotation * (axis * q[0]) + placement.translation),
             _ => *placement * self.transform(q),
         }

@@ -52,17 +52,22 @@ pub struct Workspace {
     /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA,
     /// centroidal momentum.
     pub composite_inertias: Vec<Inertia>,
-    /// `(n,)` articulated-body inertia of body i, body frame i. ABA, Minverse.
+    /// `(n,)` articulated-body inertia of body i: body frame i after ABA, world frame after
+    /// Minverse and the ABA derivatives (which leave it unreduced, `I^A_i`).
     pub articulated_inertias: Vec<Matrix6<f64>>,
-    /// `(n,)` articulated bias force of body i, body frame i. ABA.
+    /// `(n,)` articulated bias force of body i: body frame i (ABA), world frame (ABA
+    /// derivatives).
     pub bias_forces: Vec<Force>,
-    /// `(n,)` velocity-product acceleration `c_i = v_i ×ₘ (S_i q̇_i)`. ABA.
+    /// `(n,)` velocity-product acceleration `c_i = v_i ×ₘ (S_i q̇_i)`: body frame i (ABA),
+    /// world frame (ABA derivatives).
     pub bias_accelerations: Vec<Motion>,
-    /// `(n,)` `U_i = I_i^A S_i` (first nv_i columns used). ABA, Minverse.
+    /// `(n,)` `U_i = I_i^A S_i` (first nv_i columns used), in the frame of
+    /// `articulated_inertias`. ABA, Minverse, ABA derivatives.
     pub u: Vec<Matrix6<f64>>,
-    /// `(n,)` `D_i⁻¹ = (S_iᵀ U_i)⁻¹` (top-left nv_i block used). ABA, Minverse.
+    /// `(n,)` `D_i⁻¹ = (S_iᵀ U_i)⁻¹` (top-left nv_i block used). ABA, Minverse, ABA
+    /// derivatives.
     pub d_inv: Vec<Matrix6<f64>>,
-    /// `(n,)` `u_i = τ_i − S_iᵀ p_i` (first nv_i entries used). ABA.
+    /// `(n,)` `u_i = τ_i − S_iᵀ p_i` (first nv_i entries used). ABA, ABA derivatives.
     pub u_bias: Vec<[f64; 6]>,
     /// `(n,)` `(6, nv)` force columns of body i for all unit torques at once. Minverse.
     pub minv_forces: Vec<DMatrix<f64>>,
