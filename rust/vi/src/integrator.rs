@@ -558,7 +558,8 @@ impl VariationalIntegrator {
 
     /// The exact Newton direction `δz = −J⁻¹ r` at unknown control points `z` (layouts as in
     /// [`Self::residual`]) by Algorithms B.1/B.2, O(s³ n), without forming `J`. Errors with
-    /// [`ViError::SingularJacobian`] (labelled `step`) when some per-body `Λ_i` is singular.
+    /// [`ViError::SingularJacobian`] (labelled `at.k`) when some per-body `Λ_i` is singular;
+    /// `at.guess` is not used.
     pub fn newton_direction(&self, ws: &mut ViWorkspace, at: StepInput<'_>, z: &[f64], dz: &mut [f64]) -> Result<()> {
         let StepInput { k: step, q, p, u, .. } = at;
         self.refuse_lie_group("the Newton direction in chart coordinates")?;
@@ -633,11 +634,11 @@ impl VariationalIntegrator {
     /// returned includes those cheaper iterations. On a 12-link chain (callgrind) this took a
     /// 200-step rollout from 149 M to 119 M instructions. Each iteration costs O(s³ n) (or the dense
     /// LU of small systems, [`Self::uses_dense`]): the residual by Algorithm 1 and the exact
-    /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `guess`: an estimate
-    /// of `q_{k+1}` (e.g. extrapolated from the previous steps). Newton starts from it, and
-    /// when it fails there (or without a guess) from the next [`Predictor`] in turn; the count
-    /// returned includes the iterations of the failed starts, the error is that of the first.
-    /// `step` only labels errors.
+    /// direction `−J⁻¹ r` by Algorithms B.1/B.2 (no Jacobian is formed). `at.guess`: an
+    /// estimate of `q_{k+1}` (e.g. extrapolated from the previous steps). Newton starts from it,
+    /// and when it fails there (or without a guess) from the next [`Predictor`] in turn; the
+    /// count returned includes the iterations of the failed starts, the error is that of the
+    /// first. `at.k` labels errors and selects the step's active constraints.
     ///
     /// Stopping rule: `max |r| ≤ tolerance · max(1, |p_k|∞)`, or, once Newton has levelled
     /// off (its update below the resolution of `z`, or the residual no longer halving),
@@ -646,7 +647,7 @@ impl VariationalIntegrator {
     /// a step from rest (`p_k = 0`) or of a long chain, whose DEL Jacobian is large, is judged
     /// against what round-off allows there, not against an absolute tolerance.
     ///
-    /// With composite joints `q`, `guess` and `q_next` have `nq` entries and the step runs in
+    /// With composite joints `at.q`, `at.guess` and `q_next` have `nq` entries and the step runs in
     /// the chart centred at `q` (module `chart_step`).
     pub fn step(&self, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
         if let Some(sys) = &self.mimic {

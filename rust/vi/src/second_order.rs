@@ -397,7 +397,7 @@ impl VariationalIntegrator {
     /// step, O(n²) memory; no allocation after the workspace exists. With free-flyer,
     /// spherical or planar joints: central differences of the exact first-order linearisation
     /// in tangent coordinates (module docs, "On the Lie group"), relative error below 1e-7,
-    /// `6n + 1` linearised steps and O(n³) memory. `guess`, `step` as for
+    /// `6n + 1` linearised steps and O(n³) memory. `at` as for
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
     pub fn linearize_second_order_contracted<'w>(&self, so: &'w mut SecondOrderWorkspace, at: StepInput<'_>, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
