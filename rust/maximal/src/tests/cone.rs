@@ -1,7 +1,7 @@
 //! The isotropic friction cone ([`crate::friction_cone`]): Coulomb's sliding distance in every
 //! direction, sticking below the friction limit, no penetration, and the exact linearisation.
 
-use super::{box_on_ground, check_ip_linearization_at, gap};
+use super::{box_on_ground, check_dropped_box_comes_to_rest, check_ip_linearization_at, gap};
 use crate::body::Pose;
 use crate::*;
 use nalgebra::{UnitQuaternion, Vector3};
@@ -147,29 +147,8 @@ fn linearization_with_cone_contacts_matches_central_differences_of_the_relaxed_s
 
 #[test]
 fn dropped_box_comes_to_rest_on_the_cone_without_penetration() {
-    // Brüdigam et al. 2023 §5.1(d) with every corner on the cone: a cube of edge 0.5 m, 1 kg,
-    // dropped from 0.4 m turning and moving sideways, Δt = 0.01
-    let vi = MaximalIntegrator::new(Arc::new(box_with(0.5, FrictionModel::Cone)), 0.01).unwrap();
-    let pose = Pose::new(Vector3::new(0.0, 0.0, 0.25 + 0.4), UnitQuaternion::from_scaled_axis(Vector3::new(0.1, -0.05, 0.3)));
-    let mut state = vec![BodyState { pose, v: Vector3::new(0.3, 0.0, 0.0), w: Vector3::new(0.0, 0.5, 0.0) }];
-    let (mut ws, mut next) = (vi.workspace(), state.clone());
-    let (mut min_gap, mut iters) = (f64::INFINITY, 0);
-    for k in 0..300 {
-        let st = vi.step(&mut ws, k, &state, &[], None, &mut next).unwrap();
-        iters = iters.max(st.iterations);
-        std::mem::swap(&mut state, &mut next);
-        min_gap = min_gap.min(gap(&vi, &state));
-    }
-    let s = &state[0];
-    println!(
-        "box on the cone: min gap {min_gap:.2e} m, rest height {:.6} m, |v| {:.1e}, |ω| {:.1e}, max IP iterations {iters}",
-        s.pose.x.z,
-        s.v.norm(),
-        s.w.norm()
-    );
-    assert!(min_gap > -1e-9, "penetration {min_gap:e}");
-    assert!((s.pose.x.z - 0.25).abs() < 1e-6, "rest height {}", s.pose.x.z);
-    assert!(s.v.norm() < 1e-6 && s.w.norm() < 1e-6);
+    // the pyramid's drop (super) with every corner on the cone
+    check_dropped_box_comes_to_rest(&MaximalIntegrator::new(Arc::new(box_with(0.5, FrictionModel::Cone)), 0.01).unwrap(), "box on the cone");
 }
 
 #[test]
