@@ -138,7 +138,7 @@ pub fn rollout<D: DiscreteDynamics>(
             let (done, rest) = qs.split_at_mut((k + 1) * nq);
             let (pd, pr) = ps.split_at_mut((k + 1) * np);
             let qk = &done[k * nq..];
-            let warm = sys.warm_start(done, guess);
+            let warm = sys.warm_start(done, nq, guess);
             let uk = &u[(b * steps + k) * nu..(b * steps + k + 1) * nu];
             let at = StepInput::new(k, qk, &pd[k * np..], uk);
             let it = sys.step(ws, at.with_guess(warm.then_some(guess.as_slice())), &mut rest[..nq], &mut pr[..np])?;

@@ -15,7 +15,8 @@
 //! [`body_contact`] (contacts between two bodies' shapes, signed distances in [`geometry`]),
 //! [`linearize`] (exact implicit-function-theorem linearisation, maximal and minimal
 //! coordinates), [`trajectory`] (rollouts, parallel linearisation), [`system`] (the
-//! `vidyn_system::DiscreteDynamics` implementation), [`models`] (test and benchmark mechanisms).
+//! `vidyn_system::DiscreteDynamics` implementation), [`joint_coordinates`] (the same system
+//! seen in joint coordinates, for the optimisers), [`models`] (test and benchmark mechanisms).
 //!
 //! Conventions (beyond the workspace's `[linear; angular]` and `Se3` child→parent): rotations
 //! are perturbed on the right with the full angle, `q ⊗ exp(δθ/2)`, so rotational multipliers,
@@ -30,6 +31,7 @@ pub mod friction_cone;
 pub mod geometry;
 pub mod graph;
 pub mod integrator;
+pub mod joint_coordinates;
 pub mod linearize;
 pub mod mechanism;
 pub mod models;
@@ -43,6 +45,7 @@ pub use error::{MaximalError, Result};
 pub use friction_cone::FrictionModel;
 pub use geometry::Shape;
 pub use integrator::{MaximalIntegrator, MaximalWorkspace, StepStats};
+pub use joint_coordinates::{JointCoordinates, JointCoordinatesWorkspace};
 pub use mechanism::{Mechanism, MechanismJoint};
 pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, LinearizationOut, MaximalTrajectory};

@@ -9,10 +9,11 @@
 //!   convergence report; each trial's linearisation and cost derivatives are computed step
 //!   by step on the pool's other threads while the trial is simulated (all steps in parallel,
 //!   bit-for-bit those of the batch engine's [`vidyn_batch::linearize`]).
-//! * [`Dynamics`]: the interface both work on — [`ViDynamics`] (a VI, `x = (q, p)` or, with
-//!   [`ViDynamics::with_velocity_state`], `x = (q, v)`), [`MaximalDynamics`] or
-//!   [`LinearDynamics`]; controls on a chosen set of actuated joints ([`Actuation`], one map
-//!   for every integrator).
+//! * [`Dynamics`]: the interface both work on — [`SystemDynamics`] (any
+//!   `vidyn_system::DiscreteDynamics` system; [`MaximalDynamics`] is it on the maximal
+//!   integrator's joint coordinates), [`ViDynamics`] (a VI, `x = (q, p)` or, with
+//!   [`ViDynamics::with_velocity_state`], `x = (q, v)`) or [`LinearDynamics`]; controls on a
+//!   chosen set of actuated joints ([`Actuation`], one map for every integrator).
 //!
 //! * [`projection_optimize`]: Johnson's discrete projection-operator method (Ch. 6): DLQR
 //!   projection, steepest / quasi-Newton / Newton descent directions from a time-varying LQ
@@ -39,10 +40,12 @@ pub mod ilqr;
 pub mod linear_dynamics;
 pub mod lqr;
 pub mod maximal_dynamics;
+mod newton_start;
 mod pipeline;
 pub mod point_cost;
 pub mod projection;
 pub mod state_space;
+pub mod system_dynamics;
 pub mod tracking_cost;
 mod velocity_state;
 pub mod vi_dynamics;
@@ -64,5 +67,6 @@ pub use projection::{
     ProjectionOptions, ProjectionResult, ProjectionStatus,
 };
 pub use state_space::StateSpace;
+pub use system_dynamics::SystemDynamics;
 pub use tracking_cost::{FrictionCones, TrackingCost};
 pub use vi_dynamics::ViDynamics;

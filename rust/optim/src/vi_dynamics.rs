@@ -5,6 +5,7 @@ use crate::checks::check_finite;
 use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::ilqr::IlqrResult;
+use crate::newton_start::{NewtonStart, StepAt};
 use crate::state_space::StateSpace;
 use crate::velocity_state::{gains_to_momentum, jacobians_to_velocity, Legendre};
 use nalgebra::DMatrix;
@@ -177,15 +178,13 @@ impl<'a> ViDynamics<'a> {
         let nx = nq + n;
         let space = self.state_space();
         space.check(x0, "x0")?;
-        let mut predict_scratch = crate::NominalScratch::default();
         let mut x = vec![0.0; (steps + 1) * nx];
         let mut u = vec![0.0; steps * m];
         x[..nx].copy_from_slice(x0);
         let mut scratch = self.take_scratch();
         let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
         let model = self.vi.model();
-        let (mut guess, mut linear_guess) = (vec![0.0; nq], vec![0.0; nq]);
-        let mut prefer_linear = true;
+        let mut start = NewtonStart::new(nq);
         for k in 0..steps {
             let (done, rest) = x.split_at_mut((k + 1) * nx);
             let xk = &done[k * nx..];
@@ -193,18 +192,7 @@ impl<'a> ViDynamics<'a> {
             policy(k, xk, uk);
             check_finite(uk, "u")?;
             self.actuation.expand(uk, full);
-            // with a nominal both starting points are formed and the one that was closer to
-            // the previous step's solution is taken: the linear prediction is far better near
-            // convergence (second order in the distance to the nominal: 1.0 Newton iterations per
-            // step instead of 1.9 in the last cart-pole iterations), the extrapolation after
-            // the first, long steps of a solve (2.0 instead of 3.7)
-            let extrapolated = vidyn_vi::predict_next(done, nx, &mut guess);
-            let linear = near.is_some_and(|near| near.predict(&space, k, xk, uk, &mut predict_scratch, &mut linear_guess));
-            let warm = match (extrapolated, linear) {
-                (_, true) if prefer_linear || !extrapolated => Some(linear_guess.as_slice()),
-                (true, _) => Some(guess.as_slice()),
-                _ => None,
-            };
+            let warm = start.choose(&space, StepAt { k, x: xk, u: uk, near }, |guess| vidyn_vi::predict_next(done, nx, guess));
             let (q, p) = (
                 &xk[..nq],
                 if self.velocity_state {
@@ -218,9 +206,7 @@ impl<'a> ViDynamics<'a> {
             self.vi.step(ws, at.with_guess(warm), qn, pn)?;
             // for linearize_steps, which then need not solve the step again
             self.vi.keep_solved(&self.solved, ws, at, qn, pn);
-            if extrapolated && linear {
-                prefer_linear = distance(qn, &linear_guess) <= distance(qn, &guess);
-            }
+            start.learn(qn);
             rest[..nq].copy_from_slice(qn);
             if self.velocity_state {
                 node.velocity(model, ws.rbd(), qn, pn, &mut rest[n..nx])?;
@@ -282,7 +268,7 @@ impl Dynamics for ViDynamics<'_> {
     /// order on the Lie group (free-flyer, spherical, planar joints; relative error below
     /// 1e-7, [`VariationalIntegrator::linearize_second_order_contracted`]).
     fn has_second_order(&self) -> bool {
-        !self.velocity_state && self.vi.constraints().is_empty() && !self.vi.kinematic().iter().any(|&k| k)
+        !self.velocity_state && vidyn_system::DiscreteDynamics::has_second_order(self.vi)
     }
     fn nu(&self) -> usize {
         self.actuation.nu()
@@ -416,9 +402,4 @@ impl Dynamics for ViDynamics<'_> {
         );
         Ok(result?)
     }
-}
-
-/// `max_i |a_i − b_i|`.
-fn distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
 }

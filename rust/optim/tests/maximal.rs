@@ -15,7 +15,7 @@ fn integrator(dt: f64) -> MaximalIntegrator {
 #[test]
 fn rollouts_match_the_maximal_rollout() {
     let mi = integrator(0.01);
-    let dynamics = MaximalDynamics::new(&mi, None).unwrap();
+    let dynamics = MaximalDynamics::in_joint_coordinates(&mi, None).unwrap();
     let (q0, v0) = ([0.4, -0.3], [0.5, 0.2]);
     let u: Vec<f64> = (0..2 * 50).map(|k| 0.3 * ((k / 2) as f64 * 0.2).sin()).collect();
     let (x, _) = rollout_open_loop(&dynamics, &[q0[0], q0[1], v0[0], v0[1]], &u).unwrap();
@@ -33,7 +33,7 @@ fn ilqr_on_maximal_coordinates_reaches_a_target_feasibly() {
     let dt = 0.02;
     let steps = 60;
     let mi = integrator(dt);
-    let dynamics = MaximalDynamics::new(&mi, None).unwrap();
+    let dynamics = MaximalDynamics::in_joint_coordinates(&mi, None).unwrap();
     let target = vec![0.8, -0.5, 0.0, 0.0];
     let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.01 * dt, 0.01 * dt]));
     let cost = QuadraticCost::new(vec![w], vec![DMatrix::identity(2, 2) * 1e-3 * dt], DMatrix::identity(4, 4) * 1e2, target.clone(), vec![]).unwrap();
@@ -54,7 +54,7 @@ fn ilqr_on_maximal_coordinates_reaches_a_target_feasibly() {
 fn loops_are_rejected() {
     let (mech, _) = models::four_bar();
     let mi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    assert!(MaximalDynamics::new(&mi, None).is_err());
+    assert!(MaximalDynamics::in_joint_coordinates(&mi, None).is_err());
 }
 
 /// Each step's Jacobians and single steps depend on that step's inputs only: the linearisation
@@ -63,14 +63,14 @@ fn loops_are_rejected() {
 #[test]
 fn steps_and_jacobians_do_not_depend_on_what_was_solved_before() {
     let mi = integrator(0.01);
-    let dynamics = MaximalDynamics::new(&mi, None).unwrap();
+    let dynamics = MaximalDynamics::in_joint_coordinates(&mi, None).unwrap();
     let steps = 24;
     let u: Vec<f64> = (0..2 * steps).map(|k| 0.8 * ((k / 2) as f64 * 0.3).sin()).collect();
     let (x, _) = rollout_open_loop(&dynamics, &[0.4, -0.3, 0.5, 0.2], &u).unwrap();
     let (a, b) = dynamics.linearize(&x, &u).unwrap();
     let mut next = [0.0; 4];
     for k in (0..steps).rev() {
-        let fresh = MaximalDynamics::new(&mi, None).unwrap();
+        let fresh = MaximalDynamics::in_joint_coordinates(&mi, None).unwrap();
         let (xk, uk) = (&x[4 * k..4 * k + 8], &u[2 * k..2 * k + 2]);
         let (ak, bk) = fresh.linearize(xk, uk).unwrap();
         assert_eq!((&a[k], &b[k]), (&ak[0], &bk[0]), "step {k}: Jacobians");

@@ -444,7 +444,7 @@ pub fn optim_ilqr_maximal<'py>(
     use vidyn_optim::Dynamics;
     let method = convert::METHOD.parse(method)?;
     let integrator = mi.get().current();
-    let dynamics = vidyn_optim::MaximalDynamics::new(&integrator, actuated).map_err(py_err)?;
+    let dynamics = vidyn_optim::MaximalDynamics::in_joint_coordinates(&integrator, actuated).map_err(py_err)?;
     let (nx, m) = (dynamics.nx(), dynamics.nu());
     let x0 = convert::read(x0, "x0", &[nx], Some("(2n,)"))?;
     let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;

@@ -41,8 +41,9 @@ pub struct ContractedTerms<'a> {
 }
 
 /// Where one step starts: its index `k` (it labels errors, and selects the step's phase when
-/// a system changes with time), the state `(q_k, p_k)`, the control `u_k`, and for an implicit
-/// step an optional estimate `guess` of `q_{k+1}` where its solver starts.
+/// a system changes with time), the state `(q_k, p_k)`, the control `u_k`, for an implicit
+/// step an optional estimate `guess` of `q_{k+1}` where its solver starts, and whether the
+/// step `continues` the previous call on the same workspace (see [`StepInput::continuing`]).
 #[derive(Clone, Copy, Debug)]
 pub struct StepInput<'a> {
     pub k: usize,
@@ -50,19 +51,30 @@ pub struct StepInput<'a> {
     pub p: &'a [f64],
     pub u: &'a [f64],
     pub guess: Option<&'a [f64]>,
+    pub continues: bool,
 }
 
 impl<'a> StepInput<'a> {
     /// Step `k` from `(q, p)` under `u`, without an estimate of its end.
     #[must_use]
     pub fn new(k: usize, q: &'a [f64], p: &'a [f64], u: &'a [f64]) -> Self {
-        Self { k, q, p, u, guess: None }
+        Self { k, q, p, u, guess: None, continues: false }
     }
 
     /// The same step with its solver started at `guess` (`None`: the system's own start).
     #[must_use]
     pub fn with_guess(self, guess: Option<&'a [f64]>) -> Self {
         Self { guess, ..self }
+    }
+
+    /// The same step marked as the next step of a simulation whose previous step ran on the
+    /// same workspace and ended at this step's `(q, p)`: a system may then carry over what
+    /// that step left (a maximal integrator's knots and multipliers, which joint coordinates
+    /// alone do not determine to the last bit). The result is then a function of the
+    /// inputs and of that previous step; without the mark, of the inputs alone.
+    #[must_use]
+    pub fn continuing(self) -> Self {
+        Self { continues: true, ..self }
     }
 }
 
@@ -102,11 +114,12 @@ pub trait DiscreteDynamics: Sync {
     /// Invalid inputs.
     fn momentum(&self, ws: &mut Self::Workspace, q: &[f64], v: &[f64], p: &mut [f64]) -> Result<(), BatchError<Self::Error>>;
 
-    /// Writes an estimate of `q_{k+1}` from the configurations so far, `past` = `(q_0, …, q_k)`
-    /// row-major `(k+1, nq)`, into `guess` for an implicit step, and returns `true`; the
-    /// default (no estimate) returns `false`.
-    fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
-        let _ = (past, guess);
+    /// Writes an estimate of `q_{k+1}` from the configurations so far into `guess` for an
+    /// implicit step, and returns `true`; the default (no estimate) returns `false`. `past`
+    /// holds rows `0..=k` of `stride` entries whose first `nq` are `q_0, …, q_k` (the engine's
+    /// configurations, `stride = nq`, or an optimiser's states `(q, p)`).
+    fn warm_start(&self, past: &[f64], stride: usize, guess: &mut [f64]) -> bool {
+        let _ = (past, stride, guess);
         false
     }
 
@@ -135,6 +148,34 @@ pub trait DiscreteDynamics: Sync {
     /// # Errors
     /// As [`DiscreteDynamics::step`].
     fn linearize(&self, ws: &mut Self::Workspace, at: StepInput<'_>, a: &mut [f64], b: &mut [f64]) -> Result<usize, BatchError<Self::Error>>;
+
+    /// [`DiscreteDynamics::linearize`] into nalgebra's (column-major) matrices `a`
+    /// `(ndx, ndx)` and `b` `(ndx, nu)`, for callers that keep them so (the optimisers): the
+    /// same numbers without a layout round trip when the system overrides it; the default
+    /// linearises into C order and copies (allocating two buffers).
+    ///
+    /// # Errors
+    /// As [`DiscreteDynamics::linearize`].
+    fn linearize_matrices(
+        &self,
+        ws: &mut Self::Workspace,
+        at: StepInput<'_>,
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<usize, BatchError<Self::Error>> {
+        let (ndx, nu) = (self.ndx(), self.nu());
+        let (mut rows_a, mut rows_b) = (vec![0.0; ndx * ndx], vec![0.0; ndx * nu]);
+        let iterations = self.linearize(ws, at, &mut rows_a, &mut rows_b)?;
+        *a = DMatrix::from_row_slice(ndx, ndx, &rows_a);
+        *b = DMatrix::from_row_slice(ndx, nu, &rows_b);
+        Ok(iterations)
+    }
+
+    /// Whether the second-order terms below are implemented for this system as configured
+    /// (the optimisers' full DDP needs them). The default: no.
+    fn has_second_order(&self) -> bool {
+        false
+    }
 
     /// Full second-order terms of the step (see [`SecondOrderTerms`]). Optional: the default
     /// reports [`BatchError::Unsupported`].

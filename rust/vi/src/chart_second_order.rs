@@ -162,7 +162,7 @@ impl GroupSecondOrder {
             let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
             joint.integrate(&q[iq..iq + joint.nq()], &self.dq[iv..iv + joint.nv()], &mut self.q[iq..iq + joint.nq()]);
         }
-        let moved = StepInput { k: step, q: &self.q, p: &self.p, u: &self.u, guess: Some(&out.q_next) };
+        let moved = StepInput { k: step, q: &self.q, p: &self.p, u: &self.u, guess: Some(&out.q_next), continues: false };
         self.vi.linearize(&mut self.ws, moved, &mut self.a, &mut self.b, &mut self.q_next, &mut self.p_next)?;
         self.jac.columns_mut(0, 2 * n).copy_from(&self.a);
         self.jac.columns_mut(2 * n, n).copy_from(&self.b);

@@ -144,7 +144,7 @@ impl VariationalIntegrator {
     /// [`VariationalIntegrator::step`] of a model with composite joints (module docs): into
     /// the chart centred at `q`, the step of the expanded model there, and back.
     pub(crate) fn step_on_chart(&self, chart: &Chart, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
-        let StepInput { k: step, q, p, u, guess } = at;
+        let StepInput { k: step, q, p, u, guess, .. } = at;
         let (native, map) = (&*chart.native, &chart.map);
         check_configuration(native, q)?;
         check_tangent(native, p, "p")?;
@@ -180,7 +180,7 @@ impl VariationalIntegrator {
         let result = self
             .step_in_coordinates(
                 ws,
-                StepInput { k: step, q: &theta, p: &p_theta, u: &u_theta, guess: guessed.then_some(&g[..]) },
+                StepInput { k: step, q: &theta, p: &p_theta, u: &u_theta, guess: guessed.then_some(&g[..]), continues: false },
                 &mut theta_next,
                 &mut p_theta_next,
             )

@@ -667,7 +667,7 @@ impl VariationalIntegrator {
     /// [`Self::step`] in the coordinates of the DEL model `self.model` (a chart's, with
     /// composite joints).
     pub(crate) fn step_in_coordinates(&self, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
-        let StepInput { k: step, q, p, u, guess } = at;
+        let StepInput { k: step, q, p, u, guess, .. } = at;
         ws.within_tolerance = false;
         self.check_inputs(q, p, u)?;
         self.check_gimbals(step, q)?;
@@ -728,8 +728,9 @@ impl VariationalIntegrator {
             if levelled {
                 levelled_at = Some(levelled_at.map_or(residual, |l| l.min(residual)));
             }
-            // the floor barely changes over the iterates near a solution: estimated once a step
-            let at_floor = levelled && residual <= *floor_estimate.get_or_insert_with(|| self.round_off_floor(ws, q, p, u, &mut r, &mut dz));
+            // the floor barely changes over the iterates near a solution: estimated once a step,
+            // and only when the tolerance alone does not end the solve
+            let at_floor = residual > tol && levelled && residual <= *floor_estimate.get_or_insert_with(|| self.round_off_floor(ws, q, p, u, &mut r, &mut dz));
             if residual <= tol || at_floor {
                 ws.last_iterations = it;
                 ws.within_tolerance = residual <= tol && !constrained;

@@ -104,7 +104,7 @@ impl VariationalIntegrator {
     /// the stopping rule of [`Self::step`] but for its round-off floor (an update below the
     /// resolution of `z` accepts a residual within `1.5·10⁻⁸ max(1, |p_k|∞)`).
     pub(crate) fn step_mimic(&self, sys: &MimicSystem, ws: &mut ViWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize> {
-        let StepInput { k: step, q, p, u, guess } = at;
+        let StepInput { k: step, q, p, u, guess, .. } = at;
         ws.within_tolerance = false;
         let c = &sys.coupling;
         check_vector(q, "q", c.nq(), "model.nq")?;

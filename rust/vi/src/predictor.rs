@@ -38,7 +38,7 @@ impl VariationalIntegrator {
     /// joints (whose `u` are positions, not forces) the Taylor estimate drops its acceleration
     /// term; their control points are set from `u` ([`Self::with_kinematic`]).
     pub(crate) fn initial_guess(&self, ws: &mut ViWorkspace, at: StepInput<'_>, predictor: Predictor) -> Result<()> {
-        let StepInput { k: step, q, p, u, guess } = at;
+        let StepInput { k: step, q, p, u, guess, .. } = at;
         let (n, dt) = (self.n(), self.dt);
         match (predictor, guess) {
             (Predictor::Guess, Some(g)) => {

@@ -79,8 +79,8 @@ impl DiscreteDynamics for VariationalIntegrator {
     }
 
     /// [`crate::predict_next`], as [`crate::rollout`] does.
-    fn warm_start(&self, past: &[f64], guess: &mut [f64]) -> bool {
-        crate::predict_next(past, VariationalIntegrator::nq(self), guess)
+    fn warm_start(&self, past: &[f64], stride: usize, guess: &mut [f64]) -> bool {
+        crate::predict_next(past, stride, guess)
     }
 
     fn step(&self, ws: &mut SystemWorkspace, at: StepInput<'_>, q_next: &mut [f64], p_next: &mut [f64]) -> Result<usize, BatchError<ViError>> {
@@ -113,6 +113,25 @@ impl DiscreteDynamics for VariationalIntegrator {
         matrix_to_rows(&ws.a, a);
         matrix_to_rows(&ws.b, b);
         Ok(it)
+    }
+
+    /// [`VariationalIntegrator::linearize`] writes nalgebra matrices itself.
+    fn linearize_matrices(
+        &self,
+        ws: &mut SystemWorkspace,
+        at: StepInput<'_>,
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<usize, BatchError<ViError>> {
+        let r = VariationalIntegrator::linearize(self, &mut ws.vi, at, a, b, &mut ws.q_next, &mut ws.p_next);
+        Ok(self.fresh_after_error(ws, r)?)
+    }
+
+    /// Unless the integrator has holonomic constraints or kinematic joints (module
+    /// `second_order`): exact on fixed charts, central differences of the exact first order
+    /// on the Lie group ([`VariationalIntegrator::linearize_second_order_contracted`]).
+    fn has_second_order(&self) -> bool {
+        self.constraints().is_empty() && !self.kinematic().iter().any(|&k| k)
     }
 
     /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this
