@@ -27,7 +27,7 @@ gaps as it goes.
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
 (but for the trot: walk −49 N, pace −213 N, bound −161 N). ``--friction`` adds friction-cone
 penalties on the contact forces (``friction_cone``), which make them unilateral: walk / trot /
-pace / bound / jump in 15 / 11 / 11 / 13 / 40 iterations, every foot pushing (≥ 7.9 N),
+pace / bound / jump in 15 / 11 / 11 / 13 / 29 iterations, every foot pushing (≥ 7.9 N),
 |f_t|/f_z ≤ 0.70.
 
 ``--limits [FRACTION]`` bounds the joint torques by the URDF's effort limits (80 N m), or by

@@ -102,7 +102,8 @@ def test_friction_cones_make_the_contacts_push():
 def test_hard_gaits_push_with_friction_cones(name):
     """The motions that pull hardest without cones (pace −213 N, bound −161 N, jump −364 N)
     with the example's cones (``friction_cone``: weight 0.1 on the jump): converged (measured
-    11 / 13 / 40 iterations; before the cone's own curvature entered the penalty's Hessian, 87 /
+    11 / 13 / 29 iterations (the jump 40 before FDDP judged infeasible steps by an exact-on-LQ
+    model); before the cone's own curvature entered the penalty's Hessian, 87 /
     38 / none in 200), every vertical force ≥ 7.9 / 12.4 / 11.1 N, |f_t|/f_z ≤ 0.70 / 0.63 /
     0.70: a jump that only pushes on the ground."""
     walk = load_example()
