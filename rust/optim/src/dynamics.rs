@@ -9,7 +9,7 @@
 //! Trajectories are stored row-major: `x[k·nx + i]` for `k = 0..=N`, `u[k·nu + j]` for
 //! `k = 0..N`.
 
-use crate::checks::check_multiple;
+use crate::checks::{check_finite, check_multiple};
 use crate::error::{OptimError, Result};
 use crate::state_space::StateSpace;
 use nalgebra::DMatrix;
@@ -187,4 +187,29 @@ pub fn rollout_open_loop<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], u: &[f6
     check_multiple(u.len(), nu, "u")?;
     let steps = u.len().checked_div(nu).unwrap_or(0);
     dynamics.rollout(x0, steps, &mut |k, _x, uk| uk.copy_from_slice(&u[k * nu..(k + 1) * nu]))
+}
+
+/// The loop every [`Dynamics::rollout`] runs: `x_0 = x0` (`nx` entries); for `k = 0..steps`
+/// the policy writes `u_k` (`nu`) from `x_k`, refused when not finite, then
+/// `advance(k, past, u_k, next)` writes `x_{k+1}` into `next` from the states so far (`past`:
+/// `x_0 … x_k`, row-major). Returns `(x, u)` row-major.
+pub(crate) fn run_policy(
+    x0: &[f64],
+    steps: usize,
+    nu: usize,
+    policy: &mut Policy<'_>,
+    mut advance: impl FnMut(usize, &[f64], &[f64], &mut [f64]) -> Result<()>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let nx = x0.len();
+    let mut x = vec![0.0; (steps + 1) * nx];
+    let mut u = vec![0.0; steps * nu];
+    x[..nx].copy_from_slice(x0);
+    for k in 0..steps {
+        let (past, rest) = x.split_at_mut((k + 1) * nx);
+        let uk = &mut u[k * nu..(k + 1) * nu];
+        policy(k, &past[k * nx..], uk);
+        check_finite(uk, "u")?;
+        advance(k, past, uk, &mut rest[..nx])?;
+    }
+    Ok((x, u))
 }

@@ -1,7 +1,7 @@
 //! A (time-varying) linear system as [`Dynamics`], for tests and LQ problems.
 
 use crate::checks::check_finite;
-use crate::dynamics::{Dynamics, Jacobians, Policy, SecondOrder};
+use crate::dynamics::{run_policy, Dynamics, Jacobians, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use nalgebra::DMatrix;
 
@@ -49,21 +49,13 @@ impl Dynamics for LinearDynamics {
         if x0.len() != nx {
             return Err(OptimError::InvalidInput(format!("x0 has {} entries, expected {nx}", x0.len())));
         }
-        let mut x = vec![0.0; (steps + 1) * nx];
-        let mut u = vec![0.0; steps * nu];
-        x[..nx].copy_from_slice(x0);
-        for k in 0..steps {
-            let (done, rest) = x.split_at_mut((k + 1) * nx);
-            let xk = &done[k * nx..];
-            let uk = &mut u[k * nu..(k + 1) * nu];
-            policy(k, xk, uk);
-            let (a, b) = (self.a_at(k), self.b_at(k));
-            for i in 0..nx {
-                rest[i] = (0..nx).map(|j| a[(i, j)] * xk[j]).sum::<f64>() + (0..nu).map(|j| b[(i, j)] * uk[j]).sum::<f64>();
+        run_policy(x0, steps, nu, policy, |k, past, uk, next| {
+            let (a, b, xk) = (self.a_at(k), self.b_at(k), &past[k * nx..]);
+            for (i, x) in next.iter_mut().enumerate() {
+                *x = (0..nx).map(|j| a[(i, j)] * xk[j]).sum::<f64>() + (0..nu).map(|j| b[(i, j)] * uk[j]).sum::<f64>();
             }
-            check_finite(&rest[..nx], "x")?;
-        }
-        Ok((x, u))
+            check_finite(next, "x")
+        })
     }
     fn step(&self, k: usize, x: &[f64], u: &[f64], _guess: Option<&[f64]>, next: &mut [f64]) -> Result<()> {
         let next_x = self.a_at(k) * nalgebra::DVector::from_column_slice(x) + self.b_at(k) * nalgebra::DVector::from_column_slice(u);

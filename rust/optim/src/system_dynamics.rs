@@ -17,8 +17,7 @@
 //! same trajectories and matrices bit for bit (`tests/system_dynamics.rs`).
 
 use crate::actuation::Actuation;
-use crate::checks::check_finite;
-use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
+use crate::dynamics::{run_policy, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::newton_start::{NewtonStart, StepAt};
 use crate::state_space::StateSpace;
@@ -124,33 +123,27 @@ where
 
     /// [`Dynamics::rollout`], each Newton solve started as module `newton_start` says.
     fn simulate(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: Option<&Nominal<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
-        let (sys, nq, m, nx) = (&self.system, self.system.nq(), self.actuation.nu(), self.space.nx());
+        let (sys, nq, nx) = (&self.system, self.system.nq(), self.space.nx());
         self.space.check(x0, "x0")?;
-        let mut x = vec![0.0; (steps + 1) * nx];
-        let mut u = vec![0.0; steps * m];
-        x[..nx].copy_from_slice(x0);
         let mut s = self.scratch();
         let Scratch { ws, full, .. } = &mut *s;
         let mut start = NewtonStart::new(nq);
-        for k in 0..steps {
-            let (done, rest) = x.split_at_mut((k + 1) * nx);
-            let xk = &done[k * nx..];
-            let uk = &mut u[k * m..(k + 1) * m];
-            policy(k, xk, uk);
-            check_finite(uk, "u")?;
+        let out = run_policy(x0, steps, self.actuation.nu(), policy, |k, past, uk, next| {
             self.actuation.expand(uk, full);
-            let warm = start.choose(&self.space, StepAt { k, x: xk, u: uk, near }, |guess| sys.warm_start(done, nx, guess));
+            let xk = &past[k * nx..];
+            let warm = start.choose(&self.space, StepAt { k, x: xk, u: uk, near }, |guess| sys.warm_start(past, nx, guess));
             let mut at = StepInput::new(k, &xk[..nq], &xk[nq..], full).with_guess(warm);
             if k > 0 {
                 at = at.continuing();
             }
-            let (q_next, p_next) = rest[..nx].split_at_mut(nq);
+            let (q_next, p_next) = next.split_at_mut(nq);
             sys.step(ws, at, q_next, p_next).map_err(system_error)?;
             sys.check_step(ws, at, q_next, p_next).map_err(system_error)?;
             start.learn(q_next);
-        }
+            Ok(())
+        })?;
         self.pool.give_back(s);
-        Ok((x, u))
+        Ok(out)
     }
 }
 

@@ -1,8 +1,7 @@
 //! A [`VariationalIntegrator`] as the optimisers' [`Dynamics`].
 
 use crate::actuation::Actuation;
-use crate::checks::check_finite;
-use crate::dynamics::{Dynamics, Jacobians, Nominal, Policy, SecondOrder};
+use crate::dynamics::{run_policy, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::ilqr::IlqrResult;
 use crate::newton_start::{NewtonStart, StepAt};
@@ -178,21 +177,14 @@ impl<'a> ViDynamics<'a> {
         let nx = nq + n;
         let space = self.state_space();
         space.check(x0, "x0")?;
-        let mut x = vec![0.0; (steps + 1) * nx];
-        let mut u = vec![0.0; steps * m];
-        x[..nx].copy_from_slice(x0);
         let mut scratch = self.take_scratch();
         let StepScratch { ws, full, q_next: qn, p_next: pn, p: pk, node, .. } = &mut *scratch;
         let model = self.vi.model();
         let mut start = NewtonStart::new(nq);
-        for k in 0..steps {
-            let (done, rest) = x.split_at_mut((k + 1) * nx);
-            let xk = &done[k * nx..];
-            let uk = &mut u[k * m..(k + 1) * m];
-            policy(k, xk, uk);
-            check_finite(uk, "u")?;
+        let out = run_policy(x0, steps, m, policy, |k, past, uk, next| {
             self.actuation.expand(uk, full);
-            let warm = start.choose(&space, StepAt { k, x: xk, u: uk, near }, |guess| vidyn_vi::predict_next(done, nx, guess));
+            let xk = &past[k * nx..];
+            let warm = start.choose(&space, StepAt { k, x: xk, u: uk, near }, |guess| vidyn_vi::predict_next(past, nx, guess));
             let (q, p) = (
                 &xk[..nq],
                 if self.velocity_state {
@@ -207,15 +199,16 @@ impl<'a> ViDynamics<'a> {
             // for linearize_steps, which then need not solve the step again
             self.vi.keep_solved(&self.solved, ws, at, qn, pn);
             start.learn(qn);
-            rest[..nq].copy_from_slice(qn);
+            next[..nq].copy_from_slice(qn);
             if self.velocity_state {
-                node.velocity(model, ws.rbd(), qn, pn, &mut rest[n..nx])?;
+                node.velocity(model, ws.rbd(), qn, pn, &mut next[n..])?;
             } else {
-                rest[nq..nx].copy_from_slice(pn);
+                next[nq..].copy_from_slice(pn);
             }
-        }
+            Ok(())
+        })?;
         self.return_scratch(scratch);
-        Ok((x, u))
+        Ok(out)
     }
     /// Scratch for one rollout or linearisation from the pool (a new one when it is empty).
     fn take_scratch(&self) -> Box<StepScratch> {
