@@ -2,7 +2,7 @@
 contacts, from Python: Coulomb's sliding distance in every direction, sticking below the
 friction limit, no penetration, exact derivatives, clear errors, pickling.
 
-The Rust crate (``rust/maximal/src/tests/cone.rs``) checks the linearisation column by column
+The Rust crate (``rust/maximal/src/linearize/tests.rs``) checks the linearisation column by column
 against central differences of the relaxed interior-point system; these tests check the
 Python layer and the same physics through it.
 """

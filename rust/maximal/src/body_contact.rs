@@ -245,3 +245,6 @@ impl crate::integrator::MaximalIntegrator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

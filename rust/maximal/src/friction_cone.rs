@@ -218,6 +218,9 @@ pub(crate) fn largest_step(cw: &ContactWorkspace, c: usize, friction: f64, dy: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_common::contact::{box_on_ground, box_with};
+    use crate::MaximalIntegrator;
+    use std::sync::Arc;
 
     #[test]
     fn step_to_boundary_lands_on_the_cone_and_not_before() {
@@ -262,5 +265,17 @@ mod tests {
         assert!((jordan(&u, &w) - jordan(&w, &u)).amax() < 1e-15);
         // e is the identity
         assert_eq!(jordan(&u, &Vector3::x()), u);
+    }
+
+    #[test]
+    fn cone_needs_a_positive_friction_coefficient() {
+        let mut mech = box_on_ground(0.0);
+        let err = mech.set_friction_model(0, FrictionModel::Cone).unwrap_err().to_string();
+        assert!(err.contains("corner0") && err.contains("friction > 0") && err.contains("'cone'"), "{err}");
+        assert!(mech.set_friction_model(8, FrictionModel::Cone).unwrap_err().to_string().contains("contact = 8"));
+        assert_eq!(FrictionModel::from_name("cone"), Some(FrictionModel::Cone));
+        assert_eq!(FrictionModel::from_name("cones"), None);
+        let vi = MaximalIntegrator::new(Arc::new(box_with(0.4, FrictionModel::Cone)), 0.01).unwrap();
+        assert_eq!(vi.workspace().solver.dim(vi.contact_node(0)), 4);
     }
 }

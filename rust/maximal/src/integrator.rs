@@ -668,3 +668,6 @@ fn relabel(e: MaximalError, step: usize) -> MaximalError {
 fn stack(a: &Vector3<f64>, b: &Vector3<f64>) -> Vector6<f64> {
     Vector6::new(a.x, a.y, a.z, b.x, b.y, b.z)
 }
+
+#[cfg(test)]
+mod tests;

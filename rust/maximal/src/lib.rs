@@ -51,5 +51,9 @@ pub use system::SystemWorkspace;
 pub use trajectory::{linearize_trajectory, rollout, rollout_minimal, LinearizationOut, MaximalTrajectory};
 pub use vidyn_system::StepInput;
 
+// Tests (README, Layout, "Tests"): the public API in `tests/`, internals next to their module.
+// The helpers both share, from `tests/api/common` (public API only):
 #[cfg(test)]
-mod tests;
+#[path = "../tests/api/common/mod.rs"]
+#[allow(dead_code)]
+mod test_common;

@@ -405,3 +405,6 @@ fn fk_jacobian(mech: &crate::Mechanism, q: &[f64]) -> Result<DMatrix<f64>> {
     }
     Ok(j)
 }
+
+#[cfg(test)]
+mod tests;

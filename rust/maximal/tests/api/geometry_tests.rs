@@ -1,11 +1,12 @@
-//! Signed distances of [`crate::geometry`]: witnesses consistent with the distance, gradients
-//! and contact-frame derivatives against central differences, near-degenerate configurations.
+//! Signed distances between shapes: witness points consistent with the distance, gradients and
+//! contact-frame derivatives against central differences, near-degenerate pairs, closest points
+//! on segments against sampling.
 
-use crate::body::Pose;
-use crate::geometry::{closest_on_segments, distance_gradient, proximity, proximity_jacobian, Shape};
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use vidyn_maximal::body::Pose;
+use vidyn_maximal::geometry::{closest_on_segments, distance_gradient, proximity, proximity_jacobian, Shape};
 
 fn v(x: f64, y: f64, z: f64) -> Vector3<f64> {
     Vector3::new(x, y, z)

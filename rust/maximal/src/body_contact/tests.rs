@@ -1,19 +1,12 @@
-//! Contacts between bodies ([`crate::body_contact`]): momentum exchange in sphere–sphere
-//! collisions, a ball stack's forces, and the linearisation with body–body contacts.
+//! Contacts between bodies: momentum exchange in sphere–sphere collisions, the normal forces of a
+//! ball stack and of a ball on a box (signed distances from the contact frame), and the graph
+//! solve with a sticking contact eliminated as a loop closure.
 
-use super::check_ip_linearization_at;
 use crate::body::Pose;
+use crate::test_common::body_contact::{ball, ball_stack, sphere};
 use crate::*;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use std::sync::Arc;
-
-fn ball(name: &str, mass: f64, r: f64) -> Body {
-    Body { name: name.into(), mass, inertia: Matrix3::identity() * (0.4 * mass * r * r) }
-}
-
-fn sphere(r: f64) -> Shape {
-    Shape::Sphere { centre: Vector3::zeros(), radius: r }
-}
 
 /// Signed distance of body contact `k` at `state`.
 fn body_gap(vi: &MaximalIntegrator, state: &[BodyState], k: usize) -> f64 {
@@ -187,24 +180,6 @@ fn frictional_collision_conserves_momentum() {
     }
 }
 
-/// Three 1 kg spheres (r = 0.25 m) stacked on the ground, each on the one below.
-fn ball_stack(friction: f64) -> (Mechanism, Vec<BodyState>) {
-    let r = 0.25;
-    let bodies = (0..3).map(|k| ball(&format!("ball{k}"), 1.0, r)).collect();
-    let mut mech = Mechanism::new(bodies, Vector3::new(0.0, 0.0, -9.81)).unwrap();
-    mech.add_contact("ground", 0, Sphere { centre: Vector3::zeros(), radius: r }, Plane::ground(), friction).unwrap();
-    for k in 0..2 {
-        mech.add_body_contact(&format!("ball{}-ball{k}", k + 1), (k + 1, sphere(r)), (k, sphere(r)), friction).unwrap();
-    }
-    let state = (0..3)
-        .map(|k| BodyState {
-            pose: Pose::new(Vector3::new(0.0, 0.0, r + 2.0 * r * k as f64 + 0.01 * k as f64), UnitQuaternion::identity()),
-            ..Default::default()
-        })
-        .collect();
-    (mech, state)
-}
-
 #[test]
 fn ball_stack_comes_to_rest_with_the_weight_carried_down() {
     let (mech, mut state) = ball_stack(0.5);
@@ -228,21 +203,6 @@ fn ball_stack_comes_to_rest_with_the_weight_carried_down() {
     for (k, s) in state.iter().enumerate() {
         assert!(s.pose.x.xy().norm() < 1e-12, "ball {k} left the axis: {:?}", s.pose.x);
     }
-}
-
-#[test]
-fn body_contacts_are_eliminated_as_loop_closures() {
-    // the stack: the free balls are separate trees, so each body contact is eliminated last,
-    // after its balls; eliminating the middle ball joins its two contacts (one fill block)
-    let (mech, _) = ball_stack(0.5);
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    assert_eq!(vi.fill_edges(), 1);
-    // a contact between the ends of a 4-sphere chain closes the loop b0–j1–b1–j2–b2–j3–b3: it is
-    // placed before their common ancestor b0 and fills in towards every node on the way (5)
-    let (mut mech, _) = crate::models::sphere_chain(4);
-    mech.add_body_contact("ends", (0, sphere(0.25)), (3, sphere(0.25)), 0.3).unwrap();
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    assert_eq!(vi.fill_edges(), 5);
 }
 
 #[test]
@@ -298,86 +258,6 @@ fn graph_solve_with_a_sticking_body_contact_matches_dense_lu() {
 }
 
 #[test]
-fn linearization_with_body_contacts_matches_central_differences() {
-    // two free balls (no gravity) touching along a tilted normal, pressed together and sliding
-    // and spinning about every axis so every friction row is active; the differenced steps
-    // solve the system relaxed at the base step's barrier μ* (what `linearize`
-    // differentiates). The default tolerance 1e-12 gives ε_IP ≈ 1e-10 and h = 1e-4 (noise
-    // ~ε_IP/h ≈ 1e-6; measured 2.5e-7, 4e-7 at h = 1e-5, 3e-6 at h = 1e-6 where the noise
-    // dominates). A tighter tolerance lowers μ* (its floor is ∝ tolerance), which stiffens the
-    // relaxed system (the gap μ*/γ shrinks below h) so that truncation takes over: 1e-13 fails
-    // the helper's 1e-5 at every h tried. Checked to 1e-5 relative by the helper.
-    for model in [FrictionModel::Frictionless, FrictionModel::Pyramid, FrictionModel::Cone] {
-        let r = 0.25;
-        let mut mech = Mechanism::new(vec![ball("lower", 1.0, r), ball("upper", 0.7, r)], Vector3::zeros()).unwrap();
-        let friction = if model == FrictionModel::Frictionless { 0.0 } else { 0.3 };
-        mech.add_body_contact("upper-lower", (1, sphere(r)), (0, sphere(r)), friction).unwrap();
-        mech.set_body_contact_friction_model(0, model).unwrap();
-        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap().with_newton(1e-12, 50).unwrap();
-        let lower = Vector3::new(0.0, 0.0, r);
-        let upper = lower + Vector3::new(0.3_f64.sin(), 0.1, 0.3_f64.cos()).normalize() * (2.0 * r);
-        let state = [
-            BodyState {
-                pose: Pose::new(lower, UnitQuaternion::from_scaled_axis(Vector3::new(0.1, 0.2, -0.3))),
-                v: Vector3::new(-0.3, 0.2, 0.4),
-                w: Vector3::new(0.2, -0.4, 0.3),
-            },
-            BodyState {
-                pose: Pose::new(upper, UnitQuaternion::from_scaled_axis(Vector3::new(-0.2, 0.1, 0.4))),
-                v: Vector3::new(0.6, -0.4, -0.5),
-                w: Vector3::new(0.5, 0.3, -0.6),
-            },
-        ];
-        let (e, _) = check_ip_linearization_at(&vi, &state, &[], 1e-4, true);
-        println!("{model:?}: linearisation with a ball–ball contact vs central differences of the relaxed system: A relative error {e:.1e}");
-    }
-}
-
-#[test]
-fn linearization_with_capsule_contacts_matches_central_differences() {
-    // a capsule pressed onto a crossing capsule (closest points inside both segments) and a
-    // ball pressed onto the second capsule's side, sliding and spinning, no gravity: the
-    // contact frame moves with the closest points' parameters ([`crate::geometry::proximity_jacobian`]).
-    // Default tolerance and h = 1e-4 as for the balls above (noise ~ε_IP/h ≈ 1e-6); checked to
-    // 1e-5 relative by the helper
-    let rod = |name: &str| Body { name: name.into(), mass: 0.8, inertia: Matrix3::from_diagonal(&Vector3::new(0.004, 0.07, 0.07)) };
-    let cap = Shape::Capsule { a: Vector3::new(-0.4, 0.0, 0.0), b: Vector3::new(0.4, 0.0, 0.0), radius: 0.1 };
-    for model in [FrictionModel::Frictionless, FrictionModel::Pyramid, FrictionModel::Cone] {
-        let friction = if model == FrictionModel::Frictionless { 0.0 } else { 0.4 };
-        let mut mech = Mechanism::new(vec![rod("upper"), rod("lower"), ball("ball", 0.5, 0.15)], Vector3::zeros()).unwrap();
-        mech.add_body_contact("rods", (0, cap), (1, cap), friction).unwrap();
-        mech.add_body_contact("ball-rod", (2, sphere(0.15)), (1, cap), friction).unwrap();
-        for c in 0..2 {
-            mech.set_body_contact_friction_model(c, model).unwrap();
-        }
-        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-        // the lower rod along its x at the origin, the upper one crossing it at 1.1 rad in the
-        // plane normal to n (the lower rod's z), touching 0.1 m from its centre; the ball touching
-        // the lower rod's side near its end
-        let lower = Pose::new(Vector3::zeros(), UnitQuaternion::from_scaled_axis(Vector3::new(0.05, -0.1, 0.0)));
-        let q_up = lower.q * UnitQuaternion::from_scaled_axis(Vector3::new(0.0, 0.0, 1.1));
-        let p = lower.point(&Vector3::new(0.1, 0.0, 0.0));
-        let n = (lower.q * Vector3::z()).normalize();
-        let upper = Pose::new(p + n * 0.2 - q_up * Vector3::new(0.15, 0.0, 0.0), q_up);
-        let side = (lower.q * Vector3::new(0.0, -1.0, 0.3)).normalize();
-        let ball_at = Pose::new(lower.point(&Vector3::new(-0.3, 0.0, 0.0)) + side * 0.25, UnitQuaternion::identity());
-        let state = [
-            BodyState { pose: upper, v: -n * 0.5 + Vector3::new(0.3, 0.2, 0.0), w: Vector3::new(0.4, -0.3, 0.5) },
-            BodyState { pose: lower, v: Vector3::new(-0.1, 0.1, 0.2), w: Vector3::new(0.1, 0.3, -0.2) },
-            BodyState { pose: ball_at, v: -side * 0.4 + Vector3::new(1.0, 0.0, 0.1), w: Vector3::new(1.0, -0.5, 0.3) },
-        ];
-        let poses: Vec<Pose> = state.iter().map(|s| s.pose).collect();
-        for k in 0..2 {
-            assert!(vi.mechanism().body_contacts[k].frame(&poses).prox.distance.abs() < 1e-12, "contact {k} must start touching");
-        }
-        let (e, _) = check_ip_linearization_at(&vi, &state, &[], 1e-4, true);
-        println!(
-            "{model:?}: linearisation with capsule–capsule and sphere–capsule contacts vs central differences of the relaxed system: A relative error {e:.1e}"
-        );
-    }
-}
-
-#[test]
 fn ball_rests_on_a_fixed_box() {
     // a ball dropped on the top face of a box welded to the world comes to rest on it,
     // carrying its weight
@@ -403,46 +283,4 @@ fn ball_rests_on_a_fixed_box() {
     println!("ball on a box: rest height {z:.9} m (face + r = {}), normal force {force:.9} N (mg = {:.9}), min gap {gap:.1e} m", h.z + r, 0.3 * 9.81);
     assert!(gap > -1e-9 && (z - h.z - r).abs() < 1e-6, "gap {gap:e}, height {z}");
     assert!((force - 0.3 * 9.81).abs() < 1e-6 * 0.3 * 9.81 && state[1].v.norm() < 1e-8);
-}
-
-#[test]
-fn linearization_with_sphere_box_contacts_matches_central_differences() {
-    // a free box (no gravity) with one ball pressed onto a face and one onto an edge (two
-    // clamped coordinates), sliding fast and spinning; the contact frame's derivatives of
-    // [`crate::geometry::proximity_jacobian`] for sphere–box. Default tolerance; h = 1e-6. With
-    // h = 1e-5 and 1e-4 the pyramid's differences disagree by 3e-2 and 3e-3 — not monotonic in
-    // h, so not truncation: the relaxed system has a kink or a transition of width ~μ* within
-    // 1e-5 of this state (the frictionless model agrees to 1e-8 there, and the cone's relaxed
-    // steps stall at h = 1e-4) — while at 1e-6 all three models agree to 6e-8 (the steps here
-    // converge well below the tolerance, so the noise ε_IP/h stays below that). Checked to
-    // 1e-5 relative by the helper
-    let h = Vector3::new(0.3, 0.2, 0.1);
-    let slab = Body { name: "slab".into(), mass: 2.0, inertia: Matrix3::from_diagonal(&Vector3::new(0.03, 0.06, 0.08)) };
-    let bx = Shape::Box { centre: Vector3::new(0.02, 0.0, 0.0), rotation: Matrix3::identity(), half_extents: h };
-    for model in [FrictionModel::Frictionless, FrictionModel::Pyramid, FrictionModel::Cone] {
-        let friction = if model == FrictionModel::Frictionless { 0.0 } else { 0.5 };
-        let mut mech = Mechanism::new(vec![slab.clone(), ball("face", 0.3, 0.1), ball("edge", 0.3, 0.1)], Vector3::zeros()).unwrap();
-        mech.add_body_contact("face", (1, sphere(0.1)), (0, bx), friction).unwrap();
-        mech.add_body_contact("edge", (0, bx), (2, sphere(0.1)), friction).unwrap();
-        for c in 0..2 {
-            mech.set_body_contact_friction_model(c, model).unwrap();
-        }
-        let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-        let slab_pose = Pose::new(Vector3::zeros(), UnitQuaternion::from_scaled_axis(Vector3::new(0.1, -0.2, 0.3)));
-        let world = |p: Vector3<f64>| slab_pose.point(&(p + Vector3::new(0.02, 0.0, 0.0)));
-        let face = world(Vector3::new(0.1, -0.05, h.z + 0.1));
-        let edge_dir = Vector3::new(1.0, 0.0, 1.0).normalize();
-        let edge = world(Vector3::new(h.x, 0.05, h.z) + edge_dir * 0.1);
-        let state = [
-            BodyState { pose: slab_pose, v: Vector3::new(0.1, -0.2, 0.1), w: Vector3::new(0.3, 0.2, -0.4) },
-            BodyState { pose: Pose::new(face, UnitQuaternion::identity()), v: slab_pose.q * Vector3::new(2.0, 1.0, -0.6), w: Vector3::new(1.0, -0.5, 0.3) },
-            BodyState { pose: Pose::new(edge, UnitQuaternion::identity()), v: slab_pose.q * Vector3::new(-0.5, 2.0, -0.5), w: Vector3::new(-0.4, 0.2, 0.8) },
-        ];
-        let poses: Vec<Pose> = state.iter().map(|s| s.pose).collect();
-        for k in 0..2 {
-            assert!(vi.mechanism().body_contacts[k].distance(&poses).abs() < 1e-12, "contact {k} must start touching");
-        }
-        let (e, _) = check_ip_linearization_at(&vi, &state, &[], 1e-6, true);
-        println!("{model:?}: linearisation with sphere–box contacts (face, edge) vs central differences of the relaxed system: A relative error {e:.1e}");
-    }
 }

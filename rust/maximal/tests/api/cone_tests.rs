@@ -1,21 +1,12 @@
-//! The isotropic friction cone ([`crate::friction_cone`]): Coulomb's sliding distance in every
-//! direction, sticking below the friction limit, no penetration, and the exact linearisation.
+//! The isotropic friction cone on the ground: Coulomb's sliding distance in every direction,
+//! sticking below the friction limit and sliding above it, and the box drop.
 
-use super::{box_on_ground, check_dropped_box_comes_to_rest, check_ip_linearization_at, gap};
-use crate::body::Pose;
-use crate::*;
+use crate::common::contact::{box_with, check_dropped_box_comes_to_rest, gap};
 use nalgebra::{UnitQuaternion, Vector3};
 use std::sync::Arc;
+use vidyn_maximal::body::Pose;
+use vidyn_maximal::*;
 use vidyn_spatial::Force;
-
-/// The 8-corner box of [`box_on_ground`] with every contact on `model`.
-fn box_with(friction: f64, model: FrictionModel) -> Mechanism {
-    let mut mech = box_on_ground(friction);
-    for c in 0..mech.contacts.len() {
-        mech.set_friction_model(c, model).unwrap();
-    }
-    mech
-}
 
 /// Slides the box from `v0` along the horizontal `heading` (rad from x) until rest; returns the
 /// displacement, the final speed and the smallest gap.
@@ -102,64 +93,7 @@ fn cone_sticks_below_the_friction_limit_and_slides_above_it() {
 }
 
 #[test]
-fn cone_needs_a_positive_friction_coefficient() {
-    let mut mech = box_on_ground(0.0);
-    let err = mech.set_friction_model(0, FrictionModel::Cone).unwrap_err().to_string();
-    assert!(err.contains("corner0") && err.contains("friction > 0") && err.contains("'cone'"), "{err}");
-    assert!(mech.set_friction_model(8, FrictionModel::Cone).unwrap_err().to_string().contains("contact = 8"));
-    assert_eq!(FrictionModel::from_name("cone"), Some(FrictionModel::Cone));
-    assert_eq!(FrictionModel::from_name("cones"), None);
-    let vi = MaximalIntegrator::new(Arc::new(box_with(0.4, FrictionModel::Cone)), 0.01).unwrap();
-    assert_eq!(vi.workspace().solver.dim(vi.contact_node(0)), 4);
-}
-
-#[test]
-fn linearization_with_cone_contacts_matches_central_differences_of_the_relaxed_system() {
-    // `linearize` differentiates the system relaxed at the step's final barrier μ*; here the
-    // differenced steps solve that same relaxed system (barrier held at μ*), so only the
-    // interior point's residual ε_IP (noise ~ε_IP/h) and the h² truncation separate them;
-    // tolerance 1e-5 relative to max(1, |column|) (the helper)
-    // (1) a ball (one contact, r = 0.25 m) sliding diagonally and spinning about every axis:
-    // ε_IP ≈ 1e-13 at tolerance 1e-15, so h = 1e-6 (noise ~1e-7, truncation ~1e-12)
-    let ball = crate::Body { name: "ball".into(), mass: 1.0, inertia: nalgebra::Matrix3::identity() * 0.025 };
-    let mut mech = Mechanism::new(vec![ball], Vector3::new(0.0, 0.0, -9.81)).unwrap();
-    mech.add_contact("ground", 0, Sphere { centre: Vector3::zeros(), radius: 0.25 }, Plane::ground(), 0.3).unwrap();
-    mech.set_friction_model(0, FrictionModel::Cone).unwrap();
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap().with_newton(1e-15, 50).unwrap();
-    let pose = Pose::new(Vector3::new(0.0, 0.0, 0.25), UnitQuaternion::identity());
-    let (e1, _) = check_ip_linearization_at(&vi, &[BodyState { pose, v: Vector3::new(0.6, 0.5, 0.0), w: Vector3::new(0.3, 0.1, 0.4) }], &[], 1e-6, true);
-    // (2) a box on four corners sliding diagonally (statically indeterminate normal forces,
-    // their split set by the barrier alone): tolerance 1e-15 reaches ε_IP ≈ 1e-13 without
-    // rotation, so h = 1e-6. (Turning as well, Newton on x ∘ z = μe stalls near 1e-11 there,
-    // see crate::friction_cone, and differences at the default tolerance need h ≈ 1e-4, where
-    // the normal force, ∝ h/Δt², is no longer linear: not checked.)
-    let vi = MaximalIntegrator::new(Arc::new(box_with(0.3, FrictionModel::Cone)), 0.01).unwrap().with_newton(1e-15, 50).unwrap();
-    let (e2, _) = check_ip_linearization_at(&vi, &[BodyState { pose, v: Vector3::new(0.6, 0.5, 0.0), w: Vector3::zeros() }], &[], 1e-6, true);
-    // (3) the box tilted, hitting the ground on one corner while sliding and turning: default
-    // tolerance (ε_IP ≈ 1e-10), h = 1e-4 (noise ~1e-6; one corner's force is linear enough)
-    let vi = MaximalIntegrator::new(Arc::new(box_with(0.3, FrictionModel::Cone)), 0.01).unwrap();
-    let q = UnitQuaternion::from_scaled_axis(Vector3::new(0.3, 0.2, 0.1));
-    let lowest = vi.mechanism().contacts.iter().map(|c| (q * c.point).z).fold(f64::INFINITY, f64::min);
-    let tilted = [BodyState { pose: Pose::new(Vector3::new(0.0, 0.0, -lowest), q), v: Vector3::new(0.6, -0.2, -0.5), w: Vector3::new(0.3, -0.2, 0.1) }];
-    let (e3, _) = check_ip_linearization_at(&vi, &tilted, &[], 1e-4, true);
-    println!("cone linearisation vs central differences of the relaxed system (relative): ball A {e1:.1e}, box on four corners A {e2:.1e}, box on one corner A {e3:.1e}");
-}
-
-#[test]
 fn dropped_box_comes_to_rest_on_the_cone_without_penetration() {
-    // the pyramid's drop (super) with every corner on the cone
+    // the pyramid's drop (contact_tests) with every corner on the cone
     check_dropped_box_comes_to_rest(&MaximalIntegrator::new(Arc::new(box_with(0.5, FrictionModel::Cone)), 0.01).unwrap(), "box on the cone");
-}
-
-#[test]
-fn singular_contact_and_limit_pivots_are_named() {
-    // a contact's pivot in a mechanism without joints (it used to index the joints: a panic)
-    let vi = MaximalIntegrator::new(Arc::new(box_with(0.3, FrictionModel::Cone)), 0.01).unwrap();
-    let err = vi.singular_pivot(vi.contact_node(2), 7).to_string();
-    assert!(err.contains("contact 'corner2'") && err.contains("step 7"), "{err}");
-    let mut mech = Mechanism::from_model(Arc::new(crate::models::cylinder_chain(2, true))).unwrap();
-    mech.add_joint_limit(1, -0.2, 0.2).unwrap();
-    let vi = MaximalIntegrator::new(Arc::new(mech), 0.01).unwrap();
-    let err = vi.singular_pivot(vi.limit_node(0), 0).to_string();
-    assert!(err.contains("limit of joint 'joint2'"), "{err}");
 }
