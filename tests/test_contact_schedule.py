@@ -247,7 +247,7 @@ def _root_of(spec, i: int) -> int:
 def test_linearization_across_random_schedules_on_random_trees(data):
     """Random trees with a free-flying first body (every other joint kind anywhere), a point
     contact on a random frame held at its start position, a random schedule of four steps
-    (touchdowns, stances, lift-offs, flights in any order), midpoint or trapezoid: ``A``, ``B``
+    (touchdowns, stances, lift-offs, flights in any order), every scheme: ``A``, ``B``
     of a random step of the rollout against central differences on the group (as in
     ``test_linearization_on_switching_steps``), and the contact's multipliers zero exactly on
     the steps that do not impose it. The controls are differenced with h = 1e-5: the
@@ -267,14 +267,14 @@ def test_linearization_across_random_schedules_on_random_trees(data):
     body = data.draw(st.sampled_from(under_root), label="contact body")
     frame = FrameSpec("contact", body, spec.frames[0].placement)
     model = dataclasses.replace(spec, bodies=(root, *spec.bodies[1:]), frames=(frame,)).build()
-    scheme = data.draw(st.sampled_from(["midpoint", "trapezoid"]), label="scheme")
+    scheme, s = data.draw(st.sampled_from([("midpoint", None), ("trapezoid", None), ("simpson", None), ("lobatto", 3)]), label="scheme")
     holds = data.draw(st.lists(st.booleans(), min_size=4, max_size=4), label="holds")
     k = data.draw(st.integers(0, 3), label="step")
     q0 = model.random_configuration(rng)
     n = model.nv
     cs = vidyn.ContactSchedule.of({"c": vidyn.point_contact("contact", vidyn.frame_placement(model, q0, "contact")[:3, 3])}, [(1, ["c"] if h else []) for h in holds])
     vi = vidyn.VariationalIntegrator(
-        model, 0.01, scheme=scheme, constraints=cs.constraints, schedule=cs.active, tolerance=1e-15, max_iterations=60, max_energy_error=math.inf
+        model, 0.01, scheme=scheme, s=s, constraints=cs.constraints, schedule=cs.active, tolerance=1e-15, max_iterations=60, max_energy_error=math.inf
     )
     u = rng.uniform(-0.5, 0.5, (4, n))
     traj = vi.rollout(q0, v0=np.zeros(n), u=u)

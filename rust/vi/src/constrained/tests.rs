@@ -15,12 +15,17 @@ mod four_bar {
         vi.constraints().iter().map(|c| c.value(&st).abs()).fold(0.0, f64::max)
     }
 
-    /// 10⁴ midpoint steps (100 s) of the four-bar falling from rest under gravity: the loop stays
-    /// closed at solver tolerance at every step, and the energy `½ v̄ᵀM(q̄)v̄ + V(q̄)` at the step
-    /// midpoints oscillates without a trend.
+    /// The schemes the constrained step takes: all of them (module docs).
+    pub(crate) fn schemes() -> [Scheme; 4] {
+        [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
+    }
+
+    /// 10⁴ steps (100 s) of the four-bar falling from rest under gravity, every scheme: the loop
+    /// stays closed at solver tolerance at every step, and the energy `½ v̄ᵀM(q̄)v̄ + V(q̄)` at
+    /// the step midpoints oscillates without a trend.
     #[test]
     fn four_bar_stays_closed_without_drift_for_ten_thousand_steps() {
-        for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for sc in schemes() {
             let vi = integrator(sc, 0.01, Some(JointForces::none(3)));
             let q0 = closed_configuration(vi.model(), 0.3);
             assert!(constraint_max(&vi, &q0) < 1e-12);
@@ -63,7 +68,7 @@ mod four_bar {
     /// configuration slightly off the constraint set (the step is defined there too).
     #[test]
     fn constrained_linearisation_matches_finite_differences() {
-        for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for sc in schemes() {
             let forces = JointForces { damping: vec![0.2, 0.1, 0.3], stiffness: vec![0.5, 1.0, 0.0], rest: vec![0.1, -1.0, 0.3] };
             let vi = integrator(sc, 0.02, Some(forces));
             let mut q = closed_configuration(vi.model(), 0.4);
@@ -72,6 +77,29 @@ mod four_bar {
             let u = vec![0.5, -0.3, 0.2];
             let (qn, _) = assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("four-bar s={}", vi.scheme().s));
             assert!(constraint_max(&vi, &qn) < 1e-11);
+        }
+    }
+
+    /// Simpson and Lobatto `s = 3` impose the constraints at every control point after the
+    /// first (module docs): after a step from a state on the constraint set, every control
+    /// point `q^1..q^s` of the solution (kept in the workspace) closes the loop to solver
+    /// tolerance, and the interior impulses are not zero (the interior rows carry them).
+    #[test]
+    fn every_control_point_of_a_multistage_step_is_on_the_constraint_set() {
+        for sc in [Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+            let vi = integrator(sc, 0.05, None);
+            let (n, s, m) = (3, vi.scheme().s, 2);
+            let q = closed_configuration(vi.model(), 0.4);
+            let mut ws = vi.workspace();
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            vi.step(&mut ws, StepInput::new(0, &q, &[0.4, -0.1, 0.2], &[0.0; 3]), &mut qn, &mut pn).unwrap();
+            for alpha in 1..=s {
+                let h = vi.constraints().iter().map(|c| c.value(&ws.points.states[alpha]).abs()).fold(0.0, f64::max);
+                assert!(h < 1e-12, "s = {s}: control point {alpha} is off the constraint set by {h:e}");
+            }
+            assert!(constraint_max(&vi, &qn) < 1e-12);
+            let interior = &ws.constraint.lambda[m..s * m];
+            assert!(interior.iter().all(|l| l.abs() > 1e-6), "s = {s}: interior impulses {interior:?}");
         }
     }
 
@@ -181,13 +209,14 @@ mod schedule {
     /// `A`, `B` against central differences on every step of a phase sequence free → touchdown →
     /// stance → lift-off → free: the four-bar's loop closure as the contact (fixed base, module
     /// `constrained`), and the floating tree's tether and plane (module `chart_linearize`), from
-    /// states of a rollout through the phases.
+    /// states of a rollout through the phases, every scheme (the interior impulses of Simpson
+    /// and Lobatto `s = 3` with their Hessians, module `constrained`).
     #[test]
     fn linearization_holds_across_contact_switches() {
         let model = four_bar_tree();
         let closure = loop_closure(&model, false);
         let phases = masks(2, &[&[], &[0, 1], &[0, 1], &[], &[]]);
-        for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for scheme in super::four_bar::schemes() {
             let forces = JointForces { damping: vec![0.2, 0.1, 0.3], stiffness: vec![0.5, 1.0, 0.0], rest: vec![0.1, -1.0, 0.3] };
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, Some(forces))
                 .unwrap()
@@ -220,7 +249,7 @@ mod schedule {
         let contacts = tether_and_plane(&model, &q0, 1e-3);
         let phases = masks(2, &[&[], &[0], &[0, 1], &[1], &[]]);
         let u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
-        for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for scheme in super::four_bar::schemes() {
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None)
                 .unwrap()
                 .with_newton(1e-15, 60)
