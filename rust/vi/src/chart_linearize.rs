@@ -52,11 +52,13 @@
 //! along the input, the interior Hessians by their Woodbury term, and `Σ_i λ^β_i ∂²h_i` at
 //! control point `β` times that point's input variation on row block `β` (the start's, and
 //! with a moved centre every point's) — and the composite row above gains the impulses,
-//! `J(0)ᵀ p_k = −G + S(y_s)ᵀ P + (C_1ᵀ λ^0)_c + Σ_β (∂h(X_β)/∂η)ᵀ λ^β`: moving `X_0` with the
-//! other step variables fixed on the group leaves `h(X_β)` unchanged, so the interior impulses
-//! enter through `∂/∂η − S(y_β)ᵀ ∂/∂y_β = 0` and the interior rows (which vanish with their
-//! impulses). Its variation is `(C_1ᵀ δλ^0 + Σ_i λ^0_i ∂²h_i δx_0)_c + Σ_β (C_η(X_β)ᵀ δλ^β +
-//! H_β[η, ·] δx_β)` (the impulses are written in the step's own chart: no `J(η)` term).
+//! `J(0)ᵀ p_k = −G + S(y_s)ᵀ P + (C_1ᵀ λ^0)_c + Σ_β C_η(X_β)ᵀ λ^β`, `C_η = ∂h/∂η`: the interior
+//! rows no longer vanish without their impulses, `Σ_β S(y_β)ᵀ C_y(X_β)ᵀ λ^β` remains, and
+//! since moving `X_0` with `X_β` fixed on the group leaves `h(X_β)` unchanged,
+//! `J(η)⁻ᵀ C_ηᵀ = J(0)⁻ᵀ S(y_β)ᵀ C_yᵀ` at any `η`. So the interior impulses turn with the centre
+//! rows through `J(η)` (the `J'(0)[η]` term above acts on `G − Σ_β C_ηᵀ λ^β`), the start's
+//! does not (it is written in the step's own chart). The row's variation gains
+//! `(C_1ᵀ δλ^0 + Σ_i λ^0_i ∂²h_i δx_0)_c + Σ_β (C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β)`.
 
 use crate::chart_step::Chart;
 use crate::constrained::{ConstraintSet, KktFactors, LaneBuffers};
@@ -360,19 +362,12 @@ impl VariationalIntegrator {
             let control: Vector6<f64> = (0..p).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
             let mut g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
             if let Some(kkt) = lin.kkt.as_deref() {
-                // the constraint impulse (C_1ᵀ λ^0)_c of the step's first row, and for s ≥ 2 the
-                // interior impulses' parts along the centre, Σ_β (∂h(X_β)/∂η)ᵀ λ^β (module docs)
+                // the constraint impulse (C_1ᵀ λ^0)_c of the step's first row (the interior ones
+                // turn with the centre rows, module docs: g is G − Σ_β C_η(X_β)ᵀ λ^β)
                 let (f, m) = (&kkt.factors, kkt.constraints.len());
                 for (i, l) in ws.constraint.lambda[..m].iter().enumerate() {
                     for r in 0..t.d {
                         g[r] += f.c1[(i, centred.coordinates[t.first + r])] * l;
-                    }
-                }
-                for beta in 1..sc.s {
-                    for (i, l) in ws.constraint.lambda[beta * m..(beta + 1) * m].iter().enumerate() {
-                        for r in 0..t.d {
-                            g[r] += f.c2[((beta - 1) * m + i, t.centre + r)] * l;
-                        }
                     }
                 }
             }

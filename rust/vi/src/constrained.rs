@@ -164,7 +164,15 @@ pub(crate) struct ConstraintSet<'a> {
 
 impl ConstraintSet<'_> {
     /// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st` (`row`: scratch).
-    pub(crate) fn gradient_rows(&self, active: &[usize], st: &PointState, scratch: &mut ConstraintScratch, out: &mut DMatrixViewMut<'_, f64>, scale: f64, row: &mut [f64]) {
+    pub(crate) fn gradient_rows(
+        &self,
+        active: &[usize],
+        st: &PointState,
+        scratch: &mut ConstraintScratch,
+        out: &mut DMatrixViewMut<'_, f64>,
+        scale: f64,
+        row: &mut [f64],
+    ) {
         for &i in active {
             self.constraints[i].gradient(self.model, st, scratch, row);
             for (j, g) in row.iter().enumerate() {

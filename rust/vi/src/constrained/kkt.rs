@@ -244,7 +244,13 @@ impl KktFactors {
         self.add_interior_sized(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), l);
     }
 
-    fn add_interior_sized<const W: usize>(&mut self, sol: &mut [[f64; W]], mut momentum: Option<&mut [[f64; W]]>, mut centre: Option<&mut [[f64; W]]>, l: usize) {
+    fn add_interior_sized<const W: usize>(
+        &mut self,
+        sol: &mut [[f64; W]],
+        mut momentum: Option<&mut [[f64; W]]>,
+        mut centre: Option<&mut [[f64; W]]>,
+        l: usize,
+    ) {
         let r = self.support.len();
         if r == 0 {
             return;

@@ -184,12 +184,15 @@ mod schedule {
     use std::sync::Arc;
 
     /// `∂λ/∂(q, p, u)` of step `k` ([`VariationalIntegrator::multiplier_jacobian`]; the step's
-    /// impulse `λ_k + μ_{k+1}`, module `momentum_projection`) against central differences of the
-    /// multipliers of the solved step (`q` moved by `integrate`), h = 3e-6 with Newton near its
-    /// round-off floor: agreement to 1e-8 of the largest entry. The differences' error is
-    /// truncation `∝ h²` plus the impulse's round-off over `h`: measured on the four-bar 2.7e-7 /
-    /// 2.4e-9 / 6.6e-9 at h = 1e-4 / 3e-6 / 1e-6 (scale 0.52), on the floating tree 6e-7 /
-    /// 5.6e-10 / 1.9e-10 (scale 1.5).
+    /// impulse `Σ_β λ^β + μ_{k+1}`, module `momentum_projection`) against Richardson-extrapolated
+    /// central differences of the multipliers of the solved step (`q` moved by `integrate`),
+    /// `(4 D(h/2) − D(h))/3` with h = 2e-4 and Newton near its round-off floor: agreement to
+    /// 1e-8 of the largest entry. Plain central differences err by truncation `∝ h²` plus the
+    /// impulse's round-off over `h`, which meet too high for Simpson and Lobatto (on the
+    /// four-bar's stance step, scale 0.52: 6.5e-7 / 6.8e-9 / 7.5e-9 at h = 1e-4 / 1e-5 / 1e-6 for
+    /// `s = 2`, 2.0e-8 at best for `s = 3`); extrapolated, the `h²` term cancels and the error
+    /// is round-off: 7e-11 / 2.4e-10 / 7.3e-10 for `s = 1, 2, 3` at h = 2e-4 (rising as h
+    /// shrinks).
     fn assert_multiplier_jacobian(vi: &VariationalIntegrator, k: usize, q: &[f64], p: &[f64], u: &[f64], what: &str) {
         let (n, nq, m) = (vi.n(), vi.nq(), vi.constraints().len());
         let mut ws = vi.workspace();
@@ -197,7 +200,9 @@ mod schedule {
         vi.linearize(&mut ws, StepInput::new(k, q, p, u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
         let exact = vi.multiplier_jacobian(&ws).clone();
         assert_eq!(exact.shape(), (m, 3 * n));
-        let fd = central_differences(vi, k, q, p, u, 1e-5, |_, _, ws| vi.multipliers(ws).to_vec());
+        let differences = |h: f64| central_differences(vi, k, q, p, u, h, |_, _, ws| vi.multipliers(ws).to_vec());
+        let h = 2e-4;
+        let fd = (differences(h / 2.0) * 4.0 - differences(h)) / 3.0;
         let scale = fd.amax().max(1e-3);
         assert!((&exact - &fd).amax() < 1e-8 * scale, "{what}, step {k}: ∂λ off by {:e} (scale {scale:e})", (&exact - &fd).amax());
         let active = vi.active_constraints(k).unwrap();

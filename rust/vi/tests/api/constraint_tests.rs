@@ -71,6 +71,8 @@ fn pendulum_angle(m1: f64, m2: f64, length: f64, g: f64, theta0: f64, t: f64) ->
 /// is `M q̇`). Orders from halving `Δt` twice: 2 for the midpoint rule and the trapezoid, 4 for
 /// Simpson, 6 for Lobatto `s = 3` (the interior control points on the constraint set, module
 /// `constrained`; constraining only the step's end would leave every scheme at order 2).
+/// Measured: 2.00, 2.00 (both; equal errors here, the potential being linear), 3.99, 4.00 and
+/// 6.06, 6.01.
 #[test]
 fn constrained_schemes_converge_at_their_order() {
     let (base, m1, m2, length) = cartesian_pendulum();
@@ -80,11 +82,11 @@ fn constrained_schemes_converge_at_their_order() {
     let exact_q = [length * th.sin(), -length * th.cos()];
     let exact_p = [(m1 + m2) * length * th.cos() * w, m2 * length * th.sin() * w];
     let q0 = [length * theta0.sin(), -length * theta0.cos()];
-    for (scheme, steps, order) in [
-        (Scheme::midpoint(), [48, 96, 192], 2.0),
-        (Scheme::trapezoid(), [48, 96, 192], 2.0),
-        (Scheme::simpson(), [12, 24, 48], 4.0),
-        (Scheme::lobatto(3).unwrap(), [6, 12, 24], 6.0),
+    for (name, scheme, steps, order) in [
+        ("midpoint", Scheme::midpoint(), [48, 96, 192], 2.0),
+        ("trapezoid", Scheme::trapezoid(), [48, 96, 192], 2.0),
+        ("Simpson", Scheme::simpson(), [12, 24, 48], 4.0),
+        ("Lobatto s = 3", Scheme::lobatto(3).unwrap(), [6, 12, 24], 6.0),
     ] {
         let errors: Vec<f64> = steps
             .iter()
@@ -105,9 +107,9 @@ fn constrained_schemes_converge_at_their_order() {
             .collect();
         let measured: Vec<f64> = errors.windows(2).map(|e| (e[0] / e[1]).log2()).collect();
         let listed = errors.iter().map(|e| format!("{e:.2e}")).collect::<Vec<_>>().join(", ");
-        println!("{} (s = {}): errors {listed}, orders {measured:.2?}", if scheme.mixes_rows() { "midpoint" } else { "Lobatto" }, scheme.s);
+        println!("{name}: errors {listed}, orders {measured:.2?}");
         for m in &measured {
-            assert!((m - order).abs() < 0.35, "s = {}: measured order {m:.2}, expected {order} (errors {listed})", scheme.s);
+            assert!((m - order).abs() < 0.35, "{name}: measured order {m:.2}, expected {order} (errors {listed})");
         }
     }
 }
@@ -157,8 +159,9 @@ fn aligned_axes_refuse_a_mirror_image() {
     assert!(ok.is_ok() && turn < 1e-6, "{ok:?} at {turn}°");
 }
 
-/// The energy range allowed over the floating tree's 2 s (measured below).
-const ENERGY_RANGE: f64 = 1e-3;
+/// The energy range allowed over the floating tree's 2 s: measured 7.3e-8 (Simpson) and
+/// 2.2e-11 (Lobatto `s = 3`) on an energy of 7.06 J, without a trend.
+const ENERGY_RANGE: f64 = 1e-6;
 
 /// Contacts on a floating base stepping on its Lie group, Simpson and Lobatto `s = 3`: the
 /// floating tree tethered to a world anchor with its tip on the base's plane (common
