@@ -20,8 +20,8 @@
 //! step); a lift-off starts from the projected momentum, a touchdown's knot keeps no normal
 //! velocity (the plastic impact). The step's contact impulse reported by
 //! [`crate::VariationalIntegrator::multipliers`] is `λ_k + μ_{k+1}` (its two halves, at `q_k`
-//! and at `q_{k+1}`; for `s ≥ 2` with the interior impulses `λ^β` between them). Integrators with kinematic joints, whose momentum slots hold prescribed
-//! velocities, are not projected.
+//! and at `q_{k+1}`; for `s ≥ 2` with the interior impulses `λ^β` between them). Integrators
+//! with kinematic joints, whose momentum slots hold prescribed velocities, are not projected.
 //!
 //! # Linearisation
 //! With `ṽ = M⁻¹ p̃` (`C ṽ = 0`) and, along a tangent direction `δ` of `q_{k+1}` at fixed

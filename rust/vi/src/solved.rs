@@ -19,11 +19,10 @@
 //!   `q_{k+1}` and `λ_k` ([`ViWorkspace::guess_multipliers`]): Newton then stops at once where
 //!   a cold start (`λ = 0`) takes a full iteration or two to find the contact impulses (for
 //!   `s ≥ 2` the interior control points start interpolated, a few iterations from the
-//!   solution). The
-//!   result is the step's solution to the solver's tolerance, as any re-solve. The entry then
-//!   keeps the multipliers' Jacobian of that linearisation too, which costs on contact forces
-//!   read with the multipliers ([`VariationalIntegrator::kept_multipliers`]) instead of
-//!   solving the step once more.
+//!   solution). The result is the step's solution to the solver's tolerance, as any re-solve.
+//!   The entry then keeps the multipliers' Jacobian of that linearisation too, which costs on
+//!   contact forces read with the multipliers ([`VariationalIntegrator::kept_multipliers`])
+//!   instead of solving the step once more.
 //!
 //! The store belongs to the caller (the integrator stays immutable, Pinocchio's Model/Data
 //! split), so that two optimisations on one integrator keep their steps apart; a caller that
