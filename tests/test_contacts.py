@@ -27,34 +27,38 @@ def ur5(floating: bool) -> vidyn.Model:
         pytest.skip(str(e))
 
 
-@pytest.mark.parametrize("scheme", ["midpoint", "trapezoid"])
+@pytest.mark.parametrize("scheme", [("midpoint", None), ("trapezoid", None), ("simpson", None), ("lobatto", 3)])
 def test_a_base_held_by_a_frame_contact_moves_as_a_fixed_base(scheme):
-    """Measured over 100 steps of 10 ms: joints within 1.8e-11 (midpoint) and 7.6e-11
-    (trapezoid) of the fixed-base arm, momenta within 8e-11, the base within 1e-24."""
+    """Measured over 100 steps of 10 ms: joints within 1.8e-11 (midpoint), 7.6e-11
+    (trapezoid), 1.4e-11 (Simpson, Lobatto s = 3) of the fixed-base arm, momenta within 8e-11,
+    the base within 1e-24. Simpson and Lobatto hold the base at every control point of a step,
+    so the arm's steps are the fixed-base ones there too."""
     floating, fixed = ur5(True), ur5(False)
     q0 = floating.neutral()
     q0[7:] = [0.3, -1.0, 1.2, 0.2, 0.5, -0.3]
     contact = vidyn.frame_contact("base_link", vidyn.frame_placement(floating, q0, "base_link"))
     assert len(contact) == 6
-    held = vidyn.VariationalIntegrator(floating, 0.01, scheme=scheme, constraints=contact, damping=np.zeros(floating.nv))
-    arm = vidyn.VariationalIntegrator(fixed, 0.01, scheme=scheme, damping=np.zeros(fixed.nv))
+    held = vidyn.VariationalIntegrator(floating, 0.01, scheme=scheme[0], s=scheme[1], constraints=contact, damping=np.zeros(floating.nv))
+    arm = vidyn.VariationalIntegrator(fixed, 0.01, scheme=scheme[0], s=scheme[1], damping=np.zeros(fixed.nv))
     a, b = held.rollout(q0, steps=100), arm.rollout(q0[7:], steps=100)
     assert np.abs(a.q[:, 7:] - b.q).max() < 1e-9
     assert np.abs(a.p[:, 6:] - b.p).max() < 1e-9
     assert np.abs(a.q[:, :7] - q0[:7]).max() < 1e-14
 
 
-def test_a_quadruped_on_four_point_contacts():
+@pytest.mark.parametrize("scheme", [("trapezoid", None), ("simpson", None), ("lobatto", 3)])
+def test_a_quadruped_on_four_point_contacts(scheme):
     """solo12 from rest on its four feet, no torques: the legs fold (the base drops by about
     0.2 m in 0.5 s) while every foot stays at its point (measured drift 1.7e-14 m); A, B with
     the twelve contact constraints against central differences on the group (h = 1e-6, Newton
-    at its round-off floor)."""
+    at its round-off floor). Simpson and Lobatto hold the feet at every control point, with the
+    interior impulses in the linearisation (module ``constrained`` of vidyn-vi)."""
     model = solo12()
     q0 = model.neutral()
     feet = [f for f in model.frame_names if f.endswith("FOOT")]
     assert len(feet) == 4
     contacts = [c for f in feet for c in vidyn.point_contact(f, vidyn.frame_placement(model, q0, f)[:3, 3])]
-    vi = vidyn.VariationalIntegrator(model, 0.005, constraints=contacts, tolerance=1e-15, max_iterations=60)
+    vi = vidyn.VariationalIntegrator(model, 0.005, scheme=scheme[0], s=scheme[1], constraints=contacts, tolerance=1e-15, max_iterations=60)
     traj = vi.rollout(q0, steps=100)
     for f in feet:
         start = vidyn.frame_placement(model, q0, f)[:3, 3]

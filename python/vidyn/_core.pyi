@@ -709,9 +709,11 @@ class VariationalIntegrator:
     floor it measures (long chains, steps from rest); it starts from the extrapolated motion,
     then a Taylor predictor, then constant velocity, and raises ConvergenceError (residual,
     floor, advice) when none converges.
-    ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`) enforced
-    exactly at every step with multipliers (Johnson 2012), for the midpoint and trapezoid
-    schemes; ConvergenceError when they are redundant. ``schedule``: contact phases, (N, m)
+    ``constraints``: holonomic constraints (:class:`PointOnPlane`, :class:`Distance`,
+    :class:`Perpendicular`) enforced exactly at every step with multipliers (Johnson 2012), for
+    every scheme: at each step's end, and for ``"simpson"`` and ``"lobatto"`` at every control
+    point within the step too (Fan, Schultz & Murphey 2018 eq. 6: the order 2s is kept);
+    ConvergenceError when they are redundant. ``schedule``: contact phases, (N, m)
     booleans, row ``k`` the constraints step ``k`` imposes (a constraint switched on is a
     touchdown: the step's impulse brings its point onto it, a plastic impact; switched off, a
     lift-off); a step past row N - 1 raises InputError. See :class:`vidyn.ContactSchedule`.
@@ -797,7 +799,8 @@ class VariationalIntegrator:
         optimiser's states, say, whose open-loop replay may drift away), (N, m): each step
         solved again from its knot, started at its end (the same
         solution); zero for constraints a schedule does not impose on the step. The constraint
-        impulse on step ``k`` is ``λ_k = λ'_k + μ_{k+1}``, ``−Dh(q_k)ᵀ λ'_k`` at its start and
+        impulse on step ``k`` is ``λ_k = λ'_k + μ_{k+1}``, ``−Dh(q_k)ᵀ λ'_k`` at its start (with
+        Simpson and Lobatto schemes plus the impulses at the step's interior control points) and
         RATTLE's momentum projection ``−Dh(q_{k+1})ᵀ μ_{k+1}`` at its end; for the three world planes of
         :func:`vidyn.point_contact` that is ``−λ_k`` as the world impulse on the frame's origin
         (divide by ``dt`` for the step's mean contact force). ``derivatives=True`` -> ``(λ,

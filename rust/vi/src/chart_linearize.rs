@@ -42,21 +42,29 @@
 //! `q_k` and `u` (= `ρ_{k+1}`) columns move their control point `z = (ρ_{k+1} − e_0 ρ_k)/e_1`
 //! (module `integrator`), and their `p_{k+1}` slot is `(ρ_{k+1} − ρ_k)/Δt`.
 //!
-//! # With holonomic constraints (one-interval schemes)
-//! The step's first row carries the impulse `−C_1ᵀ λ`, `C_1 = ∂h/∂y_0` at the start in the
-//! step's chart, and `h(q_{k+1}) = 0` closes it (module `constrained`). In the centred
-//! expansion `h` is a function of `(η, y)`, so the KKT elimination of module `constrained`
-//! runs on its fixed-chart system unchanged — `K = J⁻¹ C_1ᵀ`, `δλ = (C_2 K)⁻¹ (f_2 − C_2 w)`
-//! with `f_2 = −∂h/∂x` of the end point, and `Σ_i λ_i ∂²h_i` at the start on the first row's
-//! right-hand side for the inputs that move the start (`η` and 1-dof `q_k`) — and the
-//! composite row above gains the impulse, `J(0)ᵀ p_k = −G + S(y_s)ᵀ P + (C_1ᵀ λ)_c`, whose
-//! variation is `(C_1ᵀ δλ + Σ_i λ_i ∂²h_i δx_0)_c` (the impulse is written in the step's own
-//! chart: no `J(η)` term).
+//! # With holonomic constraints
+//! The step's first row carries the impulse `−C_1ᵀ λ^0`, `C_1 = ∂h/∂y_0` at the start in the
+//! step's chart, for `s ≥ 2` each interior row its own `−C(X_β)ᵀ λ^β`, and `h = 0` closes it at
+//! the end (and the interior control points; module `constrained`). In the centred expansion
+//! `h` is a function of `(η, y)`, so the KKT elimination of module `constrained` runs on its
+//! fixed-chart system unchanged (the same factors, `crate::constrained::KktFactors`) —
+//! `K = J⁻¹ Ĉᵀ`, `δΛ = (C_2 K)⁻¹ (f_2 − C_2 w)` with `f_2 = −∂h/∂x` of each constrained point
+//! along the input, the interior Hessians by their Woodbury term, and `Σ_i λ^β_i ∂²h_i` at
+//! control point `β` times that point's input variation on row block `β` (the start's, and
+//! with a moved centre every point's) — and the composite row above gains the impulses,
+//! `J(0)ᵀ p_k = −G + S(y_s)ᵀ P + (C_1ᵀ λ^0)_c + Σ_β C_η(X_β)ᵀ λ^β`, `C_η = ∂h/∂η`: the interior
+//! rows no longer vanish without their impulses, `Σ_β S(y_β)ᵀ C_y(X_β)ᵀ λ^β` remains, and
+//! since moving `X_0` with `X_β` fixed on the group leaves `h(X_β)` unchanged,
+//! `J(η)⁻ᵀ C_ηᵀ = J(0)⁻ᵀ S(y_β)ᵀ C_yᵀ` at any `η`. So the interior impulses turn with the centre
+//! rows through `J(η)` (the `J'(0)[η]` term above acts on `G − Σ_β C_ηᵀ λ^β`), the start's
+//! does not (it is written in the step's own chart). The row's variation gains
+//! `(C_1ᵀ δλ^0 + Σ_i λ^0_i ∂²h_i δx_0)_c + Σ_β (C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β)`.
 
 use crate::chart_step::Chart;
+use crate::constrained::{ConstraintSet, KktFactors, LaneBuffers};
 use crate::constraints::{Constraint, ConstraintScratch};
 use crate::del::{JointForces, StepPoints};
-use crate::dense::{lu_factor_in, lu_solve_in, small_lu, small_solve};
+use crate::dense::{small_lu, small_solve};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
@@ -143,7 +151,7 @@ pub(crate) struct ChartLinWork {
 }
 
 /// The constrained linearisation's data on the centred expansion (module docs, "With
-/// holonomic constraints"), `m` constraints, `na` coordinates.
+/// holonomic constraints"), `m` constraints, `na` coordinates, `s` intervals.
 #[derive(Clone, Debug)]
 struct Kkt {
     /// The integrator's constraints on the bodies of the centred expansion.
@@ -153,34 +161,25 @@ struct Kkt {
     end: PointState,
     q_end: Vec<f64>,
     zeros: Vec<f64>,
-    /// `(m, na)` `C_1 = ∂h/∂x` at the start, `C_2 = e_1 ∂h/∂x` at the end.
-    c1: DMatrix<f64>,
-    c2: DMatrix<f64>,
-    /// `(na, na)` `Σ_i λ_i ∂²h_i` at the start.
-    hessian: DMatrix<f64>,
-    /// `(m)` columns of `(na)`: `K = J⁻¹ C_1ᵀ` and the solve's momentum-row and centre-row
-    /// parts of them.
-    k: Vec<f64>,
-    k_momentum: Vec<f64>,
-    k_centre: Vec<f64>,
-    /// The constraints the step imposes (module `constrained`): rows of the others are stale.
-    active: Vec<usize>,
-    /// `C_2 K` of the active constraints (`a × a` column-major) and its LU pivots; `δλ` of one
-    /// lane (`a`, active order); a gradient row.
-    schur: Vec<f64>,
-    pivots: Vec<usize>,
-    dlambda: Vec<f64>,
+    /// `C_1`, `C_2` (with the interior rows), the Hessians, `K`, `W` and the LUs of module
+    /// `constrained` on the centred expansion, whose prescribed coordinates (the centre
+    /// joints, kinematic joints) are `prescribed` `(na,)`.
+    factors: KktFactors,
+    prescribed: Vec<bool>,
+    /// A gradient row `(na,)`, the interior values `(s·m,)` (not needed here).
     row: Vec<f64>,
-    /// `δλ` of every lane of the current chunk, `(m)` (zero on inactive constraints).
+    values: Vec<f64>,
+    /// `δλ^β` of every lane of the current chunk, `(s·m)` (entry `β·m + i`, zero on inactive
+    /// constraints).
     lane_dlambda: Vec<Lanes>,
-    /// `δλ` of every raw column (`m × (n_c + 3n)`), and their `π̃`-corrected combination,
+    /// `Σ_β δλ^β` of every raw column (`m × (n_c + 3n)`), and their `π̃`-corrected combination,
     /// `∂λ/∂(q_k, p_k, u)` (`m × 3n`).
     raw_dlambda: DMatrix<f64>,
     jacobian: DMatrix<f64>,
 }
 
 impl Kkt {
-    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion, n: usize, composite: usize) -> Self {
+    fn new(constraints: &[Constraint], centred: &vidyn_rbd::CentredExpansion, n: usize, s: usize, composite: usize, prescribed: Vec<bool>) -> Self {
         let (m, na) = (constraints.len(), centred.model.nv);
         Self {
             constraints: constraints.iter().map(|c| c.on_bodies(&centred.coordinates)).collect(),
@@ -188,18 +187,11 @@ impl Kkt {
             end: PointState::new(na),
             q_end: vec![0.0; na],
             zeros: vec![0.0; na],
-            c1: DMatrix::zeros(m, na),
-            c2: DMatrix::zeros(m, na),
-            hessian: DMatrix::zeros(na, na),
-            k: vec![0.0; m * na],
-            k_momentum: vec![0.0; m * na],
-            k_centre: vec![0.0; m * na],
-            active: Vec::with_capacity(m),
-            schur: vec![0.0; m * m],
-            pivots: vec![0; m],
-            dlambda: vec![0.0; m],
+            factors: KktFactors::new(na, s, m),
+            prescribed,
             row: vec![0.0; na],
-            lane_dlambda: vec![[0.0; LANES]; m],
+            values: vec![0.0; s * m],
+            lane_dlambda: vec![[0.0; LANES]; s * m],
             raw_dlambda: DMatrix::zeros(m, composite + 3 * n),
             jacobian: DMatrix::zeros(m, 3 * n),
         }
@@ -221,6 +213,7 @@ impl ChartLinWork {
         }
         let mut newton = NewtonFactorization::new(na, s);
         newton.set_prescribed(&prescribed);
+        let kkt = (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, n, s, composite_count(chart), prescribed)));
         newton.ensure_lanes();
         let wrenches = if vi.wrenches.is_empty() {
             Vec::new()
@@ -280,7 +273,7 @@ impl ChartLinWork {
             joints,
             raw: DMatrix::zeros(2 * n + composite, composite + 3 * n),
             solve: Vec::with_capacity(composite + 3 * n),
-            kkt: (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, n, composite))),
+            kkt,
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
             lambda: vec![0.0; composite],
@@ -291,6 +284,11 @@ impl ChartLinWork {
     fn composite(&self) -> usize {
         self.joints.iter().map(|j| j.d).sum()
     }
+}
+
+/// The number of composite coordinates `n_c` of a chart.
+fn composite_count(chart: &Chart) -> usize {
+    chart.map.composite_joints().map(|j| j.nv()).sum()
 }
 
 /// The matrix `C` with `C d = (F'[d])ᵀ w` for all `d` (`d` entries): column `i` is
@@ -346,7 +344,7 @@ impl VariationalIntegrator {
         if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
-        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, &ws.constraint.lambda, &ws.constraint.active) {
+        if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, &ws.constraint.lambda, &ws.constraint.kkt.active) {
             return Err(ViError::DegenerateConstraints { step });
         }
         for (t, j) in lin.joints.iter_mut().zip(chart.map.composite_joints()) {
@@ -364,10 +362,12 @@ impl VariationalIntegrator {
             let control: Vector6<f64> = (0..p).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
             let mut g = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
             if let Some(kkt) = lin.kkt.as_deref() {
-                // the constraint impulse (C_1ᵀ λ)_c of the step's first row
-                for (i, l) in ws.constraint.lambda.iter().enumerate() {
+                // the constraint impulse (C_1ᵀ λ^0)_c of the step's first row (the interior ones
+                // turn with the centre rows, module docs: g is G − Σ_β C_η(X_β)ᵀ λ^β)
+                let (f, m) = (&kkt.factors, kkt.constraints.len());
+                for (i, l) in ws.constraint.lambda[..m].iter().enumerate() {
                     for r in 0..t.d {
-                        g[r] += kkt.c1[(i, centred.coordinates[t.first + r])] * l;
+                        g[r] += f.c1[(i, centred.coordinates[t.first + r])] * l;
                     }
                 }
             }
@@ -453,58 +453,38 @@ impl VariationalIntegrator {
         }
     }
 
-    /// The constrained linearisation's data at the solved step (module docs): `C_1`, `C_2`,
-    /// `Σ λ_i ∂²h_i` at the start, `K = J⁻¹ C_1ᵀ` with its momentum and centre rows, and the
-    /// LU of `C_2 K` (`false` when it is singular), for the constraints `active` the step
-    /// imposed. The factorisation must be current.
+    /// The constrained linearisation's data at the solved step (module docs): `C_1`, `C_2`
+    /// (with the interior rows for `s ≥ 2`), `Σ λ^0_i ∂²h_i` at the start and the interior
+    /// Hessians, and the KKT factors of module `constrained` with their momentum and centre
+    /// rows (`false` when singular), for the constraints `active` the step imposed and its
+    /// multipliers `lambda` `(s·m,)`. The factorisation must be current.
     fn prepare_chart_kkt(&self, chart: &Chart, lin: &mut ChartLinWork, lambda: &[f64], active: &[usize]) -> bool {
-        let (sc, dt) = (&self.scheme, self.dt);
+        let (sc, dt, s) = (&self.scheme, self.dt, self.scheme.s);
         let (model, na) = (&*chart.centred.model, chart.centred.model.nv);
         let ChartLinWork { points, newton, forces, rhs, sol, momentum, centre_rows, q0, z, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return true };
-        kkt.active.clear();
-        kkt.active.extend_from_slice(active);
+        let m = kkt.constraints.len();
+        let f = &mut kkt.factors;
+        f.active.clear();
+        f.active.extend_from_slice(active);
         kkt.raw_dlambda.fill(0.0);
-        let m = active.len();
         // the end q_{k+1} = Σ_α endpoint[α] x^α in the centred expansion's coordinates
         for (a, e) in kkt.q_end.iter_mut().enumerate() {
             *e = sc.endpoint(0) * q0[a] + (1..sc.points()).map(|g| sc.endpoint(g) * z[(g - 1) * na + a]).sum::<f64>();
         }
         kkt.end.update_configuration(model, points.joint_placements(model), &kkt.q_end);
         kkt.end.update_velocity(model, &kkt.zeros);
-        kkt.hessian.fill(0.0);
+        let set = ConstraintSet { model, constraints: &kkt.constraints, s };
+        set.gradient_rows(active, &points.states[0], &mut kkt.scratch, &mut f.c1.rows_mut(0, m), 1.0, &mut kkt.row);
+        set.gradient_rows(active, &kkt.end, &mut kkt.scratch, &mut f.c2.rows_mut((s - 1) * m, m), sc.endpoint(s), &mut kkt.row);
+        set.interior_rows(f, &points.states, &mut kkt.scratch, &mut kkt.values, &mut kkt.row);
+        f.hessian.fill(0.0);
         for &i in active {
-            let con = &kkt.constraints[i];
-            con.gradient(model, &points.states[0], &mut kkt.scratch, &mut kkt.row);
-            kkt.c1.row_mut(i).iter_mut().zip(&kkt.row).for_each(|(c, g)| *c = *g);
-            con.gradient(model, &kkt.end, &mut kkt.scratch, &mut kkt.row);
-            kkt.c2.row_mut(i).iter_mut().zip(&kkt.row).for_each(|(c, g)| *c = sc.endpoint(1) * g);
-            con.add_hessian(model, &points.states[0], &mut kkt.scratch, lambda[i], &mut kkt.hessian);
+            kkt.constraints[i].add_hessian(model, &points.states[0], &mut kkt.scratch, lambda[i], &mut f.hessian);
         }
-        for c0 in (0..m).step_by(LANES) {
-            let lanes = LANES.min(m - c0);
-            rhs.fill([0.0; LANES]);
-            for l in 0..lanes {
-                for a in 0..na {
-                    rhs[a][l] = kkt.c1[(active[c0 + l], a)];
-                }
-            }
-            newton.solve_lanes(model, sc, dt, forces, rhs, sol, Some(momentum), Some(centre_rows));
-            for l in 0..lanes {
-                let i = active[c0 + l];
-                for a in 0..na {
-                    kkt.k[i * na + a] = sol[a][l];
-                    kkt.k_momentum[i * na + a] = momentum[a][l];
-                    kkt.k_centre[i * na + a] = centre_rows[a][l];
-                }
-            }
-        }
-        for (r, &i) in active.iter().enumerate() {
-            for (c, &j) in active.iter().enumerate() {
-                kkt.schur[c * m + r] = (0..na).map(|a| kkt.c2[(i, a)] * kkt.k[j * na + a]).sum();
-            }
-        }
-        lu_factor_in(&mut kkt.schur[..m * m], m, &mut kkt.pivots)
+        set.interior_hessians(f, &points.states, &mut kkt.scratch, lambda);
+        let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
+        f.factor(&mut buf, &kkt.prescribed, |b| newton.solve_lanes(model, sc, dt, forces, b.rhs, b.sol, b.momentum.as_deref_mut(), b.centre.as_deref_mut()))
     }
 
     /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of
@@ -573,13 +553,17 @@ impl VariationalIntegrator {
             }
         }
         if let Some(kkt) = lin.kkt.as_deref() {
-            // the start's constraint impulse moves with it: f_1 += Σ λ_i ∂²h_i δx_0 (row 0)
-            for a in 0..na {
-                for b in 0..na {
-                    let hab = kkt.hessian[(a, b)];
-                    if hab != 0.0 {
-                        for l in 0..LANES {
-                            lin.rhs[a][l] += hab * lin.dq[b][l];
+            // the start's constraint impulse moves with it: f_1 += Σ λ^0_i ∂²h_i δx_0 (row 0), and
+            // an interior one with its point's input variation (a moved centre): f_β += H_β δx_β
+            let f = &kkt.factors;
+            for (beta, h) in std::iter::once(&f.hessian).chain(&f.interior).enumerate() {
+                for a in 0..na {
+                    for b in 0..na {
+                        let hab = h[(a, b)];
+                        if hab != 0.0 {
+                            for l in 0..LANES {
+                                lin.rhs[beta * na + a][l] += hab * lin.dq[beta * na + b][l];
+                            }
                         }
                     }
                 }
@@ -601,9 +585,14 @@ impl VariationalIntegrator {
         lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
         Self::constrain_chart_columns(lin, sc, na, lanes);
         if let Some(kkt) = lin.kkt.as_deref_mut() {
+            let m = kkt.constraints.len();
             for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
-                for &i in &kkt.active {
-                    kkt.raw_dlambda[(i, col)] = kkt.lane_dlambda[i][l];
+                for &i in &kkt.factors.active {
+                    let mut dl = kkt.lane_dlambda[i][l];
+                    for beta in 1..s {
+                        dl += kkt.lane_dlambda[beta * m + i][l];
+                    }
+                    kkt.raw_dlambda[(i, col)] = dl;
                 }
             }
         }
@@ -643,11 +632,20 @@ impl VariationalIntegrator {
                 let eta = lane_block(&lin.dq, &|r| t.centre + r);
                 let mut e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
                 if let Some(kkt) = lin.kkt.as_deref() {
-                    // the variation of the impulse (C_1ᵀ λ)_c: C_1ᵀ δλ + Σ λ_i ∂²h_i δx_0
+                    // the variation of the impulse (C_1ᵀ λ^0)_c: C_1ᵀ δλ^0 + Σ λ^0_i ∂²h_i δx_0
+                    let (f, m) = (&kkt.factors, kkt.constraints.len());
                     for r in 0..t.d {
                         let a = coord[t.first + r];
-                        e[r] += kkt.active.iter().map(|&i| kkt.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
-                            + (0..na).map(|b| kkt.hessian[(a, b)] * lin.dq[b][l]).sum::<f64>();
+                        e[r] += f.active.iter().map(|&i| f.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
+                            + (0..na).map(|b| f.hessian[(a, b)] * lin.dq[b][l]).sum::<f64>();
+                    }
+                    // and of the interior ones along the centre: C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β
+                    for beta in 1..s {
+                        for r in 0..t.d {
+                            let a = t.centre + r;
+                            e[r] += f.active.iter().map(|&i| f.c2[((beta - 1) * m + i, a)] * kkt.lane_dlambda[beta * m + i][l]).sum::<f64>()
+                                + (0..na).map(|b| f.interior[beta - 1][(a, b)] * lin.dq[beta * na + b][l]).sum::<f64>();
+                        }
                     }
                 }
                 for r in 0..t.d {
@@ -657,29 +655,32 @@ impl VariationalIntegrator {
         }
     }
 
-    /// The KKT completion of the lanes' solutions `w = J⁻¹ f_1` (module docs): `δλ =
-    /// (C_2 K)⁻¹ (f_2 − C_2 w)` with `f_2 = −∂h(q_{k+1})/∂x` along the input direction (in
-    /// `lin.dq`, before the solution is added), then `δz`, the momentum and the centre rows
-    /// gain `K δλ`'s. Keeps `δλ` for the composite rows' impulse. Nothing without constraints.
+    /// The KKT completion of the lanes' solutions `w = J⁻¹ f_1` (module docs, module
+    /// `constrained`): `f_2 = −Dh·δx` of each constrained point along the input direction (in
+    /// `lin.dq`, before the solution is added: the end `e_0/e_s δx^0 + δx^s` scaled as `C_2`,
+    /// an interior point its own), then `δz`, the momentum and the centre rows gain the
+    /// solution's. Keeps `δλ^β` for the composite rows' impulses. Nothing without constraints.
     fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize, lanes: usize) {
-        let ChartLinWork { dq, sol, momentum, centre_rows, kkt, .. } = lin;
+        let ChartLinWork { dq, rhs, sol, momentum, centre_rows, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return };
-        let m = kkt.active.len();
-        let (e0, e1) = (sc.endpoint(0), sc.endpoint(1));
+        let (s, m) = (sc.s, kkt.constraints.len());
+        let ratio = sc.endpoint(0) / sc.endpoint(s);
+        let f = &mut kkt.factors;
+        let a = f.active.len();
+        let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
         for l in 0..lanes {
-            for (r, &i) in kkt.active.iter().enumerate() {
-                // C_2 = e_1 ∂h/∂x at the end, whose input variation is e_0 δx^0 + e_1 δx^1
-                let end: f64 = (0..na).map(|a| kkt.c2[(i, a)] * ((e0 / e1) * dq[a][l] + dq[na + a][l])).sum();
-                kkt.dlambda[r] = -end - (0..na).map(|a| kkt.c2[(i, a)] * sol[a][l]).sum::<f64>();
+            for gr in 0..f.size() {
+                let (g, i) = (gr / a, f.active[gr % a]);
+                let point: f64 = if g == s - 1 {
+                    (0..na).map(|x| f.c2[(g * m + i, x)] * (ratio * dq[x][l] + dq[s * na + x][l])).sum()
+                } else {
+                    (0..na).map(|x| f.c2[(g * m + i, x)] * dq[(g + 1) * na + x][l]).sum()
+                };
+                f.compact[gr] = -point;
             }
-            lu_solve_in(&kkt.schur[..m * m], m, &kkt.pivots, &mut kkt.dlambda[..m]);
-            for (&i, dl) in kkt.active.iter().zip(&kkt.dlambda[..m]) {
-                kkt.lane_dlambda[i][l] = *dl;
-                for a in 0..na {
-                    sol[a][l] += kkt.k[i * na + a] * dl;
-                    momentum[a][l] += kkt.k_momentum[i * na + a] * dl;
-                    centre_rows[a][l] += kkt.k_centre[i * na + a] * dl;
-                }
+            f.solve_lane(&mut buf, l);
+            for bc in 0..f.size() {
+                kkt.lane_dlambda[(bc / a) * m + f.active[bc % a]][l] = f.compact[bc];
             }
         }
     }

@@ -1,85 +1,110 @@
 //! The constrained step of Johnson (2012) §4.5 (digest §2.3–2.4) on top of the O(n) Newton
-//! factorisation: with multipliers `λ_k` (`m` constraints),
+//! factorisation, for every scheme, with the constraint rows of Fan, Schultz & Murphey (2018)
+//! eq. 6. With `m` constraints and the control points `q^α` of step `k` (`q^0 = q_k`, module
+//! `scheme`), the unknowns are `z = (q^1, …, q^s)` and multipliers `λ^0, …, λ^{s−1}`:
 //!
-//! `R^0 = p_k + D_1 L_d + f⁻ − Dh(q_k)ᵀ λ_k = 0`, `h(q_{k+1}) = 0`, `p_{k+1} = D_2 L_d + f⁺`,
+//! `r^0 = p_k + D_0 L_d + Q^0 − Dh(q_k)ᵀ λ^0 = 0`,
+//! `r^β = D_β L_d + Q^β − Dh(q^β)ᵀ λ^β = 0` (`β = 1..s−1`),
+//! `h(q^γ) = 0` (`γ = 1..s`, `q^s = q_{k+1}`), `p_{k+1} = D_s L_d + Q^s`,
 //!
-//! solved for `(q_{k+1}, λ_k)` so that the constraints hold at every step to solver tolerance
-//! (no drift, no stabilisation parameter); the end momentum is then projected as RATTLE does
-//! (module `momentum_projection`: `p_{k+1} − Dh(q_{k+1})ᵀ μ_{k+1}`, a motion the constraints
-//! allow). Only the one-interval schemes (midpoint,
-//! trapezoid) take constraints: there the unknown `z` is the single control point `q^1` and
-//! `q_{k+1} = e_0 q_k + e_1 z` ([`crate::Scheme::endpoint`]).
+//! so that the constraints hold at every knot to solver tolerance (no drift, no stabilisation
+//! parameter); the end momentum is then projected as RATTLE does (module
+//! `momentum_projection`: `p_{k+1} − Dh(q_{k+1})ᵀ μ_{k+1}`, a motion the constraints allow).
+//! For the one-interval schemes (midpoint, trapezoid) this is Johnson's step: one multiplier
+//! block at `q_k` and `h(q_{k+1}) = 0` with `q_{k+1} = e_0 q_k + e_1 z`
+//! ([`crate::Scheme::endpoint`]; for the midpoint rule the control point `z = q̄` is not
+//! `q_{k+1}`, and only the end is constrained).
 //!
-//! # Newton direction in O(n m + m³)
+//! # Where the constraints are imposed within a step, and why at every control point
+//! For `s ≥ 2` (Lobatto schemes, whose control points are the step variables) `h` holds at
+//! every control point after the first and each interior row carries its own multiplier:
+//! the Galerkin discretisation of the augmented action `∫ L − λᵀh dt` with the Lobatto
+//! quadrature at the control points, Fan et al. 2018 eq. 6a–6d (their `A^{k,α} λ^{k,α}` on rows
+//! `α = 0..s−1`, `h` at `α = 1..s`), which is the Lobatto IIIA–IIIB pair for constrained
+//! mechanical systems (Jay 1996, superconvergent of order `2s` in `q` and `p`). Constraining
+//! only the end point instead, with `Dh(q_k)ᵀλ` on the first row alone, is the unconstrained
+//! discrete Lagrangian restricted to the constraint set: its interior curve leaves the set by
+//! `O(Δt²)`, so it differs from the constrained exact discrete Lagrangian by `O(Δt³)` and the
+//! scheme is of order 2 whatever `s` (a free particle on a circle: the interior stationarity
+//! makes the Simpson curve the chord, and the step is RATTLE's, of order 2). With the interior
+//! constraints the measured orders are `2s` (4 for Simpson, 6 for Lobatto `s = 3`, on a
+//! pendulum in Cartesian coordinates; tests).
 //!
-//! The KKT system `[[J, −C_1ᵀ], [C_2, 0]] (δz, δλ) = −(r, h)` with `C_1 = Dh(q_k)` (fixed over
-//! the step) and `C_2 = e_1 Dh(q_{k+1})` is solved by its Schur complement: `w = −J⁻¹ r` and
-//! `K = J⁻¹ C_1ᵀ` from the B.1/B.2 factorisation (`m + 1` sweeps), then
-//! `(C_2 K) δλ = −h − C_2 w` (m×m LU) and `δz = w + K δλ`. `C_2 K` is singular when the
-//! constraints are redundant (e.g. three point-on-plane constraints on a planar loop), which is
-//! reported as an error rather than regularised.
+//! # Newton direction
+//! The KKT system `[[J − H, −Ĉᵀ], [C_2, 0]] (δz, δΛ) = −(r, h)`: `J` the DEL Jacobian (the
+//! O(n) factorisation of B.1/B.2), `Ĉᵀ` the `s·a` columns `Dh_i(q^β)ᵀ` in row block `β`
+//! (`a` active constraints; `Dh(q_k)` fixed over the step), `C_2` the rows `Dh_i(q^{γ+1})` on
+//! unknown block `γ` (the end row scaled by `e_s`), and `H = Σ_i λ^β_i D²h_i(q^β)` on the
+//! interior diagonal blocks (the interior impulses move with their points; `H = 0` for
+//! `s = 1`). First the system with `H = 0` by its Schur complement: `w = J⁻¹ f_1`,
+//! `K = J⁻¹ Ĉᵀ` (`s·a` solves), `(C_2 K) δΛ = f_2 − C_2 w` (LU, `s·a` square), `δz = w + K δΛ`.
+//! `H` is then added exactly by the Sherman–Morrison–Woodbury formula: with `H = U Vᵀ`, `U`
+//! the `r` non-zero columns of the `H_β` (the dofs on the constrained points' paths) and `V`
+//! the unit vectors selecting them from `δz`, the solution is `y = ŷ + W t`, where `ŷ` and the
+//! columns `W` solve the `H = 0` system for `(f_1, f_2)` and `(U, 0)`, and
+//! `(1 − Vᵀ W_z) t = Vᵀ ŷ_z` (`r × r` LU, `r ≤ (s − 1) n`). So Newton converges
+//! quadratically and the linearisation is exact, with `s·a + r` solves per factorisation.
+//! `C_2 K` is singular when the constraints are redundant (e.g. three point-on-plane
+//! constraints on a planar loop), which is reported as an error rather than regularised.
 //!
 //! With a [`crate::ConstraintSchedule`] only the constraints of the step's phase are imposed:
-//! the others have no rows (`λ_i = 0`, and `h_i` is not asked of `q_{k+1}`), and `C_2 K` is the
-//! Schur complement of the active ones.
+//! the others have no rows (`λ_i = 0`, and `h_i` is not asked of the step's points), and the
+//! Schur complement is that of the active ones. A touchdown step imposes them at its interior
+//! points too, so its impulse at `q_k` brings the point onto its foothold by `q^1` (module
+//! `schedule`).
 //!
 //! # Linearisation
-//!
 //! For an input direction `x` the same elimination applies to the right-hand side
-//! `f_1 = −∂R/∂x`, `f_2 = −∂h(q_{k+1})/∂x`: besides the unconstrained terms, `∂R^0/∂q_k` gains
-//! `−Σ_i λ_i D²h_i(q_k)` and `∂h(q_{k+1})/∂q_k = e_0 Dh(q_{k+1})`. The momentum row
-//! `p_{k+1}` has no multiplier term, so `δp_{k+1} = ∂P/∂x + P_z (w + K δλ)`, where the B.1 sweep
-//! returns `P_z w` and `P_z K` alongside the solutions.
+//! `f_1 = −∂R/∂x`, `f_2 = −∂h/∂x`: besides the unconstrained terms, `∂r^0/∂q_k` gains
+//! `−Σ_i λ^0_i D²h_i(q_k)`, and the end constraint `∂h(q_{k+1})/∂q_k = e_0 Dh(q_{k+1})` (zero
+//! for Lobatto schemes, whose constrained points are all unknowns). The momentum row
+//! `p_{k+1}` has no multiplier term, so `δp_{k+1} = ∂P/∂x + P_z δz`, where the B.1 sweep
+//! returns `P_z w`, `P_z K` and `P_z W` alongside the solutions. The reported impulse of the
+//! step is `Σ_β λ^β + μ_{k+1}` (module `momentum_projection`), so its Jacobian sums the blocks'.
 
 use crate::constraints::{Constraint, ConstraintScratch};
-use crate::dense::{lu_factor_in, lu_solve_in};
+use crate::dense::lu_solve_in;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::momentum_projection::ProjectionWork;
-use crate::newton_direction::LANES;
 use crate::point::PointState;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixViewMut};
+use vidyn_rbd::Model;
 
-/// Workspace of the constrained step (empty when the integrator has no constraints).
+mod kkt;
+pub(crate) use kkt::{KktFactors, LaneBuffers};
+
+/// Workspace of the constrained step (empty when the integrator has no constraints). Sizes
+/// for `m` constraints, `n` coordinates and `s` intervals; a block index `β` (or `γ`) runs over
+/// `0..s` (module docs).
 #[derive(Clone, Debug)]
 pub(crate) struct ConstraintWork {
     /// Kinematics at `q_{k+1}` (not a control point of the midpoint rule).
     end_state: PointState,
     q_end: Vec<f64>,
-    /// `(m, n)` `C_1 = Dh(q_k)`, fixed over a step.
-    c1: DMatrix<f64>,
-    /// `(m, n)` `C_2 = e_1 Dh(q_{k+1})` at the current iterate.
-    c2: DMatrix<f64>,
-    /// The constraints the current step imposes (increasing indices, all of them without a
-    /// schedule); the rows of `C_1`, `C_2`, `K` of the others are stale and never read.
-    pub(crate) active: Vec<usize>,
-    /// `(m,)` `h(q_{k+1})`, multipliers, their value at the start of a line search, the step
-    /// (zero on inactive constraints).
+    /// The KKT factors: the active constraints, `C_1`, `C_2`, the Hessians, `K`, `W` and the
+    /// LUs (module `kkt`).
+    pub(crate) kkt: KktFactors,
+    /// `(s·m,)` `h` at the control points `1..s` (entry `γ·m + i`), the multipliers `λ^β`
+    /// (entry `β·m + i`), their value at the start of a line search, the step (zero on
+    /// inactive constraints).
     pub(crate) h: Vec<f64>,
     pub(crate) lambda: Vec<f64>,
-    /// `(m,)` the step's reported contact impulse `λ_k + μ_{k+1}` (module
+    /// `(m,)` the step's reported contact impulse `Σ_β λ^β + μ_{k+1}` (module
     /// `momentum_projection`), and that projection's scratch.
     pub(crate) impulse: Vec<f64>,
     pub(crate) projection: ProjectionWork,
     lambda_start: Vec<f64>,
-    /// `(m,)` where the next step's Newton solve starts `λ` when `guessed`
+    /// `(s·m,)` where the next step's Newton solve starts `λ` when `guessed`
     /// ([`ViWorkspace::guess_multipliers`]; one step only), else at zero.
     lambda_guess: Vec<f64>,
     guessed: bool,
     dlambda: Vec<f64>,
-    /// `(n, m)` column-major `K = J⁻¹ C_1ᵀ` and (linearisation) `P_z K`.
-    k: Vec<f64>,
-    k_momentum: Vec<f64>,
-    /// The Schur complement `C_2 K` of the active constraints (`a × a` column-major in the
-    /// first `a²` entries, `a` active) and its LU pivots; `(m,)` a right-hand side of it.
-    schur: Vec<f64>,
-    pivots: Vec<usize>,
+    /// `(m,)` a right-hand side of the knots' `C M⁻¹ Cᵀ`, `(n,)` a gradient row.
     pub(crate) compact: Vec<f64>,
     pub(crate) rhs: Vec<f64>,
     pub(crate) scratch: ConstraintScratch,
-    /// `(n, n)` `Σ_i λ_i D²h_i(q_k)` (linearisation).
-    hessian: DMatrix<f64>,
-    /// `(m, 3n)` the multipliers' derivatives `∂λ_k/∂(q_k, p_k, u_k)` of the last linearised
-    /// step (tangent coordinates; zero rows for inactive constraints).
+    /// `(m, 3n)` the multipliers' derivatives `∂(Σ_β λ^β + μ)/∂(q_k, p_k, u_k)` of the last
+    /// linearised step (tangent coordinates; zero rows for inactive constraints).
     pub(crate) lambda_jacobian: DMatrix<f64>,
     /// The normal part of a knot's kinetic energy ([`VariationalIntegrator::normal_kinetic_energy`]):
     /// kinematics at the knot and its chart placements and coordinates, for the `a` constraints
@@ -96,9 +121,9 @@ pub(crate) struct ConstraintWork {
 }
 
 impl ConstraintWork {
-    /// Scratch for `m` constraints on a DEL model of `n` coordinates with joint placements
-    /// `placements` (nothing without constraints).
-    pub(crate) fn new(n: usize, m: usize, placements: &[vidyn_spatial::Se3]) -> Self {
+    /// Scratch for `m` constraints on a DEL model of `n` coordinates and a scheme of `s`
+    /// intervals, with joint placements `placements` (nothing without constraints).
+    pub(crate) fn new(n: usize, s: usize, m: usize, placements: &[vidyn_spatial::Se3]) -> Self {
         let nm = if m == 0 { 0 } else { n };
         Self {
             knot: PointState::new(nm),
@@ -111,36 +136,90 @@ impl ConstraintWork {
             cv: vec![0.0; m],
             end_state: PointState::new(nm),
             q_end: vec![0.0; nm],
-            c1: DMatrix::zeros(m, nm),
-            c2: DMatrix::zeros(m, nm),
-            h: vec![0.0; m],
-            lambda: vec![0.0; m],
+            kkt: KktFactors::new(n, s, m),
+            h: vec![0.0; s * m],
+            lambda: vec![0.0; s * m],
             impulse: vec![0.0; m],
             projection: ProjectionWork::new(n, m),
-            lambda_start: vec![0.0; m],
-            lambda_guess: vec![0.0; m],
+            lambda_start: vec![0.0; s * m],
+            lambda_guess: vec![0.0; s * m],
             guessed: false,
-            dlambda: vec![0.0; m],
-            k: vec![0.0; nm * m],
-            k_momentum: vec![0.0; nm * m],
-            active: (0..m).collect(),
-            schur: vec![0.0; m * m],
-            pivots: vec![0; m],
+            dlambda: vec![0.0; s * m],
             compact: vec![0.0; m],
             rhs: vec![0.0; nm],
             scratch: ConstraintScratch::new(nm),
-            hessian: DMatrix::zeros(if m == 0 { 0 } else { n }, nm),
             lambda_jacobian: DMatrix::zeros(m, 3 * nm),
+        }
+    }
+}
+
+/// The constraints of a step on the bodies of its DEL model (the integrator's, or the centred
+/// expansion's of module `chart_linearize`): the rows and Hessians the KKT factors need.
+pub(crate) struct ConstraintSet<'a> {
+    pub model: &'a Model,
+    pub constraints: &'a [Constraint],
+    /// `s`, the scheme's number of intervals.
+    pub s: usize,
+}
+
+impl ConstraintSet<'_> {
+    /// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st` (`row`: scratch).
+    pub(crate) fn gradient_rows(
+        &self,
+        active: &[usize],
+        st: &PointState,
+        scratch: &mut ConstraintScratch,
+        out: &mut DMatrixViewMut<'_, f64>,
+        scale: f64,
+        row: &mut [f64],
+    ) {
+        for &i in active {
+            self.constraints[i].gradient(self.model, st, scratch, row);
+            for (j, g) in row.iter().enumerate() {
+                out[(i, j)] = scale * g;
+            }
+        }
+    }
+
+    /// The interior rows of `C_2` (`γ·m + i`, `Dh_i(q^{γ+1})`) at the control points `states`
+    /// (`s + 1` of them) for the active constraints of `kkt`, and their values into `h`
+    /// (`(s·m,)`); returns `max |h|` over them (0 for `s = 1`).
+    pub(crate) fn interior_rows(&self, kkt: &mut KktFactors, states: &[PointState], scratch: &mut ConstraintScratch, h: &mut [f64], row: &mut [f64]) -> f64 {
+        let m = self.constraints.len();
+        let mut hmax = 0.0_f64;
+        for g in 0..self.s - 1 {
+            let st = &states[g + 1];
+            for &i in &kkt.active {
+                let hi = self.constraints[i].value(st);
+                h[g * m + i] = hi;
+                hmax = if hi.is_nan() || hmax.is_nan() { f64::NAN } else { hmax.max(hi.abs()) };
+            }
+            self.gradient_rows(&kkt.active, st, scratch, &mut kkt.c2.rows_mut(g * m, m), 1.0, row);
+        }
+        hmax
+    }
+
+    /// The interior Hessians `H_β = Σ_i λ^β_i D²h_i(q^β)` (`β = 1..s−1`) of `kkt` at the control
+    /// points `states`, multipliers `lambda` (`(s·m,)`).
+    pub(crate) fn interior_hessians(&self, kkt: &mut KktFactors, states: &[PointState], scratch: &mut ConstraintScratch, lambda: &[f64]) {
+        let m = self.constraints.len();
+        let KktFactors { active, interior, .. } = kkt;
+        for (beta, h) in (1..self.s).zip(interior.iter_mut()) {
+            h.fill(0.0);
+            for &i in active.iter() {
+                self.constraints[i].add_hessian(self.model, &states[beta], scratch, lambda[beta * m + i], h);
+            }
         }
     }
 }
 
 impl ViWorkspace {
     /// Starts the multipliers of the next constrained step solved in this workspace at
-    /// `lambda` (`(m,)`, one per constraint of the integrator; the rows a step does not
-    /// impose are ignored) instead of zero: the multipliers a solve of the same step found
-    /// before let a solve that starts at its solution stop at once. Used by one step, the
-    /// next (whichever predictor it starts from); ignored when `lambda` has not `m` entries.
+    /// `lambda` (`(s·m,)`, block `β` the multipliers `λ^β` of row block `β`, module
+    /// `constrained`; the rows a step does not impose are ignored) instead of zero: the
+    /// multipliers a solve of the same step found before let a solve that starts at its
+    /// solution stop at once. Used by one step, the next (whichever predictor it starts from);
+    /// ignored when `lambda` has not `s·m` entries.
     pub fn guess_multipliers(&mut self, lambda: &[f64]) {
         let cw = &mut self.constraint;
         if lambda.len() == cw.lambda_guess.len() && !lambda.is_empty() {
@@ -151,14 +230,9 @@ impl ViWorkspace {
 }
 
 impl VariationalIntegrator {
-    /// Rows `i ∈ active` of `out` = `scale · Dh_i` at the kinematics `st` (`row`: scratch).
-    fn gradient_rows(&self, active: &[usize], st: &PointState, scratch: &mut ConstraintScratch, out: &mut DMatrix<f64>, scale: f64, row: &mut [f64]) {
-        for &i in active {
-            self.constraints[i].gradient(&self.model, st, scratch, row);
-            for (j, g) in row.iter().enumerate() {
-                out[(i, j)] = scale * g;
-            }
-        }
+    /// The integrator's constraints on its DEL model.
+    fn constraint_set(&self) -> ConstraintSet<'_> {
+        ConstraintSet { model: &self.model, constraints: &self.constraints, s: self.scheme.s }
     }
 
     /// The constraints of step `step` become the active ones, `C_1 = Dh(q_k)` from the
@@ -166,14 +240,18 @@ impl VariationalIntegrator {
     /// the guess of [`ViWorkspace::guess_multipliers`] on the active rows (which it uses up).
     /// The step must be covered by the schedule ([`Self::active_constraints`]).
     pub(crate) fn begin_constrained_step(&self, ws: &mut ViWorkspace, step: usize) -> crate::Result<()> {
+        let m = self.constraints.len();
         let cw = &mut ws.constraint;
-        cw.active.clear();
-        cw.active.extend_from_slice(self.active_constraints(step)?);
-        self.gradient_rows(&cw.active, &ws.points.states[0], &mut cw.scratch, &mut cw.c1, 1.0, &mut cw.rhs);
+        let kkt = &mut cw.kkt;
+        kkt.active.clear();
+        kkt.active.extend_from_slice(self.active_constraints(step)?);
+        self.constraint_set().gradient_rows(&kkt.active, &ws.points.states[0], &mut cw.scratch, &mut kkt.c1.rows_mut(0, m), 1.0, &mut cw.rhs);
         cw.lambda.fill(0.0);
         if std::mem::take(&mut cw.guessed) {
-            for &i in &cw.active {
-                cw.lambda[i] = cw.lambda_guess[i];
+            for beta in 0..self.scheme.s {
+                for &i in &kkt.active {
+                    cw.lambda[beta * m + i] = cw.lambda_guess[beta * m + i];
+                }
             }
         }
         cw.dlambda.fill(0.0);
@@ -239,7 +317,8 @@ impl VariationalIntegrator {
     }
 
     /// The multipliers of the last step solved with `ws` (`(m,)`): the step's constraint
-    /// impulse `λ_k + μ_{k+1}`, of which `−Dh(q_k)ᵀ λ_k` acts at its start and
+    /// impulse `Σ_β λ^β + μ_{k+1}`, of which `−Dh(q_k)ᵀ λ^0` acts at its start, `−Dh(q^β)ᵀ λ^β`
+    /// at its interior control points (`s ≥ 2`, module `constrained`) and
     /// `−Dh(q_{k+1})ᵀ μ_{k+1}` (RATTLE's momentum projection, module `momentum_projection`) at
     /// its end; zero on the constraints the step does not impose.
     #[must_use]
@@ -247,7 +326,7 @@ impl VariationalIntegrator {
         &ws.constraint.impulse
     }
 
-    /// The derivatives `∂(λ_k + μ_{k+1})/∂(q_k, p_k, u_k)` `(m, 3n)` of the multipliers of the last step
+    /// The derivatives `∂(Σ_β λ^β + μ_{k+1})/∂(q_k, p_k, u_k)` `(m, 3n)` of the multipliers of the last step
     /// linearised with `ws` ([`Self::linearize`]), in the tangent coordinates of `A`, `B`
     /// (`δq` as `model.difference` with composite joints); zero rows for the constraints the
     /// step does not impose. What costs on contact forces (friction cones, unilateral
@@ -257,97 +336,86 @@ impl VariationalIntegrator {
         &ws.constraint.lambda_jacobian
     }
 
-    /// `h(q_{k+1})` at the current iterate (`ws.z`); returns `max |h|`.
-    pub(crate) fn endpoint_constraint_values(&self, ws: &mut ViWorkspace, q: &[f64]) -> f64 {
-        let cw = &mut ws.constraint;
-        self.scheme.endpoint_from(q, &ws.z, &mut cw.q_end);
+    /// `h` at the constrained points of the current iterate (`ws.z`, the points set in
+    /// `ws.points`): `q_{k+1}` and, for `s ≥ 2`, the interior control points, whose gradients
+    /// (rows `γ·m + i` of `C_2`, also the interior impulses' columns) it sets too. Returns
+    /// `max |h|`.
+    pub(crate) fn step_constraint_values(&self, ws: &mut ViWorkspace, q: &[f64]) -> f64 {
+        let (s, m) = (self.scheme.s, self.constraints.len());
+        let ViWorkspace { constraint: cw, points, z, scratch_zero, .. } = ws;
+        self.scheme.endpoint_from(q, z, &mut cw.q_end);
         // in the step's chart with composite joints (module `chart_step`)
-        cw.end_state.update_configuration(&self.model, ws.points.joint_placements(&self.model), &cw.q_end);
-        cw.end_state.update_velocity(&self.model, &ws.scratch_zero);
+        cw.end_state.update_configuration(&self.model, points.joint_placements(&self.model), &cw.q_end);
+        cw.end_state.update_velocity(&self.model, scratch_zero);
         let mut hmax = 0.0_f64;
-        for &i in &cw.active {
+        let end = (s - 1) * m;
+        for &i in &cw.kkt.active {
             let hi = self.constraints[i].value(&cw.end_state);
-            cw.h[i] = hi;
+            cw.h[end + i] = hi;
             hmax = if hi.is_nan() { f64::NAN } else { hmax.max(hi.abs()) };
+        }
+        if s > 1 {
+            let interior = self.constraint_set().interior_rows(&mut cw.kkt, &points.states, &mut cw.scratch, &mut cw.h, &mut cw.rhs);
+            hmax = if interior.is_nan() || hmax.is_nan() { f64::NAN } else { hmax.max(interior) };
         }
         hmax
     }
 
-    /// `r^0 −= C_1ᵀ λ` (the constraint impulse on the first DEL row).
+    /// The constraint impulses on the DEL rows: `r^0 −= C_1ᵀ λ^0` and, for `s ≥ 2`,
+    /// `r^β −= Dh(q^β)ᵀ λ^β` on the interior rows (gradients of the last
+    /// [`Self::step_constraint_values`]).
     pub(crate) fn add_constraint_impulse(&self, ws: &ViWorkspace, r: &mut [f64]) {
-        let cw = &ws.constraint;
-        for &i in &cw.active {
+        let (n, m) = (self.n(), self.constraints.len());
+        let (cw, kkt) = (&ws.constraint, &ws.constraint.kkt);
+        for &i in &kkt.active {
             let l = cw.lambda[i];
-            for j in 0..self.n() {
-                r[j] -= cw.c1[(i, j)] * l;
+            for j in 0..n {
+                r[j] -= kkt.c1[(i, j)] * l;
+            }
+        }
+        for beta in 1..self.scheme.s {
+            for &i in &kkt.active {
+                let l = cw.lambda[beta * m + i];
+                for j in 0..n {
+                    r[beta * n + j] -= kkt.c2[((beta - 1) * m + i, j)] * l;
+                }
             }
         }
     }
 
-    /// `K = J⁻¹ C_1ᵀ`, `C_2` and the LU of `C_2 K` at the current factorisation. Returns
-    /// `false` when `C_2 K` is singular (redundant or degenerate constraints).
-    fn factor_schur(&self, ws: &mut ViWorkspace, with_momentum: bool) -> bool {
-        let n = self.n();
-        let a = ws.constraint.active.len();
+    /// The factors of the KKT system at the current factorisation of `J` (module docs, module
+    /// `kkt`): the end rows of `C_2`, the interior Hessians, `K` (and the momentum rows
+    /// `with_momentum`), `W`. Returns `false` when the system is singular (redundant or
+    /// degenerate constraints).
+    fn factor_kkt(&self, ws: &mut ViWorkspace, with_momentum: bool) -> bool {
+        let (s, m) = (self.scheme.s, self.constraints.len());
         let (sc, dt) = (&self.scheme, self.dt);
-        {
-            let cw = &mut ws.constraint;
-            let e1 = sc.endpoint(1);
-            self.gradient_rows(&cw.active, &cw.end_state, &mut cw.scratch, &mut cw.c2, e1, &mut cw.rhs);
-        }
-        // LANES columns of C_1ᵀ at a time (and P_z K for the linearisation)
-        ws.newton.ensure_lanes();
-        let zero = [0.0; LANES];
-        for c0 in (0..a).step_by(LANES) {
-            let lanes = LANES.min(a - c0);
-            ws.lane_rhs.fill(zero);
-            for l in 0..lanes {
-                let i = ws.constraint.active[c0 + l];
-                for j in 0..n {
-                    ws.lane_rhs[j][l] = ws.constraint.c1[(i, j)];
-                }
-            }
-            let momentum = if with_momentum { Some(&mut ws.lane_momentum[..]) } else { None };
-            ws.newton.solve_lanes(&self.model, sc, dt, &self.forces, &ws.lane_rhs, &mut ws.lane_sol, momentum, None);
-            let cw = &mut ws.constraint;
-            for l in 0..lanes {
-                let i = cw.active[c0 + l];
-                for j in 0..n {
-                    cw.k[i * n + j] = ws.lane_sol[j][l];
-                    if with_momentum {
-                        cw.k_momentum[i * n + j] = ws.lane_momentum[j][l];
-                    }
-                }
-            }
-        }
-        let cw = &mut ws.constraint;
-        for (r, &i) in cw.active.iter().enumerate() {
-            for (c, &j) in cw.active.iter().enumerate() {
-                cw.schur[c * a + r] = (0..n).map(|x| cw.c2[(i, x)] * cw.k[j * n + x]).sum();
-            }
-        }
-        lu_factor_in(&mut cw.schur[..a * a], a, &mut cw.pivots)
+        let set = self.constraint_set();
+        let ViWorkspace { constraint: cw, points, newton, lane_rhs, lane_sol, lane_momentum, .. } = ws;
+        let kkt = &mut cw.kkt;
+        set.gradient_rows(&kkt.active, &cw.end_state, &mut cw.scratch, &mut kkt.c2.rows_mut((s - 1) * m, m), sc.endpoint(s), &mut cw.rhs);
+        set.interior_hessians(kkt, &points.states, &mut cw.scratch, &cw.lambda);
+        newton.ensure_lanes();
+        let mut buf = LaneBuffers { rhs: lane_rhs, sol: lane_sol, momentum: with_momentum.then_some(&mut lane_momentum[..]), centre: None };
+        kkt.factor(&mut buf, &self.prescribed, |b| newton.solve_lanes(&self.model, sc, dt, &self.forces, b.rhs, b.sol, b.momentum.as_deref_mut(), None))
     }
 
     /// Turns the unconstrained direction `dz = −J⁻¹ r` (factorisation current) into the KKT
-    /// direction and sets `δλ` (module docs). `false` when `C_2 K` is singular.
+    /// direction and sets `δλ` (module docs). `false` when the KKT system is singular.
     pub(crate) fn constrain_direction(&self, ws: &mut ViWorkspace, dz: &mut [f64]) -> bool {
-        if !self.factor_schur(ws, false) {
+        if !self.factor_kkt(ws, false) {
             return false;
         }
-        let n = self.n();
+        let m = self.constraints.len();
         let cw = &mut ws.constraint;
-        let a = cw.active.len();
-        for (r, &i) in cw.active.iter().enumerate() {
-            cw.compact[r] = -cw.h[i] - (0..n).map(|j| cw.c2[(i, j)] * dz[j]).sum::<f64>();
+        let kkt = &mut cw.kkt;
+        let (a, big) = (kkt.active.len(), kkt.size());
+        for gr in 0..big {
+            kkt.compact[gr] = -cw.h[(gr / a) * m + kkt.active[gr % a]];
         }
-        lu_solve_in(&cw.schur[..a * a], a, &cw.pivots, &mut cw.compact[..a]);
-        for (r, &i) in cw.active.iter().enumerate() {
-            let dl = cw.compact[r];
-            cw.dlambda[i] = dl;
-            for j in 0..n {
-                dz[j] += cw.k[i * n + j] * dl;
-            }
+        kkt.solve_one(dz);
+        for bc in 0..big {
+            cw.dlambda[(bc / a) * m + kkt.active[bc % a]] = kkt.compact[bc];
         }
         true
     }
@@ -367,55 +435,60 @@ impl VariationalIntegrator {
     }
 
     /// Prepares the constrained linearisation at the solved step (factorisation with the
-    /// momentum row current): `K`, `P_z K`, the Schur LU and `Σ λ_i D²h_i(q_k)`.
+    /// momentum row current): the KKT factors of [`Self::factor_kkt`] with their momentum rows
+    /// and `Σ λ^0_i D²h_i(q_k)`.
     pub(crate) fn prepare_constrained_linearization(&self, ws: &mut ViWorkspace) -> bool {
-        let ok = self.factor_schur(ws, true);
+        let ok = self.factor_kkt(ws, true);
         let cw = &mut ws.constraint;
-        cw.hessian.fill(0.0);
+        let kkt = &mut cw.kkt;
+        kkt.hessian.fill(0.0);
         cw.lambda_jacobian.fill(0.0);
-        for &i in &cw.active {
-            self.constraints[i].add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, cw.lambda[i], &mut cw.hessian);
+        for &i in &kkt.active {
+            self.constraints[i].add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, cw.lambda[i], &mut kkt.hessian);
         }
         ok
     }
 
     /// Adds the constraint terms of the `LANES` right-hand sides starting at input column
-    /// `c0` (`x = (q_k, p_k, u)`): `f_1 += Σλ D²h(q_k) e_c` for the `q_k` columns.
+    /// `c0` (`x = (q_k, p_k, u)`): `f_1 += Σλ^0 D²h(q_k) e_c` for the `q_k` columns (row block
+    /// 0; the interior impulses move with the unknowns only).
     pub(crate) fn constrained_rhs(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
         let n = self.n();
         for l in 0..lanes {
             let c = c0 + l;
             if c < n {
                 for j in 0..n {
-                    ws.lane_rhs[j][l] += ws.constraint.hessian[(j, c)];
+                    ws.lane_rhs[j][l] += ws.constraint.kkt.hessian[(j, c)];
                 }
             }
         }
     }
 
     /// Completes the `LANES` solutions `w = J⁻¹ f_1` (and `P_z w`) of the input columns from
-    /// `c0` into the constrained ones: `δλ = (C_2 K)⁻¹ (f_2 − C_2 w)`, `δz = w + K δλ`,
-    /// `P_z δz = P_z w + P_z K δλ`, with `f_2 = −e_0 Dh(q_{k+1}) e_c` for the `q_k` columns;
-    /// `δλ` is column `c` of the multipliers' Jacobian.
+    /// `c0` into the constrained ones (module docs, module `kkt`), with `f_2 = −e_0
+    /// Dh(q_{k+1}) e_c` on the end rows for the `q_k` columns (zero for Lobatto schemes);
+    /// `Σ_β δλ^β` is column `c` of the multipliers' Jacobian.
     pub(crate) fn constrained_solution(&self, ws: &mut ViWorkspace, c0: usize, lanes: usize) {
-        let n = self.n();
-        let ratio = self.scheme.endpoint(0) / self.scheme.endpoint(1);
-        let cw = &mut ws.constraint;
-        let a = cw.active.len();
+        let (n, s, m) = (self.n(), self.scheme.s, self.constraints.len());
+        // the end rows are C_2 = e_s Dh(q_{k+1}), so e_0 Dh(q_{k+1}) e_c = (e_0 / e_s) C_2[·, c]
+        let ratio = self.scheme.endpoint(0) / self.scheme.endpoint(s);
+        let ViWorkspace { constraint: cw, lane_rhs, lane_sol, lane_momentum, .. } = ws;
+        let kkt = &mut cw.kkt;
+        let a = kkt.active.len();
+        let mut buf = LaneBuffers { rhs: lane_rhs, sol: lane_sol, momentum: Some(&mut lane_momentum[..]), centre: None };
         for l in 0..lanes {
             let c = c0 + l;
-            for (r, &i) in cw.active.iter().enumerate() {
-                // C_2 = e_1 Dh(q_{k+1}), so e_0 Dh(q_{k+1}) e_c = (e_0 / e_1) C_2[i, c]
-                let f2 = if c < n { -ratio * cw.c2[(i, c)] } else { 0.0 };
-                cw.compact[r] = f2 - (0..n).map(|j| cw.c2[(i, j)] * ws.lane_sol[j][l]).sum::<f64>();
+            for gr in 0..kkt.size() {
+                let (g, i) = (gr / a, kkt.active[gr % a]);
+                kkt.compact[gr] = if c < n && g == s - 1 { -ratio * kkt.c2[(g * m + i, c)] } else { 0.0 };
             }
-            lu_solve_in(&cw.schur[..a * a], a, &cw.pivots, &mut cw.compact[..a]);
-            for (&i, dl) in cw.active.iter().zip(&cw.compact[..a]) {
-                cw.lambda_jacobian[(i, c)] = *dl;
-                for j in 0..n {
-                    ws.lane_sol[j][l] += cw.k[i * n + j] * dl;
-                    ws.lane_momentum[j][l] += cw.k_momentum[i * n + j] * dl;
+            kkt.solve_lane(&mut buf, l);
+            for (r, &i) in kkt.active.iter().enumerate() {
+                let mut dl = kkt.compact[r];
+                for beta in 1..s {
+                    dl += kkt.compact[beta * a + r];
                 }
+                cw.lambda_jacobian[(i, c)] = dl;
             }
         }
     }

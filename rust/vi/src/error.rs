@@ -45,7 +45,7 @@ pub enum ViError {
     SingularJacobian { step: usize },
     /// The constraint Jacobians make the step's KKT system singular (redundant constraints,
     /// or a configuration where they lose rank).
-    #[error("the holonomic constraints are redundant or degenerate at step {step}: Dh(q_(k+1)) J⁻¹ Dh(q_k)ᵀ is singular")]
+    #[error("the holonomic constraints are redundant or degenerate at step {step}: Dh(q_(k+1)) J⁻¹ Dh(q_k)ᵀ is singular (with Simpson and Lobatto schemes, its blocks at the step's control points)")]
     DegenerateConstraints { step: usize },
     /// A step met its constraints on a mirror image of the intended solution: the aligned axes
     /// of a perpendicular pair ([`crate::AlignedAxes`]) ended `degrees` apart.

@@ -200,16 +200,18 @@ impl VariationalIntegrator {
     }
 
     /// Adds holonomic constraints `h(q) = 0`, enforced at every step with multipliers
-    /// (Johnson 2012 §4.5; module `constrained`). Only the one-interval schemes (midpoint,
-    /// trapezoid) take constraints; the initial configuration should satisfy them (the first
-    /// step lands on them regardless). Bodies are those of the model as given ([`Self::model`]).
+    /// (Johnson 2012 §4.5; Fan, Schultz & Murphey 2018 eq. 6; module `constrained`): at the
+    /// end of each step, and for Simpson and Lobatto schemes (`s ≥ 2`) at every control point
+    /// after the first. The initial configuration should satisfy them (the first step lands
+    /// on them regardless). Bodies are those of the model as given ([`Self::model`]).
     pub fn with_constraints(mut self, constraints: Vec<Constraint>) -> Result<Self> {
         if !constraints.is_empty() {
             self.refuse_mimic("holonomic constraints (VariationalIntegrator constraints=)")?;
         }
-        if !constraints.is_empty() && self.scheme.s != 1 {
+        if !constraints.is_empty() && self.scheme.s > 1 && self.scheme.mixes_rows() {
+            // the interior impulses sit on control-point rows (module `constrained`)
             return Err(ViError::InvalidParameter(format!(
-                "holonomic constraints are implemented for the one-interval schemes (midpoint, trapezoid), not for s = {}",
+                "holonomic constraints with s = {} need a scheme whose control points are its step variables (Lobatto)",
                 self.scheme.s
             )));
         }
@@ -490,7 +492,7 @@ impl VariationalIntegrator {
             tau: vec![0.0; n],
             acceleration: vec![0.0; n],
             scratch_zero: vec![0.0; n],
-            constraint: ConstraintWork::new(n, self.constraints.len(), &self.model.joint_placements),
+            constraint: ConstraintWork::new(n, s, self.constraints.len(), &self.model.joint_placements),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             chart: ChartWork::new(self.chart.as_deref()),
             mimic: self.mimic.as_ref().map(|_| MimicWork::new(&self.model, s)),
@@ -618,12 +620,13 @@ impl VariationalIntegrator {
         r.iter().fold(0.0_f64, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
     }
 
-    /// Sets the unknown points at `ws.z` (`q^0 = q` was set by `set_start`), fills the
-    /// residual `r` and, with constraints, `h(q_{k+1})`. Returns `(max |r|, max |h|)`.
+    /// Sets the unknown points at `ws.z` (`q^0 = q` was set by `set_start`), fills, with
+    /// constraints, `h` at the constrained points (and the interior impulses' gradients, which
+    /// the residual needs), then the residual `r`. Returns `(max |r|, max |h|)`.
     fn evaluate(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], u: &[f64], r: &mut [f64]) -> (f64, f64) {
         ws.points.set_unknowns(&self.model, &self.scheme, self.dt, &ws.z, &self.wrenches);
+        let hmax = if self.constraints.is_empty() { 0.0 } else { self.step_constraint_values(ws, q) };
         let rmax = self.fill_residual(ws, p, u, r);
-        let hmax = if self.constraints.is_empty() { 0.0 } else { self.endpoint_constraint_values(ws, q) };
         (rmax, hmax)
     }
 
@@ -930,7 +933,7 @@ impl VariationalIntegrator {
         ws.newton.ensure_lanes();
         let constrained = !self.constraints.is_empty();
         if constrained {
-            self.endpoint_constraint_values(ws, q);
+            self.step_constraint_values(ws, q);
             if !self.prepare_constrained_linearization(ws) {
                 return Err(ViError::DegenerateConstraints { step });
             }

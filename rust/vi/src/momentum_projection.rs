@@ -3,7 +3,8 @@
 //! cotangent bundle, Marsden & West 2001 §3.5).
 //!
 //! The constrained step of module `constrained` imposes `h(q_{k+1}) = 0` through the impulse
-//! `−C(q_k)ᵀ λ_k` on its first row, and its end momentum `D₂L_d + f⁺` keeps a normal part:
+//! `−C(q_k)ᵀ λ_k` on its first row (and, for `s ≥ 2`, the impulses at its interior control
+//! points), and its end momentum `D₂L_d + f⁺` keeps a normal part:
 //! the knot velocity `M⁻¹ p` moves the contact points (by half a step of the stance wrench,
 //! which the next step's impulse removes while the contact holds). Where the next step
 //! releases the contact, that normal part became motion: a foot lifted while the leg pushes
@@ -19,8 +20,8 @@
 //! step); a lift-off starts from the projected momentum, a touchdown's knot keeps no normal
 //! velocity (the plastic impact). The step's contact impulse reported by
 //! [`crate::VariationalIntegrator::multipliers`] is `λ_k + μ_{k+1}` (its two halves, at `q_k`
-//! and at `q_{k+1}`). Integrators with kinematic joints, whose momentum slots hold prescribed
-//! velocities, are not projected.
+//! and at `q_{k+1}`; for `s ≥ 2` with the interior impulses `λ^β` between them). Integrators
+//! with kinematic joints, whose momentum slots hold prescribed velocities, are not projected.
 //!
 //! # Linearisation
 //! With `ṽ = M⁻¹ p̃` (`C ṽ = 0`) and, along a tangent direction `δ` of `q_{k+1}` at fixed
@@ -123,8 +124,14 @@ impl VariationalIntegrator {
                 }
             }
         }
+        // λ^0 + … + λ^{s−1} + μ (the interior blocks for s ≥ 2, module `constrained`)
+        let (s, m) = (self.scheme.s, self.constraints.len());
         let cw = &mut ws.constraint;
-        for ((out, l), mu) in cw.impulse.iter_mut().zip(&cw.lambda).zip(&cw.projection.mu) {
+        for (i, (out, mu)) in cw.impulse.iter_mut().zip(&cw.projection.mu).enumerate() {
+            let mut l = cw.lambda[i];
+            for beta in 1..s {
+                l += cw.lambda[beta * m + i];
+            }
             *out = l + mu;
         }
         Ok(())

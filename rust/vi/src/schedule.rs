@@ -4,13 +4,15 @@
 //! swinging foot is free. An integrator with a [`ConstraintSchedule`] keeps one list of
 //! constraints (every contact of the horizon, a foothold per stance) and imposes on step `k`
 //! only those of `k`'s phase. Step `k` of the constrained step (module `constrained`) solves
-//! `p_k + D_1 L_d − C_1ᵀ λ_k = 0`, `h(q_{k+1}) = 0` with the active rows of `h`, so:
+//! `p_k + D_1 L_d − C_1ᵀ λ_k = 0`, `h(q_{k+1}) = 0` with the active rows of `h` (for Simpson
+//! and Lobatto schemes also `h = 0` at the interior control points, each with its impulse), so:
 //!
 //! * **touchdown** (a constraint inactive on step `k − 1` and active on step `k`): the impulse
 //!   `C_1ᵀ λ_k`, applied at the knot `q_k`, is the one that brings the contact point to its
-//!   foothold at `q_{k+1}` and holds it there: a perfectly inelastic impact, resolved over
-//!   one step by the same discrete mechanics as the stance (the impulse acts one knot before
-//!   the constraint holds, as on every constrained step). When the point reaches its foothold
+//!   foothold at `q_{k+1}` (for `s ≥ 2` at the first interior control point) and holds it
+//!   there: a perfectly inelastic impact, resolved over one step by the same discrete
+//!   mechanics as the stance (the impulse acts before the constraint holds, as on every
+//!   constrained step). When the point reaches its foothold
 //!   exactly at a knot (`h(q_k) = 0`), the impulse acts there and removes the normal part of
 //!   the motion in the metric of `M`, which is the classical plastic impact (the momenta about
 //!   the contact point are kept; tests). When the point is still off its foothold at `q_k`,

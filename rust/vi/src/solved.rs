@@ -17,11 +17,12 @@
 //!   bit for bit;
 //! * a constrained step keeps its multipliers `λ_k`, and its re-solve starts at the kept
 //!   `q_{k+1}` and `λ_k` ([`ViWorkspace::guess_multipliers`]): Newton then stops at once where
-//!   a cold start (`λ = 0`) takes a full iteration or two to find the contact impulses. The
-//!   result is the step's solution to the solver's tolerance, as any re-solve. The entry then
-//!   keeps the multipliers' Jacobian of that linearisation too, which costs on contact forces
-//!   read with the multipliers ([`VariationalIntegrator::kept_multipliers`]) instead of
-//!   solving the step once more.
+//!   a cold start (`λ = 0`) takes a full iteration or two to find the contact impulses (for
+//!   `s ≥ 2` the interior control points start interpolated, a few iterations from the
+//!   solution). The result is the step's solution to the solver's tolerance, as any re-solve.
+//!   The entry then keeps the multipliers' Jacobian of that linearisation too, which costs on
+//!   contact forces read with the multipliers ([`VariationalIntegrator::kept_multipliers`])
+//!   instead of solving the step once more.
 //!
 //! The store belongs to the caller (the integrator stays immutable, Pinocchio's Model/Data
 //! split), so that two optimisations on one integrator keep their steps apart; a caller that
@@ -57,9 +58,9 @@ pub(crate) struct SolvedStep {
     /// Whether `z` and `points` are a step's that no linearisation has taken yet, kept for the
     /// bit-for-bit shortcut (module docs).
     shortcut: bool,
-    /// `(m,)` the multipliers `λ_k` of the solution's first row, where a re-solve starts
-    /// them, and the step's impulse `λ_k + μ_{k+1}` ([`VariationalIntegrator::multipliers`])
-    /// (empty without constraints).
+    /// `(s·m,)` the multipliers `λ^β` of the solution's rows (module `constrained`), where a
+    /// re-solve starts them, and `(m,)` the step's impulse `Σ_β λ^β + μ_{k+1}`
+    /// ([`VariationalIntegrator::multipliers`]) (empty without constraints).
     lambda: Vec<f64>,
     impulse: Vec<f64>,
     /// `(m, 3n)` the impulse's derivatives `∂(λ_k + μ_{k+1})/∂(q_k, p_k, u)`, valid when
@@ -111,12 +112,12 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 impl VariationalIntegrator {
     /// How many steps may be kept within [`KEPT_BYTES`]: a point state holds 68 numbers per
     /// joint in 16 vectors (≈ 40 bytes of header and allocator overhead each), a step `s + 1`
-    /// of them, `6n` numbers of inputs, outputs and unknowns, and `m (1 + 3n)` of multipliers
+    /// of them, `6n` numbers of inputs, outputs and unknowns, and `m (s + 3n)` of multipliers
     /// and their Jacobian.
     fn kept_capacity(&self) -> usize {
-        let (n, m) = (self.n(), self.constraints.len());
+        let (n, m, s) = (self.n(), self.constraints.len(), self.scheme.s);
         let per_point = 8 * 68 * n + 16 * 40;
-        KEPT_BYTES / ((self.scheme.s + 1) * per_point + 8 * (6 * n + m * (1 + 3 * n)) + 256)
+        KEPT_BYTES / ((s + 1) * per_point + 8 * (6 * n + m * (s + 3 * n)) + 256)
     }
 
     /// Keeps in `store` what [`Self::step`] found when it has just solved step `at` on `ws`
@@ -141,7 +142,7 @@ impl VariationalIntegrator {
                 z: vec![0.0; s * n],
                 points: StepPoints::new(&self.model, s + 1),
                 shortcut: false,
-                lambda: vec![0.0; m],
+                lambda: vec![0.0; s * m],
                 impulse: vec![0.0; m],
                 lambda_jacobian: DMatrix::zeros(m, 3 * n),
                 has_jacobian: false,

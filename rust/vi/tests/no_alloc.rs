@@ -42,6 +42,9 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         (Scheme::lobatto(3).unwrap(), vec![], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
         (Scheme::midpoint(), vec![tether.clone()], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
         (Scheme::midpoint(), vec![tether.clone()], vec![0], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        // the constrained Simpson and Lobatto steps (interior impulses, their Woodbury factors)
+        (Scheme::simpson(), vec![tether.clone()], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
+        (Scheme::lobatto(3).unwrap(), vec![tether.clone()], vec![], vec![], vidyn_vi::DEFAULT_DENSE_MAX),
         (Scheme::simpson(), vec![], vec![], wrenches.clone(), vidyn_vi::DEFAULT_DENSE_MAX),
         (Scheme::midpoint(), vec![tether], vec![], wrenches.clone(), vidyn_vi::DEFAULT_DENSE_MAX),
         // the dense path of small systems (forced here: this tree has 12 joints)

@@ -15,12 +15,17 @@ mod four_bar {
         vi.constraints().iter().map(|c| c.value(&st).abs()).fold(0.0, f64::max)
     }
 
-    /// 10⁴ midpoint steps (100 s) of the four-bar falling from rest under gravity: the loop stays
-    /// closed at solver tolerance at every step, and the energy `½ v̄ᵀM(q̄)v̄ + V(q̄)` at the step
-    /// midpoints oscillates without a trend.
+    /// The schemes the constrained step takes: all of them (module docs).
+    pub(crate) fn schemes() -> [Scheme; 4] {
+        [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson(), Scheme::lobatto(3).unwrap()]
+    }
+
+    /// 10⁴ steps (100 s) of the four-bar falling from rest under gravity, every scheme: the loop
+    /// stays closed at solver tolerance at every step, and the energy `½ v̄ᵀM(q̄)v̄ + V(q̄)` at
+    /// the step midpoints oscillates without a trend.
     #[test]
     fn four_bar_stays_closed_without_drift_for_ten_thousand_steps() {
-        for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for sc in schemes() {
             let vi = integrator(sc, 0.01, Some(JointForces::none(3)));
             let q0 = closed_configuration(vi.model(), 0.3);
             assert!(constraint_max(&vi, &q0) < 1e-12);
@@ -63,7 +68,7 @@ mod four_bar {
     /// configuration slightly off the constraint set (the step is defined there too).
     #[test]
     fn constrained_linearisation_matches_finite_differences() {
-        for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for sc in schemes() {
             let forces = JointForces { damping: vec![0.2, 0.1, 0.3], stiffness: vec![0.5, 1.0, 0.0], rest: vec![0.1, -1.0, 0.3] };
             let vi = integrator(sc, 0.02, Some(forces));
             let mut q = closed_configuration(vi.model(), 0.4);
@@ -72,6 +77,29 @@ mod four_bar {
             let u = vec![0.5, -0.3, 0.2];
             let (qn, _) = assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("four-bar s={}", vi.scheme().s));
             assert!(constraint_max(&vi, &qn) < 1e-11);
+        }
+    }
+
+    /// Simpson and Lobatto `s = 3` impose the constraints at every control point after the
+    /// first (module docs): after a step from a state on the constraint set, every control
+    /// point `q^1..q^s` of the solution (kept in the workspace) closes the loop to solver
+    /// tolerance, and the interior impulses are not zero (the interior rows carry them).
+    #[test]
+    fn every_control_point_of_a_multistage_step_is_on_the_constraint_set() {
+        for sc in [Scheme::simpson(), Scheme::lobatto(3).unwrap()] {
+            let vi = integrator(sc, 0.05, None);
+            let (n, s, m) = (3, vi.scheme().s, 2);
+            let q = closed_configuration(vi.model(), 0.4);
+            let mut ws = vi.workspace();
+            let (mut qn, mut pn) = (vec![0.0; n], vec![0.0; n]);
+            vi.step(&mut ws, StepInput::new(0, &q, &[0.4, -0.1, 0.2], &[0.0; 3]), &mut qn, &mut pn).unwrap();
+            for alpha in 1..=s {
+                let h = vi.constraints().iter().map(|c| c.value(&ws.points.states[alpha]).abs()).fold(0.0, f64::max);
+                assert!(h < 1e-12, "s = {s}: control point {alpha} is off the constraint set by {h:e}");
+            }
+            assert!(constraint_max(&vi, &qn) < 1e-12);
+            let interior = &ws.constraint.lambda[m..s * m];
+            assert!(interior.iter().all(|l| l.abs() > 1e-6), "s = {s}: interior impulses {interior:?}");
         }
     }
 
@@ -156,12 +184,15 @@ mod schedule {
     use std::sync::Arc;
 
     /// `∂λ/∂(q, p, u)` of step `k` ([`VariationalIntegrator::multiplier_jacobian`]; the step's
-    /// impulse `λ_k + μ_{k+1}`, module `momentum_projection`) against central differences of the
-    /// multipliers of the solved step (`q` moved by `integrate`), h = 3e-6 with Newton near its
-    /// round-off floor: agreement to 1e-8 of the largest entry. The differences' error is
-    /// truncation `∝ h²` plus the impulse's round-off over `h`: measured on the four-bar 2.7e-7 /
-    /// 2.4e-9 / 6.6e-9 at h = 1e-4 / 3e-6 / 1e-6 (scale 0.52), on the floating tree 6e-7 /
-    /// 5.6e-10 / 1.9e-10 (scale 1.5).
+    /// impulse `Σ_β λ^β + μ_{k+1}`, module `momentum_projection`) against Richardson-extrapolated
+    /// central differences of the multipliers of the solved step (`q` moved by `integrate`),
+    /// `(4 D(h/2) − D(h))/3` with h = 2e-4 and Newton near its round-off floor: agreement to
+    /// 1e-8 of the largest entry. Plain central differences err by truncation `∝ h²` plus the
+    /// impulse's round-off over `h`, which meet too high for Simpson and Lobatto (on the
+    /// four-bar's stance step, scale 0.52: 6.5e-7 / 6.8e-9 / 7.5e-9 at h = 1e-4 / 1e-5 / 1e-6 for
+    /// `s = 2`, 2.0e-8 at best for `s = 3`); extrapolated, the `h²` term cancels and the error
+    /// is round-off: 7e-11 / 2.4e-10 / 7.3e-10 for `s = 1, 2, 3` at h = 2e-4 (rising as h
+    /// shrinks).
     fn assert_multiplier_jacobian(vi: &VariationalIntegrator, k: usize, q: &[f64], p: &[f64], u: &[f64], what: &str) {
         let (n, nq, m) = (vi.n(), vi.nq(), vi.constraints().len());
         let mut ws = vi.workspace();
@@ -169,7 +200,9 @@ mod schedule {
         vi.linearize(&mut ws, StepInput::new(k, q, p, u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
         let exact = vi.multiplier_jacobian(&ws).clone();
         assert_eq!(exact.shape(), (m, 3 * n));
-        let fd = central_differences(vi, k, q, p, u, 1e-5, |_, _, ws| vi.multipliers(ws).to_vec());
+        let differences = |h: f64| central_differences(vi, k, q, p, u, h, |_, _, ws| vi.multipliers(ws).to_vec());
+        let h = 2e-4;
+        let fd = (differences(h / 2.0) * 4.0 - differences(h)) / 3.0;
         let scale = fd.amax().max(1e-3);
         assert!((&exact - &fd).amax() < 1e-8 * scale, "{what}, step {k}: ∂λ off by {:e} (scale {scale:e})", (&exact - &fd).amax());
         let active = vi.active_constraints(k).unwrap();
@@ -181,13 +214,14 @@ mod schedule {
     /// `A`, `B` against central differences on every step of a phase sequence free → touchdown →
     /// stance → lift-off → free: the four-bar's loop closure as the contact (fixed base, module
     /// `constrained`), and the floating tree's tether and plane (module `chart_linearize`), from
-    /// states of a rollout through the phases.
+    /// states of a rollout through the phases, every scheme (the interior impulses of Simpson
+    /// and Lobatto `s = 3` with their Hessians, module `constrained`).
     #[test]
     fn linearization_holds_across_contact_switches() {
         let model = four_bar_tree();
         let closure = loop_closure(&model, false);
         let phases = masks(2, &[&[], &[0, 1], &[0, 1], &[], &[]]);
-        for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for scheme in super::four_bar::schemes() {
             let forces = JointForces { damping: vec![0.2, 0.1, 0.3], stiffness: vec![0.5, 1.0, 0.0], rest: vec![0.1, -1.0, 0.3] };
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, Some(forces))
                 .unwrap()
@@ -220,7 +254,7 @@ mod schedule {
         let contacts = tether_and_plane(&model, &q0, 1e-3);
         let phases = masks(2, &[&[], &[0], &[0, 1], &[1], &[]]);
         let u: Vec<f64> = (0..n).map(|i| 0.2 * ((i as f64) * 0.7).cos()).collect();
-        for scheme in [Scheme::midpoint(), Scheme::trapezoid()] {
+        for scheme in super::four_bar::schemes() {
             let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, None)
                 .unwrap()
                 .with_newton(1e-15, 60)
