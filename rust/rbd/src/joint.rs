@@ -138,6 +138,26 @@ impl Joint {
         }
     }
 
+    /// Column `k` of the motion subspace placed by `m`, `Ad_m S_k` (with the body's world
+    /// placement `oMi`, the world-frame joint column `J_k`): `[p × R a; R a]` for a rotation
+    /// about `a`, `[R a; 0]` for a translation along `a` — [`Se3::act_motion`] of
+    /// [`Self::subspace_column`] without its products by the zero half, the same values.
+    #[inline]
+    #[must_use]
+    pub fn placed_subspace_column(&self, k: usize, m: &Se3) -> Motion {
+        let rotation = |w: Vector3<f64>| Motion::new(m.translation.cross(&w), w);
+        let translation = |v: Vector3<f64>| Motion::new(v, Vector3::zeros());
+        match self {
+            Joint::Revolute { axis } => rotation(m.rotation * axis),
+            Joint::Prismatic { axis } => translation(m.rotation * axis),
+            Joint::Spherical => rotation(m.rotation.column(k).into_owned()),
+            Joint::FreeFlyer if k < 3 => translation(m.rotation.column(k).into_owned()),
+            Joint::FreeFlyer => rotation(m.rotation.column(k - 3).into_owned()),
+            Joint::Planar if k < 2 => translation(m.rotation.column(k).into_owned()),
+            Joint::Planar => rotation(m.rotation.column(2).into_owned()),
+        }
+    }
+
     /// Joint twist `S·v` for this joint's velocity slice `v`.
     #[inline]
     #[must_use]
