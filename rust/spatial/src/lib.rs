@@ -105,7 +105,7 @@ pub mod so3;
 pub mod tensor;
 
 pub use force::Force;
-pub use inertia::Inertia;
+pub use inertia::{Inertia, OriginInertia};
 pub use motion::Motion;
 pub use se3::Se3;
 pub use se3_exp::{exp6, jexp6, jlog6, log6};
