@@ -141,7 +141,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::{DMatrix, Matrix6, Vector6};
-use vidyn_spatial::{Force, Motion, Tensor3};
+use vidyn_spatial::{dot6, Force, Motion, Tensor3};
 
 /// The four second-order partials of inverse dynamics, borrowed from a
 /// [`SecondOrderWorkspace`]. Layout: see the module documentation (`[i, j, k]` = torque,
@@ -443,17 +443,17 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
                         for r in dofs(k) {
                             let [sr, psir, alphar, phir] = dof[r];
                             let phipsi = phir + psir;
-                            let p1 = u11.dot(&psir);
-                            let p2 = u8.dot(&psir) + u9.dot(&alphar);
+                            let p1 = dot6(&u11, &psir);
+                            let p2 = dot6(&u8, &psir) + dot6(&u9, &alphar);
                             // u12·s_r, u9·s_r: also u11·s_r = g − c, u10·s_r = g + c
-                            let (g, c) = (u12.dot(&sr), u9.dot(&sr));
+                            let (g, c) = (dot6(&u12, &sr), dot6(&u9, &sr));
                             hqq[at(p, t, r)] = p2; // line 44
                             hqv[at(p, r, t)] = -p1;
                             if j != i {
-                                let x = u1.dot(&psir) + u12.dot(&alphar); // line 46
+                                let x = dot6(&u1, &psir) + dot6(&u12, &alphar); // line 46
                                 hqq[at(t, r, p)] = x;
                                 hqq[at(t, p, r)] = x;
-                                hqv[at(t, p, r)] = u1.dot(&sr) + u12.dot(&phipsi); // 47
+                                hqv[at(t, p, r)] = dot6(&u1, &sr) + dot6(&u12, &phipsi); // 47
                                 hqv[at(t, r, p)] = p1; // 48
                                 hvv[at(t, r, p)] = g - c; // 49
                                 hvv[at(t, p, r)] = g - c;
@@ -462,21 +462,21 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
                             }
                             if k != j {
                                 hqq[at(p, r, t)] = p2; // line 53
-                                let x = sr.dot(&u3);
+                                let x = dot6(&sr, &u3);
                                 hqq[at(r, p, t)] = x;
                                 hvv[at(p, t, r)] = c - g; // 54
                                 hvv[at(p, r, t)] = c - g;
-                                hqv[at(p, t, r)] = sr.dot(&u8) + u9.dot(&phipsi); // 55
-                                hqv[at(r, t, p)] = sr.dot(&u6); // 56
+                                hqv[at(p, t, r)] = dot6(&sr, &u8) + dot6(&u9, &phipsi); // 55
+                                hqv[at(r, t, p)] = dot6(&sr, &u6); // 56
                                 dm[at(r, p, t)] = c; // 57
                                 dm[at(p, r, t)] = c;
                                 if j != i {
                                     hqq[at(r, t, p)] = x; // 59
-                                    hqv[at(r, p, t)] = sr.dot(&u7); // 60
+                                    hqv[at(r, p, t)] = dot6(&sr, &u7); // 60
                                     hvv[at(r, p, t)] = g + c; // 61
                                     hvv[at(r, t, p)] = g + c;
                                 } else {
-                                    hvv[at(r, t, p)] = sr.dot(&u4); // 63
+                                    hvv[at(r, t, p)] = dot6(&sr, &u4); // 63
                                 }
                             } else {
                                 hvv[at(p, t, r)] = -g; // 66
