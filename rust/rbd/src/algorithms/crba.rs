@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::DMatrix;
-use vidyn_spatial::OriginInertia;
+use vidyn_spatial::{dot6, OriginInertia};
 
 /// Joint-space inertia `M(q)` (Featherstone 2008, Table 6.2), in the world frame:
 /// with `J_k = ⁰X_i S_k` the world-frame column of dof `k` (body `i`) and `I^c_i` the
@@ -39,10 +39,9 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
             d.momenta[k] = ic.mul_motion(&d.columns[k]);
         }
         for r in rows {
-            let jr: [f64; 6] = d.columns[r].to_vector().into();
+            let jr = d.columns[r].to_vector();
             for (c, f) in (r..end).zip(&d.momenta[r..end]) {
-                let f: [f64; 6] = f.to_vector().into();
-                let x: f64 = jr.iter().zip(&f).map(|(a, b)| a * b).sum();
+                let x = dot6(&jr, &f.to_vector());
                 m[c * nv + r] = x;
                 m[r * nv + c] = x;
             }
