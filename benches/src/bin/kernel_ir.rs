@@ -6,7 +6,8 @@
 //!     kernel_ir --urdf PATH --root fixed|freeflyer --states FILE --algo NAME --calls N
 //! ```
 //!
-//! `NAME`: `rnea`, `aba`, `crba`, `minverse`, `rnea_d`, `aba_d`. The state file is
+//! `NAME`: `rnea`, `aba`, `crba`, `minverse`, `rnea_d`, `aba_d`, `rnea_so` (the four tensors of
+//! `rnea_second_order`). The state file is
 //! `compare.py`'s (`--keep-tmp`). Ir per call = (Ir at `N` − Ir at `0`) / `N`.
 
 use std::hint::black_box;
@@ -22,6 +23,7 @@ fn main() {
     let calls: usize = get("--calls").parse().expect("--calls");
     let algo = get("--algo");
     let mut ws = model.workspace();
+    let mut so_ws = (algo == "rnea_so").then(|| model.second_order_workspace());
     for n in 0..calls {
         let k = n % states.count;
         let (q, v, a, tau) = (states.q(k), states.v(k), states.a(k), states.tau(k));
@@ -32,6 +34,7 @@ fn main() {
             "minverse" => drop(black_box(vidyn_rbd::minverse(&model, &mut ws, q).expect("minverse"))),
             "rnea_d" => drop(black_box(vidyn_rbd::rnea_derivatives(&model, &mut ws, q, v, a, None).expect("rnea_d"))),
             "aba_d" => drop(black_box(vidyn_rbd::aba_derivatives(&model, &mut ws, q, v, tau, None).expect("aba_d"))),
+            "rnea_so" => drop(black_box(vidyn_rbd::rnea_second_order(&model, so_ws.as_mut().expect("so_ws"), q, v, a, None).expect("rnea_so"))),
             other => panic!("unknown --algo {other}"),
         }
     }

@@ -138,6 +138,28 @@ impl Joint {
         }
     }
 
+    /// Column `k` of the motion subspace placed by `m`, `Ad_m S_k` (with the body's world
+    /// placement `oMi`, the world-frame joint column `J_k`): `[p × R a; R a]` for a rotation
+    /// about `a`, `[R a; 0]` for a translation along `a` — [`Se3::act_motion`] of
+    /// [`Self::subspace_column`] without its products by the zero half, the same values.
+    /// Always inlined: in the per-dof loops the joint kind is usually known, and the call
+    /// (a 48-byte return through the stack) cost more than the arithmetic.
+    #[inline(always)]
+    #[must_use]
+    pub fn placed_subspace_column(&self, k: usize, m: &Se3) -> Motion {
+        let rotation = |w: Vector3<f64>| Motion::new(m.translation.cross(&w), w);
+        let translation = |v: Vector3<f64>| Motion::new(v, Vector3::zeros());
+        match self {
+            Joint::Revolute { axis } => rotation(m.rotation * axis),
+            Joint::Prismatic { axis } => translation(m.rotation * axis),
+            Joint::Spherical => rotation(m.rotation.column(k).into_owned()),
+            Joint::FreeFlyer if k < 3 => translation(m.rotation.column(k).into_owned()),
+            Joint::FreeFlyer => rotation(m.rotation.column(k - 3).into_owned()),
+            Joint::Planar if k < 2 => translation(m.rotation.column(k).into_owned()),
+            Joint::Planar => rotation(m.rotation.column(2).into_owned()),
+        }
+    }
+
     /// Joint twist `S·v` for this joint's velocity slice `v`.
     #[inline]
     #[must_use]
@@ -200,7 +222,9 @@ impl Joint {
         }
     }
 
-    /// Checks the unit-norm constraint of quaternion / planar coordinates.
+    /// Checks the unit-norm constraint of quaternion / planar coordinates. Inlined, so that
+    /// the check of a joint without one (revolute, prismatic) compiles to nothing.
+    #[inline]
     pub fn check_configuration(&self, q: &[f64], name: &str, offset: usize) -> Result<()> {
         let (norm, at) = match self {
             Joint::Spherical => (norm(&q[0..4]), 0),
@@ -209,7 +233,7 @@ impl Joint {
             _ => return Ok(()),
         };
         if (norm - 1.0).abs() > UNIT_NORM_TOL {
-            return Err(RbdError::NotNormalized { joint: name.to_string(), index: offset + at, norm, tol: UNIT_NORM_TOL });
+            return Err(not_normalized(name, offset + at, norm));
         }
         Ok(())
     }
@@ -313,6 +337,12 @@ impl Joint {
             }
         }
     }
+}
+
+/// The error of a coordinate block off the unit circle/sphere (kept out of line).
+#[cold]
+fn not_normalized(joint: &str, index: usize, norm: f64) -> RbdError {
+    RbdError::NotNormalized { joint: joint.to_string(), index, norm, tol: UNIT_NORM_TOL }
 }
 
 fn norm(x: &[f64]) -> f64 {

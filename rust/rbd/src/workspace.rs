@@ -5,7 +5,7 @@ use crate::algorithms::rnea_derivatives::DerivativeWorkspace;
 use crate::algorithms::rnea_second_order::SecondOrderScratch;
 use crate::model::Model;
 use nalgebra::{DMatrix, Matrix6, Vector3};
-use vidyn_spatial::{Force, Inertia, Motion, Se3};
+use vidyn_spatial::{Force, Inertia, Motion, OriginInertia, Se3};
 
 /// Scratch and results of the algorithms. Sizes: `n` bodies, `nv` velocity coordinates,
 /// `nframes` frames. Each field says which algorithm fills it.
@@ -49,9 +49,12 @@ pub struct Workspace {
     /// body i. Centre of mass.
     pub subtree_mass: Vec<f64>,
     pub subtree_moment: Vec<Vector3<f64>>,
-    /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. CRBA,
-    /// centroidal momentum.
+    /// `(n,)` composite rigid-body inertia of the subtree of body i, world frame. Centroidal
+    /// momentum.
     pub composite_inertias: Vec<Inertia>,
+    /// `(n,)` the same subtree inertias as moments about the world origin (additive, see
+    /// `OriginInertia`). CRBA, `mass_matrix_and_derivative`.
+    pub origin_composites: Vec<OriginInertia>,
     /// `(n,)` articulated-body inertia of body i: body frame i after ABA, world frame after
     /// Minverse and the ABA derivatives (which leave it unreduced, `I^A_i`).
     pub articulated_inertias: Vec<Matrix6<f64>>,
@@ -107,6 +110,7 @@ impl Workspace {
             subtree_mass: vec![0.0; n],
             subtree_moment: vec![Vector3::zeros(); n],
             composite_inertias: vec![Inertia::zero(); n],
+            origin_composites: vec![OriginInertia::zero(); n],
             articulated_inertias: vec![Matrix6::zeros(); n],
             bias_forces: vec![Force::zero(); n],
             bias_accelerations: vec![Motion::zero(); n],

@@ -818,3 +818,21 @@ fn placed_transform_is_the_composition() {
         }
     }
 }
+
+/// `Joint::placed_subspace_column` is `Ad_m S_k` (the same values: the skipped products are by
+/// zero).
+#[test]
+fn placed_subspace_column_is_the_adjoint_action() {
+    for model in models() {
+        let mut rng = ChaCha8Rng::seed_from_u64(29);
+        let q = random_configuration(&model, &mut rng);
+        let mut ws = model.workspace();
+        placements(&model, &mut ws, &q).unwrap();
+        for (joint, m) in model.joints.iter().zip(&ws.placements) {
+            for k in 0..joint.nv() {
+                let (placed, acted) = (joint.placed_subspace_column(k, m), m.act_motion(&joint.subspace_column(k)));
+                assert_eq!(placed.to_vector(), acted.to_vector(), "{} {}", model.name, joint.kind_name());
+            }
+        }
+    }
+}

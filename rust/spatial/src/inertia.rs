@@ -102,9 +102,82 @@ impl Add for Inertia {
     }
 }
 
+/// A spatial inertia stored by its moments about the origin of its frame *F*: mass `m`,
+/// first moment `h = m c` and rotational inertia about the origin
+/// `I_O = I_c + m (|c|² 1 − c cᵀ)` (parallel-axis theorem), i.e. the 6×6 matrix
+/// `[[m 1, −h×], [h×, I_O]]` (Featherstone 2008, eq. 2.63 with `I_O = I_c − m c×c×`, blocks
+/// swapped). The three moments are additive, so inertias of bodies expressed in one frame
+/// sum entry by entry — no reciprocal and no outer product per sum, unlike [`Inertia`]'s
+/// `+`: the form for the composite inertias of CRBA-like backward sums.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OriginInertia {
+    /// Mass `m` (kg).
+    pub mass: f64,
+    /// First moment of mass `h = m c` about the origin of *F*.
+    pub first_moment: Vector3<f64>,
+    /// Rotational inertia about the origin of *F*, axes of *F*, symmetric.
+    pub rot_inertia: Matrix3<f64>,
+}
+
+impl Default for OriginInertia {
+    fn default() -> Self {
+        Self::zero()
+    }
+}
+
+impl OriginInertia {
+    #[inline]
+    #[must_use]
+    pub fn zero() -> Self {
+        Self { mass: 0.0, first_moment: Vector3::zeros(), rot_inertia: Matrix3::zeros() }
+    }
+
+    /// The inertia `i` of a body given in frame *b*, placed by `m = aMb`, about the origin
+    /// of *a*: with `c = R c_b + p`, `h = m c` and `I_O = R I_c Rᵀ + (h·c) 1 − h cᵀ`.
+    #[inline]
+    #[must_use]
+    pub fn placed(i: &Inertia, m: &Se3) -> Self {
+        let c = m.act_point(&i.com);
+        let h = c * i.mass;
+        let shift = Matrix3::from_diagonal_element(h.dot(&c)) - h * c.transpose();
+        Self { mass: i.mass, first_moment: h, rot_inertia: m.rotation * i.rot_inertia * m.rotation.transpose() + shift }
+    }
+
+    /// Momentum `[m v − h × ω; h × v + I_O ω]` of a body moving with twist `m = [v; ω]`.
+    #[inline]
+    #[must_use]
+    pub fn mul_motion(&self, m: &Motion) -> Force {
+        let h = &self.first_moment;
+        Force::new(m.linear * self.mass - h.cross(&m.angular), h.cross(&m.linear) + self.rot_inertia * m.angular)
+    }
+
+    /// The 6×6 matrix of the inertia.
+    #[must_use]
+    pub fn to_matrix(&self) -> Matrix6<f64> {
+        let hx = skew(&self.first_moment);
+        let mut x = Matrix6::zeros();
+        x.fixed_view_mut::<3, 3>(0, 0).copy_from(&(Matrix3::identity() * self.mass));
+        x.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-hx));
+        x.fixed_view_mut::<3, 3>(3, 0).copy_from(&hx);
+        x.fixed_view_mut::<3, 3>(3, 3).copy_from(&self.rot_inertia);
+        x
+    }
+}
+
+/// Bodies in one frame: the moments add.
+impl std::ops::AddAssign for OriginInertia {
+    #[inline]
+    fn add_assign(&mut self, o: OriginInertia) {
+        self.mass += o.mass;
+        self.first_moment += o.first_moment;
+        self.rot_inertia += o.rot_inertia;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testutil::*;
+    use crate::OriginInertia;
 
     #[test]
     fn matrix_form_agrees_and_transforms_congruently() {
@@ -120,6 +193,11 @@ mod tests {
             assert_close6(&i.transformed(&x).to_matrix(), &expected, 1e-12);
             let j = inertia(&mut r);
             assert_close6(&(i + j).to_matrix(), &(mat + j.to_matrix()), 1e-12);
+            let mut o = OriginInertia::placed(&i, &x);
+            assert_close6(&o.to_matrix(), &expected, 1e-12);
+            assert!((o.mul_motion(&m).to_vector() - expected * m.to_vector()).norm() < 1e-12);
+            o += OriginInertia::placed(&j, &x);
+            assert_close6(&o.to_matrix(), &(i + j).transformed(&x).to_matrix(), 1e-12);
             assert!((i.kinetic_energy(&m) - 0.5 * m.to_vector().dot(&(mat * m.to_vector()))).abs() < 1e-12);
         }
     }

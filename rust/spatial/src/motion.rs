@@ -49,6 +49,20 @@ impl Motion {
     pub fn cross_force_matrix(&self) -> Matrix6<f64> {
         -self.cross_motion_matrix().transpose()
     }
+
+    /// The product `crf(m)·X = (m ×*) X`, each column of `X` taken as a force: six force cross
+    /// products (108 multiplications) instead of a dense 6×6 product (216).
+    #[inline]
+    #[must_use]
+    pub fn cross_force_mul(&self, x: &Matrix6<f64>) -> Matrix6<f64> {
+        let mut out = Matrix6::zeros();
+        for k in 0..6 {
+            let c = x.column(k);
+            let f = Force::new(Vector3::new(c[0], c[1], c[2]), Vector3::new(c[3], c[4], c[5]));
+            out.set_column(k, &self.cross_force(&f).to_vector());
+        }
+        out
+    }
 }
 
 crate::impl_spatial_vector!(Motion);
@@ -56,6 +70,7 @@ crate::impl_spatial_vector!(Motion);
 #[cfg(test)]
 mod tests {
     use crate::testutil::*;
+    use crate::Matrix6;
 
     #[test]
     fn cross_matrices_match_products_and_duality() {
@@ -66,6 +81,8 @@ mod tests {
             assert!((x - a.cross_motion(&b).to_vector()).norm() < 1e-14);
             let y = a.cross_force_matrix() * f.to_vector();
             assert!((y - a.cross_force(&f).to_vector()).norm() < 1e-14);
+            let x = Matrix6::from_fn(|i, j| (i as f64 - 2.5) * f.to_vector()[j] + b.to_vector()[i]);
+            assert_close6(&a.cross_force_mul(&x), &(a.cross_force_matrix() * x), 1e-13);
             // (v×)ᵀ = -(v×*)
             assert_close6(&a.cross_motion_matrix().transpose(), &(-a.cross_force_matrix()), 0.0);
             // v × v = 0 and ⟨a×b, f⟩ = -⟨b, a×*f⟩

@@ -104,7 +104,7 @@ fn kinematics_pass(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], fext
         let vp = model.parents[i].map_or(Motion::zero(), |p| d.velocities[p]);
         let mut vj = Motion::zero();
         for k in iv..iv + j.nv() {
-            let col = o.act_motion(&j.subspace_column(k - iv));
+            let col = j.placed_subspace_column(k - iv, o);
             d.columns[k] = col;
             vj += col * v[k];
         }

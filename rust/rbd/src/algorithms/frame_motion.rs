@@ -117,7 +117,7 @@ pub fn frame_velocity_derivatives(model: &Model, ws: &mut Workspace, q: &[f64], 
         let j = &model.joints[b];
         let parent_velocity = model.parents[b].map_or(Motion::zero(), |p| ws.placements[p].act_motion(&ws.velocities[p]));
         for k in 0..j.nv() {
-            let s = ws.placements[b].act_motion(&j.subspace_column(k));
+            let s = j.placed_subspace_column(k, &ws.placements[b]);
             let turned = s.cross_motion(&(frame_velocity - parent_velocity));
             let col = match reference {
                 ReferenceFrame::World => turned,

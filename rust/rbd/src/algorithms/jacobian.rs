@@ -37,7 +37,7 @@ pub fn frame_jacobian<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], frame
     while let Some(b) = body {
         let j = &model.joints[b];
         for k in 0..j.nv() {
-            let w = ws.placements[b].act_motion(&j.subspace_column(k));
+            let w = j.placed_subspace_column(k, &ws.placements[b]);
             let col = match reference {
                 ReferenceFrame::World => w,
                 ReferenceFrame::Local => of.inv_act_motion(&w),
@@ -88,7 +88,7 @@ pub fn frame_jacobian_time_variation<'w>(
         let j = &model.joints[b];
         let body_velocity = ws.placements[b].act_motion(&ws.velocities[b]);
         for k in 0..j.nv() {
-            let s = ws.placements[b].act_motion(&j.subspace_column(k));
+            let s = j.placed_subspace_column(k, &ws.placements[b]);
             let rate = body_velocity.cross_motion(&s);
             let col = match reference {
                 ReferenceFrame::World => rate,

@@ -40,7 +40,7 @@ pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64])
 pub(crate) fn world_columns<'a>(model: &'a Model, placements: &'a [Se3]) -> impl Iterator<Item = (usize, usize, Motion)> + 'a {
     (0..model.nbodies()).flat_map(move |b| {
         let joint = &model.joints[b];
-        (0..joint.nv()).map(move |k| (b, model.idx_v[b] + k, placements[b].act_motion(&joint.subspace_column(k))))
+        (0..joint.nv()).map(move |k| (b, model.idx_v[b] + k, joint.placed_subspace_column(k, &placements[b])))
     })
 }
 

@@ -58,7 +58,7 @@ pub(crate) fn mass_derivative_product_world(model: &Model, ws: &mut Workspace, q
 /// composite_forces}` as scratch.
 fn mass_derivative_product_unchecked(model: &Model, ws: &mut Workspace, a: &[f64]) {
     let n = model.nbodies();
-    let composite = &ws.composite_inertias;
+    let composite = &ws.origin_composites;
     let d = &mut ws.derivatives;
     // forward: A_i, α_k = A_λ × J_k and Σ_{k ∈ i} I^C_i J_k a_k
     for i in 0..n {

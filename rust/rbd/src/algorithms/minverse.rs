@@ -31,7 +31,7 @@ pub fn minverse<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&
         let j = &model.joints[i];
         let iv = model.idx_v[i];
         for k in 0..j.nv() {
-            ws.derivatives.columns[iv + k] = ws.placements[i].act_motion(&j.subspace_column(k));
+            ws.derivatives.columns[iv + k] = j.placed_subspace_column(k, &ws.placements[i]);
         }
         ws.articulated_inertias[i] = model.inertias[i].transformed(&ws.placements[i]).to_matrix();
     }

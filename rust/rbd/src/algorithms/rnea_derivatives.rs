@@ -50,7 +50,7 @@ use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
-use nalgebra::{DMatrix, Matrix6, Vector3};
+use nalgebra::{DMatrix, Matrix6};
 use vidyn_spatial::{Force, Motion};
 
 /// The three first-order partials of inverse dynamics, borrowed from the workspace.
@@ -102,7 +102,7 @@ pub(crate) fn world_forward_pass(model: &Model, ws: &mut Workspace, q: &[f64], v
         };
         let mut vi = vp;
         for c in 0..j.nv() {
-            let col = o.act_motion(&j.subspace_column(c));
+            let col = j.placed_subspace_column(c, o);
             d.columns[iv + c] = col;
             vi += col * v[iv + c];
         }
@@ -226,12 +226,7 @@ pub(crate) fn torque_derivatives(model: &Model, d: &mut DerivativeWorkspace, wit
 /// with `P = (V×*) I`, a symmetric `I` gives `−I (V×) = Pᵀ`, so one 6×6 product (six force
 /// cross products, one per column of `I`) instead of two.
 pub(crate) fn inertia_velocity_coupling(im: &Matrix6<f64>, v: &Motion, h: &Force) -> Matrix6<f64> {
-    let mut p = Matrix6::zeros();
-    for k in 0..6 {
-        let col = im.column(k);
-        let f = Force::new(Vector3::new(col[0], col[1], col[2]), Vector3::new(col[3], col[4], col[5]));
-        p.set_column(k, &v.cross_force(&f).to_vector());
-    }
+    let p = v.cross_force_mul(im);
     p + p.transpose() + h.cross_bar_matrix()
 }
 

@@ -78,6 +78,18 @@
 //! * for each `k ⪯ j`, dof `r`: `p1 = u11·ψ_r`, `p2 = u8·ψ_r + u9·α_r` and the writes of lines
 //!   44–66 (see the code, which keeps the paper's line numbers).
 //!
+//! ## Per-pair products
+//! Only `A1` and `A3` are formed as 6×6 matrices, each from force cross products column by
+//! column (`(s×*)X` costs 108 products, half a dense 6×6 product; `A1 = P + Pᵀ` with
+//! `P = (s_p×*)I`, and `B(s_p×) = −((s_p×*)Bᵀ)ᵀ`). The others are cross-bar matrices
+//! `f×̄*`, applied as `(f×̄*)x = x ×* f` (18 products) from the forces `f0 = I s_p`,
+//! `f4 = Bᵀs_p`, `f5`, `f7`. Since `(f×̄*)ᵀ = −f×̄*` and `A1` is symmetric, `Bs = A1 + A0` and
+//! `A2 = A0 − A1 = −Bsᵀ`, which makes `u2 = u12`, `u10 = u12 + u9`, `u11 = u12 − u9`,
+//! `u5 = u8 = A0ψ_t − A1ψ_t + A4s_t`, `u6 = A1ψ_t + A0ψ_t + A7s_t` and
+//! `u4 = s_p ×* (I s_t) + u9`; `u1`, `u7` are used only for `j ≠ i`, `u4` only for `j = i`.
+//! Per dof `r`, `u10·s_r`, `u11·s_r` and `u12·s_r` are `g + c`, `g − c`, `g` with
+//! `g = u12·s_r`, `c = u9·s_r`.
+//!
 //! Composites are accumulated in a separate backward sweep first, so the order of the outer
 //! loop is irrelevant (every entry written for body `i` has one dof of joint `i` and two of
 //! its ancestors, so different `i` write disjoint entries). The loops over `p`, `t`, `r`
@@ -129,7 +141,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::workspace::Workspace;
 use nalgebra::{DMatrix, Matrix6, Vector6};
-use vidyn_spatial::{Force, Motion, Tensor3};
+use vidyn_spatial::{dot6, Force, Motion, Tensor3};
 
 /// The four second-order partials of inverse dynamics, borrowed from a
 /// [`SecondOrderWorkspace`]. Layout: see the module documentation (`[i, j, k]` = torque,
@@ -297,14 +309,10 @@ impl Model {
     }
 }
 
+/// `(m×*)X` (six force cross products).
 #[inline]
-fn crf(m: &Vector6<f64>) -> Matrix6<f64> {
-    Motion::from_vector(m).cross_force_matrix()
-}
-
-#[inline]
-fn crm(m: &Vector6<f64>) -> Matrix6<f64> {
-    Motion::from_vector(m).cross_motion_matrix()
+fn cross_force_mul(m: &Vector6<f64>, x: &Matrix6<f64>) -> Matrix6<f64> {
+    Motion::from_vector(m).cross_force_mul(x)
 }
 
 /// `f ×̄*`, the matrix with `(f ×̄*) m = m ×* f`.
@@ -328,7 +336,7 @@ fn cross_force(m: &Vector6<f64>, f: &Vector6<f64>) -> Vector6<f64> {
 /// `(s×*)I − I(s×)` for a symmetric `I`: with `P = (s×*)I`, `I(s×) = −Pᵀ`, so it is `P + Pᵀ`.
 #[inline]
 fn inertia_rate(i: &Matrix6<f64>, s: &Vector6<f64>) -> Matrix6<f64> {
-    let p = crf(s) * i;
+    let p = cross_force_mul(s, i);
     p + p.transpose()
 }
 
@@ -404,78 +412,74 @@ pub(crate) fn rnea_second_order_unchecked(model: &Model, ws: &mut SecondOrderWor
         let fc = d.composite_forces[i].to_vector();
         for p in dofs(i) {
             let [sp, psip, alphap, phip] = dof[p];
-            // lines 15–24
+            // lines 15–24, as the matrices A1, A3 and the forces of the cross-bar matrices
+            // A0 = f0×̄*, A4 = f4×̄*, A5 = f5×̄*, A7 = f7×̄*
             let a1 = inertia_rate(ic, &sp);
-            let a0 = crossbar(&(ic * sp));
-            let bs = a1 + a0;
-            let bpsi = inertia_rate(ic, &psip) + crossbar(&(ic * psip));
-            let a2 = a0 * 2.0 - bs;
-            let a3 = bpsi + crf(&sp) * bc - bc * crm(&sp);
-            let a4 = crossbar(&bc.tr_mul(&sp));
-            let a5 = crossbar(&(bc * psip + ic * alphap + cross_force(&sp, &fc)));
-            let a6 = crf(&sp) * ic + a0;
-            let a7 = crossbar(&(bc * sp + ic * (psip + phip)));
+            let f0 = ic * sp;
+            let a3 = inertia_rate(ic, &psip) + crossbar(&(ic * psip)) + cross_force_mul(&sp, bc) + cross_force_mul(&sp, &bc.transpose()).transpose();
+            let f4 = bc.tr_mul(&sp);
+            let f5 = bc * psip + ic * alphap + cross_force(&sp, &fc);
+            let f7 = bc * sp + ic * (psip + phip);
             let mut jb = Some(i);
             while let Some(j) = jb {
                 for t in dofs(j) {
                     let [st, psit, alphat, phit] = dof[t];
-                    // lines 29–36
-                    let u1 = a3.tr_mul(&st);
-                    let u2 = a1.tr_mul(&st);
-                    let u3 = a3 * psit + a1 * alphat + a5 * st;
-                    let u4 = a6 * st;
-                    let u5 = a2 * psit + a4 * st;
-                    let u6 = bs * psit + a7 * st;
-                    let u7 = a3 * st + a1 * (psit + phit);
-                    let u8 = a4 * st - bs.tr_mul(&psit);
-                    let u9 = a0 * st;
-                    let u10 = bs * st;
-                    let u11 = bs.tr_mul(&st);
+                    // lines 29–36 (module documentation, "Per-pair products")
                     let u12 = a1 * st;
+                    let u9 = cross_force(&st, &f0);
+                    let (a1_psi, a0_psi) = (a1 * psit, cross_force(&psit, &f0));
+                    let u11 = u12 - u9;
+                    let u8 = a0_psi - a1_psi + cross_force(&st, &f4);
+                    let u6 = a1_psi + a0_psi + cross_force(&st, &f7);
+                    let u3 = a3 * psit + a1 * alphat + cross_force(&st, &f5);
+                    // u1, u7 for j ≠ i (the only uses), u4 for j = i
+                    let (u1, u7, u4) = if j != i {
+                        (a3.tr_mul(&st), a3 * st + a1 * (psit + phit), Vector6::zeros())
+                    } else {
+                        (Vector6::zeros(), Vector6::zeros(), cross_force(&sp, &(ic * st)) + u9)
+                    };
                     let mut kb = Some(j);
                     while let Some(k) = kb {
                         for r in dofs(k) {
                             let [sr, psir, alphar, phir] = dof[r];
-                            let p1 = u11.dot(&psir);
-                            let p2 = u8.dot(&psir) + u9.dot(&alphar);
+                            let phipsi = phir + psir;
+                            let p1 = dot6(&u11, &psir);
+                            let p2 = dot6(&u8, &psir) + dot6(&u9, &alphar);
+                            // u12·s_r, u9·s_r: also u11·s_r = g − c, u10·s_r = g + c
+                            let (g, c) = (dot6(&u12, &sr), dot6(&u9, &sr));
                             hqq[at(p, t, r)] = p2; // line 44
                             hqv[at(p, r, t)] = -p1;
                             if j != i {
-                                let x = u1.dot(&psir) + u2.dot(&alphar); // line 46
+                                let x = dot6(&u1, &psir) + dot6(&u12, &alphar); // line 46
                                 hqq[at(t, r, p)] = x;
                                 hqq[at(t, p, r)] = x;
-                                hqv[at(t, p, r)] = u1.dot(&sr) + u2.dot(&(phir + psir)); // 47
+                                hqv[at(t, p, r)] = dot6(&u1, &sr) + dot6(&u12, &phipsi); // 47
                                 hqv[at(t, r, p)] = p1; // 48
-                                let y = u11.dot(&sr); // 49
-                                hvv[at(t, r, p)] = y;
-                                hvv[at(t, p, r)] = y;
-                                let m = sr.dot(&u12); // 50
-                                dm[at(r, t, p)] = m;
-                                dm[at(t, r, p)] = m;
+                                hvv[at(t, r, p)] = g - c; // 49
+                                hvv[at(t, p, r)] = g - c;
+                                dm[at(r, t, p)] = g; // 50
+                                dm[at(t, r, p)] = g;
                             }
                             if k != j {
                                 hqq[at(p, r, t)] = p2; // line 53
-                                let x = sr.dot(&u3);
+                                let x = dot6(&sr, &u3);
                                 hqq[at(r, p, t)] = x;
-                                let y = -u11.dot(&sr); // 54
-                                hvv[at(p, t, r)] = y;
-                                hvv[at(p, r, t)] = y;
-                                hqv[at(p, t, r)] = sr.dot(&u5) + u9.dot(&(phir + psir)); // 55
-                                hqv[at(r, t, p)] = sr.dot(&u6); // 56
-                                let m = sr.dot(&u9); // 57
-                                dm[at(r, p, t)] = m;
-                                dm[at(p, r, t)] = m;
+                                hvv[at(p, t, r)] = c - g; // 54
+                                hvv[at(p, r, t)] = c - g;
+                                hqv[at(p, t, r)] = dot6(&sr, &u8) + dot6(&u9, &phipsi); // 55
+                                hqv[at(r, t, p)] = dot6(&sr, &u6); // 56
+                                dm[at(r, p, t)] = c; // 57
+                                dm[at(p, r, t)] = c;
                                 if j != i {
                                     hqq[at(r, t, p)] = x; // 59
-                                    hqv[at(r, p, t)] = sr.dot(&u7); // 60
-                                    let z = sr.dot(&u10); // 61
-                                    hvv[at(r, p, t)] = z;
-                                    hvv[at(r, t, p)] = z;
+                                    hqv[at(r, p, t)] = dot6(&sr, &u7); // 60
+                                    hvv[at(r, p, t)] = g + c; // 61
+                                    hvv[at(r, t, p)] = g + c;
                                 } else {
-                                    hvv[at(r, t, p)] = sr.dot(&u4); // 63
+                                    hvv[at(r, t, p)] = dot6(&sr, &u4); // 63
                                 }
                             } else {
-                                hvv[at(p, t, r)] = -u2.dot(&sr); // 66
+                                hvv[at(p, t, r)] = -g; // 66
                             }
                         }
                         kb = model.parents[k];
