@@ -11,6 +11,20 @@ pub(crate) fn check_multiple(len: usize, n: usize, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The number of steps `N` of a trajectory whose states `x` have `(N+1)·nx` entries and controls
+/// `u` `N·nu`; an error naming `what` otherwise.
+pub(crate) fn trajectory_steps(what: &str, x: &[f64], u: &[f64], nx: usize, nu: usize) -> Result<usize> {
+    let steps = u.len().checked_div(nu).unwrap_or(0);
+    if x.len() != (steps + 1) * nx || u.len() != steps * nu {
+        return Err(OptimError::InvalidInput(format!(
+            "{what}: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {nu}",
+            x.len(),
+            u.len()
+        )));
+    }
+    Ok(steps)
+}
+
 pub(crate) fn check_finite(x: &[f64], name: &str) -> Result<()> {
     if let Some((i, v)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
         return Err(OptimError::InvalidInput(format!("{name}[{i}] is not finite ({v})")));

@@ -17,6 +17,7 @@
 //! same trajectories and matrices bit for bit (`tests/system_dynamics.rs`).
 
 use crate::actuation::Actuation;
+use crate::checks::trajectory_steps;
 use crate::dynamics::{run_policy, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::newton_start::{NewtonStart, StepAt};
@@ -188,14 +189,7 @@ where
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         const CHUNK: usize = 8;
         let (sys, nq, nx, m) = (&self.system, self.system.nq(), self.space.nx(), self.actuation.nu());
-        let steps = u.len() / m;
-        if x.len() != (steps + 1) * nx || u.len() != steps * m {
-            return Err(OptimError::InvalidInput(format!(
-                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
-                x.len(),
-                u.len()
-            )));
-        }
+        let steps = trajectory_steps("linearize", x, u, nx, m)?;
         let ndx = sys.ndx();
         let mut a = vec![DMatrix::zeros(ndx, ndx); steps];
         let mut b = vec![DMatrix::zeros(ndx, m); steps];

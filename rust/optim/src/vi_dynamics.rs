@@ -1,6 +1,7 @@
 //! A [`VariationalIntegrator`] as the optimisers' [`Dynamics`].
 
 use crate::actuation::Actuation;
+use crate::checks::trajectory_steps;
 use crate::dynamics::{run_policy, Dynamics, Jacobians, Nominal, Policy, SecondOrder};
 use crate::error::{OptimError, Result};
 use crate::ilqr::IlqrResult;
@@ -302,14 +303,7 @@ impl Dynamics for ViDynamics<'_> {
     fn linearize(&self, x: &[f64], u: &[f64]) -> Result<Jacobians> {
         const CHUNK: usize = 8;
         let (nx, ndx, m) = (self.nx(), 2 * self.vi.n(), self.actuation.nu());
-        let steps = u.len() / m;
-        if x.len() != (steps + 1) * nx || u.len() != steps * m {
-            return Err(OptimError::InvalidInput(format!(
-                "linearize: {} state and {} control entries do not make a trajectory of nx = {nx}, nu = {m}",
-                x.len(),
-                u.len()
-            )));
-        }
+        let steps = trajectory_steps("linearize", x, u, nx, m)?;
         let mut a = vec![DMatrix::zeros(ndx, ndx); steps];
         let mut b = vec![DMatrix::zeros(ndx, m); steps];
         vidyn_batch::install(|| {
