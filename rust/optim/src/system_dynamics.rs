@@ -6,7 +6,7 @@
 //! zero). A rollout steps the system with each Newton solve started as [`crate::ViDynamics`]
 //! starts them (module `newton_start`), marks every step after the first
 //! [`StepInput::continuing`] and checks each step ([`DiscreteDynamics::check_step`]);
-//! linearisations run every step in parallel on vidyn's pool, each written by
+//! linearisations run chunks of steps in parallel on vidyn's pool, each step written by
 //! [`DiscreteDynamics::linearize_matrices`] straight into the optimiser's matrices; the
 //! second-order terms are the system's λ-contracted ones.
 //!
