@@ -1,5 +1,5 @@
-"""The cost of the second order on the Lie group (central differences of the exact first-order
-linearisation, `rust/vi/src/chart_second_order.rs`) against the first-order linearisation, on
+"""The cost of the exact second order on the Lie group (`rust/vi/src/chart_second_order.rs`)
+against the first-order linearisation, on
 solo12 with its floating base; and, for scale, the exact second order of the same robot
 expanded into Z-Y-X Euler-angle chains (`Model.to_single_dof`) against its own first order
 (BENCHMARKS.md, "Second order on the Lie group").

@@ -8,8 +8,7 @@ cost derivatives in the tangent space.
 * solo12 without gravity, only its 12 leg joints actuated, turns its base by 0.3 rad about
   the vertical with zero angular momentum (the falling cat): the base reaches the yaw while
   the world spatial momentum of the re-simulated motion stays zero;
-* full DDP on the second order on the group (central differences of the exact first order,
-  ``rust/vi/src/chart_second_order.rs``) turns the free box from a rough iLQR solution in
+* full DDP on the exact second order on the group (``rust/vi/src/chart_second_order.rs``) turns the free box from a rough iLQR solution in
   fewer iterations than iLQR, to the same optimum, with the decrease DDP predicts;
 * what is not implemented on the group yet (the projection method, the velocity state) says
   so.

@@ -852,9 +852,8 @@ class VariationalIntegrator:
         and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
         first order is ``A δ``. The second order with such joints is that of
         ``δ ↦ difference(x̄_{k+1}, f(x̄_k ⊕ δ, ū + δu))`` (the expansion DDP on a manifold uses),
-        by central differences of the exact first order: not exact to rounding (relative error
-        below 1e-7) and about 120× the first order's cost on solo12; not with constraints or
-        kinematic joints (InputError).
+        exact as on fixed charts. The second order is not available with constraints, kinematic
+        joints or body wrenches (InputError).
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

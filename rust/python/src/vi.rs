@@ -545,8 +545,8 @@ impl PyVariationalIntegrator {
     /// Exact linearisation of every step of a trajectory, computed in parallel:
     /// `linearize(traj)` or `linearize(q, p, u)` with q (N+1, model.nq), p (N+1, n) and u (N, n).
     /// `order = 1` -> `(A, B)` with A (N, 2n, 2n) = d(q_{k+1}, p_{k+1})/d(q_k, p_k) and
-    /// B (N, 2n, n), `δq` in the tangent space (`model.difference`) with Lie-group joints (whose
-    /// second order is central differences of the exact first order). `order = 2` -> `(A, B, fxx, fxu, fuu)` with the second-order tensors
+    /// B (N, 2n, n), `δq` in the tangent space (`model.difference`) with Lie-group joints.
+    /// `order = 2` -> `(A, B, fxx, fxu, fuu)` with the second-order tensors
     /// (N, 2n, 2n, 2n), (N, 2n, 2n, n), (N, 2n, n, n), or, with co-states `lam` (N, 2n),
     /// `(A, B, hxx, hxu, huu)` contracted with them: (N, 2n, 2n), (N, 2n, n), (N, n, n).
     #[pyo3(signature = (traj_or_q, p = None, u = None, *, order = 1, lam = None))]

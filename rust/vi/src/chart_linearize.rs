@@ -204,13 +204,10 @@ impl ChartLinWork {
         let centred = &chart.centred;
         let na = centred.model.nv;
         let mut prescribed = vec![true; na];
-        let mut forces = JointForces::none(na);
         for (i, &c) in centred.coordinates.iter().enumerate() {
             prescribed[c] = vi.prescribed[i];
-            forces.damping[c] = vi.forces.damping[i];
-            forces.stiffness[c] = vi.forces.stiffness[i];
-            forces.rest[c] = vi.forces.rest[i];
         }
+        let forces = centred_forces(vi, chart);
         let mut newton = NewtonFactorization::new(na, s);
         newton.set_prescribed(&prescribed);
         let kkt = (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, n, s, composite_count(chart), prescribed)));
@@ -284,6 +281,19 @@ impl ChartLinWork {
     fn composite(&self) -> usize {
         self.joints.iter().map(|j| j.d).sum()
     }
+}
+
+/// The integrator's damping and springs on the coordinates of the centred expansion (none on
+/// the centre joints).
+pub(crate) fn centred_forces(vi: &VariationalIntegrator, chart: &Chart) -> JointForces {
+    let centred = &chart.centred;
+    let mut forces = JointForces::none(centred.model.nv);
+    for (i, &c) in centred.coordinates.iter().enumerate() {
+        forces.damping[c] = vi.forces.damping[i];
+        forces.stiffness[c] = vi.forces.stiffness[i];
+        forces.rest[c] = vi.forces.rest[i];
+    }
+    forces
 }
 
 /// The number of composite coordinates `n_c` of a chart.

@@ -1,218 +1,669 @@
-//! Second-order derivatives of a step on the Lie group (models with free-flyer, spherical or
-//! planar joints, module `chart_step`): the λ-contracted form DDP needs and the full tensors,
-//! in the tangent coordinates of the first-order linearisation (module `chart_linearize`).
-//! **Not exact to rounding**: central differences of the exact first-order linearisation,
-//! transported so that what is differenced is the exact gradient of one smooth map (below);
-//! relative error below 1e-7 (measured in `tests/api/chart_second_order_tests.rs`).
+//! Exact second-order derivatives of a step on the Lie group (models with free-flyer,
+//! spherical or planar joints, module `chart_step`): the λ-contracted form DDP needs and the
+//! full tensors, in the tangent coordinates of the first-order linearisation (module
+//! `chart_linearize`). Exact to rounding.
 //!
 //! # Which second derivative
 //! States move by `x ⊕ δx = (q ⊕ δq, p + δp)` (`integrate`, right-trivialised, Pinocchio's
 //! and crocoddyl's convention) and are compared by its inverse `⊖` (`difference`). At the
 //! nominal `(x̄, ū)` with next state `x̄' = f(x̄, ū)`, the step in tangent coordinates is
+//! `F(w) = f(x̄ ⊕ (δq, δp), ū + δu) ⊖ x̄'`, `w = (δq, δp, δu)` (`3n`), the map DDP on a
+//! manifold expands (crocoddyl's `SolverDDP` writes the value function as `V(x̄' ⊕ Δ)`); its
+//! second-order term is `H = ∇²(λᵀF)(0)` with `λ = V_x`, split into `hxx`, `hxu`, `huu`; the
+//! full tensors are `∇²F_i(0)`.
 //!
-//! `F(y) = f(x̄ ⊕ (δq, δp), ū + δu) ⊖ x̄'`, `y = (δq, δp, δu)` (`3n`), `F(0) = 0`,
+//! # The step in one fixed chart
+//! Fix the chart centred at the nominal start `c = q̄_k` and write the step's variables as in
+//! module `chart_linearize`: `X_0 = c ∘ τ(η)`, the control points `X_0 ∘ τ(θ^α)` with chart
+//! coordinates `X^α = θ^α` relative to `X_0` (`θ^0 = 0` on composite joints; 1-dof joints
+//! carry their own coordinate). The discrete Lagrangian `L̂(η, X)` is that of the centred
+//! expansion ([`vidyn_rbd::CentredExpansion`]) with its centre joints held at `η` over the step,
+//! a fixed-chart Lagrangian whose rows `row_x` (step variable `x = 0..s`, all `N = n + n_c`
+//! coordinates) and their derivatives the fixed-chart machinery gives. Moving `X_0` by a right
+//! perturbation `ξ` with the other step variables fixed on the group moves `η` by
+//! `J(η)⁻¹ ξ` and `X^x` by `−S(X^x) J(0)⁻¹ ξ`, so at any `η` the step's first row on a
+//! composite joint is (interior rows vanishing at a solution; `L̂_η = Σ_x row_{x,η}`)
 //!
-//! the map DDP on a manifold expands: with the value function written `V(x̄' ⊕ Δ)` about the
-//! nominal next state (crocoddyl's `SolverDDP`), `Δ = F(y) = [A B] y + ½ yᵀ ∇²F y + …` and the
-//! dynamics' second-order term of `Q_xx`, `Q_xu`, `Q_uu` is `H = ∇²(λᵀF)(0)` with `λ = V_x`.
-//! `A`, `B = DF(0)` are the first-order linearisation; `H` (`3n × 3n`) is returned split into
-//! `hxx`, `hxu`, `huu`, and the full tensors are `∇²F_i(0)`.
+//! `R_0^c = J(0)ᵀ p_k + J(0)ᵀ J(η)⁻ᵀ L̂_η + Σ_α w_α Δt S(θ^α)ᵀ J(0)ᵀ u − S(y_s)ᵀ P = 0`,
 //!
-//! # The gradient of F away from y = 0
-//! Let `E(q₀, q₁) = ∂(q₁ ⊖ q₀)/∂v` for `q₁ ↦ q₁ ⊕ v` at `v = 0` (per joint,
-//! [`vidyn_rbd::Joint::difference_jacobian`], `Sᵀ J_r(ξ)⁻¹ S`; `1` on 1-dof joints). Moving
-//! `δq` by `ε w` moves `q(y) = q̄ ⊕ δq` by `ε E(q̄, q(y))⁻¹ w` in the tangent coordinates at
-//! `q(y)` (because `(q̄ ⊕ δq) ⊖ q̄ = δq`), and moving `q'` by `v` moves `q' ⊖ q̄'` by
-//! `E(q̄', q') v`. So, with `A(y)`, `B(y)` the exact linearisation at the moved point in the
-//! tangent coordinates at its own input and output,
+//! `P = row_{s,c}` the chart end momentum and `y_s = Σ_α endpoint[α] X^α` the end's chart
+//! coordinates; at `η = 0` it is the row of `chart_linearize`. The other rows are the
+//! fixed-chart ones on the chart coordinates (1-dof start rows with `p_k`, interior rows),
+//! controls entering as `u_θ = J(0)ᵀ u`. The outputs are `q' ⊖ q̄' = log(τ(ȳ_s)⁻¹ τ(η) τ(y_s))`
+//! on composite joints (`y_s` on 1-dof ones, less the nominal) and `p' = J(y_s)⁻ᵀ P` (`P`).
+//! The input is `η = ι(δq)`, `τ(ι(δq)) = exp(δq)` on composite joints.
 //!
-//! `DF(y) = diag(E(q̄', q'(y)), 1) [A(y) B(y)] diag(E(q̄, q(y))⁻¹, 1, 1)`,
+//! # The second-order implicit-function theorem
+//! With the unknowns `Z = (X^1, …, X^s)` solving `R = 0`, the adjoint `μ` of
+//! `R_Zᵀ μ = F_Zᵀ λ` makes `ℒ = λᵀF − μᵀR` stationary in `Z`, so
+//! `H = Wᵀ ∇²ℒ W + ℒ_η · ι''`, with `W = ∂(η, X, u)/∂w` (the first-order sensitivities,
+//! `Z_w = −R_Z⁻¹ R_w`) and `∇²ℒ` the Hessian in `(η, X, u)` at fixed `μ` (`p` enters
+//! linearly). `ℒ` is a weighted sum of the rows plus chart terms:
+//! * `Σ_x ω_x · row_x` with weights `−μ` on the fixed-chart rows, `λ_p` on the 1-dof end
+//!   rows, `a(η) = −J(η)⁻¹ J(0) μ_0^c` on the centre rows of every `x`, and
+//!   `b(y_s) = S(y_s) μ_0^c + J(y_s)⁻¹ λ_p^c` on the composite end rows. Its Hessian is the
+//!   frozen-weight one (module `rows_hessian`, on the centred expansion), plus
+//!   `a' ⊗ ∇L̂_η`, `b' ⊗ ∇P` and their transposes, plus `L̂_η · a''` and `P · b''`;
+//! * `−μ_0^c · Σ_α w_α Δt S(θ^α)ᵀ J(0)ᵀ u` (second derivatives `S''` and `S'` with `u`);
+//! * `λ_q^c · log(τ(ȳ_s)⁻¹ τ(η) τ(y_s))`: with `Γ_y` the logarithm's curvature of the chart
+//!   at `y` ([`vidyn_rbd::CompositeJoint::log_curvature`]) and `Ad = Ad_{τ(ȳ_s)⁻¹}`,
+//!   Baker–Campbell–Hausdorff gives `∂²/∂η² = λ·Ad Γ_0`, `∂²/∂y_s² = λ·Γ_ȳ` and
+//!   `∂²/∂η_i∂y_j = ½ λ·[Ad J(0) e_i, J(ȳ) e_j]` (`Ad J(0) = J(ȳ) S(ȳ)`).
 //!
-//! which is `[A B]` at `y = 0`. Differencing `[A(y) B(y)]` alone would miss the transport of
-//! the tangent coordinates, whose terms at `y = 0` are brackets (`E(q₀, q₀ ⊕ ξ) = 1 + ½ ad_ξ + O(|ξ|²)`:
-//! the quadratic term of `log(exp a exp b)` is `½[a, b]`), antisymmetric in the two inputs: they
-//! vanish from the symmetric `H` but not from the differenced one, which without them is
-//! not symmetric (by 8e-2 relative on the floating tree, against 1.8e-8 with them).
-//!
-//! # The differences
-//! `∂_j DF ≈ (DF(h_j e_j) − DF(−h_j e_j)) / (2 h_j)` for each of the `3n` inputs, stored as
-//! `T[i, j, k] = ∂²F_i/∂y_j∂y_k`; `H = Σ_i λ_i T[i]`, and the caller returns `(H + Hᵀ)/2`
-//! (the exact `H` is a Hessian). The error is truncation `h²/6 · ∂³DF` plus the rounding of
-//! `A` (about 1e-12 absolute: its momentum rows are differences of terms `~M/Δt`) over `2h`.
-//! `h_j = 3e-5` on configurations (rad, m), times `max(1, |p̄|∞)` on momenta and
-//! `max(1, |ū|∞)` on controls, balances them. Measured (`tests/api/chart_second_order_tests.rs`,
-//! errors relative to `(1 + max|H|) Σ|λ_i|`), h = 3e-4 / 1e-4 / 3e-5 / 1e-5: against the exact
-//! second order on fixed charts 3e-9 / 1e-9 / 2.8e-9 / 8.7e-9 (rounding grows as h falls);
-//! the asymmetry of the raw `H` on the floating tree (truncation, larger on the group) above
-//! 1e-7 / 1.9e-7 / 1.8e-8 / 1.9e-9. The moved steps are solved by Newton at its round-off floor
-//! (tolerance 1e-15, warm-started at the nominal `q'`): a solver error enters `DF` divided by
-//! `h`.
-//!
-//! An exact construction — the second-order implicit-function theorem of module
-//! `second_order` on the centred expansion, composed with the second derivatives of the chart
-//! maps `J`, `S`, of the `π̃` correction and of `⊖` — is not written yet.
+//! The derivatives of `J⁻¹` come from `J'`, `J''` (`(J⁻¹)'' = J⁻¹(J'_a J⁻¹ J'_b + J'_b J⁻¹ J'_a
+//! − J''_ab) J⁻¹`), those of `S` from [`vidyn_rbd::CompositeJoint::shift_second_derivative`].
+//! Finally `log τ(η) = J(0) η + ½ ηᵀ Γ_0 η + …` inverts to
+//! `ι''[a, b] = −J(0)⁻¹ Γ_0[J(0)⁻¹ a, J(0)⁻¹ b]`, and `ℒ_η = J(0)ᵀ (Aᵀ λ)_{δq}`.
 //!
 //! # Cost and scope
-//! `6n + 1` solved and linearised steps per prepared step, all independent of `λ`; each
-//! contraction is then `18 n³` multiply–adds, and the full tensors are `2n` contractions
-//! (`36 n⁴`; 5 % more than the contracted form on solo12, `BENCHMARKS.md`). Gravity, controls
-//! on every joint, damping and springs on 1-dof joints, body wrenches and every scheme; the
-//! caller refuses holonomic constraints, kinematic joints and mimic joints (module
-//! `second_order`). Nothing allocates after the workspace exists.
+//! Per prepared step: the step and its first-order linearisation, the `(s+1)² N × N` blocks of
+//! the rows' Jacobian on the centred expansion and one dense LU of the `s n × s n` residual
+//! Jacobian; per contraction one transposed solve, `s + 1` dual Hessian evaluations (module
+//! `rows_hessian`), O(s² N²) chart terms and the projection `Wᵀ ∇²ℒ W`, O(s² n³). The full
+//! tensors are `2n` contractions. Gravity, controls on every joint, damping and springs on
+//! 1-dof joints and every scheme; the caller refuses holonomic constraints, kinematic joints,
+//! mimic joints and body wrenches (module `second_order`). Nothing allocates after the
+//! workspace exists.
 
-use crate::error::Result;
+use crate::chart_linearize::centred_forces;
+use crate::chart_step::Chart;
+use crate::del::{JointForces, StepPoints};
+use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
+use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::rows_hessian::RowsHessian;
 use crate::second_order::FlowDerivatives;
-use nalgebra::{DMatrix, Matrix6};
+use nalgebra::{DMatrix, Matrix6, Vector6};
+use vidyn_rbd::CompositeJoint;
 use vidyn_system::StepInput;
 
-/// Relative step of the differences on configurations (module docs).
-const STEP: f64 = 3e-5;
-/// Newton tolerance of the moved steps: their round-off floor (module docs).
-const ROUND_OFF: f64 = 1e-15;
+/// The most control points of a scheme (Lobatto `s ≤ 12`).
+const MAX_POINTS: usize = 13;
 
-/// Scratch of the second order on the group (module docs), `n` the model's `nv`.
+/// A composite joint's quantities at the prepared step (module docs), `d` its `nv`.
+#[derive(Clone, Debug)]
+struct JointTerms {
+    /// First coordinate (= tangent index), `d`, first centre coordinate (centred expansion),
+    /// first composite index (`0..n_c`).
+    first: usize,
+    d: usize,
+    centre: usize,
+    composite: usize,
+    /// `θ^α` and `S(θ^α)` at the control points, `y_s`, `S(y_s)`, `J(y_s)` and its inverse.
+    points: [Vector6<f64>; MAX_POINTS],
+    shifts: [Matrix6<f64>; MAX_POINTS],
+    end: Vector6<f64>,
+    shift_end: Matrix6<f64>,
+    j_end: Matrix6<f64>,
+    j_end_inv: Matrix6<f64>,
+    /// `J(0)`, `J(0)⁻¹`.
+    j0: Matrix6<f64>,
+    j0_inv: Matrix6<f64>,
+    /// `u_θ`, the chart end momentum `P`, `p_{k+1} = J(y_s)⁻ᵀ P` and `L̂_η`.
+    u_theta: Vector6<f64>,
+    p_chart: Vector6<f64>,
+    p_next: Vector6<f64>,
+    centre_rows: Vector6<f64>,
+}
+
+impl JointTerms {
+    fn new(joint: &CompositeJoint<'_>, centre: usize, composite: usize) -> Self {
+        let j0 = joint.velocity_map(&[0.0; 6]);
+        Self {
+            first: joint.first(),
+            d: joint.nv(),
+            centre,
+            composite,
+            points: [Vector6::zeros(); MAX_POINTS],
+            shifts: [Matrix6::identity(); MAX_POINTS],
+            end: Vector6::zeros(),
+            shift_end: Matrix6::identity(),
+            j_end: Matrix6::identity(),
+            j_end_inv: Matrix6::identity(),
+            j0,
+            j0_inv: j0.try_inverse().unwrap_or_else(Matrix6::identity),
+            u_theta: Vector6::zeros(),
+            p_chart: Vector6::zeros(),
+            p_next: Vector6::zeros(),
+            centre_rows: Vector6::zeros(),
+        }
+    }
+}
+
+/// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
+fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
+    let mut v = Vector6::zeros();
+    v.rows_mut(0, d).copy_from_slice(&x[first..first + d]);
+    v
+}
+
+/// The unit 6-vector `e_k`.
+fn unit(k: usize) -> [f64; 6] {
+    let mut e = [0.0; 6];
+    e[k] = 1.0;
+    e
+}
+
+/// `(J⁻¹)''[e_k, e_l]` at `y` from `J⁻¹`, `J'` and `J''` (module docs).
+fn inverse_second_derivative(joint: &CompositeJoint<'_>, y: &[f64], j_inv: &Matrix6<f64>, k: usize, l: usize) -> Matrix6<f64> {
+    let (ek, el) = (unit(k), unit(l));
+    let (jk, jl) = (joint.velocity_map_derivative(y, &ek), joint.velocity_map_derivative(y, &el));
+    let jkl = joint.velocity_map_second_derivative(y, &ek, &el);
+    j_inv * (jk * j_inv * jl + jl * j_inv * jk - jkl) * j_inv
+}
+
+/// Scratch of the exact second order on the group (module docs), `n` the model's `nv`, `N`
+/// the centred expansion's, `n_c` the composite coordinates, `dim = n_c + (s+1) n` the
+/// variables `(η, X)` and `e = dim + n` with the controls.
 #[derive(Clone, Debug)]
 pub(crate) struct GroupSecondOrder {
-    /// The integrator with Newton at its round-off floor, and its workspace.
-    vi: VariationalIntegrator,
-    ws: ViWorkspace,
-    /// The linearisation of one moved step, `(2n, 2n)` and `(2n, n)`.
-    a: DMatrix<f64>,
-    b: DMatrix<f64>,
-    /// One moved input `(q (nq), p (n), u (n))`, its tangent move `δq` `(n)`, its next state.
-    q: Vec<f64>,
-    p: Vec<f64>,
-    u: Vec<f64>,
-    dq: Vec<f64>,
-    q_next: Vec<f64>,
-    p_next: Vec<f64>,
-    /// `DF(y)` at the moved input, `(2n, 3n)`.
-    jac: DMatrix<f64>,
-    /// `(2n, 3n, 3n)` C order, `T[(i·3n + j)·3n + k] = ∂²F_i/∂y_j∂y_k`.
-    tensor: Vec<f64>,
+    /// The control points on the centred expansion (`η = 0`), its forces, `q̂^0` and `ẑ`.
+    points: StepPoints,
+    forces: JointForces,
+    q0: Vec<f64>,
+    z: Vec<f64>,
+    rows: RowsHessian,
+    joints: Vec<JointTerms>,
+    /// `(n,)` whether a tangent index belongs to a composite joint.
+    in_composite: Vec<bool>,
+    /// `((s+1)N)²` the rows' Jacobian in the control points, then `(s+1)N × dim` in `(η, X)`.
+    blocks: DMatrix<f64>,
+    g: DMatrix<f64>,
+    /// `s n × dim`, `s n × 2n`: the residual's Jacobian in `(η, X)` and in `(p, u)`.
+    rv: DMatrix<f64>,
+    rpu: DMatrix<f64>,
+    /// `2n × dim`, `2n × n`: the outputs' Jacobian.
+    fv: DMatrix<f64>,
+    fu: DMatrix<f64>,
+    /// `R_Z` (`s n × s n`) and its LU pivots, a right-hand side `s n × 3n`.
+    rz: DMatrix<f64>,
+    pivots: Vec<usize>,
+    rhs: DMatrix<f64>,
+    /// `W` (`e × 3n`) and its transpose.
+    w: DMatrix<f64>,
+    wt: DMatrix<f64>,
+    /// The adjoint `μ` `(s n,)`, the rows' weights `ω` `((s+1)N,)`, `∇²_Q̂ φ`, its columns in
+    /// `(η, X)`, `∇²ℒ` (`e × e`) and `∇²ℒ W`.
+    mu: Vec<f64>,
+    omega: Vec<f64>,
+    cmat: DMatrix<f64>,
+    ce: DMatrix<f64>,
+    hbig: DMatrix<f64>,
+    hw: DMatrix<f64>,
+    /// One row of `∇²ℒ` `(e,)`.
+    tmp: Vec<f64>,
 }
 
 impl GroupSecondOrder {
-    pub(crate) fn new(vi: &VariationalIntegrator) -> Self {
-        let (n, nq) = (vi.n(), vi.nq());
-        let tight = vi.clone().with_newton(ROUND_OFF, vi.max_iterations.max(60)).unwrap_or_else(|_| vi.clone());
+    pub(crate) fn new(vi: &VariationalIntegrator, chart: &Chart) -> Self {
+        let (n, s, np) = (vi.n(), vi.scheme().s, vi.scheme().points());
+        let centred = &chart.centred;
+        let big = centred.model.nv;
+        let mut nc = 0;
+        let joints: Vec<JointTerms> = chart
+            .map
+            .composite_joints()
+            .zip(&centred.centres)
+            .map(|(j, &centre)| {
+                let t = JointTerms::new(&j, centre, nc);
+                nc += j.nv();
+                t
+            })
+            .collect();
+        let dim = nc + np * n;
+        let in_composite = (0..n).map(|i| joints.iter().any(|t| (t.first..t.first + t.d).contains(&i))).collect();
         Self {
-            ws: tight.workspace(),
-            vi: tight,
-            a: DMatrix::zeros(2 * n, 2 * n),
-            b: DMatrix::zeros(2 * n, n),
-            q: vec![0.0; nq],
-            p: vec![0.0; n],
-            u: vec![0.0; n],
-            dq: vec![0.0; n],
-            q_next: vec![0.0; nq],
-            p_next: vec![0.0; n],
-            jac: DMatrix::zeros(2 * n, 3 * n),
-            tensor: vec![0.0; 18 * n * n * n],
+            points: StepPoints::new(&centred.model, np),
+            forces: centred_forces(vi, chart),
+            q0: vec![0.0; big],
+            z: vec![0.0; s * big],
+            rows: RowsHessian::new(big, np),
+            joints,
+            in_composite,
+            blocks: DMatrix::zeros(np * big, np * big),
+            g: DMatrix::zeros(np * big, dim),
+            rv: DMatrix::zeros(s * n, dim),
+            rpu: DMatrix::zeros(s * n, 2 * n),
+            fv: DMatrix::zeros(2 * n, dim),
+            fu: DMatrix::zeros(2 * n, n),
+            rz: DMatrix::zeros(s * n, s * n),
+            pivots: vec![0; s * n],
+            rhs: DMatrix::zeros(s * n, 3 * n),
+            w: DMatrix::zeros(dim + n, 3 * n),
+            wt: DMatrix::zeros(3 * n, dim + n),
+            mu: vec![0.0; s * n],
+            omega: vec![0.0; np * big],
+            cmat: DMatrix::zeros(np * big, np * big),
+            ce: DMatrix::zeros(np * big, dim),
+            hbig: DMatrix::zeros(dim + n, dim + n),
+            hw: DMatrix::zeros(dim + n, 3 * n),
+            tmp: vec![0.0; dim + n],
         }
     }
 
-    /// Solves and linearises the step from `(q, p, u)` into `out` (`a`, `b`, the next state,
-    /// the iterations), then fills the tensor `T` (module docs). Errors as
-    /// [`VariationalIntegrator::linearize`], for the nominal step or a moved one.
-    pub(crate) fn prepare(&mut self, at: StepInput<'_>, out: &mut FlowDerivatives) -> Result<usize> {
-        let n = self.vi.n();
-        let iterations = self.vi.linearize(&mut self.ws, at, &mut out.a, &mut out.b, &mut out.q_next, &mut out.p_next)?;
-        let StepInput { p, u, .. } = at;
-        let scale = |x: &[f64]| x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
-        let (hp, hu) = (STEP * scale(p), STEP * scale(u));
-        self.tensor.fill(0.0);
-        for j in 0..3 * n {
-            let h = match j {
-                j if j < n => STEP,
-                j if j < 2 * n => hp,
-                _ => hu,
-            };
-            for sign in [1.0, -1.0] {
-                self.moved_jacobian(at, j, sign * h, out)?;
-                // T[i, j, k] += ± DF(±h e_j)[i, k] / 2h
-                let w = sign / (2.0 * h);
-                for i in 0..2 * n {
-                    let row = &mut self.tensor[(i * 3 * n + j) * 3 * n..][..3 * n];
-                    for (k, t) in row.iter_mut().enumerate() {
-                        *t += w * self.jac[(i, k)];
+    /// The number of composite coordinates `n_c`.
+    fn composite(&self) -> usize {
+        self.joints.iter().map(|t| t.d).sum()
+    }
+
+    /// Solves and linearises the step from `at` into `out` (`a`, `b`, the next state), then
+    /// keeps everything the contraction needs (module docs). Errors as
+    /// [`VariationalIntegrator::linearize`].
+    pub(crate) fn prepare(
+        &mut self,
+        vi: &VariationalIntegrator,
+        chart: &Chart,
+        ws: &mut ViWorkspace,
+        at: StepInput<'_>,
+        out: &mut FlowDerivatives,
+    ) -> Result<usize> {
+        let iterations = vi.linearize(ws, at, &mut out.a, &mut out.b, &mut out.q_next, &mut out.p_next)?;
+        let step = at.k;
+        let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
+        let (s, np) = (sc.s, sc.points());
+        let centred = &chart.centred;
+        let (model, big) = (&*centred.model, centred.model.nv);
+        let (pts, cw) = (&ws.points, &ws.chart);
+        // the solution's control points in the centred expansion, centre joints at η = 0
+        self.q0.fill(0.0);
+        self.z.fill(0.0);
+        for (i, &c) in centred.coordinates.iter().enumerate() {
+            self.q0[c] = pts.q[0][i];
+            for g in 1..np {
+                self.z[(g - 1) * big + c] = pts.q[g][i];
+            }
+        }
+        self.points.set_chart(model, |placements| centred.chart_placements(&chart.map, cw.centre(), placements));
+        self.points.set(model, sc, dt, &self.q0, &self.z, &[]);
+        self.points.update_hessians(model);
+        for x in 0..np {
+            for beta in 0..np {
+                self.points.del_block(sc, dt, &self.forces, x, beta, &mut self.blocks.view_mut((x * big, beta * big), (big, big)));
+            }
+        }
+        // the rows' Jacobian in (η, X): η enters every control point
+        let nc = self.composite();
+        self.g.fill(0.0);
+        for t in &self.joints {
+            for k in 0..t.d {
+                let mut col = self.g.column_mut(t.composite + k);
+                for beta in 0..np {
+                    col += self.blocks.column(beta * big + t.centre + k);
+                }
+            }
+        }
+        for alpha in 0..np {
+            for (i, &c) in centred.coordinates.iter().enumerate() {
+                self.g.column_mut(nc + alpha * n + i).copy_from(&self.blocks.column(alpha * big + c));
+            }
+        }
+        for (t, j) in self.joints.iter_mut().zip(chart.map.composite_joints()) {
+            for alpha in 0..np {
+                t.points[alpha] = block(&pts.q[alpha], t.first, t.d);
+                t.shifts[alpha] = j.shift(t.points[alpha].as_slice());
+            }
+            t.end = (0..np).map(|alpha| t.points[alpha] * sc.endpoint(alpha)).sum();
+            t.shift_end = j.shift(t.end.as_slice());
+            t.j_end = j.velocity_map(t.end.as_slice());
+            t.j_end_inv = t.j_end.try_inverse().ok_or(ViError::SingularJacobian { step })?;
+            t.u_theta = block(cw.u_theta(), t.first, t.d);
+            t.p_chart = block(cw.p_theta_next(), t.first, t.d);
+            t.p_next = t.j_end_inv.transpose() * t.p_chart;
+            let control: Vector6<f64> = (0..np).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
+            t.centre_rows = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
+        }
+        self.residual_jacobian(vi, chart);
+        self.output_jacobian(vi, chart);
+        // W: η = J(0)⁻¹ δq on composite joints, X^0 = δq on 1-dof ones, Z from R_Z Z_w = −R_w
+        let (dim, sn) = (nc + np * n, s * n);
+        self.rz.copy_from(&self.rv.columns(nc + n, sn));
+        if !lu_factor(&mut self.rz, &mut self.pivots) {
+            return Err(ViError::SingularJacobian { step });
+        }
+        self.w.fill(0.0);
+        for t in &self.joints {
+            self.w.view_mut((t.composite, t.first), (t.d, t.d)).copy_from(&t.j0_inv.view((0, 0), (t.d, t.d)));
+        }
+        for i in (0..n).filter(|&i| !self.in_composite[i]) {
+            self.w[(nc + i, i)] = 1.0;
+        }
+        for i in 0..n {
+            self.w[(dim + i, 2 * n + i)] = 1.0;
+        }
+        self.rhs.fill(0.0);
+        self.rhs.columns_mut(n, 2 * n).copy_from(&self.rpu);
+        let e = dim + n;
+        gemm_nn(sn, 3 * n, nc + n, ColMajor(self.rv.as_slice(), sn), ColMajor(self.w.as_slice(), e), ColMajorMut(self.rhs.as_mut_slice(), sn));
+        for c in 0..3 * n {
+            let mut col = self.rhs.column_mut(c);
+            lu_solve(&self.rz, &self.pivots, col.as_mut_slice());
+        }
+        for c in 0..3 * n {
+            for r in 0..sn {
+                self.w[(nc + n + r, c)] = -self.rhs[(r, c)];
+            }
+        }
+        self.w.transpose_to(&mut self.wt);
+        Ok(iterations)
+    }
+
+    /// `rv`, `rpu`: the residual's Jacobian in `(η, X)` and `(p, u)` (module docs).
+    fn residual_jacobian(&mut self, vi: &VariationalIntegrator, chart: &Chart) {
+        let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
+        let (s, np) = (sc.s, sc.points());
+        let centred = &chart.centred;
+        let big = centred.model.nv;
+        let nc = self.composite();
+        self.rv.fill(0.0);
+        self.rpu.fill(0.0);
+        for x in 0..s {
+            let cw = sc.control_weight(x) * dt;
+            for (i, &c) in centred.coordinates.iter().enumerate() {
+                if x == 0 && self.in_composite[i] {
+                    continue;
+                }
+                add_row(&mut self.rv, x * n + i, &self.g, x * big + c, 1.0);
+                if x == 0 {
+                    self.rpu[(i, i)] = 1.0;
+                }
+                match self.joints.iter().find(|t| (t.first..t.first + t.d).contains(&i)) {
+                    None => self.rpu[(x * n + i, n + i)] = cw,
+                    Some(t) => {
+                        for k in 0..t.d {
+                            self.rpu[(x * n + i, n + t.first + k)] = cw * t.j0[(k, i - t.first)];
+                        }
                     }
                 }
             }
         }
-        Ok(iterations)
+        let cw_end = sc.control_weight(s) * dt;
+        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
+            let d = t.d;
+            // J'(0)[e_k]ᵀ J(0)⁻ᵀ L̂_η, (S'(θ^α)[e_k])ᵀ u_θ, (S'(y_s)[e_k])ᵀ P by columns k
+            let centre_force = t.j0_inv.transpose() * t.centre_rows;
+            let end_curvature = j.shift_derivative_contraction(t.end.as_slice(), &t.p_chart);
+            let mut control = Matrix6::zeros();
+            for r in 0..d {
+                let row = t.first + r;
+                for x in 0..np {
+                    add_row(&mut self.rv, row, &self.g, x * big + t.centre + r, 1.0);
+                }
+                for l in 0..d {
+                    add_row(&mut self.rv, row, &self.g, s * big + centred.coordinates[t.first + l], -t.shift_end[(l, r)]);
+                }
+            }
+            for k in 0..d {
+                let jk = j.velocity_map_derivative(&[0.0; 6], &unit(k));
+                let c = jk.transpose() * centre_force;
+                for r in 0..d {
+                    self.rv[(t.first + r, t.composite + k)] -= c[r];
+                }
+            }
+            for alpha in 0..np {
+                let wdt = sc.weights[alpha] * dt;
+                let cc = j.shift_derivative_contraction(t.points[alpha].as_slice(), &t.u_theta);
+                let e = sc.endpoint(alpha);
+                for k in 0..d {
+                    for r in 0..d {
+                        self.rv[(t.first + r, nc + alpha * n + t.first + k)] += wdt * cc[(r, k)] - e * end_curvature[(r, k)];
+                    }
+                }
+                control += t.shifts[alpha].transpose() * wdt;
+            }
+            let rp = t.j0.transpose();
+            let ru = (control - t.shift_end.transpose() * cw_end) * t.j0.transpose();
+            for r in 0..d {
+                for k in 0..d {
+                    self.rpu[(t.first + r, t.first + k)] = rp[(r, k)];
+                    self.rpu[(t.first + r, n + t.first + k)] = ru[(r, k)];
+                }
+            }
+        }
     }
 
-    /// `self.jac = DF(h e_j)` (module docs) at the nominal step `at` whose next state `out`
-    /// holds (`at.guess` is not used: the moved step starts at the nominal's end).
-    fn moved_jacobian(&mut self, at: StepInput<'_>, j: usize, h: f64, out: &FlowDerivatives) -> Result<()> {
-        let StepInput { k: step, q, p, u, .. } = at;
-        let n = self.vi.n();
-        let model = self.vi.model().clone();
-        self.dq.fill(0.0);
-        self.p.copy_from_slice(p);
-        self.u.copy_from_slice(u);
-        match j {
-            j if j < n => self.dq[j] = h,
-            j if j < 2 * n => self.p[j - n] += h,
-            _ => self.u[j - 2 * n] += h,
-        }
-        for (i, joint) in model.joints.iter().enumerate() {
-            let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
-            joint.integrate(&q[iq..iq + joint.nq()], &self.dq[iv..iv + joint.nv()], &mut self.q[iq..iq + joint.nq()]);
-        }
-        let moved = StepInput { k: step, q: &self.q, p: &self.p, u: &self.u, guess: Some(&out.q_next), continues: false };
-        self.vi.linearize(&mut self.ws, moved, &mut self.a, &mut self.b, &mut self.q_next, &mut self.p_next)?;
-        self.jac.columns_mut(0, 2 * n).copy_from(&self.a);
-        self.jac.columns_mut(2 * n, n).copy_from(&self.b);
-        for (i, joint) in model.joints.iter().enumerate() {
-            let (iq, iv, d, dn) = (model.idx_q[i], model.idx_v[i], joint.nv(), joint.nq());
-            if d == 1 {
-                continue; // E = 1
+    /// `fv`, `fu`: the Jacobian of `F = (q' ⊖ q̄', p' − p̄')` in `(η, X)` and `u` (module docs).
+    fn output_jacobian(&mut self, vi: &VariationalIntegrator, chart: &Chart) {
+        let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
+        let (s, np) = (sc.s, sc.points());
+        let centred = &chart.centred;
+        let big = centred.model.nv;
+        let nc = self.composite();
+        let cw_end = sc.control_weight(s) * dt;
+        self.fv.fill(0.0);
+        self.fu.fill(0.0);
+        for i in (0..n).filter(|&i| !self.in_composite[i]) {
+            for alpha in 0..np {
+                self.fv[(i, nc + alpha * n + i)] = sc.endpoint(alpha);
             }
-            let e_in = joint.difference_jacobian(&q[iq..iq + dn], &self.q[iq..iq + dn]);
-            let e_in_inv = e_in.try_inverse().unwrap_or_else(Matrix6::identity);
-            let e_out = joint.difference_jacobian(&out.q_next[iq..iq + dn], &self.q_next[iq..iq + dn]);
-            // columns of δq: [A B] E_in⁻¹ (the padding of the 6 × 6 blocks is the identity)
-            for r in 0..2 * n {
-                let mut x = [0.0; 6];
-                for (c, xc) in x.iter_mut().enumerate().take(d) {
-                    *xc = (0..d).map(|l| self.jac[(r, iv + l)] * e_in_inv[(l, c)]).sum();
+            add_row(&mut self.fv, n + i, &self.g, s * big + centred.coordinates[i], 1.0);
+            self.fu[(n + i, i)] = cw_end;
+        }
+        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
+            let d = t.d;
+            let turned = t.j_end * t.shift_end;
+            let j_end_inv_t = t.j_end_inv.transpose();
+            let pu = j_end_inv_t * t.j0.transpose() * cw_end;
+            for r in 0..d {
+                for k in 0..d {
+                    self.fv[(t.first + r, t.composite + k)] = turned[(r, k)];
+                    self.fu[(n + t.first + r, t.first + k)] = pu[(r, k)];
                 }
-                for (c, xc) in x.iter().enumerate().take(d) {
-                    self.jac[(r, iv + c)] = *xc;
+                for l in 0..d {
+                    add_row(&mut self.fv, n + t.first + r, &self.g, s * big + centred.coordinates[t.first + l], j_end_inv_t[(r, l)]);
                 }
             }
-            // rows of q': E_out [A B]
-            for c in 0..3 * n {
-                let mut x = [0.0; 6];
-                for (r, xr) in x.iter_mut().enumerate().take(d) {
-                    *xr = (0..d).map(|l| e_out[(r, l)] * self.jac[(iv + l, c)]).sum();
-                }
-                for (r, xr) in x.iter().enumerate().take(d) {
-                    self.jac[(iv + r, c)] = *xr;
+            for k in 0..d {
+                let curvature = -j_end_inv_t * (j.velocity_map_derivative(t.end.as_slice(), &unit(k)).transpose() * t.p_next);
+                for alpha in 0..np {
+                    let e = sc.endpoint(alpha);
+                    if e == 0.0 {
+                        continue;
+                    }
+                    for r in 0..d {
+                        self.fv[(t.first + r, nc + alpha * n + t.first + k)] += e * t.j_end[(r, k)];
+                        self.fv[(n + t.first + r, nc + alpha * n + t.first + k)] += e * curvature[r];
+                    }
                 }
             }
         }
-        Ok(())
     }
 
-    /// `h = Σ_i λ_i T[i]` (`3n × 3n`, not symmetrised) at the prepared step.
-    pub(crate) fn contract(&self, lambda: &[f64], h: &mut DMatrix<f64>) {
-        let m3 = h.nrows();
+    /// `h = ∇²(λᵀF)` (`3n × 3n`, not symmetrised) at the step prepared with `a` its `A`
+    /// (module docs).
+    pub(crate) fn contract(&mut self, vi: &VariationalIntegrator, chart: &Chart, lambda: &[f64], a: &DMatrix<f64>, h: &mut DMatrix<f64>) {
+        let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
+        let (s, np) = (sc.s, sc.points());
+        let centred = &chart.centred;
+        let (model, big) = (&*centred.model, centred.model.nv);
+        let nc = self.composite();
+        let dim = nc + np * n;
+        let (lq, lp) = lambda.split_at(n);
+        // adjoint: R_Zᵀ μ = F_Zᵀ λ
+        for (r, m) in self.mu.iter_mut().enumerate() {
+            *m = (0..2 * n).map(|i| self.fv[(i, nc + n + r)] * lambda[i]).sum();
+        }
+        lu_solve_transposed(&self.rz, &self.pivots, &mut self.mu);
+        // the rows' weights at η = 0: −μ on the fixed-chart rows, λ_p on the 1-dof end rows,
+        // a = −μ_0^c on every centre row, b = S(y_s) μ_0^c + J(y_s)⁻¹ λ_p^c on the composite end
+        self.omega.fill(0.0);
+        for x in 0..s {
+            for (i, &c) in centred.coordinates.iter().enumerate() {
+                if x > 0 || !self.in_composite[i] {
+                    self.omega[x * big + c] = -self.mu[x * n + i];
+                }
+            }
+        }
+        for (i, &c) in centred.coordinates.iter().enumerate() {
+            if !self.in_composite[i] {
+                self.omega[s * big + c] = lp[i];
+            }
+        }
+        for t in &self.joints {
+            let mu0 = block(&self.mu, t.first, t.d);
+            let b = t.shift_end * mu0 + t.j_end_inv * block(lp, t.first, t.d);
+            for r in 0..t.d {
+                for x in 0..np {
+                    self.omega[x * big + t.centre + r] = -mu0[r];
+                }
+                self.omega[s * big + centred.coordinates[t.first + r]] = b[r];
+            }
+        }
+        self.rows.fill(model, &self.points, sc, dt, &self.omega, &mut self.cmat);
+        // ∇²ℒ in (η, X): the frozen-weight Hessian pulled back (η enters every control point)
+        self.ce.fill(0.0);
+        for t in &self.joints {
+            for k in 0..t.d {
+                let mut col = self.ce.column_mut(t.composite + k);
+                for beta in 0..np {
+                    col += self.cmat.column(beta * big + t.centre + k);
+                }
+            }
+        }
+        for alpha in 0..np {
+            for (i, &c) in centred.coordinates.iter().enumerate() {
+                self.ce.column_mut(nc + alpha * n + i).copy_from(&self.cmat.column(alpha * big + c));
+            }
+        }
+        self.hbig.fill(0.0);
+        for t in &self.joints {
+            for k in 0..t.d {
+                for beta in 0..np {
+                    add_row(&mut self.hbig, t.composite + k, &self.ce, beta * big + t.centre + k, 1.0);
+                }
+            }
+        }
+        for alpha in 0..np {
+            for (i, &c) in centred.coordinates.iter().enumerate() {
+                add_row(&mut self.hbig, nc + alpha * n + i, &self.ce, alpha * big + c, 1.0);
+            }
+        }
+        let cw_end = sc.control_weight(s) * dt;
+        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
+            let d = t.d;
+            let mu0 = block(&self.mu, t.first, d);
+            let lpc = block(lp, t.first, d);
+            let lqc = block(lq, t.first, d);
+            let zero = [0.0; 6];
+            let end = t.end.as_slice();
+            // a'(0)[e_k] ⊗ ∇L̂_η and its transpose
+            for k in 0..d {
+                let da = t.j0_inv * (j.velocity_map_derivative(&zero, &unit(k)) * mu0);
+                self.tmp.fill(0.0);
+                for r in 0..d {
+                    for x in 0..np {
+                        for (v, g) in self.tmp[..dim].iter_mut().zip(self.g.row(x * big + t.centre + r).iter()) {
+                            *v += da[r] * g;
+                        }
+                    }
+                }
+                add_row_and_column(&mut self.hbig, t.composite + k, 1.0, &self.tmp);
+            }
+            // b'(y_s)[e_k] ⊗ ∇(P, u) and its transpose, at every control point of y_s
+            for k in 0..d {
+                let ek = unit(k);
+                let db = j.shift_derivative(end, &ek) * mu0 - t.j_end_inv * (j.velocity_map_derivative(end, &ek) * (t.j_end_inv * lpc));
+                self.tmp.fill(0.0);
+                for r in 0..d {
+                    for (v, g) in self.tmp[..dim].iter_mut().zip(self.g.row(s * big + centred.coordinates[t.first + r]).iter()) {
+                        *v += db[r] * g;
+                    }
+                    for l in 0..d {
+                        self.tmp[dim + t.first + l] += db[r] * cw_end * t.j0[(l, r)];
+                    }
+                }
+                for alpha in 0..np {
+                    let e = sc.endpoint(alpha);
+                    if e != 0.0 {
+                        add_row_and_column(&mut self.hbig, nc + alpha * n + t.first + k, e, &self.tmp);
+                    }
+                }
+            }
+            // L̂_η · a'' and P · b''; the log's curvature (λ_q^c)
+            let (gamma0, gamma_end) = (j.log_curvature(&zero), j.log_curvature(end));
+            let turned = t.j_end * t.shift_end;
+            let ad = turned * t.j0_inv;
+            for k in 0..d {
+                for l in 0..d {
+                    let a2 = -inverse_second_derivative(&j, &zero, &t.j0_inv, k, l) * (t.j0 * mu0);
+                    let b2 = j.shift_second_derivative(end, &unit(k), &unit(l)) * mu0 + inverse_second_derivative(&j, end, &t.j_end_inv, k, l) * lpc;
+                    self.hbig[(t.composite + k, t.composite + l)] += t.centre_rows.dot(&a2) + lqc.dot(&(ad * gamma0[k][l]));
+                    let yy = t.p_chart.dot(&b2) + lqc.dot(&gamma_end[k][l]);
+                    let cross = 0.5 * lqc.dot(&j.bracket(&turned.column(k).into_owned(), &t.j_end.column(l).into_owned()));
+                    for alpha in 0..np {
+                        let ea = sc.endpoint(alpha);
+                        if ea == 0.0 {
+                            continue;
+                        }
+                        self.hbig[(t.composite + k, nc + alpha * n + t.first + l)] += ea * cross;
+                        self.hbig[(nc + alpha * n + t.first + l, t.composite + k)] += ea * cross;
+                        for beta in 0..np {
+                            let eb = sc.endpoint(beta);
+                            if eb != 0.0 {
+                                self.hbig[(nc + alpha * n + t.first + k, nc + beta * n + t.first + l)] += ea * eb * yy;
+                            }
+                        }
+                    }
+                }
+            }
+            // −μ_0^c · Σ_α w_α Δt S(θ^α)ᵀ J(0)ᵀ u
+            for alpha in 0..np {
+                let c = sc.weights[alpha] * dt;
+                if c == 0.0 {
+                    continue;
+                }
+                let y = t.points[alpha].as_slice();
+                for k in 0..d {
+                    let row = nc + alpha * n + t.first + k;
+                    for l in 0..d {
+                        self.hbig[(row, nc + alpha * n + t.first + l)] -= c * t.u_theta.dot(&(j.shift_second_derivative(y, &unit(k), &unit(l)) * mu0));
+                    }
+                    let v = t.j0 * (j.shift_derivative(y, &unit(k)) * mu0);
+                    for l in 0..d {
+                        self.hbig[(row, dim + t.first + l)] -= c * v[l];
+                        self.hbig[(dim + t.first + l, row)] -= c * v[l];
+                    }
+                }
+            }
+        }
+        // H = Wᵀ ∇²ℒ W + ℒ_η · ι''
+        let e = dim + n;
+        self.hw.fill(0.0);
+        gemm_nn(e, 3 * n, e, ColMajor(self.hbig.as_slice(), e), ColMajor(self.w.as_slice(), e), ColMajorMut(self.hw.as_mut_slice(), e));
         h.fill(0.0);
-        for (i, &l) in lambda.iter().enumerate() {
-            if l == 0.0 {
-                continue;
+        gemm_nn(3 * n, 3 * n, e, ColMajor(self.wt.as_slice(), 3 * n), ColMajor(self.hw.as_slice(), e), ColMajorMut(h.as_mut_slice(), 3 * n));
+        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
+            let gamma0 = j.log_curvature(&[0.0; 6]);
+            let mut ell = Vector6::zeros();
+            for r in 0..t.d {
+                ell[r] = (0..2 * n).map(|i| lambda[i] * a[(i, t.first + r)]).sum();
             }
-            let t = &self.tensor[i * m3 * m3..(i + 1) * m3 * m3];
-            for j in 0..m3 {
-                for k in 0..m3 {
-                    h[(j, k)] += l * t[j * m3 + k];
+            for p in 0..t.d {
+                for q in 0..t.d {
+                    let mut v = 0.0;
+                    for i in 0..t.d {
+                        for k in 0..t.d {
+                            v += t.j0_inv[(i, p)] * t.j0_inv[(k, q)] * ell.dot(&gamma0[i][k]);
+                        }
+                    }
+                    h[(t.first + p, t.first + q)] -= v;
                 }
             }
         }
+    }
+}
+
+/// `dst[r, ·] += scale · src[sr, ·]` (over `src`'s columns).
+fn add_row(dst: &mut DMatrix<f64>, r: usize, src: &DMatrix<f64>, sr: usize, scale: f64) {
+    for c in 0..src.ncols() {
+        dst[(r, c)] += scale * src[(sr, c)];
+    }
+}
+
+/// `m[r, ·] += e v` and `m[·, r] += e v` (`v` of length `m`'s size).
+fn add_row_and_column(m: &mut DMatrix<f64>, r: usize, e: f64, v: &[f64]) {
+    for (c, x) in v.iter().enumerate() {
+        m[(r, c)] += e * x;
+        m[(c, r)] += e * x;
     }
 }
 

@@ -38,6 +38,7 @@ use nalgebra::{DMatrix, Matrix3, Vector3};
 use num_traits::{One, Zero};
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 use vidyn_rbd::{Joint, Model};
+use vidyn_spatial::Se3;
 
 /// The dual number `re + du ε`, `ε² = 0`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -232,10 +233,11 @@ impl DualHessians {
         }
     }
 
-    /// Evaluates the energy Hessians at `(q + ε dq, q̇ + ε dqdot)` (revolute and prismatic
+    /// Evaluates the energy Hessians at `(q + ε dq, q̇ + ε dqdot)` with the joints placed at
+    /// `placements` (`(nbodies,)`: the model's, or a step chart's; revolute and prismatic
     /// joints only, as checked by [`crate::VariationalIntegrator::new`]). O(n·d), no
     /// allocation. Mirrors `PointState::update` followed by `EnergyHessians::update`.
-    pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64], dq: &[f64], dqdot: &[f64]) {
+    pub(crate) fn update(&mut self, model: &Model, placements: &[Se3], q: &[f64], qdot: &[f64], dq: &[f64], dqdot: &[f64]) {
         let n = model.nbodies();
         for i in 0..n {
             let qi = Dual::new(q[i], dq[i]);
@@ -260,7 +262,7 @@ impl DualHessians {
                 Joint::Prismatic { axis } => (M3::identity(), scale(&lift3(axis), qi), Sv { lin: lift3(axis), ang: V3::zeros() }),
                 _ => unreachable!("VariationalIntegrator::new admits revolute and prismatic joints only"),
             };
-            let x = &model.joint_placements[i];
+            let x = &placements[i];
             let (xr, xp) = (x.rotation.map(Dual::c), lift3(&x.translation));
             // local = X_J(i) · joint transform; o = parent · local
             let (lr, lp) = (xr * jr, xp + xr * jp);
@@ -376,7 +378,7 @@ mod tests {
             let (q, v, dq, dv) = (r(&mut rng), r(&mut rng), r(&mut rng), r(&mut rng));
             let want = hessians(&model, &q, &v);
             let mut dh = DualHessians::new(n);
-            dh.update(&model, &q, &v, &dq, &dv);
+            dh.update(&model, &model.joint_placements, &q, &v, &dq, &dv);
             let mut got = EnergyHessians::new(n);
             dh.real_parts(&mut got);
             for (g, w) in [(&got.kqq, &want.kqq), (&got.kvq, &want.kvq), (&got.kvv, &want.kvv), (&got.vqq, &want.vqq)] {
@@ -405,7 +407,7 @@ mod tests {
             };
             let (hp, hm) = (at(h), at(-h));
             let mut dh = DualHessians::new(n);
-            dh.update(&model, &q, &v, &dq, &dv);
+            dh.update(&model, &model.joint_placements, &q, &v, &dq, &dv);
             let mut got = EnergyHessians::new(n);
             dh.dual_parts(&mut got);
             for (g, p, m) in [(&got.kqq, &hp.kqq, &hm.kqq), (&got.kvq, &hp.kvq, &hm.kvq), (&got.kvv, &hp.kvv, &hm.kvv), (&got.vqq, &hp.vqq, &hm.vqq)] {

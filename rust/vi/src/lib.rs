@@ -47,6 +47,7 @@ mod point;
 mod predictor;
 #[cfg(any(test, feature = "oracles"))]
 pub mod reference;
+mod rows_hessian;
 mod schedule;
 pub mod scheme;
 mod second_order;

@@ -18,16 +18,9 @@
 //! Contracted with `λ = (λ_q, λ_p)` and with the adjoint `μ` of `Jᵀ μ = E_zᵀ λ_q + P_zᵀ λ_p`
 //! (`E_z` the endpoint's `z` blocks), `Σ_i λ_i f_i,ab = φ''[Q_a, Q_b]` for the scalar
 //! `φ(Q) = λ_p·P(Q) − μ·R(Q) = Σ_x ω_x · row_x(Q)` with `ω = (−μ, λ_p)` on the step variables
-//! `x = 0..s`. The DEL row of `x` is `Σ_α mix[x][α] (D_α L_d + Q^α)` ([`crate::Scheme::mix`]),
-//! `D_β L_d = Δt Σ_α w_α (δ_αβ L_q + (b[α][β]/Δt) L_q̇)(q^α, q̇^α)` and the forces are linear, so
-//! with `W_α = Σ_x mix[x][α] ω_x` and `V_α = Σ_β b[α][β] W_β`,
-//! `φ = Σ_α w_α (Δt W_α·L_q + V_α·L_q̇)(q^α, q̇^α) + linear terms`:
-//! a sum over control points of directional derivatives of `L` along `(Δt W_α, V_α)`. Its
-//! Hessian in `(q^α, q̇^α)` is `G_α = w_α d/dε ∇²L(q^α + ε Δt W_α, q̇^α + ε V_α)`, the energy
-//! Hessians of Algorithms 2–3 differentiated once along one direction, which module `dual`
-//! computes exactly by forward-mode AD in O(n·d). With `q̇^α = (1/Δt) Σ_β b[α][β] q^β`,
-//! `∇²_Q φ = Σ_α C_αᵀ G_α C_α` (`C_α` the map `Q ↦ (q^α, q̇^α)`), and finally
-//! `H = Q_yᵀ (∇²_Q φ) Q_y` (3n × 3n), split into `H_xx`, `H_xu`, `H_uu`.
+//! `x = 0..s`: the forces being linear in `Q`, its Hessian `∇²_Q φ` comes from third
+//! derivatives of `L` along one direction per control point (module `rows_hessian`), and
+//! finally `H = Q_yᵀ (∇²_Q φ) Q_y` (3n × 3n), split into `H_xx`, `H_xu`, `H_uu`.
 //!
 //! The full tensors are the contracted form for `λ = e_i`, one output `i` at a time.
 //!
@@ -35,9 +28,8 @@
 //! With free-flyer, spherical or planar joints the same outputs come from module
 //! `chart_second_order`, in the tangent coordinates of the first-order linearisation (the
 //! second derivatives of `δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`, the map DDP on a manifold
-//! expands), by central differences of the exact first-order linearisation: **not exact to
-//! rounding** (relative error below 1e-7), `6n + 1` linearised steps per prepared step.
-//! Holonomic constraints and kinematic joints are refused there; body wrenches are not.
+//! expands): the same implicit-function theorem written in one fixed chart of the centred
+//! expansion, with the chart maps' own second derivatives. Exact to rounding.
 //!
 //! # Cost (n dofs, s + 1 control points, per step)
 //! Solving the step as [`VariationalIntegrator::step`]; then the energy Hessians at the
@@ -54,11 +46,10 @@
 
 use crate::chart_second_order::GroupSecondOrder;
 use crate::del::assemble_jacobian;
-use crate::dense::{lu_factor, lu_solve, lu_solve_transposed};
-use crate::dual::DualHessians;
+use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
-use crate::hessians::EnergyHessians;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use crate::rows_hessian::RowsHessian;
 use crate::trajectory::Trajectory;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -115,16 +106,11 @@ pub struct SecondOrderWorkspace {
     pq: DMatrix<f64>,
     /// `(n, 3n)` `Σ_β ∂P/∂q^β Q_y,β`.
     prow: DMatrix<f64>,
-    /// `(s·n,)` adjoint `μ`; `((s+1)·n,)` weights `ω`, `W`, `V`; `(n,)` one direction.
+    /// `(s·n,)` adjoint `μ`; `((s+1)·n,)` the rows' weights `ω`.
     adjoint: Vec<f64>,
     omega: Vec<f64>,
-    wdir: Vec<f64>,
-    vdir: Vec<f64>,
-    dq: Vec<f64>,
-    dual: DualHessians,
-    third: EnergyHessians,
-    /// `(n, n)` the transpose of `third.kvq`.
-    kvq_t: DMatrix<f64>,
+    /// The Hessian of the weighted rows (module `rows_hessian`).
+    rows: RowsHessian,
     /// `((s+1)·n, (s+1)·n)` `C = ∇²_Q φ`; `(s·n, 3n)` `C_zz Z`; `(n, 3n)` `C₀z Z`; `(3n, 3n)`
     /// the contraction.
     pub(crate) cmat: DMatrix<f64>,
@@ -138,7 +124,7 @@ pub struct SecondOrderWorkspace {
     out: FlowDerivatives,
     /// With free-flyer, spherical or planar joints: the second order on the group (module
     /// `chart_second_order`), which replaces everything above but `out`, `hmat`, `unit`.
-    group: Option<Box<GroupSecondOrder>>,
+    pub(crate) group: Option<Box<GroupSecondOrder>>,
 }
 
 impl VariationalIntegrator {
@@ -159,12 +145,7 @@ impl VariationalIntegrator {
             prow: DMatrix::zeros(n, 3 * n),
             adjoint: vec![0.0; s * n],
             omega: vec![0.0; np],
-            wdir: vec![0.0; np],
-            vdir: vec![0.0; np],
-            dq: vec![0.0; n],
-            dual: DualHessians::new(n),
-            third: EnergyHessians::new(n),
-            kvq_t: DMatrix::zeros(n, n),
+            rows: RowsHessian::new(n, np),
             cmat: DMatrix::zeros(np, np),
             xmat: DMatrix::zeros(s * n, 3 * n),
             tmat: DMatrix::zeros(n, 3 * n),
@@ -184,7 +165,7 @@ impl VariationalIntegrator {
                 p_next: vec![0.0; n],
                 iterations: 0,
             },
-            group: self.has_composite_joints().then(|| Box::new(GroupSecondOrder::new(self))),
+            group: self.chart.as_deref().map(|chart| Box::new(GroupSecondOrder::new(self, chart))),
         }
     }
 
@@ -196,25 +177,20 @@ impl VariationalIntegrator {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;
-        if let Some(group) = so.group.as_deref_mut() {
-            if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) {
-                return Err(ViError::InvalidParameter(
-                    "second-order derivatives on the Lie group (free-flyer, spherical or planar joints) are not implemented with holonomic constraints or kinematic joints (first order is)"
-                        .into(),
-                ));
-            }
-            so.out.iterations = group.prepare(at, &mut so.out)?;
-            so.prepared = true;
-            return Ok(());
-        }
         if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) || !self.wrenches.is_empty() {
-            // the implicit-function theorem below has no multiplier rows and no prescribed
-            // points, and the third derivatives (forward-mode AD of the energy Hessians) carry
-            // no wrench term: refuse rather than return the derivatives of a different map
+            // the implicit-function theorem below (and its form on the Lie group) has no
+            // multiplier rows and no prescribed points, and the third derivatives (forward-mode
+            // AD of the energy Hessians) carry no wrench term: refuse rather than return the
+            // derivatives of a different map
             return Err(ViError::InvalidParameter(
                 "second-order derivatives are not implemented for integrators with holonomic constraints, kinematic joints or body wrenches (first order is)"
                     .into(),
             ));
+        }
+        if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
+            so.out.iterations = group.prepare(self, chart, &mut so.vi, at, &mut so.out)?;
+            so.prepared = true;
+            return Ok(());
         }
         so.out.iterations = self.step(&mut so.vi, at, &mut so.out.q_next, &mut so.out.p_next)?;
         let StepInput { k: step, q, .. } = at;
@@ -269,8 +245,8 @@ impl VariationalIntegrator {
 
     /// `so.hmat = Σ_i λ_i ∂²f_i/∂y²` (3n × 3n) at the prepared step (module docs).
     pub(crate) fn second_order_contract(&self, so: &mut SecondOrderWorkspace, lam: &[f64]) {
-        if let Some(group) = so.group.as_deref() {
-            group.contract(lam, &mut so.hmat);
+        if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
+            group.contract(self, chart, lam, &so.out.a, &mut so.hmat);
             return;
         }
         let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), &*self.model);
@@ -284,59 +260,12 @@ impl VariationalIntegrator {
             }
         }
         lu_solve_transposed(&so.jac, &so.pivots, &mut so.adjoint);
-        // ω = (−μ, λ_p) on the step variables; W_α = Σ_x mix[x][α] ω_x; V_α = Σ_β b[α][β] W_β
+        // ω = (−μ, λ_p) on the step variables; ∇²_Q φ (module `rows_hessian`)
         for (o, m) in so.omega.iter_mut().zip(&so.adjoint) {
             *o = -m;
         }
         so.omega[s * n..].copy_from_slice(lp);
-        for al in 0..np {
-            for i in 0..n {
-                so.wdir[al * n + i] = (0..=al).map(|x| sc.mix(x, al) * so.omega[x * n + i]).sum();
-            }
-        }
-        for al in 0..np {
-            for i in 0..n {
-                so.vdir[al * n + i] = (0..np).map(|be| sc.b(al, be) * so.wdir[be * n + i]).sum();
-            }
-        }
-        // ∇²_Q φ = Σ_α w_α C_αᵀ (d/dε ∇²L) C_α
-        so.cmat.fill(0.0);
-        for al in 0..np {
-            let wa = sc.weights[al];
-            if wa == 0.0 {
-                continue;
-            }
-            for i in 0..n {
-                so.dq[i] = dt * so.wdir[al * n + i];
-            }
-            let pts = &so.vi.points;
-            so.dual.update(model, &pts.q[al], &pts.qdot[al], &so.dq, &so.vdir[al * n..(al + 1) * n]);
-            so.dual.dual_parts(&mut so.third);
-            // L_qq = K_qq − V_qq in place, and K_q̇qᵀ, so that every block below is a
-            // combination of contiguous columns
-            so.third.kqq -= &so.third.vqq;
-            so.third.kvq.transpose_to(&mut so.kvq_t);
-            let (t, ld) = (&so.third, np * n);
-            for be in 0..np {
-                let (qa, ca) = (if be == al { 1.0 } else { 0.0 }, sc.b(al, be) / dt);
-                for be2 in 0..np {
-                    let (qb, cb) = (if be2 == al { 1.0 } else { 0.0 }, sc.b(al, be2) / dt);
-                    let (cqq, cqv, cvq, cvv) = (wa * qa * qb, wa * qa * cb, wa * ca * qb, wa * ca * cb);
-                    if cqq == 0.0 && cqv == 0.0 && cvq == 0.0 && cvv == 0.0 {
-                        continue;
-                    }
-                    for c in 0..n {
-                        let col = &mut so.cmat.as_mut_slice()[(be2 * n + c) * ld + be * n..][..n];
-                        let cols = c * n..(c + 1) * n;
-                        let (lqq, kvqt, kvq, kvv) =
-                            (&t.kqq.as_slice()[cols.clone()], &so.kvq_t.as_slice()[cols.clone()], &t.kvq.as_slice()[cols.clone()], &t.kvv.as_slice()[cols]);
-                        for r in 0..n {
-                            col[r] += cqq * lqq[r] + cqv * kvqt[r] + cvq * kvq[r] + cvv * kvv[r];
-                        }
-                    }
-                }
-            }
-        }
+        so.rows.fill(model, &so.vi.points, sc, dt, &so.omega, &mut so.cmat);
         // H = Q_yᵀ C Q_y with Q_y = [E; Z], E = [1 0 0]:
         // H = Eᵀ C₀₀ E + (T = C₀z Z in the q_k rows) + Tᵀ (in the q_k columns) + Zᵀ C_zz Z
         let (ld, m3, sn) = (np * n, 3 * n, s * n);
@@ -395,9 +324,8 @@ impl VariationalIntegrator {
     /// (third derivatives of `L` along one direction per control point, by forward-mode AD),
     /// projected on the control-point sensitivities. Exact to rounding. Cost O(s² n³) per
     /// step, O(n²) memory; no allocation after the workspace exists. With free-flyer,
-    /// spherical or planar joints: central differences of the exact first-order linearisation
-    /// in tangent coordinates (module docs, "On the Lie group"), relative error below 1e-7,
-    /// `6n + 1` linearised steps and O(n³) memory. `at` as for
+    /// spherical or planar joints: in tangent coordinates (module docs, "On the Lie group"),
+    /// at about the same cost. `at` as for
     /// [`Self::step`]. Errors as [`Self::step`], and [`ViError::InvalidParameter`] when
     /// `lambda` does not have `2n` finite entries.
     pub fn linearize_second_order_contracted<'w>(&self, so: &'w mut SecondOrderWorkspace, at: StepInput<'_>, lambda: &[f64]) -> Result<&'w FlowDerivatives> {
@@ -578,61 +506,6 @@ pub fn linearize_trajectory_contracted(vi: &VariationalIntegrator, traj: &Trajec
         lin.max_defect = lin.max_defect.max(d);
     }
     Ok(lin)
-}
-
-/// A column-major matrix in a slice with leading dimension `.1`: entry `(i, j)` at `i + j·ld`.
-#[derive(Clone, Copy)]
-struct ColMajor<'a>(&'a [f64], usize);
-/// [`ColMajor`], writable.
-struct ColMajorMut<'a>(&'a mut [f64], usize);
-
-/// `c += a · b` for column-major slices: `a` (m × k), `b` (k × nc), `c` (m × nc). 4 × 4 blocks
-/// of `c` are accumulated in registers over `k` (16 multiply–adds per 8 loads); edges by
-/// column axpys. No allocation (nalgebra's `gemm` packs into a fresh heap buffer on every
-/// call).
-fn gemm_nn(m: usize, nc: usize, k: usize, ColMajor(a, lda): ColMajor<'_>, ColMajor(b, ldb): ColMajor<'_>, ColMajorMut(c, ldc): ColMajorMut<'_>) {
-    let (m4, n4) = (m / 4 * 4, nc / 4 * 4);
-    for j in (0..n4).step_by(4) {
-        let bc = [&b[j * ldb..j * ldb + k], &b[(j + 1) * ldb..(j + 1) * ldb + k], &b[(j + 2) * ldb..(j + 2) * ldb + k], &b[(j + 3) * ldb..(j + 3) * ldb + k]];
-        for i in (0..m4).step_by(4) {
-            let mut acc = [[0.0_f64; 4]; 4];
-            for l in 0..k {
-                let ar = &a[l * lda + i..l * lda + i + 4];
-                let a4 = [ar[0], ar[1], ar[2], ar[3]];
-                for t in 0..4 {
-                    let bt = bc[t][l];
-                    for r in 0..4 {
-                        acc[t][r] += a4[r] * bt;
-                    }
-                }
-            }
-            for t in 0..4 {
-                for r in 0..4 {
-                    c[(j + t) * ldc + i + r] += acc[t][r];
-                }
-            }
-        }
-        if m4 < m {
-            for t in 0..4 {
-                axpy_column(m4, m, k, a, lda, bc[t], &mut c[(j + t) * ldc..(j + t) * ldc + m]);
-            }
-        }
-    }
-    for j in n4..nc {
-        axpy_column(0, m, k, a, lda, &b[j * ldb..j * ldb + k], &mut c[j * ldc..j * ldc + m]);
-    }
-}
-
-/// `c[r0..m] += a[r0..m, :] · b` for one column `b` (k,) of the product.
-fn axpy_column(r0: usize, m: usize, k: usize, a: &[f64], lda: usize, b: &[f64], c: &mut [f64]) {
-    for l in 0..k {
-        let bl = b[l];
-        if bl != 0.0 {
-            for (ci, ai) in c[r0..m].iter_mut().zip(&a[l * lda + r0..l * lda + m]) {
-                *ci += ai * bl;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -127,11 +127,11 @@ impl DiscreteDynamics for VariationalIntegrator {
         Ok(self.fresh_after_error(ws, r)?)
     }
 
-    /// Unless the integrator has holonomic constraints or kinematic joints (module
-    /// `second_order`): exact on fixed charts, central differences of the exact first order
-    /// on the Lie group ([`VariationalIntegrator::linearize_second_order_contracted`]).
+    /// Unless the integrator has holonomic constraints, kinematic joints or body wrenches
+    /// (module `second_order`; exact, on fixed charts and on the Lie group,
+    /// [`VariationalIntegrator::linearize_second_order_contracted`]).
     fn has_second_order(&self) -> bool {
-        self.constraints().is_empty() && !self.kinematic().iter().any(|&k| k)
+        self.constraints().is_empty() && !self.kinematic().iter().any(|&k| k) && self.body_wrenches().is_empty()
     }
 
     /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this

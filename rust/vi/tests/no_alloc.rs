@@ -142,7 +142,7 @@ fn steps_on_the_lie_group_do_not_allocate() {
         let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
         vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap();
         assert_eq!(allocations(|| vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
-        // the second order on the group (differences of the linearisation); the full tensors'
+        // the exact second order on the group; the full tensors'
         // storage is made by the first full call
         let mut so = vi.second_order_workspace();
         let lam: Vec<f64> = (0..2 * n).map(|i| 0.5 - 0.1 * i as f64).collect();

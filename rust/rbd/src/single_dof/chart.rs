@@ -390,6 +390,100 @@ impl CompositeJoint<'_> {
     }
 }
 
+/// Second derivatives of the chart maps, for the exact second order of a step on the group.
+///
+/// The chart is a product of exponentials, `τ(y) = exp(s_0 y_0) ⋯ exp(s_{d−1} y_{d−1})` (the
+/// translations along the body axes commute; then the Z-Y-X rotations), so column `i` of
+/// `J(y)` is `J_i = Ad_{E_{>i}⁻¹} s_i` with `E_{>i}` the factors after `i`. Moving `y_j` for
+/// `j > i` conjugates `J_i` by one more factor: `∂J_i/∂y_j = [J_i, J_j]` (`ad_{J_i} J_j`, the
+/// joint's Lie bracket [`CompositeJoint::bracket`]) for `j > i`, zero for `j ≤ i`. So
+/// `J'(y)[b] e_i = [J_i, T_i(b)]` with `T_i(b) = Σ_{k>i} b_k J_k`, and once more
+/// `J''(y)[a, b] e_i = [J'(y)[a] e_i, T_i(b)] + [J_i, Σ_{k>i} b_k J'(y)[a] e_k]`.
+/// The same structure gives the second-order term of the chart's logarithm:
+/// `τ(y)⁻¹ τ(y + δ) = Π_i exp(J_i δ_i)` in order, so by Baker–Campbell–Hausdorff
+/// `log(τ(y)⁻¹ τ(y + δ)) = J(y) δ + ½ Σ_{i<j} [J_i, J_j] δ_i δ_j + O(|δ|³)`
+/// ([`CompositeJoint::log_curvature`]).
+impl CompositeJoint<'_> {
+    /// The Lie bracket `[a, b] = ad_a b` of the joint's algebra in its tangent coordinates
+    /// (Pinocchio's body-frame convention; zero-padded to 6).
+    #[must_use]
+    pub fn bracket(&self, a: &Vector6<f64>, b: &Vector6<f64>) -> Vector6<f64> {
+        adjoint(&self.0.joint, a) * b
+    }
+
+    /// `J''(y)[a, b]`, the second derivative of [`Self::velocity_map`] (top-left `d × d`, zero
+    /// elsewhere; symmetric in `a`, `b`), from the brackets of the `impl` docs. O(d²) 6×6
+    /// products.
+    #[must_use]
+    pub fn velocity_map_second_derivative(&self, y: &[f64], a: &[f64], b: &[f64]) -> Matrix6<f64> {
+        let d = self.nv();
+        let j = velocity_block(&self.0.joint, y);
+        let ja = self.velocity_map_derivative(y, a);
+        let mut out = Matrix6::zeros();
+        for i in 0..d {
+            let (mut tail_j, mut tail_ja) = (Vector6::zeros(), Vector6::zeros());
+            for k in i + 1..d {
+                tail_j += j.column(k) * b[k];
+                tail_ja += ja.column(k) * b[k];
+            }
+            let col = self.bracket(&ja.column(i).into_owned(), &tail_j) + self.bracket(&j.column(i).into_owned(), &tail_ja);
+            out.set_column(i, &col);
+        }
+        out
+    }
+
+    /// `S''(y)[a, b]`, the second derivative of [`Self::shift`] (top-left `d × d`). With
+    /// `K = J(y)⁻¹`, `Φ = Ad_{τ(y)⁻¹}` and `S = K Φ J(0)`: `Φ'[a] = −ad_{J a} Φ`,
+    /// `Φ''[a, b] = (ad_{J a} ad_{J b} − ad_{J'[b] a}) Φ`, `K'[a] = −K J'[a] K`,
+    /// `K''[a, b] = K (J'[a] K J'[b] + J'[b] K J'[a] − J''[a, b]) K`, and
+    /// `S'' = (K'' Φ + K'[a] Φ'[b] + K'[b] Φ'[a] + K Φ''[a, b]) J(0)`.
+    #[must_use]
+    pub fn shift_second_derivative(&self, y: &[f64], a: &[f64], b: &[f64]) -> Matrix6<f64> {
+        let joint = &self.0.joint;
+        let j = velocity_block(joint, y);
+        let Some(k) = j.try_inverse() else { return Matrix6::repeat(f64::NAN) };
+        let j0_inv = velocity_block(joint, &[0.0; 6]).try_inverse().unwrap_or_else(Matrix6::identity);
+        // Φ = J S J(0)⁻¹ (the padding outside d × d is the identity in all three)
+        let phi = j * self.shift(y) * j0_inv;
+        let (ja, jb, jab) = (self.velocity_map_derivative(y, a), self.velocity_map_derivative(y, b), self.velocity_map_second_derivative(y, a, b));
+        let (xa, xb) = (j * vec6(&a[..self.nv()]), j * vec6(&b[..self.nv()]));
+        let (ad_a, ad_b) = (adjoint(joint, &xa), adjoint(joint, &xb));
+        let phi_a = -ad_a * phi;
+        let phi_b = -ad_b * phi;
+        let phi_ab = (ad_a * ad_b - adjoint(joint, &(jb * vec6(&a[..self.nv()])))) * phi;
+        let (ka, kb) = (-k * ja * k, -k * jb * k);
+        let kab = k * (ja * k * jb + jb * k * ja - jab) * k;
+        let mut s = (kab * phi + ka * phi_b + kb * phi_a + k * phi_ab) * velocity_block(joint, &[0.0; 6]);
+        let d = self.nv();
+        for r in 0..6 {
+            for c in 0..6 {
+                if r >= d || c >= d {
+                    s[(r, c)] = 0.0;
+                }
+            }
+        }
+        s
+    }
+
+    /// The second-order term of the chart's logarithm at `y` (`impl` docs): `Γ[i][j] =
+    /// ½ [J_i, J_j]` for `i < j` and `Γ[j][i] = Γ[i][j]` (`Γ[i][i] = 0`), so that
+    /// `log(τ(y)⁻¹ τ(y + δ)) = J(y) δ + ½ Σ_{ij} Γ[i][j] δ_i δ_j + O(|δ|³)`: `Γ` is the
+    /// Hessian of that logarithm at `δ = 0`. Row-major `d × d` of 6-vectors.
+    #[must_use]
+    pub fn log_curvature(&self, y: &[f64]) -> [[Vector6<f64>; 6]; 6] {
+        let j = velocity_block(&self.0.joint, y);
+        let mut g = [[Vector6::zeros(); 6]; 6];
+        for i in 0..self.nv() {
+            for k in i + 1..self.nv() {
+                let v = 0.5 * self.bracket(&j.column(i).into_owned(), &j.column(k).into_owned());
+                g[i][k] = v;
+                g[k][i] = v;
+            }
+        }
+        g
+    }
+}
+
 /// The rotation block of [`CompositeJoint::shift`] at Z-Y-X angles `y`: `A = E⁻¹ Rᵀ E(0)`,
 /// with `E⁻¹` and `Rᵀ E(0)` kept for the rate.
 struct RotationShift {
@@ -560,6 +654,53 @@ mod tests {
                     let direct = ds.transpose() * w;
                     let contracted = c * Vector6::from_fn(|r, _| if r < d { dir[r] } else { 0.0 });
                     assert!((direct - contracted).amax() < 1e-12, "{} joint {}: contraction", m.name, j.name());
+                }
+            }
+        }
+    }
+
+    /// `J''`, `S''` and the logarithm's curvature (the brackets of the product of
+    /// exponentials) against central differences of `J'`, `S'` and of `difference` itself:
+    /// first differences at h = 1e-6 (truncation ~h² ≈ 1e-12, round-off ~ε/h ≈ 1e-10,
+    /// asserted 1e-8); the logarithm's second differences at h = 1e-4 (truncation ~h² ≈ 1e-8,
+    /// round-off ~ε/h² ≈ 1e-8, asserted 1e-6).
+    #[test]
+    fn second_derivatives_of_the_chart_maps_match_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        for m in models() {
+            let (_, map) = m.to_single_dof().unwrap();
+            for j in map.composite_joints() {
+                let (f, d) = (j.first(), j.nv());
+                for _ in 0..4 {
+                    let draw = |rng: &mut ChaCha8Rng| (0..d).map(|_| rng.random_range(-1.0..1.0)).collect::<Vec<f64>>();
+                    let (y, a, b) = (draw(&mut rng), draw(&mut rng), draw(&mut rng));
+                    let h = 1e-6;
+                    let at = |eps: f64| y.iter().zip(&b).map(|(x, v)| x + eps * v).collect::<Vec<f64>>();
+                    let fd_j = (j.velocity_map_derivative(&at(h), &a) - j.velocity_map_derivative(&at(-h), &a)) / (2.0 * h);
+                    let fd_s = (j.shift_derivative(&at(h), &a) - j.shift_derivative(&at(-h), &a)) / (2.0 * h);
+                    let (jab, sab) = (j.velocity_map_second_derivative(&y, &a, &b), j.shift_second_derivative(&y, &a, &b));
+                    assert!((fd_j - jab).amax() < 1e-8, "{} joint {}: J'' {jab} vs {fd_j}", m.name, j.name());
+                    assert!((fd_s - sab).amax() < 1e-8, "{} joint {}: S'' {sab} vs {fd_s}", m.name, j.name());
+                    assert!((jab - j.velocity_map_second_derivative(&y, &b, &a)).amax() < 1e-14, "J'' symmetric");
+                    // log(τ(y)⁻¹ τ(y + δ)) read by `difference` between the two chart points
+                    let c = random_configuration(&m, &mut rng);
+                    let point = |t: &[f64]| {
+                        let mut theta = vec![0.0; map.n];
+                        theta[f..f + d].copy_from_slice(t);
+                        let mut q = vec![0.0; m.nq];
+                        map.chart_point(&c, &theta, &mut q);
+                        q
+                    };
+                    let base = point(&y);
+                    let h = 1e-4;
+                    let log = |eps: f64| crate::difference(&m, &base, &point(&at(eps))).unwrap();
+                    let (plus, minus) = (log(h), log(-h));
+                    let gamma = j.log_curvature(&y);
+                    for r in 0..d {
+                        let fd = (plus[f + r] + minus[f + r]) / (h * h);
+                        let exact: f64 = (0..d).flat_map(|i| (0..d).map(move |k| (i, k))).map(|(i, k)| gamma[i][k][r] * b[i] * b[k]).sum();
+                        assert!((fd - exact).abs() < 1e-6, "{} joint {}: log curvature row {r}: {exact} vs {fd}", m.name, j.name());
+                    }
                 }
             }
         }

@@ -39,3 +39,59 @@ pub(crate) fn floating_tree_inputs() -> TreeInputs {
     let lam = (0..2 * n).map(|i| ((i as f64) * 0.77).cos()).collect();
     TreeInputs { model, q0, v0, u, lam }
 }
+
+/// `DF(y)` of the map `F(y) = f(x̄ ⊕ (δq, δp), ū + δu) ⊖ x̄'` at `y = h e_j` (`2n × 3n`), from
+/// the exact first-order linearisation of the moved step, carried to the tangent coordinates
+/// at `x̄` and `x̄'`: `DF(y) = diag(E(q̄', q'), 1) [A(y) B(y)] diag(E(q̄, q(y))⁻¹, 1, 1)` with
+/// `E(q₀, q₁) = ∂(q₁ ⊖ q₀)/∂v` ([`vidyn_rbd::Joint::difference_jacobian`]).
+fn moved_jacobian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_next: &[f64], j: usize, h: f64) -> DMatrix<f64> {
+    let (q, p, u) = at;
+    let (n, model) = (vi.n(), vi.model());
+    let (mut dq, mut p2, mut u2) = (vec![0.0; n], p.to_vec(), u.to_vec());
+    match j {
+        j if j < n => dq[j] = h,
+        j if j < 2 * n => p2[j - n] += h,
+        _ => u2[j - 2 * n] += h,
+    }
+    let q2 = vidyn_rbd::integrate(model, q, &dq).unwrap();
+    let (mut a, mut b, mut q3, mut p3) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), vec![0.0; vi.nq()], vec![0.0; n]);
+    vi.linearize(&mut vi.workspace(), StepInput::new(0, &q2, &p2, &u2).with_guess(Some(q_next)), &mut a, &mut b, &mut q3, &mut p3).unwrap();
+    let mut jac = DMatrix::zeros(2 * n, 3 * n);
+    jac.columns_mut(0, 2 * n).copy_from(&a);
+    jac.columns_mut(2 * n, n).copy_from(&b);
+    for (i, joint) in model.joints.iter().enumerate() {
+        let (iq, iv, d, dn) = (model.idx_q[i], model.idx_v[i], joint.nv(), joint.nq());
+        if d == 1 {
+            continue;
+        }
+        let e_in = joint.difference_jacobian(&q[iq..iq + dn], &q2[iq..iq + dn]).try_inverse().unwrap();
+        let e_out = joint.difference_jacobian(&q_next[iq..iq + dn], &q3[iq..iq + dn]);
+        let cols = jac.columns(iv, d) * e_in.view((0, 0), (d, d));
+        jac.columns_mut(iv, d).copy_from(&cols);
+        let rows = e_out.view((0, 0), (d, d)) * jac.rows(iv, d);
+        jac.rows_mut(iv, d).copy_from(&rows);
+    }
+    jac
+}
+
+/// `∇²(λᵀF)(0)` (`3n × 3n`) by central differences of the exact first order ([`moved_jacobian`])
+/// with steps `h` on configurations, `h·max(1, |p̄|∞)` on momenta and `h·max(1, |ū|∞)` on
+/// controls, Richardson-extrapolated from `h` and `2h` (truncation O(h⁴)); `vi` should run
+/// Newton at its round-off floor (a solver error enters divided by `h`).
+pub(crate) fn differenced_hessian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_next: &[f64], lam: &[f64], h: f64) -> DMatrix<f64> {
+    let n = vi.n();
+    let scale = |x: &[f64]| x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+    let mut out = DMatrix::zeros(3 * n, 3 * n);
+    for j in 0..3 * n {
+        let hj = h * match j {
+            j if j < n => 1.0,
+            j if j < 2 * n => scale(at.1),
+            _ => scale(at.2),
+        };
+        let d = |step: f64| (moved_jacobian(vi, at, q_next, j, step) - moved_jacobian(vi, at, q_next, j, -step)) / (2.0 * step);
+        let column = (d(hj) * 4.0 - d(2.0 * hj)) / 3.0; // ∂DF/∂y_j, (2n × 3n)
+        let row = column.transpose() * nalgebra::DVector::from_column_slice(lam);
+        out.row_mut(j).copy_from(&row.transpose());
+    }
+    out
+}
