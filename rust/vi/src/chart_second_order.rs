@@ -51,7 +51,7 @@
 //!   `∂²/∂η_i∂y_j = ½ λ·[Ad J(0) e_i, J(ȳ) e_j]` (`Ad J(0) = J(ȳ) S(ȳ)`).
 //!
 //! The derivatives of `J⁻¹` come from `J'`, `J''` (`(J⁻¹)'' = J⁻¹(J'_a J⁻¹ J'_b + J'_b J⁻¹ J'_a
-//! − J''_ab) J⁻¹`), those of `S` from [`vidyn_rbd::CompositeJoint::shift_second_derivative`].
+//! − J''_ab) J⁻¹`), those of `S` from [`vidyn_rbd::CompositeJoint::shift_second_derivatives`].
 //! Finally `log τ(η) = J(0) η + ½ ηᵀ Γ_0 η + …` inverts to
 //! `ι''[a, b] = −J(0)⁻¹ Γ_0[J(0)⁻¹ a, J(0)⁻¹ b]`, and `ℒ_η = J(0)ᵀ (Aᵀ λ)_{δq}`.
 //!
@@ -104,10 +104,31 @@ struct JointTerms {
     p_chart: Vector6<f64>,
     p_next: Vector6<f64>,
     centre_rows: Vector6<f64>,
+    /// The λ-independent chart terms of the contraction (module docs), `k, l < d`:
+    /// `J(0)⁻¹ J'(0)[e_k]`, `S'(y_s)[e_k]`, `J(y_s)⁻¹ J'(y_s)[e_k] J(y_s)⁻¹`,
+    centre_turn: [Matrix6<f64>; 6],
+    end_shift: [Matrix6<f64>; 6],
+    end_turn: [Matrix6<f64>; 6],
+    /// `(J⁻¹)''(0)[e_k, e_l]ᵀ L̂_η`, `S''(y_s)[e_k, e_l]ᵀ P`, `(J⁻¹)''(y_s)[e_k, e_l]ᵀ P`,
+    centre_curvature: Pairs,
+    end_shift_curvature: Pairs,
+    end_curvature: Pairs,
+    /// the logarithm's terms `Ad Γ_0[k][l]`, `Γ_ȳ[k][l]`, `½ [Ad J(0) e_k, J(ȳ) e_l]` and
+    /// `ι`'s `Σ_ij J(0)⁻¹[i, k] J(0)⁻¹[j, l] Γ_0[i][j]`,
+    log_centre: Pairs,
+    log_end: Pairs,
+    log_cross: Pairs,
+    log_input: Pairs,
+    /// and per control point `α`: `S''(θ^α)[e_k, e_l]ᵀ u_θ` and `J(0) S'(θ^α)[e_k]`.
+    control_curvature: Vec<Pairs>,
+    control_turn: Vec<[Matrix6<f64>; 6]>,
 }
 
+/// A 6-vector per pair `(k, l)` of a joint's coordinates.
+type Pairs = [[Vector6<f64>; 6]; 6];
+
 impl JointTerms {
-    fn new(joint: &CompositeJoint<'_>, centre: usize, composite: usize) -> Self {
+    fn new(joint: &CompositeJoint<'_>, centre: usize, composite: usize, points: usize) -> Self {
         let j0 = joint.velocity_map(&[0.0; 6]);
         Self {
             first: joint.first(),
@@ -126,8 +147,68 @@ impl JointTerms {
             p_chart: Vector6::zeros(),
             p_next: Vector6::zeros(),
             centre_rows: Vector6::zeros(),
+            centre_turn: [Matrix6::zeros(); 6],
+            end_shift: [Matrix6::zeros(); 6],
+            end_turn: [Matrix6::zeros(); 6],
+            centre_curvature: [[Vector6::zeros(); 6]; 6],
+            end_shift_curvature: [[Vector6::zeros(); 6]; 6],
+            end_curvature: [[Vector6::zeros(); 6]; 6],
+            log_centre: [[Vector6::zeros(); 6]; 6],
+            log_end: [[Vector6::zeros(); 6]; 6],
+            log_cross: [[Vector6::zeros(); 6]; 6],
+            log_input: [[Vector6::zeros(); 6]; 6],
+            control_curvature: vec![[[Vector6::zeros(); 6]; 6]; points],
+            control_turn: vec![[Matrix6::zeros(); 6]; points],
         }
     }
+
+    /// The λ-independent chart terms (the fields after `centre_rows`) at the prepared step.
+    fn chart_terms(&mut self, joint: &CompositeJoint<'_>, points: usize) {
+        let (d, zero, end) = (self.d, [0.0; 6], self.end);
+        let (centre_first, end_first) = (first_derivatives(joint, &zero), first_derivatives(joint, end.as_slice()));
+        let (centre_second, end_second) = (joint.velocity_map_second_derivatives(&zero), joint.velocity_map_second_derivatives(end.as_slice()));
+        let end_shift_second = joint.shift_second_derivatives(end.as_slice());
+        let (gamma0, gamma_end) = (joint.log_curvature(&zero), joint.log_curvature(end.as_slice()));
+        let turned = self.j_end * self.shift_end;
+        let ad = turned * self.j0_inv;
+        for k in 0..d {
+            self.centre_turn[k] = self.j0_inv * centre_first[k];
+            self.end_shift[k] = joint.shift_derivative(end.as_slice(), &unit(k));
+            self.end_turn[k] = self.j_end_inv * end_first[k] * self.j_end_inv;
+            for l in 0..d {
+                let inverse = |j_inv: &Matrix6<f64>, first: &[Matrix6<f64>; 6], second: &Matrix6<f64>| {
+                    j_inv * (first[k] * j_inv * first[l] + first[l] * j_inv * first[k] - second) * j_inv
+                };
+                self.centre_curvature[k][l] = inverse(&self.j0_inv, &centre_first, &centre_second[k][l]).transpose() * self.centre_rows;
+                self.end_curvature[k][l] = inverse(&self.j_end_inv, &end_first, &end_second[k][l]).transpose() * self.p_chart;
+                self.end_shift_curvature[k][l] = end_shift_second[k][l].transpose() * self.p_chart;
+                self.log_centre[k][l] = ad * gamma0[k][l];
+                self.log_end[k][l] = gamma_end[k][l];
+                self.log_cross[k][l] = 0.5 * joint.bracket(&turned.column(k).into_owned(), &self.j_end.column(l).into_owned());
+                self.log_input[k][l] =
+                    (0..d).flat_map(|i| (0..d).map(move |m| (i, m))).map(|(i, m)| gamma0[i][m] * (self.j0_inv[(i, k)] * self.j0_inv[(m, l)])).sum();
+            }
+        }
+        for alpha in 0..points {
+            let y = self.points[alpha];
+            let second = joint.shift_second_derivatives(y.as_slice());
+            for k in 0..d {
+                self.control_turn[alpha][k] = self.j0 * joint.shift_derivative(y.as_slice(), &unit(k));
+                for l in 0..d {
+                    self.control_curvature[alpha][k][l] = second[k][l].transpose() * self.u_theta;
+                }
+            }
+        }
+    }
+}
+
+/// `J'(y)[e_k]` for every `k < d`.
+fn first_derivatives(joint: &CompositeJoint<'_>, y: &[f64]) -> [Matrix6<f64>; 6] {
+    let mut out = [Matrix6::zeros(); 6];
+    for (k, o) in out.iter_mut().enumerate().take(joint.nv()) {
+        *o = joint.velocity_map_derivative(y, &unit(k));
+    }
+    out
 }
 
 /// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
@@ -142,14 +223,6 @@ fn unit(k: usize) -> [f64; 6] {
     let mut e = [0.0; 6];
     e[k] = 1.0;
     e
-}
-
-/// `(J⁻¹)''[e_k, e_l]` at `y` from `J⁻¹`, `J'` and `J''` (module docs).
-fn inverse_second_derivative(joint: &CompositeJoint<'_>, y: &[f64], j_inv: &Matrix6<f64>, k: usize, l: usize) -> Matrix6<f64> {
-    let (ek, el) = (unit(k), unit(l));
-    let (jk, jl) = (joint.velocity_map_derivative(y, &ek), joint.velocity_map_derivative(y, &el));
-    let jkl = joint.velocity_map_second_derivative(y, &ek, &el);
-    j_inv * (jk * j_inv * jl + jl * j_inv * jk - jkl) * j_inv
 }
 
 /// Scratch of the exact second order on the group (module docs), `n` the model's `nv`, `N`
@@ -179,9 +252,10 @@ pub(crate) struct GroupSecondOrder {
     rz: DMatrix<f64>,
     pivots: Vec<usize>,
     rhs: DMatrix<f64>,
-    /// `W` (`e × 3n`) and its transpose.
+    /// `W` (`e × 3n`), its transpose and `[A B] = F W` (`2n × 3n`).
     w: DMatrix<f64>,
     wt: DMatrix<f64>,
+    ab: DMatrix<f64>,
     /// The adjoint `μ` `(s n,)`, the rows' weights `ω` `((s+1)N,)`, `∇²_Q̂ φ`, its columns in
     /// `(η, X)`, `∇²ℒ` (`e × e`) and `∇²ℒ W`.
     mu: Vec<f64>,
@@ -205,7 +279,7 @@ impl GroupSecondOrder {
             .composite_joints()
             .zip(&centred.centres)
             .map(|(j, &centre)| {
-                let t = JointTerms::new(&j, centre, nc);
+                let t = JointTerms::new(&j, centre, nc, np);
                 nc += j.nv();
                 t
             })
@@ -231,6 +305,7 @@ impl GroupSecondOrder {
             rhs: DMatrix::zeros(s * n, 3 * n),
             w: DMatrix::zeros(dim + n, 3 * n),
             wt: DMatrix::zeros(3 * n, dim + n),
+            ab: DMatrix::zeros(2 * n, 3 * n),
             mu: vec![0.0; s * n],
             omega: vec![0.0; np * big],
             cmat: DMatrix::zeros(np * big, np * big),
@@ -246,9 +321,10 @@ impl GroupSecondOrder {
         self.joints.iter().map(|t| t.d).sum()
     }
 
-    /// Solves and linearises the step from `at` into `out` (`a`, `b`, the next state), then
-    /// keeps everything the contraction needs (module docs). Errors as
-    /// [`VariationalIntegrator::linearize`].
+    /// Solves the step from `at` and keeps everything the contraction needs (module docs);
+    /// writes the next state and `A`, `B` (`F W`: the first order of the same implicit-function
+    /// theorem, equal to [`VariationalIntegrator::linearize`]'s to rounding) into `out`. Errors
+    /// as [`VariationalIntegrator::linearize`].
     pub(crate) fn prepare(
         &mut self,
         vi: &VariationalIntegrator,
@@ -257,7 +333,7 @@ impl GroupSecondOrder {
         at: StepInput<'_>,
         out: &mut FlowDerivatives,
     ) -> Result<usize> {
-        let iterations = vi.linearize(ws, at, &mut out.a, &mut out.b, &mut out.q_next, &mut out.p_next)?;
+        let iterations = vi.step(ws, at, &mut out.q_next, &mut out.p_next)?;
         let step = at.k;
         let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
         let (s, np) = (sc.s, sc.points());
@@ -311,6 +387,7 @@ impl GroupSecondOrder {
             t.p_next = t.j_end_inv.transpose() * t.p_chart;
             let control: Vector6<f64> = (0..np).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
             t.centre_rows = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
+            t.chart_terms(&j, np);
         }
         self.residual_jacobian(vi, chart);
         self.output_jacobian(vi, chart);
@@ -344,6 +421,12 @@ impl GroupSecondOrder {
             }
         }
         self.w.transpose_to(&mut self.wt);
+        // A, B = F_V W_V + F_u W_u
+        self.ab.fill(0.0);
+        gemm_nn(2 * n, 3 * n, dim, ColMajor(self.fv.as_slice(), 2 * n), ColMajor(self.w.as_slice(), e), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        gemm_nn(2 * n, 3 * n, n, ColMajor(self.fu.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[dim..], e), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        out.a.copy_from(&self.ab.columns(0, 2 * n));
+        out.b.copy_from(&self.ab.columns(2 * n, n));
         Ok(iterations)
     }
 
@@ -538,16 +621,14 @@ impl GroupSecondOrder {
             }
         }
         let cw_end = sc.control_weight(s) * dt;
-        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
+        for t in &self.joints {
             let d = t.d;
             let mu0 = block(&self.mu, t.first, d);
             let lpc = block(lp, t.first, d);
             let lqc = block(lq, t.first, d);
-            let zero = [0.0; 6];
-            let end = t.end.as_slice();
             // a'(0)[e_k] ⊗ ∇L̂_η and its transpose
             for k in 0..d {
-                let da = t.j0_inv * (j.velocity_map_derivative(&zero, &unit(k)) * mu0);
+                let da = t.centre_turn[k] * mu0;
                 self.tmp.fill(0.0);
                 for r in 0..d {
                     for x in 0..np {
@@ -560,8 +641,7 @@ impl GroupSecondOrder {
             }
             // b'(y_s)[e_k] ⊗ ∇(P, u) and its transpose, at every control point of y_s
             for k in 0..d {
-                let ek = unit(k);
-                let db = j.shift_derivative(end, &ek) * mu0 - t.j_end_inv * (j.velocity_map_derivative(end, &ek) * (t.j_end_inv * lpc));
+                let db = t.end_shift[k] * mu0 - t.end_turn[k] * lpc;
                 self.tmp.fill(0.0);
                 for r in 0..d {
                     for (v, g) in self.tmp[..dim].iter_mut().zip(self.g.row(s * big + centred.coordinates[t.first + r]).iter()) {
@@ -579,16 +659,12 @@ impl GroupSecondOrder {
                 }
             }
             // L̂_η · a'' and P · b''; the log's curvature (λ_q^c)
-            let (gamma0, gamma_end) = (j.log_curvature(&zero), j.log_curvature(end));
-            let turned = t.j_end * t.shift_end;
-            let ad = turned * t.j0_inv;
+            let j0_mu0 = t.j0 * mu0;
             for k in 0..d {
                 for l in 0..d {
-                    let a2 = -inverse_second_derivative(&j, &zero, &t.j0_inv, k, l) * (t.j0 * mu0);
-                    let b2 = j.shift_second_derivative(end, &unit(k), &unit(l)) * mu0 + inverse_second_derivative(&j, end, &t.j_end_inv, k, l) * lpc;
-                    self.hbig[(t.composite + k, t.composite + l)] += t.centre_rows.dot(&a2) + lqc.dot(&(ad * gamma0[k][l]));
-                    let yy = t.p_chart.dot(&b2) + lqc.dot(&gamma_end[k][l]);
-                    let cross = 0.5 * lqc.dot(&j.bracket(&turned.column(k).into_owned(), &t.j_end.column(l).into_owned()));
+                    self.hbig[(t.composite + k, t.composite + l)] += -t.centre_curvature[k][l].dot(&j0_mu0) + lqc.dot(&t.log_centre[k][l]);
+                    let yy = t.end_shift_curvature[k][l].dot(&mu0) + t.end_curvature[k][l].dot(&lpc) + lqc.dot(&t.log_end[k][l]);
+                    let cross = lqc.dot(&t.log_cross[k][l]);
                     for alpha in 0..np {
                         let ea = sc.endpoint(alpha);
                         if ea == 0.0 {
@@ -611,13 +687,12 @@ impl GroupSecondOrder {
                 if c == 0.0 {
                     continue;
                 }
-                let y = t.points[alpha].as_slice();
                 for k in 0..d {
                     let row = nc + alpha * n + t.first + k;
                     for l in 0..d {
-                        self.hbig[(row, nc + alpha * n + t.first + l)] -= c * t.u_theta.dot(&(j.shift_second_derivative(y, &unit(k), &unit(l)) * mu0));
+                        self.hbig[(row, nc + alpha * n + t.first + l)] -= c * t.control_curvature[alpha][k][l].dot(&mu0);
                     }
-                    let v = t.j0 * (j.shift_derivative(y, &unit(k)) * mu0);
+                    let v = t.control_turn[alpha][k] * mu0;
                     for l in 0..d {
                         self.hbig[(row, dim + t.first + l)] -= c * v[l];
                         self.hbig[(dim + t.first + l, row)] -= c * v[l];
@@ -625,28 +700,70 @@ impl GroupSecondOrder {
                 }
             }
         }
-        // H = Wᵀ ∇²ℒ W + ℒ_η · ι''
-        let e = dim + n;
+        // H = Wᵀ ∇²ℒ W + ℒ_η · ι'', with W = E + [0; W_Z; 0]: only the unknowns' rows W_Z are
+        // dense, E is the input map (J(0)⁻¹ from δq to η, 1 from δq to X^0 on 1-dof joints and
+        // from δu to u)
+        let (e, z0, sn) = (dim + n, nc + n, s * n);
         self.hw.fill(0.0);
-        gemm_nn(e, 3 * n, e, ColMajor(self.hbig.as_slice(), e), ColMajor(self.w.as_slice(), e), ColMajorMut(self.hw.as_mut_slice(), e));
+        gemm_nn(e, 3 * n, sn, ColMajor(&self.hbig.as_slice()[z0 * e..], e), ColMajor(&self.w.as_slice()[z0..], e), ColMajorMut(self.hw.as_mut_slice(), e));
+        self.add_input_map(n, dim);
         h.fill(0.0);
-        gemm_nn(3 * n, 3 * n, e, ColMajor(self.wt.as_slice(), 3 * n), ColMajor(self.hw.as_slice(), e), ColMajorMut(h.as_mut_slice(), 3 * n));
-        for (t, j) in self.joints.iter().zip(chart.map.composite_joints()) {
-            let gamma0 = j.log_curvature(&[0.0; 6]);
+        gemm_nn(
+            3 * n,
+            3 * n,
+            sn,
+            ColMajor(&self.wt.as_slice()[z0 * 3 * n..], 3 * n),
+            ColMajor(&self.hw.as_slice()[z0..], e),
+            ColMajorMut(h.as_mut_slice(), 3 * n),
+        );
+        self.add_input_map_rows(n, dim, h);
+        for t in &self.joints {
             let mut ell = Vector6::zeros();
             for r in 0..t.d {
                 ell[r] = (0..2 * n).map(|i| lambda[i] * a[(i, t.first + r)]).sum();
             }
             for p in 0..t.d {
                 for q in 0..t.d {
-                    let mut v = 0.0;
-                    for i in 0..t.d {
-                        for k in 0..t.d {
-                            v += t.j0_inv[(i, p)] * t.j0_inv[(k, q)] * ell.dot(&gamma0[i][k]);
-                        }
-                    }
-                    h[(t.first + p, t.first + q)] -= v;
+                    h[(t.first + p, t.first + q)] -= ell.dot(&t.log_input[p][q]);
                 }
+            }
+        }
+    }
+
+    /// `hw += ∇²ℒ E` (module docs: `E` the input map of `W`), by columns of `∇²ℒ`.
+    fn add_input_map(&mut self, n: usize, dim: usize) {
+        let nc = self.composite();
+        for t in &self.joints {
+            for l in 0..t.d {
+                let mut col = self.hw.column_mut(t.first + l);
+                for k in 0..t.d {
+                    col.axpy(t.j0_inv[(k, l)], &self.hbig.column(t.composite + k), 1.0);
+                }
+            }
+        }
+        for i in (0..n).filter(|&i| !self.in_composite[i]) {
+            self.hw.column_mut(i).axpy(1.0, &self.hbig.column(nc + i), 1.0);
+        }
+        for i in 0..n {
+            self.hw.column_mut(2 * n + i).axpy(1.0, &self.hbig.column(dim + i), 1.0);
+        }
+    }
+
+    /// `h += Eᵀ (∇²ℒ W)` (module docs), by rows of `∇²ℒ W`.
+    fn add_input_map_rows(&self, n: usize, dim: usize, h: &mut DMatrix<f64>) {
+        let nc = self.composite();
+        let m = 3 * n;
+        for c in 0..m {
+            for t in &self.joints {
+                for l in 0..t.d {
+                    h[(t.first + l, c)] += (0..t.d).map(|k| t.j0_inv[(k, l)] * self.hw[(t.composite + k, c)]).sum::<f64>();
+                }
+            }
+            for i in (0..n).filter(|&i| !self.in_composite[i]) {
+                h[(i, c)] += self.hw[(nc + i, c)];
+            }
+            for i in 0..n {
+                h[(2 * n + i, c)] += self.hw[(dim + i, c)];
             }
         }
     }

@@ -411,58 +411,80 @@ impl CompositeJoint<'_> {
         adjoint(&self.0.joint, a) * b
     }
 
-    /// `J''(y)[a, b]`, the second derivative of [`Self::velocity_map`] (top-left `d × d`, zero
-    /// elsewhere; symmetric in `a`, `b`), from the brackets of the `impl` docs. O(d²) 6×6
-    /// products.
+    /// Every `J''(y)[e_k, e_l]` (`k, l < d`; row-major, each top-left `d × d`, symmetric in
+    /// `k`, `l`), the second derivatives of [`Self::velocity_map`], from the brackets of the
+    /// `impl` docs: column `i < l` of `J''[e_k, e_l]` is `[J'_k e_i, J_l] + [J_i, J'_k e_l]`
+    /// (`J'_k = J'(y)[e_k]`), the others are zero. O(d³) brackets.
     #[must_use]
-    pub fn velocity_map_second_derivative(&self, y: &[f64], a: &[f64], b: &[f64]) -> Matrix6<f64> {
+    pub fn velocity_map_second_derivatives(&self, y: &[f64]) -> [[Matrix6<f64>; 6]; 6] {
         let d = self.nv();
         let j = velocity_block(&self.0.joint, y);
-        let ja = self.velocity_map_derivative(y, a);
-        let mut out = Matrix6::zeros();
-        for i in 0..d {
-            let (mut tail_j, mut tail_ja) = (Vector6::zeros(), Vector6::zeros());
-            for k in i + 1..d {
-                tail_j += j.column(k) * b[k];
-                tail_ja += ja.column(k) * b[k];
+        let first = self.velocity_map_derivatives(y);
+        let mut out = [[Matrix6::zeros(); 6]; 6];
+        for (k, jk) in first.iter().enumerate().take(d) {
+            for l in 0..d {
+                for i in 0..l {
+                    let col = self.bracket(&jk.column(i).into_owned(), &j.column(l).into_owned())
+                        + self.bracket(&j.column(i).into_owned(), &jk.column(l).into_owned());
+                    out[k][l].set_column(i, &col);
+                }
             }
-            let col = self.bracket(&ja.column(i).into_owned(), &tail_j) + self.bracket(&j.column(i).into_owned(), &tail_ja);
-            out.set_column(i, &col);
         }
         out
     }
 
-    /// `S''(y)[a, b]`, the second derivative of [`Self::shift`] (top-left `d × d`). With
-    /// `K = J(y)⁻¹`, `Φ = Ad_{τ(y)⁻¹}` and `S = K Φ J(0)`: `Φ'[a] = −ad_{J a} Φ`,
-    /// `Φ''[a, b] = (ad_{J a} ad_{J b} − ad_{J'[b] a}) Φ`, `K'[a] = −K J'[a] K`,
-    /// `K''[a, b] = K (J'[a] K J'[b] + J'[b] K J'[a] − J''[a, b]) K`, and
-    /// `S'' = (K'' Φ + K'[a] Φ'[b] + K'[b] Φ'[a] + K Φ''[a, b]) J(0)`.
+    /// Every `J'(y)[e_k]` (`k < d`), [`Self::velocity_map_derivative`] along the unit vectors.
+    fn velocity_map_derivatives(&self, y: &[f64]) -> [Matrix6<f64>; 6] {
+        let mut out = [Matrix6::zeros(); 6];
+        for (k, o) in out.iter_mut().enumerate().take(self.nv()) {
+            let mut e = [0.0; 6];
+            e[k] = 1.0;
+            *o = self.velocity_map_derivative(y, &e);
+        }
+        out
+    }
+
+    /// Every `S''(y)[e_k, e_l]` (`k, l < d`; each top-left `d × d`, symmetric in `k`, `l`), the
+    /// second derivatives of [`Self::shift`]. With `K = J(y)⁻¹`, `Φ = Ad_{τ(y)⁻¹}` and
+    /// `S = K Φ J(0)`: `Φ'_k = −ad_{J e_k} Φ`, `Φ''_kl = (ad_{J e_k} ad_{J e_l} − ad_{J'_l e_k}) Φ`,
+    /// `K'_k = −K J'_k K`, `K''_kl = K (J'_k K J'_l + J'_l K J'_k − J''_kl) K` and
+    /// `S''_kl = (K''_kl Φ + K'_k Φ'_l + K'_l Φ'_k + K Φ''_kl) J(0)`. NaN where `J(y)` is
+    /// singular.
     #[must_use]
-    pub fn shift_second_derivative(&self, y: &[f64], a: &[f64], b: &[f64]) -> Matrix6<f64> {
-        let joint = &self.0.joint;
+    pub fn shift_second_derivatives(&self, y: &[f64]) -> [[Matrix6<f64>; 6]; 6] {
+        let (joint, d) = (&self.0.joint, self.nv());
         let j = velocity_block(joint, y);
-        let Some(k) = j.try_inverse() else { return Matrix6::repeat(f64::NAN) };
-        let j0_inv = velocity_block(joint, &[0.0; 6]).try_inverse().unwrap_or_else(Matrix6::identity);
+        let Some(k) = j.try_inverse() else { return [[Matrix6::repeat(f64::NAN); 6]; 6] };
+        let j0 = velocity_block(joint, &[0.0; 6]);
+        let j0_inv = j0.try_inverse().unwrap_or_else(Matrix6::identity);
         // Φ = J S J(0)⁻¹ (the padding outside d × d is the identity in all three)
         let phi = j * self.shift(y) * j0_inv;
-        let (ja, jb, jab) = (self.velocity_map_derivative(y, a), self.velocity_map_derivative(y, b), self.velocity_map_second_derivative(y, a, b));
-        let (xa, xb) = (j * vec6(&a[..self.nv()]), j * vec6(&b[..self.nv()]));
-        let (ad_a, ad_b) = (adjoint(joint, &xa), adjoint(joint, &xb));
-        let phi_a = -ad_a * phi;
-        let phi_b = -ad_b * phi;
-        let phi_ab = (ad_a * ad_b - adjoint(joint, &(jb * vec6(&a[..self.nv()])))) * phi;
-        let (ka, kb) = (-k * ja * k, -k * jb * k);
-        let kab = k * (ja * k * jb + jb * k * ja - jab) * k;
-        let mut s = (kab * phi + ka * phi_b + kb * phi_a + k * phi_ab) * velocity_block(joint, &[0.0; 6]);
-        let d = self.nv();
-        for r in 0..6 {
-            for c in 0..6 {
-                if r >= d || c >= d {
-                    s[(r, c)] = 0.0;
+        let (first, second) = (self.velocity_map_derivatives(y), self.velocity_map_second_derivatives(y));
+        let mut ad = [Matrix6::zeros(); 6];
+        let (mut phi1, mut k1) = ([Matrix6::zeros(); 6], [Matrix6::zeros(); 6]);
+        for m in 0..d {
+            ad[m] = adjoint(joint, &j.column(m).into_owned());
+            phi1[m] = -ad[m] * phi;
+            k1[m] = -k * first[m] * k;
+        }
+        let mut out = [[Matrix6::zeros(); 6]; 6];
+        for a in 0..d {
+            for b in a..d {
+                let k2 = k * (first[a] * k * first[b] + first[b] * k * first[a] - second[a][b]) * k;
+                let phi2 = (ad[a] * ad[b] - adjoint(joint, &first[b].column(a).into_owned())) * phi;
+                let mut s = (k2 * phi + k1[a] * phi1[b] + k1[b] * phi1[a] + k * phi2) * j0;
+                for r in 0..6 {
+                    for c in 0..6 {
+                        if r >= d || c >= d {
+                            s[(r, c)] = 0.0;
+                        }
+                    }
                 }
+                out[a][b] = s;
+                out[b][a] = s;
             }
         }
-        s
+        out
     }
 
     /// The second-order term of the chart's logarithm at `y` (`impl` docs): `Γ[i][j] =
@@ -517,7 +539,7 @@ fn singular(s: &Segment) -> RbdError {
 mod tests {
     use crate::builders::random_tree;
     use crate::{kinetic_energy, placements, random_configuration, Joint};
-    use nalgebra::{Vector3, Vector6};
+    use nalgebra::{Matrix6, Vector3, Vector6};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -678,10 +700,18 @@ mod tests {
                     let at = |eps: f64| y.iter().zip(&b).map(|(x, v)| x + eps * v).collect::<Vec<f64>>();
                     let fd_j = (j.velocity_map_derivative(&at(h), &a) - j.velocity_map_derivative(&at(-h), &a)) / (2.0 * h);
                     let fd_s = (j.shift_derivative(&at(h), &a) - j.shift_derivative(&at(-h), &a)) / (2.0 * h);
-                    let (jab, sab) = (j.velocity_map_second_derivative(&y, &a, &b), j.shift_second_derivative(&y, &a, &b));
+                    let (j2, s2) = (j.velocity_map_second_derivatives(&y), j.shift_second_derivatives(&y));
+                    let along = |t: &[[Matrix6<f64>; 6]; 6]| {
+                        (0..d).flat_map(|k| (0..d).map(move |l| (k, l))).map(|(k, l)| t[k][l] * (a[k] * b[l])).sum::<Matrix6<f64>>()
+                    };
+                    let (jab, sab) = (along(&j2), along(&s2));
                     assert!((fd_j - jab).amax() < 1e-8, "{} joint {}: J'' {jab} vs {fd_j}", m.name, j.name());
                     assert!((fd_s - sab).amax() < 1e-8, "{} joint {}: S'' {sab} vs {fd_s}", m.name, j.name());
-                    assert!((jab - j.velocity_map_second_derivative(&y, &b, &a)).amax() < 1e-14, "J'' symmetric");
+                    for k in 0..d {
+                        for l in 0..d {
+                            assert!((j2[k][l] - j2[l][k]).amax() < 1e-14, "J'' symmetric");
+                        }
+                    }
                     // log(τ(y)⁻¹ τ(y + δ)) read by `difference` between the two chart points
                     let c = random_configuration(&m, &mut rng);
                     let point = |t: &[f64]| {
