@@ -6,6 +6,11 @@ expanded into Z-Y-X Euler-angle chains (`Model.to_single_dof`) against its own f
 
     VIDYN_NUM_THREADS=1 .venv/bin/python benches/lie_group_second_order.py [repeats]
 
+For instruction counts, `--only CASE OP CALLS` (CASE `group` or `chain`, OP `first`,
+`contracted` or `full`) runs one operation CALLS times after a warm-up call, e.g.
+`VIDYN_NUM_THREADS=1 valgrind --tool=callgrind .venv/bin/python benches/lie_group_second_order.py --only group contracted 2`
+and again with 0 calls: the difference over `2 · 20` is the cost per step.
+
 solo12 from its neutral posture at 0.5 m height with random joint and base velocities and
 controls, dt 0.005, trapezoid, N = 20 steps; per step, the median over `repeats` calls of
 `vi.linearize(traj)` and `vi.linearize(traj, order=2, lam=lam)` (contracted) and
@@ -37,7 +42,8 @@ def per_step_ms(run, steps: int, repeats: int) -> float:
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    only = sys.argv[1:4] if len(sys.argv) > 4 and sys.argv[1] == "--only" else None
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 and only is None else 5
     steps = 20
     model = models.example_robot("solo12")
     expanded, smap = model.to_single_dof()
@@ -51,6 +57,13 @@ def main() -> None:
         "Lie group": (vd.VariationalIntegrator(model, 0.005, scheme="trapezoid"), q0, v0),
         "Euler chain (exact)": (vd.VariationalIntegrator(expanded, 0.005, scheme="trapezoid"), smap.q_to_single_dof(q0), smap.v_to_single_dof(q0, v0)),
     }
+    if only is not None:
+        vi, q, v = cases["Lie group" if only[1] == "group" else "Euler chain (exact)"]
+        traj = vi.rollout(q, v, u=u)
+        run = {"first": lambda: vi.linearize(traj), "contracted": lambda: vi.linearize(traj, order=2, lam=lam), "full": lambda: vi.linearize(traj, order=2)}[only[2]]
+        for _ in range(1 + int(sys.argv[4])):
+            run()
+        return
     for name, (vi, q, v) in cases.items():
         traj = vi.rollout(q, v, u=u)
         first = per_step_ms(lambda: vi.linearize(traj), steps, repeats)
