@@ -64,8 +64,9 @@ impl TangentStep<'_> {
 
 /// The contracted second order on the floating tree (a free-flying base carrying a hinge, a
 /// ball joint and a planar joint), every scheme, with gravity, controls on every joint (the
-/// base's too), damping and a spring on the hinge, against the Hessian of `λᵀF` by second differences of the step map itself on the group (inputs
-/// moved by `integrate`, outputs read by `difference`: the quantity DDP expands, module docs).
+/// base's too), damping and a spring on the hinge ([`damped_tree_at_its_floor`]), against the
+/// Hessian of `λᵀF` by second differences of the step map itself on the group (inputs moved
+/// by `integrate`, outputs read by `difference`: the quantity DDP expands, module docs).
 /// The oracle's steps 1e-3 (configurations), 1e-3·max(1, |p̄|) and 1e-3·max(1, |ū|) with
 /// Richardson extrapolation: truncation O(h⁴) ≈ 1e-12, rounding ~1e-15 / h² ≈ 1e-9 (Newton at
 /// its floor). Measured worst deviation relative to `(1 + max|H|) Σ|λ_i|`: 8.9e-8 (the
@@ -75,16 +76,10 @@ impl TangentStep<'_> {
 fn second_order_on_the_group_matches_second_differences_of_the_step() {
     let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
     let n = model.nv;
-    let mut forces = JointForces::none(n);
-    forces.damping[6] = 0.2;
-    forces.stiffness[6] = 1.5;
-    forces.rest[6] = 0.3;
     let mut worst = 0.0_f64;
     for scheme in schemes() {
         {
-            let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, Some(forces.clone())).unwrap().with_newton(1e-15, 60).unwrap();
-            let mut p0 = vec![0.0; n];
-            vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+            let (vi, p0) = damped_tree_at_its_floor(&model, scheme.clone(), &q0, &v0);
             let mut so = vi.second_order_workspace();
             let d = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &p0, &u), &lam).unwrap();
             let h = assembled(d);
@@ -124,16 +119,9 @@ fn second_order_on_the_group_matches_second_differences_of_the_step() {
 #[test]
 fn second_order_on_the_group_matches_differences_of_the_first_order() {
     let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
-    let n = model.nv;
-    let mut forces = JointForces::none(n);
-    forces.damping[6] = 0.2;
-    forces.stiffness[6] = 1.5;
-    forces.rest[6] = 0.3;
     let mut worst = 0.0_f64;
     for scheme in schemes() {
-        let vi = VariationalIntegrator::new(model.clone(), scheme.clone(), 0.02, Some(forces.clone())).unwrap().with_newton(1e-15, 60).unwrap();
-        let mut p0 = vec![0.0; n];
-        vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+        let (vi, p0) = damped_tree_at_its_floor(&model, scheme.clone(), &q0, &v0);
         let mut so = vi.second_order_workspace();
         let d = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &p0, &u), &lam).unwrap();
         let h = assembled(d);

@@ -95,3 +95,17 @@ pub(crate) fn differenced_hessian(vi: &VariationalIntegrator, at: (&[f64], &[f64
     }
     out
 }
+
+/// The integrator of the floating tree with damping and a spring on its hinge, Newton at its
+/// round-off floor, and the momentum of `v0` at `q0`.
+pub(crate) fn damped_tree_at_its_floor(model: &Arc<Model>, scheme: Scheme, q0: &[f64], v0: &[f64]) -> (VariationalIntegrator, Vec<f64>) {
+    let n = model.nv;
+    let mut forces = JointForces::none(n);
+    forces.damping[6] = 0.2;
+    forces.stiffness[6] = 1.5;
+    forces.rest[6] = 0.3;
+    let vi = VariationalIntegrator::new(model.clone(), scheme, 0.02, Some(forces)).unwrap().with_newton(1e-15, 60).unwrap();
+    let mut p0 = vec![0.0; n];
+    vi.momentum(&mut vi.workspace(), q0, v0, &mut p0).unwrap();
+    (vi, p0)
+}
