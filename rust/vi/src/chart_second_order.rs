@@ -51,7 +51,7 @@
 //!   `∂²/∂η_i∂y_j = ½ λ·[Ad J(0) e_i, J(ȳ) e_j]` (`Ad J(0) = J(ȳ) S(ȳ)`).
 //!
 //! The derivatives of `J⁻¹` come from `J'`, `J''` (`(J⁻¹)'' = J⁻¹(J'_a J⁻¹ J'_b + J'_b J⁻¹ J'_a
-//! − J''_ab) J⁻¹`), those of `S` from [`vidyn_rbd::CompositeJoint::shift_second_derivatives`].
+//! − J''_ab) J⁻¹`), those of `S` from [`vidyn_rbd::CompositeJoint::shift_second_derivative_contractions`].
 //! Finally `log τ(η) = J(0) η + ½ ηᵀ Γ_0 η + …` inverts to
 //! `ι''[a, b] = −J(0)⁻¹ Γ_0[J(0)⁻¹ a, J(0)⁻¹ b]`, and `ℒ_η = J(0)ᵀ (Aᵀ λ)_{δq}`.
 //!
@@ -167,7 +167,6 @@ impl JointTerms {
         let (d, zero, end) = (self.d, [0.0; 6], self.end);
         let (centre_first, end_first) = (first_derivatives(joint, &zero), first_derivatives(joint, end.as_slice()));
         let (centre_second, end_second) = (joint.velocity_map_second_derivatives(&zero), joint.velocity_map_second_derivatives(end.as_slice()));
-        let end_shift_second = joint.shift_second_derivatives(end.as_slice());
         let (gamma0, gamma_end) = (joint.log_curvature(&zero), joint.log_curvature(end.as_slice()));
         let turned = self.j_end * self.shift_end;
         let ad = turned * self.j0_inv;
@@ -181,22 +180,29 @@ impl JointTerms {
                 };
                 self.centre_curvature[k][l] = inverse(&self.j0_inv, &centre_first, &centre_second[k][l]).transpose() * self.centre_rows;
                 self.end_curvature[k][l] = inverse(&self.j_end_inv, &end_first, &end_second[k][l]).transpose() * self.p_chart;
-                self.end_shift_curvature[k][l] = end_shift_second[k][l].transpose() * self.p_chart;
                 self.log_centre[k][l] = ad * gamma0[k][l];
                 self.log_end[k][l] = gamma_end[k][l];
                 self.log_cross[k][l] = 0.5 * joint.bracket(&turned.column(k).into_owned(), &self.j_end.column(l).into_owned());
-                self.log_input[k][l] =
-                    (0..d).flat_map(|i| (0..d).map(move |m| (i, m))).map(|(i, m)| gamma0[i][m] * (self.j0_inv[(i, k)] * self.j0_inv[(m, l)])).sum();
             }
         }
+        // ι's term Σ_im J(0)⁻¹[i, k] J(0)⁻¹[m, l] Γ_0[i][m], one index at a time
+        let mut half = [[Vector6::zeros(); 6]; 6];
+        for (i, row) in half.iter_mut().enumerate().take(d) {
+            for (l, h) in row.iter_mut().enumerate().take(d) {
+                *h = (0..d).map(|m| gamma0[i][m] * self.j0_inv[(m, l)]).sum();
+            }
+        }
+        for k in 0..d {
+            for l in 0..d {
+                self.log_input[k][l] = (0..d).map(|i| half[i][l] * self.j0_inv[(i, k)]).sum();
+            }
+        }
+        self.end_shift_curvature = joint.shift_second_derivative_contractions(end.as_slice(), &self.p_chart);
         for alpha in 0..points {
             let y = self.points[alpha];
-            let second = joint.shift_second_derivatives(y.as_slice());
+            self.control_curvature[alpha] = joint.shift_second_derivative_contractions(y.as_slice(), &self.u_theta);
             for k in 0..d {
                 self.control_turn[alpha][k] = self.j0 * joint.shift_derivative(y.as_slice(), &unit(k));
-                for l in 0..d {
-                    self.control_curvature[alpha][k][l] = second[k][l].transpose() * self.u_theta;
-                }
             }
         }
     }

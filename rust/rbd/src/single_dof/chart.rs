@@ -444,44 +444,43 @@ impl CompositeJoint<'_> {
         out
     }
 
-    /// Every `S''(y)[e_k, e_l]` (`k, l < d`; each top-left `d × d`, symmetric in `k`, `l`), the
-    /// second derivatives of [`Self::shift`]. With `K = J(y)⁻¹`, `Φ = Ad_{τ(y)⁻¹}` and
-    /// `S = K Φ J(0)`: `Φ'_k = −ad_{J e_k} Φ`, `Φ''_kl = (ad_{J e_k} ad_{J e_l} − ad_{J'_l e_k}) Φ`,
+    /// Every `S''(y)[e_k, e_l]ᵀ w` (`k, l < d`, symmetric in `k`, `l`): the second derivatives
+    /// of [`Self::shift`] contracted with a covector, as [`Self::shift_derivative_contraction`]
+    /// does for the first. With `K = J(y)⁻¹`, `Φ = Ad_{τ(y)⁻¹}` and `S = K Φ J(0)`:
+    /// `Φ'_k = −ad_k Φ` (`ad_k = ad_{J e_k}`), `Φ''_kl = (ad_k ad_l − ad_{J'_l e_k}) Φ`,
     /// `K'_k = −K J'_k K`, `K''_kl = K (J'_k K J'_l + J'_l K J'_k − J''_kl) K` and
-    /// `S''_kl = (K''_kl Φ + K'_k Φ'_l + K'_l Φ'_k + K Φ''_kl) J(0)`. NaN where `J(y)` is
-    /// singular.
+    /// `S''_kl = (K''_kl Φ + K'_k Φ'_l + K'_l Φ'_k + K Φ''_kl) J(0)`; transposed onto `w`, with
+    /// `a = Kᵀ w` and `c_k = Kᵀ J'_kᵀ a`,
+    /// `S''_klᵀ w = (Φ J(0))ᵀ [Kᵀ (J'_lᵀ c_k + J'_kᵀ c_l − J''_klᵀ a) + ad_lᵀ c_k +
+    /// ad_kᵀ c_l + ad_lᵀ ad_kᵀ a − ad_{J'_l e_k}ᵀ a]`: matrix–vector products only. NaN where
+    /// `J(y)` is singular.
     #[must_use]
-    pub fn shift_second_derivatives(&self, y: &[f64]) -> [[Matrix6<f64>; 6]; 6] {
+    pub fn shift_second_derivative_contractions(&self, y: &[f64], w: &Vector6<f64>) -> [[Vector6<f64>; 6]; 6] {
         let (joint, d) = (&self.0.joint, self.nv());
         let j = velocity_block(joint, y);
-        let Some(k) = j.try_inverse() else { return [[Matrix6::repeat(f64::NAN); 6]; 6] };
-        let j0 = velocity_block(joint, &[0.0; 6]);
-        let j0_inv = j0.try_inverse().unwrap_or_else(Matrix6::identity);
-        // Φ = J S J(0)⁻¹ (the padding outside d × d is the identity in all three)
-        let phi = j * self.shift(y) * j0_inv;
+        let Some(k) = j.try_inverse() else { return [[Vector6::repeat(f64::NAN); 6]; 6] };
+        // (Φ J(0))ᵀ = (J S)ᵀ (the padding outside d × d is the identity in both)
+        let back = (j * self.shift(y)).transpose();
         let (first, second) = (self.velocity_map_derivatives(y), self.velocity_map_second_derivatives(y));
-        let mut ad = [Matrix6::zeros(); 6];
-        let (mut phi1, mut k1) = ([Matrix6::zeros(); 6], [Matrix6::zeros(); 6]);
+        let (kt, a) = (k.transpose(), k.transpose() * w);
+        let (mut adt, mut c, mut ada) = ([Matrix6::zeros(); 6], [Vector6::zeros(); 6], [Vector6::zeros(); 6]);
         for m in 0..d {
-            ad[m] = adjoint(joint, &j.column(m).into_owned());
-            phi1[m] = -ad[m] * phi;
-            k1[m] = -k * first[m] * k;
+            adt[m] = adjoint(joint, &j.column(m).into_owned()).transpose();
+            c[m] = kt * (first[m].transpose() * a);
+            ada[m] = adt[m] * a;
         }
-        let mut out = [[Matrix6::zeros(); 6]; 6];
-        for a in 0..d {
-            for b in a..d {
-                let k2 = k * (first[a] * k * first[b] + first[b] * k * first[a] - second[a][b]) * k;
-                let phi2 = (ad[a] * ad[b] - adjoint(joint, &first[b].column(a).into_owned())) * phi;
-                let mut s = (k2 * phi + k1[a] * phi1[b] + k1[b] * phi1[a] + k * phi2) * j0;
-                for r in 0..6 {
-                    for c in 0..6 {
-                        if r >= d || c >= d {
-                            s[(r, c)] = 0.0;
-                        }
-                    }
-                }
-                out[a][b] = s;
-                out[b][a] = s;
+        let mut out = [[Vector6::zeros(); 6]; 6];
+        for p in 0..d {
+            for q in p..d {
+                let inner = kt * (first[q].transpose() * c[p] + first[p].transpose() * c[q] - second[p][q].transpose() * a)
+                    + adt[q] * c[p]
+                    + adt[p] * c[q]
+                    + adt[q] * ada[p]
+                    - adjoint(joint, &first[q].column(p).into_owned()).transpose() * a;
+                let mut v = back * inner;
+                v.rows_mut(d, 6 - d).fill(0.0);
+                out[p][q] = v;
+                out[q][p] = v;
             }
         }
         out
@@ -700,13 +699,15 @@ mod tests {
                     let at = |eps: f64| y.iter().zip(&b).map(|(x, v)| x + eps * v).collect::<Vec<f64>>();
                     let fd_j = (j.velocity_map_derivative(&at(h), &a) - j.velocity_map_derivative(&at(-h), &a)) / (2.0 * h);
                     let fd_s = (j.shift_derivative(&at(h), &a) - j.shift_derivative(&at(-h), &a)) / (2.0 * h);
-                    let (j2, s2) = (j.velocity_map_second_derivatives(&y), j.shift_second_derivatives(&y));
-                    let along = |t: &[[Matrix6<f64>; 6]; 6]| {
-                        (0..d).flat_map(|k| (0..d).map(move |l| (k, l))).map(|(k, l)| t[k][l] * (a[k] * b[l])).sum::<Matrix6<f64>>()
-                    };
-                    let (jab, sab) = (along(&j2), along(&s2));
+                    let j2 = j.velocity_map_second_derivatives(&y);
+                    let jab = (0..d).flat_map(|k| (0..d).map(move |l| (k, l))).map(|(k, l)| j2[k][l] * (a[k] * b[l])).sum::<Matrix6<f64>>();
                     assert!((fd_j - jab).amax() < 1e-8, "{} joint {}: J'' {jab} vs {fd_j}", m.name, j.name());
-                    assert!((fd_s - sab).amax() < 1e-8, "{} joint {}: S'' {sab} vs {fd_s}", m.name, j.name());
+                    // S''[a, b]ᵀ w against the derivative of S'[a]ᵀ w along b
+                    let w = Vector6::from_fn(|r, _| if r < d { 0.7 - 0.3 * r as f64 } else { 0.0 });
+                    let s2 = j.shift_second_derivative_contractions(&y, &w);
+                    let sab: Vector6<f64> = (0..d).flat_map(|k| (0..d).map(move |l| (k, l))).map(|(k, l)| s2[k][l] * (a[k] * b[l])).sum();
+                    let fd_sw = fd_s.transpose() * w;
+                    assert!((fd_sw - sab).amax() < 1e-8, "{} joint {}: S''ᵀw {sab} vs {fd_sw}", m.name, j.name());
                     for k in 0..d {
                         for l in 0..d {
                             assert!((j2[k][l] - j2[l][k]).amax() < 1e-14, "J'' symmetric");
