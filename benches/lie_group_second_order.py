@@ -8,8 +8,8 @@ expanded into Z-Y-X Euler-angle chains (`Model.to_single_dof`) against its own f
 
 For instruction counts, `--only CASE OP CALLS` (CASE `group` or `chain`, OP `first`,
 `contracted` or `full`) runs one operation CALLS times after a warm-up call, e.g.
-`VIDYN_NUM_THREADS=1 valgrind --tool=callgrind .venv/bin/python benches/lie_group_second_order.py --only group contracted 2`
-and again with 0 calls: the difference over `2 · 20` is the cost per step.
+`VIDYN_NUM_THREADS=1 valgrind --tool=callgrind --toggle-collect='*__pymethod_linearize__*' .venv/bin/python benches/lie_group_second_order.py --only group contracted 2`
+counts the instructions inside the `(1 + 2) · 20` linearised steps.
 
 solo12 from its neutral posture at 0.5 m height with random joint and base velocities and
 controls, dt 0.005, trapezoid, N = 20 steps; per step, the median over `repeats` calls of
