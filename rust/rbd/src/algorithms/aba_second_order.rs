@@ -107,13 +107,14 @@ pub struct AbaSecondOrderWorkspace {
     d2ddq_dv2: Tensor3,
     d2ddq_dqdv: Tensor3,
     d2ddq_dtaudq: Tensor3,
-    /// `∂q̈/∂q`, `∂q̈/∂q̇`, `M⁻¹` in row-major order (rows contiguous).
-    rows_dq: Vec<f64>,
-    rows_dv: Vec<f64>,
-    rows_minv: Vec<f64>,
-    /// `(nv, nv)` row-major scratch of the inner terms (`Xᵀ`, `Zᵀ`).
-    xt: Vec<f64>,
-    zt: Vec<f64>,
+    /// `[∂q̈/∂q | M⁻¹ | ∂q̈/∂q̇]`, `(nv, 3nv)` row-major: row `m` holds the three rows `m`.
+    rows: Vec<f64>,
+    /// `(nv, 3nv)` row-major scratch of one acceleration row's inner terms, `[Xᵀ | Zᵀ | Y]`.
+    inner: Vec<f64>,
+    /// `(nv, PANEL)` row-major panel of right-hand sides for the blocked solve.
+    panel: Vec<f64>,
+    /// First dof of the joint of each dof.
+    joint_start: Vec<usize>,
     /// `M = LᵀDL`, row-major: `D` on the diagonal, `L[k, i]` below it (`i` an ancestor dof).
     ltdl: Vec<f64>,
     /// Parent dof of each dof (`usize::MAX` at a root).
@@ -132,11 +133,10 @@ impl AbaSecondOrderWorkspace {
             d2ddq_dv2: Tensor3::zeros(shape),
             d2ddq_dqdv: Tensor3::zeros(shape),
             d2ddq_dtaudq: Tensor3::zeros(shape),
-            rows_dq: vec![0.0; nv * nv],
-            rows_dv: vec![0.0; nv * nv],
-            rows_minv: vec![0.0; nv * nv],
-            xt: vec![0.0; nv * nv],
-            zt: vec![0.0; nv * nv],
+            rows: vec![0.0; 3 * nv * nv],
+            inner: vec![0.0; 3 * nv * nv],
+            panel: vec![0.0; nv * panel_width(nv)],
+            joint_start: vec![0; nv],
             ltdl: vec![0.0; nv * nv],
             dof_parent: vec![usize::MAX; nv],
         }
@@ -218,57 +218,130 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
 
     let w = &ws.inverse.workspace;
     let d = &w.derivatives;
-    for r in 0..nv {
+    let n3 = 3 * nv;
+    for m in 0..nv {
         for c in 0..nv {
-            ws.rows_dq[r * nv + c] = d.dddq_dq[(r, c)];
-            ws.rows_dv[r * nv + c] = d.dddq_dv[(r, c)];
-            ws.rows_minv[r * nv + c] = w.mass_matrix_inv[(r, c)];
-            ws.ltdl[r * nv + c] = w.mass_matrix[(r, c)];
+            ws.rows[m * n3 + c] = d.dddq_dq[(m, c)];
+            ws.rows[m * n3 + nv + c] = w.mass_matrix_inv[(m, c)];
+            ws.rows[m * n3 + 2 * nv + c] = d.dddq_dv[(m, c)];
+            ws.ltdl[m * nv + c] = w.mass_matrix[(m, c)];
         }
     }
     dof_parents(model, &mut ws.dof_parent);
+    joint_starts(model, &mut ws.joint_start);
     ltdl_factor(&mut ws.ltdl, &ws.dof_parent, nv);
 
-    // inner terms, row l of every tensor at a time
+    // inner terms, acceleration row l of every tensor at a time
     let nv2 = nv * nv;
     let (hqq, hvv, hqv, dm) =
         (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
-    let (xt, zt) = (&mut ws.xt, &mut ws.zt);
+    let (inner, js) = (&mut ws.inner, &ws.joint_start);
     for l in 0..nv {
         let block = l * nv2..(l + 1) * nv2;
-        xt.fill(0.0);
-        zt.fill(0.0);
-        let yqv = &mut oqv[block.clone()];
-        yqv.copy_from_slice(&hqv[block.clone()]);
+        // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
+        inner.fill(0.0);
         for m in 0..nv {
             let row = &dm[(l * nv + m) * nv..(l * nv + m + 1) * nv];
-            let (fq, fv, mi) = (&ws.rows_dq[m * nv..(m + 1) * nv], &ws.rows_dv[m * nv..(m + 1) * nv], &ws.rows_minv[m * nv..(m + 1) * nv]);
+            let src = &ws.rows[m * n3..(m + 1) * n3];
             for (x, &e) in row.iter().enumerate() {
-                if e == 0.0 {
-                    continue;
+                if e != 0.0 {
+                    axpy(&mut inner[x * n3..(x + 1) * n3], e, src);
                 }
-                let at = x * nv..(x + 1) * nv;
-                axpy(&mut xt[at.clone()], e, fq); // Xᵀ[x, b] += dM[l, m, x] FD_q[m, b]
-                axpy(&mut zt[at.clone()], e, mi); // Zᵀ[x, j] += dM[l, m, x] M⁻¹[m, j]
-                axpy(&mut yqv[at], e, fv); //        Y[x, c] += dM[l, m, x] FD_v[m, c]
             }
         }
-        let (tqq, ttq) = (&mut oqq[block.clone()], &mut otq[block.clone()]);
-        let hqq_l = &hqq[block.clone()];
+        let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
+        let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
         for b in 0..nv {
+            // only the columns the solve visits (see `solve_columns`)
+            for c in js[b]..nv {
+                tqq[b * nv + c] = hqq_l[b * nv + c] + inner[c * n3 + b] + inner[b * n3 + c];
+            }
             for c in 0..nv {
-                tqq[b * nv + c] = hqq_l[b * nv + c] + xt[c * nv + b] + xt[b * nv + c];
-                ttq[b * nv + c] = zt[c * nv + b];
+                ttq[b * nv + c] = inner[c * n3 + nv + b];
+                tqv[b * nv + c] = hqv_l[b * nv + c] + inner[b * n3 + 2 * nv + c];
             }
         }
-        ovv[block.clone()].copy_from_slice(&hvv[block]);
     }
-    // outer term: T ← −M⁻¹ T, by the LᵀDL factorisation
-    for t in [oqq, ovv, oqv, otq] {
-        ltdl_solve_rows(&ws.ltdl, &ws.dof_parent, nv, nv2, -1.0, t);
-    }
+    // outer term: T ← −M⁻¹ T by the LᵀDL factorisation; ∂²q̈/∂q² and ∂²q̈/∂q̇² only on the
+    // columns (j, k ≥ j) and the same-joint blocks, then mirrored
+    let f = Factor { ltdl: &ws.ltdl, parent: &ws.dof_parent, nv };
+    let panel = &mut ws.panel;
+    f.solve_columns(None, oqq, |j| js[j], panel);
+    mirror(oqq, nv, |j| js[j]);
+    f.solve_columns(Some(hvv), ovv, |j| j, panel);
+    mirror(ovv, nv, |j| j);
+    f.solve_columns(None, oqv, |_| 0, panel);
+    f.solve_columns(None, otq, |_| 0, panel);
     Ok(())
+}
+
+/// Doubles in the panel of [`Factor::solve_columns`] (128 KiB: the panel stays in a core's
+/// L2 cache through the `2·Σ depth + nv` row operations of the solve).
+const PANEL_DOUBLES: usize = 16 * 1024;
+
+/// Columns of the panel for `nv` dofs: at least one tensor row block `T[i, j, ·]`, at most all.
+fn panel_width(nv: usize) -> usize {
+    (PANEL_DOUBLES / nv.max(1)).min(nv * nv).max(nv)
+}
+
+/// The sparse factorisation `M = LᵀDL` of [`ltdl_factor`] with the dof tree.
+struct Factor<'a> {
+    ltdl: &'a [f64],
+    parent: &'a [usize],
+    nv: usize,
+}
+
+impl Factor<'_> {
+    /// `t[:, j, k] = −M⁻¹ s[:, j, k]` for every `j` and `k ≥ first(j)` (`s` = `src`, or `t`
+    /// itself when `None`), `t` an `(nv, nv, nv)` tensor in C order. The columns are solved in
+    /// panels: runs `[i, j, first(j)..nv]` of consecutive `j` copied into a contiguous
+    /// `(nv, w)` block of `panel`, solved in cache, copied back. Leaves `t[:, j, k < first(j)]`
+    /// untouched.
+    fn solve_columns(&self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
+        let nv = self.nv;
+        let (nv2, cap) = (nv * nv, panel_width(nv));
+        let mut j0 = 0;
+        while j0 < nv {
+            let (mut j1, mut width) = (j0, 0);
+            while j1 < nv && width + nv - first(j1) <= cap {
+                width += nv - first(j1);
+                j1 += 1;
+            }
+            let from: &[f64] = src.unwrap_or(t);
+            for i in 0..nv {
+                let mut at = i * width;
+                for j in j0..j1 {
+                    let run = i * nv2 + j * nv + first(j)..i * nv2 + (j + 1) * nv;
+                    panel[at..at + run.len()].copy_from_slice(&from[run.clone()]);
+                    at += run.len();
+                }
+            }
+            ltdl_solve_rows(self.ltdl, self.parent, nv, width, -1.0, &mut panel[..nv * width]);
+            for i in 0..nv {
+                let mut at = i * width;
+                for j in j0..j1 {
+                    let run = i * nv2 + j * nv + first(j)..i * nv2 + (j + 1) * nv;
+                    let len = run.len();
+                    t[run].copy_from_slice(&panel[at..at + len]);
+                    at += len;
+                }
+            }
+            j0 = j1;
+        }
+    }
+}
+
+/// `t[i, j, k] = t[i, k, j]` for `k < first(j)` (the columns [`Factor::solve_columns`] skipped).
+fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
+    for i in 0..nv {
+        let page = &mut t[i * nv * nv..(i + 1) * nv * nv];
+        for j in 0..nv {
+            for k in 0..first(j) {
+                page[j * nv + k] = page[k * nv + j];
+            }
+        }
+    }
 }
 
 /// `y += a·x` over equal-length slices.
@@ -297,6 +370,14 @@ fn dof_parents(model: &Model, out: &mut [usize]) {
     }
 }
 
+/// First dof of the joint of every dof.
+fn joint_starts(model: &Model, out: &mut [usize]) {
+    for b in 0..model.nbodies() {
+        let iv = model.idx_v[b];
+        out[iv..iv + model.joints[b].nv()].fill(iv);
+    }
+}
+
 /// In-place `LᵀDL` factorisation of the symmetric row-major `h` (nv × nv) with the tree's
 /// sparsity (Featherstone 2008, Table 6.3): afterwards `h[k, k] = D_k` and, for each ancestor
 /// dof `i` of `k`, `h[k, i] = L_ki` (`L` unit lower triangular), `M = LᵀDL`. O(Σ depth²).
@@ -318,7 +399,7 @@ fn ltdl_factor(h: &mut [f64], parent: &[usize], nv: usize) {
 
 /// Solves `M X = s·B` in place for the `nv` row blocks `B[i] = t[i·len .. (i+1)·len]` (all
 /// `len` right-hand sides at once) with the factorisation of [`ltdl_factor`]:
-/// `Lᵀ Y = B` (leaves to root), `Z = s·D⁻¹ Y`, `L X = Z` (root to leaves).
+/// `Lᵀ Y = B` (leaves to root), then root to leaves `Z_i = s·D_i⁻¹ Y_i` and `L X = Z`.
 fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t: &mut [f64]) {
     for i in (0..nv).rev() {
         let (lo, hi) = t.split_at_mut(i * len);
@@ -330,14 +411,12 @@ fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t
         }
     }
     for i in 0..nv {
-        let f = s / h[i * nv + i];
-        for x in &mut t[i * len..(i + 1) * len] {
-            *x *= f;
-        }
-    }
-    for i in 0..nv {
         let (lo, hi) = t.split_at_mut(i * len);
         let bi = &mut hi[..len];
+        let f = s / h[i * nv + i];
+        for x in bi.iter_mut() {
+            *x *= f;
+        }
         let mut j = parent[i];
         while j != usize::MAX {
             axpy(bi, -h[i * nv + j], &lo[j * len..(j + 1) * len]);
