@@ -119,6 +119,12 @@ pub struct AbaSecondOrderWorkspace {
     ltdl: Vec<f64>,
     /// Parent dof of each dof (`usize::MAX` at a root).
     dof_parent: Vec<usize>,
+    /// `L` by rows (`(j, L_ij)` for the ancestors `j` of `i`) and by columns (`(i, L_ij)` for
+    /// the descendants `i` of `j`), `nv` lists of at most `nv` entries each.
+    by_row: Terms,
+    by_col: Terms,
+    /// `(x, (m, dM[l, m, x]))` lists of one acceleration row `l`'s non-zeros of `∂M/∂q`.
+    dm_terms: Terms,
 }
 
 impl AbaSecondOrderWorkspace {
@@ -139,6 +145,9 @@ impl AbaSecondOrderWorkspace {
             joint_start: vec![0; nv],
             ltdl: vec![0.0; nv * nv],
             dof_parent: vec![usize::MAX; nv],
+            by_row: Terms::new(nv),
+            by_col: Terms::new(nv),
+            dm_terms: Terms::new(nv),
         }
     }
 
@@ -236,18 +245,23 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     let (hqq, hvv, hqv, dm) =
         (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
-    let (inner, js) = (&mut ws.inner, &ws.joint_start);
+    let (inner, js, terms) = (&mut ws.inner, &ws.joint_start, &mut ws.dm_terms);
     for l in 0..nv {
         let block = l * nv2..(l + 1) * nv2;
         // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
-        inner.fill(0.0);
+        terms.clear();
         for m in 0..nv {
-            let row = &dm[(l * nv + m) * nv..(l * nv + m + 1) * nv];
-            let src = &ws.rows[m * n3..(m + 1) * n3];
-            for (x, &e) in row.iter().enumerate() {
+            for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
                 if e != 0.0 {
-                    axpy(&mut inner[x * n3..(x + 1) * n3], e, src);
+                    terms.push(x, m, -e);
                 }
+            }
+        }
+        for x in 0..nv {
+            let y = &mut inner[x * n3..(x + 1) * n3];
+            match terms.get(x) {
+                [] => y.fill(0.0),
+                t => sub_rows::<true>(y, &ws.rows, n3, 0, t),
             }
         }
         let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
@@ -265,7 +279,17 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     }
     // outer term: T ← −M⁻¹ T by the LᵀDL factorisation; ∂²q̈/∂q² and ∂²q̈/∂q̇² only on the
     // columns (j, k ≥ j) and the same-joint blocks, then mirrored
-    let f = Factor { ltdl: &ws.ltdl, parent: &ws.dof_parent, nv };
+    ws.by_row.clear();
+    ws.by_col.clear();
+    for i in 0..nv {
+        let mut j = ws.dof_parent[i];
+        while j != usize::MAX {
+            ws.by_row.push(i, j, ws.ltdl[i * nv + j]);
+            ws.by_col.push(j, i, ws.ltdl[i * nv + j]);
+            j = ws.dof_parent[j];
+        }
+    }
+    let f = Factor { ltdl: &ws.ltdl, by_row: &ws.by_row, by_col: &ws.by_col, nv };
     let panel = &mut ws.panel;
     f.solve_columns(None, oqq, |j| js[j], panel);
     mirror(oqq, nv, |j| js[j]);
@@ -285,10 +309,12 @@ fn panel_width(nv: usize) -> usize {
     (PANEL_DOUBLES / nv.max(1)).min(nv * nv).max(nv)
 }
 
-/// The sparse factorisation `M = LᵀDL` of [`ltdl_factor`] with the dof tree.
+/// The sparse factorisation `M = LᵀDL` of [`ltdl_factor`], with `L` listed by rows and by
+/// columns.
 struct Factor<'a> {
     ltdl: &'a [f64],
-    parent: &'a [usize],
+    by_row: &'a Terms,
+    by_col: &'a Terms,
     nv: usize,
 }
 
@@ -317,7 +343,7 @@ impl Factor<'_> {
                     at += run.len();
                 }
             }
-            ltdl_solve_rows(self.ltdl, self.parent, nv, width, -1.0, &mut panel[..nv * width]);
+            self.solve_rows(width, -1.0, &mut panel[..nv * width]);
             for i in 0..nv {
                 let mut at = i * width;
                 for j in j0..j1 {
@@ -332,6 +358,106 @@ impl Factor<'_> {
     }
 }
 
+impl Factor<'_> {
+    /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·len .. (i+1)·len]` (all
+    /// `len` right-hand sides at once): `Lᵀ Y = B` leaves to root, each row pulling from its
+    /// descendants' rows, `Y_i = B_i − Σ_{k desc. of i} L_ki Y_k`; then root to leaves
+    /// `X_i = s·D_i⁻¹ Y_i − Σ_{j anc. of i} L_ij X_j`. Each row is written once per sweep with
+    /// all its terms ([`sub_rows`]).
+    fn solve_rows(&self, len: usize, s: f64, t: &mut [f64]) {
+        let nv = self.nv;
+        for i in (0..nv).rev() {
+            let (lo, hi) = t.split_at_mut((i + 1) * len);
+            sub_rows::<false>(&mut lo[i * len..], hi, len, i + 1, self.by_col.get(i));
+        }
+        for i in 0..nv {
+            let (lo, hi) = t.split_at_mut(i * len);
+            let y = &mut hi[..len];
+            let f = s / self.ltdl[i * nv + i];
+            for x in y.iter_mut() {
+                *x *= f;
+            }
+            sub_rows::<false>(y, lo, len, 0, self.by_row.get(i));
+        }
+    }
+}
+
+/// `nv` lists of `(index, coefficient)` pairs, at most `nv` per list, in fixed storage.
+#[derive(Clone, Debug)]
+struct Terms {
+    len: Vec<usize>,
+    entries: Vec<(usize, f64)>,
+}
+
+impl Terms {
+    fn new(nv: usize) -> Self {
+        Self { len: vec![0; nv], entries: vec![(0, 0.0); nv * nv] }
+    }
+
+    fn clear(&mut self) {
+        self.len.fill(0);
+    }
+
+    /// Appends `(index, c)` to list `list`.
+    fn push(&mut self, list: usize, index: usize, c: f64) {
+        let n = self.len.len();
+        self.entries[list * n + self.len[list]] = (index, c);
+        self.len[list] += 1;
+    }
+
+    fn get(&self, list: usize) -> &[(usize, f64)] {
+        let n = self.len.len();
+        &self.entries[list * n..list * n + self.len[list]]
+    }
+}
+
+/// `y ← y − Σ_t c_t x_{r_t}` (`y ← −Σ_t c_t x_{r_t}` when `SET`) over the terms `(r_t, c_t)`,
+/// `x_r = src[(r − base)·len ..][..len]`; four rows per pass over `y`, so `y` is loaded and
+/// stored once per four terms.
+fn sub_rows<const SET: bool>(y: &mut [f64], src: &[f64], len: usize, base: usize, terms: &[(usize, f64)]) {
+    let y = &mut y[..len];
+    let row = |r: usize| &src[(r - base) * len..(r - base + 1) * len];
+    let mut set = SET;
+    let mut chunks = terms.chunks_exact(4);
+    for t in &mut chunks {
+        let (c0, c1, c2, c3) = (t[0].1, t[1].1, t[2].1, t[3].1);
+        let it = y.iter_mut().zip(row(t[0].0)).zip(row(t[1].0)).zip(row(t[2].0)).zip(row(t[3].0));
+        if set {
+            it.for_each(|((((y, a), b), c), d)| *y = -(c0 * a + c1 * b + c2 * c + c3 * d));
+        } else {
+            it.for_each(|((((y, a), b), c), d)| *y -= c0 * a + c1 * b + c2 * c + c3 * d);
+        }
+        set = false;
+    }
+    match *chunks.remainder() {
+        [(r0, c0), (r1, c1), (r2, c2)] => {
+            let it = y.iter_mut().zip(row(r0)).zip(row(r1)).zip(row(r2));
+            if set {
+                it.for_each(|(((y, a), b), c)| *y = -(c0 * a + c1 * b + c2 * c));
+            } else {
+                it.for_each(|(((y, a), b), c)| *y -= c0 * a + c1 * b + c2 * c);
+            }
+        }
+        [(r0, c0), (r1, c1)] => {
+            let it = y.iter_mut().zip(row(r0)).zip(row(r1));
+            if set {
+                it.for_each(|((y, a), b)| *y = -(c0 * a + c1 * b));
+            } else {
+                it.for_each(|((y, a), b)| *y -= c0 * a + c1 * b);
+            }
+        }
+        [(r0, c0)] => {
+            let it = y.iter_mut().zip(row(r0));
+            if set {
+                it.for_each(|(y, a)| *y = -(c0 * a));
+            } else {
+                it.for_each(|(y, a)| *y -= c0 * a);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `t[i, j, k] = t[i, k, j]` for `k < first(j)` (the columns [`Factor::solve_columns`] skipped).
 fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
     for i in 0..nv {
@@ -341,14 +467,6 @@ fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
                 page[j * nv + k] = page[k * nv + j];
             }
         }
-    }
-}
-
-/// `y += a·x` over equal-length slices.
-#[inline]
-fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
     }
 }
 
@@ -393,34 +511,6 @@ fn ltdl_factor(h: &mut [f64], parent: &[usize], nv: usize) {
             }
             h[k * nv + i] = a;
             i = parent[i];
-        }
-    }
-}
-
-/// Solves `M X = s·B` in place for the `nv` row blocks `B[i] = t[i·len .. (i+1)·len]` (all
-/// `len` right-hand sides at once) with the factorisation of [`ltdl_factor`]:
-/// `Lᵀ Y = B` (leaves to root), then root to leaves `Z_i = s·D_i⁻¹ Y_i` and `L X = Z`.
-fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t: &mut [f64]) {
-    for i in (0..nv).rev() {
-        let (lo, hi) = t.split_at_mut(i * len);
-        let bi = &hi[..len];
-        let mut j = parent[i];
-        while j != usize::MAX {
-            axpy(&mut lo[j * len..(j + 1) * len], -h[i * nv + j], bi);
-            j = parent[j];
-        }
-    }
-    for i in 0..nv {
-        let (lo, hi) = t.split_at_mut(i * len);
-        let bi = &mut hi[..len];
-        let f = s / h[i * nv + i];
-        for x in bi.iter_mut() {
-            *x *= f;
-        }
-        let mut j = parent[i];
-        while j != usize::MAX {
-            axpy(bi, -h[i * nv + j], &lo[j * len..(j + 1) * len]);
-            j = parent[j];
         }
     }
 }
