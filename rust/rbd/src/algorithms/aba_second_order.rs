@@ -266,14 +266,27 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
         }
         let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
         let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
-        for b in 0..nv {
-            // only the columns the solve visits (see `solve_columns`)
-            for c in js[b]..nv {
-                tqq[b * nv + c] = hqq_l[b * nv + c] + inner[c * n3 + b] + inner[b * n3 + c];
+        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c]
+        // on the columns c ≥ js[b] the solve visits (see `solve_columns`)
+        for (b, x) in inner.chunks_exact(n3).enumerate() {
+            let row = b * nv..(b + 1) * nv;
+            for ((t, h), y) in tqv[row.clone()].iter_mut().zip(&hqv_l[row.clone()]).zip(&x[2 * nv..]) {
+                *t = h + y;
             }
-            for c in 0..nv {
-                ttq[b * nv + c] = inner[c * n3 + nv + b];
-                tqv[b * nv + c] = hqv_l[b * nv + c] + inner[b * n3 + 2 * nv + c];
+            let from = js[b];
+            for ((t, h), y) in tqq[row.start + from..row.end].iter_mut().zip(&hqq_l[row.start + from..row.end]).zip(&x[from..nv]) {
+                *t = h + y;
+            }
+        }
+        // by columns c: T_qq[b, c] += Xᵀ[c, b] for the rows b with js[b] ≤ c (b before the end
+        // of c's joint), T_τq[b, c] = Zᵀ[c, b]
+        for (c, x) in inner.chunks_exact(n3).enumerate() {
+            let end = (c + 1..nv).find(|&b| js[b] != js[c]).unwrap_or(nv);
+            for (t, y) in tqq[c..].iter_mut().step_by(nv).zip(&x[..end]) {
+                *t += y;
+            }
+            for (t, z) in ttq[c..].iter_mut().step_by(nv).zip(&x[nv..2 * nv]) {
+                *t = *z;
             }
         }
     }
@@ -460,11 +473,11 @@ fn sub_rows<const SET: bool>(y: &mut [f64], src: &[f64], len: usize, base: usize
 
 /// `t[i, j, k] = t[i, k, j]` for `k < first(j)` (the columns [`Factor::solve_columns`] skipped).
 fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
-    for i in 0..nv {
-        let page = &mut t[i * nv * nv..(i + 1) * nv * nv];
-        for j in 0..nv {
-            for k in 0..first(j) {
-                page[j * nv + k] = page[k * nv + j];
+    for page in t.chunks_exact_mut(nv * nv) {
+        for j in 1..nv {
+            let (done, rest) = page.split_at_mut(j * nv);
+            for (y, x) in rest[..first(j)].iter_mut().zip(done[j..].iter().step_by(nv)) {
+                *y = *x;
             }
         }
     }
