@@ -257,12 +257,8 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
                 }
             }
         }
-        for x in 0..nv {
-            let y = &mut inner[x * n3..(x + 1) * n3];
-            match terms.get(x) {
-                [] => y.fill(0.0),
-                t => sub_rows::<true>(y, &ws.rows, n3, 0, t),
-            }
+        for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
+            sub_rows(y, &ws.rows, n3, 0, terms.get(x), Start::Set);
         }
         let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
         let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
@@ -381,16 +377,11 @@ impl Factor<'_> {
         let nv = self.nv;
         for i in (0..nv).rev() {
             let (lo, hi) = t.split_at_mut((i + 1) * len);
-            sub_rows::<false>(&mut lo[i * len..], hi, len, i + 1, self.by_col.get(i));
+            sub_rows(&mut lo[i * len..], hi, len, i + 1, self.by_col.get(i), Start::Keep);
         }
         for i in 0..nv {
             let (lo, hi) = t.split_at_mut(i * len);
-            let y = &mut hi[..len];
-            let f = s / self.ltdl[i * nv + i];
-            for x in y.iter_mut() {
-                *x *= f;
-            }
-            sub_rows::<false>(y, lo, len, 0, self.by_row.get(i));
+            sub_rows(hi, lo, len, 0, self.by_row.get(i), Start::Scale(s / self.ltdl[i * nv + i]));
         }
     }
 }
@@ -424,50 +415,51 @@ impl Terms {
     }
 }
 
-/// `y ← y − Σ_t c_t x_{r_t}` (`y ← −Σ_t c_t x_{r_t}` when `SET`) over the terms `(r_t, c_t)`,
-/// `x_r = src[(r − base)·len ..][..len]`; four rows per pass over `y`, so `y` is loaded and
-/// stored once per four terms.
-fn sub_rows<const SET: bool>(y: &mut [f64], src: &[f64], len: usize, base: usize, terms: &[(usize, f64)]) {
+/// What [`sub_rows`] does with the old `y`.
+#[derive(Clone, Copy)]
+enum Start {
+    /// `y ← y − Σ`.
+    Keep,
+    /// `y ← −Σ` (the old `y` is not read).
+    Set,
+    /// `y ← f·y − Σ`.
+    Scale(f64),
+}
+
+/// `y ← y − Σ_t c_t x_{r_t}` (or as `start` says) over the terms `(r_t, c_t)`,
+/// `x_r = src[(r − base)·len ..][..len]`; up to four rows per pass over `y`, so `y` is loaded
+/// and stored once per four terms.
+fn sub_rows(y: &mut [f64], src: &[f64], len: usize, base: usize, terms: &[(usize, f64)], start: Start) {
     let y = &mut y[..len];
     let row = |r: usize| &src[(r - base) * len..(r - base + 1) * len];
-    let mut set = SET;
+    let mut start = start;
     let mut chunks = terms.chunks_exact(4);
     for t in &mut chunks {
-        let (c0, c1, c2, c3) = (t[0].1, t[1].1, t[2].1, t[3].1);
-        let it = y.iter_mut().zip(row(t[0].0)).zip(row(t[1].0)).zip(row(t[2].0)).zip(row(t[3].0));
-        if set {
-            it.for_each(|((((y, a), b), c), d)| *y = -(c0 * a + c1 * b + c2 * c + c3 * d));
-        } else {
-            it.for_each(|((((y, a), b), c), d)| *y -= c0 * a + c1 * b + c2 * c + c3 * d);
-        }
-        set = false;
+        sub_n(y, [row(t[0].0), row(t[1].0), row(t[2].0), row(t[3].0)], [t[0].1, t[1].1, t[2].1, t[3].1], start);
+        start = Start::Keep;
     }
     match *chunks.remainder() {
-        [(r0, c0), (r1, c1), (r2, c2)] => {
-            let it = y.iter_mut().zip(row(r0)).zip(row(r1)).zip(row(r2));
-            if set {
-                it.for_each(|(((y, a), b), c)| *y = -(c0 * a + c1 * b + c2 * c));
-            } else {
-                it.for_each(|(((y, a), b), c)| *y -= c0 * a + c1 * b + c2 * c);
-            }
-        }
-        [(r0, c0), (r1, c1)] => {
-            let it = y.iter_mut().zip(row(r0)).zip(row(r1));
-            if set {
-                it.for_each(|((y, a), b)| *y = -(c0 * a + c1 * b));
-            } else {
-                it.for_each(|((y, a), b)| *y -= c0 * a + c1 * b);
-            }
-        }
-        [(r0, c0)] => {
-            let it = y.iter_mut().zip(row(r0));
-            if set {
-                it.for_each(|(y, a)| *y = -(c0 * a));
-            } else {
-                it.for_each(|(y, a)| *y -= c0 * a);
-            }
-        }
-        _ => {}
+        [(r0, c0), (r1, c1), (r2, c2)] => sub_n(y, [row(r0), row(r1), row(r2)], [c0, c1, c2], start),
+        [(r0, c0), (r1, c1)] => sub_n(y, [row(r0), row(r1)], [c0, c1], start),
+        [(r0, c0)] => sub_n(y, [row(r0)], [c0], start),
+        _ => match start {
+            Start::Keep => {}
+            Start::Set => y.fill(0.0),
+            Start::Scale(f) => y.iter_mut().for_each(|y| *y *= f),
+        },
+    }
+}
+
+/// `y ← y − Σ_{t<N} c_t x_t` (or as `start` says), one pass over `y`.
+#[inline(always)]
+fn sub_n<const N: usize>(y: &mut [f64], x: [&[f64]; N], c: [f64; N], start: Start) {
+    let n = y.len();
+    let x = x.map(|x| &x[..n]);
+    let sum = |k: usize| (1..N).fold(c[0] * x[0][k], |s, t| s + c[t] * x[t][k]);
+    match start {
+        Start::Keep => (0..n).for_each(|k| y[k] -= sum(k)),
+        Start::Set => (0..n).for_each(|k| y[k] = -sum(k)),
+        Start::Scale(f) => (0..n).for_each(|k| y[k] = f * y[k] - sum(k)),
     }
 }
 
