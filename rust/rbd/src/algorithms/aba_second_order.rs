@@ -427,18 +427,23 @@ enum Start {
 }
 
 /// `y ← y − Σ_t c_t x_{r_t}` (or as `start` says) over the terms `(r_t, c_t)`,
-/// `x_r = src[(r − base)·len ..][..len]`; up to four rows per pass over `y`, so `y` is loaded
-/// and stored once per four terms.
+/// `x_r = src[(r − base)·len ..][..len]`; up to eight rows per pass over `y`, so `y` is loaded
+/// and stored once per eight terms.
 fn sub_rows(y: &mut [f64], src: &[f64], len: usize, base: usize, terms: &[(usize, f64)], start: Start) {
     let y = &mut y[..len];
     let row = |r: usize| &src[(r - base) * len..(r - base + 1) * len];
-    let mut start = start;
-    let mut chunks = terms.chunks_exact(4);
-    for t in &mut chunks {
-        sub_n(y, [row(t[0].0), row(t[1].0), row(t[2].0), row(t[3].0)], [t[0].1, t[1].1, t[2].1, t[3].1], start);
-        start = Start::Keep;
+    let (mut start, mut rest) = (start, terms);
+    while rest.len() >= 8 {
+        let (t, tail) = rest.split_at(8);
+        sub_n(y, std::array::from_fn::<_, 8, _>(|k| row(t[k].0)), std::array::from_fn(|k| t[k].1), start);
+        (start, rest) = (Start::Keep, tail);
     }
-    match *chunks.remainder() {
+    if rest.len() >= 4 {
+        let (t, tail) = rest.split_at(4);
+        sub_n(y, std::array::from_fn::<_, 4, _>(|k| row(t[k].0)), std::array::from_fn(|k| t[k].1), start);
+        (start, rest) = (Start::Keep, tail);
+    }
+    match *rest {
         [(r0, c0), (r1, c1), (r2, c2)] => sub_n(y, [row(r0), row(r1), row(r2)], [c0, c1, c2], start),
         [(r0, c0), (r1, c1)] => sub_n(y, [row(r0), row(r1)], [c0, c1], start),
         [(r0, c0)] => sub_n(y, [row(r0)], [c0], start),
