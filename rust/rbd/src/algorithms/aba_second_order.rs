@@ -31,14 +31,19 @@
 //!
 //! # Implementation of the full tensors
 //! "Inner terms" (the bracket): for each acceleration row `l`, the products with `dM[l, ·, ·]`
-//! visit only its non-zero entries (three length-`nv` axpys each: `FD_q`, `FD_v` and `M⁻¹` rows),
-//! O(nv·nnz(dM)) = O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product
-//! with `M⁻¹` (O(nv⁴) per tensor), each tensor is solved in place with the sparse
-//! `M = LᵀDL` factorisation (Featherstone 2008, §6.5; `L` has the tree's sparsity), all
-//! `nv²` right-hand sides at once: the rows `T[i, ·, ·]` are contiguous in C order, so every
-//! step of the two triangular substitutions is one axpy of length `nv²`. Cost
-//! O(nv²·Σ_i depth_i) per tensor — O(nv⁴) for a chain, a few times less for humanoids. No
-//! allocation once the [`AbaSecondOrderWorkspace`] exists.
+//! visit only its non-zero entries: row `x` of `[Xᵀ | Zᵀ | Y] = Σ_m dM[l, m, x] [FD_q | M⁻¹ |
+//! FD_v][m, ·]` is one pass over a length-`3nv` row per eight non-zeros, O(nv·nnz(dM)) =
+//! O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product with `M⁻¹` (O(nv⁴)
+//! per tensor), each tensor is solved with the sparse `M = LᵀDL` factorisation (Featherstone
+//! 2008, §6.5; `L` has the tree's sparsity), all right-hand sides at once: the columns `(j, k)`
+//! are copied in cache-sized panels (rows `T[i, j, ·]` of consecutive `j`), and each sweep
+//! writes a panel row once, pulling up to eight rows of its descendants (leaves to root) or
+//! ancestors (root to leaves, with `D⁻¹`) per pass. `∂²q̈/∂q̇²` is symmetric in `(j, k)` and so
+//! is `∂²q̈/∂q²` outside the same-joint blocks (the q-perturbations of different joints
+//! commute), so only their columns `k ≥ j` (`k ≥` the first dof of `j`'s joint for `∂²q̈/∂q²`)
+//! are solved and the others mirrored: three tensors' worth of solves in place of four. Cost
+//! O(nv²·(2·Σ_i depth_i + nv)) for the solves — O(nv⁴) for a chain, a few times less for
+//! humanoids. No allocation once the [`AbaSecondOrderWorkspace`] exists.
 //!
 //! # Contracted forms
 //! With `μ = M⁻¹λ` (M is symmetric, so `λᵀM⁻¹ = μᵀ`), contracting (44)–(49) with `λ`:
