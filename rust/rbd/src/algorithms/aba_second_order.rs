@@ -267,27 +267,21 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
         }
         let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
         let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
-        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c]
-        // on the columns c ≥ js[b] the solve visits (see `solve_columns`)
-        for (b, x) in inner.chunks_exact(n3).enumerate() {
-            let row = b * nv..(b + 1) * nv;
-            for ((t, h), y) in tqv[row.clone()].iter_mut().zip(&hqv_l[row.clone()]).zip(&x[2 * nv..]) {
+        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
+        // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
+        // (see `solve_columns`)
+        let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
+        for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
+            for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
                 *t = h + y;
+            }
+            for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
+                *t = xc[nv + b];
             }
             let from = js[b];
-            for ((t, h), y) in tqq[row.start + from..row.end].iter_mut().zip(&hqq_l[row.start + from..row.end]).zip(&x[from..nv]) {
-                *t = h + y;
-            }
-        }
-        // by columns c: T_qq[b, c] += Xᵀ[c, b] for the rows b with js[b] ≤ c (b before the end
-        // of c's joint), T_τq[b, c] = Zᵀ[c, b]
-        for (c, x) in inner.chunks_exact(n3).enumerate() {
-            let end = (c + 1..nv).find(|&b| js[b] != js[c]).unwrap_or(nv);
-            for (t, y) in tqq[c..].iter_mut().step_by(nv).zip(&x[..end]) {
-                *t += y;
-            }
-            for (t, z) in ttq[c..].iter_mut().step_by(nv).zip(&x[nv..2 * nv]) {
-                *t = *z;
+            let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
+            for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
+                *t = h + y + xc[b];
             }
         }
     }
@@ -478,8 +472,8 @@ fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
     for page in t.chunks_exact_mut(nv * nv) {
         for j in 1..nv {
             let (done, rest) = page.split_at_mut(j * nv);
-            for (y, x) in rest[..first(j)].iter_mut().zip(done[j..].iter().step_by(nv)) {
-                *y = *x;
+            for (y, row) in rest[..first(j)].iter_mut().zip(done.chunks_exact(nv)) {
+                *y = row[j];
             }
         }
     }
