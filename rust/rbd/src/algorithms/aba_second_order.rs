@@ -263,7 +263,7 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
             }
         }
         for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
-            sub_rows(y, &ws.rows, n3, 0, terms.get(x), Start::Set);
+            sub_rows(y, &Rows { src: &ws.rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
         }
         let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
         let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
@@ -335,6 +335,13 @@ impl Factor<'_> {
     fn solve_columns(&self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
         let nv = self.nv;
         let (nv2, cap) = (nv * nv, panel_width(nv));
+        if src.is_none() && (0..nv).all(|j| first(j) == 0) {
+            // every column: blocks of the tensor's own rows, no copies
+            for c0 in (0..nv2).step_by(cap) {
+                self.solve_rows(cap.min(nv2 - c0), nv2, -1.0, &mut t[c0..]);
+            }
+            return;
+        }
         let mut j0 = 0;
         while j0 < nv {
             let (mut j1, mut width) = (j0, 0);
@@ -351,7 +358,7 @@ impl Factor<'_> {
                     at += run.len();
                 }
             }
-            self.solve_rows(width, -1.0, &mut panel[..nv * width]);
+            self.solve_rows(width, width, -1.0, &mut panel[..nv * width]);
             for i in 0..nv {
                 let mut at = i * width;
                 for j in j0..j1 {
@@ -367,20 +374,22 @@ impl Factor<'_> {
 }
 
 impl Factor<'_> {
-    /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·len .. (i+1)·len]` (all
+    /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·stride ..][..len]` (all
     /// `len` right-hand sides at once): `Lᵀ Y = B` leaves to root, each row pulling from its
     /// descendants' rows, `Y_i = B_i − Σ_{k desc. of i} L_ki Y_k`; then root to leaves
     /// `X_i = s·D_i⁻¹ Y_i − Σ_{j anc. of i} L_ij X_j`. Each row is written once per sweep with
     /// all its terms ([`sub_rows`]).
-    fn solve_rows(&self, len: usize, s: f64, t: &mut [f64]) {
+    fn solve_rows(&self, len: usize, stride: usize, s: f64, t: &mut [f64]) {
         let nv = self.nv;
         for i in (0..nv).rev() {
-            let (lo, hi) = t.split_at_mut((i + 1) * len);
-            sub_rows(&mut lo[i * len..], hi, len, i + 1, self.by_col.get(i), Start::Keep);
+            let (lo, hi) = t.split_at_mut(((i + 1) * stride).min(t.len()));
+            let rows = Rows { src: hi, len, stride, base: i + 1 };
+            sub_rows(&mut lo[i * stride..], &rows, self.by_col.get(i), Start::Keep);
         }
         for i in 0..nv {
-            let (lo, hi) = t.split_at_mut(i * len);
-            sub_rows(hi, lo, len, 0, self.by_row.get(i), Start::Scale(s / self.ltdl[i * nv + i]));
+            let (lo, hi) = t.split_at_mut(i * stride);
+            let rows = Rows { src: lo, len, stride, base: 0 };
+            sub_rows(hi, &rows, self.by_row.get(i), Start::Scale(s / self.ltdl[i * nv + i]));
         }
     }
 }
@@ -425,12 +434,19 @@ enum Start {
     Scale(f64),
 }
 
-/// `y ← y − Σ_t c_t x_{r_t}` (or as `start` says) over the terms `(r_t, c_t)`,
-/// `x_r = src[(r − base)·len ..][..len]`; up to eight rows per pass over `y`, so `y` is loaded
-/// and stored once per eight terms.
-fn sub_rows(y: &mut [f64], src: &[f64], len: usize, base: usize, terms: &[(usize, f64)], start: Start) {
-    let y = &mut y[..len];
-    let row = |r: usize| &src[(r - base) * len..(r - base + 1) * len];
+/// Rows `r ≥ base` of a matrix, `x_r = src[(r − base)·stride ..][..len]`.
+struct Rows<'a> {
+    src: &'a [f64],
+    len: usize,
+    stride: usize,
+    base: usize,
+}
+
+/// `y ← y − Σ_t c_t x_{r_t}` (or as `start` says) over the terms `(r_t, c_t)` and the rows
+/// `x`; up to eight rows per pass over `y`, so `y` is loaded and stored once per eight terms.
+fn sub_rows(y: &mut [f64], x: &Rows<'_>, terms: &[(usize, f64)], start: Start) {
+    let y = &mut y[..x.len];
+    let row = |r: usize| &x.src[(r - x.base) * x.stride..][..x.len];
     let (mut start, mut rest) = (start, terms);
     while rest.len() >= 8 {
         let (t, tail) = rest.split_at(8);
