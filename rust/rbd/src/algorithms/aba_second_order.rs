@@ -35,9 +35,9 @@
 //! FD_v][m, ·]` is one pass over a length-`3nv` row per eight non-zeros, O(nv·nnz(dM)) =
 //! O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product with `M⁻¹` (O(nv⁴)
 //! per tensor), each tensor is solved with the sparse `M = LᵀDL` factorisation (Featherstone
-//! 2008, §6.5; `L` has the tree's sparsity), all right-hand sides at once: the columns `(j, k)`
-//! are copied in cache-sized panels (rows `T[i, j, ·]` of consecutive `j`), and each sweep
-//! writes a panel row once, pulling up to eight rows of its descendants (leaves to root) or
+//! 2008, §6.5; `L` has the tree's sparsity), all right-hand sides at once, in cache-sized
+//! blocks of columns `(j, k)` (in place, or copied into a panel when only some columns are
+//! solved), and each sweep writes a block row once, pulling up to eight rows of its descendants (leaves to root) or
 //! ancestors (root to leaves, with `D⁻¹`) per pass. `∂²q̈/∂q̇²` is symmetric in `(j, k)` and so
 //! is `∂²q̈/∂q²` outside the same-joint blocks (the q-perturbations of different joints
 //! commute), so only their columns `k ≥ j` (`k ≥` the first dof of `j`'s joint for `∂²q̈/∂q²`)
@@ -328,10 +328,11 @@ struct Factor<'a> {
 
 impl Factor<'_> {
     /// `t[:, j, k] = −M⁻¹ s[:, j, k]` for every `j` and `k ≥ first(j)` (`s` = `src`, or `t`
-    /// itself when `None`), `t` an `(nv, nv, nv)` tensor in C order. The columns are solved in
-    /// panels: runs `[i, j, first(j)..nv]` of consecutive `j` copied into a contiguous
-    /// `(nv, w)` block of `panel`, solved in cache, copied back. Leaves `t[:, j, k < first(j)]`
-    /// untouched.
+    /// itself when `None`), `t` an `(nv, nv, nv)` tensor in C order, in blocks of at most
+    /// [`panel_width`] columns that stay in cache through the solve: in place when every
+    /// column is solved from `t` itself (the rows of a block at stride `nv²`), else runs
+    /// `[i, j, first(j)..nv]` of consecutive `j` copied into a contiguous `(nv, w)` block of
+    /// `panel`, solved, copied back. Leaves `t[:, j, k < first(j)]` untouched.
     fn solve_columns(&self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
         let nv = self.nv;
         let (nv2, cap) = (nv * nv, panel_width(nv));
