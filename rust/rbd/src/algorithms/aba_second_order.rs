@@ -229,6 +229,9 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     let ddq = std::mem::take(&mut ws.inverse.workspace.ddq);
     rnea_second_order_unchecked(model, &mut ws.inverse, q, v, &ddq, fext);
     ws.inverse.workspace.ddq = ddq;
+    if nv == 0 {
+        return Ok(()); // the tensors are empty
+    }
 
     let w = &ws.inverse.workspace;
     let d = &w.derivatives;
@@ -372,9 +375,7 @@ impl Factor<'_> {
             j0 = j1;
         }
     }
-}
 
-impl Factor<'_> {
     /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·stride ..][..len]` (all
     /// `len` right-hand sides at once): `Lᵀ Y = B` leaves to root, each row pulling from its
     /// descendants' rows, `Y_i = B_i − Σ_{k desc. of i} L_ki Y_k`; then root to leaves
