@@ -7,7 +7,7 @@
 //! ```
 //!
 //! `NAME`: `rnea`, `aba`, `crba`, `minverse`, `rnea_d`, `aba_d`, `rnea_so` (the four tensors of
-//! `rnea_second_order`). The state file is
+//! `rnea_second_order`), `aba_so` (the four tensors of `aba_second_order`). The state file is
 //! `compare.py`'s (`--keep-tmp`). Ir per call = (Ir at `N` − Ir at `0`) / `N`.
 
 use std::hint::black_box;
@@ -24,6 +24,7 @@ fn main() {
     let algo = get("--algo");
     let mut ws = model.workspace();
     let mut so_ws = (algo == "rnea_so").then(|| model.second_order_workspace());
+    let mut aba_so_ws = (algo == "aba_so").then(|| model.aba_second_order_workspace());
     for n in 0..calls {
         let k = n % states.count;
         let (q, v, a, tau) = (states.q(k), states.v(k), states.a(k), states.tau(k));
@@ -35,6 +36,7 @@ fn main() {
             "rnea_d" => drop(black_box(vidyn_rbd::rnea_derivatives(&model, &mut ws, q, v, a, None).expect("rnea_d"))),
             "aba_d" => drop(black_box(vidyn_rbd::aba_derivatives(&model, &mut ws, q, v, tau, None).expect("aba_d"))),
             "rnea_so" => drop(black_box(vidyn_rbd::rnea_second_order(&model, so_ws.as_mut().expect("so_ws"), q, v, a, None).expect("rnea_so"))),
+            "aba_so" => drop(black_box(vidyn_rbd::aba_second_order(&model, aba_so_ws.as_mut().expect("aba_so_ws"), q, v, tau, None).expect("aba_so"))),
             other => panic!("unknown --algo {other}"),
         }
     }

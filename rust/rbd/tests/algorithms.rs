@@ -729,6 +729,18 @@ fn aba_second_order_matches_differences_of_first_order() {
 }
 
 #[test]
+fn aba_second_order_of_a_model_without_dofs_is_empty() {
+    let model = urdf::from_urdf_str(r#"<?xml version="1.0"?><robot name="r"><link name="base"/></robot>"#, urdf::RootJoint::Fixed).unwrap();
+    assert_eq!(model.nv, 0);
+    let mut so = model.aba_second_order_workspace();
+    let q = vec![0.0; model.nq];
+    let d2 = aba_second_order(&model, &mut so, &q, &[], &[], None).unwrap();
+    for t in [d2.d2ddq_dq2, d2.d2ddq_dv2, d2.d2ddq_dqdv, d2.d2ddq_dtaudq] {
+        assert_eq!(t.shape(), [0; 3]);
+    }
+}
+
+#[test]
 fn aba_second_order_is_the_implicit_function_of_rnea_second_order() {
     // M · ∂²q̈/∂q̇² = −∂²τ/∂q̇² at q̈ (47), and ∂²q̈/∂τ∂q = −M⁻¹ (∂M/∂q) M⁻¹ (44), against
     // the inverse-dynamics tensors left in the workspace.

@@ -31,14 +31,19 @@
 //!
 //! # Implementation of the full tensors
 //! "Inner terms" (the bracket): for each acceleration row `l`, the products with `dM[l, ·, ·]`
-//! visit only its non-zero entries (three length-`nv` axpys each: `FD_q`, `FD_v` and `M⁻¹` rows),
-//! O(nv·nnz(dM)) = O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product
-//! with `M⁻¹` (O(nv⁴) per tensor), each tensor is solved in place with the sparse
-//! `M = LᵀDL` factorisation (Featherstone 2008, §6.5; `L` has the tree's sparsity), all
-//! `nv²` right-hand sides at once: the rows `T[i, ·, ·]` are contiguous in C order, so every
-//! step of the two triangular substitutions is one axpy of length `nv²`. Cost
-//! O(nv²·Σ_i depth_i) per tensor — O(nv⁴) for a chain, a few times less for humanoids. No
-//! allocation once the [`AbaSecondOrderWorkspace`] exists.
+//! visit only its non-zero entries: row `x` of `[Xᵀ | Zᵀ | Y] = Σ_m dM[l, m, x] [FD_q | M⁻¹ |
+//! FD_v][m, ·]` is one pass over a length-`3nv` row per eight non-zeros, O(nv·nnz(dM)) =
+//! O(nv·N·d²) in all. "Outer term" (`−M⁻¹ ·`): instead of a dense product with `M⁻¹` (O(nv⁴)
+//! per tensor), each tensor is solved with the sparse `M = LᵀDL` factorisation (Featherstone
+//! 2008, §6.5; `L` has the tree's sparsity), all right-hand sides at once, in cache-sized
+//! blocks of columns `(j, k)` (in place, or copied into a panel when only some columns are
+//! solved), and each sweep writes a block row once, pulling up to eight rows of its descendants (leaves to root) or
+//! ancestors (root to leaves, with `D⁻¹`) per pass. `∂²q̈/∂q̇²` is symmetric in `(j, k)` and so
+//! is `∂²q̈/∂q²` outside the same-joint blocks (the q-perturbations of different joints
+//! commute), so only their columns `k ≥ j` (`k ≥` the first dof of `j`'s joint for `∂²q̈/∂q²`)
+//! are solved and the others mirrored: three tensors' worth of solves in place of four. Cost
+//! O(nv²·(2·Σ_i depth_i + nv)) for the solves — O(nv⁴) for a chain, a few times less for
+//! humanoids. No allocation once the [`AbaSecondOrderWorkspace`] exists.
 //!
 //! # Contracted forms
 //! With `μ = M⁻¹λ` (M is symmetric, so `λᵀM⁻¹ = μᵀ`), contracting (44)–(49) with `λ`:
@@ -107,17 +112,24 @@ pub struct AbaSecondOrderWorkspace {
     d2ddq_dv2: Tensor3,
     d2ddq_dqdv: Tensor3,
     d2ddq_dtaudq: Tensor3,
-    /// `∂q̈/∂q`, `∂q̈/∂q̇`, `M⁻¹` in row-major order (rows contiguous).
-    rows_dq: Vec<f64>,
-    rows_dv: Vec<f64>,
-    rows_minv: Vec<f64>,
-    /// `(nv, nv)` row-major scratch of the inner terms (`Xᵀ`, `Zᵀ`).
-    xt: Vec<f64>,
-    zt: Vec<f64>,
+    /// `[∂q̈/∂q | M⁻¹ | ∂q̈/∂q̇]`, `(nv, 3nv)` row-major: row `m` holds the three rows `m`.
+    rows: Vec<f64>,
+    /// `(nv, 3nv)` row-major scratch of one acceleration row's inner terms, `[Xᵀ | Zᵀ | Y]`.
+    inner: Vec<f64>,
+    /// `(nv, PANEL)` row-major panel of right-hand sides for the blocked solve.
+    panel: Vec<f64>,
+    /// First dof of the joint of each dof.
+    joint_start: Vec<usize>,
     /// `M = LᵀDL`, row-major: `D` on the diagonal, `L[k, i]` below it (`i` an ancestor dof).
     ltdl: Vec<f64>,
     /// Parent dof of each dof (`usize::MAX` at a root).
     dof_parent: Vec<usize>,
+    /// `L` by rows (`(j, L_ij)` for the ancestors `j` of `i`) and by columns (`(i, L_ij)` for
+    /// the descendants `i` of `j`), `nv` lists of at most `nv` entries each.
+    by_row: Terms,
+    by_col: Terms,
+    /// `(x, (m, dM[l, m, x]))` lists of one acceleration row `l`'s non-zeros of `∂M/∂q`.
+    dm_terms: Terms,
 }
 
 impl AbaSecondOrderWorkspace {
@@ -132,13 +144,15 @@ impl AbaSecondOrderWorkspace {
             d2ddq_dv2: Tensor3::zeros(shape),
             d2ddq_dqdv: Tensor3::zeros(shape),
             d2ddq_dtaudq: Tensor3::zeros(shape),
-            rows_dq: vec![0.0; nv * nv],
-            rows_dv: vec![0.0; nv * nv],
-            rows_minv: vec![0.0; nv * nv],
-            xt: vec![0.0; nv * nv],
-            zt: vec![0.0; nv * nv],
+            rows: vec![0.0; 3 * nv * nv],
+            inner: vec![0.0; 3 * nv * nv],
+            panel: vec![0.0; nv * panel_width(nv)],
+            joint_start: vec![0; nv],
             ltdl: vec![0.0; nv * nv],
             dof_parent: vec![usize::MAX; nv],
+            by_row: Terms::new(nv),
+            by_col: Terms::new(nv),
+            dm_terms: Terms::new(nv),
         }
     }
 
@@ -215,67 +229,271 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     let ddq = std::mem::take(&mut ws.inverse.workspace.ddq);
     rnea_second_order_unchecked(model, &mut ws.inverse, q, v, &ddq, fext);
     ws.inverse.workspace.ddq = ddq;
+    if nv == 0 {
+        return Ok(()); // the tensors are empty
+    }
 
     let w = &ws.inverse.workspace;
     let d = &w.derivatives;
-    for r in 0..nv {
+    let n3 = 3 * nv;
+    for m in 0..nv {
         for c in 0..nv {
-            ws.rows_dq[r * nv + c] = d.dddq_dq[(r, c)];
-            ws.rows_dv[r * nv + c] = d.dddq_dv[(r, c)];
-            ws.rows_minv[r * nv + c] = w.mass_matrix_inv[(r, c)];
-            ws.ltdl[r * nv + c] = w.mass_matrix[(r, c)];
+            ws.rows[m * n3 + c] = d.dddq_dq[(m, c)];
+            ws.rows[m * n3 + nv + c] = w.mass_matrix_inv[(m, c)];
+            ws.rows[m * n3 + 2 * nv + c] = d.dddq_dv[(m, c)];
+            ws.ltdl[m * nv + c] = w.mass_matrix[(m, c)];
         }
     }
     dof_parents(model, &mut ws.dof_parent);
+    joint_starts(model, &mut ws.joint_start);
     ltdl_factor(&mut ws.ltdl, &ws.dof_parent, nv);
 
-    // inner terms, row l of every tensor at a time
+    // inner terms, acceleration row l of every tensor at a time
     let nv2 = nv * nv;
     let (hqq, hvv, hqv, dm) =
         (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
-    let (xt, zt) = (&mut ws.xt, &mut ws.zt);
+    let (inner, js, terms) = (&mut ws.inner, &ws.joint_start, &mut ws.dm_terms);
     for l in 0..nv {
         let block = l * nv2..(l + 1) * nv2;
-        xt.fill(0.0);
-        zt.fill(0.0);
-        let yqv = &mut oqv[block.clone()];
-        yqv.copy_from_slice(&hqv[block.clone()]);
+        // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
+        terms.clear();
         for m in 0..nv {
-            let row = &dm[(l * nv + m) * nv..(l * nv + m + 1) * nv];
-            let (fq, fv, mi) = (&ws.rows_dq[m * nv..(m + 1) * nv], &ws.rows_dv[m * nv..(m + 1) * nv], &ws.rows_minv[m * nv..(m + 1) * nv]);
-            for (x, &e) in row.iter().enumerate() {
-                if e == 0.0 {
-                    continue;
+            for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
+                if e != 0.0 {
+                    terms.push(x, m, -e);
                 }
-                let at = x * nv..(x + 1) * nv;
-                axpy(&mut xt[at.clone()], e, fq); // Xᵀ[x, b] += dM[l, m, x] FD_q[m, b]
-                axpy(&mut zt[at.clone()], e, mi); // Zᵀ[x, j] += dM[l, m, x] M⁻¹[m, j]
-                axpy(&mut yqv[at], e, fv); //        Y[x, c] += dM[l, m, x] FD_v[m, c]
             }
         }
-        let (tqq, ttq) = (&mut oqq[block.clone()], &mut otq[block.clone()]);
-        let hqq_l = &hqq[block.clone()];
-        for b in 0..nv {
-            for c in 0..nv {
-                tqq[b * nv + c] = hqq_l[b * nv + c] + xt[c * nv + b] + xt[b * nv + c];
-                ttq[b * nv + c] = zt[c * nv + b];
+        for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
+            sub_rows(y, &Rows { src: &ws.rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
+        }
+        let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
+        let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
+        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
+        // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
+        // (see `solve_columns`)
+        let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
+        for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
+            for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
+                *t = h + y;
+            }
+            for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
+                *t = xc[nv + b];
+            }
+            let from = js[b];
+            let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
+            for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
+                *t = h + y + xc[b];
             }
         }
-        ovv[block.clone()].copy_from_slice(&hvv[block]);
     }
-    // outer term: T ← −M⁻¹ T, by the LᵀDL factorisation
-    for t in [oqq, ovv, oqv, otq] {
-        ltdl_solve_rows(&ws.ltdl, &ws.dof_parent, nv, nv2, -1.0, t);
+    // outer term: T ← −M⁻¹ T by the LᵀDL factorisation; ∂²q̈/∂q² and ∂²q̈/∂q̇² only on the
+    // columns (j, k ≥ j) and the same-joint blocks, then mirrored
+    ws.by_row.clear();
+    ws.by_col.clear();
+    for i in 0..nv {
+        let mut j = ws.dof_parent[i];
+        while j != usize::MAX {
+            ws.by_row.push(i, j, ws.ltdl[i * nv + j]);
+            ws.by_col.push(j, i, ws.ltdl[i * nv + j]);
+            j = ws.dof_parent[j];
+        }
     }
+    let f = Factor { ltdl: &ws.ltdl, by_row: &ws.by_row, by_col: &ws.by_col, nv };
+    let panel = &mut ws.panel;
+    f.solve_columns(None, oqq, |j| js[j], panel);
+    mirror(oqq, nv, |j| js[j]);
+    f.solve_columns(Some(hvv), ovv, |j| j, panel);
+    mirror(ovv, nv, |j| j);
+    f.solve_columns(None, oqv, |_| 0, panel);
+    f.solve_columns(None, otq, |_| 0, panel);
     Ok(())
 }
 
-/// `y += a·x` over equal-length slices.
-#[inline]
-fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
+/// Doubles in the panel of [`Factor::solve_columns`] (128 KiB: the panel stays in a core's
+/// L2 cache through the `2·Σ depth + nv` row operations of the solve).
+const PANEL_DOUBLES: usize = 16 * 1024;
+
+/// Columns of the panel for `nv` dofs: at least one tensor row block `T[i, j, ·]`, at most all.
+fn panel_width(nv: usize) -> usize {
+    (PANEL_DOUBLES / nv.max(1)).min(nv * nv).max(nv)
+}
+
+/// The sparse factorisation `M = LᵀDL` of [`ltdl_factor`], with `L` listed by rows and by
+/// columns.
+struct Factor<'a> {
+    ltdl: &'a [f64],
+    by_row: &'a Terms,
+    by_col: &'a Terms,
+    nv: usize,
+}
+
+impl Factor<'_> {
+    /// `t[:, j, k] = −M⁻¹ s[:, j, k]` for every `j` and `k ≥ first(j)` (`s` = `src`, or `t`
+    /// itself when `None`), `t` an `(nv, nv, nv)` tensor in C order, in blocks of at most
+    /// [`panel_width`] columns that stay in cache through the solve: in place when every
+    /// column is solved from `t` itself (the rows of a block at stride `nv²`), else runs
+    /// `[i, j, first(j)..nv]` of consecutive `j` copied into a contiguous `(nv, w)` block of
+    /// `panel`, solved, copied back. Leaves `t[:, j, k < first(j)]` untouched.
+    fn solve_columns(&self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
+        let nv = self.nv;
+        let (nv2, cap) = (nv * nv, panel_width(nv));
+        if src.is_none() && (0..nv).all(|j| first(j) == 0) {
+            // every column: blocks of the tensor's own rows, no copies
+            for c0 in (0..nv2).step_by(cap) {
+                self.solve_rows(cap.min(nv2 - c0), nv2, -1.0, &mut t[c0..]);
+            }
+            return;
+        }
+        let mut j0 = 0;
+        while j0 < nv {
+            let (mut j1, mut width) = (j0, 0);
+            while j1 < nv && width + nv - first(j1) <= cap {
+                width += nv - first(j1);
+                j1 += 1;
+            }
+            let from: &[f64] = src.unwrap_or(t);
+            for i in 0..nv {
+                let mut at = i * width;
+                for j in j0..j1 {
+                    let run = i * nv2 + j * nv + first(j)..i * nv2 + (j + 1) * nv;
+                    panel[at..at + run.len()].copy_from_slice(&from[run.clone()]);
+                    at += run.len();
+                }
+            }
+            self.solve_rows(width, width, -1.0, &mut panel[..nv * width]);
+            for i in 0..nv {
+                let mut at = i * width;
+                for j in j0..j1 {
+                    let run = i * nv2 + j * nv + first(j)..i * nv2 + (j + 1) * nv;
+                    let len = run.len();
+                    t[run].copy_from_slice(&panel[at..at + len]);
+                    at += len;
+                }
+            }
+            j0 = j1;
+        }
+    }
+
+    /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·stride ..][..len]` (all
+    /// `len` right-hand sides at once): `Lᵀ Y = B` leaves to root, each row pulling from its
+    /// descendants' rows, `Y_i = B_i − Σ_{k desc. of i} L_ki Y_k`; then root to leaves
+    /// `X_i = s·D_i⁻¹ Y_i − Σ_{j anc. of i} L_ij X_j`. Each row is written once per sweep with
+    /// all its terms ([`sub_rows`]).
+    fn solve_rows(&self, len: usize, stride: usize, s: f64, t: &mut [f64]) {
+        let nv = self.nv;
+        for i in (0..nv).rev() {
+            let (lo, hi) = t.split_at_mut(((i + 1) * stride).min(t.len()));
+            let rows = Rows { src: hi, len, stride, base: i + 1 };
+            sub_rows(&mut lo[i * stride..], &rows, self.by_col.get(i), Start::Keep);
+        }
+        for i in 0..nv {
+            let (lo, hi) = t.split_at_mut(i * stride);
+            let rows = Rows { src: lo, len, stride, base: 0 };
+            sub_rows(hi, &rows, self.by_row.get(i), Start::Scale(s / self.ltdl[i * nv + i]));
+        }
+    }
+}
+
+/// `nv` lists of `(index, coefficient)` pairs, at most `nv` per list, in fixed storage.
+#[derive(Clone, Debug)]
+struct Terms {
+    len: Vec<usize>,
+    entries: Vec<(usize, f64)>,
+}
+
+impl Terms {
+    fn new(nv: usize) -> Self {
+        Self { len: vec![0; nv], entries: vec![(0, 0.0); nv * nv] }
+    }
+
+    fn clear(&mut self) {
+        self.len.fill(0);
+    }
+
+    /// Appends `(index, c)` to list `list`.
+    fn push(&mut self, list: usize, index: usize, c: f64) {
+        let n = self.len.len();
+        self.entries[list * n + self.len[list]] = (index, c);
+        self.len[list] += 1;
+    }
+
+    fn get(&self, list: usize) -> &[(usize, f64)] {
+        let n = self.len.len();
+        &self.entries[list * n..list * n + self.len[list]]
+    }
+}
+
+/// What [`sub_rows`] does with the old `y`.
+#[derive(Clone, Copy)]
+enum Start {
+    /// `y ← y − Σ`.
+    Keep,
+    /// `y ← −Σ` (the old `y` is not read).
+    Set,
+    /// `y ← f·y − Σ`.
+    Scale(f64),
+}
+
+/// Rows `r ≥ base` of a matrix, `x_r = src[(r − base)·stride ..][..len]`.
+struct Rows<'a> {
+    src: &'a [f64],
+    len: usize,
+    stride: usize,
+    base: usize,
+}
+
+/// `y ← y − Σ_t c_t x_{r_t}` (or as `start` says) over the terms `(r_t, c_t)` and the rows
+/// `x`; up to eight rows per pass over `y`, so `y` is loaded and stored once per eight terms.
+fn sub_rows(y: &mut [f64], x: &Rows<'_>, terms: &[(usize, f64)], start: Start) {
+    let y = &mut y[..x.len];
+    let row = |r: usize| &x.src[(r - x.base) * x.stride..][..x.len];
+    let (mut start, mut rest) = (start, terms);
+    while rest.len() >= 8 {
+        let (t, tail) = rest.split_at(8);
+        sub_n(y, std::array::from_fn::<_, 8, _>(|k| row(t[k].0)), std::array::from_fn(|k| t[k].1), start);
+        (start, rest) = (Start::Keep, tail);
+    }
+    if rest.len() >= 4 {
+        let (t, tail) = rest.split_at(4);
+        sub_n(y, std::array::from_fn::<_, 4, _>(|k| row(t[k].0)), std::array::from_fn(|k| t[k].1), start);
+        (start, rest) = (Start::Keep, tail);
+    }
+    match *rest {
+        [(r0, c0), (r1, c1), (r2, c2)] => sub_n(y, [row(r0), row(r1), row(r2)], [c0, c1, c2], start),
+        [(r0, c0), (r1, c1)] => sub_n(y, [row(r0), row(r1)], [c0, c1], start),
+        [(r0, c0)] => sub_n(y, [row(r0)], [c0], start),
+        _ => match start {
+            Start::Keep => {}
+            Start::Set => y.fill(0.0),
+            Start::Scale(f) => y.iter_mut().for_each(|y| *y *= f),
+        },
+    }
+}
+
+/// `y ← y − Σ_{t<N} c_t x_t` (or as `start` says), one pass over `y`.
+#[inline(always)]
+fn sub_n<const N: usize>(y: &mut [f64], x: [&[f64]; N], c: [f64; N], start: Start) {
+    let n = y.len();
+    let x = x.map(|x| &x[..n]);
+    let sum = |k: usize| (1..N).fold(c[0] * x[0][k], |s, t| s + c[t] * x[t][k]);
+    match start {
+        Start::Keep => (0..n).for_each(|k| y[k] -= sum(k)),
+        Start::Set => (0..n).for_each(|k| y[k] = -sum(k)),
+        Start::Scale(f) => (0..n).for_each(|k| y[k] = f * y[k] - sum(k)),
+    }
+}
+
+/// `t[i, j, k] = t[i, k, j]` for `k < first(j)` (the columns [`Factor::solve_columns`] skipped).
+fn mirror(t: &mut [f64], nv: usize, first: impl Fn(usize) -> usize) {
+    for page in t.chunks_exact_mut(nv * nv) {
+        for j in 1..nv {
+            let (done, rest) = page.split_at_mut(j * nv);
+            for (y, row) in rest[..first(j)].iter_mut().zip(done.chunks_exact(nv)) {
+                *y = row[j];
+            }
+        }
     }
 }
 
@@ -297,6 +515,14 @@ fn dof_parents(model: &Model, out: &mut [usize]) {
     }
 }
 
+/// First dof of the joint of every dof.
+fn joint_starts(model: &Model, out: &mut [usize]) {
+    for b in 0..model.nbodies() {
+        let iv = model.idx_v[b];
+        out[iv..iv + model.joints[b].nv()].fill(iv);
+    }
+}
+
 /// In-place `LᵀDL` factorisation of the symmetric row-major `h` (nv × nv) with the tree's
 /// sparsity (Featherstone 2008, Table 6.3): afterwards `h[k, k] = D_k` and, for each ancestor
 /// dof `i` of `k`, `h[k, i] = L_ki` (`L` unit lower triangular), `M = LᵀDL`. O(Σ depth²).
@@ -312,36 +538,6 @@ fn ltdl_factor(h: &mut [f64], parent: &[usize], nv: usize) {
             }
             h[k * nv + i] = a;
             i = parent[i];
-        }
-    }
-}
-
-/// Solves `M X = s·B` in place for the `nv` row blocks `B[i] = t[i·len .. (i+1)·len]` (all
-/// `len` right-hand sides at once) with the factorisation of [`ltdl_factor`]:
-/// `Lᵀ Y = B` (leaves to root), `Z = s·D⁻¹ Y`, `L X = Z` (root to leaves).
-fn ltdl_solve_rows(h: &[f64], parent: &[usize], nv: usize, len: usize, s: f64, t: &mut [f64]) {
-    for i in (0..nv).rev() {
-        let (lo, hi) = t.split_at_mut(i * len);
-        let bi = &hi[..len];
-        let mut j = parent[i];
-        while j != usize::MAX {
-            axpy(&mut lo[j * len..(j + 1) * len], -h[i * nv + j], bi);
-            j = parent[j];
-        }
-    }
-    for i in 0..nv {
-        let f = s / h[i * nv + i];
-        for x in &mut t[i * len..(i + 1) * len] {
-            *x *= f;
-        }
-    }
-    for i in 0..nv {
-        let (lo, hi) = t.split_at_mut(i * len);
-        let bi = &mut hi[..len];
-        let mut j = parent[i];
-        while j != usize::MAX {
-            axpy(bi, -h[i * nv + j], &lo[j * len..(j + 1) * len]);
-            j = parent[j];
         }
     }
 }
