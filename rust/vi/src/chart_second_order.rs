@@ -268,6 +268,7 @@ pub(crate) struct GroupSecondOrder {
     omega: Vec<f64>,
     cmat: DMatrix<f64>,
     ce: DMatrix<f64>,
+    ce_t: DMatrix<f64>,
     hbig: DMatrix<f64>,
     hw: DMatrix<f64>,
     /// One row of `∇²ℒ` `(e,)`.
@@ -316,6 +317,7 @@ impl GroupSecondOrder {
             omega: vec![0.0; np * big],
             cmat: DMatrix::zeros(np * big, np * big),
             ce: DMatrix::zeros(np * big, dim),
+            ce_t: DMatrix::zeros(dim, np * big),
             hbig: DMatrix::zeros(dim + n, dim + n),
             hw: DMatrix::zeros(dim + n, 3 * n),
             tmp: vec![0.0; dim + n],
@@ -363,22 +365,9 @@ impl GroupSecondOrder {
                 self.points.del_block(sc, dt, &self.forces, x, beta, &mut self.blocks.view_mut((x * big, beta * big), (big, big)));
             }
         }
-        // the rows' Jacobian in (η, X): η enters every control point
+        // the rows' Jacobian in (η, X)
         let nc = self.composite();
-        self.g.fill(0.0);
-        for t in &self.joints {
-            for k in 0..t.d {
-                let mut col = self.g.column_mut(t.composite + k);
-                for beta in 0..np {
-                    col += self.blocks.column(beta * big + t.centre + k);
-                }
-            }
-        }
-        for alpha in 0..np {
-            for (i, &c) in centred.coordinates.iter().enumerate() {
-                self.g.column_mut(nc + alpha * n + i).copy_from(&self.blocks.column(alpha * big + c));
-            }
-        }
+        pull_back_columns(&self.joints, &centred.coordinates, np, &self.blocks, &mut self.g);
         for (t, j) in self.joints.iter_mut().zip(chart.map.composite_joints()) {
             for alpha in 0..np {
                 t.points[alpha] = block(&pts.q[alpha], t.first, t.d);
@@ -598,34 +587,12 @@ impl GroupSecondOrder {
             }
         }
         self.rows.fill(model, &self.points, sc, dt, &self.omega, &mut self.cmat);
-        // ∇²ℒ in (η, X): the frozen-weight Hessian pulled back (η enters every control point)
-        self.ce.fill(0.0);
-        for t in &self.joints {
-            for k in 0..t.d {
-                let mut col = self.ce.column_mut(t.composite + k);
-                for beta in 0..np {
-                    col += self.cmat.column(beta * big + t.centre + k);
-                }
-            }
-        }
-        for alpha in 0..np {
-            for (i, &c) in centred.coordinates.iter().enumerate() {
-                self.ce.column_mut(nc + alpha * n + i).copy_from(&self.cmat.column(alpha * big + c));
-            }
-        }
+        // ∇²ℒ in (η, X): the frozen-weight Hessian pulled back on both sides, `Eᵀ C E` with
+        // `C E` transposed in between (C is a Hessian: symmetric)
+        pull_back_columns(&self.joints, &centred.coordinates, np, &self.cmat, &mut self.ce);
+        self.ce.transpose_to(&mut self.ce_t);
         self.hbig.fill(0.0);
-        for t in &self.joints {
-            for k in 0..t.d {
-                for beta in 0..np {
-                    add_row(&mut self.hbig, t.composite + k, &self.ce, beta * big + t.centre + k, 1.0);
-                }
-            }
-        }
-        for alpha in 0..np {
-            for (i, &c) in centred.coordinates.iter().enumerate() {
-                add_row(&mut self.hbig, nc + alpha * n + i, &self.ce, alpha * big + c, 1.0);
-            }
-        }
+        pull_back_columns(&self.joints, &centred.coordinates, np, &self.ce_t, &mut self.hbig);
         let cw_end = sc.control_weight(s) * dt;
         for t in &self.joints {
             let d = t.d;
@@ -771,6 +738,29 @@ impl GroupSecondOrder {
             for i in 0..n {
                 h[(2 * n + i, c)] += self.hw[(dim + i, c)];
             }
+        }
+    }
+}
+
+/// `dst[.., (η, X)] = src E` for a matrix `src` with columns on the control points of the
+/// centred expansion (`(s+1) N` of them): `E` maps `(η, X)` to those points, `η` entering
+/// every point's centre joints and `X^α` point `α`'s chart coordinates. Writes the first
+/// `src.nrows()` rows of `dst`'s first `n_c + (s+1) n` columns.
+fn pull_back_columns(joints: &[JointTerms], coordinates: &[usize], points: usize, src: &DMatrix<f64>, dst: &mut DMatrix<f64>) {
+    let (rows, big, n) = (src.nrows(), src.ncols() / points, coordinates.len());
+    let nc: usize = joints.iter().map(|t| t.d).sum();
+    for t in joints {
+        for k in 0..t.d {
+            let mut col = dst.view_mut((0, t.composite + k), (rows, 1));
+            col.fill(0.0);
+            for beta in 0..points {
+                col += src.column(beta * big + t.centre + k);
+            }
+        }
+    }
+    for alpha in 0..points {
+        for (i, &c) in coordinates.iter().enumerate() {
+            dst.view_mut((0, nc + alpha * n + i), (rows, 1)).copy_from(&src.column(alpha * big + c));
         }
     }
 }
