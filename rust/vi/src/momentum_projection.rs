@@ -139,7 +139,10 @@ impl VariationalIntegrator {
 
     /// Composes the step's `a`, `b` (tangent coordinates, before the projection) with the
     /// projection at `(q_next, p_next)` (`p_next` projected, as [`Self::project_momentum`] left
-    /// it) and adds `∂μ/∂(q_k, p_k, u_k)` to the multipliers' Jacobian (module docs).
+    /// it) and adds `∂μ/∂(q_k, p_k, u_k)` to the multipliers' Jacobian (module docs). Reads the
+    /// knot's factors ([`Self::knot_constraint_factors`]) that [`Self::project_momentum`] left
+    /// in `ws` at the end of [`Self::step`]: call it right after the step (nothing between them
+    /// writes those factors; computing them again was 3 % of an ANYmal walk's FDDP solve).
     pub(crate) fn project_linearization(
         &self,
         ws: &mut ViWorkspace,
@@ -155,7 +158,6 @@ impl VariationalIntegrator {
         }
         let n = self.n();
         let na = active.len();
-        self.knot_constraint_factors(ws, step, active, q_next)?;
         let ViWorkspace { constraint: cw, rbd, .. } = ws;
         let pw = &mut cw.projection;
         pw.velocity.copy_from_slice(p_next);
