@@ -583,7 +583,7 @@ impl VariationalIntegrator {
             }
         }
         lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
-        Self::constrain_chart_columns(lin, sc, na, lanes);
+        Self::constrain_chart_columns(lin, sc, na);
         if let Some(kkt) = lin.kkt.as_deref_mut() {
             let m = kkt.constraints.len();
             for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
@@ -660,7 +660,7 @@ impl VariationalIntegrator {
     /// `lin.dq`, before the solution is added: the end `e_0/e_s δx^0 + δx^s` scaled as `C_2`,
     /// an interior point its own), then `δz`, the momentum and the centre rows gain the
     /// solution's. Keeps `δλ^β` for the composite rows' impulses. Nothing without constraints.
-    fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize, lanes: usize) {
+    fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize) {
         let ChartLinWork { dq, rhs, sol, momentum, centre_rows, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return };
         let (s, m) = (sc.s, kkt.constraints.len());
@@ -668,20 +668,28 @@ impl VariationalIntegrator {
         let f = &mut kkt.factors;
         let a = f.active.len();
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
-        for l in 0..lanes {
-            for gr in 0..f.size() {
-                let (g, i) = (gr / a, f.active[gr % a]);
-                let point: f64 = if g == s - 1 {
-                    (0..na).map(|x| f.c2[(g * m + i, x)] * (ratio * dq[x][l] + dq[s * na + x][l])).sum()
+        for gr in 0..f.size() {
+            let (g, i) = (gr / a, f.active[gr % a]);
+            let mut point = [0.0; LANES];
+            for x in 0..na {
+                let c = f.c2[(g * m + i, x)];
+                if g == s - 1 {
+                    let (start, end) = (&dq[x], &dq[s * na + x]);
+                    for l in 0..LANES {
+                        point[l] += c * (ratio * start[l] + end[l]);
+                    }
                 } else {
-                    (0..na).map(|x| f.c2[(g * m + i, x)] * dq[(g + 1) * na + x][l]).sum()
-                };
-                f.compact[gr] = -point;
+                    let at = &dq[(g + 1) * na + x];
+                    for l in 0..LANES {
+                        point[l] += c * at[l];
+                    }
+                }
             }
-            f.solve_lane(&mut buf, l);
-            for bc in 0..f.size() {
-                kkt.lane_dlambda[(bc / a) * m + f.active[bc % a]][l] = f.compact[bc];
-            }
+            f.lane_compact[gr] = point.map(|p| -p);
+        }
+        f.solve_lanes(&mut buf);
+        for bc in 0..f.size() {
+            kkt.lane_dlambda[(bc / a) * m + f.active[bc % a]] = f.lane_compact[bc];
         }
     }
 

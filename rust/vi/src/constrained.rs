@@ -66,6 +66,7 @@ use crate::constraints::{Constraint, ConstraintScratch};
 use crate::dense::lu_solve_in;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::momentum_projection::ProjectionWork;
+use crate::newton_direction::LANES;
 use crate::point::PointState;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::Model;
@@ -476,19 +477,21 @@ impl VariationalIntegrator {
         let kkt = &mut cw.kkt;
         let a = kkt.active.len();
         let mut buf = LaneBuffers { rhs: lane_rhs, sol: lane_sol, momentum: Some(&mut lane_momentum[..]), centre: None };
-        for l in 0..lanes {
-            let c = c0 + l;
-            for gr in 0..kkt.size() {
-                let (g, i) = (gr / a, kkt.active[gr % a]);
-                kkt.compact[gr] = if c < n && g == s - 1 { -ratio * kkt.c2[(g * m + i, c)] } else { 0.0 };
+        for gr in 0..kkt.size() {
+            let (g, i) = (gr / a, kkt.active[gr % a]);
+            for l in 0..LANES {
+                let c = c0 + l;
+                kkt.lane_compact[gr][l] = if l < lanes && c < n && g == s - 1 { -ratio * kkt.c2[(g * m + i, c)] } else { 0.0 };
             }
-            kkt.solve_lane(&mut buf, l);
+        }
+        kkt.solve_lanes(&mut buf);
+        for l in 0..lanes {
             for (r, &i) in kkt.active.iter().enumerate() {
-                let mut dl = kkt.compact[r];
+                let mut dl = kkt.lane_compact[r][l];
                 for beta in 1..s {
-                    dl += kkt.compact[beta * a + r];
+                    dl += kkt.lane_compact[beta * a + r][l];
                 }
-                cw.lambda_jacobian[(i, c)] = dl;
+                cw.lambda_jacobian[(i, c0 + l)] = dl;
             }
         }
     }
