@@ -507,7 +507,9 @@ impl VariationalIntegrator {
         }
         set.interior_hessians(f, &points.states, &mut kkt.scratch, lambda);
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
-        f.factor(&mut buf, &kkt.prescribed, |b| newton.solve_lanes(model, sc, dt, forces, b.rhs, b.sol, b.momentum.as_deref_mut(), b.centre.as_deref_mut()))
+        f.factor(&mut buf, &kkt.prescribed, false, |b| {
+            newton.solve_lanes(model, sc, dt, forces, b.rhs, b.sol, b.momentum.as_deref_mut(), b.centre.as_deref_mut())
+        })
     }
 
     /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of

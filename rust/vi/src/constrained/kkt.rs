@@ -108,13 +108,17 @@ impl KktFactors {
     /// (with the momentum and prescribed rows that `buf` asks for): `K`, the LU of `C_2 K`,
     /// and, where the `H_β` are non-zero on coordinates not `prescribed` (`(N,)`), `W` and the
     /// LU of `1 − Vᵀ W_z`. `false` when either LU is singular. O((A + r) s² N + A³ + r³).
-    pub(crate) fn factor(&mut self, buf: &mut LaneBuffers<'_>, prescribed: &[bool], mut solve: impl FnMut(&mut LaneBuffers<'_>)) -> bool {
+    /// `keep_k`: `K` (and its rows) from the last call still solves the current factorisation
+    /// for the current `Ĉ` — a simplified-Newton iteration of a one-interval step, whose `Ĉ`
+    /// is `C_1` alone —, so only `C_2 K` is formed again (O(A² N + A³)).
+    pub(crate) fn factor(&mut self, buf: &mut LaneBuffers<'_>, prescribed: &[bool], keep_k: bool, mut solve: impl FnMut(&mut LaneBuffers<'_>)) -> bool {
         let (n, s, m, sn) = (self.n, self.s, self.m, self.s * self.n);
         let a = self.active.len();
         let big = s * a;
         let zero = [0.0; LANES];
+        debug_assert!(!keep_k || s == 1, "K follows the interior rows of C_2 for s ≥ 2");
         // LANES columns of Ĉᵀ at a time
-        for c0 in (0..big).step_by(LANES) {
+        for c0 in (0..if keep_k { 0 } else { big }).step_by(LANES) {
             let lanes = LANES.min(big - c0);
             buf.rhs.fill(zero);
             for l in 0..lanes {
