@@ -322,7 +322,7 @@ fn corrected(raw: &DMatrix<f64>, col: usize, nc: usize, lambda: &[f64], out: &mu
         }
     }
     for (o, &x) in out.iter_mut().zip(&columns[col * rows..(col + 1) * rows]) {
-        *o = x + *o;
+        *o += x;
     }
 }
 
