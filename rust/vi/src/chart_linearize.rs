@@ -172,10 +172,15 @@ struct Kkt {
     /// `δλ^β` of every lane of the current chunk, `(s·m)` (entry `β·m + i`, zero on inactive
     /// constraints).
     lane_dlambda: Vec<Lanes>,
+    /// The impulses' variations in the composite rows of every lane of the current chunk,
+    /// `(s·n_c)` (block `β` at `β·n_c`, [`VariationalIntegrator::composite_impulses`]).
+    lane_impulses: Vec<Lanes>,
     /// `Σ_β δλ^β` of every raw column (`m × (n_c + 3n)`), and their `π̃`-corrected combination,
     /// `∂λ/∂(q_k, p_k, u)` (`m × 3n`).
     raw_dlambda: DMatrix<f64>,
     jacobian: DMatrix<f64>,
+    /// One corrected column of `raw_dlambda`, `(m,)`.
+    dlambda: Vec<f64>,
 }
 
 impl Kkt {
@@ -192,8 +197,10 @@ impl Kkt {
             row: vec![0.0; na],
             values: vec![0.0; s * m],
             lane_dlambda: vec![[0.0; LANES]; s * m],
+            lane_impulses: vec![[0.0; LANES]; s * composite],
             raw_dlambda: DMatrix::zeros(m, composite + 3 * n),
             jacobian: DMatrix::zeros(m, 3 * n),
+            dlambda: vec![0.0; m],
         }
     }
 }
@@ -311,6 +318,22 @@ fn contraction(d: usize, derivative: impl Fn(&[f64]) -> Matrix6<f64>, w: &Vector
         c.set_column(i, &(derivative(&e).transpose() * w));
     }
     c
+}
+
+/// `out = raw[:, col] + Σ_k raw[:, k] λ_k` (`k < nc`, the `π̃` columns: the correction of
+/// column `col`), the sum over `k` formed first, column by column.
+fn corrected(raw: &DMatrix<f64>, col: usize, nc: usize, lambda: &[f64], out: &mut [f64]) {
+    let rows = raw.nrows();
+    let (out, columns) = (&mut out[..rows], raw.as_slice());
+    out.fill(0.0);
+    for (column, &l) in columns.chunks_exact(rows).zip(&lambda[..nc]) {
+        for (o, &x) in out.iter_mut().zip(column) {
+            *o += x * l;
+        }
+    }
+    for (o, &x) in out.iter_mut().zip(&columns[col * rows..(col + 1) * rows]) {
+        *o += x;
+    }
 }
 
 /// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
@@ -494,7 +517,9 @@ impl VariationalIntegrator {
         }
         set.interior_hessians(f, &points.states, &mut kkt.scratch, lambda);
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
-        f.factor(&mut buf, &kkt.prescribed, |b| newton.solve_lanes(model, sc, dt, forces, b.rhs, b.sol, b.momentum.as_deref_mut(), b.centre.as_deref_mut()))
+        f.factor(&mut buf, &kkt.prescribed, false, |b| {
+            newton.solve_lanes(model, sc, dt, forces, b.rhs, b.sol, b.momentum.as_deref_mut(), b.centre.as_deref_mut())
+        })
     }
 
     /// The raw columns (module docs) of `kinds` (at most [`LANES`], each with its column of
@@ -565,14 +590,18 @@ impl VariationalIntegrator {
         if let Some(kkt) = lin.kkt.as_deref() {
             // the start's constraint impulse moves with it: f_1 += Σ λ^0_i ∂²h_i δx_0 (row 0), and
             // an interior one with its point's input variation (a moved centre): f_β += H_β δx_β
+            // (column by column: each row still sums over b in order; a point no lane moves adds nothing)
             let f = &kkt.factors;
             for (beta, h) in std::iter::once(&f.hessian).chain(&f.interior).enumerate() {
-                for a in 0..na {
-                    for b in 0..na {
-                        let hab = h[(a, b)];
+                for (b, column) in h.column_iter().enumerate() {
+                    let d = lin.dq[beta * na + b];
+                    if d == [0.0; LANES] {
+                        continue;
+                    }
+                    for (a, &hab) in column.iter().enumerate() {
                         if hab != 0.0 {
                             for l in 0..LANES {
-                                lin.rhs[beta * na + a][l] += hab * lin.dq[beta * na + b][l];
+                                lin.rhs[beta * na + a][l] += hab * d[l];
                             }
                         }
                     }
@@ -593,7 +622,7 @@ impl VariationalIntegrator {
             }
         }
         lin.newton.solve_lanes(model, sc, dt, &lin.forces, &lin.rhs, &mut lin.sol, Some(&mut lin.momentum), Some(&mut lin.centre_rows));
-        Self::constrain_chart_columns(lin, sc, na, lanes);
+        Self::constrain_chart_columns(lin, sc, na);
         if let Some(kkt) = lin.kkt.as_deref_mut() {
             let m = kkt.constraints.len();
             for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
@@ -611,7 +640,8 @@ impl VariationalIntegrator {
                 d[l] += x[l];
             }
         }
-        let (cs, w) = (sc.control_weight(s) * dt, &sc.weights);
+        Self::composite_impulses(lin, s, na, coord);
+        let (cs, w, nc) = (sc.control_weight(s) * dt, &sc.weights, lin.composite());
         for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
             for i in 0..n {
                 let dy_end: f64 = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + coord[i]][l]).sum();
@@ -642,19 +672,10 @@ impl VariationalIntegrator {
                 let eta = lane_block(&lin.dq, &|r| t.centre + r);
                 let mut e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
                 if let Some(kkt) = lin.kkt.as_deref() {
-                    // the variation of the impulse (C_1ᵀ λ^0)_c: C_1ᵀ δλ^0 + Σ λ^0_i ∂²h_i δx_0
-                    let (f, m) = (&kkt.factors, kkt.constraints.len());
-                    for r in 0..t.d {
-                        let a = coord[t.first + r];
-                        e[r] += f.active.iter().map(|&i| f.c1[(i, a)] * kkt.lane_dlambda[i][l]).sum::<f64>()
-                            + (0..na).map(|b| f.hessian[(a, b)] * lin.dq[b][l]).sum::<f64>();
-                    }
-                    // and of the interior ones along the centre: C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β
-                    for beta in 1..s {
+                    // the impulses' variations (Self::composite_impulses), block β = 0 first
+                    for beta in 0..s {
                         for r in 0..t.d {
-                            let a = t.centre + r;
-                            e[r] += f.active.iter().map(|&i| f.c2[((beta - 1) * m + i, a)] * kkt.lane_dlambda[beta * m + i][l]).sum::<f64>()
-                                + (0..na).map(|b| f.interior[beta - 1][(a, b)] * lin.dq[beta * na + b][l]).sum::<f64>();
+                            e[r] += kkt.lane_impulses[beta * nc + t.composite + r][l];
                         }
                     }
                 }
@@ -665,12 +686,50 @@ impl VariationalIntegrator {
         }
     }
 
+    /// The variations of the impulses in the composite rows (module docs, "With holonomic
+    /// constraints") on every lane, block `β` of `lane_impulses` at `β·n_c`: for `β = 0` the
+    /// start's `(C_1ᵀ δλ^0 + Σ λ^0_i ∂²h_i δx_0)_c`, for `β ≥ 1` the interior one's along the
+    /// centre, `C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β` (`δx` in `lin.dq` with the solution added,
+    /// `δλ` in `lane_dlambda`). Nothing without constraints.
+    fn composite_impulses(lin: &mut ChartLinWork, s: usize, na: usize, coord: &[usize]) {
+        let ChartLinWork { kkt, joints, dq, .. } = lin;
+        let Some(kkt) = kkt.as_deref_mut() else { return };
+        let (f, m) = (&kkt.factors, kkt.constraints.len());
+        let nc: usize = joints.iter().map(|t| t.d).sum();
+        for t in joints.iter() {
+            for beta in 0..s {
+                for r in 0..t.d {
+                    // the start's rows are the composite coordinates, the interior ones the centre's
+                    let (a, c, h) = if beta == 0 { (coord[t.first + r], &f.c1, &f.hessian) } else { (t.centre + r, &f.c2, &f.interior[beta - 1]) };
+                    let first = if beta == 0 { 0 } else { (beta - 1) * m };
+                    let mut impulse = [0.0; LANES];
+                    for &i in &f.active {
+                        let (ci, dl) = (c[(first + i, a)], &kkt.lane_dlambda[beta * m + i]);
+                        for l in 0..LANES {
+                            impulse[l] += ci * dl[l];
+                        }
+                    }
+                    let mut curvature = [0.0; LANES];
+                    for (b, &hab) in h.row(a).iter().enumerate() {
+                        let d = &dq[beta * na + b];
+                        for l in 0..LANES {
+                            curvature[l] += hab * d[l];
+                        }
+                    }
+                    for l in 0..LANES {
+                        kkt.lane_impulses[beta * nc + t.composite + r][l] = impulse[l] + curvature[l];
+                    }
+                }
+            }
+        }
+    }
+
     /// The KKT completion of the lanes' solutions `w = J⁻¹ f_1` (module docs, module
     /// `constrained`): `f_2 = −Dh·δx` of each constrained point along the input direction (in
     /// `lin.dq`, before the solution is added: the end `e_0/e_s δx^0 + δx^s` scaled as `C_2`,
     /// an interior point its own), then `δz`, the momentum and the centre rows gain the
     /// solution's. Keeps `δλ^β` for the composite rows' impulses. Nothing without constraints.
-    fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize, lanes: usize) {
+    fn constrain_chart_columns(lin: &mut ChartLinWork, sc: &crate::scheme::Scheme, na: usize) {
         let ChartLinWork { dq, rhs, sol, momentum, centre_rows, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return };
         let (s, m) = (sc.s, kkt.constraints.len());
@@ -678,20 +737,28 @@ impl VariationalIntegrator {
         let f = &mut kkt.factors;
         let a = f.active.len();
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
-        for l in 0..lanes {
-            for gr in 0..f.size() {
-                let (g, i) = (gr / a, f.active[gr % a]);
-                let point: f64 = if g == s - 1 {
-                    (0..na).map(|x| f.c2[(g * m + i, x)] * (ratio * dq[x][l] + dq[s * na + x][l])).sum()
+        for gr in 0..f.size() {
+            let (g, i) = (gr / a, f.active[gr % a]);
+            let mut point = [0.0; LANES];
+            for x in 0..na {
+                let c = f.c2[(g * m + i, x)];
+                if g == s - 1 {
+                    let (start, end) = (&dq[x], &dq[s * na + x]);
+                    for l in 0..LANES {
+                        point[l] += c * (ratio * start[l] + end[l]);
+                    }
                 } else {
-                    (0..na).map(|x| f.c2[(g * m + i, x)] * dq[(g + 1) * na + x][l]).sum()
-                };
-                f.compact[gr] = -point;
+                    let at = &dq[(g + 1) * na + x];
+                    for l in 0..LANES {
+                        point[l] += c * at[l];
+                    }
+                }
             }
-            f.solve_lane(&mut buf, l);
-            for bc in 0..f.size() {
-                kkt.lane_dlambda[(bc / a) * m + f.active[bc % a]][l] = f.compact[bc];
-            }
+            f.lane_compact[gr] = point.map(|p| -p);
+        }
+        f.solve_lanes(&mut buf);
+        for bc in 0..f.size() {
+            kkt.lane_dlambda[(bc / a) * m + f.active[bc % a]] = f.lane_compact[bc];
         }
     }
 
@@ -723,13 +790,10 @@ impl VariationalIntegrator {
                 }
             }
             small_solve(&lin.h, nc, &lin.pivots, &mut lin.lambda);
-            for (r, v) in lin.column.iter_mut().enumerate() {
-                *v = lin.raw[(r, col)] + (0..nc).map(|k| lin.raw[(r, k)] * lin.lambda[k]).sum::<f64>();
-            }
+            corrected(&lin.raw, col, nc, &lin.lambda, &mut lin.column);
             if let Some(kkt) = lin.kkt.as_deref_mut() {
-                for i in 0..kkt.jacobian.nrows() {
-                    kkt.jacobian[(i, x)] = kkt.raw_dlambda[(i, col)] + (0..nc).map(|k| kkt.raw_dlambda[(i, k)] * lin.lambda[k]).sum::<f64>();
-                }
+                corrected(&kkt.raw_dlambda, col, nc, &lin.lambda, &mut kkt.dlambda);
+                kkt.jacobian.column_mut(x).copy_from_slice(&kkt.dlambda);
             }
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
             for i in 0..n {

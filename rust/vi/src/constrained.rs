@@ -66,6 +66,7 @@ use crate::constraints::{Constraint, ConstraintScratch};
 use crate::dense::lu_solve_in;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::momentum_projection::ProjectionWork;
+use crate::newton_direction::LANES;
 use crate::point::PointState;
 use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::Model;
@@ -385,9 +386,10 @@ impl VariationalIntegrator {
 
     /// The factors of the KKT system at the current factorisation of `J` (module docs, module
     /// `kkt`): the end rows of `C_2`, the interior Hessians, `K` (and the momentum rows
-    /// `with_momentum`), `W`. Returns `false` when the system is singular (redundant or
+    /// `with_momentum`), `W`; `keep_k`: `K` from the last call still holds
+    /// ([`KktFactors::factor`]). Returns `false` when the system is singular (redundant or
     /// degenerate constraints).
-    fn factor_kkt(&self, ws: &mut ViWorkspace, with_momentum: bool) -> bool {
+    fn factor_kkt(&self, ws: &mut ViWorkspace, with_momentum: bool, keep_k: bool) -> bool {
         let (s, m) = (self.scheme.s, self.constraints.len());
         let (sc, dt) = (&self.scheme, self.dt);
         let set = self.constraint_set();
@@ -397,13 +399,17 @@ impl VariationalIntegrator {
         set.interior_hessians(kkt, &points.states, &mut cw.scratch, &cw.lambda);
         newton.ensure_lanes();
         let mut buf = LaneBuffers { rhs: lane_rhs, sol: lane_sol, momentum: with_momentum.then_some(&mut lane_momentum[..]), centre: None };
-        kkt.factor(&mut buf, &self.prescribed, |b| newton.solve_lanes(&self.model, sc, dt, &self.forces, b.rhs, b.sol, b.momentum.as_deref_mut(), None))
+        kkt.factor(&mut buf, &self.prescribed, keep_k, |b| newton.solve_lanes(&self.model, sc, dt, &self.forces, b.rhs, b.sol, b.momentum.as_deref_mut(), None))
     }
 
     /// Turns the unconstrained direction `dz = −J⁻¹ r` (factorisation current) into the KKT
     /// direction and sets `δλ` (module docs). `false` when the KKT system is singular.
-    pub(crate) fn constrain_direction(&self, ws: &mut ViWorkspace, dz: &mut [f64]) -> bool {
-        if !self.factor_kkt(ws, false) {
+    /// `reused`: the factorisation of `J` is the one the step's previous direction used (a
+    /// simplified-Newton iteration); with one interval `K = J⁻¹ C_1ᵀ` is then that
+    /// direction's too (`C_1` is fixed over the step), and only `C_2 K` is formed again: on
+    /// ANYmal's walk a third of the rollouts' instructions went to recomputing it.
+    pub(crate) fn constrain_direction(&self, ws: &mut ViWorkspace, dz: &mut [f64], reused: bool) -> bool {
+        if !self.factor_kkt(ws, false, reused && self.scheme.s == 1) {
             return false;
         }
         let m = self.constraints.len();
@@ -438,7 +444,7 @@ impl VariationalIntegrator {
     /// momentum row current): the KKT factors of [`Self::factor_kkt`] with their momentum rows
     /// and `Σ λ^0_i D²h_i(q_k)`.
     pub(crate) fn prepare_constrained_linearization(&self, ws: &mut ViWorkspace) -> bool {
-        let ok = self.factor_kkt(ws, true);
+        let ok = self.factor_kkt(ws, true, false);
         let cw = &mut ws.constraint;
         let kkt = &mut cw.kkt;
         kkt.hessian.fill(0.0);
@@ -476,19 +482,21 @@ impl VariationalIntegrator {
         let kkt = &mut cw.kkt;
         let a = kkt.active.len();
         let mut buf = LaneBuffers { rhs: lane_rhs, sol: lane_sol, momentum: Some(&mut lane_momentum[..]), centre: None };
-        for l in 0..lanes {
-            let c = c0 + l;
-            for gr in 0..kkt.size() {
-                let (g, i) = (gr / a, kkt.active[gr % a]);
-                kkt.compact[gr] = if c < n && g == s - 1 { -ratio * kkt.c2[(g * m + i, c)] } else { 0.0 };
+        for gr in 0..kkt.size() {
+            let (g, i) = (gr / a, kkt.active[gr % a]);
+            for l in 0..LANES {
+                let c = c0 + l;
+                kkt.lane_compact[gr][l] = if l < lanes && c < n && g == s - 1 { -ratio * kkt.c2[(g * m + i, c)] } else { 0.0 };
             }
-            kkt.solve_lane(&mut buf, l);
+        }
+        kkt.solve_lanes(&mut buf);
+        for l in 0..lanes {
             for (r, &i) in kkt.active.iter().enumerate() {
-                let mut dl = kkt.compact[r];
+                let mut dl = kkt.lane_compact[r][l];
                 for beta in 1..s {
-                    dl += kkt.compact[beta * a + r];
+                    dl += kkt.lane_compact[beta * a + r][l];
                 }
-                cw.lambda_jacobian[(i, c)] = dl;
+                cw.lambda_jacobian[(i, c0 + l)] = dl;
             }
         }
     }

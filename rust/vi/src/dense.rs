@@ -80,6 +80,35 @@ pub(crate) fn lu_solve_in(columns: &[f64], n: usize, pivots: &[usize], b: &mut [
     }
 }
 
+/// [`lu_solve_in`] for `W` right-hand sides at once, `b[k][c]` row `k` of right-hand side `c`:
+/// each is rounded as [`lu_solve_in`] rounds it (which skips the updates by a zero, here made:
+/// they change at most the sign of a zero).
+pub(crate) fn lu_solve_lanes<const W: usize>(columns: &[f64], n: usize, pivots: &[usize], b: &mut [[f64; W]]) {
+    for k in 0..n {
+        b.swap(k, pivots[k]);
+    }
+    for c in 0..n {
+        let x = b[c];
+        for (r, &f) in (c + 1..n).zip(&columns[c * n + c + 1..(c + 1) * n]) {
+            for l in 0..W {
+                b[r][l] += -x[l] * f;
+            }
+        }
+    }
+    for c in (0..n).rev() {
+        let d = columns[c * n + c];
+        for l in 0..W {
+            b[c][l] /= d;
+        }
+        let x = b[c];
+        for (r, &f) in columns[c * n..c * n + c].iter().enumerate() {
+            for l in 0..W {
+                b[r][l] += -x[l] * f;
+            }
+        }
+    }
+}
+
 /// Solves `Aᵀ x = b` in place with the factors of [`lu_factor`] (`P A = L U`, so
 /// `Aᵀ = Uᵀ Lᵀ P`): forward substitution with `Uᵀ`, back substitution with the unit `Lᵀ`, then
 /// the row swaps undone in reverse order. O(n²), no allocation.

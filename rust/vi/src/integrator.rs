@@ -766,7 +766,7 @@ impl VariationalIntegrator {
             } else {
                 ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
             }
-            if constrained && !self.constrain_direction(ws, &mut dz) {
+            if constrained && !self.constrain_direction(ws, &mut dz, reuse) {
                 outcome = Err(ViError::DegenerateConstraints { step });
                 break;
             }

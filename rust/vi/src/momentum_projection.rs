@@ -139,7 +139,10 @@ impl VariationalIntegrator {
 
     /// Composes the step's `a`, `b` (tangent coordinates, before the projection) with the
     /// projection at `(q_next, p_next)` (`p_next` projected, as [`Self::project_momentum`] left
-    /// it) and adds `∂μ/∂(q_k, p_k, u_k)` to the multipliers' Jacobian (module docs).
+    /// it) and adds `∂μ/∂(q_k, p_k, u_k)` to the multipliers' Jacobian (module docs). Reads the
+    /// knot's factors ([`Self::knot_constraint_factors`]) that [`Self::project_momentum`] left
+    /// in `ws` at the end of [`Self::step`]: call it right after the step (nothing between them
+    /// writes those factors; computing them again was 3 % of an ANYmal walk's FDDP solve).
     pub(crate) fn project_linearization(
         &self,
         ws: &mut ViWorkspace,
@@ -155,7 +158,6 @@ impl VariationalIntegrator {
         }
         let n = self.n();
         let na = active.len();
-        self.knot_constraint_factors(ws, step, active, q_next)?;
         let ViWorkspace { constraint: cw, rbd, .. } = ws;
         let pw = &mut cw.projection;
         pw.velocity.copy_from_slice(p_next);
@@ -304,22 +306,34 @@ impl VariationalIntegrator {
         }
         for (i, con) in active.iter().map(|&i| &self.constraints[i]).enumerate() {
             con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
-            if let Some(chart) = self.chart.as_deref() {
-                // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
-                for j in chart.map.composite_joints() {
-                    let (f, d) = (j.first(), j.nv());
-                    let mapped = j0_inverse(&j).transpose() * padded(&cw.rhs, f, d);
-                    cw.rhs[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
+            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
+        }
+        if let Some(chart) = self.chart.as_deref() {
+            // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
+            for j in chart.map.composite_joints() {
+                let (f, d, map) = (j.first(), j.nv(), j0_inverse(&j).transpose());
+                for i in 0..m {
+                    let mapped = map * Vector6::from_fn(|k, _| if k < d { cw.c_knot[(i, f + k)] } else { 0.0 });
+                    for k in 0..d {
+                        cw.c_knot[(i, f + k)] = mapped[k];
+                    }
                 }
             }
-            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
-            lu_solve_in(&cw.projection.mass_lu, self.n(), &cw.projection.mass_pivots, &mut cw.rhs);
+        }
+        let (n, rows) = (self.n(), cw.c_knot.nrows());
+        for i in 0..m {
+            cw.rhs.iter_mut().zip(cw.c_knot.row(i).iter()).for_each(|(g, c)| *g = *c);
+            lu_solve_in(&cw.projection.mass_lu, n, &cw.projection.mass_pivots, &mut cw.rhs);
             cw.minv_ct.column_mut(i).copy_from_slice(&cw.rhs);
         }
-        let s_knot = &mut cw.s_knot[..m * m];
-        for c in 0..m {
-            for r in 0..m {
-                s_knot[c * m + r] = cw.c_knot.row(r).iter().zip(cw.minv_ct.column(c).iter()).map(|(a, b)| a * b).sum();
+        // S = C M⁻¹Cᵀ column by column over contiguous columns of C (each entry sums over k in order)
+        let (c_knot, s_knot) = (cw.c_knot.as_slice(), &mut cw.s_knot[..m * m]);
+        for (out, column) in s_knot.chunks_exact_mut(m).zip(cw.minv_ct.as_slice().chunks_exact(n)) {
+            out.fill(0.0);
+            for (c_k, &x) in c_knot.chunks_exact(rows).zip(column) {
+                for (o, &a) in out.iter_mut().zip(&c_k[..m]) {
+                    *o += a * x;
+                }
             }
         }
         if !lu_factor_in(s_knot, m, &mut cw.s_pivots) {

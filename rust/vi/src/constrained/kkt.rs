@@ -3,7 +3,7 @@
 //! step on the Lie group (module `chart_linearize`). One body of code for both: the caller
 //! writes the constraint rows and Hessians and supplies the O(n) solve of `J`.
 
-use crate::dense::{lu_factor_in, lu_solve_in};
+use crate::dense::{lu_factor_in, lu_solve_in, lu_solve_lanes};
 use crate::newton_direction::{Lanes, LANES};
 use nalgebra::DMatrix;
 
@@ -46,8 +46,10 @@ pub(crate) struct KktFactors {
     /// the `r`-th active constraint) and its LU pivots.
     schur: Vec<f64>,
     pivots: Vec<usize>,
-    /// `(s·m,)` a right-hand side `f_2` of the KKT completion, then its `δΛ` (entry `β·a + r`).
+    /// `(s·m,)` a right-hand side `f_2` of the KKT completion, then its `δΛ` (entry `β·a + r`);
+    /// the same for `LANES` right-hand sides.
     pub(crate) compact: Vec<f64>,
+    pub(crate) lane_compact: Vec<Lanes>,
     /// The Woodbury update of the interior Hessians (module docs of the parent): the `r`
     /// columns `(β, x)` of `U` (non-zero columns of `H_β` on unknown coordinates); per column
     /// `c` the KKT solution `W` without `H` for it (`s·N` entries at `c·s·N`), its momentum
@@ -84,6 +86,7 @@ impl KktFactors {
             schur: vec![0.0; s * m * s * m],
             pivots: vec![0; s * m],
             compact: vec![0.0; s * m],
+            lane_compact: vec![[0.0; LANES]; s * m],
             support: Vec::with_capacity(r),
             w: vec![0.0; r * s * n],
             w_momentum: vec![0.0; r * n],
@@ -105,13 +108,17 @@ impl KktFactors {
     /// (with the momentum and prescribed rows that `buf` asks for): `K`, the LU of `C_2 K`,
     /// and, where the `H_β` are non-zero on coordinates not `prescribed` (`(N,)`), `W` and the
     /// LU of `1 − Vᵀ W_z`. `false` when either LU is singular. O((A + r) s² N + A³ + r³).
-    pub(crate) fn factor(&mut self, buf: &mut LaneBuffers<'_>, prescribed: &[bool], mut solve: impl FnMut(&mut LaneBuffers<'_>)) -> bool {
+    /// `keep_k`: `K` (and its rows) from the last call still solves the current factorisation
+    /// for the current `Ĉ` — a simplified-Newton iteration of a one-interval step, whose `Ĉ`
+    /// is `C_1` alone —, so only `C_2 K` is formed again (O(A² N + A³)).
+    pub(crate) fn factor(&mut self, buf: &mut LaneBuffers<'_>, prescribed: &[bool], keep_k: bool, mut solve: impl FnMut(&mut LaneBuffers<'_>)) -> bool {
         let (n, s, m, sn) = (self.n, self.s, self.m, self.s * self.n);
         let a = self.active.len();
         let big = s * a;
         let zero = [0.0; LANES];
+        debug_assert!(!keep_k || s == 1, "K follows the interior rows of C_2 for s ≥ 2");
         // LANES columns of Ĉᵀ at a time
-        for c0 in (0..big).step_by(LANES) {
+        for c0 in (0..if keep_k { 0 } else { big }).step_by(LANES) {
             let lanes = LANES.min(big - c0);
             buf.rhs.fill(zero);
             for l in 0..lanes {
@@ -165,10 +172,11 @@ impl KktFactors {
                 }
             }
             solve(buf);
+            let mut compact = std::mem::take(&mut self.lane_compact);
+            compact[..big].fill(zero);
+            self.complete(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), &mut compact);
             for l in 0..lanes {
                 let c = c0 + l;
-                self.compact[..big].fill(0.0);
-                self.complete(buf, l);
                 for x in 0..sn {
                     self.w[c * sn + x] = buf.sol[x][l];
                 }
@@ -179,8 +187,11 @@ impl KktFactors {
                         }
                     }
                 }
-                self.w_lambda[c * sm..c * sm + big].copy_from_slice(&self.compact[..big]);
+                for (w, f) in self.w_lambda[c * sm..c * sm + big].iter_mut().zip(&compact) {
+                    *w = f[l];
+                }
             }
+            self.lane_compact = compact;
         }
         for (row, &(beta, x)) in self.support.iter().enumerate() {
             for col in 0..r {
@@ -191,64 +202,89 @@ impl KktFactors {
         lu_factor_in(&mut self.woodbury[..r * r], r, &mut self.woodbury_pivots)
     }
 
-    /// The KKT solution of lane `l` (module docs of the parent): on entry `compact[..A]` holds
-    /// `f_2` and `buf.sol` `w = J⁻¹ f_1` (with its rows in `buf`); on return `compact[..A]`
-    /// holds `δΛ` and `buf` the solution `δz` and its rows. [`Self::complete`], then
-    /// [`Self::add_interior`].
-    pub(crate) fn solve_lane(&mut self, buf: &mut LaneBuffers<'_>, l: usize) {
-        self.complete(buf, l);
-        self.add_interior(buf, l);
+    /// The KKT solutions of all `LANES` lanes (module docs of the parent): on entry
+    /// `lane_compact[..A]` holds each lane's `f_2` and `buf.sol` its `w = J⁻¹ f_1` (with its rows
+    /// in `buf`); on return `lane_compact[..A]` holds `δΛ` and `buf` the solutions `δz` and
+    /// their rows. [`Self::complete`] on the lanes together, then [`Self::add_interior`] lane by
+    /// lane. Each lane is rounded as a solve of that lane alone.
+    pub(crate) fn solve_lanes(&mut self, buf: &mut LaneBuffers<'_>) {
+        let mut compact = std::mem::take(&mut self.lane_compact);
+        self.complete(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), &mut compact);
+        for l in 0..LANES {
+            self.add_interior(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), &mut compact, l);
+        }
+        self.lane_compact = compact;
     }
 
-    /// [`Self::solve_lane`] for one right-hand side `x` (`(s·N,)`, no rows: a Newton direction).
+    /// [`Self::solve_lanes`] for one right-hand side `x` (`(s·N,)`, no rows: a Newton
+    /// direction), `f_2` and `δΛ` in `compact[..A]`.
     pub(crate) fn solve_one(&mut self, x: &mut [f64]) {
         let x = x.as_chunks_mut::<1>().0;
-        self.complete_sized(x, None, None, 0);
-        self.add_interior_sized(x, None, None, 0);
+        let mut compact = std::mem::take(&mut self.compact);
+        let one = compact.as_chunks_mut::<1>().0;
+        self.complete(x, None, None, one);
+        self.add_interior(x, None, None, one, 0);
+        self.compact = compact;
     }
 
-    /// The completion without `H`: `δΛ = (C_2 K)⁻¹ (f_2 − C_2 w)` in `compact[..A]`,
-    /// `w += K δΛ` and its rows. O(A (s N + A)).
-    fn complete(&mut self, buf: &mut LaneBuffers<'_>, l: usize) {
-        self.complete_sized(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), l);
-    }
-
-    fn complete_sized<const W: usize>(&mut self, sol: &mut [[f64; W]], mut momentum: Option<&mut [[f64; W]]>, mut centre: Option<&mut [[f64; W]]>, l: usize) {
+    /// The completion without `H` of `W` right-hand sides: `δΛ = (C_2 K)⁻¹ (f_2 − C_2 w)` in
+    /// `compact[..A]` (which holds `f_2` on entry), `w += K δΛ` and its rows. O(A (s N + A)) per
+    /// right-hand side.
+    fn complete<const W: usize>(
+        &self,
+        sol: &mut [[f64; W]],
+        mut momentum: Option<&mut [[f64; W]]>,
+        mut centre: Option<&mut [[f64; W]]>,
+        compact: &mut [[f64; W]],
+    ) {
         let (n, sn, m, a) = (self.n, self.s * self.n, self.m, self.active.len());
         let big = self.s * a;
-        for gr in 0..big {
+        for (gr, f) in compact.iter_mut().enumerate().take(big) {
             let (g, i) = (gr / a, self.active[gr % a]);
-            self.compact[gr] -= (0..n).map(|x| self.c2[(g * m + i, x)] * sol[g * n + x][l]).sum::<f64>();
+            let mut dot = [0.0; W];
+            for (x, w) in sol[g * n..(g + 1) * n].iter().enumerate() {
+                let c = self.c2[(g * m + i, x)];
+                for l in 0..W {
+                    dot[l] += c * w[l];
+                }
+            }
+            for l in 0..W {
+                f[l] -= dot[l];
+            }
         }
-        lu_solve_in(&self.schur[..big * big], big, &self.pivots, &mut self.compact[..big]);
-        for bc in 0..big {
+        if W == 1 {
+            lu_solve_in(&self.schur[..big * big], big, &self.pivots, compact[..big].as_flattened_mut());
+        } else {
+            lu_solve_lanes(&self.schur[..big * big], big, &self.pivots, &mut compact[..big]);
+        }
+        for (bc, dl) in compact.iter().enumerate().take(big) {
             let col = (bc / a) * m + self.active[bc % a];
-            let dl = self.compact[bc];
-            for (x, y) in sol.iter_mut().enumerate().take(sn) {
-                y[l] += self.k[col * sn + x] * dl;
+            for (y, &k) in sol.iter_mut().zip(&self.k[col * sn..(col + 1) * sn]) {
+                for l in 0..W {
+                    y[l] += k * dl[l];
+                }
             }
             for (rows, k) in [(momentum.as_deref_mut(), &self.k_momentum), (centre.as_deref_mut(), &self.k_centre)] {
                 if let Some(rows) = rows {
-                    for (x, y) in rows.iter_mut().enumerate().take(n) {
-                        y[l] += k[col * n + x] * dl;
+                    for (y, &k) in rows.iter_mut().zip(&k[col * n..(col + 1) * n]) {
+                        for l in 0..W {
+                            y[l] += k * dl[l];
+                        }
                     }
                 }
             }
         }
     }
 
-    /// The interior Hessians' part (Woodbury): `t = (1 − Vᵀ W_z)⁻¹ Vᵀ ŷ_z`, then `sol += W_z t`
-    /// and its rows, `compact[..A] += W_Λ t`. Nothing without interior Hessians (`s = 1`).
-    /// O(r (s N + A) + r²).
-    fn add_interior(&mut self, buf: &mut LaneBuffers<'_>, l: usize) {
-        self.add_interior_sized(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), l);
-    }
-
-    fn add_interior_sized<const W: usize>(
+    /// The interior Hessians' part (Woodbury) of lane `l`: `t = (1 − Vᵀ W_z)⁻¹ Vᵀ ŷ_z`, then
+    /// `sol += W_z t` and its rows, `compact[..A] += W_Λ t`. Nothing without interior Hessians
+    /// (`s = 1`). O(r (s N + A) + r²).
+    fn add_interior<const W: usize>(
         &mut self,
         sol: &mut [[f64; W]],
         mut momentum: Option<&mut [[f64; W]]>,
         mut centre: Option<&mut [[f64; W]]>,
+        compact: &mut [[f64; W]],
         l: usize,
     ) {
         let r = self.support.len();
@@ -273,8 +309,8 @@ impl KktFactors {
                     }
                 }
             }
-            for q in 0..big {
-                self.compact[q] += self.w_lambda[c * sm + q] * tc;
+            for (q, f) in compact.iter_mut().enumerate().take(big) {
+                f[l] += self.w_lambda[c * sm + q] * tc;
             }
         }
     }
