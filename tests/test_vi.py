@@ -335,3 +335,24 @@ def test_body_wrench_errors():
     traj = vi.rollout(np.zeros(3), np.zeros(3), steps=2)
     with pytest.raises(vidyn.InputError, match="wrenches"):
         vi.linearize(traj, order=2)
+
+
+def test_second_order_refusals_name_their_cause():
+    """Second derivatives with holonomic constraints, kinematic joints or body wrenches are not
+    implemented (first order is): NotImplementedError naming what the integrator has, from
+    ``linearize(order=2)`` and from full DDP, rather than the derivatives of another map."""
+    b = vidyn.ModelBuilder("two links")
+    parent = None
+    for k in range(2):
+        placement = np.eye(4)
+        placement[2, 3] = -0.5 * (k > 0)
+        parent = b.add_body(parent, f"j{k}", "revolute", placement, 1.0, [0, 0, -0.25], np.diag([0.02, 0.02, 0.001]), [0.0, 1.0, 0.0])
+    model = b.build()
+    wrenched = vidyn.VariationalIntegrator(model, 0.01, body_wrenches=np.tile([0.0, 0.0, 0.5, 0.0, 0.0, 0.0], (model.nbodies, 1)))
+    kinematic = vidyn.VariationalIntegrator(model, 0.01, kinematic=["j0"])
+    for vi, cause in ((wrenched, "body wrenches"), (kinematic, "kinematic joints")):
+        q, p, u = np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((1, 2))
+        with pytest.raises(NotImplementedError, match=cause):
+            vi.linearize(q, p, u, order=2, lam=np.ones((1, 4)))
+    with pytest.raises(NotImplementedError, match="body wrenches"):
+        vidyn.optim.ilqr(wrenched, np.zeros(2), steps=3, method="ddp")

@@ -853,7 +853,7 @@ class VariationalIntegrator:
         first order is ``A δ``. The second order with such joints is that of
         ``δ ↦ difference(x̄_{k+1}, f(x̄_k ⊕ δ, ū + δu))`` (the expansion DDP on a manifold uses),
         exact as on fixed charts. The second order is not available with constraints, kinematic
-        joints or body wrenches (InputError).
+        joints or body wrenches (NotImplementedError).
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

@@ -210,7 +210,7 @@ impl From<VidynErr> for PyErr {
             VidynErr::Vi(e) => match e {
                 ViError::Model(inner) => py_err(inner),
                 ViError::GimbalLock { .. } => MODEL_ERROR.err(e.to_string()),
-                ViError::NotOnLieGroup { .. } => PyNotImplementedError::new_err(e.to_string()),
+                ViError::NotOnLieGroup { .. } | ViError::NoSecondOrder { .. } => PyNotImplementedError::new_err(e.to_string()),
                 ViError::InvalidScheme(_) | ViError::InvalidParameter(_) | ViError::PastSchedule { .. } => INPUT_ERROR.err(e.to_string()),
                 ViError::NewtonDiverged { .. }
                 | ViError::SingularJacobian { .. }

@@ -177,15 +177,20 @@ impl VariationalIntegrator {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;
-        if !self.constraints.is_empty() || self.prescribed.iter().any(|&k| k) || !self.wrenches.is_empty() {
-            // the implicit-function theorem below (and its form on the Lie group) has no
-            // multiplier rows and no prescribed points, and the third derivatives (forward-mode
-            // AD of the energy Hessians) carry no wrench term: refuse rather than return the
-            // derivatives of a different map
-            return Err(ViError::InvalidParameter(
-                "second-order derivatives are not implemented for integrators with holonomic constraints, kinematic joints or body wrenches (first order is)"
-                    .into(),
-            ));
+        // the implicit-function theorem below (and its form on the Lie group) has no multiplier
+        // rows and no prescribed points, and the third derivatives (forward-mode AD of the
+        // energy Hessians) carry no wrench term: refuse rather than return the derivatives of
+        // a different map
+        let features: Vec<&str> = [
+            (!self.constraints.is_empty(), "holonomic constraints"),
+            (self.prescribed.iter().any(|&k| k), "kinematic joints"),
+            (!self.wrenches.is_empty(), "body wrenches"),
+        ]
+        .into_iter()
+        .filter_map(|(has, name)| has.then_some(name))
+        .collect();
+        if !features.is_empty() {
+            return Err(ViError::NoSecondOrder { features: features.join(" and ") });
         }
         if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
             so.out.iterations = group.prepare(self, chart, &mut so.vi, at, &mut so.out)?;

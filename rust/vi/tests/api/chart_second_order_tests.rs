@@ -184,10 +184,10 @@ fn constrained_kinematic_or_wrenched_second_order_on_the_group_is_refused() {
     let constrained = vi.clone().with_constraints(crate::common::lie_group::tether_and_plane(&model, &q0, 0.0)).unwrap();
     let wrenched = vi.clone().with_body_wrenches(vec![vidyn_spatial::Force::new(Vector3::new(0.0, 0.0, 1.0), Vector3::zeros()); model.nbodies()]).unwrap();
     let kinematic = vi.with_kinematic(&[6]).unwrap();
-    for vi in [constrained, kinematic, wrenched] {
+    for (vi, expected) in [(constrained, "holonomic constraints"), (kinematic, "kinematic joints"), (wrenched, "body wrenches")] {
         let mut so = vi.second_order_workspace();
         let err =
             vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &vec![0.0; n], &vec![0.0; n]), &vec![1.0; 2 * n]).unwrap_err().to_string();
-        assert!(err.contains("holonomic constraints, kinematic joints or body wrenches"), "{err}");
+        assert!(err.contains("second-order derivatives are not implemented for integrators with") && err.contains(expected), "{err}");
     }
 }
