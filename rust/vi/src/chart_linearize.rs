@@ -119,12 +119,10 @@ struct JointTerms {
 /// Scratch of the linearisation on the chart, made by the first one (module docs).
 #[derive(Clone, Debug)]
 pub(crate) struct ChartLinWork {
-    points: StepPoints,
+    centred: CentredPoints,
     newton: NewtonFactorization,
     forces: JointForces,
     wrenches: Vec<Force>,
-    q0: Vec<f64>,
-    z: Vec<f64>,
     dq: Vec<Lanes>,
     rows: Vec<Lanes>,
     rhs: Vec<Lanes>,
@@ -261,12 +259,10 @@ impl ChartLinWork {
             .collect();
         let lanes = |len: usize| vec![[0.0; LANES]; len];
         Self {
-            points: StepPoints::new(&centred.model, p),
+            centred: CentredPoints::new(centred, p),
             newton,
             forces,
             wrenches,
-            q0: vec![0.0; na],
-            z: vec![0.0; s * na],
             dq: lanes(p * na),
             rows: lanes(p * na),
             rhs: lanes(s * na),
@@ -303,6 +299,41 @@ pub(crate) fn centred_forces(vi: &VariationalIntegrator, chart: &Chart) -> Joint
     forces
 }
 
+/// A solved step's control points on the centred expansion with its centre joints at `η = 0`,
+/// in the chart centred at the step's start: the point at which the linearisation and the
+/// second order on the group (module `chart_second_order`) differentiate.
+#[derive(Clone, Debug)]
+pub(crate) struct CentredPoints {
+    pub(crate) points: StepPoints,
+    /// `q̂^0` `(N,)` and `ẑ = (q̂^1, …, q̂^s)` `(s N,)`, `N` the centred expansion's coordinates.
+    q0: Vec<f64>,
+    z: Vec<f64>,
+}
+
+impl CentredPoints {
+    pub(crate) fn new(centred: &vidyn_rbd::CentredExpansion, points: usize) -> Self {
+        let big = centred.model.nv;
+        Self { points: StepPoints::new(&centred.model, points), q0: vec![0.0; big], z: vec![0.0; (points - 1) * big] }
+    }
+
+    /// The points of the step just solved in `ws` (its control points in `ws.points`, its
+    /// chart's centre in `ws.chart`), with the centred expansion's body wrenches `wrenches`.
+    pub(crate) fn set(&mut self, chart: &Chart, sc: &crate::Scheme, dt: f64, ws: &ViWorkspace, wrenches: &[Force]) {
+        let (solution, centred) = (&ws.points, &chart.centred);
+        let (model, big) = (&*centred.model, centred.model.nv);
+        self.q0.fill(0.0);
+        self.z.fill(0.0);
+        for (i, &c) in centred.coordinates.iter().enumerate() {
+            self.q0[c] = solution.q[0][i];
+            for g in 1..sc.points() {
+                self.z[(g - 1) * big + c] = solution.q[g][i];
+            }
+        }
+        self.points.set_chart(model, |placements| centred.chart_placements(&chart.map, ws.chart.centre(), placements));
+        self.points.set(model, sc, dt, &self.q0, &self.z, wrenches);
+    }
+}
+
 /// The number of composite coordinates `n_c` of a chart.
 fn composite_count(chart: &Chart) -> usize {
     chart.map.composite_joints().map(|j| j.nv()).sum()
@@ -337,7 +368,7 @@ fn corrected(raw: &DMatrix<f64>, col: usize, nc: usize, lambda: &[f64], out: &mu
 }
 
 /// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
-fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
+pub(crate) fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
     let mut v = Vector6::zeros();
     v.rows_mut(0, d).copy_from_slice(&x[first..first + d]);
     v
@@ -362,19 +393,9 @@ impl VariationalIntegrator {
         let (n, p, dt) = (self.n(), self.scheme.points(), self.dt);
         let (points, cw) = (&ws.points, &ws.chart);
         let centred = &chart.centred;
-        let (model, na, sc) = (&*centred.model, centred.model.nv, &self.scheme);
-        // the solution's control points in the centred expansion, centre joints at η = 0
-        lin.q0.fill(0.0);
-        lin.z.fill(0.0);
-        for (i, &c) in centred.coordinates.iter().enumerate() {
-            lin.q0[c] = points.q[0][i];
-            for g in 1..p {
-                lin.z[(g - 1) * na + c] = points.q[g][i];
-            }
-        }
-        lin.points.set_chart(model, |placements| centred.chart_placements(&chart.map, cw.centre(), placements));
-        lin.points.set(model, sc, dt, &lin.q0, &lin.z, &lin.wrenches);
-        if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.points, true) {
+        let (model, sc) = (&*centred.model, &self.scheme);
+        lin.centred.set(chart, sc, dt, ws, &lin.wrenches);
+        if !lin.newton.factorize(model, sc, dt, &lin.forces, &lin.centred.points, true) {
             return Err(ViError::SingularJacobian { step });
         }
         if lin.kkt.is_some() && !self.prepare_chart_kkt(chart, lin, &ws.constraint.lambda, &ws.constraint.kkt.active) {
@@ -494,7 +515,7 @@ impl VariationalIntegrator {
     fn prepare_chart_kkt(&self, chart: &Chart, lin: &mut ChartLinWork, lambda: &[f64], active: &[usize]) -> bool {
         let (sc, dt, s) = (&self.scheme, self.dt, self.scheme.s);
         let (model, na) = (&*chart.centred.model, chart.centred.model.nv);
-        let ChartLinWork { points, newton, forces, rhs, sol, momentum, centre_rows, q0, z, kkt, .. } = lin;
+        let ChartLinWork { centred: CentredPoints { points, q0, z }, newton, forces, rhs, sol, momentum, centre_rows, kkt, .. } = lin;
         let Some(kkt) = kkt.as_deref_mut() else { return true };
         let m = kkt.constraints.len();
         let f = &mut kkt.factors;

@@ -65,9 +65,9 @@
 //! mimic joints and body wrenches (module `second_order`). Nothing allocates after the
 //! workspace exists.
 
-use crate::chart_linearize::centred_forces;
+use crate::chart_linearize::{block, centred_forces, CentredPoints};
 use crate::chart_step::Chart;
-use crate::del::{JointForces, StepPoints};
+use crate::del::JointForces;
 use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
@@ -217,13 +217,6 @@ fn first_derivatives(joint: &CompositeJoint<'_>, y: &[f64]) -> [Matrix6<f64>; 6]
     out
 }
 
-/// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
-fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
-    let mut v = Vector6::zeros();
-    v.rows_mut(0, d).copy_from_slice(&x[first..first + d]);
-    v
-}
-
 /// The unit 6-vector `e_k`.
 fn unit(k: usize) -> [f64; 6] {
     let mut e = [0.0; 6];
@@ -236,11 +229,9 @@ fn unit(k: usize) -> [f64; 6] {
 /// variables `(η, X)` and `e = dim + n` with the controls.
 #[derive(Clone, Debug)]
 pub(crate) struct GroupSecondOrder {
-    /// The control points on the centred expansion (`η = 0`), its forces, `q̂^0` and `ẑ`.
-    points: StepPoints,
+    /// The control points on the centred expansion (`η = 0`) and its forces.
+    centred: CentredPoints,
     forces: JointForces,
-    q0: Vec<f64>,
-    z: Vec<f64>,
     rows: RowsHessian,
     joints: Vec<JointTerms>,
     /// `(n,)` whether a tangent index belongs to a composite joint.
@@ -294,10 +285,8 @@ impl GroupSecondOrder {
         let dim = nc + np * n;
         let in_composite = (0..n).map(|i| joints.iter().any(|t| (t.first..t.first + t.d).contains(&i))).collect();
         Self {
-            points: StepPoints::new(&centred.model, np),
+            centred: CentredPoints::new(centred, np),
             forces: centred_forces(vi, chart),
-            q0: vec![0.0; big],
-            z: vec![0.0; s * big],
             rows: RowsHessian::new(big, np),
             joints,
             in_composite,
@@ -348,21 +337,11 @@ impl GroupSecondOrder {
         let centred = &chart.centred;
         let (model, big) = (&*centred.model, centred.model.nv);
         let (pts, cw) = (&ws.points, &ws.chart);
-        // the solution's control points in the centred expansion, centre joints at η = 0
-        self.q0.fill(0.0);
-        self.z.fill(0.0);
-        for (i, &c) in centred.coordinates.iter().enumerate() {
-            self.q0[c] = pts.q[0][i];
-            for g in 1..np {
-                self.z[(g - 1) * big + c] = pts.q[g][i];
-            }
-        }
-        self.points.set_chart(model, |placements| centred.chart_placements(&chart.map, cw.centre(), placements));
-        self.points.set(model, sc, dt, &self.q0, &self.z, &[]);
-        self.points.update_hessians(model);
+        self.centred.set(chart, sc, dt, ws, &[]);
+        self.centred.points.update_hessians(model);
         for x in 0..np {
             for beta in 0..np {
-                self.points.del_block(sc, dt, &self.forces, x, beta, &mut self.blocks.view_mut((x * big, beta * big), (big, big)));
+                self.centred.points.del_block(sc, dt, &self.forces, x, beta, &mut self.blocks.view_mut((x * big, beta * big), (big, big)));
             }
         }
         // the rows' Jacobian in (η, X)
@@ -586,7 +565,7 @@ impl GroupSecondOrder {
                 self.omega[s * big + centred.coordinates[t.first + r]] = b[r];
             }
         }
-        self.rows.fill(model, &self.points, sc, dt, &self.omega, &mut self.cmat);
+        self.rows.fill(model, &self.centred.points, sc, dt, &self.omega, &mut self.cmat);
         // ∇²ℒ in (η, X): the frozen-weight Hessian pulled back on both sides, `Eᵀ C E` with
         // `C E` transposed in between (C is a Hessian: symmetric)
         pull_back_columns(&self.joints, &centred.coordinates, np, &self.cmat, &mut self.ce);
