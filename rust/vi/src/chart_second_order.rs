@@ -56,11 +56,14 @@
 //! `ι''[a, b] = −J(0)⁻¹ Γ_0[J(0)⁻¹ a, J(0)⁻¹ b]`, and `ℒ_η = J(0)ᵀ (Aᵀ λ)_{δq}`.
 //!
 //! # Cost and scope
-//! Per prepared step: the step and its first-order linearisation, the `(s+1)² N × N` blocks of
-//! the rows' Jacobian on the centred expansion and one dense LU of the `s n × s n` residual
-//! Jacobian; per contraction one transposed solve, `s + 1` dual Hessian evaluations (module
-//! `rows_hessian`), O(s² N²) chart terms and the projection `Wᵀ ∇²ℒ W`, O(s² n³). The full
-//! tensors are `2n` contractions. Gravity, controls on every joint, damping and springs on
+//! Per prepared step: the step, the `(s+1)² N × N` blocks of the rows' Jacobian on the centred
+//! expansion, one dense LU of the `s n × s n` residual Jacobian and its `3n` solves (whose
+//! sensitivities give `A`, `B` as `F W`: no separate first-order linearisation), and the
+//! λ-independent chart terms (`J''`, `S''ᵀw`, the logarithm's curvature; O(d³) per joint and
+//! control point); per contraction one transposed solve, `s + 1` dual Hessian evaluations
+//! (module `rows_hessian`), the chart terms' contractions and the projection `Wᵀ ∇²ℒ W` on the
+//! unknowns' rows, O(s n³). Measured on solo12 (trapezoid): 1.8× a first-order linearisation
+//! (`BENCHMARKS.md`). The full tensors are `2n` contractions. Gravity, controls on every joint, damping and springs on
 //! 1-dof joints and every scheme; the caller refuses holonomic constraints, kinematic joints,
 //! mimic joints and body wrenches (module `second_order`). Nothing allocates after the
 //! workspace exists.
