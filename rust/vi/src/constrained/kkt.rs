@@ -17,6 +17,27 @@ pub(crate) struct LaneBuffers<'a> {
     pub centre: Option<&'a mut [Lanes]>,
 }
 
+impl LaneBuffers<'_> {
+    /// Stores lane `l`'s solution, momentum rows and centre rows (those present) as column
+    /// `col` of the column-major `out = [solutions, momenta, centres]` (columns of `sol.len()`,
+    /// `n`, `n` entries, `n` the rows' length).
+    fn store_lane(&self, l: usize, col: usize, out: [&mut [f64]; 3]) {
+        let [sol_out, momentum_out, centre_out] = out;
+        let sn = self.sol.len();
+        for (x, v) in self.sol.iter().enumerate() {
+            sol_out[col * sn + x] = v[l];
+        }
+        for (rows, out) in [(&self.momentum, momentum_out), (&self.centre, centre_out)] {
+            if let Some(rows) = rows.as_deref() {
+                let n = rows.len();
+                for (x, v) in rows.iter().enumerate() {
+                    out[col * n + x] = v[l];
+                }
+            }
+        }
+    }
+}
+
 /// The KKT factors for `m` constraints on `N` coordinates and `s` intervals (module docs of
 /// the parent: a block index `β`, `γ` runs over `0..s`; `A = s·a` multipliers for `a` active
 /// constraints).
@@ -130,16 +151,7 @@ impl KktFactors {
             solve(buf);
             for l in 0..lanes {
                 let col = ((c0 + l) / a) * m + self.active[(c0 + l) % a];
-                for x in 0..sn {
-                    self.k[col * sn + x] = buf.sol[x][l];
-                }
-                for (rows, out) in [(&buf.momentum, &mut self.k_momentum), (&buf.centre, &mut self.k_centre)] {
-                    if let Some(rows) = rows.as_deref() {
-                        for x in 0..n {
-                            out[col * n + x] = rows[x][l];
-                        }
-                    }
-                }
+                buf.store_lane(l, col, [&mut self.k, &mut self.k_momentum, &mut self.k_centre]);
             }
         }
         for gr in 0..big {
@@ -177,16 +189,7 @@ impl KktFactors {
             self.complete(&mut *buf.sol, buf.momentum.as_deref_mut(), buf.centre.as_deref_mut(), &mut compact);
             for l in 0..lanes {
                 let c = c0 + l;
-                for x in 0..sn {
-                    self.w[c * sn + x] = buf.sol[x][l];
-                }
-                for (rows, out) in [(&buf.momentum, &mut self.w_momentum), (&buf.centre, &mut self.w_centre)] {
-                    if let Some(rows) = rows.as_deref() {
-                        for x in 0..n {
-                            out[c * n + x] = rows[x][l];
-                        }
-                    }
-                }
+                buf.store_lane(l, c, [&mut self.w, &mut self.w_momentum, &mut self.w_centre]);
                 for (w, f) in self.w_lambda[c * sm..c * sm + big].iter_mut().zip(&compact) {
                     *w = f[l];
                 }
