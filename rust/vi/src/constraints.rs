@@ -1,6 +1,8 @@
 //! Holonomic constraints `h(q) = 0` between points of the bodies (Johnson 2012 §2.4.3, digest
-//! §1.7): their values, their gradients `Dh` and the multiplier-weighted Hessians
-//! `Σ_i λ_i D²h_i`, all from the world-frame joint columns of a [`PointState`].
+//! §1.7): their values, their gradients `Dh`, the multiplier-weighted Hessians
+//! `Σ_i λ_i D²h_i`, the Hessian-vector products `D²h·ω` and the third derivatives contracted
+//! with one direction `D³h[ω, ·, ·]`, all from the world-frame joint columns of a
+//! [`PointState`].
 //!
 //! # Derivatives of a body point
 //!
@@ -104,6 +106,18 @@ pub(crate) struct ConstraintScratch {
     on_b: Vec<bool>,
     /// The columns on either point's path to the root, in increasing order (`add_hessian`).
     path: Vec<usize>,
+    /// Contraction with a direction `c` (`add_third_contracted`, `hessian_vector`; angular
+    /// columns written `w_k`): `Σ_{k ⪯ j} c_k w_k` over the ancestors of `j` and `j` itself.
+    above: Vec<Vector3<f64>>,
+    /// `Σ_{k ≻ j} c_k ∂x/∂q_k` over the columns strictly below `j` on the path of `x = p_a`
+    /// (`u` of a perpendicular pair), `p_b` (`w`), and the plane normal `n`.
+    below_a: Vec<Vector3<f64>>,
+    below_b: Vec<Vector3<f64>>,
+    below_n: Vec<Vector3<f64>>,
+    /// `D²x[c, e_j]` of the same three (zero off their paths).
+    mixed_a: Vec<Vector3<f64>>,
+    mixed_b: Vec<Vector3<f64>>,
+    mixed_n: Vec<Vector3<f64>>,
 }
 
 impl ConstraintScratch {
@@ -115,6 +129,13 @@ impl ConstraintScratch {
             on_a: vec![false; n],
             on_b: vec![false; n],
             path: Vec::with_capacity(n),
+            above: vec![Vector3::zeros(); n],
+            below_a: vec![Vector3::zeros(); n],
+            below_b: vec![Vector3::zeros(); n],
+            below_n: vec![Vector3::zeros(); n],
+            mixed_a: vec![Vector3::zeros(); n],
+            mixed_b: vec![Vector3::zeros(); n],
+            mixed_n: vec![Vector3::zeros(); n],
         }
     }
 }
@@ -159,6 +180,53 @@ fn point_columns(model: &Model, st: &PointState, body: Option<usize>, p: &Vector
         dp[j] = c.linear + c.angular.cross(p);
         node = model.parents[j];
     }
+}
+
+/// Contracts the derivatives of a body-fixed vector `x` (a point or a direction on `body`, with
+/// columns `dx[j] = ∂x/∂q_j`) with a direction `c`, walking its path from the body to the root:
+/// writes `below[j] = Σ_{k ≻ j} c_k dx[k]` and `mixed[j] = D²x[c, e_j] = above[j] × dx[j] +
+/// w_j × below[j]` on the path (`mixed` zero off it) and returns `Dx[c] = Σ_k c_k dx[k]`.
+/// `above` must hold `Σ_{k ⪯ j} c_k w_k` on the path.
+#[allow(clippy::too_many_arguments)]
+fn contract_along_path(
+    model: &Model,
+    st: &PointState,
+    body: Option<usize>,
+    c: &[f64],
+    dx: &[Vector3<f64>],
+    above: &[Vector3<f64>],
+    below: &mut [Vector3<f64>],
+    mixed: &mut [Vector3<f64>],
+) -> Vector3<f64> {
+    mixed.fill(Vector3::zeros());
+    let mut sum = Vector3::zeros();
+    let mut node = body;
+    while let Some(j) = node {
+        below[j] = sum;
+        mixed[j] = above[j].cross(&dx[j]) + st.columns[j].angular.cross(&sum);
+        sum += c[j] * dx[j];
+        node = model.parents[j];
+    }
+    sum
+}
+
+/// `D³x[c, e_j, e_l]` of a body-fixed vector `x` for columns `j ⪯ l` both on its path (module
+/// docs of `add_third_contracted`): `A_j × (w_j × x_l) + w_j × ((A_l − A_j) × x_l) + w_j × (w_l ×
+/// B_l)` with `x_l = ∂x/∂q_l`, `A = above`, `B_l = below[l]`.
+fn third_along(wj: &Vector3<f64>, wl: &Vector3<f64>, aj: &Vector3<f64>, al: &Vector3<f64>, xl: &Vector3<f64>, bl: &Vector3<f64>) -> Vector3<f64> {
+    aj.cross(&wj.cross(xl)) + wj.cross(&(al - aj).cross(xl)) + wj.cross(&wl.cross(bl))
+}
+
+/// What [`Constraint::contract`] returns: the points (axes) and normal, and their first
+/// derivatives along the contraction direction `c`.
+struct Contracted {
+    pa: Vector3<f64>,
+    pb: Vector3<f64>,
+    n: Vector3<f64>,
+    /// `Dp_a[c]`, `Dp_b[c]`, `Dn[c]`.
+    ta: Vector3<f64>,
+    tb: Vector3<f64>,
+    tn: Vector3<f64>,
 }
 
 impl Constraint {
@@ -317,6 +385,151 @@ impl Constraint {
             }
         }
     }
+
+    /// The shared start of [`Self::hessian_vector`] and [`Self::add_third_contracted`]: the
+    /// columns (as in [`Self::columns`]), the path, and the contraction of every column
+    /// quantity with `c` into `above`, `below_*`, `mixed_*` (see [`ConstraintScratch`]). O(n).
+    fn contract(&self, model: &Model, st: &PointState, sc: &mut ConstraintScratch, c: &[f64]) -> Contracted {
+        let (pa, pb, n) = self.columns(model, st, sc);
+        sc.path.clear();
+        sc.path.extend((0..st.columns.len()).filter(|&j| sc.on_a[j] || sc.on_b[j]));
+        // the path is closed under parents, which come first
+        for &j in &sc.path {
+            let up = model.parents[j].map_or_else(Vector3::zeros, |p| sc.above[p]);
+            sc.above[j] = up + c[j] * st.columns[j].angular;
+        }
+        let (a, b) = self.points();
+        let ta = contract_along_path(model, st, a.body, c, &sc.dpa, &sc.above, &mut sc.below_a, &mut sc.mixed_a);
+        let tb = contract_along_path(model, st, b.body, c, &sc.dpb, &sc.above, &mut sc.below_b, &mut sc.mixed_b);
+        let tn = match self {
+            Constraint::PointOnPlane { .. } => contract_along_path(model, st, a.body, c, &sc.dn, &sc.above, &mut sc.below_n, &mut sc.mixed_n),
+            Constraint::Distance { .. } | Constraint::Perpendicular { .. } => Vector3::zeros(),
+        };
+        Contracted { pa, pb, n, ta, tb, tn }
+    }
+
+    /// The Hessian-vector product `out = D²h · ω`, `out[j] = Σ_l ∂²h/∂q_j∂q_l ω_l`, overwriting
+    /// `out` (`(n,)`, zero off the two points' paths).
+    ///
+    /// Here `w_k` is the angular part of column `k` (`ω_k` in the module docs: `ω` is the
+    /// direction). For a body-fixed point or direction `x` with columns `x_j = ∂x/∂q_j`, the
+    /// second-derivative rule of the module docs sums along `ω` to `D²x[ω, e_j] = (Σ_{k ⪯ j}
+    /// ω_k w_k) × x_j + w_j × Σ_{k ≻ j} ω_k x_k` (sums over `x`'s path, `j` on it; zero off
+    /// it), and the product rule gives, with `d = p_b − p_a`,
+    ///
+    /// * point on plane: `D²n[ω, e_j]·d + Dn[ω]·Dd[e_j] + Dn[e_j]·Dd[ω] + n·D²d[ω, e_j]`,
+    /// * distance: `2 (Dd[e_j]·Dd[ω] + d·D²d[ω, e_j])`,
+    /// * perpendicular `u·w`: `D²u[ω, e_j]·w + Du[ω]·Dw[e_j] + Du[e_j]·Dw[ω] + u·D²w[ω, e_j]`.
+    ///
+    /// The path sums are prefix and suffix sums, so the cost is O(n) (O(depth) past the fills).
+    pub(crate) fn hessian_vector(&self, model: &Model, st: &PointState, sc: &mut ConstraintScratch, omega: &[f64], out: &mut [f64]) {
+        let Contracted { pa, pb, n, ta, tb, tn } = self.contract(model, st, sc, omega);
+        let d = pb - pa;
+        let td = tb - ta;
+        for j in 0..out.len() {
+            let dd = sc.dpb[j] - sc.dpa[j];
+            let cd = sc.mixed_b[j] - sc.mixed_a[j];
+            out[j] = match self {
+                Constraint::PointOnPlane { .. } => sc.mixed_n[j].dot(&d) + tn.dot(&dd) + sc.dn[j].dot(&td) + n.dot(&cd),
+                Constraint::Distance { .. } => 2.0 * (dd.dot(&td) + d.dot(&cd)),
+                // pa, pb are the world axes u, w here
+                Constraint::Perpendicular { .. } => sc.mixed_a[j].dot(&pb) + ta.dot(&sc.dpb[j]) + sc.dpa[j].dot(&tb) + pa.dot(&sc.mixed_b[j]),
+            };
+        }
+    }
+
+    /// `out += weight · D³h[ω, ·, ·]`, i.e. `out[(j, l)] += weight · Σ_k ω_k ∂³h/∂q_k∂q_j∂q_l`:
+    /// the derivative of `D²h` along `ω`. `out` stays symmetric; only entries with both columns
+    /// on one of the two points' paths change.
+    ///
+    /// # Third derivatives of a body-fixed vector
+    ///
+    /// Here `w_k` is the angular part of column `k` (`ω_k` in the module docs: `ω` is the
+    /// direction). Differentiating the second-derivative rule of the module docs once more (with
+    /// `∂w_a/∂q_m = w_m × w_a` for `m ≺ a`, zero otherwise, and the Jacobi identity to merge the
+    /// two terms when `m ≺ a`) gives one rule for three columns on the path of a point `p`,
+    /// sorted by depth as `a ⪯ b ⪯ e` (equal columns allowed): `∂³p/∂q_a∂q_b∂q_e = w_a × (w_b ×
+    /// J_e)`, and for a direction `n`: `w_a × (w_b × (w_e × n))`; a column off the path gives
+    /// zero. With `x_l` the first derivative (`J_l` or `w_l × n`), summing over `k` along `ω`
+    /// for `j ⪯ l` splits by where `k` sits:
+    ///
+    /// `D³x[ω, e_j, e_l] = A_j × (w_j × x_l) + w_j × ((A_l − A_j) × x_l) + w_j × (w_l × B_l)`
+    ///
+    /// with the prefix sums `A_j = Σ_{k ⪯ j} ω_k w_k` (`k ⪯ j`), `A_l − A_j` (`j ≺ k ⪯ l`) and
+    /// the suffix sums `B_l = Σ_{k ≻ l} ω_k x_k` along the path (`l ≺ k`).
+    ///
+    /// # Product rule
+    ///
+    /// With `d = p_b − p_a`, `x = e_j`, `y = e_l`:
+    ///
+    /// * point on plane, `h = n·d`: `D³n[ω,x,y]·d + D²n[ω,x]·Dd[y] + D²n[ω,y]·Dd[x] +
+    ///   D²n[x,y]·Dd[ω] + Dn[ω]·D²d[x,y] + Dn[x]·D²d[ω,y] + Dn[y]·D²d[ω,x] + n·D³d[ω,x,y]`,
+    /// * distance, `h = d·d − L²`: `2 (D²d[ω,x]·Dd[y] + Dd[x]·D²d[ω,y] + Dd[ω]·D²d[x,y] +
+    ///   d·D³d[ω,x,y])`,
+    /// * perpendicular, `h = u·w`: as the point on plane with `n → u`, `d → w`.
+    ///
+    /// `D²x[ω, ·]` and `Dx[ω]` come from the same prefix and suffix sums
+    /// ([`Self::hessian_vector`]), so each entry is O(1) and the cost O(n + d²) for the `d`
+    /// columns on the two points' paths, without allocation.
+    pub(crate) fn add_third_contracted(&self, model: &Model, st: &PointState, sc: &mut ConstraintScratch, weight: f64, omega: &[f64], out: &mut DMatrix<f64>) {
+        let Contracted { pa, pb, n, ta, tb, tn } = self.contract(model, st, sc, omega);
+        let d = pb - pa;
+        let td = tb - ta;
+        for (il, &l) in sc.path.iter().enumerate() {
+            let wl = &st.columns[l].angular;
+            let al = &sc.above[l];
+            for &j in &sc.path[..=il] {
+                // j ≤ l: when both lie on one path, j is the ancestor
+                let wj = &st.columns[j].angular;
+                let aj = &sc.above[j];
+                let (on_a, on_b) = (sc.on_a[j] && sc.on_a[l], sc.on_b[j] && sc.on_b[l]);
+                // D²x[e_j, e_l] and D³x[ω, e_j, e_l] of p_a (u) and p_b (w)
+                let (d2a, d3a) =
+                    if on_a { (wj.cross(&sc.dpa[l]), third_along(wj, wl, aj, al, &sc.dpa[l], &sc.below_a[l])) } else { (Vector3::zeros(), Vector3::zeros()) };
+                let (d2b, d3b) =
+                    if on_b { (wj.cross(&sc.dpb[l]), third_along(wj, wl, aj, al, &sc.dpb[l], &sc.below_b[l])) } else { (Vector3::zeros(), Vector3::zeros()) };
+                let h = match self {
+                    Constraint::PointOnPlane { .. } => {
+                        let (d2n, d3n) = if on_a {
+                            (wj.cross(&sc.dn[l]), third_along(wj, wl, aj, al, &sc.dn[l], &sc.below_n[l]))
+                        } else {
+                            (Vector3::zeros(), Vector3::zeros())
+                        };
+                        let (ddj, ddl) = (sc.dpb[j] - sc.dpa[j], sc.dpb[l] - sc.dpa[l]);
+                        let (cdj, cdl) = (sc.mixed_b[j] - sc.mixed_a[j], sc.mixed_b[l] - sc.mixed_a[l]);
+                        d3n.dot(&d)
+                            + sc.mixed_n[j].dot(&ddl)
+                            + sc.mixed_n[l].dot(&ddj)
+                            + d2n.dot(&td)
+                            + tn.dot(&(d2b - d2a))
+                            + sc.dn[j].dot(&cdl)
+                            + sc.dn[l].dot(&cdj)
+                            + n.dot(&(d3b - d3a))
+                    }
+                    Constraint::Distance { .. } => {
+                        let (ddj, ddl) = (sc.dpb[j] - sc.dpa[j], sc.dpb[l] - sc.dpa[l]);
+                        let (cdj, cdl) = (sc.mixed_b[j] - sc.mixed_a[j], sc.mixed_b[l] - sc.mixed_a[l]);
+                        2.0 * (cdj.dot(&ddl) + ddj.dot(&cdl) + td.dot(&(d2b - d2a)) + d.dot(&(d3b - d3a)))
+                    }
+                    // pa, pb are the world axes u, w here
+                    Constraint::Perpendicular { .. } => {
+                        d3a.dot(&pb)
+                            + sc.mixed_a[j].dot(&sc.dpb[l])
+                            + sc.mixed_a[l].dot(&sc.dpb[j])
+                            + d2a.dot(&tb)
+                            + ta.dot(&d2b)
+                            + sc.dpa[j].dot(&sc.mixed_b[l])
+                            + sc.dpa[l].dot(&sc.mixed_b[j])
+                            + pa.dot(&d3b)
+                    }
+                };
+                out[(j, l)] += weight * h;
+                if j != l {
+                    out[(l, j)] += weight * h;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -333,13 +546,13 @@ mod tests {
         st
     }
 
-    /// Gradients and Hessians against central differences (h = 1e-6: truncation ~1e-12,
-    /// round-off ~1e-10 relative) on random trees, for points on branches that share a
-    /// common ancestor, on the same branch, and on the world.
-    #[test]
-    fn derivatives_match_finite_differences() {
+    /// Random 7-body trees, each with the three constraint kinds between two random points
+    /// (on branches that share a common ancestor, on the same branch, or on the world) and a
+    /// random configuration per constraint.
+    fn cases() -> Vec<(Model, Vec<(Constraint, Vec<f64>)>)> {
         let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut out = Vec::new();
         for seed in 0..6 {
             let model = random_tree(7, seed, &joints);
             let n = model.nv;
@@ -353,6 +566,7 @@ mod tests {
             }
             let normal = Vector3::from_fn(|_, _| rng.random_range(-1.0..1.0));
             let axes = (BodyPoint { body: a.body, point: normal }, BodyPoint { body: b.body, point: Vector3::new(0.3, -0.8, 0.5) });
+            let mut cs = Vec::new();
             for c in [
                 Constraint::PointOnPlane { a: a.clone(), normal, b: b.clone() },
                 Constraint::Distance { a: a.clone(), b: b.clone(), length: 0.7 },
@@ -360,6 +574,21 @@ mod tests {
             ] {
                 c.validate(n).unwrap();
                 let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+                cs.push((c, q));
+            }
+            out.push((model, cs));
+        }
+        out
+    }
+
+    /// Gradients and Hessians against central differences (h = 1e-6: truncation ~1e-12,
+    /// round-off ~1e-10 relative) on random trees, for points on branches that share a
+    /// common ancestor, on the same branch, and on the world.
+    #[test]
+    fn derivatives_match_finite_differences() {
+        for (model, cs) in cases() {
+            let n = model.nv;
+            for (c, q) in cs {
                 let st = state(&model, &q);
                 let mut sc = ConstraintScratch::new(n);
                 let mut grad = vec![0.0; n];
@@ -386,6 +615,65 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `add_third_contracted` against central differences of `add_hessian` along a random
+    /// direction `ω`, `(D²h(q + εω) − D²h(q − εω)) / 2ε`, on the cases of
+    /// `derivatives_match_finite_differences`. With ε = 1e-5 the truncation error is
+    /// `ε²/6 · |D⁵h[ω,ω,ω,·,·]|` ~ 1e-10 (the entries and their derivatives are O(1)–O(10)
+    /// here), the round-off `~1e-16 · |D²h| / ε` ~ 1e-11 · |D²h|; the tolerance 1e-8 ·
+    /// (1 + |fd|) leaves a margin of ~100 over both. Also `hessian_vector` against `add_hessian`
+    /// times `ω` (the same sums in another order: 1e-12 · (1 + `Σ_l |D²h[j,l] ω_l|`), as entries
+    /// that vanish in exact arithmetic come out at ~1e-17 from either side), and
+    /// that `add_third_contracted` adds `weight ·` its result to `out` and keeps it symmetric.
+    #[test]
+    fn third_derivatives_match_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (mut worst_fd, mut worst_hv) = (0.0_f64, 0.0_f64);
+        for (model, cs) in cases() {
+            let n = model.nv;
+            for (c, q) in cs {
+                let omega: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let st = state(&model, &q);
+                let mut sc = ConstraintScratch::new(n);
+                let mut hess = DMatrix::zeros(n, n);
+                c.add_hessian(&model, &st, &mut sc, 1.0, &mut hess);
+
+                let mut hv = vec![f64::NAN; n];
+                c.hessian_vector(&model, &st, &mut sc, &omega, &mut hv);
+                for j in 0..n {
+                    let (exact, scale) = (0..n).fold((0.0, 0.0), |(s, a), l| (s + hess[(j, l)] * omega[l], a + (hess[(j, l)] * omega[l]).abs()));
+                    let dev = (hv[j] - exact).abs() / (1.0 + scale);
+                    worst_hv = worst_hv.max(dev);
+                    assert!(dev < 1e-12, "{c:?}: (D²h·ω)[{j}] {} vs {exact}", hv[j]);
+                }
+
+                // start from a symmetric matrix to check the accumulation
+                let start = DMatrix::from_fn(n, n, |i, j| (i + j) as f64 * 0.25 - 1.0);
+                let weight = -1.75;
+                let mut third = start.clone();
+                c.add_third_contracted(&model, &st, &mut sc, weight, &omega, &mut third);
+                assert_eq!(third, third.transpose(), "{c:?}: D³h[ω] not symmetric");
+                let third = (third - &start) / weight;
+
+                let eps = 1e-5;
+                let shifted = |e: f64| {
+                    let qq: Vec<f64> = q.iter().zip(&omega).map(|(x, w)| x + e * w).collect();
+                    let mut hs = DMatrix::zeros(n, n);
+                    c.add_hessian(&model, &state(&model, &qq), &mut ConstraintScratch::new(n), 1.0, &mut hs);
+                    hs
+                };
+                let fd = (shifted(eps) - shifted(-eps)) / (2.0 * eps);
+                for j in 0..n {
+                    for l in 0..n {
+                        let dev = (third[(j, l)] - fd[(j, l)]).abs() / (1.0 + fd[(j, l)].abs());
+                        worst_fd = worst_fd.max(dev);
+                        assert!(dev < 1e-8, "{c:?}: D³h[ω][{j},{l}] {} vs {}", third[(j, l)], fd[(j, l)]);
+                    }
+                }
+            }
+        }
+        eprintln!("third derivatives: max |D³h[ω] − fd| / (1 + |fd|) = {worst_fd:.2e}; max relative |D²h·ω − H ω| = {worst_hv:.2e}");
     }
 
     #[test]
