@@ -186,7 +186,7 @@ fn point_columns(model: &Model, st: &PointState, body: Option<usize>, p: &Vector
 /// columns `dx[j] = ∂x/∂q_j`) with a direction `c`, walking its path from the body to the root:
 /// writes `below[j] = Σ_{k ≻ j} c_k dx[k]` and `mixed[j] = D²x[c, e_j] = above[j] × dx[j] +
 /// w_j × below[j]` on the path (`mixed` zero off it) and returns `Dx[c] = Σ_k c_k dx[k]`.
-/// `above` must hold `Σ_{k ⪯ j} c_k w_k` on the path.
+/// `above` must hold `Σ_{k ⪯ j} c_k w_k` on the path (`w_k` the angular part of column `k`).
 #[allow(clippy::too_many_arguments)]
 fn contract_along_path(
     model: &Model,
@@ -409,7 +409,7 @@ impl Constraint {
     }
 
     /// The Hessian-vector product `out = D²h · ω`, `out[j] = Σ_l ∂²h/∂q_j∂q_l ω_l`, overwriting
-    /// `out` (`(n,)`, zero off the two points' paths).
+    /// `out` (`omega` and `out`: `(n,)`; `out` zero off the two points' paths).
     ///
     /// Here `w_k` is the angular part of column `k` (`ω_k` in the module docs: `ω` is the
     /// direction). For a body-fixed point or direction `x` with columns `x_j = ∂x/∂q_j`, the
@@ -439,8 +439,8 @@ impl Constraint {
     }
 
     /// `out += weight · D³h[ω, ·, ·]`, i.e. `out[(j, l)] += weight · Σ_k ω_k ∂³h/∂q_k∂q_j∂q_l`:
-    /// the derivative of `D²h` along `ω`. `out` stays symmetric; only entries with both columns
-    /// on one of the two points' paths change.
+    /// the derivative of `D²h` along `ω` (`omega`: `(n,)`). `out` stays symmetric; only entries
+    /// whose two columns each move one of the points (either) change.
     ///
     /// # Third derivatives of a body-fixed vector
     ///
@@ -455,8 +455,8 @@ impl Constraint {
     ///
     /// `D³x[ω, e_j, e_l] = A_j × (w_j × x_l) + w_j × ((A_l − A_j) × x_l) + w_j × (w_l × B_l)`
     ///
-    /// with the prefix sums `A_j = Σ_{k ⪯ j} ω_k w_k` (`k ⪯ j`), `A_l − A_j` (`j ≺ k ⪯ l`) and
-    /// the suffix sums `B_l = Σ_{k ≻ l} ω_k x_k` along the path (`l ≺ k`).
+    /// where the three terms collect `k ⪯ j`, `j ≺ k ⪯ l` and `l ≺ k`, through the prefix sums
+    /// `A_j = Σ_{k ⪯ j} ω_k w_k` and the suffix sums `B_l = Σ_{k ≻ l} ω_k x_k` along the path.
     ///
     /// # Product rule
     ///
@@ -546,10 +546,13 @@ mod tests {
         st
     }
 
+    /// A constraint and the configuration to test it at.
+    type Case = (Constraint, Vec<f64>);
+
     /// Random 7-body trees, each with the three constraint kinds between two random points
     /// (on branches that share a common ancestor, on the same branch, or on the world) and a
     /// random configuration per constraint.
-    fn cases() -> Vec<(Model, Vec<(Constraint, Vec<f64>)>)> {
+    fn cases() -> Vec<(Model, Vec<Case>)> {
         let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let mut out = Vec::new();
