@@ -31,6 +31,7 @@ mod chart_linearize;
 mod chart_second_order;
 mod chart_step;
 mod constrained;
+mod constrained_second_order;
 pub mod constraints;
 mod del;
 mod dense;

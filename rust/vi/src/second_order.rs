@@ -45,6 +45,7 @@
 //! after the workspace exists, except the full tensors' storage on the first full call.
 
 use crate::chart_second_order::GroupSecondOrder;
+use crate::constrained_second_order::ConstrainedSecondOrder;
 use crate::del::assemble_jacobian;
 use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
@@ -125,6 +126,10 @@ pub struct SecondOrderWorkspace {
     /// With free-flyer, spherical or planar joints: the second order on the group (module
     /// `chart_second_order`), which replaces everything above but `out`, `hmat`, `unit`.
     pub(crate) group: Option<Box<GroupSecondOrder>>,
+    /// With holonomic constraints (and no composite joints): the second order through the
+    /// constrained step and its momentum projection (module `constrained_second_order`), which
+    /// likewise replaces everything above but `out`, `hmat`, `unit`.
+    constrained: Option<Box<ConstrainedSecondOrder>>,
 }
 
 impl VariationalIntegrator {
@@ -166,6 +171,7 @@ impl VariationalIntegrator {
                 iterations: 0,
             },
             group: self.chart.as_deref().map(|chart| Box::new(GroupSecondOrder::new(self, chart))),
+            constrained: (self.chart.is_none() && !self.constraints.is_empty()).then(|| Box::new(ConstrainedSecondOrder::new(n, s, self.constraints.len()))),
         }
     }
 
@@ -177,20 +183,13 @@ impl VariationalIntegrator {
         let (n, sc, dt, forces, model) = (self.n(), self.scheme(), self.dt(), self.forces(), &*self.model);
         let s = sc.s;
         so.prepared = false;
-        // the implicit-function theorem below (and its form on the Lie group) has no multiplier
-        // rows and no prescribed points, and the third derivatives (forward-mode AD of the
-        // energy Hessians) carry no wrench term: refuse rather than return the derivatives of
-        // a different map
-        let features: Vec<&str> = [
-            (!self.constraints.is_empty(), "holonomic constraints"),
-            (self.prescribed.iter().any(|&k| k), "kinematic joints"),
-            (!self.wrenches.is_empty(), "body wrenches"),
-        ]
-        .into_iter()
-        .filter_map(|(has, name)| has.then_some(name))
-        .collect();
-        if !features.is_empty() {
-            return Err(ViError::NoSecondOrder { features: features.join(" and ") });
+        if let Some(features) = self.second_order_gaps() {
+            return Err(ViError::NoSecondOrder { features });
+        }
+        if let Some(constrained) = so.constrained.as_deref_mut() {
+            so.out.iterations = constrained.prepare(self, &mut so.vi, at, &mut so.out)?;
+            so.prepared = true;
+            return Ok(());
         }
         if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
             so.out.iterations = group.prepare(self, chart, &mut so.vi, at, &mut so.out)?;
@@ -248,11 +247,31 @@ impl VariationalIntegrator {
         Ok(())
     }
 
+    /// What this integrator has that its second-order derivatives do not cover (`None`: they
+    /// cover it all). The implicit-function theorem of this module and of its two variants has
+    /// no prescribed points; the third derivatives (forward-mode AD of the energy Hessians)
+    /// carry no wrench term; the Lie group's has no multiplier rows: refuse rather than return
+    /// the derivatives of a different map.
+    pub(crate) fn second_order_gaps(&self) -> Option<String> {
+        let features: Vec<&str> = [
+            (!self.constraints.is_empty() && self.chart.is_some(), "holonomic constraints on free-flyer, spherical or planar joints"),
+            (self.prescribed.iter().any(|&k| k), "kinematic joints"),
+            (!self.wrenches.is_empty(), "body wrenches"),
+        ]
+        .into_iter()
+        .filter_map(|(has, name)| has.then_some(name))
+        .collect();
+        (!features.is_empty()).then(|| features.join(" and "))
+    }
+
     /// `so.hmat = Σ_i λ_i ∂²f_i/∂y²` (3n × 3n) at the prepared step (module docs).
-    pub(crate) fn second_order_contract(&self, so: &mut SecondOrderWorkspace, lam: &[f64]) {
+    pub(crate) fn second_order_contract(&self, so: &mut SecondOrderWorkspace, lam: &[f64]) -> Result<()> {
+        if let Some(constrained) = so.constrained.as_deref_mut() {
+            return constrained.contract(self, &mut so.vi, lam, &mut so.hmat);
+        }
         if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
             group.contract(self, chart, lam, &so.out.a, &mut so.hmat);
-            return;
+            return Ok(());
         }
         let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), &*self.model);
         let (s, np) = (sc.s, sc.points());
@@ -316,6 +335,7 @@ impl VariationalIntegrator {
                 h[(i, j)] += so.cmat[(i, j)];
             }
         }
+        Ok(())
     }
 
     /// Exact first- and second-order derivatives of the step from `(q, p, u)`, the second
@@ -367,7 +387,7 @@ impl VariationalIntegrator {
             return Err(ViError::InvalidParameter("no prepared step in this SecondOrderWorkspace: call prepare_second_order first".into()));
         }
         let n = self.n();
-        self.second_order_contract(so, lambda);
+        self.second_order_contract(so, lambda)?;
         // the exact H is symmetric; its two computed halves differ by rounding (bounded in
         // `second_order::tests::raw_contraction_is_symmetric_to_rounding`): return their mean
         let (h, out, m) = (&so.hmat, &mut so.out, 2 * n);
@@ -406,8 +426,9 @@ impl VariationalIntegrator {
             let mut unit = std::mem::take(&mut so.unit);
             unit.fill(0.0);
             unit[i] = 1.0;
-            self.second_order_contract(so, &unit);
+            let done = self.second_order_contract(so, &unit);
             so.unit = unit;
+            done?;
             let (h, out) = (&so.hmat, &mut so.out);
             // symmetric mean of the two computed halves, as in the contracted form
             for j in 0..m {

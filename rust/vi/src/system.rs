@@ -127,11 +127,12 @@ impl DiscreteDynamics for VariationalIntegrator {
         Ok(self.fresh_after_error(ws, r)?)
     }
 
-    /// Unless the integrator has holonomic constraints, kinematic joints or body wrenches
-    /// (module `second_order`; exact, on fixed charts and on the Lie group,
+    /// Unless the integrator has kinematic joints, body wrenches, or holonomic constraints on
+    /// a model with composite joints (module `second_order`; exact, on fixed charts with and
+    /// without constraints and on the Lie group,
     /// [`VariationalIntegrator::linearize_second_order_contracted`]).
     fn has_second_order(&self) -> bool {
-        self.constraints().is_empty() && !self.kinematic().iter().any(|&k| k) && self.body_wrenches().is_empty()
+        self.second_order_gaps().is_none()
     }
 
     /// [`VariationalIntegrator::linearize_second_order`]: its tensors are already in this

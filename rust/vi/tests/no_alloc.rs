@@ -85,9 +85,10 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         assert_eq!(allocations(|| vi.residual(&mut ws, &q, &p, &u, &z, &mut r).unwrap()), 0, "residual s={s}");
         assert_eq!(allocations(|| vi.newton_direction(&mut ws, StepInput::new(0, &q, &p, &u), &z, &mut dz).unwrap()), 0, "newton_direction s={s}");
         assert_eq!(allocations(|| vi.linearize(&mut ws, StepInput::new(0, &q, &p, &u), &mut a, &mut b, &mut qn, &mut pn).unwrap()), 0, "linearize s={s}");
-        // second order (not offered with constraints, kinematic joints or wrenches): contracted
-        // and full (the full tensors are allocated by the warm-up)
-        if !vi.constraints().is_empty() || vi.kinematic().iter().any(|&k| k) || !vi.body_wrenches().is_empty() {
+        // second order (with constraints through the constrained step; not offered with
+        // kinematic joints or wrenches): contracted and full (the full tensors are allocated
+        // by the warm-up)
+        if !vidyn_system::DiscreteDynamics::has_second_order(&vi) {
             continue;
         }
         let mut so = vi.second_order_workspace();

@@ -24,7 +24,7 @@ fn raw_contraction_is_symmetric_to_rounding() {
             let mut so = vi.second_order_workspace();
             vi.second_order_prepare(&mut so, StepInput::new(0, &q, &p, &u).with_guess(Some(&dense_solve(&vi, &q, &p, &u)))).unwrap();
             let lam = random(&mut rng, 2 * n, 1.0);
-            vi.second_order_contract(&mut so, &lam);
+            vi.second_order_contract(&mut so, &lam).unwrap();
             let h = so.hmat.clone();
             let bound = so.qy.abs().transpose() * so.cmat.abs() * so.qy.abs();
             let gamma = 2.0 * (sc.points() * n) as f64 * f64::EPSILON;

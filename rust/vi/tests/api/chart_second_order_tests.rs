@@ -123,7 +123,7 @@ fn second_order_on_the_group_matches_differences_of_the_first_order() {
         let mut so = vi.second_order_workspace();
         let d = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q0, &p0, &u), &lam).unwrap();
         let h = assembled(d);
-        let fd = differenced_hessian(&vi, (&q0, &p0, &u), &d.q_next, &lam, 2e-4);
+        let fd = differenced_hessian(&vi, 0, (&q0, &p0, &u), &d.q_next, &lam, 2e-4);
         let bound = (1.0 + fd.amax()) * lam.iter().map(|x| x.abs()).sum::<f64>();
         let err = (&h - &fd).amax() / bound;
         worst = worst.max(err);

@@ -5,6 +5,7 @@ use vidyn_vi::*;
 
 mod chart_second_order_tests;
 mod common;
+mod constrained_second_order_tests;
 mod constraint_tests;
 mod integrator_tests;
 mod kinematic_tests;

@@ -44,7 +44,7 @@ pub(crate) fn floating_tree_inputs() -> TreeInputs {
 /// the exact first-order linearisation of the moved step, carried to the tangent coordinates
 /// at `x̄` and `x̄'`: `DF(y) = diag(E(q̄', q'), 1) [A(y) B(y)] diag(E(q̄, q(y))⁻¹, 1, 1)` with
 /// `E(q₀, q₁) = ∂(q₁ ⊖ q₀)/∂v` ([`vidyn_rbd::Joint::difference_jacobian`]).
-fn moved_jacobian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_next: &[f64], j: usize, h: f64) -> DMatrix<f64> {
+fn moved_jacobian(vi: &VariationalIntegrator, k: usize, at: (&[f64], &[f64], &[f64]), q_next: &[f64], j: usize, h: f64) -> DMatrix<f64> {
     let (q, p, u) = at;
     let (n, model) = (vi.n(), vi.model());
     let (mut dq, mut p2, mut u2) = (vec![0.0; n], p.to_vec(), u.to_vec());
@@ -55,7 +55,7 @@ fn moved_jacobian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_ne
     }
     let q2 = vidyn_rbd::integrate(model, q, &dq).unwrap();
     let (mut a, mut b, mut q3, mut p3) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n), vec![0.0; vi.nq()], vec![0.0; n]);
-    vi.linearize(&mut vi.workspace(), StepInput::new(0, &q2, &p2, &u2).with_guess(Some(q_next)), &mut a, &mut b, &mut q3, &mut p3).unwrap();
+    vi.linearize(&mut vi.workspace(), StepInput::new(k, &q2, &p2, &u2).with_guess(Some(q_next)), &mut a, &mut b, &mut q3, &mut p3).unwrap();
     let mut jac = DMatrix::zeros(2 * n, 3 * n);
     jac.columns_mut(0, 2 * n).copy_from(&a);
     jac.columns_mut(2 * n, n).copy_from(&b);
@@ -74,11 +74,11 @@ fn moved_jacobian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_ne
     jac
 }
 
-/// `∇²(λᵀF)(0)` (`3n × 3n`) by central differences of the exact first order ([`moved_jacobian`])
+/// `∇²(λᵀF)(0)` (`3n × 3n`) of step `k` by central differences of the exact first order ([`moved_jacobian`])
 /// with steps `h` on configurations, `h·max(1, |p̄|∞)` on momenta and `h·max(1, |ū|∞)` on
 /// controls, Richardson-extrapolated from `h` and `2h` (truncation O(h⁴)); `vi` should run
 /// Newton at its round-off floor (a solver error enters divided by `h`).
-pub(crate) fn differenced_hessian(vi: &VariationalIntegrator, at: (&[f64], &[f64], &[f64]), q_next: &[f64], lam: &[f64], h: f64) -> DMatrix<f64> {
+pub(crate) fn differenced_hessian(vi: &VariationalIntegrator, k: usize, at: (&[f64], &[f64], &[f64]), q_next: &[f64], lam: &[f64], h: f64) -> DMatrix<f64> {
     let n = vi.n();
     let scale = |x: &[f64]| x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
     let mut out = DMatrix::zeros(3 * n, 3 * n);
@@ -88,7 +88,7 @@ pub(crate) fn differenced_hessian(vi: &VariationalIntegrator, at: (&[f64], &[f64
             j if j < 2 * n => scale(at.1),
             _ => scale(at.2),
         };
-        let d = |step: f64| (moved_jacobian(vi, at, q_next, j, step) - moved_jacobian(vi, at, q_next, j, -step)) / (2.0 * step);
+        let d = |step: f64| (moved_jacobian(vi, k, at, q_next, j, step) - moved_jacobian(vi, k, at, q_next, j, -step)) / (2.0 * step);
         let column = (d(hj) * 4.0 - d(2.0 * hj)) / 3.0; // ∂DF/∂y_j, (2n × 3n)
         let row = column.transpose() * nalgebra::DVector::from_column_slice(lam);
         out.row_mut(j).copy_from(&row.transpose());
