@@ -76,6 +76,7 @@ use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::rows_hessian::RowsHessian;
 use crate::second_order::FlowDerivatives;
+use constrained::ChartConstraints;
 use nalgebra::{DMatrix, Matrix6, Vector6};
 use vidyn_rbd::CompositeJoint;
 use vidyn_system::StepInput;
@@ -102,9 +103,12 @@ struct JointTerms {
     /// `J(0)`, `J(0)⁻¹`.
     j0: Matrix6<f64>,
     j0_inv: Matrix6<f64>,
-    /// `u_θ`, the chart end momentum `P`, `p_{k+1} = J(y_s)⁻ᵀ P` and `L̂_η`.
+    /// `u_θ`, the chart end momentum `P`, the projected one `P̃` (`= P` without
+    /// constraints, module `constrained`), `p_{k+1} = J(y_s)⁻ᵀ P̃` and `L̂_η` (with constraints
+    /// the centre rows of `Φ`, module `constrained`).
     u_theta: Vector6<f64>,
     p_chart: Vector6<f64>,
+    p_projected: Vector6<f64>,
     p_next: Vector6<f64>,
     centre_rows: Vector6<f64>,
     /// The λ-independent chart terms of the contraction (module docs), `k, l < d`:
@@ -112,7 +116,7 @@ struct JointTerms {
     centre_turn: [Matrix6<f64>; 6],
     end_shift: [Matrix6<f64>; 6],
     end_turn: [Matrix6<f64>; 6],
-    /// `(J⁻¹)''(0)[e_k, e_l]ᵀ L̂_η`, `S''(y_s)[e_k, e_l]ᵀ P`, `(J⁻¹)''(y_s)[e_k, e_l]ᵀ P`,
+    /// `(J⁻¹)''(0)[e_k, e_l]ᵀ L̂_η`, `S''(y_s)[e_k, e_l]ᵀ P`, `(J⁻¹)''(y_s)[e_k, e_l]ᵀ P̃`,
     centre_curvature: Pairs,
     end_shift_curvature: Pairs,
     end_curvature: Pairs,
@@ -148,6 +152,7 @@ impl JointTerms {
             j0_inv: j0.try_inverse().unwrap_or_else(Matrix6::identity),
             u_theta: Vector6::zeros(),
             p_chart: Vector6::zeros(),
+            p_projected: Vector6::zeros(),
             p_next: Vector6::zeros(),
             centre_rows: Vector6::zeros(),
             centre_turn: [Matrix6::zeros(); 6],
@@ -182,7 +187,7 @@ impl JointTerms {
                     j_inv * (first[k] * j_inv * first[l] + first[l] * j_inv * first[k] - second) * j_inv
                 };
                 self.centre_curvature[k][l] = inverse(&self.j0_inv, &centre_first, &centre_second[k][l]).transpose() * self.centre_rows;
-                self.end_curvature[k][l] = inverse(&self.j_end_inv, &end_first, &end_second[k][l]).transpose() * self.p_chart;
+                self.end_curvature[k][l] = inverse(&self.j_end_inv, &end_first, &end_second[k][l]).transpose() * self.p_projected;
                 self.log_centre[k][l] = ad * gamma0[k][l];
                 self.log_end[k][l] = gamma_end[k][l];
                 self.log_cross[k][l] = 0.5 * joint.bracket(&turned.column(k).into_owned(), &self.j_end.column(l).into_owned());
@@ -229,7 +234,9 @@ fn unit(k: usize) -> [f64; 6] {
 
 /// Scratch of the exact second order on the group (module docs), `n` the model's `nv`, `N`
 /// the centred expansion's, `n_c` the composite coordinates, `dim = n_c + (s+1) n` the
-/// variables `(η, X)` and `e = dim + n` with the controls.
+/// variables `(η, X)` and `e = dim + n` with the controls; with `m` constraints (module
+/// `constrained`) the multipliers `Λ` (`s m`), `ṽ` (`n`) and `μ` (`m`) follow, `k = s m + n +
+/// m` more variables and unknowns (`ev = e + k` variables, `s n + k` unknowns).
 #[derive(Clone, Debug)]
 pub(crate) struct GroupSecondOrder {
     /// The control points on the centred expansion (`η = 0`) and its forces.
@@ -239,25 +246,29 @@ pub(crate) struct GroupSecondOrder {
     joints: Vec<JointTerms>,
     /// `(n,)` whether a tangent index belongs to a composite joint.
     in_composite: Vec<bool>,
-    /// `((s+1)N)²` the rows' Jacobian in the control points, then `(s+1)N × dim` in `(η, X)`.
+    /// `((s+1)N)²` the rows' Jacobian in the control points, then `(s+1)N × (dim + s m)` in
+    /// `(η, X, Λ)`.
     blocks: DMatrix<f64>,
     g: DMatrix<f64>,
-    /// `s n × dim`, `s n × 2n`: the residual's Jacobian in `(η, X)` and in `(p, u)`.
+    /// `s n × (dim + s m)`, `s n × 2n`: the residual's Jacobian in `(η, X, Λ)` and in `(p, u)`.
     rv: DMatrix<f64>,
     rpu: DMatrix<f64>,
     /// `2n × dim`, `2n × n`: the outputs' Jacobian.
     fv: DMatrix<f64>,
     fu: DMatrix<f64>,
-    /// `R_Z` (`s n × s n`) and its LU pivots, a right-hand side `s n × 3n`.
+    /// The Jacobian in the unknowns (`R_Z` without constraints), `(s n + k)²`, and its LU
+    /// pivots, a right-hand side `(s n + k) × 3n`.
     rz: DMatrix<f64>,
     pivots: Vec<usize>,
     rhs: DMatrix<f64>,
-    /// `W` (`e × 3n`), its transpose and `[A B] = F W` (`2n × 3n`).
+    /// `W` (`ev × 3n`), its transpose and `[A B] = F W` (`2n × 3n`).
     w: DMatrix<f64>,
     wt: DMatrix<f64>,
     ab: DMatrix<f64>,
-    /// The adjoint `μ` `(s n,)`, the rows' weights `ω` `((s+1)N,)`, `∇²_Q̂ φ`, its columns in
-    /// `(η, X)`, `∇²ℒ` (`e × e`) and `∇²ℒ W`.
+    /// With constraints (module `constrained`).
+    constrained: Option<Box<ChartConstraints>>,
+    /// The adjoint `(s n + k,)` (`μ` on the DEL rows first), the rows' weights `ω`
+    /// `((s+1)N,)`, `∇²_Q̂ φ`, its columns in `(η, X)`, `∇²ℒ` (`ev × ev`) and `∇²ℒ W`.
     mu: Vec<f64>,
     omega: Vec<f64>,
     cmat: DMatrix<f64>,
@@ -265,7 +276,7 @@ pub(crate) struct GroupSecondOrder {
     ce_t: DMatrix<f64>,
     hbig: DMatrix<f64>,
     hw: DMatrix<f64>,
-    /// One row of `∇²ℒ` `(e,)`.
+    /// One row of `∇²ℒ` `(ev,)`.
     tmp: Vec<f64>,
 }
 
@@ -287,6 +298,9 @@ impl GroupSecondOrder {
             .collect();
         let dim = nc + np * n;
         let in_composite = (0..n).map(|i| joints.iter().any(|t| (t.first..t.first + t.d).contains(&i))).collect();
+        let m = vi.constraints.len();
+        let (lambdas, k) = if m == 0 { (0, 0) } else { (s * m, s * m + n + m) };
+        let (nu, ev) = (s * n + k, dim + n + k);
         Self {
             centred: CentredPoints::new(centred, np),
             forces: centred_forces(vi, chart),
@@ -294,25 +308,26 @@ impl GroupSecondOrder {
             joints,
             in_composite,
             blocks: DMatrix::zeros(np * big, np * big),
-            g: DMatrix::zeros(np * big, dim),
-            rv: DMatrix::zeros(s * n, dim),
+            g: DMatrix::zeros(np * big, dim + lambdas),
+            rv: DMatrix::zeros(s * n, dim + lambdas),
             rpu: DMatrix::zeros(s * n, 2 * n),
             fv: DMatrix::zeros(2 * n, dim),
             fu: DMatrix::zeros(2 * n, n),
-            rz: DMatrix::zeros(s * n, s * n),
-            pivots: vec![0; s * n],
-            rhs: DMatrix::zeros(s * n, 3 * n),
-            w: DMatrix::zeros(dim + n, 3 * n),
-            wt: DMatrix::zeros(3 * n, dim + n),
+            rz: DMatrix::zeros(nu, nu),
+            pivots: vec![0; nu],
+            rhs: DMatrix::zeros(nu, 3 * n),
+            w: DMatrix::zeros(ev, 3 * n),
+            wt: DMatrix::zeros(3 * n, ev),
             ab: DMatrix::zeros(2 * n, 3 * n),
-            mu: vec![0.0; s * n],
+            constrained: (m > 0).then(|| Box::new(ChartConstraints::new(vi, chart, nc))),
+            mu: vec![0.0; nu],
             omega: vec![0.0; np * big],
             cmat: DMatrix::zeros(np * big, np * big),
             ce: DMatrix::zeros(np * big, dim),
             ce_t: DMatrix::zeros(dim, np * big),
-            hbig: DMatrix::zeros(dim + n, dim + n),
-            hw: DMatrix::zeros(dim + n, 3 * n),
-            tmp: vec![0.0; dim + n],
+            hbig: DMatrix::zeros(ev, ev),
+            hw: DMatrix::zeros(ev, 3 * n),
+            tmp: vec![0.0; ev],
         }
     }
 
@@ -347,9 +362,16 @@ impl GroupSecondOrder {
                 self.centred.points.del_block(sc, dt, &self.forces, x, beta, &mut self.blocks.view_mut((x * big, beta * big), (big, big)));
             }
         }
-        // the rows' Jacobian in (η, X)
+        if let Some(c) = self.constrained.as_deref_mut() {
+            c.prepare_points(vi, chart, ws, step, &self.centred.points, &mut self.blocks)?;
+        }
+        // the rows' Jacobian in (η, X) (and Λ)
         let nc = self.composite();
+        let dim = nc + np * n;
         pull_back_columns(&self.joints, &centred.coordinates, np, &self.blocks, &mut self.g);
+        if let Some(c) = self.constrained.as_deref() {
+            c.lambda_columns(&mut self.g, dim);
+        }
         for (t, j) in self.joints.iter_mut().zip(chart.map.composite_joints()) {
             for alpha in 0..np {
                 t.points[alpha] = block(&pts.q[alpha], t.first, t.d);
@@ -361,18 +383,37 @@ impl GroupSecondOrder {
             t.j_end_inv = t.j_end.try_inverse().ok_or(ViError::SingularJacobian { step })?;
             t.u_theta = block(cw.u_theta(), t.first, t.d);
             t.p_chart = block(cw.p_theta_next(), t.first, t.d);
-            t.p_next = t.j_end_inv.transpose() * t.p_chart;
+            t.p_next = block(&out.p_next, t.first, t.d);
+            t.p_projected = t.j_end.transpose() * t.p_next;
             let control: Vector6<f64> = (0..np).map(|alpha| t.shifts[alpha].transpose() * t.u_theta * (sc.weights[alpha] * dt)).sum();
             t.centre_rows = t.shift_end.transpose() * t.p_chart - t.j0.transpose() * block(cw.momentum(), t.first, t.d) - control;
             t.chart_terms(&j, np);
         }
         self.residual_jacobian(vi, chart);
         self.output_jacobian(vi, chart);
-        // W: η = J(0)⁻¹ δq on composite joints, X^0 = δq on 1-dof ones, Z from R_Z Z_w = −R_w
-        let (dim, sn) = (nc + np * n, s * n);
-        self.rz.copy_from(&self.rv.columns(nc + n, sn));
+        let (sn, nu, e) = (s * n, self.rz.nrows(), dim + n);
+        let ev = self.w.nrows();
+        if let Some(c) = self.constrained.as_deref_mut() {
+            // P̃ in the chart: J(y_s)ᵀ p_{k+1} on composite joints
+            let mut projected = out.p_next.clone();
+            for t in &self.joints {
+                projected[t.first..t.first + t.d].copy_from_slice(&t.p_projected.as_slice()[..t.d]);
+            }
+            c.prepare_projection(step, &projected)?;
+            c.rows(&self.g, &self.joints, sc.control_weight(s) * dt, &mut self.fv);
+        }
+        // W: η = J(0)⁻¹ δq on composite joints, X^0 = δq on 1-dof ones, the unknowns U
+        // (Z, and Λ, ṽ, μ with constraints) from G_U U_w = −G_w
+        self.rz.fill(0.0);
+        self.rz.view_mut((0, 0), (sn, sn)).copy_from(&self.rv.columns(nc + n, sn));
+        if let Some(c) = self.constrained.as_deref() {
+            let (lambdas, k) = (c.lambdas(), c.extra());
+            self.rz.view_mut((0, sn), (sn, lambdas)).copy_from(&self.rv.columns(dim, lambdas));
+            self.rz.view_mut((sn, 0), (k, sn)).copy_from(&c.rows.columns(nc + n, sn));
+            self.rz.view_mut((sn, sn), (k, k)).copy_from(&c.rows_extra);
+        }
         if !lu_factor(&mut self.rz, &mut self.pivots) {
-            return Err(ViError::SingularJacobian { step });
+            return Err(if self.constrained.is_some() { ViError::DegenerateConstraints { step } } else { ViError::SingularJacobian { step } });
         }
         self.w.fill(0.0);
         for t in &self.joints {
@@ -385,9 +426,17 @@ impl GroupSecondOrder {
             self.w[(dim + i, 2 * n + i)] = 1.0;
         }
         self.rhs.fill(0.0);
-        self.rhs.columns_mut(n, 2 * n).copy_from(&self.rpu);
-        let e = dim + n;
-        gemm_nn(sn, 3 * n, nc + n, ColMajor(self.rv.as_slice(), sn), ColMajor(self.w.as_slice(), e), ColMajorMut(self.rhs.as_mut_slice(), sn));
+        self.rhs.view_mut((0, n), (sn, 2 * n)).copy_from(&self.rpu);
+        gemm_nn(sn, 3 * n, nc + n, ColMajor(self.rv.as_slice(), sn), ColMajor(self.w.as_slice(), ev), ColMajorMut(self.rhs.as_mut_slice(), nu));
+        if let Some(c) = self.constrained.as_deref() {
+            let k = c.extra();
+            gemm_nn(k, 3 * n, nc + n, ColMajor(c.rows.as_slice(), k), ColMajor(self.w.as_slice(), ev), ColMajorMut(&mut self.rhs.as_mut_slice()[sn..], nu));
+            for i in 0..n {
+                for r in 0..k {
+                    self.rhs[(sn + r, 2 * n + i)] += c.rows[(r, dim + i)];
+                }
+            }
+        }
         for c in 0..3 * n {
             let mut col = self.rhs.column_mut(c);
             lu_solve(&self.rz, &self.pivots, col.as_mut_slice());
@@ -396,12 +445,18 @@ impl GroupSecondOrder {
             for r in 0..sn {
                 self.w[(nc + n + r, c)] = -self.rhs[(r, c)];
             }
+            for r in sn..nu {
+                self.w[(e + r - sn, c)] = -self.rhs[(r, c)];
+            }
         }
         self.w.transpose_to(&mut self.wt);
-        // A, B = F_V W_V + F_u W_u
+        // A, B = F_V W_V + F_u W_u (+ F_K W_K)
         self.ab.fill(0.0);
-        gemm_nn(2 * n, 3 * n, dim, ColMajor(self.fv.as_slice(), 2 * n), ColMajor(self.w.as_slice(), e), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
-        gemm_nn(2 * n, 3 * n, n, ColMajor(self.fu.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[dim..], e), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        gemm_nn(2 * n, 3 * n, dim, ColMajor(self.fv.as_slice(), 2 * n), ColMajor(self.w.as_slice(), ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        gemm_nn(2 * n, 3 * n, n, ColMajor(self.fu.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[dim..], ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        if let Some(c) = self.constrained.as_deref() {
+            gemm_nn(2 * n, 3 * n, c.extra(), ColMajor(c.outputs.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[e..], ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+        }
         out.a.copy_from(&self.ab.columns(0, 2 * n));
         out.b.copy_from(&self.ab.columns(2 * n, n));
         Ok(iterations)
@@ -530,7 +585,7 @@ impl GroupSecondOrder {
 
     /// `h = ∇²(λᵀF)` (`3n × 3n`, not symmetrised) at the step prepared with `a` its `A`
     /// (module docs).
-    pub(crate) fn contract(&mut self, vi: &VariationalIntegrator, chart: &Chart, lambda: &[f64], a: &DMatrix<f64>, h: &mut DMatrix<f64>) {
+    pub(crate) fn contract(&mut self, vi: &VariationalIntegrator, chart: &Chart, lambda: &[f64], a: &DMatrix<f64>, h: &mut DMatrix<f64>) -> Result<()> {
         let (n, sc, dt) = (vi.n(), vi.scheme(), vi.dt());
         let (s, np) = (sc.s, sc.points());
         let centred = &chart.centred;
@@ -538,11 +593,18 @@ impl GroupSecondOrder {
         let nc = self.composite();
         let dim = nc + np * n;
         let (lq, lp) = lambda.split_at(n);
-        // adjoint: R_Zᵀ μ = F_Zᵀ λ
+        let (sn, e, ev) = (s * n, dim + n, self.w.nrows());
+        // adjoint: G_Uᵀ ψ = F_Uᵀ λ (ψ = μ on the DEL rows first)
         for (r, m) in self.mu.iter_mut().enumerate() {
-            *m = (0..2 * n).map(|i| self.fv[(i, nc + n + r)] * lambda[i]).sum();
+            *m = match (r < sn, self.constrained.as_deref()) {
+                (true, _) => (0..2 * n).map(|i| self.fv[(i, nc + n + r)] * lambda[i]).sum(),
+                (false, Some(c)) => (0..2 * n).map(|i| c.outputs[(i, r - sn)] * lambda[i]).sum(),
+                (false, None) => 0.0,
+            };
         }
         lu_solve_transposed(&self.rz, &self.pivots, &mut self.mu);
+        // with constraints the projection's rows add ρ·P to the end rows' weights
+        let rho = |i: usize| self.constrained.as_deref().map_or(0.0, |c| self.mu[sn + c.lambdas() + i]);
         // the rows' weights at η = 0: −μ on the fixed-chart rows, λ_p on the 1-dof end rows,
         // a = −μ_0^c on every centre row, b = S(y_s) μ_0^c + J(y_s)⁻¹ λ_p^c on the composite end
         self.omega.fill(0.0);
@@ -555,7 +617,7 @@ impl GroupSecondOrder {
         }
         for (i, &c) in centred.coordinates.iter().enumerate() {
             if !self.in_composite[i] {
-                self.omega[s * big + c] = lp[i];
+                self.omega[s * big + c] = lp[i] + rho(i);
             }
         }
         for t in &self.joints {
@@ -565,7 +627,7 @@ impl GroupSecondOrder {
                 for x in 0..np {
                     self.omega[x * big + t.centre + r] = -mu0[r];
                 }
-                self.omega[s * big + centred.coordinates[t.first + r]] = b[r];
+                self.omega[s * big + centred.coordinates[t.first + r]] = b[r] + rho(t.first + r);
             }
         }
         self.rows.fill(model, &self.centred.points, sc, dt, &self.omega, &mut self.cmat);
@@ -581,13 +643,17 @@ impl GroupSecondOrder {
             let mu0 = block(&self.mu, t.first, d);
             let lpc = block(lp, t.first, d);
             let lqc = block(lq, t.first, d);
-            // a'(0)[e_k] ⊗ ∇L̂_η and its transpose
+            // a'(0)[e_k] ⊗ ∇L̂_η (∇Φ_η, with its Λ columns after `dim`) and its transpose
             for k in 0..d {
                 let da = t.centre_turn[k] * mu0;
                 self.tmp.fill(0.0);
                 for r in 0..d {
                     for x in 0..np {
-                        for (v, g) in self.tmp[..dim].iter_mut().zip(self.g.row(x * big + t.centre + r).iter()) {
+                        let row = self.g.row(x * big + t.centre + r);
+                        for (v, g) in self.tmp[..dim].iter_mut().zip(row.iter()) {
+                            *v += da[r] * g;
+                        }
+                        for (v, g) in self.tmp[e..].iter_mut().zip(row.iter().skip(dim)) {
                             *v += da[r] * g;
                         }
                     }
@@ -655,12 +721,19 @@ impl GroupSecondOrder {
                 }
             }
         }
-        // H = Wᵀ ∇²ℒ W + ℒ_η · ι'', with W = E + [0; W_Z; 0]: only the unknowns' rows W_Z are
-        // dense, E is the input map (J(0)⁻¹ from δq to η, 1 from δq to X^0 on 1-dof joints and
-        // from δu to u)
-        let (e, z0, sn) = (dim + n, nc + n, s * n);
+        if let Some(c) = self.constrained.as_deref_mut() {
+            c.add_hessian_terms(&mut self.hbig, &self.omega, &self.mu, lp, &self.joints, &self.centred.points)?;
+        }
+        // H = Wᵀ ∇²ℒ W + ℒ_η · ι'', with W = E + [0; W_Z; 0; W_K]: only the unknowns' rows W_Z
+        // (and W_K of Λ, ṽ, μ) are dense, E is the input map (J(0)⁻¹ from δq to η, 1 from δq
+        // to X^0 on 1-dof joints and from δu to u)
+        let z0 = nc + n;
+        let k = ev - e;
         self.hw.fill(0.0);
-        gemm_nn(e, 3 * n, sn, ColMajor(&self.hbig.as_slice()[z0 * e..], e), ColMajor(&self.w.as_slice()[z0..], e), ColMajorMut(self.hw.as_mut_slice(), e));
+        gemm_nn(ev, 3 * n, sn, ColMajor(&self.hbig.as_slice()[z0 * ev..], ev), ColMajor(&self.w.as_slice()[z0..], ev), ColMajorMut(self.hw.as_mut_slice(), ev));
+        if k > 0 {
+            gemm_nn(ev, 3 * n, k, ColMajor(&self.hbig.as_slice()[e * ev..], ev), ColMajor(&self.w.as_slice()[e..], ev), ColMajorMut(self.hw.as_mut_slice(), ev));
+        }
         self.add_input_map(n, dim);
         h.fill(0.0);
         gemm_nn(
@@ -668,9 +741,12 @@ impl GroupSecondOrder {
             3 * n,
             sn,
             ColMajor(&self.wt.as_slice()[z0 * 3 * n..], 3 * n),
-            ColMajor(&self.hw.as_slice()[z0..], e),
+            ColMajor(&self.hw.as_slice()[z0..], ev),
             ColMajorMut(h.as_mut_slice(), 3 * n),
         );
+        if k > 0 {
+            gemm_nn(3 * n, 3 * n, k, ColMajor(&self.wt.as_slice()[e * 3 * n..], 3 * n), ColMajor(&self.hw.as_slice()[e..], ev), ColMajorMut(h.as_mut_slice(), 3 * n));
+        }
         self.add_input_map_rows(n, dim, h);
         for t in &self.joints {
             let mut ell = Vector6::zeros();
@@ -683,6 +759,7 @@ impl GroupSecondOrder {
                 }
             }
         }
+        Ok(())
     }
 
     /// `hw += ∇²ℒ E` (module docs: `E` the input map of `W`), by columns of `∇²ℒ`.
@@ -747,9 +824,10 @@ fn pull_back_columns(joints: &[JointTerms], coordinates: &[usize], points: usize
     }
 }
 
-/// `dst[r, ·] += scale · src[sr, ·]` (over `src`'s columns).
+/// `dst[r, ·] += scale · src[sr, ·]` (over the columns both have: the outputs' Jacobian has no
+/// columns of `Λ`, which the end rows it copies do not depend on).
 fn add_row(dst: &mut DMatrix<f64>, r: usize, src: &DMatrix<f64>, sr: usize, scale: f64) {
-    for c in 0..src.ncols() {
+    for c in 0..src.ncols().min(dst.ncols()) {
         dst[(r, c)] += scale * src[(sr, c)];
     }
 }
@@ -762,5 +840,6 @@ fn add_row_and_column(m: &mut DMatrix<f64>, r: usize, e: f64, v: &[f64]) {
     }
 }
 
+mod constrained;
 #[cfg(test)]
 mod tests;

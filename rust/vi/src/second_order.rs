@@ -249,12 +249,10 @@ impl VariationalIntegrator {
 
     /// What this integrator has that its second-order derivatives do not cover (`None`: they
     /// cover it all). The implicit-function theorem of this module and of its two variants has
-    /// no prescribed points; the third derivatives (forward-mode AD of the energy Hessians)
-    /// carry no wrench term; the Lie group's has no multiplier rows: refuse rather than return
-    /// the derivatives of a different map.
+    /// no prescribed points, and the third derivatives (forward-mode AD of the energy Hessians)
+    /// carry no wrench term: refuse rather than return the derivatives of a different map.
     pub(crate) fn second_order_gaps(&self) -> Option<String> {
         let features: Vec<&str> = [
-            (!self.constraints.is_empty() && self.chart.is_some(), "holonomic constraints on free-flyer, spherical or planar joints"),
             (self.prescribed.iter().any(|&k| k), "kinematic joints"),
             (!self.wrenches.is_empty(), "body wrenches"),
         ]
@@ -270,8 +268,7 @@ impl VariationalIntegrator {
             return constrained.contract(self, &mut so.vi, lam, &mut so.hmat);
         }
         if let (Some(group), Some(chart)) = (so.group.as_deref_mut(), self.chart.as_deref()) {
-            group.contract(self, chart, lam, &so.out.a, &mut so.hmat);
-            return Ok(());
+            return group.contract(self, chart, lam, &so.out.a, &mut so.hmat);
         }
         let (n, sc, dt, model) = (self.n(), self.scheme(), self.dt(), &*self.model);
         let (s, np) = (sc.s, sc.points());

@@ -143,19 +143,57 @@ fn the_full_tensors_are_the_contraction() {
     assert!(worst < 1e-12 * contracted.amax(), "fxx·λ vs hxx: {worst:e}");
 }
 
-/// On the Lie group the constrained second order does not exist yet: an error that says so
-/// (and `has_second_order` agrees), not the derivatives of a different map.
+/// On the Lie group (module `chart_second_order`, constraints in its fixed chart): the floating
+/// tree with gravity, damping and a spring, a tether from the world to its base and its tip
+/// held on a plane of the base (both constraints between moving bodies and through every
+/// joint kind), every scheme, against the differences of the exact first order on the
+/// manifold (tangent coordinates carried by `difference`; tolerance as for the four-bar).
 #[test]
-fn constraints_on_a_floating_base_have_no_second_order_yet() {
-    let model = Arc::new(crate::common::lie_group::floating_tree(true));
-    let n = model.nv;
-    let q = crate::common::lie_group::start(&model);
-    let corner = BodyPoint { body: Some(0), point: Vector3::new(0.1, 0.0, -0.1) };
-    let contact = vec![Constraint::PointOnPlane { a: BodyPoint { body: None, point: Vector3::new(0.0, 0.0, -5.0) }, normal: Vector3::z(), b: corner }];
-    let vi = VariationalIntegrator::new(model, Scheme::trapezoid(), 0.01, None).unwrap().with_constraints(contact).unwrap();
-    assert!(!vidyn_system::DiscreteDynamics::has_second_order(&vi));
-    let mut so = vi.second_order_workspace();
-    let r = vi.linearize_second_order_contracted(&mut so, StepInput::new(0, &q, &vec![0.0; n], &vec![0.0; n]), &vec![0.0; 2 * n]);
-    let features = "holonomic constraints on free-flyer, spherical or planar joints";
-    assert!(matches!(r, Err(ViError::NoSecondOrder { features: ref f }) if f == features), "{:?}", r.map(|_| ()));
+fn the_second_order_on_the_group_matches_differences_with_constraints() {
+    use crate::common::chart_second_order::{damped_tree_at_its_floor, floating_tree_inputs, TreeInputs};
+    use crate::common::lie_group::tether_and_plane;
+    let TreeInputs { model, q0, v0, u, lam } = floating_tree_inputs();
+    for scheme in schemes() {
+        let (free, _) = damped_tree_at_its_floor(&model, scheme, &q0, &v0);
+        let vi = free.with_constraints(tether_and_plane(&model, &q0, 0.0)).unwrap();
+        let mut p0 = vec![0.0; vi.n()];
+        vi.momentum(&mut vi.workspace(), &q0, &v0, &mut p0).unwrap();
+        let what = format!("floating tree s = {}", vi.scheme().s);
+        let dev = deviation(&vi, 0, &q0, &p0, &u, &lam, &what);
+        assert!(dev < 1e-9, "{what}: second order off the differences by {dev:e}");
+    }
 }
+
+/// The same tree through a touchdown: the plane held throughout, the tether engaging at knot
+/// `j` of that motion (its length the distance there): the last step before, the touchdown
+/// step and the next, midpoint, trapezoid and Simpson (whose touchdown imposes the tether at
+/// its interior point too).
+#[test]
+fn the_second_order_on_the_group_holds_across_a_touchdown() {
+    use crate::common::chart_second_order::{damped_tree_at_its_floor, floating_tree_inputs, TreeInputs};
+    use crate::common::lie_group::tether_and_plane;
+    let TreeInputs { model, q0, v0, lam, .. } = floating_tree_inputs();
+    let n = model.nv;
+    let (j, steps) = (3, 6);
+    let u: Vec<f64> = (0..steps * n).map(|i| 0.4 * ((i as f64) * 0.61).sin()).collect();
+    for scheme in [Scheme::midpoint(), Scheme::trapezoid(), Scheme::simpson()] {
+        let (free, p0) = damped_tree_at_its_floor(&model, scheme, &q0, &v0);
+        let plane = tether_and_plane(&model, &q0, 0.0)[1].clone();
+        let planar = free.clone().with_constraints(vec![plane.clone()]).unwrap();
+        let motion = rollout(&planar, &q0, &p0, &u).unwrap();
+        let Constraint::Distance { a, b, .. } = tether_and_plane(&model, &q0, 0.0)[0].clone() else { unreachable!() };
+        let mut h = [0.0];
+        let probe = free.clone().with_constraints(vec![Constraint::Distance { a: a.clone(), b: b.clone(), length: 1.0 }]).unwrap();
+        probe.constraint_values(&mut probe.workspace(), motion.q_at(j), &mut h).unwrap();
+        let tether = Constraint::Distance { a, b, length: (1.0 + h[0]).sqrt() };
+        let schedule: Vec<&[usize]> = (0..steps).map(|k| if k < j { &[1][..] } else { &[0, 1][..] }).collect();
+        let vi = free.with_constraints(vec![tether, plane]).unwrap().with_constraint_schedule(&masks(2, &schedule)).unwrap();
+        let traj = rollout(&vi, &q0, &p0, &u).unwrap();
+        for k in [j - 1, j, j + 1] {
+            let what = format!("floating tree touchdown s = {} step {k}", vi.scheme().s);
+            let dev = deviation(&vi, k, traj.q_at(k), traj.p_at(k), &u[k * n..(k + 1) * n], &lam, &what);
+            assert!(dev < 1e-9, "{what}: second order off the differences by {dev:e}");
+        }
+    }
+}
+
