@@ -394,12 +394,7 @@ impl GroupSecondOrder {
         let (sn, nu, e) = (s * n, self.rz.nrows(), dim + n);
         let ev = self.w.nrows();
         if let Some(c) = self.constrained.as_deref_mut() {
-            // P̃ in the chart: J(y_s)ᵀ p_{k+1} on composite joints
-            let mut projected = out.p_next.clone();
-            for t in &self.joints {
-                projected[t.first..t.first + t.d].copy_from_slice(&t.p_projected.as_slice()[..t.d]);
-            }
-            c.prepare_projection(step, &projected)?;
+            c.prepare_projection(step, &out.p_next, &self.joints)?;
             c.rows(&self.g, &self.joints, sc.control_weight(s) * dt, &mut self.fv);
         }
         // W: η = J(0)⁻¹ δq on composite joints, X^0 = δq on 1-dof ones, the unknowns U
@@ -455,7 +450,14 @@ impl GroupSecondOrder {
         gemm_nn(2 * n, 3 * n, dim, ColMajor(self.fv.as_slice(), 2 * n), ColMajor(self.w.as_slice(), ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
         gemm_nn(2 * n, 3 * n, n, ColMajor(self.fu.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[dim..], ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
         if let Some(c) = self.constrained.as_deref() {
-            gemm_nn(2 * n, 3 * n, c.extra(), ColMajor(c.outputs.as_slice(), 2 * n), ColMajor(&self.w.as_slice()[e..], ev), ColMajorMut(self.ab.as_mut_slice(), 2 * n));
+            gemm_nn(
+                2 * n,
+                3 * n,
+                c.extra(),
+                ColMajor(c.outputs.as_slice(), 2 * n),
+                ColMajor(&self.w.as_slice()[e..], ev),
+                ColMajorMut(self.ab.as_mut_slice(), 2 * n),
+            );
         }
         out.a.copy_from(&self.ab.columns(0, 2 * n));
         out.b.copy_from(&self.ab.columns(2 * n, n));
@@ -732,7 +734,14 @@ impl GroupSecondOrder {
         self.hw.fill(0.0);
         gemm_nn(ev, 3 * n, sn, ColMajor(&self.hbig.as_slice()[z0 * ev..], ev), ColMajor(&self.w.as_slice()[z0..], ev), ColMajorMut(self.hw.as_mut_slice(), ev));
         if k > 0 {
-            gemm_nn(ev, 3 * n, k, ColMajor(&self.hbig.as_slice()[e * ev..], ev), ColMajor(&self.w.as_slice()[e..], ev), ColMajorMut(self.hw.as_mut_slice(), ev));
+            gemm_nn(
+                ev,
+                3 * n,
+                k,
+                ColMajor(&self.hbig.as_slice()[e * ev..], ev),
+                ColMajor(&self.w.as_slice()[e..], ev),
+                ColMajorMut(self.hw.as_mut_slice(), ev),
+            );
         }
         self.add_input_map(n, dim);
         h.fill(0.0);
@@ -745,7 +754,14 @@ impl GroupSecondOrder {
             ColMajorMut(h.as_mut_slice(), 3 * n),
         );
         if k > 0 {
-            gemm_nn(3 * n, 3 * n, k, ColMajor(&self.wt.as_slice()[e * 3 * n..], 3 * n), ColMajor(&self.hw.as_slice()[e..], ev), ColMajorMut(h.as_mut_slice(), 3 * n));
+            gemm_nn(
+                3 * n,
+                3 * n,
+                k,
+                ColMajor(&self.wt.as_slice()[e * 3 * n..], 3 * n),
+                ColMajor(&self.hw.as_slice()[e..], ev),
+                ColMajorMut(h.as_mut_slice(), 3 * n),
+            );
         }
         self.add_input_map_rows(n, dim, h);
         for t in &self.joints {

@@ -252,13 +252,10 @@ impl VariationalIntegrator {
     /// no prescribed points, and the third derivatives (forward-mode AD of the energy Hessians)
     /// carry no wrench term: refuse rather than return the derivatives of a different map.
     pub(crate) fn second_order_gaps(&self) -> Option<String> {
-        let features: Vec<&str> = [
-            (self.prescribed.iter().any(|&k| k), "kinematic joints"),
-            (!self.wrenches.is_empty(), "body wrenches"),
-        ]
-        .into_iter()
-        .filter_map(|(has, name)| has.then_some(name))
-        .collect();
+        let features: Vec<&str> = [(self.prescribed.iter().any(|&k| k), "kinematic joints"), (!self.wrenches.is_empty(), "body wrenches")]
+            .into_iter()
+            .filter_map(|(has, name)| has.then_some(name))
+            .collect();
         (!features.is_empty()).then(|| features.join(" and "))
     }
 

@@ -62,6 +62,67 @@ enum At {
     End,
 }
 
+/// Where the expansion's coordinates sit among the variables `(η, X)` (module docs of the
+/// parent): `n` coordinates, `n_c` composite ones, the scheme's endpoint weights.
+#[derive(Clone, Debug)]
+struct Targets {
+    kinds: Vec<Coordinate>,
+    n: usize,
+    nc: usize,
+    endpoint: Vec<f64>,
+}
+
+impl Targets {
+    /// The variables coordinate `a` of the expansion moves at `at`, with their coefficients.
+    fn each(&self, at: At, a: usize, mut f: impl FnMut(usize, f64)) {
+        match (self.kinds[a], at) {
+            (Coordinate::Centre(v), _) => f(v, 1.0),
+            (Coordinate::Chart(i), At::Point(alpha)) => f(self.nc + alpha * self.n + i, 1.0),
+            (Coordinate::Chart(i), At::End) => {
+                for (alpha, &e) in self.endpoint.iter().enumerate() {
+                    if e != 0.0 {
+                        f(self.nc + alpha * self.n + i, e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `h[va, vc] += scale · b[a, c]` over the variables of coordinates `a`, `c` at `at`.
+    fn add_block(&self, h: &mut DMatrix<f64>, at: At, b: &DMatrix<f64>, scale: f64) {
+        let big = b.nrows();
+        for c in 0..big {
+            for a in 0..big {
+                let x = b[(a, c)];
+                if x != 0.0 {
+                    self.each(at, a, |va, ca| self.each(at, c, |vc, cc| h[(va, vc)] += scale * ca * cc * x));
+                }
+            }
+        }
+    }
+
+    /// `h[va, var] += scale · v_a` and its mirror over the variables of the coordinates `a`.
+    fn add_cross(&self, h: &mut DMatrix<f64>, at: At, v: impl Iterator<Item = f64>, var: usize, scale: f64) {
+        for (a, x) in v.enumerate() {
+            if x != 0.0 {
+                self.each(at, a, |va, ca| {
+                    h[(va, var)] += scale * ca * x;
+                    h[(var, va)] += scale * ca * x;
+                });
+            }
+        }
+    }
+
+    /// `out[va] += scale · v_a` over the variables of the coordinates `a` at `at`.
+    fn pull(&self, at: At, v: impl Iterator<Item = f64>, out: &mut [f64], scale: f64) {
+        for (a, x) in v.enumerate() {
+            if x != 0.0 {
+                self.each(at, a, |va, ca| out[va] += scale * ca * x);
+            }
+        }
+    }
+}
+
 /// Scratch of the constrained terms (module docs), `m` constraints, `n` coordinates, `N` the
 /// centred expansion's, `s` intervals; `k = s m + n + m` extra variables `(Λ, ṽ, μ)`.
 #[derive(Clone, Debug)]
@@ -77,8 +138,7 @@ pub(super) struct ChartConstraints {
     s: usize,
     nc: usize,
     coordinates: Vec<usize>,
-    kinds: Vec<Coordinate>,
-    endpoint: Vec<f64>,
+    targets: Targets,
     /// The prepared step's active constraints, multipliers `(s m,)` and projection's `(m,)`.
     active: Vec<bool>,
     lambda: Vec<f64>,
@@ -110,8 +170,10 @@ pub(super) struct ChartConstraints {
     pub(super) rows: DMatrix<f64>,
     pub(super) rows_extra: DMatrix<f64>,
     pub(super) outputs: DMatrix<f64>,
-    /// `(N, N)` scratch.
+    /// `(N, N)` scratch, a row of the variables `(ev,)`, the projected chart momentum `(n,)`.
     block: DMatrix<f64>,
+    line: Vec<f64>,
+    projected: Vec<f64>,
 }
 
 impl ChartConstraints {
@@ -141,8 +203,7 @@ impl ChartConstraints {
             s,
             nc,
             coordinates: centred.coordinates.clone(),
-            kinds,
-            endpoint: (0..=s).map(|a| vi.scheme().endpoint(a)).collect(),
+            targets: Targets { kinds, n, nc, endpoint: (0..=s).map(|a| vi.scheme().endpoint(a)).collect() },
             active: vec![false; m],
             lambda: vec![0.0; s * m],
             mu: vec![0.0; m],
@@ -167,6 +228,8 @@ impl ChartConstraints {
             rows_extra: DMatrix::zeros(k, k),
             outputs: DMatrix::zeros(2 * n, k),
             block: DMatrix::zeros(big, big),
+            line: vec![0.0; e + k],
+            projected: vec![0.0; n],
         }
     }
 
@@ -180,62 +243,19 @@ impl ChartConstraints {
         self.s * self.m + self.n + self.m
     }
 
-    /// The variables `(η, X)` coordinate `a` of the expansion moves at `at`, with their
-    /// coefficients.
-    fn each_target(&self, at: At, a: usize, mut f: impl FnMut(usize, f64)) {
-        match (self.kinds[a], at) {
-            (Coordinate::Centre(v), _) => f(v, 1.0),
-            (Coordinate::Chart(i), At::Point(alpha)) => f(self.nc + alpha * self.n + i, 1.0),
-            (Coordinate::Chart(i), At::End) => {
-                for (alpha, &e) in self.endpoint.iter().enumerate() {
-                    if e != 0.0 {
-                        f(self.nc + alpha * self.n + i, e);
-                    }
-                }
-            }
-        }
-    }
-
-    /// `h[va, vb] += scale · b[a, c]` over the variables of coordinates `a`, `c` at `at`.
-    fn add_block(&self, h: &mut DMatrix<f64>, at: At, b: &DMatrix<f64>, scale: f64) {
-        let big = b.nrows();
-        for c in 0..big {
-            for a in 0..big {
-                let x = b[(a, c)];
-                if x == 0.0 {
-                    continue;
-                }
-                self.each_target(at, a, |va, ca| self.each_target(at, c, |vc, cc| h[(va, vc)] += scale * ca * cc * x));
-            }
-        }
-    }
-
-    /// `h[va, var] += scale · v[a]` and its mirror over the variables of the coordinates `a`.
-    fn add_cross(&self, h: &mut DMatrix<f64>, at: At, v: &[f64], var: usize, scale: f64) {
-        for (a, &x) in v.iter().enumerate() {
-            if x != 0.0 {
-                self.each_target(at, a, |va, ca| {
-                    h[(va, var)] += scale * ca * x;
-                    h[(var, va)] += scale * ca * x;
-                });
-            }
-        }
-    }
-
-    /// `out[va] += scale · v[a]` over the variables of the coordinates `a` at `at`.
-    fn pull(&self, at: At, v: impl Iterator<Item = f64>, out: &mut [f64], scale: f64) {
-        for (a, x) in v.enumerate() {
-            if x != 0.0 {
-                self.each_target(at, a, |va, ca| out[va] += scale * ca * x);
-            }
-        }
-    }
-
     /// Reads the step solved in `ws` (step `step`): its multipliers, the end's kinematics,
     /// the constraints' gradients and Hessians at the points `0..s−1` and the end, and
     /// subtracts the impulses' Hessians `Σ_i λ^β_i D²h_i` from the diagonal blocks of the
     /// rows' Jacobian `blocks` (module docs: the rows are `Φ`'s).
-    pub(super) fn prepare_points(&mut self, vi: &VariationalIntegrator, chart: &Chart, ws: &ViWorkspace, step: usize, points: &StepPoints, blocks: &mut DMatrix<f64>) -> Result<()> {
+    pub(super) fn prepare_points(
+        &mut self,
+        vi: &VariationalIntegrator,
+        chart: &Chart,
+        ws: &ViWorkspace,
+        step: usize,
+        points: &StepPoints,
+        blocks: &mut DMatrix<f64>,
+    ) -> Result<()> {
         let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
         self.active.fill(false);
         for &i in vi.active_constraints(step)? {
@@ -245,7 +265,7 @@ impl ChartConstraints {
         self.mu.copy_from_slice(&ws.constraint.projection.mu);
         self.end_q.fill(0.0);
         for (i, &c) in self.coordinates.iter().enumerate() {
-            self.end_q[c] = (0..=s).map(|alpha| self.endpoint[alpha] * ws.points.q[alpha][i]).sum();
+            self.end_q[c] = (0..=s).map(|alpha| self.targets.endpoint[alpha] * ws.points.q[alpha][i]).sum();
         }
         let placements = points.joint_placements(&chart.centred.model);
         self.expansion.joint_placements.copy_from_slice(placements);
@@ -295,8 +315,13 @@ impl ChartConstraints {
     }
 
     /// The projection at the end (module docs): `M_θ`, `ṽ = M_θ⁻¹ P̃` with the projected
-    /// chart momentum `projected` `(n,)`, and `∂(M_θ ṽ)/∂` the end's coordinates.
-    pub(super) fn prepare_projection(&mut self, step: usize, projected: &[f64]) -> Result<()> {
+    /// chart momentum `P̃` (`p_next` `(n,)`, the step's projected end momentum, mapped by
+    /// `J(y_s)ᵀ` on the composite joints of `joints`), and `∂(M_θ ṽ)/∂` the end's coordinates.
+    pub(super) fn prepare_projection(&mut self, step: usize, p_next: &[f64], joints: &[JointTerms]) -> Result<()> {
+        self.projected.copy_from_slice(p_next);
+        for t in joints {
+            self.projected[t.first..t.first + t.d].copy_from_slice(&t.p_projected.as_slice()[..t.d]);
+        }
         let model = &self.expansion;
         let mass = vidyn_rbd::crba(model, &mut self.rbd, &self.end_q)?;
         for (j, &cj) in self.coordinates.iter().enumerate() {
@@ -308,7 +333,7 @@ impl ChartConstraints {
         if !lu_factor(&mut self.mass_lu, &mut self.pivots) {
             return Err(ViError::SingularJacobian { step });
         }
-        self.velocity.copy_from_slice(projected);
+        self.velocity.copy_from_slice(&self.projected);
         lu_solve(&self.mass_lu, &self.pivots, &mut self.velocity);
         self.velocity_n.fill(0.0);
         for (&c, v) in self.coordinates.iter().zip(&self.velocity) {
@@ -331,7 +356,7 @@ impl ChartConstraints {
         self.rows.fill(0.0);
         self.rows_extra.fill(0.0);
         self.outputs.fill(0.0);
-        let mut row = vec![0.0; dim + n];
+        let row = &mut self.line[..dim + n];
         // h at the interior points and the end; λ_i = 0 for the inactive ones
         for gamma in 1..=s {
             let (at, block) = if gamma < s { (At::Point(gamma), gamma) } else { (At::End, s) };
@@ -342,8 +367,8 @@ impl ChartConstraints {
                     continue;
                 }
                 row.fill(0.0);
-                self.pull(at, self.gradients.row(block * m + i).iter().copied(), &mut row, 1.0);
-                self.rows.row_mut(r).iter_mut().zip(&row).for_each(|(x, y)| *x = *y);
+                self.targets.pull(at, self.gradients.row(block * m + i).iter().copied(), row, 1.0);
+                self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
             }
         }
         // M_θ ṽ + C_θᵀ μ − P
@@ -351,8 +376,8 @@ impl ChartConstraints {
             let r = sm + j;
             row.fill(0.0);
             let c = self.coordinates[j];
-            let rate = self.mass_rate.row(j).iter().zip(self.curvature.row(c).iter()).map(|(a, b)| a + b).collect::<Vec<f64>>();
-            self.pull(At::End, rate.into_iter(), &mut row, 1.0);
+            let (rate, curvature) = (self.mass_rate.row(j), self.curvature.row(c));
+            self.targets.pull(At::End, rate.iter().zip(curvature.iter()).map(|(a, b)| a + b), row, 1.0);
             for (x, y) in row[..dim].iter_mut().zip(g.row(s * big + c).iter()) {
                 *x -= y;
             }
@@ -364,7 +389,7 @@ impl ChartConstraints {
                     }
                 }
             }
-            self.rows.row_mut(r).iter_mut().zip(&row).for_each(|(x, y)| *x = *y);
+            self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
             for k in 0..n {
                 self.rows_extra[(r, sm + k)] = self.mass[(j, k)];
             }
@@ -382,8 +407,8 @@ impl ChartConstraints {
             row.fill(0.0);
             let h = &self.hessians[s * m + i];
             let hv = (0..big).map(|a| (0..big).map(|b| h[(a, b)] * self.velocity_n[b]).sum::<f64>());
-            self.pull(At::End, hv, &mut row, 1.0);
-            self.rows.row_mut(r).iter_mut().zip(&row).for_each(|(x, y)| *x = *y);
+            self.targets.pull(At::End, hv, row, 1.0);
+            self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
             for (k, &c) in self.coordinates.iter().enumerate() {
                 self.rows_extra[(r, sm + k)] = self.gradients[(s * m + i, c)];
             }
@@ -391,14 +416,13 @@ impl ChartConstraints {
         // the momentum outputs p' = J(y_s)⁻ᵀ (P − C_θᵀ μ) (P − C_θᵀ μ on 1-dof joints)
         for j in 0..n {
             // the rows of C_θᵀ μ and of its derivative, mapped by J(y_s)⁻ᵀ on composite joints
-            let mapped: Vec<(usize, f64)> = match joints.iter().find(|t| (t.first..t.first + t.d).contains(&j)) {
-                None => vec![(j, 1.0)],
-                Some(t) => (0..t.d).map(|l| (t.first + l, t.j_end_inv[(l, j - t.first)])).collect(),
-            };
+            let joint = joints.iter().find(|t| (t.first..t.first + t.d).contains(&j));
+            let (first, d) = joint.map_or((j, 1), |t| (t.first, t.d));
             row.fill(0.0);
-            for &(l, f) in &mapped {
+            for l in first..first + d {
+                let f = joint.map_or(1.0, |t| t.j_end_inv[(l - first, j - first)]);
                 let c = self.coordinates[l];
-                self.pull(At::End, self.curvature.row(c).iter().copied(), &mut row, -f);
+                self.targets.pull(At::End, self.curvature.row(c).iter().copied(), row, -f);
                 for i in (0..m).filter(|&i| self.active[i]) {
                     self.outputs[(n + j, sm + n + i)] -= f * self.gradients[(s * m + i, c)];
                 }
@@ -412,7 +436,15 @@ impl ChartConstraints {
     /// The constraint terms of `∇²ℒ` (module docs) into `h` (`ev × ev`, the extra variables
     /// from `e`): `omega` the rows' weights on the expansion's points, `adjoint` `(s n + k,)`,
     /// `lp` the co-state of `p'`, `points` the expansion's control points.
-    pub(super) fn add_hessian_terms(&mut self, h: &mut DMatrix<f64>, omega: &[f64], adjoint: &[f64], lp: &[f64], joints: &[JointTerms], points: &StepPoints) -> Result<()> {
+    pub(super) fn add_hessian_terms(
+        &mut self,
+        h: &mut DMatrix<f64>,
+        omega: &[f64],
+        adjoint: &[f64],
+        lp: &[f64],
+        joints: &[JointTerms],
+        points: &StepPoints,
+    ) -> Result<()> {
         let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
         let (sm, e) = (s * m, self.nc + (s + 2) * n);
         let sn = s * n;
@@ -439,29 +471,28 @@ impl ChartConstraints {
                 let w = &omega[beta * big..(beta + 1) * big];
                 self.block.fill(0.0);
                 con.add_third_contracted(model, &points.states[beta], &mut self.scratch, -self.lambda[beta * m + i], w, &mut self.block);
-                self.add_block(h, At::Point(beta), &self.block, 1.0);
+                self.targets.add_block(h, At::Point(beta), &self.block, 1.0);
                 con.hessian_vector(model, &points.states[beta], &mut self.scratch, w, &mut self.row);
-                self.add_cross(h, At::Point(beta), &self.row, e + beta * m + i, -1.0);
+                self.targets.add_cross(h, At::Point(beta), self.row.iter().copied(), e + beta * m + i, -1.0);
             }
             // −ν·h at the constrained points
             for gamma in 1..=s {
                 let (at, block) = if gamma < s { (At::Point(gamma), gamma) } else { (At::End, s) };
-                self.add_block(h, at, &self.hessians[block * m + i], -nu[(gamma - 1) * m + i]);
+                self.targets.add_block(h, at, &self.hessians[block * m + i], -nu[(gamma - 1) * m + i]);
             }
             // −(w̃ + ρ)·C_θᵀ μ and −σ·C_θ ṽ at the end
             self.block.fill(0.0);
             con.add_third_contracted(model, &self.end, &mut self.scratch, -self.mu[i], &self.weight_n, &mut self.block);
             con.add_third_contracted(model, &self.end, &mut self.scratch, -sigma[i], &self.velocity_n, &mut self.block);
-            self.add_block(h, At::End, &self.block, 1.0);
+            self.targets.add_block(h, At::End, &self.block, 1.0);
             con.hessian_vector(model, &self.end, &mut self.scratch, &self.weight_n, &mut self.row);
-            self.add_cross(h, At::End, &self.row, e + sm + n + i, -1.0);
+            self.targets.add_cross(h, At::End, self.row.iter().copied(), e + sm + n + i, -1.0);
             for (j, &c) in self.coordinates.iter().enumerate() {
-                let column: Vec<f64> = self.hessians[s * m + i].column(c).iter().copied().collect();
-                self.add_cross(h, At::End, &column, e + sm + j, -sigma[i]);
+                self.targets.add_cross(h, At::End, self.hessians[s * m + i].column(c).iter().copied(), e + sm + j, -sigma[i]);
             }
         }
         // w̃'(y_s)[e_k] against −∇(C_θᵀ μ), at every control point of y_s
-        let mut tmp = vec![0.0; h.nrows()];
+        let tmp = &mut self.line;
         for t in joints {
             let lpc = super::block(lp, t.first, t.d);
             for k in 0..t.d {
@@ -472,13 +503,13 @@ impl ChartConstraints {
                 }
                 tmp.fill(0.0);
                 let bent = (0..big).map(|a| (0..big).map(|b| self.curvature[(a, b)] * self.turn_n[b]).sum::<f64>());
-                self.pull(At::End, bent, &mut tmp, -1.0);
+                self.targets.pull(At::End, bent, tmp, -1.0);
                 for i in (0..m).filter(|&i| self.active[i]) {
                     tmp[e + sm + n + i] -= (0..big).map(|a| self.gradients[(s * m + i, a)] * self.turn_n[a]).sum::<f64>();
                 }
-                for (alpha, &ea) in self.endpoint.iter().enumerate() {
+                for (alpha, &ea) in self.targets.endpoint.iter().enumerate() {
                     if ea != 0.0 {
-                        add_row_and_column(h, self.nc + alpha * n + t.first + k, ea, &tmp);
+                        add_row_and_column(h, self.nc + alpha * n + t.first + k, ea, tmp);
                     }
                 }
             }
@@ -488,13 +519,12 @@ impl ChartConstraints {
         self.block.copy_from(with.d2tau_dq2);
         let gravity = vidyn_rbd::rnea_second_order_contracted(model, &mut self.rbd, &self.end_q, &self.zeros, &self.zeros, &self.rho_n, None)?;
         self.block -= gravity.d2tau_dq2;
-        self.add_block(h, At::End, &self.block, -1.0);
+        self.targets.add_block(h, At::End, &self.block, -1.0);
         self.row.copy_from_slice(&self.rho_n);
         let rate = vidyn_rbd::mass_matrix_and_derivative::<ViError>(model, &mut self.rbd, &self.end_q, &mut self.row, |_, _| Ok(()))?;
         self.block.copy_from(rate);
         for (j, &c) in self.coordinates.iter().enumerate() {
-            let r: Vec<f64> = self.block.row(c).iter().copied().collect();
-            self.add_cross(h, At::End, &r, e + sm + j, -1.0);
+            self.targets.add_cross(h, At::End, self.block.row(c).iter().copied(), e + sm + j, -1.0);
         }
         Ok(())
     }

@@ -196,4 +196,3 @@ fn the_second_order_on_the_group_holds_across_a_touchdown() {
         }
     }
 }
-
