@@ -44,23 +44,28 @@ EPS = np.finfo(float).eps
 # --- the oracle: differences of the first order -------------------------------------------
 #
 # Step and tolerance. D(h) = (G(y + h e) − G(y − h e)) / 2h of G(y) = λᵀ[A B](y) has truncation
-# O(h²) and rounding ≈ c·ε·|λ|₁·max|A, B| / h, with c the first order's own noise relative to
-# its largest entry (A's momentum rows sum DEL terms of size |M|/Δt that cancel to O(1); the
-# constrained steps add their KKT solve and the Newton solves' noise, about 1e-13 absolute in
-# a step's result in test_contact_schedule.py). Richardson, R = (4 D(h) − D(2h))/3, cancels
-# the h² term and multiplies the rounding by (4 + 1/2)/3 = 1.5. At h = 2e-4 the Rust tests
-# measured ≤ 7e-11 of |H| on a four-bar and a touchdown. Here the tolerance is
+# O(h²) and rounding ≈ ε_A·|λ|₁·max|A, B| / h, with ε_A the first order's own rounding
+# relative to its largest entry. Richardson, R = (4 D(h) − D(2h))/3, cancels the h² term and
+# multiplies the rounding by (4 + 1/2)/3 = 1.5. At h = 2e-4 the Rust tests measured ≤ 7e-11 of
+# |H| on a four-bar and a touchdown. Here the tolerance is, entrywise,
 #
-#     |H − R| ≤ RTOL·max|R| + FLOOR·ε·|λ|₁·max|A, B|/h + TRUNCATION·|R' − R|/15   (entrywise)
+#     |H − R| ≤ RTOL·max|R| + FLOOR·ε_A·|λ|₁·max|A, B|/h + TRUNCATION·|R' − R|/15.
 #
 # * RTOL = 1e-9 of the largest entry: a wrong term (a missing third derivative of a
 #   constraint, a transposed block of the projection) is of the size of H itself.
 # * The floor, for the differences' rounding, which does not shrink with H: where H nearly or
 #   exactly vanishes (trees of prismatic joints, whose constrained steps are linear or nearly
-#   so) R is that rounding alone. Measured over 3000 random draws: the rounding reached
-#   2.0e3 × ε·|λ|₁·max|A,B|/h (c far above 1: the Newton solves' noise, 1e-14 to 1e-13 in
-#   A's entries, not the arithmetic of A), growing as 1/h (checked from h = 1e-3 to 5e-5:
-#   noise, not an error of H); FLOOR = 5e3. For |λ|₁·max|A,B| ≈ 10 that is 5e-8 absolute.
+#   so) R is that rounding alone. ε·|λ|₁·max|A,B|/h with the plain ε = 2.2e-16 does not bound
+#   it: over 4000 random draws it reached 3e4 of that (the constrained steps' A is far
+#   noisier than its arithmetic: A's momentum rows sum DEL terms of size |M|/Δt that cancel
+#   to O(1), then the KKT solve, and Newton's own noise, about 1e-13 absolute in a step's
+#   result in test_contact_schedule.py). So ε_A is measured on each draw: the relative
+#   disagreement of the first order's two computations (``linearize`` order 1, through the KKT
+#   elimination of module ``constrained``, and the ``A``, ``B`` of order 2, through the
+#   saddle-point system of ``constrained_second_order``), at least ε; it reached 7e4·ε on the
+#   noisiest draws, exactly those whose differences were noisiest. With it the rounding
+#   reached 151 × ε_A·|λ|₁·max|A,B|/h over 2000 draws, growing as 1/h (checked from h = 1e-3
+#   to 5e-5: noise, not an error of H); FLOOR = 500.
 # * The truncation O(h⁴) is not negligible on every draw: steps that close a constraint's gap
 #   bend fast along that direction, and R was off by up to 3e-8 of |R| at h = 2e-4 following
 #   the h⁴ law exactly (16× smaller per halving of h, 5e-12 at h = 5e-5, in examples
@@ -72,7 +77,7 @@ EPS = np.finfo(float).eps
 # The worst ratios of each run are printed by ``pytest -s`` (module fixture ``_summary``).
 H = 2e-4
 RTOL = 1e-9
-FLOOR = 5e3
+FLOOR = 500.0
 TRUNCATION = 2.0
 
 _WORST: dict[str, float] = {}
@@ -135,22 +140,26 @@ def check_step(vi: vidyn.VariationalIntegrator, k: int, rows, lam: np.ndarray, w
     scale_ab = np.abs(ab1).max()
     first = np.abs(ab - ab1).max() / scale_ab
     _record("|[A B] order 2 − order 1| / max|A, B|", first)
-    assert first < 1e-11, f"{what}: A, B off the first order's by {first:.2e} of max|A, B|"
+    assert first < 1e-10, f"{what}: A, B off the first order's by {first:.2e} of max|A, B|"
     hess = np.block([[hxx[k], hxu[k]], [hxu[k].T, huu[k]]])
     ref, truncation = differenced_hessian(vi, k, rows, lam)
     dev = np.abs(hess - ref)
     scale = np.abs(ref).max()
-    floor = EPS * np.abs(lam).sum() * scale_ab / H
+    # the first order's own rounding, as its two computations (the KKT elimination of module
+    # `constrained` and the saddle-point system of `constrained_second_order`) disagree
+    noise = max(EPS, first)
+    floor = noise * np.abs(lam).sum() * scale_ab / H
     tol = RTOL * scale + FLOOR * floor + TRUNCATION * truncation
     worst = np.unravel_index(np.argmax(dev / tol), dev.shape)
     err = dev.max()
     rel, to_floor = err / max(scale, np.finfo(float).tiny), err / floor
-    _record(f"{what}: |H − R| / max|R|", rel)
-    _record(f"{what}: |H − R| / (ε·|λ|₁·max|A,B|/h)", to_floor)
+    if scale > FLOOR * floor:  # (where H is not at the differences' rounding)
+        _record(f"{what}: |H − R| / max|R|", rel)
+    _record(f"{what}: |H − R| / (ε_A·|λ|₁·max|A,B|/h)", to_floor)
     _record(f"{what}: max (|H − R| / tolerance)", float((dev / tol).max()))
     assert np.all(dev <= tol), (
         f"{what}: second order off the differences by {dev[worst]:.3e} at {worst} (H = {hess[worst]:.6e}, R = {ref[worst]:.6e}, "
-        f"estimated truncation {truncation[worst]:.2e}); worst: {rel:.2e} of max|R| = {scale:.3e}, {to_floor:.3g} × ε·|λ|₁·max|A,B|/h = {floor:.3e}"
+        f"estimated truncation {truncation[worst]:.2e}); worst: {rel:.2e} of max|R| = {scale:.3e}, {to_floor:.3g} × ε_A·|λ|₁·max|A,B|/h = {floor:.3e} (ε_A = {noise:.2e})"
     )
     return rel, to_floor
 
@@ -203,6 +212,13 @@ def constraint_jacobian(vi: vidyn.VariationalIntegrator, q: np.ndarray, h: float
     return np.column_stack([(vi.constraint_values(q + h * e) - vi.constraint_values(q - h * e)) / (2 * h) for e in np.eye(len(q))])
 
 
+# Newton's stopping rule, not the second order: rare draws (about 1 in 500: two prismatic joints
+# on one axis, Simpson) level off at 1.1–1.3× their measured round-off floor, above tolerance
+# 1e-15, and raise ConvergenceError in the rollout or in a perturbed step of the differences.
+# Those draws are rejected (and counted in the printed summary); every other error fails.
+LEVELLED_OFF = "draws rejected (Newton levelled off at its round-off floor, above tolerance)"
+
+
 @settings(deadline=None)
 @given(st.data())
 def test_contracted_second_order_matches_differences_of_the_first_order(data):
@@ -211,8 +227,20 @@ def test_contracted_second_order_matches_differences_of_the_first_order(data):
     springs and controls, midpoint / trapezoid / Simpson, Δt = 10 ms: the λ-contracted second
     order of step 1 (from a knot on the constraint set, with the momentum RATTLE's projection
     left) against the differences of the first order (tolerance in the comment above).
-    Measured over 3000 draws: A, B within 4.5e-12 of the first order's; H within 1e-11 to 1e-9
-    of |H| where the truncation is small, at most 0.5 of the tolerance in the ci profile."""
+    Measured over 4000 draws (3000 random, 1000 derandomized): no entry used more than 0.58 of
+    its tolerance; the A, B of order 2 within 2.8e-11 of the first order's (of max|A, B|;
+    bound 1e-10: the Rust test's 1e-11 on the four-bar is exceeded on some trees of prismatic
+    joints with two distances between bodies, whose first order is noisier, see ε_A above)."""
+    try:
+        _random_tree_case(data)
+    except vidyn.ConvergenceError as e:
+        if not ("levelled off" in str(e) and "1e0 times the round-off floor" in str(e)):
+            raise
+        _WORST[LEVELLED_OFF] = _WORST.get(LEVELLED_OFF, 0) + 1
+        assume(False)
+
+
+def _random_tree_case(data) -> None:
     model, constraints, q0, kinds = constrained_tree(data)
     scheme = data.draw(st.sampled_from(["midpoint", "trapezoid", "simpson"]), label="scheme")
     n = model.nv
@@ -234,18 +262,11 @@ def test_contracted_second_order_matches_differences_of_the_first_order(data):
     null = np.linalg.svd(jac)[2][len(constraints) :].T
     v0 = null @ (null.T @ rng.uniform(-1.0, 1.0, n))
     u = rng.uniform(-2.0, 2.0, (2, n))
-    try:
-        traj = vi.rollout(q0, p0=vi.momentum(q0, v0), u=u)
-    except vidyn.ConvergenceError as e:
-        # Newton's stopping rule, not the second order: rare draws (1 in 300, e.g. two prismatic
-        # joints on one axis with a distance between their bodies, Simpson) level off at 1.08×
-        # their measured round-off floor without meeting tolerance 1e-15; counted, reported
-        _record("rollouts rejected (Newton levelled off above tolerance)", _WORST.get("rollouts rejected (Newton levelled off above tolerance)", 0) + 1)
-        assume("levelled off" not in str(e))
-        raise
+    traj = vi.rollout(q0, p0=vi.momentum(q0, v0), u=u)
     lam = rng.standard_normal(2 * n)
     # step 1: from a knot on the constraint set with the momentum the projection left
     check_step(vi, 1, (traj.q, traj.p, u), lam, f"random trees ({scheme})")
+
 
 
 # --- a touchdown -------------------------------------------------------------------------
