@@ -693,9 +693,10 @@ class VariationalIntegrator:
     ``u`` in the tangent space, each step in the chart centred at its start (no gimbal lock;
     the momenta of symmetries are conserved to the Newton tolerance; constraints, kinematic
     1-dof joints and body wrenches work with them; the first-order linearisation is in
-    tangent coordinates, with constraints and kinematic joints too). For them the second order,
-    the velocity-state maps, full DDP and the projection method raise
-    NotImplementedError for now (``optim.ilqr`` takes them); damping and springs act on
+    tangent coordinates, with constraints and kinematic joints too; the second order and full
+    DDP too, exactly, but not with constraints: see ``linearize``). For them the
+    velocity-state maps and the projection method raise NotImplementedError for now
+    (``optim.ilqr`` takes them); damping and springs act on
     1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. Mimic
     joints (``Model.from_urdf(..., mimic=True)``) step the reduced system exactly (its DEL
     equations ``Ĝᵀ r_e(Ĝ z + o)`` on a dense LU; every scheme, rollouts, energies, the
@@ -725,7 +726,7 @@ class VariationalIntegrator:
     (nbodies, 6) constant external wrenches, row i acting on body i: ``[force; moment about
     body i's origin]`` in body frame i, turning with the body (the ``fext`` of :func:`aba`),
     applied by discrete Lagrange–d'Alembert; the first-order linearisation includes them,
-    second-order derivatives raise InputError. ``max_energy_error``: every step of ``step``
+    second-order derivatives raise NotImplementedError. ``max_energy_error``: every step of ``step``
     and ``rollout`` (and of ``vidyn.batch.rollout``) is checked to be a genuine step of the
     motion by its energy balance, ``r = |ΔE − W| / (T_k + T_{k+1} + |ΔV| + |W|)`` with ``W``
     the work of the controls and the damping (kinetic ``T``, potential ``V``): a step with
@@ -852,8 +853,11 @@ class VariationalIntegrator:
         and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
         first order is ``A δ``. The second order with such joints is that of
         ``δ ↦ difference(x̄_{k+1}, f(x̄_k ⊕ δ, ū + δu))`` (the expansion DDP on a manifold uses),
-        exact as on fixed charts. The second order is not available with constraints, kinematic
-        joints or body wrenches (NotImplementedError).
+        exact as on fixed charts. With holonomic constraints (schedules and touchdown steps
+        included) on models without free-flyer, spherical or planar joints the second order is
+        exact too, through the constrained step and its closing momentum projection. It is not
+        available (NotImplementedError naming the cause) with constraints on models with
+        free-flyer, spherical or planar joints, with kinematic joints or with body wrenches.
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

@@ -18,10 +18,12 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 * :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
   Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
   limits (projected-Newton box QP, Tassa et al. 2014), convergence report. ``method="ddp"``
-  (full DDP) uses the λ-contracted second-order VI derivatives (``NotImplementedError``
-  for a VI with constraints, kinematic joints or body wrenches, which has none): exact ones,
-  with free-flyer, spherical or planar joints (floating bases) too, in the same tangent
-  coordinates as the first order; and on linear systems (:func:`ilqr_linear`) the zero ones.
+  (full DDP) uses the λ-contracted second-order VI derivatives: exact ones, with holonomic
+  constraints (contact schedules included) on models without free-flyer, spherical or planar
+  joints, and with free-flyer, spherical or planar joints (floating bases) without
+  constraints, in the same tangent coordinates as the first order (``NotImplementedError``
+  for a VI with constraints on such joints, kinematic joints or body wrenches, which has
+  none); and on linear systems (:func:`ilqr_linear`) the zero ones.
 * :func:`projection` — Johnson's (2012, Ch. 6) projection-operator method: every iterate is
   a VI trajectory ``P(ξ̄)`` (DLQR feedback about the current iterate, eq. 6.10), descent
   directions from a time-varying LQ problem (steepest / quasi-Newton; Newton needs the
@@ -50,8 +52,8 @@ Conventions
     subtraction without Lie-group joints), so the weights are ``2n × 2n``. With Lie-group
     joints the Jacobians, gains ``K`` (m, 2n) and cost derivatives are in these tangent
     coordinates (crocoddyl's state manifolds), the Hessian of the state cost is the
-    Gauss–Newton ``Jᵀ Q J``, and for now only :func:`ilqr` (not DDP, the projection method
-    or the closed-loop helpers) takes such models.
+    Gauss–Newton ``Jᵀ Q J``, and for now only :func:`ilqr` (full DDP included; not the
+    projection method or the closed-loop helpers) takes such models.
 
     With ``cost_state="velocity"`` the same formula applies to ``y = (q, v)``, ``v = M(q)⁻¹ p``
     (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``;
@@ -60,7 +62,9 @@ Conventions
     (diagonal), a matrix, or a stack ``(N, d, d)`` of per-step matrices.
 
 Full DDP and the projection method's Newton model use the VI's second derivatives
-contracted with the value gradient / adjoint; they are not available with constraints,
+contracted with the value gradient / adjoint: exact, with holonomic constraints too on models
+without free-flyer, spherical or planar joints (through the constrained step and its momentum
+projection); not available (NotImplementedError) with constraints on such joints, with
 kinematic joints or body wrenches, nor on ``(q, v)``. With Lie-group joints they are the exact
 second derivatives of ``δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`` (the expansion of ``V(x̄' ⊕ Δ)``
 that DDP on a manifold uses, as crocoddyl's); the projection method is not implemented there.
@@ -729,9 +733,10 @@ def ilqr(
     ``cost_state``, ``frame…``, ``tracks``, ``friction``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
     at most ``tolerance·max(1, |J|)``. ``method="ddp"``: full DDP on the VI's
-    λ-contracted second derivatives (exact, also with free-flyer, spherical or planar joints:
-    see the module docs; NotImplementedError with constraints, kinematic joints or body
-    wrenches). Far from the optimum its exact ``Q_uu``
+    λ-contracted second derivatives (exact, also with holonomic constraints on models without
+    free-flyer, spherical or planar joints, and with such joints without constraints: see the
+    module docs; NotImplementedError with constraints on free-flyer, spherical or planar
+    joints, kinematic joints or body wrenches). Far from the optimum its exact ``Q_uu``
     may be indefinite and the regularisation then shortens its steps: start it from a rough
     iLQR solution (on the free box of ``tests/test_optim_lie_group.py``: 2 DDP iterations
     against 12 of iLQR from there, but 23 against 17 from zero controls). The Newton solve failing on the
@@ -975,9 +980,9 @@ def projection(
     e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
     ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
     the descent direction of the LQ model ``model`` (``"auto"``: quasi-Newton, then Newton after
-    ``newton_after`` iterations when the dynamics have second derivatives, as an unconstrained
-    VI does; ``"newton"`` raises NotImplementedError on a VI with constraints, kinematic
-    joints or body wrenches), and the Armijo search
+    ``newton_after`` iterations when the dynamics have second derivatives, as a VI does with
+    or without holonomic constraints; ``"newton"`` raises NotImplementedError on a VI with
+    kinematic joints or body wrenches), and the Armijo search
     ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
