@@ -210,20 +210,13 @@ def static_torques(model: vidyn.Model, q: np.ndarray, support: list[str], rows: 
     return np.linalg.lstsq(np.vstack([selection, *jacobians]).T, vidyn.gravity(model, q), rcond=None)[0][: n - 6]
 
 
-def solve(
-    gait_name: str = "walk",
-    swing_knots: int = 25,
-    dt: float = 0.01,
-    friction: vidyn.optim.FrictionCone | None = None,
-    phases: int | None = None,
-    limits: float = 0.0,
-    verbose: bool = True,
-):
-    """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
-    (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
-    ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
-    URDF's effort limits (0: none). Returns the model, the gait, its schedule and integrator,
-    and FDDP's result."""
+def problem(gait_name: str = "walk", swing_knots: int = 25, dt: float = 0.01, friction: vidyn.optim.FrictionCone | None = None, phases: int | None = None, limits: float = 0.0):
+    """The optimal-control problem of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``:
+    ``JUMP``; module docs): the model, the gait, its schedule and integrator, the start ``q0``,
+    crocoddyl's warm start (the configurations ``guess`` and the torques ``u_init`` that hold
+    each phase's stance) and the keywords of the cost and limits that :func:`vidyn.optim.fddp`
+    and :func:`vidyn.optim.ilqr` share. ``friction``, ``phases``, ``limits`` as in
+    :func:`solve`."""
     with warnings.catch_warnings():  # ANYmal's URDF has a massless base link: a warning, not an error
         warnings.simplefilter("ignore")
         model = models.example_robot("anymal")
@@ -239,15 +232,10 @@ def solve(
     holding = [static_torques(model, q0, [c.split("@")[0] for c in names]) for _, names in gait.phases[:count]]
     u_init = np.vstack([np.tile(tau, (steps, 1)) for tau, (steps, _) in zip(holding, gait.phases)])
     weights = np.concatenate([[0.0] * 3, [50.0] * 3, [1e-3] * 12, [0.1] * n])
-    started = time.perf_counter()
     guess = np.tile(q0, (schedule.steps + 1, 1))
     if gait.base is not None:
         guess[:, :3] = gait.base[: schedule.steps + 1]
-    res = vidyn.optim.fddp(
-        vi,
-        q0,
-        guess,
-        u_init,
+    cost = dict(
         Q=weights,
         QN=weights,
         R=1e-3,
@@ -257,8 +245,27 @@ def solve(
         friction=None if friction is None else schedule.friction_cones(friction.mu, friction.weight, friction.tip),
         u_min=-limits * model.effort_limit[6:] if limits else None,
         u_max=limits * model.effort_limit[6:] if limits else None,
-        max_iterations=200,
     )
+    return model, gait, schedule, vi, q0, guess, u_init, cost
+
+
+def solve(
+    gait_name: str = "walk",
+    swing_knots: int = 25,
+    dt: float = 0.01,
+    friction: vidyn.optim.FrictionCone | None = None,
+    phases: int | None = None,
+    limits: float = 0.0,
+    verbose: bool = True,
+):
+    """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
+    (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
+    ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
+    URDF's effort limits (0: none). Returns the model, the gait, its schedule and integrator,
+    and FDDP's result."""
+    model, gait, schedule, vi, q0, guess, u_init, cost = problem(gait_name, swing_knots, dt, friction, phases, limits)
+    started = time.perf_counter()
+    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, **cost)
     if verbose:
         print(f"{gait_name}, {schedule.steps} steps: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res

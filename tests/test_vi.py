@@ -338,11 +338,11 @@ def test_body_wrench_errors():
 
 
 def test_second_order_refusals_name_their_cause():
-    """Second derivatives with kinematic joints or body wrenches, or with holonomic constraints
-    on a model with free-flyer, spherical or planar joints, are not implemented (first order
-    is): NotImplementedError naming what the integrator has, from ``linearize(order=2)`` and
-    from full DDP, rather than the derivatives of another map. Constraints on a model of 1-dof
-    joints have exact second derivatives (``tests/test_vi_constrained_second_order.py``)."""
+    """Second derivatives with kinematic joints or body wrenches are not implemented (first
+    order is): NotImplementedError naming what the integrator has, from ``linearize(order=2)``
+    and from full DDP, rather than the derivatives of another map. Holonomic constraints have
+    exact second derivatives, on fixed bases and floating ones
+    (``tests/test_vi_constrained_second_order.py``)."""
     b = vidyn.ModelBuilder("two links")
     parent = None
     for k in range(2):
@@ -358,22 +358,3 @@ def test_second_order_refusals_name_their_cause():
             vi.linearize(q, p, u, order=2, lam=np.ones((1, 4)))
     with pytest.raises(NotImplementedError, match="body wrenches"):
         vidyn.optim.ilqr(wrenched, np.zeros(2), steps=3, method="ddp")
-    # a floating base with a contact: the second order on the Lie group has no multiplier rows
-    fb = vidyn.ModelBuilder("floating box")
-    base = fb.add_body(None, "base", "freeflyer", np.eye(4), 2.0, [0, 0, 0], np.diag([0.02, 0.03, 0.04]))
-    corner = np.eye(4)
-    corner[:3, 3] = [0.1, 0.05, -0.1]
-    fb.add_frame("corner", base, corner)
-    floating = fb.build()
-    q0, n = floating.neutral(), floating.nv
-    contact = vidyn.PointOnPlane(None, vidyn.frame_placement(floating, q0, "corner")[:3, 3], [0, 0, 1], "corner", [0, 0, 0])
-    vi = vidyn.VariationalIntegrator(floating, 0.01, constraints=[contact])
-    cause = "holonomic constraints on free-flyer, spherical or planar joints"
-    q, p, u = np.stack([q0, q0]), np.zeros((2, n)), np.zeros((1, n))
-    with pytest.raises(NotImplementedError, match=cause):
-        vi.linearize(q, p, u, order=2, lam=np.ones((1, 2 * n)))
-    with pytest.raises(NotImplementedError, match=cause):
-        vi.linearize(q, p, u, order=2)
-    with pytest.raises(NotImplementedError, match=cause):
-        vidyn.optim.ilqr(vi, q0, steps=3, method="ddp")
-    vi.linearize(q, p, u)  # the first order is there

@@ -694,7 +694,7 @@ class VariationalIntegrator:
     the momenta of symmetries are conserved to the Newton tolerance; constraints, kinematic
     1-dof joints and body wrenches work with them; the first-order linearisation is in
     tangent coordinates, with constraints and kinematic joints too; the second order and full
-    DDP too, exactly, but not with constraints: see ``linearize``). For them the
+    DDP too, exactly, with constraints and contact schedules too: see ``linearize``). For them the
     velocity-state maps and the projection method raise NotImplementedError for now
     (``optim.ilqr`` takes them); damping and springs act on
     1-dof joints only; a step that turns a joint by about 90° raises ConvergenceError. Mimic
@@ -853,11 +853,10 @@ class VariationalIntegrator:
         and crocoddyl's convention): ``difference(q_{k+1}, f(integrate(q_k, δq), ...))`` to
         first order is ``A δ``. The second order with such joints is that of
         ``δ ↦ difference(x̄_{k+1}, f(x̄_k ⊕ δ, ū + δu))`` (the expansion DDP on a manifold uses),
-        exact as on fixed charts. With holonomic constraints (schedules and touchdown steps
-        included) on models without free-flyer, spherical or planar joints the second order is
-        exact too, through the constrained step and its closing momentum projection. It is not
-        available (NotImplementedError naming the cause) with constraints on models with
-        free-flyer, spherical or planar joints, with kinematic joints or with body wrenches.
+        exact as on fixed charts. With holonomic constraints (contacts, schedules and touchdown
+        steps included) the second order is exact too, through the constrained step and its
+        closing momentum projection, on fixed and floating bases. It is not available
+        (NotImplementedError naming the cause) with kinematic joints or with body wrenches.
 
         ``order=2`` -> ``(A, B, fxx, fxu, fuu)`` with the exact second-order tensors in C order
         ``[k, i, j, l]`` (step, output, input, input): ``fxx`` (N, 2n, 2n, 2n)

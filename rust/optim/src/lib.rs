@@ -23,8 +23,9 @@
 //!   cost, exact gradient and Gauss–Newton Hessian from the point's Jacobian.
 //!
 //! Full DDP ([`Method::Ddp`]) and the Newton model need [`Dynamics::second_order_contracted`];
-//! [`ViDynamics`] provides it from the VI's exact λ-contracted second derivatives (except with
-//! constraints or kinematic joints, where it reports [`OptimError::NotImplemented`]).
+//! [`ViDynamics`] provides it from the VI's exact λ-contracted second derivatives, contact
+//! phases included (except with kinematic joints or body wrenches, where it reports
+//! [`OptimError::NotImplemented`]).
 
 pub mod actuation;
 pub mod boxqp;

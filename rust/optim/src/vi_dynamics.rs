@@ -257,9 +257,10 @@ impl Dynamics for ViDynamics<'_> {
     fn state_space(&self) -> StateSpace {
         StateSpace::of_model(self.vi.model())
     }
-    /// Second derivatives exist unless the VI has constraints, kinematic joints or body
-    /// wrenches, or the state is `(q, v)`: exact ones, on fixed charts and on the Lie group
-    /// (free-flyer, spherical, planar joints; [`VariationalIntegrator::linearize_second_order_contracted`]).
+    /// Second derivatives exist unless the VI has kinematic joints or body wrenches, or the
+    /// state is `(q, v)`: exact ones, with and without constraints, on fixed charts and on the
+    /// Lie group (free-flyer, spherical, planar joints;
+    /// [`VariationalIntegrator::linearize_second_order_contracted`]).
     fn has_second_order(&self) -> bool {
         !self.velocity_state && vidyn_system::DiscreteDynamics::has_second_order(self.vi)
     }

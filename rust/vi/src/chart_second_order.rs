@@ -64,9 +64,10 @@
 //! (module `rows_hessian`), the chart terms' contractions and the projection `Wᵀ ∇²ℒ W` on the
 //! unknowns' rows, O(s n³). Measured on solo12 (trapezoid): 1.8× a first-order linearisation
 //! (`BENCHMARKS.md`). The full tensors are `2n` contractions. Gravity, controls on every joint, damping and springs on
-//! 1-dof joints and every scheme; the caller refuses holonomic constraints, kinematic joints,
-//! mimic joints and body wrenches (module `second_order`). Nothing allocates after the
-//! workspace exists.
+//! 1-dof joints, every scheme, and holonomic constraints with their schedules and momentum
+//! projection (module `constrained`: the multipliers in the Lagrangian, RATTLE's projection
+//! in the chart); the caller refuses kinematic joints, mimic joints and body wrenches (module
+//! `second_order`). Nothing allocates after the workspace exists.
 
 use crate::chart_linearize::{block, centred_forces, CentredPoints};
 use crate::chart_step::Chart;

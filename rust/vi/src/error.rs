@@ -17,9 +17,9 @@ pub enum ViError {
     /// centred at the step's start, module `chart_step`) neared its singularity at ±90°.
     #[error("step {step}: joint '{joint}' turns by about {degrees:.0}° within one step, too close to the 90° at which the step's Z-Y-X chart degenerates (a rotation too fast for dt = {dt}): use a smaller time step")]
     StepTooLarge { step: usize, joint: String, degrees: f64, dt: f64 },
-    /// Second-order derivatives asked of an integrator with holonomic constraints, kinematic
-    /// joints or body wrenches (`features` names those it has), which they are not implemented
-    /// for (module `second_order`).
+    /// Second-order derivatives asked of an integrator with kinematic joints or body wrenches
+    /// (`features` names those it has), which they are not implemented for (module
+    /// `second_order`).
     #[error("second-order derivatives are not implemented for integrators with {features} (first order is)")]
     NoSecondOrder { features: String },
     /// A bad scheme name or order.

@@ -11,9 +11,9 @@
 //! their Lie groups (configurations in Pinocchio's layout with unit quaternions, momenta and
 //! controls in the tangent space): each step runs in the chart centred at its start, where
 //! they are chains of 1-dof joints (module `chart_step`); steps, rollouts, energies,
-//! constraints, kinematic joints, body wrenches and the exact first-order linearisation in
-//! tangent coordinates (module `chart_linearize`), not yet the second order
-//! ([`ViError::NotOnLieGroup`]). Fixed
+//! constraints, kinematic joints, body wrenches, the exact first-order linearisation in
+//! tangent coordinates (module `chart_linearize`) and the exact second order there (module
+//! `chart_second_order`, with constraints too). Fixed
 //! joints are merged by
 //! the model. `vidyn_rbd::to_single_dof` still gives global Z-Y-X Euler-angle coordinates
 //! (with a gimbal-lock singularity at pitch ±π/2) to those who want them.

@@ -31,6 +31,12 @@
 //! expands): the same implicit-function theorem written in one fixed chart of the centred
 //! expansion, with the chart maps' own second derivatives. Exact to rounding.
 //!
+//! # With holonomic constraints
+//! The step's multipliers, the constraint rows and the closing momentum projection join the
+//! unknowns of the same implicit-function theorem: module `constrained_second_order` on fixed
+//! charts, module `chart_second_order` (its `constrained` part) on the Lie group. Contact
+//! schedules (touchdown steps included) are the same systems with the step's active set.
+//!
 //! # Cost (n dofs, s + 1 control points, per step)
 //! Solving the step as [`VariationalIntegrator::step`]; then the energy Hessians at the
 //! control points, O(s n d); the dense `sn × sn` DEL Jacobian `J` and its LU, O(s³ n³)/3
