@@ -72,13 +72,13 @@
 use crate::chart_linearize::{block, centred_forces, CentredPoints};
 use crate::chart_step::Chart;
 use crate::del::JointForces;
-use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
+use crate::dense::{gemm_nn, lu_factor_in, lu_solve_in, lu_solve_transposed_in, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::rows_hessian::RowsHessian;
 use crate::second_order::FlowDerivatives;
 use constrained::ChartConstraints;
-use nalgebra::{DMatrix, Matrix6, Vector6};
+use nalgebra::{DMatrix, DMatrixViewMut, Matrix6, Vector6};
 use vidyn_rbd::CompositeJoint;
 use vidyn_system::StepInput;
 
@@ -257,11 +257,12 @@ pub(crate) struct GroupSecondOrder {
     /// `2n × dim`, `2n × n`: the outputs' Jacobian.
     fv: DMatrix<f64>,
     fu: DMatrix<f64>,
-    /// The Jacobian in the unknowns (`R_Z` without constraints), `(s n + k)²`, and its LU
-    /// pivots, a right-hand side `(s n + k) × 3n`.
-    rz: DMatrix<f64>,
+    /// The Jacobian in the unknowns (`R_Z` without constraints), `nu × nu` column-major with
+    /// `nu = s n + k` for the prepared step's active constraints (storage for all of them),
+    /// then its LU and pivots; a right-hand side `nu × 3n` (leading dimension `nu`).
+    rz: Vec<f64>,
     pivots: Vec<usize>,
-    rhs: DMatrix<f64>,
+    rhs: Vec<f64>,
     /// `W` (`ev × 3n`), its transpose and `[A B] = F W` (`2n × 3n`).
     w: DMatrix<f64>,
     wt: DMatrix<f64>,
@@ -314,9 +315,9 @@ impl GroupSecondOrder {
             rpu: DMatrix::zeros(s * n, 2 * n),
             fv: DMatrix::zeros(2 * n, dim),
             fu: DMatrix::zeros(2 * n, n),
-            rz: DMatrix::zeros(nu, nu),
+            rz: vec![0.0; nu * nu],
             pivots: vec![0; nu],
-            rhs: DMatrix::zeros(nu, 3 * n),
+            rhs: vec![0.0; nu * 3 * n],
             w: DMatrix::zeros(ev, 3 * n),
             wt: DMatrix::zeros(3 * n, ev),
             ab: DMatrix::zeros(2 * n, 3 * n),
@@ -335,6 +336,16 @@ impl GroupSecondOrder {
     /// The number of composite coordinates `n_c`.
     fn composite(&self) -> usize {
         self.joints.iter().map(|t| t.d).sum()
+    }
+
+    /// The extra variables `k` of the prepared step's constraints (module `constrained`).
+    fn extra(&self) -> usize {
+        self.constrained.as_deref().map_or(0, ChartConstraints::extra)
+    }
+
+    /// The unknowns `s n + k` of the prepared step.
+    fn unknowns(&self) -> usize {
+        self.rv.nrows() + self.extra()
     }
 
     /// Solves the step from `at` and keeps everything the contraction needs (module docs);
@@ -392,23 +403,25 @@ impl GroupSecondOrder {
         }
         self.residual_jacobian(vi, chart);
         self.output_jacobian(vi, chart);
-        let (sn, nu, e) = (s * n, self.rz.nrows(), dim + n);
-        let ev = self.w.nrows();
+        let (sn, e, ev) = (s * n, dim + n, self.w.nrows());
         if let Some(c) = self.constrained.as_deref_mut() {
             c.prepare_projection(step, &out.p_next, &self.joints)?;
             c.rows(&self.g, &self.joints, sc.control_weight(s) * dt, &mut self.fv);
         }
         // W: η = J(0)⁻¹ δq on composite joints, X^0 = δq on 1-dof ones, the unknowns U
         // (Z, and Λ, ṽ, μ with constraints) from G_U U_w = −G_w
-        self.rz.fill(0.0);
-        self.rz.view_mut((0, 0), (sn, sn)).copy_from(&self.rv.columns(nc + n, sn));
+        let (k, nu) = (self.extra(), self.unknowns());
+        let rz = &mut self.rz[..nu * nu];
+        let mut system = DMatrixViewMut::from_slice(rz, nu, nu);
+        system.fill(0.0);
+        system.view_mut((0, 0), (sn, sn)).copy_from(&self.rv.columns(nc + n, sn));
         if let Some(c) = self.constrained.as_deref() {
-            let (lambdas, k) = (c.lambdas(), c.extra());
-            self.rz.view_mut((0, sn), (sn, lambdas)).copy_from(&self.rv.columns(dim, lambdas));
-            self.rz.view_mut((sn, 0), (k, sn)).copy_from(&c.rows.columns(nc + n, sn));
-            self.rz.view_mut((sn, sn), (k, k)).copy_from(&c.rows_extra);
+            let lambdas = c.lambdas();
+            system.view_mut((0, sn), (sn, lambdas)).copy_from(&self.rv.columns(dim, lambdas));
+            system.view_mut((sn, 0), (k, sn)).copy_from(&c.rows.view((0, nc + n), (k, sn)));
+            system.view_mut((sn, sn), (k, k)).copy_from(&c.rows_extra.view((0, 0), (k, k)));
         }
-        if !lu_factor(&mut self.rz, &mut self.pivots) {
+        if !lu_factor_in(rz, nu, &mut self.pivots[..nu]) {
             return Err(if self.constrained.is_some() { ViError::DegenerateConstraints { step } } else { ViError::SingularJacobian { step } });
         }
         self.w.fill(0.0);
@@ -421,28 +434,24 @@ impl GroupSecondOrder {
         for i in 0..n {
             self.w[(dim + i, 2 * n + i)] = 1.0;
         }
-        self.rhs.fill(0.0);
-        self.rhs.view_mut((0, n), (sn, 2 * n)).copy_from(&self.rpu);
-        gemm_nn(sn, 3 * n, nc + n, ColMajor(self.rv.as_slice(), sn), ColMajor(self.w.as_slice(), ev), ColMajorMut(self.rhs.as_mut_slice(), nu));
+        let rhs = &mut self.rhs[..nu * 3 * n];
+        rhs.fill(0.0);
+        DMatrixViewMut::from_slice(rhs, nu, 3 * n).view_mut((0, n), (sn, 2 * n)).copy_from(&self.rpu);
+        gemm_nn(sn, 3 * n, nc + n, ColMajor(self.rv.as_slice(), sn), ColMajor(self.w.as_slice(), ev), ColMajorMut(rhs, nu));
         if let Some(c) = self.constrained.as_deref() {
-            let k = c.extra();
-            gemm_nn(k, 3 * n, nc + n, ColMajor(c.rows.as_slice(), k), ColMajor(self.w.as_slice(), ev), ColMajorMut(&mut self.rhs.as_mut_slice()[sn..], nu));
+            let ld = c.rows.nrows();
+            gemm_nn(k, 3 * n, nc + n, ColMajor(c.rows.as_slice(), ld), ColMajor(self.w.as_slice(), ev), ColMajorMut(&mut rhs[sn..], nu));
             for i in 0..n {
                 for r in 0..k {
-                    self.rhs[(sn + r, 2 * n + i)] += c.rows[(r, dim + i)];
+                    rhs[(2 * n + i) * nu + sn + r] += c.rows[(r, dim + i)];
                 }
             }
         }
-        for c in 0..3 * n {
-            let mut col = self.rhs.column_mut(c);
-            lu_solve(&self.rz, &self.pivots, col.as_mut_slice());
-        }
-        for c in 0..3 * n {
-            for r in 0..sn {
-                self.w[(nc + n + r, c)] = -self.rhs[(r, c)];
-            }
-            for r in sn..nu {
-                self.w[(e + r - sn, c)] = -self.rhs[(r, c)];
+        for (c, column) in rhs.chunks_exact_mut(nu).enumerate() {
+            lu_solve_in(&self.rz[..nu * nu], nu, &self.pivots[..nu], column);
+            for (r, x) in column.iter().enumerate() {
+                let row = if r < sn { nc + n + r } else { e + r - sn };
+                self.w[(row, c)] = -x;
             }
         }
         self.w.transpose_to(&mut self.wt);
@@ -605,7 +614,8 @@ impl GroupSecondOrder {
                 (false, None) => 0.0,
             };
         }
-        lu_solve_transposed(&self.rz, &self.pivots, &mut self.mu);
+        let nu = self.unknowns();
+        lu_solve_transposed_in(&self.rz[..nu * nu], nu, &self.pivots[..nu], &mut self.mu[..nu]);
         // with constraints the projection's rows add ρ·P to the end rows' weights
         let rho = |i: usize| self.constrained.as_deref().map_or(0.0, |c| self.mu[sn + c.lambdas() + i]);
         // the rows' weights at η = 0: −μ on the fixed-chart rows, λ_p on the 1-dof end rows,
@@ -730,13 +740,21 @@ impl GroupSecondOrder {
         // H = Wᵀ ∇²ℒ W + ℒ_η · ι'', with W = E + [0; W_Z; 0; W_K]: only the unknowns' rows W_Z
         // (and W_K of Λ, ṽ, μ) are dense, E is the input map (J(0)⁻¹ from δq to η, 1 from δq
         // to X^0 on 1-dof joints and from δu to u)
-        let z0 = nc + n;
-        let k = ev - e;
+        // (the rows past `e + k` of the variables, slots of inactive constraints, are zero)
+        let (z0, k) = (nc + n, self.extra());
+        let rows = e + k;
         self.hw.fill(0.0);
-        gemm_nn(ev, 3 * n, sn, ColMajor(&self.hbig.as_slice()[z0 * ev..], ev), ColMajor(&self.w.as_slice()[z0..], ev), ColMajorMut(self.hw.as_mut_slice(), ev));
+        gemm_nn(
+            rows,
+            3 * n,
+            sn,
+            ColMajor(&self.hbig.as_slice()[z0 * ev..], ev),
+            ColMajor(&self.w.as_slice()[z0..], ev),
+            ColMajorMut(self.hw.as_mut_slice(), ev),
+        );
         if k > 0 {
             gemm_nn(
-                ev,
+                rows,
                 3 * n,
                 k,
                 ColMajor(&self.hbig.as_slice()[e * ev..], ev),

@@ -113,18 +113,22 @@ pub(crate) fn lu_solve_lanes<const W: usize>(columns: &[f64], n: usize, pivots: 
 /// `Aᵀ = Uᵀ Lᵀ P`): forward substitution with `Uᵀ`, back substitution with the unit `Lᵀ`, then
 /// the row swaps undone in reverse order. O(n²), no allocation.
 pub(crate) fn lu_solve_transposed(lu: &DMatrix<f64>, pivots: &[usize], b: &mut [f64]) {
-    let n = lu.nrows();
+    lu_solve_transposed_in(lu.as_slice(), lu.nrows(), pivots, b);
+}
+
+/// [`lu_solve_transposed`] with the factors of [`lu_factor_in`] (`n × n`, column-major).
+pub(crate) fn lu_solve_transposed_in(columns: &[f64], n: usize, pivots: &[usize], b: &mut [f64]) {
     for c in 0..n {
         let mut x = b[c];
-        for r in 0..c {
-            x -= lu[(r, c)] * b[r];
+        for (l, y) in columns[c * n..c * n + c].iter().zip(&b[..c]) {
+            x -= l * y;
         }
-        b[c] = x / lu[(c, c)];
+        b[c] = x / columns[c * n + c];
     }
     for c in (0..n).rev() {
         let mut x = b[c];
-        for r in c + 1..n {
-            x -= lu[(r, c)] * b[r];
+        for (l, y) in columns[c * n + c + 1..(c + 1) * n].iter().zip(&b[c + 1..n]) {
+            x -= l * y;
         }
         b[c] = x;
     }

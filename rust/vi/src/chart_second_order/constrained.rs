@@ -139,8 +139,10 @@ pub(super) struct ChartConstraints {
     nc: usize,
     coordinates: Vec<usize>,
     targets: Targets,
-    /// The prepared step's active constraints, multipliers `(s m,)` and projection's `(m,)`.
-    active: Vec<bool>,
+    /// The prepared step's active constraints (`a` of them, in order; the variables and rows
+    /// of `Λ`, `μ` are theirs only, slot `r` for `order[r]`), its multipliers `(s m,)` and the
+    /// projection's `(m,)` (by constraint).
+    order: Vec<usize>,
     lambda: Vec<f64>,
     mu: Vec<f64>,
     scratch: ConstraintScratch,
@@ -204,7 +206,7 @@ impl ChartConstraints {
             nc,
             coordinates: centred.coordinates.clone(),
             targets: Targets { kinds, n, nc, endpoint: (0..=s).map(|a| vi.scheme().endpoint(a)).collect() },
-            active: vec![false; m],
+            order: Vec::with_capacity(m),
             lambda: vec![0.0; s * m],
             mu: vec![0.0; m],
             scratch: ConstraintScratch::new(big),
@@ -233,14 +235,14 @@ impl ChartConstraints {
         }
     }
 
-    /// `(s m, n, m)`: the sizes of `Λ`, `ṽ`, `μ`.
+    /// `s a`, the size of `Λ` at the prepared step (`a` active constraints).
     pub(super) fn lambdas(&self) -> usize {
-        self.s * self.m
+        self.s * self.order.len()
     }
 
-    /// The extra variables `k = s m + n + m`.
+    /// The extra variables `k = s a + n + a` at the prepared step (`Λ`, `ṽ`, `μ`).
     pub(super) fn extra(&self) -> usize {
-        self.s * self.m + self.n + self.m
+        self.lambdas() + self.n + self.order.len()
     }
 
     /// Reads the step solved in `ws` (step `step`): its multipliers, the end's kinematics,
@@ -257,10 +259,8 @@ impl ChartConstraints {
         blocks: &mut DMatrix<f64>,
     ) -> Result<()> {
         let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
-        self.active.fill(false);
-        for &i in vi.active_constraints(step)? {
-            self.active[i] = true;
-        }
+        self.order.clear();
+        self.order.extend_from_slice(vi.active_constraints(step)?);
         self.lambda.copy_from_slice(&ws.constraint.lambda);
         self.mu.copy_from_slice(&ws.constraint.projection.mu);
         self.end_q.fill(0.0);
@@ -274,7 +274,7 @@ impl ChartConstraints {
         self.end.update_velocity(model, &self.zeros);
         for block in 0..=s {
             let at = if block < s { At::Point(block) } else { At::End };
-            for i in (0..m).filter(|&i| self.active[i]) {
+            for &i in &self.order {
                 let st = match at {
                     At::Point(alpha) => &points.states[alpha],
                     At::End => &self.end,
@@ -293,7 +293,7 @@ impl ChartConstraints {
             }
         }
         self.curvature.fill(0.0);
-        for i in (0..m).filter(|&i| self.active[i]) {
+        for &i in &self.order {
             let mu = self.mu[i];
             self.curvature.zip_apply(&self.hessians[s * m + i], |x, y| *x += mu * y);
         }
@@ -302,13 +302,15 @@ impl ChartConstraints {
     }
 
     /// `g`'s columns of `Λ` (after its first `dim`): `−∂h_i/∂` point `β`'s coordinates on the
-    /// rows of point `β < s` (the impulses of `Φ`'s rows).
+    /// rows of point `β < s` (the impulses of `Φ`'s rows); the columns past the prepared
+    /// step's `s a` zero.
     pub(super) fn lambda_columns(&self, g: &mut DMatrix<f64>, dim: usize) {
-        let (s, m, big) = (self.s, self.m, self.end_q.len());
+        let (s, m, big, a) = (self.s, self.m, self.end_q.len(), self.order.len());
+        g.columns_mut(dim, s * m).fill(0.0);
         for beta in 0..s {
-            for i in (0..m).filter(|&i| self.active[i]) {
-                for a in 0..big {
-                    g[(beta * big + a, dim + beta * m + i)] = -self.gradients[(beta * m + i, a)];
+            for (r, &i) in self.order.iter().enumerate() {
+                for x in 0..big {
+                    g[(beta * big + x, dim + beta * a + r)] = -self.gradients[(beta * m + i, x)];
                 }
             }
         }
@@ -352,20 +354,17 @@ impl ChartConstraints {
     /// `joints`: the composite joints' terms; `cw_end`: the end row's control weight times `Δt`.
     pub(super) fn rows(&mut self, g: &DMatrix<f64>, joints: &[JointTerms], cw_end: f64, fv: &mut DMatrix<f64>) {
         let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
-        let (sm, dim) = (s * m, self.nc + (s + 1) * n);
+        let a = self.order.len();
+        let (sa, dim) = (s * a, self.nc + (s + 1) * n);
         self.rows.fill(0.0);
         self.rows_extra.fill(0.0);
         self.outputs.fill(0.0);
         let row = &mut self.line[..dim + n];
-        // h at the interior points and the end; λ_i = 0 for the inactive ones
+        // h at the interior points and the end
         for gamma in 1..=s {
             let (at, block) = if gamma < s { (At::Point(gamma), gamma) } else { (At::End, s) };
-            for i in 0..m {
-                let r = (gamma - 1) * m + i;
-                if !self.active[i] {
-                    self.rows_extra[(r, r)] = 1.0;
-                    continue;
-                }
+            for (slot, &i) in self.order.iter().enumerate() {
+                let r = (gamma - 1) * a + slot;
                 row.fill(0.0);
                 self.targets.pull(at, self.gradients.row(block * m + i).iter().copied(), row, 1.0);
                 self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
@@ -373,7 +372,7 @@ impl ChartConstraints {
         }
         // M_θ ṽ + C_θᵀ μ − P
         for j in 0..n {
-            let r = sm + j;
+            let r = sa + j;
             row.fill(0.0);
             let c = self.coordinates[j];
             let (rate, curvature) = (self.mass_rate.row(j), self.curvature.row(c));
@@ -391,26 +390,22 @@ impl ChartConstraints {
             }
             self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
             for k in 0..n {
-                self.rows_extra[(r, sm + k)] = self.mass[(j, k)];
+                self.rows_extra[(r, sa + k)] = self.mass[(j, k)];
             }
-            for i in (0..m).filter(|&i| self.active[i]) {
-                self.rows_extra[(r, sm + n + i)] = self.gradients[(s * m + i, c)];
+            for (slot, &i) in self.order.iter().enumerate() {
+                self.rows_extra[(r, sa + n + slot)] = self.gradients[(s * m + i, c)];
             }
         }
-        // C_θ ṽ = 0; μ_i = 0 for the inactive ones
-        for i in 0..m {
-            let r = sm + n + i;
-            if !self.active[i] {
-                self.rows_extra[(r, r)] = 1.0;
-                continue;
-            }
+        // C_θ ṽ = 0
+        for (slot, &i) in self.order.iter().enumerate() {
+            let r = sa + n + slot;
             row.fill(0.0);
             let h = &self.hessians[s * m + i];
             let hv = (0..big).map(|a| (0..big).map(|b| h[(a, b)] * self.velocity_n[b]).sum::<f64>());
             self.targets.pull(At::End, hv, row, 1.0);
             self.rows.row_mut(r).iter_mut().zip(row.iter()).for_each(|(x, y)| *x = *y);
             for (k, &c) in self.coordinates.iter().enumerate() {
-                self.rows_extra[(r, sm + k)] = self.gradients[(s * m + i, c)];
+                self.rows_extra[(r, sa + k)] = self.gradients[(s * m + i, c)];
             }
         }
         // the momentum outputs p' = J(y_s)⁻ᵀ (P − C_θᵀ μ) (P − C_θᵀ μ on 1-dof joints)
@@ -423,8 +418,8 @@ impl ChartConstraints {
                 let f = joint.map_or(1.0, |t| t.j_end_inv[(l - first, j - first)]);
                 let c = self.coordinates[l];
                 self.targets.pull(At::End, self.curvature.row(c).iter().copied(), row, -f);
-                for i in (0..m).filter(|&i| self.active[i]) {
-                    self.outputs[(n + j, sm + n + i)] -= f * self.gradients[(s * m + i, c)];
+                for (slot, &i) in self.order.iter().enumerate() {
+                    self.outputs[(n + j, sa + n + slot)] -= f * self.gradients[(s * m + i, c)];
                 }
             }
             for (x, y) in fv.row_mut(n + j).iter_mut().zip(&row[..dim]) {
@@ -446,9 +441,9 @@ impl ChartConstraints {
         points: &StepPoints,
     ) -> Result<()> {
         let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
-        let (sm, e) = (s * m, self.nc + (s + 2) * n);
-        let sn = s * n;
-        let (nu, rho, sigma) = (&adjoint[sn..sn + sm], &adjoint[sn + sm..sn + sm + n], &adjoint[sn + sm + n..]);
+        let a = self.order.len();
+        let (sa, e, sn) = (s * a, self.nc + (s + 2) * n, s * n);
+        let (nu, rho, sigma) = (&adjoint[sn..sn + sa], &adjoint[sn + sa..sn + sa + n], &adjoint[sn + sa + n..sn + sa + n + a]);
         let model = &self.expansion;
         // w̃ + ρ on the chart coordinates
         self.weight_n.fill(0.0);
@@ -464,7 +459,7 @@ impl ChartConstraints {
                 self.weight_n[self.coordinates[t.first + r]] += w[r];
             }
         }
-        for i in (0..m).filter(|&i| self.active[i]) {
+        for (slot, &i) in self.order.iter().enumerate() {
             let con = &self.constraints[i];
             // the impulses −λ^β_i ω_β·∇h_i(X^β)
             for beta in 0..s {
@@ -473,22 +468,22 @@ impl ChartConstraints {
                 con.add_third_contracted(model, &points.states[beta], &mut self.scratch, -self.lambda[beta * m + i], w, &mut self.block);
                 self.targets.add_block(h, At::Point(beta), &self.block, 1.0);
                 con.hessian_vector(model, &points.states[beta], &mut self.scratch, w, &mut self.row);
-                self.targets.add_cross(h, At::Point(beta), self.row.iter().copied(), e + beta * m + i, -1.0);
+                self.targets.add_cross(h, At::Point(beta), self.row.iter().copied(), e + beta * a + slot, -1.0);
             }
             // −ν·h at the constrained points
             for gamma in 1..=s {
                 let (at, block) = if gamma < s { (At::Point(gamma), gamma) } else { (At::End, s) };
-                self.targets.add_block(h, at, &self.hessians[block * m + i], -nu[(gamma - 1) * m + i]);
+                self.targets.add_block(h, at, &self.hessians[block * m + i], -nu[(gamma - 1) * a + slot]);
             }
             // −(w̃ + ρ)·C_θᵀ μ and −σ·C_θ ṽ at the end
             self.block.fill(0.0);
             con.add_third_contracted(model, &self.end, &mut self.scratch, -self.mu[i], &self.weight_n, &mut self.block);
-            con.add_third_contracted(model, &self.end, &mut self.scratch, -sigma[i], &self.velocity_n, &mut self.block);
+            con.add_third_contracted(model, &self.end, &mut self.scratch, -sigma[slot], &self.velocity_n, &mut self.block);
             self.targets.add_block(h, At::End, &self.block, 1.0);
             con.hessian_vector(model, &self.end, &mut self.scratch, &self.weight_n, &mut self.row);
-            self.targets.add_cross(h, At::End, self.row.iter().copied(), e + sm + n + i, -1.0);
+            self.targets.add_cross(h, At::End, self.row.iter().copied(), e + sa + n + slot, -1.0);
             for (j, &c) in self.coordinates.iter().enumerate() {
-                self.targets.add_cross(h, At::End, self.hessians[s * m + i].column(c).iter().copied(), e + sm + j, -sigma[i]);
+                self.targets.add_cross(h, At::End, self.hessians[s * m + i].column(c).iter().copied(), e + sa + j, -sigma[slot]);
             }
         }
         // w̃'(y_s)[e_k] against −∇(C_θᵀ μ), at every control point of y_s
@@ -504,8 +499,8 @@ impl ChartConstraints {
                 tmp.fill(0.0);
                 let bent = (0..big).map(|a| (0..big).map(|b| self.curvature[(a, b)] * self.turn_n[b]).sum::<f64>());
                 self.targets.pull(At::End, bent, tmp, -1.0);
-                for i in (0..m).filter(|&i| self.active[i]) {
-                    tmp[e + sm + n + i] -= (0..big).map(|a| self.gradients[(s * m + i, a)] * self.turn_n[a]).sum::<f64>();
+                for (slot, &i) in self.order.iter().enumerate() {
+                    tmp[e + sa + n + slot] -= (0..big).map(|x| self.gradients[(s * m + i, x)] * self.turn_n[x]).sum::<f64>();
                 }
                 for (alpha, &ea) in self.targets.endpoint.iter().enumerate() {
                     if ea != 0.0 {
@@ -524,7 +519,7 @@ impl ChartConstraints {
         let rate = vidyn_rbd::mass_matrix_and_derivative::<ViError>(model, &mut self.rbd, &self.end_q, &mut self.row, |_, _| Ok(()))?;
         self.block.copy_from(rate);
         for (j, &c) in self.coordinates.iter().enumerate() {
-            self.targets.add_cross(h, At::End, self.block.row(c).iter().copied(), e + sm + j, -1.0);
+            self.targets.add_cross(h, At::End, self.block.row(c).iter().copied(), e + sa + j, -1.0);
         }
         Ok(())
     }
