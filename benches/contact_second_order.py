@@ -20,7 +20,6 @@ counts the instructions inside the `(1 + 2) · 56` linearised steps (10 steps fo
 from __future__ import annotations
 
 import pathlib
-import statistics
 import sys
 import time
 
@@ -28,18 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 import anymal_walk  # noqa: E402
+from lie_group_second_order import per_step_ms  # noqa: E402
 
 import vidyn  # noqa: E402
-
-
-def per_step_ms(run, steps: int, repeats: int) -> float:
-    run()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times) / steps
 
 
 def main() -> None:
