@@ -870,6 +870,7 @@ def fddp(
     cost: StageCost | None = None,
     u_min: _ArrayLike | None = None,
     u_max: _ArrayLike | None = None,
+    method: Literal["ilqr", "ddp"] = "ilqr",
     max_iterations: int = 100,
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
@@ -884,8 +885,10 @@ def fddp(
     one keeps part of each. Use it where iLQR's first rollout of ``U_init`` falls apart (an
     unstable system, a poor control guess). The result is :func:`ilqr`'s; ``converged`` says the
     final trajectory is feasible too. ``u_min``, ``u_max``: (m,) control limits as in
-    :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``). Not with
-    ``method="ddp"`` or ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see
+    :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``).
+    ``method="ddp"``: Gauss–Newton while gaps remain, then, once the trajectory is feasible,
+    full DDP on the VI's exact λ-contracted second derivatives (as :func:`ilqr`'s; contact
+    phases included); not with ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see
     :func:`ilqr`) ``X_init`` is (N+1, n) joint coordinates or (N+1, 2n) states ``(q, v)``."""
     if X_init is None:
         raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
@@ -893,7 +896,7 @@ def fddp(
         _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, "momentum")
         if q0 is None:
             raise InputError("q0 is required")
-        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, "ilqr", max_iterations, tolerance, mu_init, X_init)
+        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init)
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     guess = np.asarray(X_init, dtype=np.float64)
     vi_, N = problem.vi, problem.steps
@@ -903,7 +906,7 @@ def fddp(
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
     m = problem.U_init.shape[1]
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), "ilqr", max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess)
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess)
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 

@@ -43,13 +43,26 @@
 //! most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
 //! feed-forward term solves the box QP on `u_min − ū ≤ δu ≤ u_max − ū`
 //! ([`crate::boxqp`]), the gains act on the free controls only, and the forward pass clamps.
-//! Not here: DDP's second order.
+//!
+//! With [`Method::Ddp`], once the trajectory is feasible the backward pass adds the
+//! dynamics' second derivatives contracted with the next knot's value gradient, as iLQR's
+//! DDP does (the iteration is then full DDP from a rollout). While gaps remain it keeps the
+//! Gauss–Newton model: there the value gradients, the multipliers of the dynamics' equality
+//! constraints in a Newton step of the multiple-shooting problem, are those of a trajectory
+//! far from feasible, and with them the exact Hessian was indefinite at every
+//! regularisation FDDP tried on the cart-pole's interpolated guess (no step accepted). And an
+//! iteration whose exact model is indefinite at the current regularisation, or has no
+//! acceptable step, is done again on the Gauss–Newton model (the next one tries the exact
+//! model again): far from the optimum the exact `Q_uu` may be indefinite wherever the
+//! regularisation is small enough for the step to matter (ANYmal's walk stalled at its
+//! first feasible iterate, cost 7·10⁴, with the regularisation climbing to its limit).
 
 use crate::cost::{total_cost, Cost, CostDerivatives};
 use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
-    clamp_into, control_bounds, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
+    clamp_into, control_bounds, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog,
+    Method, StageValue,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
@@ -97,10 +110,10 @@ struct Trial<'a> {
 
 /// Runs FDDP from `x0` (nx), the state guess `x_init` (`(N+1)·nx`, any states: need not be a
 /// rollout, nor start at `x0`) and the controls `u_init` (`N·nu`, clamped into the limits).
-/// Errors when the inputs or limits are inconsistent, with [`Method::Ddp`] (not implemented
-/// here), when the dynamics take no single steps ([`Dynamics::step`]), or when the guess
-/// itself cannot be evaluated (a step from a guessed state fails); later step failures only
-/// shorten the line search.
+/// Errors when the inputs or limits are inconsistent, with [`Method::Ddp`] on dynamics
+/// without second derivatives, when the dynamics take no single steps ([`Dynamics::step`]),
+/// or when the guess itself cannot be evaluated (a step from a guessed state fails); later
+/// step failures only shorten the line search.
 pub fn fddp<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     dynamics: &D,
     cost: &C,
@@ -134,9 +147,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             u_init.len()
         )));
     }
-    if options.method == Method::Ddp {
-        return Err(OptimError::NotImplemented("multiple shooting (FDDP) with second-order dynamics (method = DDP)".into()));
-    }
+    require_second_order(dynamics, options, x0, u_init)?;
+    let ddp = options.method == Method::Ddp;
+    // with DDP: whether this iteration tries the exact model (module docs)
+    let mut exact = true;
     let bounds = control_bounds(options, nu)?;
     let bounds = bounds.as_ref();
     space.check(x0, "x0")?;
@@ -169,9 +183,15 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         time_linearize += t.elapsed().as_secs_f64();
         let d = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
-        let backward = backward::<D>(d, &traj, mu, bounds, &warm, &mut scratch);
+        let second = ddp && traj.feasible && exact;
+        let backward = backward(second.then_some(dynamics), d, &traj, mu, bounds, &warm, &mut scratch);
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
+            if second {
+                // the exact model is indefinite here: a Gauss–Newton iteration instead
+                exact = false;
+                continue;
+            }
             // Q_uu + μ1 not positive definite: more regularisation
             delta = delta.max(1.0) * options.mu_factor;
             mu = (mu * delta).max(options.mu_min);
@@ -266,7 +286,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                     mu = 0.0;
                 }
                 pass = Some(p);
+                exact = true;
             }
+            None if second => exact = false,
             None => {
                 delta = delta.max(1.0) * options.mu_factor;
                 mu = (mu * delta).max(options.mu_min);
@@ -337,9 +359,11 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: 
     Ok(Derivatives { a, b, cost: stages })
 }
 
-/// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`]; `None` when
-/// `Q_uu + μ1` is not positive definite at some stage.
+/// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`], with DDP's
+/// second order when `ddp` holds the dynamics; `None` when `Q_uu + μ1` is not positive
+/// definite at some stage (or a second derivative failed).
 fn backward<D: Dynamics + ?Sized>(
+    ddp: Option<&D>,
     d: &Derivatives,
     traj: &Shooting,
     mu: f64,
@@ -352,7 +376,7 @@ fn backward<D: Dynamics + ?Sized>(
     let mut out = Backward::zeros(steps, ndx, nu);
     let mut values = if traj.feasible { Vec::new() } else { vec![StageValue::zeros(ndx); steps + 1] };
     {
-        let sweep = BackwardSweep::<D>::new(None, bounds, mu, warm, scratch, &mut out);
+        let sweep = BackwardSweep::new(ddp, bounds, mu, warm, scratch, &mut out);
         let mut sweep = if traj.feasible { sweep } else { sweep.with_gaps(&traj.gaps, &mut values) };
         sweep.start(&d.cost.terminal);
         for k in (0..steps).rev() {

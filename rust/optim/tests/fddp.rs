@@ -137,3 +137,35 @@ fn partial_steps_from_infeasible_guesses_change_the_cost_as_predicted() {
         }
     }
 }
+
+/// Multiple shooting with DDP's second order (`Method::Ddp`: Gauss–Newton while gaps remain,
+/// the dynamics' second derivatives contracted with the value gradients once the trajectory
+/// is feasible): the cart-pole swing-up of [`the_cartpole_swings_up_from_an_interpolated_guess`]
+/// from the same guess reaches the same optimum as FDDP's Gauss–Newton model (both feasible,
+/// costs within 1e-6: the problem is non-convex, but this local optimum is shared), in fewer
+/// iterations (measured 30 against 56).
+#[test]
+fn ddp_with_multiple_shooting_reaches_the_gauss_newton_optimum() {
+    let model = Arc::new(vidyn_rbd::builders::cartpole());
+    let (dt, steps) = (0.02, 125);
+    let vi = VariationalIntegrator::new(model.clone(), Scheme::by_name("trapezoid", None).unwrap(), dt, None).unwrap();
+    let dynamics = ViDynamics::new(&vi, Some(vec![0])).unwrap();
+    let w = DMatrix::from_diagonal(&DVector::from_vec(vec![dt, dt, 0.1 * dt, 0.1 * dt]));
+    let pi = std::f64::consts::PI;
+    let cost =
+        QuadraticCost::new(vec![w], vec![DMatrix::from_element(1, 1, 1e-2 * dt)], DMatrix::identity(4, 4) * 1e3, vec![0.0, pi, 0.0, 0.0], vec![]).unwrap();
+    let guess: Vec<f64> = (0..=steps).flat_map(|k| [0.0, pi * k as f64 / steps as f64, 0.0, 0.0]).collect();
+    let run = |method| {
+        let opts = IlqrOptions { method, max_iterations: 400, tolerance: 1e-9, ..IlqrOptions::default() };
+        fddp(&dynamics, &cost, &[0.0; 4], &guess, &vec![0.0; steps], &opts).unwrap()
+    };
+    let (gauss_newton, ddp) = (run(vidyn_optim::Method::Ilqr), run(vidyn_optim::Method::Ddp));
+    println!(
+        "Gauss–Newton: {} iterations, cost {}; DDP: {} iterations, cost {} ({})",
+        gauss_newton.iterations, gauss_newton.cost, ddp.iterations, ddp.cost, ddp.message
+    );
+    assert!(gauss_newton.converged && ddp.converged, "{} / {}", gauss_newton.message, ddp.message);
+    assert!((gauss_newton.cost - ddp.cost).abs() < 1e-6 * gauss_newton.cost, "{} vs {}", gauss_newton.cost, ddp.cost);
+    assert!(common::dynamic_defect(&vi, &dynamics, &ddp.x, &ddp.u) < 1e-10);
+    assert!(ddp.iterations < gauss_newton.iterations, "DDP {} vs Gauss–Newton {} iterations", ddp.iterations, gauss_newton.iterations);
+}

@@ -170,8 +170,8 @@ pub fn optim_ilqr<'py>(
     let prob = &problem.get().problem;
     // a state guess (N+1, nq + n) in (q, p): multiple shooting (FDDP) instead of iLQR
     let x_init = x_init.map(|x| convert::read(x, "X_init", &[prob.steps + 1, prob.vi.nq() + prob.n], Some("(N+1, model.nq + n)"))).transpose()?;
-    if x_init.is_some() && (velocity_state || method != Method::Ilqr) {
-        return Err(INPUT_ERROR.err("a state guess X_init (multiple shooting) takes the (q, p) state and the Gauss–Newton model (method='ilqr')"));
+    if x_init.is_some() && velocity_state {
+        return Err(INPUT_ERROR.err("a state guess X_init (multiple shooting) takes the (q, p) state"));
     }
     if velocity_state && (!prob.spec.velocity_cost || method != Method::Ilqr) {
         return Err(INPUT_ERROR.err("coordinates='velocity' needs cost_state='velocity' and method='ilqr' (full DDP needs the (q, p) state)"));

@@ -134,20 +134,27 @@ pub fn ilqr<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: 
     }
 }
 
+/// With [`Method::Ddp`], an error unless the dynamics have second derivatives: the dynamics'
+/// own (e.g. the VI's, naming what it has that they do not cover), probed at `(x0, u_init)`.
+pub(crate) fn require_second_order<D: Dynamics + ?Sized>(dynamics: &D, options: &IlqrOptions, x0: &[f64], u_init: &[f64]) -> Result<()> {
+    if options.method != Method::Ddp || dynamics.has_second_order() {
+        return Ok(());
+    }
+    let (nu, ndx) = (dynamics.nu(), dynamics.state_space().ndx());
+    let mut so = SecondOrder::zeros(ndx, nu);
+    let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), &vec![0.0; ndx], &mut so);
+    Err(match probe {
+        Err(e) => e,
+        Ok(()) => OptimError::NotImplemented("full DDP needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
+    })
+}
+
 /// [`ilqr`] on the current thread.
 fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f64], u_init: &[f64], options: &IlqrOptions) -> Result<IlqrResult> {
     let (nx, nu, space) = (dynamics.nx(), dynamics.nu(), dynamics.state_space());
     // the backward pass, the gains and the cost's derivatives live in the tangent space
     let ndx = space.ndx();
-    if options.method == Method::Ddp && !dynamics.has_second_order() {
-        // the dynamics' own message says why (e.g. the VI's)
-        let mut so = SecondOrder::zeros(ndx, nu);
-        let probe = dynamics.second_order_contracted(0, x0, u_init.get(..nu).unwrap_or(&[]), &vec![0.0; ndx], &mut so);
-        return Err(match probe {
-            Err(e) => e,
-            Ok(()) => OptimError::NotImplemented("full DDP needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
-        });
-    }
+    require_second_order(dynamics, options, x0, u_init)?;
     let steps = check_start(x0, u_init, nx, nu)?;
     let o = options;
     let valid = o.tolerance >= 0.0
