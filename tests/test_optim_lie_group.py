@@ -59,9 +59,9 @@ def test_ddp_turns_the_free_box_in_fewer_iterations_than_ilqr(scheme):
     ``test_optim.py`` does. Measured (every scheme): DDP 2 iterations (expected decrease
     9.6e-4 → 1.4e-7 → 1.8e-14, quadratic), iLQR 12; costs equal to
     3e-12 relative, controls to 2e-5 (iLQR's linear convergence leaves it there). From zero
-    controls DDP needs more iterations than iLQR here (23 against 17 to 1e-11·J: far from the
-    optimum its exact Q_uu is indefinite and the regularisation shortens the steps;
-    ``benches/lie_group_ddp.py``)."""
+    controls, where the exact Q_uu is indefinite at first and those iterations fall back on the
+    Gauss–Newton model, DDP takes 6 against 17 (``benches/lie_group_ddp.py``; 23 before the
+    fallback, whose regularisation shortened the steps)."""
     model = free_box()
     vi = vidyn.VariationalIntegrator(model, 0.02, scheme=scheme)
     goal = np.concatenate([HALF_TURN_ABOUT_Y, np.zeros(6)])

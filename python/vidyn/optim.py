@@ -734,10 +734,11 @@ def ilqr(
     λ-contracted second derivatives (exact, also with holonomic constraints and contact
     schedules, on fixed and floating bases: see the module docs; NotImplementedError with
     kinematic joints or body wrenches). Far from the optimum its exact ``Q_uu``
-    may be indefinite and the regularisation then shortens its steps: start it from a rough
-    iLQR solution (on the free box of ``tests/test_optim_lie_group.py``: 2 DDP iterations
-    against 12 of iLQR from there, but 23 against 17 from zero controls; on ANYmal's trot,
-    2 after two iLQR iterations, but 61 against iLQR's 4 from the holding torques). The Newton solve failing on the
+    may be indefinite: an iteration whose exact model is indefinite at the current
+    regularisation, or has no acceptable step, is done on the Gauss–Newton model instead (on
+    the free box of ``tests/test_optim_lie_group.py``: 2 DDP iterations against 12 of iLQR from
+    a rough iLQR solution, 6 against 17 from zero controls; on ANYmal's trot 4 against iLQR's
+    4 from the holding torques). The Newton solve failing on the
     *initial* rollout raises ConvergenceError; later failures only shorten the line search.
     Exceptions raised by a Python ``cost`` propagate.
 

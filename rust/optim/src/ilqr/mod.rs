@@ -38,9 +38,12 @@
 //! backward pass, where `V_x(k+1)` is known). The model of the cost-to-go is then the exact
 //! second-order expansion, so near a regular minimum DDP converges quadratically and the
 //! expected decrease matches the actual one; iLQR's Gauss–Newton model converges linearly
-//! when the costate does not vanish at the optimum. Dynamics without second derivatives (a VI
-//! with constraints or kinematic joints) make [`Method::Ddp`] fail with
-//! [`OptimError::NotImplemented`]. On a manifold (a VI with free-flyer, spherical or planar
+//! when the costate does not vanish at the optimum. Far from the optimum the exact `Q_uu` may
+//! be indefinite wherever the regularisation is small enough for the step to matter: an
+//! iteration whose exact model is indefinite at the current `μ`, or has no acceptable step,
+//! is done again on the Gauss–Newton model at the same `μ` (the next one tries the exact model
+//! again). Dynamics without second derivatives (a VI with kinematic joints or body wrenches)
+//! make [`Method::Ddp`] fail with [`OptimError::NotImplemented`]. On a manifold (a VI with free-flyer, spherical or planar
 //! joints) the states' deviations are tangent vectors (`difference`) and the second
 //! derivatives are those of `δ ↦ f(x̄ ⊕ δ, ū + δu) ⊖ f(x̄, ū)`, the map whose composition with
 //! the value function's expansion `V(x̄' ⊕ Δ)` at the nominal next state gives `Q`.
@@ -192,6 +195,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     // the deviation x_k ⊖ x̄_k of the trial's state from the nominal's
     let mut deviation = vec![0.0; ndx];
     let ddp = (o.method == Method::Ddp).then_some(dynamics);
+    // with DDP: whether this iteration's backward pass uses the exact model (module docs)
+    let mut exact = true;
     let mut mu = o.mu_init;
     let t = Instant::now();
     // the first backward pass runs behind the initial trajectory's derivatives, as later ones
@@ -235,10 +240,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let t = Instant::now();
             let solved = std::mem::take(&mut precomputed)
                 || loop {
-                    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
+                    let mut sweep = BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current);
                     match backward_pass(&nominal, &x, &u, &mut sweep) {
                         Ok(()) => break true,
                         Err(BackwardError::Dynamics(e)) => return Err(e),
+                        Err(BackwardError::Indefinite) if exact && ddp.is_some() => exact = false,
                         Err(BackwardError::Indefinite) => {
                             delta = delta.max(1.0) * o.mu_factor;
                             mu = (mu * delta).max(o.mu_min);
@@ -337,8 +343,14 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         std::mem::swap(&mut current, &mut ahead);
                     }
                     (delta, mu) = (delta_kept, mu_kept);
+                    // (the pass run behind the trial used the exact model with DDP)
                     precomputed = swept;
+                    exact = true;
                     continue 'outer;
+                }
+                None if exact && ddp.is_some() => {
+                    t_fwd += elapsed;
+                    exact = false;
                 }
                 None => {
                     t_fwd += elapsed;
