@@ -369,8 +369,9 @@ impl Dynamics for ViDynamics<'_> {
     /// The VI's exact λ-contracted second derivatives
     /// ([`VariationalIntegrator::linearize_second_order_contracted`], co-state `w` on
     /// `x_{k+1}`), keeping the actuated rows of `hux` (`= hxuᵀ`) and the actuated rows and
-    /// columns of `huu`. The step is re-solved from `(x_k, u_k)`; one workspace per concurrent
-    /// caller is kept in a pool.
+    /// columns of `huu`. The step is re-solved from `(x_k, u_k)`, started at the solution the
+    /// latest rollout kept for it when it has one (its `q_{k+1}` and multipliers: no Newton
+    /// iteration then); one workspace per concurrent caller is kept in a pool.
     fn second_order_contracted(&self, k: usize, x: &[f64], u: &[f64], w: &[f64], out: &mut SecondOrder) -> Result<()> {
         if self.velocity_state {
             return Err(OptimError::NotImplemented("second derivatives on the velocity state (q, v): use the (q, p) state".into()));
@@ -378,10 +379,17 @@ impl Dynamics for ViDynamics<'_> {
         let (n, nq) = (self.vi.n(), self.vi.nq());
         let mut full = vec![0.0; n];
         self.actuation.expand(u, &mut full);
+        let (q, p) = (&x[..nq], &x[nq..nq + n]);
+        let mut guess = vec![0.0; nq];
         let result = self.second_order_pool.with(
             || self.vi.second_order_workspace(),
             |so| {
-                self.vi.linearize_second_order_contracted(so, StepInput::new(k, &x[..nq], &x[nq..nq + n], &full), w).map(|d| {
+                let kept = self.vi.kept_solution(&self.solved, k, q, p, &full, |q_next, lambda| {
+                    guess.copy_from_slice(q_next);
+                    so.guess_multipliers(lambda);
+                });
+                let at = StepInput::new(k, q, p, &full).with_guess(kept.map(|()| &guess[..]));
+                self.vi.linearize_second_order_contracted(so, at, w).map(|d| {
                     out.hxx.copy_from(&d.hxx);
                     self.actuation.select_second_order(&d.hxu, &d.huu, &mut out.hux, &mut out.huu);
                 })

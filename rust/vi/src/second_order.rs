@@ -138,6 +138,15 @@ pub struct SecondOrderWorkspace {
     constrained: Option<Box<ConstrainedSecondOrder>>,
 }
 
+impl SecondOrderWorkspace {
+    /// Starts the multipliers of the next step solved in this workspace at `lambda` (`(s·m,)`,
+    /// [`ViWorkspace::guess_multipliers`]): with the step's `q_{k+1}` as its guess, a re-solve
+    /// of a step solved before takes no Newton iteration.
+    pub fn guess_multipliers(&mut self, lambda: &[f64]) {
+        self.vi.guess_multipliers(lambda);
+    }
+}
+
 impl VariationalIntegrator {
     /// Fresh scratch for [`Self::linearize_second_order`] and
     /// [`Self::linearize_second_order_contracted`]: O(s² n²) numbers (the full tensors,

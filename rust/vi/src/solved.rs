@@ -247,6 +247,16 @@ impl VariationalIntegrator {
         Some(f(&saved.impulse, saved.has_jacobian.then_some(&saved.lambda_jacobian)))
     }
 
+    /// `f(q_{k+1}, λ)` with the next configuration and the multipliers (`(s·m,)`, empty
+    /// without constraints) of step `k` kept in `store` when it was solved from `(q, p, u)`
+    /// bit for bit ([`Self::keep_solved`]); `None` otherwise. What a re-solve of the same step
+    /// starts from (e.g. the second order's, [`crate::SecondOrderWorkspace::guess_multipliers`]).
+    pub fn kept_solution<T>(&self, store: &SolvedSteps, k: usize, q: &[f64], p: &[f64], u: &[f64], f: impl FnOnce(&[f64], &[f64]) -> T) -> Option<T> {
+        let slots = store.slots.lock().ok().filter(|slots| slots.owner == self.id)?;
+        let saved = slots.steps.get(k)?.as_deref().filter(|s| s.same_inputs(q, p, u))?;
+        Some(f(&saved.outputs[..q.len()], &saved.lambda))
+    }
+
     /// Moves the solution `saved` holds into `ws` (its points, the next state, the solver's
     /// counters), as if `ws` had just solved that step; `saved` keeps no shortcut afterwards.
     fn restore_kept(&self, ws: &mut ViWorkspace, saved: &mut SolvedStep, q_next: &mut [f64], p_next: &mut [f64]) {
