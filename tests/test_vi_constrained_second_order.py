@@ -1,6 +1,7 @@
-"""Exact second order of the variational integrator through holonomic constraints (fixed
-bases: models of revolute and prismatic joints), module ``constrained_second_order`` of
-vidyn-vi, from Python.
+"""Exact second order of the variational integrator through holonomic constraints, module
+``constrained_second_order`` of vidyn-vi, from Python: on fixed bases (models of revolute and
+prismatic joints) and on floating ones (a free-flyer, spherical and planar joints on their Lie
+groups).
 
 Verified:
 
@@ -14,13 +15,22 @@ Verified:
 * a contact schedule with a touchdown (a four-link arm whose tip lands on a plane at knot
   ``j`` and stays on it): the same check on the touchdown step and on a stance step, and the
   last free step equal to the unconstrained integrator's second order;
+* on random trees of 1–4 bodies whose root is a free-flyer (spherical, planar, revolute and
+  prismatic joints below it or on the world, gravity, damping and springs on the 1-dof joints,
+  controls on every joint) with one or two contacts holding at a random start (a point on a
+  world plane, at its distance from a world anchor, a 3-D ``point_contact``, a 6-D
+  ``frame_contact``), sometimes landing by a schedule on step 1 or 2 (the touchdown step
+  checked), midpoint, trapezoid and Simpson: the λ-contracted second order against an oracle
+  independent of the first order, the second differences of ``λ·F`` with ``F`` the Newton-
+  solved step on the group (comment at ``FLOATING_H``); its A, B against the first order's;
 * full DDP (``optim.ilqr(..., method="ddp")``) on the four-bar linkage (two loop-closure
   constraints) driven to a target converges to the optimum iLQR reaches.
 
-The oracle is the first-order linearisation, an independent derivation (the KKT elimination
-of module ``constrained`` and the momentum projection's own linearisation, checked against
-differences of the Newton-solved step in ``test_vi_constraints.py`` and
-``test_contact_schedule.py``): the second order is the derivative of ``λᵀ[A B]``.
+The oracle of the fixed-base checks is the first-order linearisation, an independent
+derivation (the KKT elimination of module ``constrained`` and the momentum projection's own
+linearisation, checked against differences of the Newton-solved step in
+``test_vi_constraints.py`` and ``test_contact_schedule.py``): the second order is the
+derivative of ``λᵀ[A B]``.
 """
 
 from __future__ import annotations
@@ -35,7 +45,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import vidyn
-from strategies import FrameSpec, homogeneous, model_specs
+from strategies import KIND_DIMS, FrameSpec, homogeneous, model_specs
+from tangent_differences import contracted_step, richardson_hessian
+from test_contact_schedule import _root_of
 from test_vi_constraints import closed_configuration, closure, four_bar
 
 ONE_DOF = ("revolute", "prismatic")
@@ -208,8 +220,10 @@ def constrained_tree(data) -> tuple[vidyn.Model, list, np.ndarray, list[str]]:
 
 
 def constraint_jacobian(vi: vidyn.VariationalIntegrator, q: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """``∂h/∂q`` (m, n) by central differences (a screen for degenerate draws only)."""
-    return np.column_stack([(vi.constraint_values(q + h * e) - vi.constraint_values(q - h * e)) / (2 * h) for e in np.eye(len(q))])
+    """``∂h/∂q`` (m, n) in the tangent coordinates (``q`` moved by ``integrate``) by central
+    differences (a screen for degenerate draws only)."""
+    move = vi.model.integrate
+    return np.column_stack([(vi.constraint_values(move(q, h * e)) - vi.constraint_values(move(q, -h * e))) / (2 * h) for e in np.eye(vi.n)])
 
 
 # Newton's stopping rule, not the second order: rare draws (about 1 in 500: two prismatic joints
@@ -360,3 +374,166 @@ def test_ddp_drives_the_four_bar_to_a_target():
     assert np.abs([vi.constraint_values(q) for q in ddp.trajectory.q]).max() < 1e-11
     assert abs(ddp.trajectory.q[-1][crank] - 0.8) < 0.03
     assert abs(ratio - 1.0) < 1e-3, ratio
+
+
+# --- floating bases: second differences of the step itself ---------------------------------
+#
+# The oracle, independent of vidyn's first order: the Hessian of φ(y) = λ·F(y), F the step in
+# tangent coordinates (``tangent_differences.tangent_step``: inputs moved by ``integrate``, the
+# next configuration read by ``difference``), by the four-point second differences of
+# ``vi.step`` Richardson-extrapolated from h and 2h (``tangent_differences.richardson_hessian``;
+# steps H on δq, H·max(1, |p̄|∞) on δp, H·max(1, |ū|∞) on δu, as in the Rust test
+# ``second_order_on_the_group_matches_second_differences_of_the_step``), Newton at tolerance
+# 1e-15: it stops at its round-off floor (the ``tolerance`` doc), so the step's own noise ε_F is
+# that floor and not the solver's stopping rule. The oracle's error is truncation O(h⁴) and
+# rounding ≈ 1.4·|λ|₁·ε_F/h² (the four-point formula divides four values of φ by 4h²;
+# Richardson multiplies by (4 + 1/4)/3). Measured over 200 random draws (every scheme, 39 %
+# touchdowns, nv = 6…13) at h = 1e-3, 5e-4, 2.5e-4, in units of the bound below
+# (1 + max|R|)·|λ|₁ (the Rust test's form):
+#
+# * h = 1e-3: worst 2.5e-7 (5.6e-6 of max|R|), truncation: on trees whose step bends fast the
+#   deviation fell 16× per halving of h (5.6e-6 → 3.5e-7 → 2.2e-8 of max|R| on the worst draw),
+#   the h⁴ law, as a wrong H cannot;
+# * h = 2.5e-4: worst 1.3e-8, rounding: on other draws (touchdowns, Simpson) it grew 4× per
+#   halving, the 1/h² law (1.0e-8 → 4.6e-8 → 2.1e-7 of max|R| on a midpoint draw);
+# * h = 5e-4, where the two meet: worst 1.6e-8 of the bound (3.5e-7 of max|R|, that draw's
+#   truncation); over 860 random draws at this h in four runs, 5.1e-8 at worst. So H = 5e-4,
+#   and the tolerance FLOATING_RTOL = 1e-6 of the bound, as in Rust (where ~9e-8 was measured
+#   at h ≈ 1e-4 on its floating tree): 20× above the oracle's worst error here, while a
+#   missing or wrong term is of the size of the entries of H. The bound's
+#   absolute part matters: a frame contact and a plane on a tree of nv = 9 leave two degrees of
+#   freedom and a Hessian of 4e-3, where the rounding alone is 1.5e-5 of max|R|.
+#
+# The A, B of order 2 (through the second order's saddle-point system) against order 1's
+# (the KKT elimination): worst 2.0e-12 of max|A, B| over those draws; bound 1e-10 as for the
+# fixed-base trees above. Worst ratios of a run are printed by ``pytest -s``.
+FLOATING_H = 5e-4
+FLOATING_RTOL = 1e-6
+FLOATING_SCHEMES = ("midpoint", "trapezoid", "simpson")
+FLOATING_KINDS = ("spherical", "planar", "revolute", "prismatic")
+# a plane through the point's start, a distance from a world anchor, a 3-D point contact
+# (``vidyn.point_contact``), a 6-D frame contact (``vidyn.frame_contact``, rarer)
+CONTACT_KINDS = ("plane", "distance to the world", "point", "plane", "point", "frame")
+
+
+def floating_case(data) -> dict:
+    """A random tree of 1–4 bodies (nv ≤ 14) whose first body is a free-flyer (spherical,
+    planar, revolute and prismatic joints below it or on the world), damping and springs on its
+    1-dof joints, one or two contacts holding at a random start configuration on bodies the
+    free-flyer moves, a velocity the contacts holding at the start allow, controls on every
+    joint, and sometimes a schedule: some contacts (the last always) off for the first ``j``
+    steps (j = 1 or 2) and landing on step ``j``. Returns the integrator, its rollout and the
+    step ``k`` to check (the touchdown ``j``, else step 1: from a knot on the constraint set with
+    the momentum the projection left)."""
+    spec = data.draw(model_specs(max_bodies=4, kinds=FLOATING_KINDS, max_frames=0), label="spec")
+    root = dataclasses.replace(spec.bodies[0], kind="freeflyer", axis=None, name="base")
+    spec = dataclasses.replace(spec, bodies=(root, *spec.bodies[1:]))
+    assume(sum(KIND_DIMS[b.kind][1] for b in spec.bodies) <= 14)
+    kinds = data.draw(st.lists(st.sampled_from(CONTACT_KINDS), min_size=1, max_size=2), label="contacts")
+    assume(kinds.count("frame") <= 1)
+    touchdown = data.draw(st.sampled_from([None, 1, 2]), label="touchdown step")
+    lands = [touchdown is not None and (i == len(kinds) - 1 or data.draw(st.booleans(), label=f"contact {i} lands")) for i in range(len(kinds))]
+    scheme = data.draw(st.sampled_from(FLOATING_SCHEMES), label="scheme")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    moved = [i for i in range(len(spec.bodies)) if _root_of(spec, i) == 0]
+    spec = dataclasses.replace(spec, frames=tuple(_frame(f"c{i}", int(rng.choice(moved)), rng) for i in range(len(kinds))))
+    model = spec.build()
+    n = model.nv
+    q0 = model.random_configuration(rng)
+    contacts = []
+    for i, kind in enumerate(kinds):
+        x = vidyn.frame_placement(model, q0, f"c{i}")
+        if kind == "plane":
+            normal = rng.standard_normal(3)
+            contacts.append([vidyn.PointOnPlane(None, x[:3, 3], normal / np.linalg.norm(normal), f"c{i}", [0, 0, 0])])
+        elif kind == "distance to the world":
+            d, length = rng.standard_normal(3), rng.uniform(0.2, 1.0)
+            contacts.append([vidyn.Distance(None, x[:3, 3] + length * d / np.linalg.norm(d), f"c{i}", [0, 0, 0], length)])
+        elif kind == "point":
+            contacts.append(vidyn.point_contact(f"c{i}", x[:3, 3]))
+        else:
+            contacts.append(vidyn.frame_contact(f"c{i}", x))
+    constraints = [c for group in contacts for c in group]
+    # as many constraints as degrees of freedom (a frame contact on a lone free-flyer) leave no
+    # motion: A, B and H are rounding alone
+    assume(len(constraints) < n)
+    steps = 2 if touchdown is None else touchdown + 1
+    schedule = None
+    if touchdown is not None:
+        schedule = np.concatenate([np.tile(np.arange(steps)[:, None] >= (touchdown if land else 0), (1, len(group))) for land, group in zip(lands, contacts)], axis=1)
+    blocks = np.zeros(n)  # damping and springs act on 1-dof joints
+    for kind, iv in zip(model.joint_kinds, model.idx_v):
+        blocks[iv] = kind in ONE_DOF
+    vi = vidyn.VariationalIntegrator(
+        model, 0.01, scheme=scheme, damping=rng.uniform(0, 0.5, n) * blocks, stiffness=rng.uniform(0, 3, n) * blocks, rest=rng.uniform(-0.5, 0.5, n) * blocks,
+        constraints=constraints, schedule=schedule, tolerance=1e-15, max_iterations=60,
+        # the perturbed steps start off the constraint set, which their impulse closes
+        max_energy_error=math.inf,
+    )
+    assert np.abs(vi.constraint_values(q0)).max() < 1e-12
+    # redundant constraints (a point on a body the free-flyer alone moves and a frame contact on
+    # it, two contacts on one point...) are a ConvergenceError, not a case of the second order
+    jac = constraint_jacobian(vi, q0)
+    assume(np.linalg.svd(jac, compute_uv=False).min() > 0.05)
+    held = np.concatenate([np.full(len(group), not land) for land, group in zip(lands, contacts)])
+    null = np.linalg.svd(jac[held])[2][int(held.sum()) :].T if held.any() else np.eye(n)
+    v0 = null @ (null.T @ rng.uniform(-1.0, 1.0, n))
+    u = rng.uniform(-2.0, 2.0, (steps, n))
+    traj = vi.rollout(q0, p0=vi.momentum(q0, v0), u=u)
+    k = 1 if touchdown is None else touchdown
+    if touchdown is not None:  # every contact holds at the touchdown step's end
+        assert np.abs(vi.constraint_values(traj.q[k + 1])).max() < 1e-10
+    what = f"{scheme}, {'+'.join(kinds)}" + ("" if touchdown is None else f", touchdown at {touchdown}")
+    return dict(vi=vi, traj=traj, u=u, k=k, lam=rng.standard_normal(2 * n), what=what)
+
+
+def check_by_second_differences(vi: vidyn.VariationalIntegrator, traj, u: np.ndarray, k: int, lam: np.ndarray, h: float = FLOATING_H) -> dict:
+    """The contracted second order of step ``k`` against the Hessian of ``λ·F`` by second
+    differences of the step (comment above); its A, B against the first order's. Returns the
+    deviations."""
+    n = vi.n
+    rows = (traj.q[: k + 2], traj.p[: k + 2], u[: k + 1])
+    lams = np.zeros((k + 1, 2 * n))
+    lams[k] = lam
+    a, b, hxx, hxu, huu = vi.linearize(*rows, order=2, lam=lams)
+    a1, b1 = vi.linearize(*rows)
+    ab, ab1 = np.hstack([a[k], b[k]]), np.hstack([a1[k], b1[k]])
+    hess = np.block([[hxx[k], hxu[k]], [hxu[k].T, huu[k]]])
+    q, p, uk = traj.q[k], traj.p[k], u[k]
+    steps = h * np.concatenate([np.ones(n), np.full(n, max(1.0, np.abs(p).max())), np.full(n, max(1.0, np.abs(uk).max()))])
+    ref = richardson_hessian(contracted_step(vi, q, p, uk, lam, k), steps)
+    dev = np.abs(hess - ref)
+    return dict(
+        first=np.abs(ab - ab1).max() / np.abs(ab1).max(),
+        rel=dev.max() / np.abs(ref).max(),
+        bound=dev.max() / ((1.0 + np.abs(ref).max()) * np.abs(lam).sum()),
+        worst=np.unravel_index(np.argmax(dev), dev.shape),
+        hess=hess,
+        ref=ref,
+    )
+
+
+@settings(deadline=None, max_examples=15)
+@given(st.data())
+def test_second_order_on_floating_bases_with_contacts_matches_second_differences(data):
+    """Random floating trees with contacts and touchdowns (:func:`floating_case`), midpoint,
+    trapezoid and Simpson: ``[[hxx, hxu], [hxuᵀ, huu]]`` of ``linearize(order=2, lam=λ)``
+    against the Hessian ``R`` of ``λ·F`` by second differences of ``vi.step`` on the group,
+    within ``FLOATING_RTOL·(1 + max|R|)·|λ|₁`` (the Rust test's form); its A, B equal to the
+    first order's to rounding. Measured (the comment at ``FLOATING_H``): 5.1e-8 of that bound
+    at worst over 860 random draws (the worst of a run: ``pytest -s``); 15 draws take 4–10 s
+    (Simpson's steps and trees of nv = 13 cost most)."""
+    case = floating_case(data)
+    out = check_by_second_differences(case["vi"], case["traj"], case["u"], case["k"], case["lam"])
+    what = case["what"]
+    _record("floating: |[A B] order 2 − order 1| / max|A, B|", out["first"])
+    if np.abs(out["ref"]).max() >= 1.0:  # (where H is not at the differences' rounding)
+        _record("floating: |H − R| / max|R|", out["rel"])
+    _record("floating: |H − R| / ((1 + max|R|)·|λ|₁)", out["bound"])
+    _record("floating: max (|H − R| / tolerance)", out["bound"] / FLOATING_RTOL)
+    assert out["first"] < 1e-10, f"{what}: A, B off the first order's by {out['first']:.2e} of max|A, B|"
+    w = out["worst"]
+    assert out["bound"] < FLOATING_RTOL, (
+        f"{what}: second order off the second differences at {w}: H = {out['hess'][w]:.6e}, R = {out['ref'][w]:.6e}; "
+        f"{out['rel']:.2e} of max|R| = {np.abs(out['ref']).max():.3e}, {out['bound']:.2e} of (1 + max|R|)·|λ|₁"
+    )

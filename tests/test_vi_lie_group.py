@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import vidyn
 from reference_motion import floating_pendulum, rk4_free_rotation, rk4_reference, rotation, solo12, torque_free_body
 from strategies import model_specs
-from tangent_differences import extrapolated_step_jacobians
+from tangent_differences import contracted_step, extrapolated_step_jacobians, richardson_hessian, tangent_step
 from vidyn import models
 
 
@@ -189,7 +189,7 @@ def test_a_tethered_floating_body_linearises_exactly():
         traj = vi.rollout(model.neutral(), [0.3, 0.5, 0.0, 0.4, -0.2, 0.9], steps=3)
         q, p, u = traj.q[2], traj.p[2], np.array([0.1, -0.2, 0.3, 0.05, 0.0, -0.1])
         a, bb = vi.linearize(traj.q[2:4], traj.p[2:4], u[None, :])
-        f = _tangent_step(vi, model, q, p, u)
+        f = tangent_step(vi, q, p, u)
         h, n = 1e-6, model.nv
         fd_a = np.column_stack([(f(h * e, np.zeros(n)) - f(-h * e, np.zeros(n))) / (2 * h) for e in np.eye(2 * n)])
         fd_b = np.column_stack([(f(np.zeros(2 * n), h * e) - f(np.zeros(2 * n), -h * e)) / (2 * h) for e in np.eye(n)])
@@ -217,19 +217,6 @@ def test_body_wrenches_on_the_group_converge_to_aba():
         measured = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
         assert np.all(np.abs(measured[-2:] - order) < 0.3), (scheme, errors, measured)
     assert np.array_equal(vi.body_wrenches, wrenches)
-
-
-def _tangent_step(vi: vidyn.VariationalIntegrator, model: vidyn.Model, q: np.ndarray, p: np.ndarray, u: np.ndarray):
-    """The step map in tangent coordinates about ``(q, p, u)``: ``x = (δq, δp)``, ``δu`` ->
-    ``(difference(q1, q1'), p1' − p1)`` with ``(q1, p1)`` the unperturbed step."""
-    q1, p1 = vi.step(q, p, u)
-
-    def f(x: np.ndarray, du: np.ndarray) -> np.ndarray:
-        n = model.nv
-        qn, pn = vi.step(model.integrate(q, x[:n]), p + x[n:], u + du)
-        return np.concatenate([model.difference(q1, qn), pn - p1])
-
-    return f
 
 
 @settings(max_examples=25, deadline=None)
@@ -406,31 +393,6 @@ def test_the_lie_group_and_euler_chain_paths_agree_to_the_scheme_order(scheme, o
     assert np.all(np.abs(measured[1:] - order) < 0.2), (gaps, measured)
 
 
-def _contracted_step(vi: vidyn.VariationalIntegrator, model: vidyn.Model, q: np.ndarray, p: np.ndarray, u: np.ndarray, lam: np.ndarray):
-    """``φ(y) = λᵀ F(y)``, ``F`` the step map in tangent coordinates about ``(q, p, u)``
-    (``y = (δq, δp, δu)``), the map whose Hessian DDP on a manifold needs."""
-    f = _tangent_step(vi, model, q, p, u)
-    n = model.nv
-    return lambda y: lam @ f(y[: 2 * n], y[2 * n :])
-
-
-def _richardson_hessian(phi, h: np.ndarray) -> np.ndarray:
-    """The Hessian of ``phi`` at 0 by the four-point second difference with steps ``h``,
-    Richardson-extrapolated from ``h`` and ``2h`` (truncation O(h⁴))."""
-    m = len(h)
-    eye = np.eye(m)
-
-    def d(scale: float, j: int, k: int) -> float:
-        a, b = scale * h[j] * eye[j], scale * h[k] * eye[k]
-        return (phi(a + b) - phi(a - b) - phi(b - a) + phi(-a - b)) / (4 * scale**2 * h[j] * h[k])
-
-    out = np.zeros((m, m))
-    for j in range(m):
-        for k in range(j, m):
-            out[j, k] = out[k, j] = (4 * d(1.0, j, k) - d(2.0, j, k)) / 3
-    return out
-
-
 @settings(max_examples=10, deadline=None)
 @given(st.data())
 def test_second_order_on_the_group_matches_second_differences(data):
@@ -465,7 +427,7 @@ def test_second_order_on_the_group_matches_second_differences(data):
     a, b, hxx, hxu, huu = vi.linearize(qs, ps, u[None, :], order=2, lam=lam[None, :])
     h = np.block([[hxx[0], hxu[0]], [hxu[0].T, huu[0]]])
     steps = 1e-3 * np.concatenate([np.ones(n), np.full(n, max(1.0, np.abs(p0).max())), np.full(n, max(1.0, np.abs(u).max()))])
-    fd = _richardson_hessian(_contracted_step(vi, model, q0, p0, u, lam), steps)
+    fd = richardson_hessian(contracted_step(vi, q0, p0, u, lam), steps)
     bound = (1.0 + np.abs(fd).max()) * np.abs(lam).sum()
     np.testing.assert_allclose(h, fd, rtol=0, atol=1e-6 * bound)
     a2, b2, fxx, fxu, fuu = vi.linearize(qs, ps, u[None, :], order=2)
