@@ -257,15 +257,17 @@ def solve(
     phases: int | None = None,
     limits: float = 0.0,
     verbose: bool = True,
+    method: str = "ilqr",
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
     ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
-    URDF's effort limits (0: none). Returns the model, the gait, its schedule and integrator,
+    URDF's effort limits (0: none); ``method="ddp"``: DDP's exact second order on the feasible
+    iterates (:func:`vidyn.optim.fddp`). Returns the model, the gait, its schedule and integrator,
     and FDDP's result."""
     model, gait, schedule, vi, q0, guess, u_init, cost = problem(gait_name, swing_knots, dt, friction, phases, limits)
     started = time.perf_counter()
-    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, **cost)
+    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, **cost)
     if verbose:
         print(f"{gait_name}, {schedule.steps} steps: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res
@@ -315,9 +317,10 @@ def main() -> None:
     parser.add_argument("--friction", action="store_true", help="friction cones (μ = 0.7) on the contact forces")
     parser.add_argument("--limits", type=float, nargs="?", const=1.0, default=0.0, help="bound the joint torques by this fraction of the URDF's effort limits (1 if no value)")
     parser.add_argument("--animate", action="store_true", help="save the motion to examples/out/anymal_<gait>.gif and _strip.png")
+    parser.add_argument("--ddp", action="store_true", help="DDP's exact second order through the contact phases on the feasible iterates")
     args = parser.parse_args()
     cone = friction_cone(args.gait) if args.friction else None
-    model, gait, schedule, vi, res = solve(args.gait, friction=cone, limits=args.limits)
+    model, gait, schedule, vi, res = solve(args.gait, friction=cone, limits=args.limits, method="ddp" if args.ddp else "ilqr")
     for key, value in report(model, gait, schedule, vi, res).items():
         print(f"{key}: {value:.4g}")
     if args.plot:
