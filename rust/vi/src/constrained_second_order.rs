@@ -17,9 +17,9 @@
 //!
 //! the last two RATTLE's projection written as a saddle-point system: `μ = S⁻¹ C M⁻¹ P`
 //! with `S = C M⁻¹ Cᵀ`, and `M ṽ = P − Cᵀ μ` the projected momentum. The outputs are
-//! `q_{k+1} = q_e` and `p_{k+1} = P(Q, u) − C(q_e)ᵀ μ`. Inactive constraints (a
-//! [`crate::ConstraintSchedule`]) keep their slots with the equations `λ^β_i = 0`, `μ_i = 0`,
-//! so the system has the same size on every step.
+//! `q_{k+1} = q_e` and `p_{k+1} = P(Q, u) − C(q_e)ᵀ μ`. Only the step's active constraints (a
+//! [`crate::ConstraintSchedule`]'s phase) have variables and rows, so the system's size follows
+//! the phase (storage for all of them is made once).
 //!
 //! # The second-order implicit-function theorem
 //! Write the variables as `V = (Q, q_e, Λ, ṽ, μ)`, an affine function of the inputs
@@ -54,13 +54,13 @@
 
 use crate::constraints::ConstraintScratch;
 use crate::del::assemble_jacobian;
-use crate::dense::{gemm_nn, lu_factor, lu_solve, lu_solve_transposed, ColMajor, ColMajorMut};
+use crate::dense::{gemm_nn, lu_factor, lu_factor_in, lu_solve, lu_solve_in, lu_solve_transposed_in, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use crate::point::PointState;
 use crate::rows_hessian::RowsHessian;
 use crate::second_order::FlowDerivatives;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use vidyn_system::StepInput;
 
 /// Workspace of the constrained second order, for `n` coordinates, `s` intervals and `m`
@@ -70,8 +70,9 @@ pub(crate) struct ConstrainedSecondOrder {
     n: usize,
     s: usize,
     m: usize,
-    /// Whether constraint `i` is imposed by the prepared step.
-    active: Vec<bool>,
+    /// The constraints the prepared step imposes (`a` of them; slot `r` of `Λ`, `μ` and of
+    /// their rows is constraint `order[r]`).
+    order: Vec<usize>,
     /// Kinematics at the end point `q_e`, and `q_e`.
     end: PointState,
     q_end: Vec<f64>,
@@ -93,12 +94,14 @@ pub(crate) struct ConstrainedSecondOrder {
     /// `M(q_e)` and `T = ∂(M ṽ)/∂q` at the end point.
     mass: DMatrix<f64>,
     mass_rate: DMatrix<f64>,
-    /// The `(N_U, N_U)` system `G_U` (then its LU) and pivots; `(N_U, 3n)` `−G_y`, then `U_y`.
-    system: DMatrix<f64>,
+    /// The `(N_U, N_U)` system `G_U` (then its LU) and pivots; `(N_U, 3n)` `−G_y`, then `U_y`
+    /// (column-major with the prepared step's `N_U` as leading dimension; storage for all
+    /// constraints).
+    system: Vec<f64>,
     pivots: Vec<usize>,
-    sensitivities: DMatrix<f64>,
+    sensitivities: Vec<f64>,
     /// `(n_V, 3n)` `W = ∂V/∂y` and its transpose; `(n_V, n_V)` `∇²_V ℒ`; `(n_V, 3n)` its
-    /// product with `W`.
+    /// product with `W` (rows for all constraints; those past the prepared step's `n_V` zero).
     w: DMatrix<f64>,
     wt: DMatrix<f64>,
     hessian: DMatrix<f64>,
@@ -112,7 +115,8 @@ pub(crate) struct ConstrainedSecondOrder {
     block: DMatrix<f64>,
 }
 
-/// Offsets of the blocks of `U` (rows and columns of `G_U`) and of `V` (module docs).
+/// Offsets of the blocks of `U` (rows and columns of `G_U`) and of `V` (module docs), for
+/// `m` constraints in the system.
 #[derive(Clone, Copy)]
 struct Layout {
     n: usize,
@@ -161,7 +165,7 @@ impl ConstrainedSecondOrder {
             n,
             s,
             m,
-            active: vec![false; m],
+            order: Vec::with_capacity(m),
             end: PointState::new(n),
             q_end: vec![0.0; n],
             scratch: ConstraintScratch::new(n),
@@ -176,9 +180,9 @@ impl ConstrainedSecondOrder {
             del_start: DMatrix::zeros(s * n, n),
             mass: DMatrix::zeros(n, n),
             mass_rate: DMatrix::zeros(n, n),
-            system: DMatrix::zeros(nu, nu),
+            system: vec![0.0; nu * nu],
             pivots: vec![0; nu],
-            sensitivities: DMatrix::zeros(nu, 3 * n),
+            sensitivities: vec![0.0; nu * 3 * n],
             w: DMatrix::zeros(nv, 3 * n),
             wt: DMatrix::zeros(3 * n, nv),
             hessian: DMatrix::zeros(nv, nv),
@@ -191,23 +195,24 @@ impl ConstrainedSecondOrder {
         }
     }
 
+    /// The layout of the prepared step's system (its active constraints).
     fn layout(&self) -> Layout {
-        Layout { n: self.n, s: self.s, m: self.m }
+        Layout { n: self.n, s: self.s, m: self.order.len() }
     }
 
     /// Solves the step from `at`, forms and factors `G_U`, and sets `W`, `A`, `B` and the next
     /// state in `out` (module docs). Leaves the points of `vi` at the solution. Returns the
     /// Newton iterations.
     pub(crate) fn prepare(&mut self, integ: &VariationalIntegrator, vi: &mut ViWorkspace, at: StepInput<'_>, out: &mut FlowDerivatives) -> Result<usize> {
-        let (n, s, m, lay) = (self.n, self.s, self.m, self.layout());
+        let (n, s, m) = (self.n, self.s, self.m);
         let (sc, dt, forces, model) = (integ.scheme(), integ.dt(), integ.forces(), &*integ.model);
         let iterations = integ.step(vi, at, &mut out.q_next, &mut out.p_next)?;
         let StepInput { k: step, q, .. } = at;
         let active = integ.active_constraints(step)?;
-        self.active.fill(false);
-        for &i in active {
-            self.active[i] = true;
-        }
+        self.order.clear();
+        self.order.extend_from_slice(active);
+        let lay = self.layout();
+        let nu = lay.unknowns();
         let pts = &mut vi.points;
         pts.set(model, sc, dt, q, &vi.z, &[]);
         pts.update_hessians(model);
@@ -245,11 +250,11 @@ impl ConstrainedSecondOrder {
         let rate = vidyn_rbd::mass_matrix_and_derivative::<ViError>(model, &mut vi.rbd, &self.q_end, &mut self.velocity, |_, _| Ok(()))?;
         self.mass_rate.copy_from(rate);
         self.assemble(integ, &vi.constraint.lambda, &vi.constraint.projection.mu);
-        if !lu_factor(&mut self.system, &mut self.pivots) {
+        if !lu_factor_in(&mut self.system[..nu * nu], nu, &mut self.pivots[..nu]) {
             return Err(ViError::DegenerateConstraints { step });
         }
-        for c in 0..3 * n {
-            lu_solve(&self.system, &self.pivots, self.sensitivities.column_mut(c).as_mut_slice());
+        for column in self.sensitivities[..nu * 3 * n].chunks_exact_mut(nu) {
+            lu_solve_in(&self.system[..nu * nu], nu, &self.pivots[..nu], column);
         }
         self.sensitivities_to_variables(integ);
         // A, B: q_{k+1} = q_e, p_{k+1} = P − C(q_e)ᵀ μ
@@ -259,10 +264,10 @@ impl ConstrainedSecondOrder {
             for r in 0..n {
                 mat[(r, col)] = w[(lay.v_end() + r, c)];
                 let mut p: f64 = (0..(s + 1) * n).map(|k| self.pq[(r, k)] * w[(k, c)]).sum();
-                for &i in active {
+                for (slot, &i) in active.iter().enumerate() {
                     let mu = vi.constraint.projection.mu[i];
                     p -= mu * (0..n).map(|k| self.hessians[s * m + i][(r, k)] * w[(lay.v_end() + k, c)]).sum::<f64>();
-                    p -= self.gradients[(s * m + i, r)] * w[(lay.v_mu() + i, c)];
+                    p -= self.gradients[(s * m + i, r)] * w[(lay.v_mu() + slot, c)];
                 }
                 if c == 2 * n + r {
                     p += cw;
@@ -277,8 +282,9 @@ impl ConstrainedSecondOrder {
     /// multipliers `lambda` `(s·m,)` and the projection's `mu` `(m,)`.
     fn assemble(&mut self, integ: &VariationalIntegrator, lambda: &[f64], mu: &[f64]) {
         let (n, s, m, lay) = (self.n, self.s, self.m, self.layout());
-        let (sc, dt) = (integ.scheme(), integ.dt());
-        let (g, gy) = (&mut self.system, &mut self.sensitivities);
+        let (sc, dt, a, nu) = (integ.scheme(), integ.dt(), self.order.len(), lay.unknowns());
+        let mut g = DMatrixViewMut::from_slice(&mut self.system[..nu * nu], nu, nu);
+        let mut gy = DMatrixViewMut::from_slice(&mut self.sensitivities[..nu * 3 * n], nu, 3 * n);
         g.fill(0.0);
         gy.fill(0.0);
         g.view_mut((0, 0), (s * n, s * n)).copy_from(&self.del);
@@ -296,20 +302,13 @@ impl ConstrainedSecondOrder {
             gy[(i, n + i)] = -1.0;
         }
         let (lam_row, vel_row, mu_row) = (lay.u_lambda(), lay.u_velocity(), lay.u_mu());
-        for i in 0..m {
-            if !self.active[i] {
-                for beta in 0..s {
-                    g[(lam_row + beta * m + i, lam_row + beta * m + i)] = 1.0;
-                }
-                g[(mu_row + i, mu_row + i)] = 1.0;
-                continue;
-            }
+        for (slot, &i) in self.order.iter().enumerate() {
             for beta in 0..s {
                 // the impulse −C(q^β)ᵀ λ^β: its column, and −λ^β_i D²h_i(q^β) on q^β
                 let (grad, hess) = (self.gradients.row(beta * m + i), &self.hessians[beta * m + i]);
                 let l = lambda[beta * m + i];
                 for r in 0..n {
-                    g[(beta * n + r, lam_row + beta * m + i)] = -grad[r];
+                    g[(beta * n + r, lam_row + beta * a + slot)] = -grad[r];
                     for c in 0..n {
                         if beta == 0 {
                             gy[(r, c)] += l * hess[(r, c)];
@@ -321,7 +320,7 @@ impl ConstrainedSecondOrder {
                 // h(q^γ) at the interior points γ = β (rows of block β − 1)
                 if beta >= 1 {
                     for c in 0..n {
-                        g[(lam_row + (beta - 1) * m + i, (beta - 1) * n + c)] = grad[c];
+                        g[(lam_row + (beta - 1) * a + slot, (beta - 1) * n + c)] = grad[c];
                     }
                 }
             }
@@ -332,22 +331,22 @@ impl ConstrainedSecondOrder {
                 for alpha in 0..=s {
                     let (ge, gv) = (e(alpha) * grad[c], e(alpha) * self.row[c]);
                     if alpha == 0 {
-                        gy[(lam_row + (s - 1) * m + i, c)] -= ge;
-                        gy[(mu_row + i, c)] -= gv;
+                        gy[(lam_row + (s - 1) * a + slot, c)] -= ge;
+                        gy[(mu_row + slot, c)] -= gv;
                     } else {
-                        g[(lam_row + (s - 1) * m + i, (alpha - 1) * n + c)] += ge;
-                        g[(mu_row + i, (alpha - 1) * n + c)] += gv;
+                        g[(lam_row + (s - 1) * a + slot, (alpha - 1) * n + c)] += ge;
+                        g[(mu_row + slot, (alpha - 1) * n + c)] += gv;
                     }
                 }
-                g[(mu_row + i, vel_row + c)] = grad[c];
-                g[(vel_row + c, mu_row + i)] = grad[c];
+                g[(mu_row + slot, vel_row + c)] = grad[c];
+                g[(vel_row + c, mu_row + slot)] = grad[c];
             }
         }
         // the projection's momentum rows M(q_e) ṽ + C(q_e)ᵀ μ − P(Q, u)
         for r in 0..n {
             for c in 0..n {
                 let mut d = self.mass_rate[(r, c)];
-                for i in (0..m).filter(|&i| self.active[i]) {
+                for &i in &self.order {
                     d += mu[i] * self.hessians[s * m + i][(r, c)];
                 }
                 for alpha in 0..=s {
@@ -368,15 +367,15 @@ impl ConstrainedSecondOrder {
 impl ConstrainedSecondOrder {
     /// `W = ∂V/∂y` and its transpose from `U_y` (module docs): `q^0 = q_k`, `q_e = Σ_α e_α q^α`.
     fn sensitivities_to_variables(&mut self, integ: &VariationalIntegrator) {
-        let (n, s, m, lay) = (self.n, self.s, self.m, self.layout());
-        let sc = integ.scheme();
-        let (w, uy) = (&mut self.w, &self.sensitivities);
+        let (n, s, lay) = (self.n, self.s, self.layout());
+        let (sc, nu) = (integ.scheme(), lay.unknowns());
+        let (w, uy) = (&mut self.w, DMatrixView::from_slice(&self.sensitivities[..nu * 3 * n], nu, 3 * n));
         w.fill(0.0);
         for i in 0..n {
             w[(i, i)] = 1.0;
         }
         w.view_mut((n, 0), (s * n, 3 * n)).copy_from(&uy.view((0, 0), (s * n, 3 * n)));
-        let rest = s * m + n + m;
+        let rest = nu - s * n;
         w.view_mut((lay.v_lambda(), 0), (rest, 3 * n)).copy_from(&uy.view((lay.u_lambda(), 0), (rest, 3 * n)));
         for c in 0..3 * n {
             for r in 0..n {
@@ -390,16 +389,16 @@ impl ConstrainedSecondOrder {
     /// `(2n,)` (module docs). `vi` holds the prepared step's points and multipliers.
     pub(crate) fn contract(&mut self, integ: &VariationalIntegrator, vi: &mut ViWorkspace, lam: &[f64], hmat: &mut DMatrix<f64>) -> Result<()> {
         let (n, s, m, lay) = (self.n, self.s, self.m, self.layout());
-        let (sc, dt, model) = (integ.scheme(), integ.dt(), &*integ.model);
+        let (sc, dt, model, a, nu) = (integ.scheme(), integ.dt(), &*integ.model, self.order.len(), lay.unknowns());
         let (lq, lp) = lam.split_at(n);
         let (lambda, mu) = (&vi.constraint.lambda, &vi.constraint.projection.mu);
         // the adjoint: G_Uᵀ ψ = F_Uᵀ λ
-        let psi = &mut self.adjoint;
+        let psi = &mut self.adjoint[..nu];
         psi.fill(0.0);
         for r in 0..n {
             // Σ_i μ_i D²h_i(q_e) λ_p, row r
             let mut curvature = 0.0;
-            for i in (0..m).filter(|&i| self.active[i]) {
+            for &i in &self.order {
                 curvature += mu[i] * (0..n).map(|k| self.hessians[s * m + i][(r, k)] * lp[k]).sum::<f64>();
             }
             for alpha in 1..=s {
@@ -407,10 +406,10 @@ impl ConstrainedSecondOrder {
                 psi[(alpha - 1) * n + r] = sc.endpoint(alpha) * (lq[r] - curvature) + pz;
             }
         }
-        for i in (0..m).filter(|&i| self.active[i]) {
-            psi[lay.u_mu() + i] = -(0..n).map(|k| self.gradients[(s * m + i, k)] * lp[k]).sum::<f64>();
+        for (slot, &i) in self.order.iter().enumerate() {
+            psi[lay.u_mu() + slot] = -(0..n).map(|k| self.gradients[(s * m + i, k)] * lp[k]).sum::<f64>();
         }
-        lu_solve_transposed(&self.system, &self.pivots, psi);
+        lu_solve_transposed_in(&self.system[..nu * nu], nu, &self.pivots[..nu], psi);
         let (rho, sigma) = (&psi[lay.u_velocity()..lay.u_mu()], &psi[lay.u_mu()..]);
         for (wt, (l, r)) in self.weight.iter_mut().zip(lp.iter().zip(rho)) {
             *wt = l + r;
@@ -425,7 +424,7 @@ impl ConstrainedSecondOrder {
         self.rows.fill(model, &vi.points, sc, dt, &self.omega, &mut self.rows_hessian);
         hess.view_mut((0, 0), ((s + 1) * n, (s + 1) * n)).copy_from(&self.rows_hessian);
         let pts = &vi.points;
-        for i in (0..m).filter(|&i| self.active[i]) {
+        for (slot, &i) in self.order.iter().enumerate() {
             let con = &integ.constraints[i];
             // the impulses Σ_β λ^β_i μ_R^β·C_i(q^β)
             for beta in 0..s {
@@ -434,7 +433,7 @@ impl ConstrainedSecondOrder {
                 con.add_third_contracted(model, &pts.states[beta], &mut self.scratch, lambda[beta * m + i], adj, &mut self.block);
                 let mut v = hess.view_mut((beta * n, beta * n), (n, n));
                 v += &self.block;
-                let col = lay.v_lambda() + beta * m + i;
+                let col = lay.v_lambda() + beta * a + slot;
                 con.hessian_vector(model, &pts.states[beta], &mut self.scratch, adj, &mut self.row);
                 for (r, x) in self.row.iter().enumerate() {
                     hess[(beta * n + r, col)] += x;
@@ -444,14 +443,14 @@ impl ConstrainedSecondOrder {
             // the constraint rows −ν·h at the interior points and the end
             for gamma in 1..=s {
                 let (at, h) = if gamma < s { (gamma * n, &self.hessians[gamma * m + i]) } else { (lay.v_end(), &self.hessians[s * m + i]) };
-                let nu = psi[lay.u_lambda() + (gamma - 1) * m + i];
-                hess.view_mut((at, at), (n, n)).zip_apply(h, |x, y| *x -= nu * y);
+                let weight = psi[lay.u_lambda() + (gamma - 1) * a + slot];
+                hess.view_mut((at, at), (n, n)).zip_apply(h, |x, y| *x -= weight * y);
             }
             // −(λ_p + ρ)·C_i(q_e)ᵀ μ_i and −σ_i C_i(q_e) ṽ at the end
-            let (e0, ev, em) = (lay.v_end(), lay.v_velocity(), lay.v_mu() + i);
+            let (e0, ev, em) = (lay.v_end(), lay.v_velocity(), lay.v_mu() + slot);
             self.block.fill(0.0);
             con.add_third_contracted(model, &self.end, &mut self.scratch, -mu[i], &self.weight, &mut self.block);
-            con.add_third_contracted(model, &self.end, &mut self.scratch, -sigma[i], &self.velocity, &mut self.block);
+            con.add_third_contracted(model, &self.end, &mut self.scratch, -sigma[slot], &self.velocity, &mut self.block);
             let mut v = hess.view_mut((e0, e0), (n, n));
             v += &self.block;
             con.hessian_vector(model, &self.end, &mut self.scratch, &self.weight, &mut self.row);
@@ -460,8 +459,8 @@ impl ConstrainedSecondOrder {
                 hess[(e0 + r, em)] -= self.row[r];
                 hess[(em, e0 + r)] -= self.row[r];
                 for c in 0..n {
-                    hess[(e0 + r, ev + c)] -= sigma[i] * h[(r, c)];
-                    hess[(ev + c, e0 + r)] -= sigma[i] * h[(r, c)];
+                    hess[(e0 + r, ev + c)] -= sigma[slot] * h[(r, c)];
+                    hess[(ev + c, e0 + r)] -= sigma[slot] * h[(r, c)];
                 }
             }
         }
@@ -480,12 +479,12 @@ impl ConstrainedSecondOrder {
                 hess[(e0 + l, ev + j)] -= rate[(j, l)];
             }
         }
-        // H = Wᵀ (∇²ℒ W)
-        let (nv, m3) = (lay.variables(), 3 * n);
+        // H = Wᵀ (∇²ℒ W) over the prepared step's variables (leading dimension: all of them)
+        let (nv, ld, m3) = (lay.variables(), self.hessian.nrows(), 3 * n);
         self.product.fill(0.0);
-        gemm_nn(nv, m3, nv, ColMajor(self.hessian.as_slice(), nv), ColMajor(self.w.as_slice(), nv), ColMajorMut(self.product.as_mut_slice(), nv));
+        gemm_nn(nv, m3, nv, ColMajor(self.hessian.as_slice(), ld), ColMajor(self.w.as_slice(), ld), ColMajorMut(self.product.as_mut_slice(), ld));
         hmat.fill(0.0);
-        gemm_nn(m3, m3, nv, ColMajor(self.wt.as_slice(), m3), ColMajor(self.product.as_slice(), nv), ColMajorMut(hmat.as_mut_slice(), m3));
+        gemm_nn(m3, m3, nv, ColMajor(self.wt.as_slice(), m3), ColMajor(self.product.as_slice(), ld), ColMajorMut(hmat.as_mut_slice(), m3));
         Ok(())
     }
 }
