@@ -96,7 +96,7 @@ fn swing_up() -> (VariationalIntegrator, VelocityCost, Vec<f64>, usize) {
 /// turning linearly from hanging to upright at rest, zero force: a guess no rollout follows —
 /// converges to a feasible swing-up (every step re-solved from the result lands on the next
 /// state), as iLQR does from zero forces, to a cost within 1e-3 of iLQR's (measured: both
-/// reach 4.3954, FDDP in 53 iterations, iLQR in 90; the problem is non-convex, so a different
+/// reach 4.3954, FDDP in 52 iterations, iLQR in 90; the problem is non-convex, so a different
 /// local optimum would be no error, but this one is the same).
 #[test]
 fn the_cartpole_swings_up_from_an_interpolated_guess() {
