@@ -258,7 +258,7 @@ impl ChartConstraints {
         points: &StepPoints,
         blocks: &mut DMatrix<f64>,
     ) -> Result<()> {
-        let (n, s, m, big) = (self.n, self.s, self.m, self.end_q.len());
+        let (s, m, big) = (self.s, self.m, self.end_q.len());
         self.order.clear();
         self.order.extend_from_slice(vi.active_constraints(step)?);
         self.lambda.copy_from_slice(&ws.constraint.lambda);
@@ -273,12 +273,8 @@ impl ChartConstraints {
         self.end.update_configuration(model, &model.joint_placements, &self.end_q);
         self.end.update_velocity(model, &self.zeros);
         for block in 0..=s {
-            let at = if block < s { At::Point(block) } else { At::End };
             for &i in &self.order {
-                let st = match at {
-                    At::Point(alpha) => &points.states[alpha],
-                    At::End => &self.end,
-                };
+                let st = if block < s { &points.states[block] } else { &self.end };
                 let con = &self.constraints[i];
                 con.gradient(model, st, &mut self.scratch, &mut self.row);
                 self.gradients.row_mut(block * m + i).iter_mut().zip(&self.row).for_each(|(g, r)| *g = *r);
@@ -297,7 +293,6 @@ impl ChartConstraints {
             let mu = self.mu[i];
             self.curvature.zip_apply(&self.hessians[s * m + i], |x, y| *x += mu * y);
         }
-        let _ = n;
         Ok(())
     }
 
