@@ -740,7 +740,7 @@ impl GroupSecondOrder {
         // H = Wᵀ ∇²ℒ W + ℒ_η · ι'', with W = E + [0; W_Z; 0; W_K]: only the unknowns' rows W_Z
         // (and W_K of Λ, ṽ, μ) are dense, E is the input map (J(0)⁻¹ from δq to η, 1 from δq
         // to X^0 on 1-dof joints and from δu to u)
-        // (the rows past `e + k` of the variables, slots of inactive constraints, are zero)
+        // (the rows past `e + k`, storage for constraints the step does not impose, are zero)
         let (z0, k) = (nc + n, self.extra());
         let rows = e + k;
         self.hw.fill(0.0);

@@ -22,8 +22,8 @@
 //! the chart: `M_θ ṽ + C_θᵀ μ − P = 0`, `C_θ ṽ = 0`, with `p_{k+1} = J(y_s)⁻ᵀ (P − C_θᵀ μ)` on
 //! composite joints (`M_θ` the expansion's mass matrix on the chart coordinates, its centre
 //! joints held). The unknowns `(Λ, ṽ, μ)` and these rows extend those of the parent module
-//! (layouts there); inactive constraints keep their slots with the equations `λ_i = 0`,
-//! `μ_i = 0`.
+//! (layouts there), for the step's active constraints only (a schedule's phase; storage for
+//! all of them is made once).
 //!
 //! # The extra terms of `∇²ℒ`
 //! With the adjoint `(μ_R, ν, ρ, σ)` on (DEL rows, constraint rows, projection rows, `C_θ ṽ`):
