@@ -170,10 +170,10 @@ fn the_second_order_on_the_group_matches_differences_with_constraints() {
     }
 }
 
-/// The same tree through a touchdown: the plane held throughout, the tether engaging at knot
-/// `j` of that motion (its length the distance there): the last step before, the touchdown
-/// step and the next, midpoint, trapezoid and Simpson (whose touchdown imposes the tether at
-/// its interior point too).
+/// The same tree through a touchdown: a first step with no contact, then the plane held, the
+/// tether engaging at knot `j` of that motion (its length the distance there): the flight
+/// step, the last step before the touchdown, the touchdown step and the next, midpoint,
+/// trapezoid and Simpson (whose touchdown imposes the tether at its interior point too).
 #[test]
 fn the_second_order_on_the_group_holds_across_a_touchdown() {
     use crate::common::chart_second_order::{damped_tree_at_its_floor, floating_tree_inputs, TreeInputs};
