@@ -213,8 +213,7 @@ impl ChartLinWork {
             prescribed[c] = vi.prescribed[i];
         }
         let forces = centred_forces(vi, chart);
-        let mut newton = NewtonFactorization::new(na, s);
-        newton.set_prescribed(&prescribed);
+        let mut newton = vi.newton_factorization(na, &prescribed);
         let kkt = (!vi.constraints.is_empty()).then(|| Box::new(Kkt::new(&vi.constraints, centred, n, s, composite_count(chart), prescribed)));
         newton.ensure_lanes();
         let wrenches = if vi.wrenches.is_empty() {

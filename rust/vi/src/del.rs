@@ -231,57 +231,64 @@ impl StepPoints {
     }
 
     /// Writes the DEL Hessian block `∂(row x)/∂q^β = Σ_α mix[x][α] H(α, β)` (see the module
-    /// docs for `H`) into `out` (n×n). Element loops, no temporaries: O((s+1)² n²), no
-    /// allocation.
+    /// docs for `H`) into `out` (n×n), from the Hessians of [`Self::update_hessians`]
+    /// ([`del_block`]).
     pub(crate) fn del_block(&self, scheme: &Scheme, dt: f64, forces: &JointForces, x: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
-        out.fill(0.0);
-        for alpha in x..scheme.points() {
-            let m = scheme.mix(x, alpha);
-            if m != 0.0 {
-                self.add_point_block(DelTerms { scheme, dt, forces }, m, alpha, beta, out);
+        del_block(&self.hessians, DelTerms { scheme, dt, forces }, x, beta, out);
+    }
+}
+
+/// Writes the DEL Hessian block `∂(row x)/∂q^β = Σ_α mix[x][α] H(α, β)` (see the module docs
+/// for `H`) into `out` (n×n), from the energy Hessians at every control point. Element loops,
+/// no temporaries: O((s+1)² n²), no allocation.
+pub(crate) fn del_block(hessians: &[EnergyHessians], terms: DelTerms<'_>, x: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+    out.fill(0.0);
+    for alpha in x..terms.scheme.points() {
+        let m = terms.scheme.mix(x, alpha);
+        if m != 0.0 {
+            add_point_block(hessians, terms, m, alpha, beta, out);
+        }
+    }
+}
+
+/// `out += m · H(α, β)`, one column at a time: the scalar coefficients of the module docs'
+/// formula are formed once per block and every term is an `axpy` on a column (terms whose
+/// coefficient vanishes are skipped).
+fn add_point_block(hessians: &[EnergyHessians], terms: DelTerms<'_>, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
+    let DelTerms { scheme, dt, forces } = terms;
+    let w = &scheme.weights;
+    let (ha, hb) = (&hessians[alpha], &hessians[beta]);
+    let potential = if alpha == beta { m * w[alpha] * dt } else { 0.0 };
+    let mixed_a = m * w[alpha] * scheme.b(alpha, beta);
+    let mixed_b = m * w[beta] * scheme.b(beta, alpha);
+    let n = out.nrows();
+    for c in 0..n {
+        let mut col = out.column_mut(c);
+        let col = col.as_mut_slice();
+        if potential != 0.0 {
+            let (kqq, vqq, wq) = (ha.kqq.column(c), ha.vqq.column(c), ha.wq.column(c));
+            for r in 0..n {
+                col[r] += potential * (kqq[r] - vqq[r] + wq[r]);
+            }
+        }
+        if mixed_a != 0.0 {
+            for (r, x) in col.iter_mut().enumerate() {
+                *x += mixed_a * ha.kvq[(c, r)];
+            }
+        }
+        if mixed_b != 0.0 {
+            axpy(col, mixed_b, hb.kvq.column(c).as_slice());
+        }
+        for g in 0..scheme.points() {
+            let kinetic = m * w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt;
+            if kinetic != 0.0 {
+                axpy(col, kinetic, hessians[g].kvv.column(c).as_slice());
             }
         }
     }
-
-    /// `out += m · H(α, β)`, one column at a time: the scalar coefficients of the module
-    /// docs' formula are formed once per block and every term is an `axpy` on a column
-    /// (terms whose coefficient vanishes are skipped).
-    fn add_point_block(&self, terms: DelTerms<'_>, m: f64, alpha: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
-        let DelTerms { scheme, dt, forces } = terms;
-        let w = &scheme.weights;
-        let (ha, hb) = (&self.hessians[alpha], &self.hessians[beta]);
-        let potential = if alpha == beta { m * w[alpha] * dt } else { 0.0 };
-        let mixed_a = m * w[alpha] * scheme.b(alpha, beta);
-        let mixed_b = m * w[beta] * scheme.b(beta, alpha);
-        let n = out.nrows();
-        for c in 0..n {
-            let mut col = out.column_mut(c);
-            let col = col.as_mut_slice();
-            if potential != 0.0 {
-                let (kqq, vqq, wq) = (ha.kqq.column(c), ha.vqq.column(c), ha.wq.column(c));
-                for r in 0..n {
-                    col[r] += potential * (kqq[r] - vqq[r] + wq[r]);
-                }
-            }
-            if mixed_a != 0.0 {
-                for (r, x) in col.iter_mut().enumerate() {
-                    *x += mixed_a * ha.kvq[(c, r)];
-                }
-            }
-            if mixed_b != 0.0 {
-                axpy(col, mixed_b, hb.kvq.column(c).as_slice());
-            }
-            for g in 0..scheme.points() {
-                let kinetic = m * w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt;
-                if kinetic != 0.0 {
-                    axpy(col, kinetic, self.hessians[g].kvv.column(c).as_slice());
-                }
-            }
-        }
-        for i in 0..n {
-            let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
-            out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
-        }
+    for i in 0..n {
+        let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
+        out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
     }
 }
 

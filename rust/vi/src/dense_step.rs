@@ -21,6 +21,11 @@ use vidyn_rbd::Model;
 /// the same; the dense linearisation stays cheaper up to `s·n ≈ 20`).
 pub const DEFAULT_DENSE_MAX: usize = 10;
 
+/// Default largest `s·n` of a Newton factorisation in dense form where the dense path does not
+/// apply (module `newton_direction::dense`; measured in BENCHMARKS.md, "The dense
+/// factorisation of small steps").
+pub const DEFAULT_DENSE_FACTORIZATION_MAX: usize = 32;
+
 /// The factored DEL Jacobian and the scratch of the dense linearisation, allocated once.
 #[derive(Clone, Debug)]
 pub(crate) struct DenseStep {

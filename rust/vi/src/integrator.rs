@@ -13,7 +13,7 @@ use crate::chart_step::{Chart, ChartWork};
 use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
-use crate::dense_step::{DenseStep, DEFAULT_DENSE_MAX};
+use crate::dense_step::{DenseStep, DEFAULT_DENSE_FACTORIZATION_MAX, DEFAULT_DENSE_MAX};
 use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::mimic_step::{MimicSystem, MimicWork};
@@ -69,6 +69,10 @@ pub struct VariationalIntegrator {
     /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
     /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
     dense_max: usize,
+    /// Largest `s·n` of a Newton factorisation formed densely when the step does not take the
+    /// dense path (constraints, kinematic joints, the centred expansion of a chart; module
+    /// `newton_direction::dense`) ([`VariationalIntegrator::with_dense_factorization_max`]).
+    pub(crate) dense_factorization_max: usize,
     /// Identity of these settings, for the stores of solved steps ([`crate::SolvedSteps`]):
     /// drawn anew by [`Self::new`] and by every builder method, kept by a clone.
     pub(crate) id: u64,
@@ -194,6 +198,7 @@ impl VariationalIntegrator {
             wrenches: Vec::new(),
             given_wrenches: Vec::new(),
             dense_max: DEFAULT_DENSE_MAX,
+            dense_factorization_max: DEFAULT_DENSE_FACTORIZATION_MAX,
             id: crate::solved::next_id(),
             max_energy_error: DEFAULT_MAX_ENERGY_ERROR,
         })
@@ -396,6 +401,33 @@ impl VariationalIntegrator {
         self
     }
 
+    /// Steps whose Newton factorisation has `s·n ≤ dense_factorization_max` (default
+    /// [`DEFAULT_DENSE_FACTORIZATION_MAX`]; `n` counts the centred expansion's coordinates in
+    /// a linearisation on a chart) and that do not take the dense path of
+    /// [`Self::with_dense_max`] — those with constraints, kinematic joints or composite joints
+    /// — form the DEL Jacobian's blocks from the energy Hessians and factor `J` by LU; every
+    /// solve and Jacobian–vector product of their Newton iterations and linearisations is then
+    /// a dense product (module `newton_direction::dense`). `0` always takes Algorithms
+    /// B.1/B.2. Both agree to round-off.
+    #[must_use]
+    pub fn with_dense_factorization_max(mut self, dense_factorization_max: usize) -> Self {
+        self.dense_factorization_max = dense_factorization_max;
+        self.id = crate::solved::next_id();
+        self
+    }
+
+    /// A Newton factorisation for `n` coordinates (`prescribed` as given), dense when
+    /// `s·n ≤ dense_factorization_max` ([`Self::with_dense_factorization_max`]).
+    pub(crate) fn newton_factorization(&self, n: usize, prescribed: &[bool]) -> NewtonFactorization {
+        let s = self.scheme.s;
+        let mut newton = NewtonFactorization::new(n, s);
+        newton.set_prescribed(prescribed);
+        if s * n <= self.dense_factorization_max {
+            newton = newton.dense();
+        }
+        newton
+    }
+
     /// Whether steps and linearisations take the dense path ([`Self::with_dense_max`]); with
     /// mimic joints always (module `mimic_step`).
     #[must_use]
@@ -473,8 +505,7 @@ impl VariationalIntegrator {
     #[must_use]
     pub fn workspace(&self) -> ViWorkspace {
         let (n, s) = (self.n(), self.scheme.s);
-        let mut newton = NewtonFactorization::new(n, s);
-        newton.set_prescribed(&self.prescribed);
+        let newton = self.newton_factorization(n, &self.prescribed);
         ViWorkspace {
             points: StepPoints::new(&self.model, s + 1),
             z: vec![0.0; s * n],

@@ -59,7 +59,7 @@ mod trajectory;
 
 pub use constraints::{AlignedAxes, BodyPoint, Constraint, ALIGNED_WITHIN_DEGREES};
 pub use del::JointForces;
-pub use dense_step::DEFAULT_DENSE_MAX;
+pub use dense_step::{DEFAULT_DENSE_FACTORIZATION_MAX, DEFAULT_DENSE_MAX};
 pub use energy_check::{KnotEnergy, DEFAULT_MAX_ENERGY_ERROR, GIMBAL_MARGIN};
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;

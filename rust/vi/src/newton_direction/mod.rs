@@ -122,9 +122,11 @@
 //! 100-link chains whose `J` had condition numbers 1e8–1e11, `|J δz + r|` stayed within a
 //! factor ≈ 2 of the dense pivoted LU's (the two directions then differ by ≈ cond · ε).
 
+mod dense;
 mod lanes;
 mod solve;
 
+use dense::DenseFactors;
 use lanes::Sweep;
 pub(crate) use lanes::{Lanes, LANES};
 
@@ -203,6 +205,9 @@ pub(crate) struct NewtonFactorization {
     /// `M̄_i^α` as 6×6 matrices `[i·P + α]` for the latter; empty until [`Self::ensure_lanes`].
     lanes: Sweep<LANES>,
     lane_inertia: Vec<M6>,
+    /// The dense form of every operation (module `dense`), for small steps; `None`: Algorithms
+    /// B.1/B.2.
+    dense: Option<Box<DenseFactors>>,
 }
 
 #[inline]
@@ -251,13 +256,26 @@ impl NewtonFactorization {
             one: Sweep::new(n, s),
             lanes: Sweep::default(),
             lane_inertia: Vec::new(),
+            dense: None,
         }
+    }
+
+    /// The same factorisation in dense form (module `dense`): `J` formed from the energy
+    /// Hessians and factored by LU, every solve and Jacobian–vector product a dense product.
+    pub(crate) fn dense(mut self) -> Self {
+        let mut dense = DenseFactors::new(self.n, self.s);
+        dense.set_prescribed(&self.prescribed);
+        self.dense = Some(Box::new(dense));
+        self
     }
 
     /// Marks the prescribed (kinematic) joints: their DEL rows are dropped and their control
     /// points are inputs, so every solve returns `δq_i = 0` for them.
     pub(crate) fn set_prescribed(&mut self, prescribed: &[bool]) {
         self.prescribed.copy_from_slice(prescribed);
+        if let Some(dense) = &mut self.dense {
+            dense.set_prescribed(prescribed);
+        }
     }
 
     /// Copies the per-point kinematics of `pts` (set at the current iterate) into 6-vector
@@ -292,6 +310,9 @@ impl NewtonFactorization {
     /// return the variation of `p_{k+1}` as well. Returns `false` when some `Λ_i` is
     /// numerically singular.
     pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &StepPoints, momentum_row: bool) -> bool {
+        if let Some(dense) = &mut self.dense {
+            return dense.factorize(model, sc, dt, forces, pts, momentum_row);
+        }
         self.prepare(model, sc, dt, pts);
         match self.s {
             1 => self.factorize_sized::<1>(model, sc, dt, forces, momentum_row),

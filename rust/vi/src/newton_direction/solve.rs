@@ -17,6 +17,10 @@ impl NewtonFactorization {
     /// `ϱ·n + i` like the residual; `x`: `(s·n,)` indexed `(γ−1)·n + i` like the unknowns.
     /// The Newton direction is `solve(−r)`.
     pub(crate) fn solve(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
+        if let Some(dense) = &self.dense {
+            dense.solve::<1>(f.as_chunks::<1>().0, x.as_chunks_mut::<1>().0);
+            return;
+        }
         // the scratch leaves `self` for the sweep, which reads the factors (no allocation)
         let mut sweep = std::mem::take(&mut self.one);
         let (f, x) = (f.as_chunks::<1>().0, x.as_chunks_mut::<1>().0);
@@ -44,6 +48,11 @@ impl NewtonFactorization {
         momentum: Option<&mut [Lanes]>,
         prescribed_rows: Option<&mut [Lanes]>,
     ) {
+        if let Some(dense) = &self.dense {
+            dense.solve::<LANES>(f, x);
+            dense.eliminated_rows(x, momentum, prescribed_rows);
+            return;
+        }
         let mut sweep = std::mem::take(&mut self.lanes);
         self.sweep::<LANES>(&mut sweep, model, sc, dt, Some(forces), f, x, momentum, prescribed_rows);
         self.lanes = sweep;

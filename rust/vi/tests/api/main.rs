@@ -7,6 +7,7 @@ mod chart_second_order_tests;
 mod common;
 mod constrained_second_order_tests;
 mod constraint_tests;
+mod dense_factorization_tests;
 mod integrator_tests;
 mod kinematic_tests;
 mod lie_group_tests;
