@@ -22,9 +22,14 @@ use vidyn_rbd::Model;
 pub const DEFAULT_DENSE_MAX: usize = 10;
 
 /// Default largest `s·n` of a Newton factorisation in dense form where the dense path does not
-/// apply (module `newton_direction::dense`; measured in BENCHMARKS.md, "The dense
-/// factorisation of small steps").
-pub const DEFAULT_DENSE_FACTORIZATION_MAX: usize = 32;
+/// apply (module `newton_direction::dense`). On chains, the deepest trees, the dense Newton
+/// direction overtakes B.1 at about `n = 28` and the dense linearisation at about `n = 96`
+/// (`vi_scaling`, midpoint and trapezoid); a step of an optimiser (about three directions and
+/// one linearisation) is still 16 % cheaper dense at `n = 48`, and on floating-base robots
+/// (shallower trees) the dense form wins outright: solo12's and Talos's (38 dofs)
+/// linearisations on the Lie group 1.8× and 1.6× faster, their steps within noise
+/// (BENCHMARKS.md, "The dense factorisation of small steps").
+pub const DEFAULT_DENSE_FACTORIZATION_MAX: usize = 48;
 
 /// The factored DEL Jacobian and the scratch of the dense linearisation, allocated once.
 #[derive(Clone, Debug)]
