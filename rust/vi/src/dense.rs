@@ -191,24 +191,8 @@ pub(crate) fn small_solve(m: &[f64], s: usize, piv: &[usize], b: &mut [f64]) {
     }
 }
 
-/// `c += α · a · b` on column-major views (loops ordered for unit-stride inner runs), for the
-/// small products of the linearisations: no allocation (nalgebra's `gemm` packs large
-/// operands in fresh buffers).
-pub(crate) fn add_product(c: &mut DMatrixViewMut<'_, f64>, alpha: f64, a: &DMatrixView<'_, f64>, b: &DMatrixView<'_, f64>) {
-    debug_assert!(a.ncols() == b.nrows() && c.nrows() == a.nrows() && c.ncols() == b.ncols());
-    for j in 0..b.ncols() {
-        for k in 0..a.ncols() {
-            let f = alpha * b[(k, j)];
-            if f != 0.0 {
-                for i in 0..a.nrows() {
-                    c[(i, j)] += a[(i, k)] * f;
-                }
-            }
-        }
-    }
-}
-
-/// `c += α · aᵀ · b` (as [`add_product`]).
+/// `c += α · aᵀ · b` on column-major views, for the small products of the linearisations: no
+/// allocation (nalgebra's `gemm` packs large operands in fresh buffers).
 pub(crate) fn add_transposed_product(c: &mut DMatrixViewMut<'_, f64>, alpha: f64, a: &DMatrixView<'_, f64>, b: &DMatrixView<'_, f64>) {
     debug_assert!(a.nrows() == b.nrows() && c.nrows() == a.ncols() && c.ncols() == b.ncols());
     for j in 0..b.ncols() {
@@ -306,9 +290,11 @@ mod tests {
         let a = DMatrix::from_fn(5, 4, |i, j| (i as f64) - 0.5 * (j as f64) + 0.25);
         let b = DMatrix::from_fn(6, 7, |i, j| ((i * 7 + j) as f64).sin());
         let mut c = DMatrix::from_fn(5, 7, |i, j| (i + j) as f64);
-        let expected = c.view((0, 0), (3, 3)) + 2.0 * a.view((1, 1), (3, 2)) * b.view((2, 3), (2, 3));
-        add_product(&mut c.view_mut((0, 0), (3, 3)), 2.0, &a.view((1, 1), (3, 2)), &b.view((2, 3), (2, 3)));
-        assert!((c.view((0, 0), (3, 3)) - &expected).amax() < 1e-14);
+        // gemm_nn on a block of c: c[0..3, 1..6] += a[1..4, 0..4] · b[2..6, 0..5]
+        let expected = c.view((0, 1), (3, 5)) + a.view((1, 0), (3, 4)) * b.view((2, 0), (4, 5));
+        let (lda, ldb, ldc) = (a.nrows(), b.nrows(), c.nrows());
+        gemm_nn(3, 5, 4, ColMajor(&a.as_slice()[1..], lda), ColMajor(&b.as_slice()[2..], ldb), ColMajorMut(&mut c.as_mut_slice()[ldc..], ldc));
+        assert!((c.view((0, 1), (3, 5)) - &expected).amax() < 1e-14);
         let expected = c.view((1, 2), (2, 4)) - a.view((0, 0), (4, 2)).transpose() * b.view((0, 1), (4, 4));
         add_transposed_product(&mut c.view_mut((1, 2), (2, 4)), -1.0, &a.view((0, 0), (4, 2)), &b.view((0, 1), (4, 4)));
         assert!((c.view((1, 2), (2, 4)) - &expected).amax() < 1e-14);

@@ -28,7 +28,7 @@ pub const DEFAULT_DENSE_MAX: usize = 10;
 /// one linearisation) is still 16 % cheaper dense at `n = 48`, and on floating-base robots
 /// (shallower trees) the dense form wins outright: solo12's and Talos's (38 dofs)
 /// linearisations on the Lie group 1.8× and 1.6× faster, their steps within noise
-/// (BENCHMARKS.md, "The dense factorisation of small steps").
+/// (BENCHMARKS.md, "The dense factorisation of robot-sized steps").
 pub const DEFAULT_DENSE_FACTORIZATION_MAX: usize = 48;
 
 /// The factored DEL Jacobian and the scratch of the dense linearisation, allocated once.

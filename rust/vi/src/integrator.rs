@@ -7,7 +7,9 @@
 //! right-hand sides, O(s² n²) per step. Below `s·n ≤ dense_max` (default 10; no constraints or
 //! kinematic joints) forming `J` and factoring it by LU is cheaper (`crate::dense_step`), and
 //! both take that path ([`VariationalIntegrator::with_dense_max`]); it is also the oracle the
-//! recursion is tested against (`crate::reference`).
+//! recursion is tested against (`crate::reference`). Steps with constraints, kinematic joints
+//! or composite joints up to `s·n ≤ 48` keep the factorisation's interface but form and factor
+//! `J` densely behind it ([`VariationalIntegrator::with_dense_factorization_max`]).
 
 use crate::chart_step::{Chart, ChartWork};
 use crate::constrained::ConstraintWork;

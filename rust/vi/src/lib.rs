@@ -24,7 +24,9 @@
 //! and the exact first-order linearisation O(s² n²), by reusing that factorisation for all
 //! `3n` right-hand sides. Small systems (`s·n ≤ 10` by default, [`VariationalIntegrator::with_dense_max`],
 //! unconstrained) take a dense Jacobian and LU instead (module `dense_step`), which is cheaper
-//! there; a plain dense implementation of everything is kept as a test and benchmark oracle
+//! there, and robot-sized steps with constraints or charts (`s·n ≤ 48` by default,
+//! [`VariationalIntegrator::with_dense_factorization_max`]) factor densely behind the
+//! recursion's interface; a plain dense implementation of everything is kept as a test and benchmark oracle
 //! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
 mod chart_linearize;

@@ -40,7 +40,7 @@
 //! `Y = (H_i J(0)⁻¹ ṽ − C J'(0)[·] J(0)⁻¹ ṽ) J(0)⁻¹`. O(a n² + n³) per step for `a` active
 //! constraints, no allocation.
 
-use crate::dense::{add_product, add_transposed_product, lu_factor_in, lu_solve_in};
+use crate::dense::{add_transposed_product, gemm_nn, lu_factor_in, lu_solve_in, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use nalgebra::{DMatrix, Matrix6, Vector6};
@@ -252,14 +252,18 @@ impl VariationalIntegrator {
             }
         }
         // D = ∂μ/∂q [A_q B_q] + ∂μ/∂p [A_p B_p]; the momentum rows −= X [A_q B_q] + Cᵀ D
+        let (mrows, ld_d) = (pw.dmu_dq.nrows(), pw.d.nrows());
         for (m, first, cols) in [(&mut *a, 0, 2 * n), (&mut *b, 2 * n, n)] {
-            let mut d = pw.d.view_mut((0, first), (na, cols));
-            d.fill(0.0);
-            add_product(&mut d, 1.0, &pw.dmu_dq.rows(0, na), &m.rows(0, n));
-            add_product(&mut d, 1.0, &pw.dmu_dp.rows(0, na), &m.rows(n, n));
+            pw.d.view_mut((0, first), (na, cols)).fill(0.0);
+            let d = ColMajorMut(&mut pw.d.as_mut_slice()[first * ld_d..], ld_d);
+            let ld_m = m.nrows();
+            let (m_q, m_p) = (ColMajor(m.as_slice(), ld_m), ColMajor(&m.as_slice()[n..], ld_m));
+            gemm_nn(na, cols, n, ColMajor(pw.dmu_dq.as_slice(), mrows), m_q, d);
+            let d = ColMajorMut(&mut pw.d.as_mut_slice()[first * ld_d..], ld_d);
+            gemm_nn(na, cols, n, ColMajor(pw.dmu_dp.as_slice(), mrows), m_p, d);
+            pw.change.columns_mut(0, cols).fill(0.0);
+            gemm_nn(n, cols, n, ColMajor(pw.x.as_slice(), n), m_q, ColMajorMut(pw.change.as_mut_slice(), n));
             let mut change = pw.change.columns_mut(0, cols);
-            change.fill(0.0);
-            add_product(&mut change, 1.0, &pw.x.as_view(), &m.rows(0, n));
             add_transposed_product(&mut change, 1.0, &cw.c_knot.rows(0, na), &pw.d.view((0, first), (na, cols)));
             let mut rows = m.rows_mut(n, n);
             rows -= &change;

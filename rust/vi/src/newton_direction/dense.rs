@@ -12,13 +12,13 @@
 //! (module `chart_linearize`) solves about 50 right-hand sides and forms 24 Jacobian–vector
 //! products per step, each a full recursion, where the dense form needs one `(s+1)n × (s+1)n`
 //! block matrix and O(s²n²) per right-hand side. The crossover is measured in BENCHMARKS.md
-//! ("The dense factorisation of small steps"); [`crate::VariationalIntegrator::with_dense_max`]
-//! sets it.
+//! ("The dense factorisation of robot-sized steps");
+//! [`crate::VariationalIntegrator::with_dense_factorization_max`] sets it.
 //!
 //! Prescribed (kinematic) joints keep the recursive path's meaning: their rows are dropped and
 //! their unknowns are inputs (`δq_i^γ = 0` in every solve), so the LU factors `J` restricted to
-//! the free rows and unknowns (a chart's centred expansion prescribes its six centre
-//! coordinates per composite joint: 18 of 24 on a quadruped).
+//! the free rows and unknowns (a chart's centred expansion prescribes the six centre
+//! coordinates of each composite joint: ANYmal's keeps 18 of its 24 coordinates free).
 
 use super::Lanes;
 use crate::del::{del_block, DelTerms, JointForces, StepPoints};
