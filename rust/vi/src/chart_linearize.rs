@@ -532,9 +532,7 @@ impl VariationalIntegrator {
         set.gradient_rows(active, &kkt.end, &mut kkt.scratch, &mut f.c2.rows_mut((s - 1) * m, m), sc.endpoint(s), &mut kkt.row);
         set.interior_rows(f, &points.states, &mut kkt.scratch, &mut kkt.values, &mut kkt.row);
         f.hessian.fill(0.0);
-        for &i in active {
-            kkt.constraints[i].add_hessian(model, &points.states[0], &mut kkt.scratch, lambda[i], &mut f.hessian);
-        }
+        Constraint::add_weighted_hessians(&kkt.constraints, active, model, &points.states[0], &mut kkt.scratch, |i| lambda[i], &mut f.hessian);
         set.interior_hessians(f, &points.states, &mut kkt.scratch, lambda);
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
         f.factor(&mut buf, &kkt.prescribed, false, |b| {

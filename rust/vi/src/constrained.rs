@@ -207,9 +207,7 @@ impl ConstraintSet<'_> {
         let KktFactors { active, interior, .. } = kkt;
         for (beta, h) in (1..self.s).zip(interior.iter_mut()) {
             h.fill(0.0);
-            for &i in active.iter() {
-                self.constraints[i].add_hessian(self.model, &states[beta], scratch, lambda[beta * m + i], h);
-            }
+            Constraint::add_weighted_hessians(self.constraints, active, self.model, &states[beta], scratch, |i| lambda[beta * m + i], h);
         }
     }
 }
@@ -449,9 +447,8 @@ impl VariationalIntegrator {
         let kkt = &mut cw.kkt;
         kkt.hessian.fill(0.0);
         cw.lambda_jacobian.fill(0.0);
-        for &i in &kkt.active {
-            self.constraints[i].add_hessian(&self.model, &ws.points.states[0], &mut cw.scratch, cw.lambda[i], &mut kkt.hessian);
-        }
+        let lambda = &cw.lambda;
+        Constraint::add_weighted_hessians(&self.constraints, &kkt.active, &self.model, &ws.points.states[0], &mut cw.scratch, |i| lambda[i], &mut kkt.hessian);
         ok
     }
 

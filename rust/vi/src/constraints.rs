@@ -386,6 +386,41 @@ impl Constraint {
         }
     }
 
+    /// `out += Σ_{i ∈ active} weight(i) · D²h_i` at the configuration of `st`. Consecutive
+    /// rows that hold one body point on world-fixed planes (the three rows of a 3-D point
+    /// contact) are summed as one: their Hessian `n·D²p_b` is linear in the world normal `n`
+    /// (`Dn = 0`), so `Σ_k w_k D²h_k = (Σ_k w_k n_k)·D²p_b`, one path sweep per point instead
+    /// of one per row (equal up to rounding).
+    pub(crate) fn add_weighted_hessians(
+        constraints: &[Constraint],
+        active: &[usize],
+        model: &Model,
+        st: &PointState,
+        sc: &mut ConstraintScratch,
+        weight: impl Fn(usize) -> f64,
+        out: &mut DMatrix<f64>,
+    ) {
+        let mut k = 0;
+        while k < active.len() {
+            let first = &constraints[active[k]];
+            let Constraint::PointOnPlane { a: BodyPoint { body: None, point }, b, .. } = first else {
+                first.add_hessian(model, st, sc, weight(active[k]), out);
+                k += 1;
+                continue;
+            };
+            let mut normal = Vector3::zeros();
+            while let Some(&i) = active.get(k) {
+                match &constraints[i] {
+                    Constraint::PointOnPlane { a: BodyPoint { body: None, .. }, normal: n, b: other } if other == b => normal += weight(i) * n,
+                    _ => break,
+                }
+                k += 1;
+            }
+            let merged = Constraint::PointOnPlane { a: BodyPoint { body: None, point: *point }, normal, b: b.clone() };
+            merged.add_hessian(model, st, sc, 1.0, out);
+        }
+    }
+
     /// The shared start of [`Self::hessian_vector`] and [`Self::add_third_contracted`]: the
     /// columns (as in [`Self::columns`]), the path, and the contraction of every column
     /// quantity with `c` into `above`, `below_*`, `mixed_*` (see [`ConstraintScratch`]). O(n).
@@ -690,5 +725,39 @@ mod tests {
         let axis = |body| BodyPoint { body, point: Vector3::x() };
         let aligned = Some(AlignedAxes { a: Vector3::y(), b: Vector3::zeros() });
         assert!(Constraint::Perpendicular { a: axis(Some(1)), b: axis(None), aligned }.validate(2).is_err());
+    }
+
+    /// The weighted sum of Hessians with a 3-D point contact's three rows merged equals the sum
+    /// of every row's Hessian, beside rows that are not merged (a plane on a body, a distance)
+    /// and a second contact point on another body.
+    #[test]
+    fn merged_point_contact_hessians_equal_the_sum_of_the_rows() {
+        let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for seed in 0..4 {
+            let model = random_tree(7, seed, &joints);
+            let n = model.nv;
+            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let foot = |body| BodyPoint { body: Some(body), point: Vector3::new(0.1, -0.2, 0.3) };
+            let world = |x: f64| BodyPoint { body: None, point: Vector3::new(x, 0.5, -0.1) };
+            let mut cs = vec![Constraint::Distance { a: world(0.0), b: foot(1), length: 0.9 }];
+            for body in [n - 1, 2] {
+                for (k, normal) in [Vector3::x(), Vector3::y(), Vector3::new(0.2, 0.1, 1.0)].into_iter().enumerate() {
+                    cs.push(Constraint::PointOnPlane { a: world(k as f64), normal, b: foot(body) });
+                }
+            }
+            cs.push(Constraint::PointOnPlane { a: foot(3), normal: Vector3::z(), b: foot(n - 1) });
+            let weights: Vec<f64> = (0..cs.len()).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let active: Vec<usize> = (0..cs.len()).collect();
+            let st = state(&model, &q);
+            let mut sc = ConstraintScratch::new(n);
+            let (mut merged, mut rows) = (DMatrix::zeros(n, n), DMatrix::zeros(n, n));
+            Constraint::add_weighted_hessians(&cs, &active, &model, &st, &mut sc, |i| weights[i], &mut merged);
+            for (c, w) in cs.iter().zip(&weights) {
+                c.add_hessian(&model, &st, &mut sc, *w, &mut rows);
+            }
+            let err = (&merged - &rows).amax() / rows.amax();
+            assert!(err < 1e-13, "seed {seed}: merged Hessians off by {err:e}");
+        }
     }
 }

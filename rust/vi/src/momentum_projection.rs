@@ -40,6 +40,7 @@
 //! `Y = (H_i J(0)⁻¹ ṽ − C J'(0)[·] J(0)⁻¹ ṽ) J(0)⁻¹`. O(a n² + n³) per step for `a` active
 //! constraints, no allocation.
 
+use crate::constraints::Constraint;
 use crate::dense::{add_transposed_product, gemm_nn, lu_factor_in, lu_solve_in, ColMajor, ColMajorMut};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
@@ -55,8 +56,7 @@ pub(crate) struct ProjectionWork {
     velocity: Vec<f64>,
     ct_mu: Vec<f64>,
     chart_velocity: Vec<f64>,
-    /// `(n, n)` one constraint's Hessian, then `X`; `(m, n)` `Y`, `∂μ/∂q`, `∂μ/∂p` (first
-    /// `a` rows); `(m, 3n)` `D`.
+    /// `(n, n)` `X + T`, `X`; `(m, n)` `Y`, `∂μ/∂q`, `∂μ/∂p` (first `a` rows); `(m, 3n)` `D`.
     hessian: DMatrix<f64>,
     x: DMatrix<f64>,
     y: DMatrix<f64>,
@@ -69,6 +69,8 @@ pub(crate) struct ProjectionWork {
     /// `(n, 2n)` the change of the momentum rows of `A` (then `B`).
     change: DMatrix<f64>,
     column: Vec<f64>,
+    /// `(n,)` a Hessian–vector product.
+    column_n: Vec<f64>,
 }
 
 impl ProjectionWork {
@@ -89,6 +91,7 @@ impl ProjectionWork {
             mass_lu: vec![0.0; n * n],
             mass_pivots: vec![0; n],
             column: vec![0.0; m],
+            column_n: vec![0.0; n],
         }
     }
 }
@@ -179,16 +182,15 @@ impl VariationalIntegrator {
                 pw.chart_velocity[f..f + d].copy_from_slice(&mapped.as_slice()[..d]);
             }
         }
-        // chart terms: Xc = Σ μ_i H_i, Yc rows (H_i J(0)⁻¹ṽ)ᵀ
+        // chart terms: Xc = Σ μ_i H_i, Yc rows (H_i J(0)⁻¹ṽ)ᵀ (Hessian–vector products)
         pw.x.fill(0.0);
+        let mu = &pw.mu;
+        Constraint::add_weighted_hessians(&self.constraints, active, &self.model, &cw.knot, &mut cw.scratch, |i| mu[i], &mut pw.x);
         for (r, &i) in active.iter().enumerate() {
-            pw.hessian.fill(0.0);
-            self.constraints[i].add_hessian(&self.model, &cw.knot, &mut cw.scratch, 1.0, &mut pw.hessian);
-            for c in 0..n {
-                pw.y[(r, c)] = (0..n).map(|k| pw.hessian[(c, k)] * pw.chart_velocity[k]).sum();
+            self.constraints[i].hessian_vector(&self.model, &cw.knot, &mut cw.scratch, &pw.chart_velocity, &mut pw.column_n);
+            for (c, &v) in pw.column_n.iter().enumerate() {
+                pw.y[(r, c)] = v;
             }
-            let weight = pw.mu[i];
-            pw.x.zip_apply(&pw.hessian, |x, h| *x += weight * h);
         }
         if let Some(chart) = chart {
             for j in chart.map.composite_joints() {

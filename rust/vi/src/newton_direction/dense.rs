@@ -171,13 +171,13 @@ impl DenseFactors {
 
     /// `out += block(x, β) · v` for `LANES` vectors, skipping the entries no lane moves.
     fn add_block_product(&self, x: usize, beta: usize, v: &[Lanes], out: &mut [Lanes]) {
-        let n = self.n;
-        let block = self.blocks.view((x * n, beta * n), (n, n));
+        let (n, ld) = (self.n, self.blocks.nrows());
+        let columns = &self.blocks.as_slice()[beta * n * ld + x * n..];
         for (j, vj) in v.iter().enumerate() {
             if vj.iter().all(|&e| e == 0.0) {
                 continue;
             }
-            for (o, &h) in out.iter_mut().zip(block.column(j).iter()) {
+            for (o, &h) in out[..n].iter_mut().zip(&columns[j * ld..j * ld + n]) {
                 for (ol, vl) in o.iter_mut().zip(vj) {
                     *ol += h * vl;
                 }
