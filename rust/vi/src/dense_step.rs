@@ -21,15 +21,18 @@ use vidyn_rbd::Model;
 /// the same; the dense linearisation stays cheaper up to `s·n ≈ 20`).
 pub const DEFAULT_DENSE_MAX: usize = 10;
 
-/// Default largest `s·n` of a Newton factorisation in dense form where the dense path does not
-/// apply (module `newton_direction::dense`). On chains, the deepest trees, the dense Newton
-/// direction overtakes B.1 at about `n = 28` and the dense linearisation at about `n = 96`
-/// (`vi_scaling`, midpoint and trapezoid); a step of an optimiser (about three directions and
-/// one linearisation) is still 16 % cheaper dense at `n = 48`, and on floating-base robots
-/// (shallower trees) the dense form wins outright: solo12's and Talos's (38 dofs)
-/// linearisations on the Lie group 1.8× and 1.6× faster, their steps within noise
-/// (BENCHMARKS.md, "The dense factorisation of robot-sized steps").
-pub const DEFAULT_DENSE_FACTORIZATION_MAX: usize = 48;
+/// Default largest `s·n` of the dense factorisation in Newton iterations where the dense path
+/// does not apply (module `newton_direction::dense`): on chains, the deepest trees and so the
+/// costliest O(n·d) energy Hessians, the dense Newton direction overtakes B.1/B.2 below about
+/// `n = 28` (`vi_scaling`, midpoint and trapezoid; BENCHMARKS.md, "The dense factorisation of
+/// robot-sized steps").
+pub const DEFAULT_DENSE_NEWTON_MAX: usize = 28;
+
+/// Default largest `s·n` of the dense factorisation in linearisations (module
+/// `newton_direction::dense`): on chains the dense linearisation stays cheaper up to about
+/// `n = 96`, and on floating-base robots it won outright (solo12's and Talos's linearisations
+/// on the Lie group 1.8× and 1.6× faster; same section of BENCHMARKS.md).
+pub const DEFAULT_DENSE_LINEARIZATION_MAX: usize = 48;
 
 /// The factored DEL Jacobian and the scratch of the dense linearisation, allocated once.
 #[derive(Clone, Debug)]

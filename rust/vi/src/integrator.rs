@@ -7,15 +7,16 @@
 //! right-hand sides, O(s² n²) per step. Below `s·n ≤ dense_max` (default 10; no constraints or
 //! kinematic joints) forming `J` and factoring it by LU is cheaper (`crate::dense_step`), and
 //! both take that path ([`VariationalIntegrator::with_dense_max`]); it is also the oracle the
-//! recursion is tested against (`crate::reference`). Steps with constraints, kinematic joints
-//! or composite joints up to `s·n ≤ 48` keep the factorisation's interface but form and factor
-//! `J` densely behind it ([`VariationalIntegrator::with_dense_factorization_max`]).
+//! recursion is tested against (`crate::reference`). Other steps keep the factorisation's
+//! interface but form and factor `J` densely behind it in their Newton iterations up to
+//! `s·n ≤ 28` and in their linearisations up to `s·n ≤ 48`
+//! ([`VariationalIntegrator::with_dense_factorization_max`]).
 
 use crate::chart_step::{Chart, ChartWork};
 use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
 use crate::del::{JointForces, StepPoints};
-use crate::dense_step::{DenseStep, DEFAULT_DENSE_FACTORIZATION_MAX, DEFAULT_DENSE_MAX};
+use crate::dense_step::{DenseStep, DEFAULT_DENSE_LINEARIZATION_MAX, DEFAULT_DENSE_MAX, DEFAULT_DENSE_NEWTON_MAX};
 use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::mimic_step::{MimicSystem, MimicWork};
@@ -71,10 +72,11 @@ pub struct VariationalIntegrator {
     /// Largest `s·n` solved by the dense LU of the DEL Jacobian ([`crate::dense_step`]);
     /// above it, Algorithms B.1/B.2 ([`VariationalIntegrator::with_dense_max`]).
     dense_max: usize,
-    /// Largest `s·n` of a Newton factorisation formed densely when the step does not take the
-    /// dense path (constraints, kinematic joints, the centred expansion of a chart; module
-    /// `newton_direction::dense`) ([`VariationalIntegrator::with_dense_factorization_max`]).
-    pub(crate) dense_factorization_max: usize,
+    /// Largest `s·n` of a Newton factorisation formed densely where the dense path does not
+    /// apply, for Newton iterations and for linearisations (module `newton_direction::dense`;
+    /// [`VariationalIntegrator::with_dense_factorization_max`]).
+    dense_newton_max: usize,
+    dense_linearization_max: usize,
     /// Identity of these settings, for the stores of solved steps ([`crate::SolvedSteps`]):
     /// drawn anew by [`Self::new`] and by every builder method, kept by a clone.
     pub(crate) id: u64,
@@ -200,7 +202,8 @@ impl VariationalIntegrator {
             wrenches: Vec::new(),
             given_wrenches: Vec::new(),
             dense_max: DEFAULT_DENSE_MAX,
-            dense_factorization_max: DEFAULT_DENSE_FACTORIZATION_MAX,
+            dense_newton_max: DEFAULT_DENSE_NEWTON_MAX,
+            dense_linearization_max: DEFAULT_DENSE_LINEARIZATION_MAX,
             id: crate::solved::next_id(),
             max_energy_error: DEFAULT_MAX_ENERGY_ERROR,
         })
@@ -403,29 +406,30 @@ impl VariationalIntegrator {
         self
     }
 
-    /// Steps whose Newton factorisation has `s·n ≤ dense_factorization_max` (default
-    /// [`DEFAULT_DENSE_FACTORIZATION_MAX`]; `n` counts the centred expansion's coordinates in
-    /// a linearisation on a chart) and that do not take the dense path of
-    /// [`Self::with_dense_max`] — those with constraints, kinematic joints or composite joints
-    /// — form the DEL Jacobian's blocks from the energy Hessians and factor `J` by LU; every
-    /// solve and Jacobian–vector product of their Newton iterations and linearisations is then
-    /// a dense product (module `newton_direction::dense`). `0` always takes Algorithms
-    /// B.1/B.2. Both agree to round-off.
+    /// Steps that do not take the dense path of [`Self::with_dense_max`] (larger ones, and those
+    /// with constraints, kinematic joints or composite joints) still form the DEL Jacobian's
+    /// blocks from the energy Hessians and factor `J` by LU, answering every solve and
+    /// Jacobian–vector product with dense products (module `newton_direction::dense`), in their
+    /// Newton iterations when `s·n ≤ newton` (default [`DEFAULT_DENSE_NEWTON_MAX`]) and in their
+    /// linearisations when `s·n ≤ linearization` (default [`DEFAULT_DENSE_LINEARIZATION_MAX`];
+    /// `n` counts the centred expansion's coordinates in a linearisation on a chart).
+    /// `(0, 0)` always takes Algorithms B.1/B.2. Both agree to round-off.
     #[must_use]
-    pub fn with_dense_factorization_max(mut self, dense_factorization_max: usize) -> Self {
-        self.dense_factorization_max = dense_factorization_max;
+    pub fn with_dense_factorization_max(mut self, newton: usize, linearization: usize) -> Self {
+        self.dense_newton_max = newton;
+        self.dense_linearization_max = linearization;
         self.id = crate::solved::next_id();
         self
     }
 
-    /// A Newton factorisation for `n` coordinates (`prescribed` as given), dense when
-    /// `s·n ≤ dense_factorization_max` ([`Self::with_dense_factorization_max`]).
+    /// A Newton factorisation for `n` coordinates (`prescribed` as given), dense as
+    /// [`Self::with_dense_factorization_max`] says.
     pub(crate) fn newton_factorization(&self, n: usize, prescribed: &[bool]) -> NewtonFactorization {
         let s = self.scheme.s;
         let mut newton = NewtonFactorization::new(n, s);
         newton.set_prescribed(prescribed);
-        if s * n <= self.dense_factorization_max {
-            newton = newton.dense();
+        if s * n <= self.dense_linearization_max.max(self.dense_newton_max) {
+            newton = newton.dense(s * n <= self.dense_newton_max, s * n <= self.dense_linearization_max);
         }
         newton
     }

@@ -24,9 +24,9 @@
 //! and the exact first-order linearisation O(s² n²), by reusing that factorisation for all
 //! `3n` right-hand sides. Small systems (`s·n ≤ 10` by default, [`VariationalIntegrator::with_dense_max`],
 //! unconstrained) take a dense Jacobian and LU instead (module `dense_step`), which is cheaper
-//! there, and robot-sized steps with constraints or charts (`s·n ≤ 48` by default,
-//! [`VariationalIntegrator::with_dense_factorization_max`]) factor densely behind the
-//! recursion's interface; a plain dense implementation of everything is kept as a test and benchmark oracle
+//! there, and robot-sized steps with constraints or charts (`s·n ≤ 28` in Newton iterations and
+//! `≤ 48` in linearisations by default, [`VariationalIntegrator::with_dense_factorization_max`])
+//! factor densely behind the recursion's interface; a plain dense implementation of everything is kept as a test and benchmark oracle
 //! (module `reference`, with the feature `oracles`, for tests and benchmarks).
 
 mod chart_linearize;
@@ -61,7 +61,7 @@ mod trajectory;
 
 pub use constraints::{AlignedAxes, BodyPoint, Constraint, ALIGNED_WITHIN_DEGREES};
 pub use del::JointForces;
-pub use dense_step::{DEFAULT_DENSE_FACTORIZATION_MAX, DEFAULT_DENSE_MAX};
+pub use dense_step::{DEFAULT_DENSE_LINEARIZATION_MAX, DEFAULT_DENSE_MAX, DEFAULT_DENSE_NEWTON_MAX};
 pub use energy_check::{KnotEnergy, DEFAULT_MAX_ENERGY_ERROR, GIMBAL_MARGIN};
 pub use error::{Result, ViError};
 pub use hessians::EnergyHessians;

@@ -51,8 +51,8 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
         (Scheme::trapezoid(), vec![], vec![], vec![], usize::MAX),
         (Scheme::simpson(), vec![], vec![], wrenches, usize::MAX),
     ];
-    // each case with the dense Newton factorisation (default for these sizes) and with B.1/B.2
-    let cases = cases.into_iter().flat_map(|case| [(case.clone(), vidyn_vi::DEFAULT_DENSE_FACTORIZATION_MAX), (case, 0)]);
+    // each case with the dense Newton factorisation and with B.1/B.2
+    let cases = cases.into_iter().flat_map(|case| [(case.clone(), usize::MAX), (case, 0)]);
     for ((sc, constraints, kinematic, wrenches, dense_max), factorization_max) in cases {
         let s = sc.s;
         let forces = JointForces { damping: vec![0.2; n], stiffness: vec![1.5; n], rest: vec![0.1; n] };
@@ -65,7 +65,7 @@ fn step_newton_direction_and_linearisation_do_not_allocate() {
             .with_body_wrenches(wrenches)
             .unwrap()
             .with_dense_max(dense_max)
-            .with_dense_factorization_max(factorization_max);
+            .with_dense_factorization_max(factorization_max, factorization_max);
         let mut ws = vi.workspace();
         let v: Vec<f64> = (0..n).map(|i| 0.3 - 0.05 * i as f64).collect();
         let u: Vec<f64> = (0..n).map(|i| 0.2 * (i % 3) as f64).collect();
@@ -141,14 +141,14 @@ fn steps_on_the_lie_group_do_not_allocate() {
         (Scheme::trapezoid(), vidyn_vi::DEFAULT_DENSE_MAX, tether.clone()),
         (Scheme::simpson(), vidyn_vi::DEFAULT_DENSE_MAX, tether),
     ];
-    // each case with the dense Newton factorisation (default for these sizes) and with B.1/B.2
-    let cases = cases.into_iter().flat_map(|case| [(case.clone(), vidyn_vi::DEFAULT_DENSE_FACTORIZATION_MAX), (case, 0)]);
+    // each case with the dense Newton factorisation and with B.1/B.2
+    let cases = cases.into_iter().flat_map(|case| [(case.clone(), usize::MAX), (case, 0)]);
     for ((sc, dense_max, constraints), factorization_max) in cases {
         let s = sc.s;
         let vi = VariationalIntegrator::new(model.clone(), sc, 0.01, None)
             .unwrap()
             .with_dense_max(dense_max)
-            .with_dense_factorization_max(factorization_max)
+            .with_dense_factorization_max(factorization_max, factorization_max)
             .with_constraints(constraints)
             .unwrap();
         let mut ws = vi.workspace();

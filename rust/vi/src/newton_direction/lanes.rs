@@ -100,9 +100,6 @@ impl<const W: usize> Sweep<W> {
 impl NewtonFactorization {
     /// Allocates the lane scratch (once per workspace; the linearisation calls it).
     pub(crate) fn ensure_lanes(&mut self) {
-        if self.dense.is_some() {
-            return;
-        }
         let (n, s, p) = (self.n, self.s, self.s + 1);
         if self.lanes.a.len() != n * p {
             self.lanes = Sweep::new(n, s);
@@ -116,7 +113,7 @@ impl NewtonFactorization {
     /// (`x = 0..s`, row `s` is `p_{k+1}`) to `out` (same layout). Uses the kinematics of the last
     /// [`Self::factorize`]; call [`Self::ensure_lanes`] first.
     pub(crate) fn del_jvp_lanes(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, dq: &[Lanes], out: &mut [Lanes]) {
-        if let Some(dense) = &self.dense {
+        if let Some(dense) = self.dense.as_ref().filter(|_| self.dense_now) {
             dense.jvp(dq, out);
             return;
         }

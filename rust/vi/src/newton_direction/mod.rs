@@ -208,6 +208,12 @@ pub(crate) struct NewtonFactorization {
     /// The dense form of every operation (module `dense`), for small steps; `None`: Algorithms
     /// B.1/B.2.
     dense: Option<Box<DenseFactors>>,
+    /// Whether Newton iterations' factorisations (without the momentum row) and linearisations'
+    /// (with it) are dense.
+    dense_newton: bool,
+    dense_linearization: bool,
+    /// Whether the last factorisation was the dense one (every operation follows it).
+    dense_now: bool,
 }
 
 #[inline]
@@ -257,15 +263,21 @@ impl NewtonFactorization {
             lanes: Sweep::default(),
             lane_inertia: Vec::new(),
             dense: None,
+            dense_newton: false,
+            dense_linearization: false,
+            dense_now: false,
         }
     }
 
     /// The same factorisation in dense form (module `dense`): `J` formed from the energy
-    /// Hessians and factored by LU, every solve and Jacobian–vector product a dense product.
-    pub(crate) fn dense(mut self) -> Self {
+    /// Hessians and factored by LU, every solve and Jacobian–vector product a dense product —
+    /// for the Newton iterations (factorisations without the momentum row) with `newton`, for
+    /// the linearisations (with it) with `linearization`.
+    pub(crate) fn dense(mut self, newton: bool, linearization: bool) -> Self {
         let mut dense = DenseFactors::new(self.n, self.s);
         dense.set_prescribed(&self.prescribed);
         self.dense = Some(Box::new(dense));
+        (self.dense_newton, self.dense_linearization) = (newton, linearization);
         self
     }
 
@@ -310,7 +322,8 @@ impl NewtonFactorization {
     /// return the variation of `p_{k+1}` as well. Returns `false` when some `Λ_i` is
     /// numerically singular.
     pub(crate) fn factorize(&mut self, model: &Model, sc: &Scheme, dt: f64, forces: &JointForces, pts: &StepPoints, momentum_row: bool) -> bool {
-        if let Some(dense) = &mut self.dense {
+        self.dense_now = self.dense.is_some() && if momentum_row { self.dense_linearization } else { self.dense_newton };
+        if let Some(dense) = self.dense.as_mut().filter(|_| self.dense_now) {
             return dense.factorize(model, sc, dt, forces, pts, momentum_row);
         }
         self.prepare(model, sc, dt, pts);

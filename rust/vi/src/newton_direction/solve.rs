@@ -17,7 +17,7 @@ impl NewtonFactorization {
     /// `ϱ·n + i` like the residual; `x`: `(s·n,)` indexed `(γ−1)·n + i` like the unknowns.
     /// The Newton direction is `solve(−r)`.
     pub(crate) fn solve(&mut self, model: &Model, sc: &Scheme, dt: f64, f: &[f64], x: &mut [f64]) {
-        if let Some(dense) = &self.dense {
+        if let Some(dense) = self.dense.as_ref().filter(|_| self.dense_now) {
             dense.solve::<1>(f.as_chunks::<1>().0, x.as_chunks_mut::<1>().0);
             return;
         }
@@ -48,7 +48,7 @@ impl NewtonFactorization {
         momentum: Option<&mut [Lanes]>,
         prescribed_rows: Option<&mut [Lanes]>,
     ) {
-        if let Some(dense) = &self.dense {
+        if let Some(dense) = self.dense.as_ref().filter(|_| self.dense_now) {
             dense.solve::<LANES>(f, x);
             dense.eliminated_rows(x, momentum, prescribed_rows);
             return;

@@ -1,10 +1,11 @@
 //! The dense form of the Newton factorisation (`with_dense_factorization_max`) against
-//! Algorithms B.1/B.2 (`with_dense_factorization_max(0)`): the same steps, multipliers and
+//! Algorithms B.1/B.2 (`with_dense_factorization_max(0, 0)`): the same steps, multipliers and
 //! linearisations to round-off where the dense step of `with_dense_max` does not apply — with
 //! holonomic constraints (every scheme), kinematic joints, a floating base on the Lie group
 //! (whose linearisation factors the chart's centred expansion), and a floating base with
-//! constraints. Each case also checks that the two paths did differ in their rounding, so
-//! that the comparison is between two computations and not one.
+//! constraints —, dense everywhere and dense in the linearisation only (the default between
+//! the two limits). Each case also checks that the paths did differ in their rounding, so that
+//! the comparison is between different computations.
 
 use crate::common::chart_second_order::{damped_tree_at_its_floor, floating_tree_inputs, TreeInputs};
 use crate::common::constraint::{closed_configuration, integrator};
@@ -29,15 +30,18 @@ fn outcome(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64]) -> (Vec<
     (q2, p2, a, b)
 }
 
-/// The dense and the recursive factorisation of `vi` give the same two steps and
-/// linearisation to round-off, and not bit for bit.
+/// The dense factorisation of `vi` (everywhere, and in the linearisation only) and the
+/// recursive one give the same two steps and linearisation to round-off, and not bit for bit.
 fn assert_paths_agree(vi: &VariationalIntegrator, q: &[f64], p: &[f64], u: &[f64], what: &str) {
-    let dense = outcome(&vi.clone().with_dense_factorization_max(usize::MAX), q, p, u);
-    let recursive = outcome(&vi.clone().with_dense_factorization_max(0), q, p, u);
-    assert!(rel_err(&dense.0, &recursive.0) < 1e-12 && rel_err(&dense.1, &recursive.1) < 1e-11, "{what}: states");
-    let (ea, eb) = (rel_err(dense.2.as_slice(), recursive.2.as_slice()), rel_err(dense.3.as_slice(), recursive.3.as_slice()));
-    assert!(ea < 1e-10 && eb < 1e-10, "{what}: A off by {ea:e}, B by {eb:e}");
-    assert!(dense.2 != recursive.2, "{what}: both linearisations took the same path");
+    let recursive = outcome(&vi.clone().with_dense_factorization_max(0, 0), q, p, u);
+    for (newton, dense) in [(usize::MAX, "dense"), (0, "dense in the linearisation")] {
+        let dense_run = outcome(&vi.clone().with_dense_factorization_max(newton, usize::MAX), q, p, u);
+        let what = format!("{what}, {dense}");
+        assert!(rel_err(&dense_run.0, &recursive.0) < 1e-12 && rel_err(&dense_run.1, &recursive.1) < 1e-11, "{what}: states");
+        let (ea, eb) = (rel_err(dense_run.2.as_slice(), recursive.2.as_slice()), rel_err(dense_run.3.as_slice(), recursive.3.as_slice()));
+        assert!(ea < 1e-10 && eb < 1e-10, "{what}: A off by {ea:e}, B by {eb:e}");
+        assert!(dense_run.2 != recursive.2, "{what}: both linearisations took the same path");
+    }
 }
 
 #[test]
