@@ -35,8 +35,10 @@
 //! A trial that closes every gap (a full step, or any step once the trajectory is feasible) is
 //! a closed-loop rollout from `x_0`, and runs through iLQR's pipeline
 //! (module `pipeline`): its steps are linearised on the pool's other threads while it is
-//! simulated. Other trials step one knot at a time, each Newton solve started at the
-//! linearisation's prediction of where it lands.
+//! simulated, and the next backward pass (feasible: no gaps; μ relaxed as after any accepted
+//! step) runs over them as they come, so that a kept trial needs no backward pass of its own
+//! (the same pass bit for bit). Other trials step one knot at a time, each Newton solve started
+//! at the linearisation's prediction of where it lands.
 //!
 //! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
 //! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
@@ -61,8 +63,8 @@ use crate::cost::{total_cost, Cost, CostDerivatives};
 use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
-    clamp_into, control_bounds, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus, IterationLog,
-    Method, StageValue,
+    clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus,
+    IterationLog, Method, StageValue,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
@@ -175,6 +177,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let mut derivatives: Option<Derivatives> = None;
     // buffers for a pipelined trial's derivatives
     let mut pipelined: Option<Derivatives> = None;
+    // the next backward pass, run behind a pipelined trial (used only if that trial is kept),
+    // and its buffer
+    let mut ahead: Option<Pass> = None;
+    let mut ahead_out = Backward::zeros(steps, ndx, nu);
     for _ in 0..options.max_iterations {
         let t = Instant::now();
         if derivatives.is_none() {
@@ -184,7 +190,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let d = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
         let second = ddp && traj.feasible && exact;
-        let backward = backward(second.then_some(dynamics), d, &traj, mu, bounds, &warm, &mut scratch);
+        let backward = match ahead.take() {
+            Some(pass) => Some(pass),
+            None => backward(second.then_some(dynamics), d, &traj, mu, bounds, &warm, &mut scratch),
+        };
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
             if second {
@@ -224,10 +233,14 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
             ok.then_some(expected)
         };
+        // a kept pipelined trial is feasible and relaxes μ: the next pass's settings
+        let mu_kept = relaxed(delta, mu, options).1;
+        let mut swept = false;
         for &alpha in &options.alphas {
             if traj.feasible || alpha == 1.0 {
                 // a trial that closes every gap is a closed-loop rollout from x0: simulated with
-                // its derivatives computed behind it on the pool's other threads (iLQR's pipeline)
+                // its derivatives computed behind it on the pool's other threads and the next
+                // backward pass run over them as they come (iLQR's pipeline)
                 let mut trial_d = pipelined.take().unwrap_or_else(|| Derivatives::zeros(steps, ndx, nu));
                 let near = Nominal { x: &traj.x, u: &traj.u, a: &d.a, b: &d.b };
                 let mut dx = vec![0.0; ndx];
@@ -237,7 +250,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                     let Ok(jn) = jn else { return Ok(None) };
                     Ok(accept(alpha, gap_term(&space, &traj, &p, xs, nx, ndx), jn).map(|expected| (jn, expected)))
                 };
-                match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, None, &mut trial_d) {
+                let mut sweep = BackwardSweep::new(ddp.then_some(dynamics), bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out);
+                let outcome = simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, Some(&mut sweep), &mut trial_d);
+                swept = sweep.complete();
+                match outcome {
                     Ok(Some(kept)) => {
                         let (trial_cost, expected) = kept.verdict;
                         let trial = Shooting { x: kept.x, u: kept.u, gaps: vec![0.0; (steps + 1) * ndx], feasible: true };
@@ -274,16 +290,20 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 cost_now = trial_cost;
                 history.push(cost_now);
                 accepted += 1;
+                let pipelined_trial = derived.is_some();
                 // the spare buffers of the derivatives go back to the pipeline's next trial
                 pipelined = match derived {
                     Some(next) => derivatives.replace(next),
                     None => derivatives.take(),
                 };
                 warm.clone_from(&p.out.k_ff);
-                delta = (delta / options.mu_factor).min(1.0 / options.mu_factor);
-                mu *= delta;
-                if mu < options.mu_min {
-                    mu = 0.0;
+                (delta, mu) = relaxed(delta, mu, options);
+                // the pass run behind a kept pipelined trial is the next one (the trajectory is
+                // feasible, the exact model with DDP, μ relaxed, warm-started from this pass)
+                if pipelined_trial && swept {
+                    let out = std::mem::replace(&mut ahead_out, Backward::zeros(steps, ndx, nu));
+                    let (dg, dq) = (-out.dv1, -2.0 * out.dv2);
+                    ahead = Some(Pass { out, values: Vec::new(), dg, dq });
                 }
                 pass = Some(p);
                 exact = true;

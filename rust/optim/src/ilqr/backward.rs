@@ -336,7 +336,7 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
     }
 
     /// Whether every stage since [`Self::start`] was processed without error.
-    pub(super) fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.remaining == Some(0) && self.error.is_none()
     }
 }

@@ -103,7 +103,7 @@ pub(crate) fn control_bounds(o: &IlqrOptions, nu: usize) -> Result<Option<Bounds
 
 /// `(δ, μ)` after an accepted step: `δ ← min(δ / μ_factor, 1 / μ_factor)`, `μ ← μ δ`, and
 /// `μ ← 0` below `μ_min` (the schedule of the module documentation).
-fn relaxed(delta: f64, mu: f64, o: &IlqrOptions) -> (f64, f64) {
+pub(crate) fn relaxed(delta: f64, mu: f64, o: &IlqrOptions) -> (f64, f64) {
     let delta = (delta / o.mu_factor).min(1.0 / o.mu_factor);
     let mu = mu * delta;
     (delta, if mu < o.mu_min { 0.0 } else { mu })
