@@ -91,7 +91,10 @@ fn batches_do_not_allocate_per_row() {
         })
     };
     contract(4);
+    // a single trajectory runs on one thread: what one thread's scratch costs (8 trajectories
+    // may or may not reach the pool's second thread, 200 do)
+    let one = contract(1);
     let (small, large) = (contract(8), contract(200));
-    eprintln!("contracted second order: 8 trajectories -> {small} allocations, 200 -> {large}");
-    assert!(large < small + 400, "8 trajectories: {small} allocations, 200: {large}");
+    eprintln!("contracted second order: 1 trajectory -> {one} allocations, 8 -> {small}, 200 -> {large}");
+    assert!(large <= small + one, "1 trajectory: {one} allocations, 8: {small}, 200: {large}");
 }
