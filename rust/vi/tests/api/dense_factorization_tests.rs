@@ -9,11 +9,12 @@
 
 use crate::common::chart_second_order::{damped_tree_at_its_floor, floating_tree_inputs, TreeInputs};
 use crate::common::constraint::{closed_configuration, integrator};
+use crate::common::kinematic::prescribed_case;
 use crate::common::lie_group::tether_and_plane;
 use crate::common::newton::rel_err;
 use crate::*;
 use nalgebra::DMatrix;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::random_tree;
@@ -59,15 +60,8 @@ fn the_dense_factorization_equals_the_recursion_with_kinematic_joints() {
     let kinds: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let model = Arc::new(random_tree(6, 3, &kinds));
-    let n = model.nv;
     for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
-        let forces = JointForces { damping: vec![0.2; n], stiffness: vec![0.7; n], rest: vec![0.1; n] };
-        let vi = VariationalIntegrator::new(model.clone(), sc, 0.02, Some(forces)).unwrap().with_kinematic(&[1, n - 1]).unwrap();
-        let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-        let p: Vec<f64> = (0..n).map(|_| rng.random_range(-0.5..0.5)).collect();
-        let mut u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-        u[1] = q[1] + 0.01;
-        u[n - 1] = q[n - 1] - 0.02;
+        let (vi, q, p, u) = prescribed_case(&model, sc, &mut rng);
         assert_paths_agree(&vi, &q, &p, &u, &format!("kinematic joints s = {}", vi.scheme().s));
     }
 }

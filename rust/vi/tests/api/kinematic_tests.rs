@@ -4,9 +4,10 @@
 //! central differences.
 
 use crate::common::integrator::assert_linearisation_matches_differences;
+use crate::common::kinematic::prescribed_case;
 use crate::*;
 use nalgebra::DMatrix;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use vidyn_rbd::builders::{cartpole, random_tree};
@@ -98,16 +99,9 @@ fn linearisation_with_kinematic_joints_matches_finite_differences() {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     for seed in [3, 11] {
         let model = Arc::new(random_tree(6, seed, &kinds));
-        let n = model.nv;
         for sc in [Scheme::midpoint(), Scheme::trapezoid()] {
-            let forces = JointForces { damping: vec![0.2; n], stiffness: vec![0.7; n], rest: vec![0.1; n] };
             // a root-side and a leaf-side joint are prescribed
-            let vi = VariationalIntegrator::new(model.clone(), sc, 0.02, Some(forces)).unwrap().with_kinematic(&[1, n - 1]).unwrap();
-            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-            let p: Vec<f64> = (0..n).map(|_| rng.random_range(-0.5..0.5)).collect();
-            let mut u: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-            u[1] = q[1] + 0.01;
-            u[n - 1] = q[n - 1] - 0.02;
+            let (vi, q, p, u) = prescribed_case(&model, sc, &mut rng);
             assert_linearisation_matches_differences(&vi, 0, &q, &p, &u, &format!("{} s={}", model.name, vi.scheme().s));
         }
     }

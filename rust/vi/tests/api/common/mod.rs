@@ -6,6 +6,7 @@
 pub(crate) mod chart_second_order;
 pub(crate) mod constraint;
 pub(crate) mod integrator;
+pub(crate) mod kinematic;
 pub(crate) mod lie_group;
 pub(crate) mod newton;
 pub(crate) mod schedule;
