@@ -37,8 +37,8 @@
 //! (module `pipeline`): its steps are linearised on the pool's other threads while it is
 //! simulated, and the next Gauss–Newton backward pass (feasible: no gaps; μ relaxed as after
 //! any accepted step) runs over them as they come, so that a kept trial needs no backward pass
-//! of its own (the same pass bit for bit). Other trials step one knot at a time, each Newton solve started
-//! at the linearisation's prediction of where it lands.
+//! of its own (the same pass bit for bit). Other trials step one knot at a time, each Newton
+//! solve started at the linearisation's prediction of where it lands.
 //!
 //! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
 //! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
