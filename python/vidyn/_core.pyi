@@ -1367,6 +1367,7 @@ def _optim_ilqr(
     mu_init: float = 0.0,
     velocity_state: bool = False,
     x_init: _ArrayLike | None = None,
+    alpha_max: float = 4.0,
 ) -> _IlqrOutput:
     """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem (vidyn.optim.ilqr builds the result from the output)."""
 
@@ -1386,6 +1387,7 @@ def _optim_ilqr_linear(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     method: str = "ilqr",
+    alpha_max: float = 4.0,
 ) -> _IlqrOutput:
     """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); an output without q, p."""
 
@@ -1406,6 +1408,7 @@ def _optim_ilqr_maximal(
     mu_init: float = 0.0,
     method: str = "ilqr",
     x_init: _ArrayLike | None = None,
+    alpha_max: float = 4.0,
 ) -> _IlqrOutput:
     """iLQR (FDDP from a state guess x_init (N+1, 2n)) on a MaximalIntegrator's minimal coordinates x = (q, v); an output without q, p."""
 

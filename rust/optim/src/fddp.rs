@@ -40,9 +40,10 @@
 //! of its own (the same pass bit for bit). Other trials step one knot at a time, each Newton
 //! solve started at the linearisation's prediction of where it lands.
 //!
-//! Regularisation, stopping rule and result are iLQR's ([`IlqrOptions`], [`IlqrResult`]); the
-//! iteration stops when the trajectory is feasible and a full step's predicted decrease is at
-//! most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
+//! Regularisation, stopping rule, the longer step a feasible iterate's line search may try
+//! first (module `ilqr::extrapolation`) and result are iLQR's ([`IlqrOptions`],
+//! [`IlqrResult`]); the iteration stops when the trajectory is feasible and a full step's
+//! predicted decrease is at most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
 //! feed-forward term solves the box QP on `u_min − ū ≤ δu ≤ u_max − ū`
 //! ([`crate::boxqp`]), the gains act on the free controls only, and the forward pass clamps.
 //!
@@ -63,8 +64,8 @@ use crate::cost::{total_cost, Cost, CostDerivatives};
 use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
-    clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, IlqrOptions, IlqrResult, IlqrStatus,
-    IterationLog, Method, StageValue,
+    check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, Extrapolation, IlqrOptions,
+    IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, ReverseSweep, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
@@ -149,6 +150,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             u_init.len()
         )));
     }
+    check_options(options)?;
     require_second_order(dynamics, options, x0, u_init)?;
     let ddp = options.method == Method::Ddp;
     // with DDP: whether this iteration tries the exact model (module docs)
@@ -181,6 +183,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     // and its buffer
     let mut ahead: Option<Pass> = None;
     let mut ahead_out = Backward::zeros(steps, ndx, nu);
+    let mut extrapolation = Extrapolation::new(options.alpha_max);
     for _ in 0..options.max_iterations {
         let t = Instant::now();
         if derivatives.is_none() {
@@ -196,6 +199,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         };
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
+            extrapolation.reset();
             if second {
                 // the exact model is indefinite here: a Gauss–Newton iteration instead
                 exact = false;
@@ -229,6 +233,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 None => alpha * (d1 + 0.5 * alpha * d2),
             };
             let actual = cost_now - trial_cost;
+            if alpha > 1.0 {
+                return Extrapolation::keeps(actual, full).then_some(expected);
+            }
             let ok =
                 if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
             ok.then_some(expected)
@@ -236,7 +243,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         // a kept pipelined trial is feasible and relaxes μ: the next pass's settings
         let mu_kept = relaxed(delta, mu, options).1;
         let mut swept = false;
-        for &alpha in &options.alphas {
+        let extrapolated = if traj.feasible { extrapolation.first_trial() } else { None };
+        for alpha in extrapolated.into_iter().chain(options.alphas.iter().copied()) {
             if traj.feasible || alpha == 1.0 {
                 // a trial that closes every gap is a closed-loop rollout from x0: simulated with
                 // its derivatives computed behind it on the pool's other threads and the next
@@ -290,6 +298,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                     gradient_norm: f64::NAN,
                     time: started.elapsed().as_secs_f64(),
                 });
+                if traj.feasible {
+                    extrapolation.accepted(alpha, p.dg, cost_now - trial_cost);
+                } else {
+                    extrapolation.reset();
+                }
                 traj = trial;
                 cost_now = trial_cost;
                 history.push(cost_now);
@@ -312,8 +325,12 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 pass = Some(p);
                 exact = true;
             }
-            None if second => exact = false,
+            None if second => {
+                extrapolation.reset();
+                exact = false;
+            }
             None => {
+                extrapolation.reset();
                 delta = delta.max(1.0) * options.mu_factor;
                 mu = (mu * delta).max(options.mu_min);
                 if mu > options.mu_max {

@@ -21,7 +21,10 @@
 //! * **Line search**: `α = 1, ½, ¼, …`; a trial is accepted when the actual decrease is at
 //!   least `armijo ×` the decrease the quadratic model predicts,
 //!   `ΔJ_exp(α) = −(α Σ kᵀQ_u + ½ α² Σ kᵀQ_uu k)`. A trial whose rollout fails (Newton
-//!   divergence of the VI) is rejected like one that increases the cost.
+//!   divergence of the VI) is rejected like one that increases the cost. When the last two
+//!   full steps gained clearly more than predicted, one longer step (`2 ≤ α ≤ α_max`, fitted
+//!   to those decreases) is tried first, and kept if it beats the full step's prediction
+//!   (module `extrapolation`).
 //! * **Control limits** `u_min ≤ u ≤ u_max`: the feed-forward term solves the box QP
 //!   `min_δu ½ δuᵀ Q_uu δu + Q_uᵀ δu` on `u_min − ū ≤ δu ≤ u_max − ū` by projected Newton
 //!   ([`crate::boxqp`], Tassa, Mansard & Todorov ICRA 2014); the feedback rows of the clamped
@@ -57,10 +60,12 @@ use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
 mod backward;
+mod extrapolation;
 mod options;
 
 use backward::{backward_pass, BackwardError};
 pub(crate) use backward::{BackwardSweep, BackwardWorkspace, StageValue};
+pub(crate) use extrapolation::Extrapolation;
 
 pub use options::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 
@@ -99,6 +104,27 @@ pub(crate) fn control_bounds(o: &IlqrOptions, nu: usize) -> Result<Option<Bounds
         return Err(OptimError::InvalidInput(format!("u_min and u_max need nu = {nu} entries each with u_min ≤ u_max")));
     }
     Ok(Some(Bounds { lower: DVector::from_vec(lower), upper: DVector::from_vec(upper) }))
+}
+
+/// Errors on options out of their ranges ([`IlqrOptions`]).
+pub(crate) fn check_options(o: &IlqrOptions) -> Result<()> {
+    let valid = o.tolerance >= 0.0
+        && o.max_iterations > 0
+        && o.mu_init >= 0.0
+        && o.mu_min > 0.0
+        && o.mu_max > o.mu_min
+        && o.mu_factor > 1.0
+        && !o.alphas.is_empty()
+        && o.alphas.iter().all(|a| *a > 0.0 && *a <= 1.0)
+        && o.alpha_max.is_finite();
+    if valid {
+        Ok(())
+    } else {
+        Err(OptimError::InvalidInput(format!(
+            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1, step lengths in (0, 1] and a finite alpha_max (got alpha_max = {})",
+            o.alpha_max
+        )))
+    }
 }
 
 /// `(δ, μ)` after an accepted step: `δ ← min(δ / μ_factor, 1 / μ_factor)`, `μ ← μ δ`, and
@@ -160,19 +186,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     require_second_order(dynamics, options, x0, u_init)?;
     let steps = check_start(x0, u_init, nx, nu)?;
     let o = options;
-    let valid = o.tolerance >= 0.0
-        && o.max_iterations > 0
-        && o.mu_init >= 0.0
-        && o.mu_min > 0.0
-        && o.mu_max > o.mu_min
-        && o.mu_factor > 1.0
-        && !o.alphas.is_empty()
-        && o.alphas.iter().all(|a| *a > 0.0 && *a <= 1.0);
-    if !valid {
-        return Err(OptimError::InvalidInput(
-            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1 and step lengths in (0, 1]".into(),
-        ));
-    }
+    check_options(o)?;
     let bounds = control_bounds(o, nu)?;
     let bounds = bounds.as_ref();
     let start = Instant::now();
@@ -234,6 +248,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let mut status = IlqrStatus::MaxIterations;
     let mut iterations = 0;
     let mut message = String::new();
+    let mut extrapolation = Extrapolation::new(o.alpha_max);
     'outer: for _ in 0..o.max_iterations {
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
@@ -246,6 +261,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         Err(BackwardError::Dynamics(e)) => return Err(e),
                         Err(BackwardError::Indefinite) if exact && ddp.is_some() => exact = false,
                         Err(BackwardError::Indefinite) => {
+                            extrapolation.reset();
                             delta = delta.max(1.0) * o.mu_factor;
                             mu = (mu * delta).max(o.mu_min);
                             if mu > o.mu_max {
@@ -284,7 +300,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let t = Instant::now();
             let mut accepted = None;
             let (delta_kept, mu_kept) = relaxed(delta, mu, o);
-            for &alpha in &o.alphas {
+            let full = expected;
+            for alpha in extrapolation.first_trial().into_iter().chain(o.alphas.iter().copied()) {
                 let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
                     let (kff, gain) = (&bw.k_ff[k], &bw.gains[k]);
                     space.difference(&x[k * nx..(k + 1) * nx], xk, &mut deviation);
@@ -301,7 +318,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     let Ok(jn) = jn else { return Ok(None) };
                     let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
                     let actual = j - jn;
-                    Ok((jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a).then_some((jn, exp_a, actual)))
+                    let kept = if alpha > 1.0 { Extrapolation::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
+                    Ok(kept.then_some((jn, exp_a, actual)))
                 };
                 let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
                 let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
@@ -332,6 +350,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         gradient_norm: gnorm,
                         time: start.elapsed().as_secs_f64(),
                     });
+                    extrapolation.accepted(alpha, -bw.dv1, actual);
                     x = kept.x;
                     u = kept.u;
                     j = jn;
@@ -350,10 +369,12 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 }
                 None if exact && ddp.is_some() => {
                     t_fwd += elapsed;
+                    extrapolation.reset();
                     exact = false;
                 }
                 None => {
                     t_fwd += elapsed;
+                    extrapolation.reset();
                     delta = delta.max(1.0) * o.mu_factor;
                     mu = (mu * delta).max(o.mu_min);
                     if mu > o.mu_max {

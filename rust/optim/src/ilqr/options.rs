@@ -24,6 +24,9 @@ pub struct IlqrOptions {
     pub mu_factor: f64,
     /// Step lengths tried in order.
     pub alphas: Vec<f64>,
+    /// The longest step (`α > 1`) tried first when two full steps in a row gained clearly more
+    /// than the model predicted (module `extrapolation`); `≤ 1`: never.
+    pub alpha_max: f64,
     /// Accept a step when `actual ≥ armijo · expected` decrease.
     pub armijo: f64,
     /// Control limits (`nu` entries each; `±∞` allowed).
@@ -42,6 +45,7 @@ impl Default for IlqrOptions {
             mu_max: 1e10,
             mu_factor: 1.6,
             alphas: (0..12).map(|i| 0.5_f64.powi(i)).collect(),
+            alpha_max: 4.0,
             armijo: 1e-4,
             u_min: None,
             u_max: None,
