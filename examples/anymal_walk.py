@@ -258,16 +258,17 @@ def solve(
     limits: float = 0.0,
     verbose: bool = True,
     method: str = "ilqr",
+    alpha_max: float = 4.0,
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
     ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
     URDF's effort limits (0: none); ``method="ddp"``: DDP's exact second order on the feasible
-    iterates (:func:`vidyn.optim.fddp`). Returns the model, the gait, its schedule and integrator,
-    and FDDP's result."""
+    iterates, ``alpha_max``: the longest step of its line search (:func:`vidyn.optim.fddp`).
+    Returns the model, the gait, its schedule and integrator, and FDDP's result."""
     model, gait, schedule, vi, q0, guess, u_init, cost = problem(gait_name, swing_knots, dt, friction, phases, limits)
     started = time.perf_counter()
-    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, **cost)
+    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, alpha_max=alpha_max, **cost)
     if verbose:
         print(f"{gait_name}, {schedule.steps} steps: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res

@@ -1,12 +1,15 @@
 """vidyn's side of the gait benchmarks in BENCHMARKS.md: ANYmal's four gait cycles and its jump
-(``anymal_walk.py``, three solves each), the same with friction cones (three solves each) and Talos's two steps (``talos_walk.py``, three solves), FDDP's iterations and wall time
-(``res.wall_time``). The peers: ``bench_walk_crocoddyl.py`` and ``bench_talos_crocoddyl.py``.
+(``anymal_walk.py``), with ``--friction`` the same with friction cones, and Talos's two steps
+(``talos_walk.py``), each solved ``--repeats`` times; FDDP's iterations and the range of its wall
+time (``res.wall_time``). The peers: ``bench_walk_crocoddyl.py`` and ``bench_talos_crocoddyl.py``.
 
-Run: ``python examples/bench_gaits_vidyn.py``.
+Run: ``python examples/bench_gaits_vidyn.py [--alpha-max A] [--repeats R] [--gaits walk,jump,…,talos] [--friction]``
+(``--alpha-max 1``: FDDP's line search without its longer steps, as before session 25).
 """
 
 from __future__ import annotations
 
+import argparse
 import warnings
 
 import anymal_walk
@@ -22,13 +25,20 @@ def timed(solve, repeats: int) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--alpha-max", type=float, default=4.0, help="the longest step of FDDP's line search (1: none beyond the full step)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gaits", default="walk,trot,pace,bound,jump,talos", help="comma-separated: walk, trot, pace, bound, jump, talos")
+    parser.add_argument("--friction", action="store_true", help="only the ANYmal gaits with friction cones")
+    args = parser.parse_args()
     warnings.simplefilter("ignore")  # the URDFs' inertia notes
-    for name in ("walk", "trot", "pace", "bound", "jump"):
-        print(f"{name}: {timed(lambda: anymal_walk.solve(name, verbose=False), 3)}")
-    for name in ("walk", "trot", "pace", "bound", "jump"):
-        cone = anymal_walk.friction_cone(name)
-        print(f"{name}, friction cones: {timed(lambda: anymal_walk.solve(name, friction=cone, verbose=False), 3)}")
-    print(f"talos, two steps: {timed(lambda: talos_walk.solve(2, verbose=False), 3)}")
+    gaits = args.gaits.split(",")
+    for name in (g for g in gaits if g != "talos"):
+        cone = anymal_walk.friction_cone(name) if args.friction else None
+        label = f"{name}, friction cones" if args.friction else name
+        print(f"{label}: {timed(lambda: anymal_walk.solve(name, friction=cone, verbose=False, alpha_max=args.alpha_max), args.repeats)}")
+    if "talos" in gaits and not args.friction:
+        print(f"talos, two steps: {timed(lambda: talos_walk.solve(2, verbose=False, alpha_max=args.alpha_max), args.repeats)}")
 
 
 if __name__ == "__main__":

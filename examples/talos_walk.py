@@ -200,9 +200,10 @@ def tracks(gait: BipedGait, steps: int, foot_weight: float, com_weight: float) -
     return out
 
 
-def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True):
-    """The walk by FDDP from crocoddyl's warm start (module docs). Returns the model, the gait,
-    its schedule and integrator, and FDDP's result."""
+def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True, alpha_max: float = 4.0):
+    """The walk by FDDP from crocoddyl's warm start (module docs); ``alpha_max`` as in
+    :func:`vidyn.optim.fddp`. Returns the model, the gait, its schedule and integrator, and
+    FDDP's result."""
     model, q0 = talos_legs()
     n = model.nv
     gait = walking_gait(model, q0, steps, length=0.6, height=0.1, step_knots=35, support_knots=10)
@@ -224,6 +225,7 @@ def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True):
         actuated=range(6, n),
         tracks=tracks(gait, schedule.steps, 1e5, 1e5),
         max_iterations=200,
+        alpha_max=alpha_max,
     )
     if verbose:
         print(f"talos, {schedule.steps} steps of {dt} s: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
