@@ -733,9 +733,10 @@ def ilqr(
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
     at most ``tolerance·max(1, |J|)``. The line search tries ``α = 1, ½, ¼, …``; after two full
     steps in a row that each gained over 1.5 times the decrease the model predicted, it first
-    tries the longer step (``2 ≤ α ≤ alpha_max``) that those decreases fit, kept if it beats
-    the full step's prediction (``alpha_max=1``: never; vidyn-optim's module
-    ``ilqr::extrapolation``; ANYmal's jump by :func:`fddp` in 11 iterations instead of 23).
+    tries the longer step those decreases fit (up to ``alpha_max``, halved after each rejection,
+    none below 1.5), kept if it beats the full step's prediction (``alpha_max=1``: never;
+    vidyn-optim's module ``ilqr::extrapolation``; ANYmal's jump by :func:`fddp` in 11
+    iterations instead of 23).
     ``method="ddp"``: full DDP on the VI's
     λ-contracted second derivatives (exact, also with holonomic constraints and contact
     schedules, on fixed and floating bases: see the module docs; NotImplementedError with
@@ -1103,7 +1104,9 @@ def ilqr_linear(
 ) -> IlqrResult:
     """The same iLQR (or DDP, identical here: the second derivatives of a linear map vanish) on a time-varying linear system ``x_{k+1} = A_k x_k + B_k u_k``
     (A (N, nx, nx) or (nx, nx), B likewise): an LQ (or box-constrained LQ) solver, e.g. for a
-    VI linearised once and held fixed. Without control limits it converges in one step."""
+    VI linearised once and held fixed. Without control limits it converges in one step.
+    ``alpha_max`` as in :func:`ilqr` (its longer steps follow full steps that gained more than
+    predicted, which on an LQ problem only the control limits' clamping can cause)."""
     u0 = _f64(U_init)
     if u0.ndim != 2:
         raise InputError(f"U_init has shape {u0.shape}, expected (N, nu)")

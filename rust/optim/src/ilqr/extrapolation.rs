@@ -23,18 +23,22 @@
 //! `α = 1`: on the cart-pole swing-up of `tests/test_optim.py` full steps gain 1.7 times the
 //! prediction for dozens of iterations, yet the fitted `α* ≈ 3` raises the cost. So `limit`
 //! (at first `α_max`) is halved from the length of every rejected extrapolation and doubled
-//! (up to `α_max`) by every kept one, and no step shorter than 2 is tried: along a parabola a
-//! step of 2 gains a third more than the full one, and shorter gains did not pay for the risk
-//! (on the panda reach of `examples/bench_panda_crocoddyl.py`, whose full steps gain 1.45 times
-//! the prediction, a kept step of 1.83 left a model that overestimates and took 18 iterations
-//! instead of 16). On ANYmal's jump the extrapolated steps are kept and FDDP takes 11 iterations
-//! instead of 23; on the cart-pole one is tried and rejected; on the panda reach and ANYmal's
-//! other gaits none (BENCHMARKS.md, session 25). An accepted step other than a full one ends
+//! (up to `α_max`) by every kept one, and no step shorter than 1.5 is tried. The fits must
+//! promise more than 2 (along a parabola a step of 2 gains a third more than the full one):
+//! smaller gains did not pay for the risk (on the panda reach of
+//! `examples/bench_panda_crocoddyl.py`, whose full steps gain 1.45 times the prediction, a kept
+//! step of 1.83 left a model that overestimates and took 18 iterations instead of 16). On
+//! ANYmal's jump the extrapolated steps are kept and FDDP takes 11 iterations instead of 23
+//! (with friction cones 20 instead of 29, after one rejected step of 4); on the cart-pole the
+//! tried steps are rejected; on the panda reach and ANYmal's other gaits none is tried
+//! (BENCHMARKS.md, session 25). An accepted step other than a full one ends
 //! the run of fits. On LQ problems `A = d₁ + ½ d₂` exactly, `α* = 1`, and nothing changes.
 
-/// A fitted best step length above this on two full steps in a row triggers an extrapolation,
-/// and none shorter is tried.
+/// A fitted best step length above this on two full steps in a row triggers an extrapolation.
 const PERSISTENT: f64 = 2.0;
+
+/// The shortest extrapolated step tried (when the limit caps the fit).
+const SHORTEST: f64 = 1.5;
 
 /// The record of the fits; [`Extrapolation::first_trial`] proposes the next line search's
 /// first step length.
@@ -43,7 +47,7 @@ pub(crate) struct Extrapolation {
     /// The longest step tried (`≤ 1`: never extrapolate).
     max: f64,
     /// The longest step the next extrapolation may try: halved from the step of a rejected
-    /// one, doubled (up to `max`) by a kept one; below [`PERSISTENT`] none is tried.
+    /// one, doubled (up to `max`) by a kept one; below [`SHORTEST`] none is tried.
     limit: f64,
     /// `α*` of the last accepted step if it was a full one, else 0.
     last_fit: f64,
@@ -82,7 +86,7 @@ impl Extrapolation {
         let curvature = 2.0 * (actual - slope);
         let fit = if curvature < 0.0 { -slope / curvature } else { f64::INFINITY };
         let step = fit.min(self.limit);
-        if step >= PERSISTENT && fit > PERSISTENT && self.last_fit > PERSISTENT {
+        if step >= SHORTEST && fit > PERSISTENT && self.last_fit > PERSISTENT {
             self.next = Some(step);
         }
         self.last_fit = fit;
@@ -171,6 +175,12 @@ mod tests {
             full_step(&mut e, 2.0, -0.4); // rejected at 2: the limit 1 is below 1.5, no more tries
             assert_eq!(e.first_trial(), None);
         }
+        let mut e = Extrapolation::new(3.5);
+        full_step(&mut e, 2.0, -0.4);
+        full_step(&mut e, 2.0, -0.4);
+        assert_eq!(e.first_trial(), Some(3.5));
+        full_step(&mut e, 2.0, -0.4); // rejected at 3.5
+        assert_eq!(e.first_trial(), Some(1.75), "a fit beyond 2 tried at the halved limit, 1.5 or more");
     }
 
     #[test]

@@ -22,9 +22,9 @@
 //!   least `armijo ×` the decrease the quadratic model predicts,
 //!   `ΔJ_exp(α) = −(α Σ kᵀQ_u + ½ α² Σ kᵀQ_uu k)`. A trial whose rollout fails (Newton
 //!   divergence of the VI) is rejected like one that increases the cost. When the last two
-//!   full steps gained clearly more than predicted, one longer step (`2 ≤ α ≤ α_max`, fitted
-//!   to those decreases) is tried first, and kept if it beats the full step's prediction
-//!   (module `extrapolation`).
+//!   full steps gained over 1.5 times the predicted decrease, one longer step (up to `α_max`,
+//!   fitted to those decreases) is tried first, and kept if it beats the full step's
+//!   prediction (module `extrapolation`).
 //! * **Control limits** `u_min ≤ u ≤ u_max`: the feed-forward term solves the box QP
 //!   `min_δu ½ δuᵀ Q_uu δu + Q_uᵀ δu` on `u_min − ū ≤ δu ≤ u_max − ū` by projected Newton
 //!   ([`crate::boxqp`], Tassa, Mansard & Todorov ICRA 2014); the feedback rows of the clamped
