@@ -27,7 +27,7 @@ gaps as it goes.
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
 (but for the trot: walk −49 N, pace −213 N, bound −161 N). ``--friction`` adds friction-cone
 penalties on the contact forces (``friction_cone``), which make them unilateral: walk / trot /
-pace / bound / jump in 15 / 11 / 11 / 13 / 29 iterations, every foot pushing (≥ 7.9 N),
+pace / bound / jump in 15 / 11 / 11 / 13 / 20 iterations, every foot pushing (≥ 7.9 N),
 |f_t|/f_z ≤ 0.70.
 
 ``--limits [FRACTION]`` bounds the joint torques by the URDF's effort limits (80 N m), or by
@@ -259,16 +259,17 @@ def solve(
     verbose: bool = True,
     method: str = "ilqr",
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
     ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
     URDF's effort limits (0: none); ``method="ddp"``: DDP's exact second order on the feasible
-    iterates, ``alpha_max``: the longest step of its line search (:func:`vidyn.optim.fddp`).
+    iterates; ``alpha_max``, ``fitted_step``: its line search's first step (:func:`vidyn.optim.fddp`).
     Returns the model, the gait, its schedule and integrator, and FDDP's result."""
     model, gait, schedule, vi, q0, guess, u_init, cost = problem(gait_name, swing_knots, dt, friction, phases, limits)
     started = time.perf_counter()
-    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, alpha_max=alpha_max, **cost)
+    res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, alpha_max=alpha_max, fitted_step=fitted_step, **cost)
     if verbose:
         print(f"{gait_name}, {schedule.steps} steps: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")
     return model, gait, schedule, vi, res

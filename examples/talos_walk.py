@@ -22,10 +22,10 @@ crocoddyl's (those that hold the standing posture on each phase's stance soles).
 lands on its foothold (weight ``LANDING`` at its last swing knot, crocoddyl's path ending
 5.7 mm above the ground a knot early): without that the touchdown impulse moved it by 9 mm and
 turned it by 13° within one 30 ms step (measured on a heavier model, the legs carrying the
-locked upper body). Measured: 14 iterations, feasible (each step the VI's to 3e-12); the soles
-land within 0.44 mm and 0.73° of their footholds; vertical contact forces 163–491 N (the weight
-is 478 N). Open loop the optimised torques follow the walk through its first step and touchdown
-(2.7e-7 at knot 46), then a biped in single support drifts away (the replay fails at the second
+locked upper body). Measured: 9 iterations (14 with every line search starting at the full step,
+``fitted_step=False``), feasible (each step the VI's to 3e-12); the soles land within 0.44 mm and
+0.73° of their footholds; vertical contact forces 163–491 N (the weight is 478 N). Open loop the
+optimised torques follow the walk through its first step and touchdown (2.4e-7 at knot 46), then a biped in single support drifts away (the replay fails at the second
 touchdown): the reports use FDDP's own knots (``anymal_walk.solution``).
 
 The contacts are bilateral (no friction cones here): the result may pull on the ground. Some
@@ -200,9 +200,9 @@ def tracks(gait: BipedGait, steps: int, foot_weight: float, com_weight: float) -
     return out
 
 
-def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True, alpha_max: float = 4.0):
-    """The walk by FDDP from crocoddyl's warm start (module docs); ``alpha_max`` as in
-    :func:`vidyn.optim.fddp`. Returns the model, the gait, its schedule and integrator, and
+def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True, alpha_max: float = 4.0, fitted_step: bool = True):
+    """The walk by FDDP from crocoddyl's warm start (module docs); ``alpha_max``,
+    ``fitted_step`` as in :func:`vidyn.optim.fddp`. Returns the model, the gait, its schedule and integrator, and
     FDDP's result."""
     model, q0 = talos_legs()
     n = model.nv
@@ -226,6 +226,7 @@ def solve(steps: int = 2, dt: float = 0.03, verbose: bool = True, alpha_max: flo
         tracks=tracks(gait, schedule.steps, 1e5, 1e5),
         max_iterations=200,
         alpha_max=alpha_max,
+        fitted_step=fitted_step,
     )
     if verbose:
         print(f"talos, {schedule.steps} steps of {dt} s: {res.message}; cost {res.cost_history[0]:.4g} -> {res.cost:.4g}, {time.perf_counter() - started:.2f} s")

@@ -148,8 +148,8 @@ def test_friction_cones_make_the_contacts_push():
 def test_hard_gaits_push_with_friction_cones(name):
     """The motions that pull hardest without cones (pace −213 N, bound −161 N, jump −364 N)
     with the example's cones (``friction_cone``: weight 0.1 on the jump): converged (measured
-    11 / 13 / 29 iterations (the jump 40 before FDDP judged infeasible steps by an exact-on-LQ
-    model); before the cone's own curvature entered the penalty's Hessian, 87 /
+    11 / 13 / 20 iterations (the jump 29 before the line search's fitted steps of session 25, 40
+    before FDDP judged infeasible steps by an exact-on-LQ model); before the cone's own curvature entered the penalty's Hessian, 87 /
     38 / none in 200), every vertical force ≥ 7.9 / 12.4 / 11.1 N, |f_t|/f_z ≤ 0.70 / 0.63 /
     0.70: a jump that only pushes on the ground."""
     walk = load_example()
@@ -229,13 +229,33 @@ def test_a_flight_phase_is_ballistic(scheme, order):
             assert e_coarse / e_fine > 0.8 * 2**order, (errors, scheme)
 
 
+def test_talos_walk_takes_shorter_steps_where_the_model_overshoots():
+    """On Talos's walk the Gauss–Newton full steps realise 0.30–0.49 of their predicted decrease
+    over the last eight of the plain line search's 14 iterations (measured); by default, after
+    two such steps, the line search first tries the shorter step those decreases fit (kept at
+    0.63 and 0.62, measured) and converges in 9 to the same optimum."""
+    walk = load_example("talos_walk")
+    try:
+        *_, plain = walk.solve(2, verbose=False, fitted_step=False)
+        *_, fitted = walk.solve(2, verbose=False)
+    except (FileNotFoundError, KeyError) as e:
+        pytest.skip(str(e))
+    assert plain.converged and fitted.converged, (plain.message, fitted.message)
+    assert set(plain.log["alpha"]) <= {1.0, 0.5, 0.25, 0.125}
+    shorter = fitted.log["alpha"][(fitted.log["alpha"] > 0.5) & (fitted.log["alpha"] < 1.0)]
+    assert len(shorter) >= 1
+    assert fitted.iterations < 0.8 * plain.iterations
+    # both stop once a full step's predicted decrease is below 1e-8 of the cost (4361)
+    assert abs(fitted.cost - plain.cost) <= 1e-7 * plain.cost
+
+
 def test_talos_takes_two_steps():
     """crocoddyl's bipedal walk on Talos's legs (``examples/talos_walk.py``: crocoddyl's
     legs-only model, 6-D sole contacts, dt 30 ms, two steps, FDDP from a kinematic guess):
     converged and feasible; every step of the result is the VI's step from its knot (measured
     3.3e-12, the Taylor predictor constrained, so a lone ``vi.step`` from a stance knot finds the
     same root); the open-loop replay follows it through the first step, lift-off and touchdown
-    included (2.7e-7 at knot 46; a biped in single support then drifts away open loop); the
+    included (2.4e-7 at knot 46; a biped in single support then drifts away open loop); the
     soles end on their footholds and land within 0.44 mm and 0.73° of them (measured); the swing
     sole rises to its 0.1 m apex; the ground only pushes (vertical forces 163–491 N, the weight
     478 N)."""
@@ -265,9 +285,10 @@ def test_talos_takes_two_steps():
 
 def test_anymal_jump_takes_longer_steps_where_the_model_underestimates():
     """On the jump every Gauss–Newton full step gains about 1.75 times its predicted decrease
-    (measured), so the line search's plain steps (``alpha_max=1``) converge linearly (23
-    iterations); by default it tries the longer step those decreases fit after two such full
-    steps, keeps steps longer than 1 and converges in 11 (measured) to the same optimum."""
+    (measured), so the plain line search (``fitted_step=False``) converges linearly (23
+    iterations), and so it does with ``alpha_max=1``; by default it tries the longer step those
+    decreases fit after two such full steps, keeps steps longer than 1 and converges in 11
+    (measured) to the same optimum."""
     import vidyn
 
     walk = load_example()
@@ -275,9 +296,11 @@ def test_anymal_jump_takes_longer_steps_where_the_model_underestimates():
         model, gait, schedule, vi, q0, guess, u_init, cost = walk.problem("jump")
     except (FileNotFoundError, KeyError) as e:
         pytest.skip(str(e))
-    plain = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, alpha_max=1.0, **cost)
+    plain = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, fitted_step=False, **cost)
+    capped = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, alpha_max=1.0, **cost)
     longer = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, **cost)
     assert plain.converged and longer.converged, (plain.message, longer.message)
+    assert capped.iterations == plain.iterations and np.array_equal(capped.x, plain.x)
     assert (plain.log["alpha"] <= 1.0).all() and (longer.log["alpha"] > 1.0).any()
     assert longer.iterations < 0.7 * plain.iterations
     # the plain steps stop with about 2e-4 of their linear tail left (last predicted decrease

@@ -207,9 +207,9 @@ def test_concurrent_solves_from_python_threads_match_one_solve(cartpole_vi, swin
 def test_expected_and_actual_decrease_near_convergence(cartpole_vi):
     """Near the optimum both decrease linearly and stay in a fixed ratio: the Gauss–Newton
     model of iLQR drops the dynamics' curvature (DDP would make the ratio → 1). The gradient
-    norm goes to zero. (With the line search's plain steps, ``alpha_max=1``: the default may
-    try a longer step where that ratio persists.)"""
-    swing = swing_up(cartpole_vi, alpha_max=1.0)
+    norm goes to zero. (With the plain line search, ``fitted_step=False``: the default may try
+    a fitted step where that ratio persists.)"""
+    swing = swing_up(cartpole_vi, fitted_step=False)
     log = swing.log
     full = log["alpha"] == 1.0
     ratio = log["actual_reduction"][full] / log["expected_reduction_alpha"][full]

@@ -1368,6 +1368,7 @@ def _optim_ilqr(
     velocity_state: bool = False,
     x_init: _ArrayLike | None = None,
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> _IlqrOutput:
     """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem (vidyn.optim.ilqr builds the result from the output)."""
 
@@ -1388,6 +1389,7 @@ def _optim_ilqr_linear(
     mu_init: float = 0.0,
     method: str = "ilqr",
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> _IlqrOutput:
     """iLQR (or DDP: zero second derivatives) on x_{k+1} = A_k x_k + B_k u_k (A (N, nx, nx), B (N, nx, nu)); an output without q, p."""
 
@@ -1409,6 +1411,7 @@ def _optim_ilqr_maximal(
     method: str = "ilqr",
     x_init: _ArrayLike | None = None,
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> _IlqrOutput:
     """iLQR (FDDP from a state guess x_init (N+1, 2n)) on a MaximalIntegrator's minimal coordinates x = (q, v); an output without q, p."""
 

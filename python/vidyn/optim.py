@@ -725,18 +725,21 @@ def ilqr(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
     coordinates: Literal["momentum", "velocity"] = "momentum",
 ) -> IlqrResult:
     """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
     ``cost_state``, ``frame…``, ``tracks``, ``friction``, ``cost``: see :class:`Problem`). ``u_min``, ``u_max``:
     (m,) control limits (``±inf`` allowed). Stops when the expected decrease of a full step is
-    at most ``tolerance·max(1, |J|)``. The line search tries ``α = 1, ½, ¼, …``; after two full
-    steps in a row that each gained over 1.5 times the decrease the model predicted, it first
-    tries the longer step those decreases fit (up to ``alpha_max``, halved after each rejection,
-    none below 1.5), kept if it beats the full step's prediction (``alpha_max=1``: never;
-    vidyn-optim's module ``ilqr::extrapolation``; ANYmal's jump by :func:`fddp` in 11
-    iterations instead of 23).
+    at most ``tolerance·max(1, |J|)``. The line search tries ``α = 1, ½, ¼, …``; after two steps
+    in a row that each gained over 1.5 times, or under half, the decrease the model predicted,
+    it first tries the step those decreases fit: a longer one up to ``alpha_max`` (halved after
+    each rejection, none below 1.5), kept if it beats the full step's prediction (``alpha_max=1``:
+    none), or a shorter one (at least ¼) judged as any (vidyn-optim's module
+    ``ilqr::fitted_step``; by :func:`fddp` ANYmal's jump in 11 iterations instead of 23,
+    Talos's walk in 9 instead of 14). ``fitted_step=False``: every line search starts at
+    ``α = 1``, as crocoddyl's.
     ``method="ddp"``: full DDP on the VI's
     λ-contracted second derivatives (exact, also with holonomic constraints and contact
     schedules, on fixed and floating bases: see the module docs; NotImplementedError with
@@ -754,7 +757,7 @@ def ilqr(
     kinematic joints). Both are exact; they change what the Gauss–Newton model neglects (in
     ``(q, v)`` the velocity cost is exactly quadratic), hence the iteration count, which
     either may win (``BENCHMARKS.md``: the gravity-free cart-pole 6 iterations instead of 8, the
-    panda reach 20 instead of 16). The result is reported in ``(q, p)`` either way: ``x``
+    panda reach 20 instead of 16 with ``fitted_step=False``, 16 either way with fitted steps). The result is reported in ``(q, p)`` either way: ``x``
     with ``p_k = M(q_k) v_k``, and ``K`` mapped by ``∂(q, v)/∂(q, p)`` (the same feedback to
     first order).
 
@@ -768,13 +771,13 @@ def ilqr(
         _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, coordinates)
         if q0 is None:
             raise InputError("q0 is required")
-        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, alpha_max=alpha_max)
+        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, alpha_max=alpha_max, fitted_step=fitted_step)
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     m = problem.U_init.shape[1]
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max, fitted_step=fitted_step
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
@@ -808,6 +811,7 @@ def _ilqr_maximal(
     mu_init: float,
     X_init: _ArrayLike | None = None,
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> IlqrResult:
     """:func:`ilqr` on a MaximalIntegrator (see there); with ``X_init`` (N+1, n) joint
     coordinates (velocities zero) or (N+1, 2n) states, :func:`fddp`."""
@@ -851,6 +855,7 @@ def _ilqr_maximal(
         method,
         None if guess is None else np.ascontiguousarray(guess),
         alpha_max=alpha_max,
+        fitted_step=fitted_step,
     )
     return _result(out, _ResimulateMaximal(mi, q, v, out.U), (out.x[:, :n], np.zeros((N + 1, 0))))
 
@@ -885,6 +890,7 @@ def fddp(
     tolerance: float = 1e-8,
     mu_init: float = 0.0,
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> IlqrResult:
     """Multiple shooting (feasibility-driven DDP, crocoddyl's ``SolverFDDP``; Mastalli et al.
     2020) on the problem :func:`ilqr` takes, started from a *state guess* that need not follow
@@ -896,8 +902,9 @@ def fddp(
     one keeps part of each. Use it where iLQR's first rollout of ``U_init`` falls apart (an
     unstable system, a poor control guess). The result is :func:`ilqr`'s; ``converged`` says the
     final trajectory is feasible too. ``u_min``, ``u_max``: (m,) control limits as in
-    :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``); ``alpha_max``
-    as in :func:`ilqr`, on feasible iterates (``1``: steps of at most 1, as crocoddyl's).
+    :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``);
+    ``fitted_step``, ``alpha_max`` as in :func:`ilqr`, on feasible iterates
+    (``fitted_step=False``: crocoddyl's line search, every one from ``α = 1``).
     ``method="ddp"``: Gauss–Newton while gaps remain, then, once the trajectory is feasible,
     full DDP on the VI's exact λ-contracted second derivatives (as :func:`ilqr`'s; contact
     phases included); not with ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see
@@ -908,7 +915,7 @@ def fddp(
         _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, "momentum")
         if q0 is None:
             raise InputError("q0 is required")
-        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init, alpha_max)
+        return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init, alpha_max, fitted_step)
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     guess = np.asarray(X_init, dtype=np.float64)
     vi_, N = problem.vi, problem.steps
@@ -918,7 +925,7 @@ def fddp(
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
     m = problem.U_init.shape[1]
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max, fitted_step
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
@@ -1101,12 +1108,14 @@ def ilqr_linear(
     mu_init: float = 0.0,
     method: Literal["ilqr", "ddp"] = "ilqr",
     alpha_max: float = 4.0,
+    fitted_step: bool = True,
 ) -> IlqrResult:
     """The same iLQR (or DDP, identical here: the second derivatives of a linear map vanish) on a time-varying linear system ``x_{k+1} = A_k x_k + B_k u_k``
     (A (N, nx, nx) or (nx, nx), B likewise): an LQ (or box-constrained LQ) solver, e.g. for a
     VI linearised once and held fixed. Without control limits it converges in one step.
-    ``alpha_max`` as in :func:`ilqr` (its longer steps follow full steps that gained more than
-    predicted, which on an LQ problem only the control limits' clamping can cause)."""
+    ``fitted_step``, ``alpha_max`` as in :func:`ilqr` (fitted steps follow steps whose decrease
+    the model mispredicted, which on an LQ problem only the control limits' clamping can
+    cause)."""
     u0 = _f64(U_init)
     if u0.ndim != 2:
         raise InputError(f"U_init has shape {u0.shape}, expected (N, nu)")
@@ -1140,5 +1149,6 @@ def ilqr_linear(
         mu_init,
         method,
         alpha_max,
+        fitted_step,
     )
     return _result(out, _no_trajectory)

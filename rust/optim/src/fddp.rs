@@ -40,8 +40,8 @@
 //! of its own (the same pass bit for bit). Other trials step one knot at a time, each Newton
 //! solve started at the linearisation's prediction of where it lands.
 //!
-//! Regularisation, stopping rule, the longer step a feasible iterate's line search may try
-//! first (module `ilqr::extrapolation`) and result are iLQR's ([`IlqrOptions`],
+//! Regularisation, stopping rule, the fitted step a feasible iterate's line search may try
+//! first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
 //! [`IlqrResult`]); the iteration stops when the trajectory is feasible and a full step's
 //! predicted decrease is at most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
 //! feed-forward term solves the box QP on `u_min − ū ≤ δu ≤ u_max − ū`
@@ -64,7 +64,7 @@ use crate::cost::{total_cost, Cost, CostDerivatives};
 use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
-    check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, Extrapolation, IlqrOptions,
+    check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, FittedStep, IlqrOptions,
     IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, ReverseSweep, TrialError};
@@ -183,7 +183,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     // and its buffer
     let mut ahead: Option<Pass> = None;
     let mut ahead_out = Backward::zeros(steps, ndx, nu);
-    let mut extrapolation = Extrapolation::new(options.alpha_max);
+    let mut fitted = FittedStep::new(options.alpha_max, options.fitted_step);
     for _ in 0..options.max_iterations {
         let t = Instant::now();
         if derivatives.is_none() {
@@ -199,7 +199,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         };
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
-            extrapolation.reset();
+            fitted.reset();
             if second {
                 // the exact model is indefinite here: a Gauss–Newton iteration instead
                 exact = false;
@@ -234,7 +234,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             };
             let actual = cost_now - trial_cost;
             if alpha > 1.0 {
-                return Extrapolation::keeps(actual, full).then_some(expected);
+                return FittedStep::keeps(actual, full).then_some(expected);
             }
             let ok =
                 if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
@@ -243,8 +243,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         // a kept pipelined trial is feasible and relaxes μ: the next pass's settings
         let mu_kept = relaxed(delta, mu, options).1;
         let mut swept = false;
-        let extrapolated = if traj.feasible { extrapolation.first_trial() } else { None };
-        for alpha in extrapolated.into_iter().chain(options.alphas.iter().copied()) {
+        let first = if traj.feasible { fitted.first_trial() } else { None };
+        for alpha in first.into_iter().chain(options.alphas.iter().copied()) {
             if traj.feasible || alpha == 1.0 {
                 // a trial that closes every gap is a closed-loop rollout from x0: simulated with
                 // its derivatives computed behind it on the pool's other threads and the next
@@ -299,9 +299,9 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                     time: started.elapsed().as_secs_f64(),
                 });
                 if traj.feasible {
-                    extrapolation.accepted(alpha, p.dg, cost_now - trial_cost);
+                    fitted.accepted(alpha, p.dg, cost_now - trial_cost);
                 } else {
-                    extrapolation.reset();
+                    fitted.reset();
                 }
                 traj = trial;
                 cost_now = trial_cost;
@@ -326,11 +326,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 exact = true;
             }
             None if second => {
-                extrapolation.reset();
+                fitted.reset();
                 exact = false;
             }
             None => {
-                extrapolation.reset();
+                fitted.reset();
                 delta = delta.max(1.0) * options.mu_factor;
                 mu = (mu * delta).max(options.mu_min);
                 if mu > options.mu_max {

@@ -152,7 +152,7 @@ fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) ->
 
 /// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments).
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None, alpha_max = 4.0))]
+#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None, alpha_max = 4.0, fitted_step = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
@@ -166,6 +166,7 @@ pub fn optim_ilqr<'py>(
     velocity_state: bool,
     x_init: Option<&Bound<'py, PyAny>>,
     alpha_max: f64,
+    fitted_step: bool,
 ) -> PyResult<IlqrOutput> {
     let method = convert::METHOD.parse(method)?;
     let prob = &problem.get().problem;
@@ -193,6 +194,7 @@ pub fn optim_ilqr<'py>(
         tolerance,
         mu_init,
         alpha_max,
+        fitted_step,
         u_min: bound(u_min, "u_min")?,
         u_max: bound(u_max, "u_max")?,
         ..IlqrOptions::default()
@@ -369,7 +371,7 @@ impl IlqrOutput {
 /// iLQR on a time-varying linear system `x_{k+1} = A_k x_k + B_k u_k` (A (N, nx, nx),
 /// B (N, nx, nu)) with the quadratic cost (an output without `q`, `p`).
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", alpha_max = 4.0))]
+#[pyo3(name = "_optim_ilqr_linear", signature = (a, b, x0, u_init, q, r, qn, x_ref, u_ref, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", alpha_max = 4.0, fitted_step = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr_linear<'py>(
     py: Python<'py>,
@@ -389,6 +391,7 @@ pub fn optim_ilqr_linear<'py>(
     mu_init: f64,
     method: &str,
     alpha_max: f64,
+    fitted_step: bool,
 ) -> PyResult<IlqrOutput> {
     let method = convert::METHOD.parse(method)?;
     let a = convert::matrices(a, "A", None)?;
@@ -398,7 +401,7 @@ pub fn optim_ilqr_linear<'py>(
     let x0 = convert::read(x0, "x0", &[nx], Some("(nx,)"))?;
     let (u_init, steps) = convert::read_rows(u_init, "U_init", nu, "(N, nu)", "nu")?;
     let quad = quadratic_cost([q, r, qn, x_ref, u_ref], nx, nu, steps)?;
-    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, alpha_max, u_min, u_max, ..IlqrOptions::default() };
+    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, alpha_max, fitted_step, u_min, u_max, ..IlqrOptions::default() };
     let res = cancellable(py, |c| {
         if a.len() != steps || b.len() != steps {
             return Err(OptimError::InvalidInput(format!("A has {} and B {} steps; U_init has N = {steps}", a.len(), b.len())));
@@ -430,7 +433,7 @@ fn quadratic_cost(arrays: [&Bound<'_, PyAny>; 5], nx: usize, nu: usize, steps: u
 /// (N or 1, 2n, 2n), `r` (N or 1, m, m), `qn` (2n, 2n), `x_ref` (N+1, 2n), `u_ref` (N, m)).
 /// `x` is `(q, v)`; the output has no `q`, `p`.
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", x_init = None, alpha_max = 4.0))]
+#[pyo3(name = "_optim_ilqr_maximal", signature = (mi, x0, u_init, q, r, qn, x_ref, u_ref, actuated = None, u_min = None, u_max = None, max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, method = "ilqr", x_init = None, alpha_max = 4.0, fitted_step = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr_maximal<'py>(
     py: Python<'py>,
@@ -451,6 +454,7 @@ pub fn optim_ilqr_maximal<'py>(
     method: &str,
     x_init: Option<&Bound<'py, PyAny>>,
     alpha_max: f64,
+    fitted_step: bool,
 ) -> PyResult<IlqrOutput> {
     use vidyn_optim::Dynamics;
     let method = convert::METHOD.parse(method)?;
@@ -461,7 +465,7 @@ pub fn optim_ilqr_maximal<'py>(
     let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
     let quad = quadratic_cost([q, r, qn, x_ref, u_ref], nx, m, steps)?;
     let x_init = x_init.map(|x| convert::read(x, "X_init", &[steps + 1, nx], Some("(N+1, 2n)"))).transpose()?;
-    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, alpha_max, u_min, u_max, ..IlqrOptions::default() };
+    let options = IlqrOptions { method, max_iterations, tolerance, mu_init, alpha_max, fitted_step, u_min, u_max, ..IlqrOptions::default() };
     let res = cancellable(py, |c| {
         let dynamics = Cancellable::new(&dynamics, c);
         match &x_init {

@@ -22,9 +22,9 @@
 //!   least `armijo ×` the decrease the quadratic model predicts,
 //!   `ΔJ_exp(α) = −(α Σ kᵀQ_u + ½ α² Σ kᵀQ_uu k)`. A trial whose rollout fails (Newton
 //!   divergence of the VI) is rejected like one that increases the cost. When the last two
-//!   full steps gained over 1.5 times the predicted decrease, one longer step (up to `α_max`,
-//!   fitted to those decreases) is tried first, and kept if it beats the full step's
-//!   prediction (module `extrapolation`).
+//!   steps gained over 1.5 times, or under half, the decrease predicted, the step fitted to
+//!   those decreases (longer ones up to `α_max`, kept if they beat the full step's prediction)
+//!   is tried first (module `fitted_step`).
 //! * **Control limits** `u_min ≤ u ≤ u_max`: the feed-forward term solves the box QP
 //!   `min_δu ½ δuᵀ Q_uu δu + Q_uᵀ δu` on `u_min − ū ≤ δu ≤ u_max − ū` by projected Newton
 //!   ([`crate::boxqp`], Tassa, Mansard & Todorov ICRA 2014); the feedback rows of the clamped
@@ -60,12 +60,12 @@ use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
 mod backward;
-mod extrapolation;
+mod fitted_step;
 mod options;
 
 use backward::{backward_pass, BackwardError};
 pub(crate) use backward::{BackwardSweep, BackwardWorkspace, StageValue};
-pub(crate) use extrapolation::Extrapolation;
+pub(crate) use fitted_step::FittedStep;
 
 pub use options::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 
@@ -248,7 +248,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let mut status = IlqrStatus::MaxIterations;
     let mut iterations = 0;
     let mut message = String::new();
-    let mut extrapolation = Extrapolation::new(o.alpha_max);
+    let mut fitted = FittedStep::new(o.alpha_max, o.fitted_step);
     'outer: for _ in 0..o.max_iterations {
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
@@ -261,7 +261,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         Err(BackwardError::Dynamics(e)) => return Err(e),
                         Err(BackwardError::Indefinite) if exact && ddp.is_some() => exact = false,
                         Err(BackwardError::Indefinite) => {
-                            extrapolation.reset();
+                            fitted.reset();
                             delta = delta.max(1.0) * o.mu_factor;
                             mu = (mu * delta).max(o.mu_min);
                             if mu > o.mu_max {
@@ -301,7 +301,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let mut accepted = None;
             let (delta_kept, mu_kept) = relaxed(delta, mu, o);
             let full = expected;
-            for alpha in extrapolation.first_trial().into_iter().chain(o.alphas.iter().copied()) {
+            for alpha in fitted.first_trial().into_iter().chain(o.alphas.iter().copied()) {
                 let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
                     let (kff, gain) = (&bw.k_ff[k], &bw.gains[k]);
                     space.difference(&x[k * nx..(k + 1) * nx], xk, &mut deviation);
@@ -318,7 +318,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     let Ok(jn) = jn else { return Ok(None) };
                     let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
                     let actual = j - jn;
-                    let kept = if alpha > 1.0 { Extrapolation::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
+                    let kept = if alpha > 1.0 { FittedStep::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
                     Ok(kept.then_some((jn, exp_a, actual)))
                 };
                 let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
@@ -350,7 +350,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         gradient_norm: gnorm,
                         time: start.elapsed().as_secs_f64(),
                     });
-                    extrapolation.accepted(alpha, -bw.dv1, actual);
+                    fitted.accepted(alpha, -bw.dv1, actual);
                     x = kept.x;
                     u = kept.u;
                     j = jn;
@@ -369,12 +369,12 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 }
                 None if exact && ddp.is_some() => {
                     t_fwd += elapsed;
-                    extrapolation.reset();
+                    fitted.reset();
                     exact = false;
                 }
                 None => {
                     t_fwd += elapsed;
-                    extrapolation.reset();
+                    fitted.reset();
                     delta = delta.max(1.0) * o.mu_factor;
                     mu = (mu * delta).max(o.mu_min);
                     if mu > o.mu_max {

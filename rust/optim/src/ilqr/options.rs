@@ -24,8 +24,11 @@ pub struct IlqrOptions {
     pub mu_factor: f64,
     /// Step lengths tried in order.
     pub alphas: Vec<f64>,
-    /// The longest step (`α > 1`) tried first when two full steps in a row gained clearly more
-    /// than the model predicted (module `extrapolation`); `≤ 1`: never.
+    /// Whether the line search may start from a step fitted to the last steps' decreases
+    /// (module `fitted_step`); `false`: always from `α = 1`.
+    pub fitted_step: bool,
+    /// The longest fitted step (`α > 1`), tried when two full steps in a row gained over 1.5
+    /// times the decrease the model predicted; `≤ 1`: none longer than 1.
     pub alpha_max: f64,
     /// Accept a step when `actual ≥ armijo · expected` decrease.
     pub armijo: f64,
@@ -45,6 +48,7 @@ impl Default for IlqrOptions {
             mu_max: 1e10,
             mu_factor: 1.6,
             alphas: (0..12).map(|i| 0.5_f64.powi(i)).collect(),
+            fitted_step: true,
             alpha_max: 4.0,
             armijo: 1e-4,
             u_min: None,
