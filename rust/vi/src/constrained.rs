@@ -174,12 +174,11 @@ impl ConstraintSet<'_> {
         scale: f64,
         row: &mut [f64],
     ) {
-        for &i in active {
-            self.constraints[i].gradient(self.model, st, scratch, row);
-            for (j, g) in row.iter().enumerate() {
-                out[(i, j)] = scale * g;
+        Constraint::for_each_gradient(self.constraints, active, self.model, st, scratch, row, |k, g| {
+            for (j, g) in g.iter().enumerate() {
+                out[(active[k], j)] = scale * g;
             }
-        }
+        });
     }
 
     /// The interior rows of `C_2` (`γ·m + i`, `Dh_i(q^{γ+1})`) at the control points `states`

@@ -345,6 +345,44 @@ impl Constraint {
         }
     }
 
+    /// The gradients `Dh_i` of `constraints[i]` for `i` in `active`, in order: `emit(k, row)`
+    /// with `row` (`(n,)`, scratch) holding `Dh` of `active[k]`, as [`Self::gradient`] gives it.
+    /// Consecutive world-fixed planes through one body point (the rows of a 3-D point contact)
+    /// share one walk of the point's path: their rows are `n_i · ∂p_b/∂q`, the plane's normal
+    /// having no derivative.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_each_gradient(
+        constraints: &[Constraint],
+        active: &[usize],
+        model: &Model,
+        st: &PointState,
+        sc: &mut ConstraintScratch,
+        row: &mut [f64],
+        mut emit: impl FnMut(usize, &[f64]),
+    ) {
+        let mut k = 0;
+        while k < active.len() {
+            let first = &constraints[active[k]];
+            let Constraint::PointOnPlane { a: BodyPoint { body: None, .. }, b, .. } = first else {
+                first.gradient(model, st, sc, row);
+                emit(k, row);
+                k += 1;
+                continue;
+            };
+            point_columns(model, st, b.body, &world_point(st, b), &mut sc.on_b, &mut sc.dpb);
+            while let Some(&i) = active.get(k) {
+                match &constraints[i] {
+                    Constraint::PointOnPlane { a: BodyPoint { body: None, .. }, normal, b: other } if other == b => {
+                        row.iter_mut().zip(&sc.dpb).for_each(|(r, dp)| *r = normal.dot(dp));
+                        emit(k, row);
+                    }
+                    _ => break,
+                }
+                k += 1;
+            }
+        }
+    }
+
     /// `out += weight · D²h` at the configuration of `st` (module docs), O(d²) for the `d`
     /// columns on the two points' paths to the root: every term of an entry `(j, l)` has a
     /// factor that vanishes unless both columns move one of the points.
@@ -758,6 +796,44 @@ mod tests {
             }
             let err = (&merged - &rows).amax() / rows.amax();
             assert!(err < 1e-13, "seed {seed}: merged Hessians off by {err:e}");
+        }
+    }
+
+    #[test]
+    fn merged_point_contact_gradients_are_the_rows_gradients() {
+        let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        for seed in 0..4 {
+            let model = random_tree(7, seed, &joints);
+            let n = model.nv;
+            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let foot = |body| BodyPoint { body: Some(body), point: Vector3::new(0.1, -0.2, 0.3) };
+            let world = |x: f64| BodyPoint { body: None, point: Vector3::new(x, 0.5, -0.1) };
+            let mut cs = vec![Constraint::Distance { a: world(0.0), b: foot(1), length: 0.9 }];
+            for body in [n - 1, 2] {
+                for (k, normal) in [Vector3::x(), Vector3::y(), Vector3::new(0.2, 0.1, 1.0)].into_iter().enumerate() {
+                    cs.push(Constraint::PointOnPlane { a: world(k as f64), normal, b: foot(body) });
+                }
+            }
+            cs.push(Constraint::PointOnPlane { a: foot(3), normal: Vector3::z(), b: foot(n - 1) });
+            // the second contact's rows out of order, the first's split by another constraint
+            let active = [0, 1, 2, 7, 3, 5, 4, 6];
+            let st = state(&model, &q);
+            let mut sc = ConstraintScratch::new(n);
+            let (mut row, mut one) = (vec![0.0; n], vec![0.0; n]);
+            let mut seen = Vec::new();
+            let mut got = DMatrix::zeros(active.len(), n);
+            Constraint::for_each_gradient(&cs, &active, &model, &st, &mut sc, &mut row, |k, g| {
+                seen.push(k);
+                got.row_mut(k).iter_mut().zip(g).for_each(|(o, g)| *o = *g);
+            });
+            assert_eq!(seen, (0..active.len()).collect::<Vec<_>>());
+            for (k, &i) in active.iter().enumerate() {
+                cs[i].gradient(&model, &st, &mut sc, &mut one);
+                for j in 0..n {
+                    assert_eq!(got[(k, j)], one[j] + 0.0, "seed {seed}: row {k} (constraint {i}), column {j}");
+                }
+            }
         }
     }
 }

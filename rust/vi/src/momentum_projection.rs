@@ -310,10 +310,10 @@ impl VariationalIntegrator {
         if !lu_factor_in(&mut pw.mass_lu, self.n(), &mut pw.mass_pivots) {
             return Err(ViError::SingularJacobian { step });
         }
-        for (i, con) in active.iter().map(|&i| &self.constraints[i]).enumerate() {
-            con.gradient(&self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs);
-            cw.c_knot.row_mut(i).iter_mut().zip(&cw.rhs).for_each(|(c, g)| *c = *g);
-        }
+        let c_knot = &mut cw.c_knot;
+        Constraint::for_each_gradient(&self.constraints, active, &self.model, &cw.knot, &mut cw.scratch, &mut cw.rhs, |i, g| {
+            c_knot.row_mut(i).iter_mut().zip(g).for_each(|(c, g)| *c = *g);
+        });
         if let Some(chart) = self.chart.as_deref() {
             // δθ = J(0)⁻¹ δ on a composite joint's coordinates: C = C_θ J(0)⁻¹
             for j in chart.map.composite_joints() {
