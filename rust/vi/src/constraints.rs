@@ -768,23 +768,31 @@ mod tests {
     /// The weighted sum of Hessians with a 3-D point contact's three rows merged equals the sum
     /// of every row's Hessian, beside rows that are not merged (a plane on a body, a distance)
     /// and a second contact point on another body.
+    /// A random 7-joint tree at a random configuration with two 3-D point contacts (rows 1–3
+    /// and 4–6: world planes through a foot), a distance (row 0) and a plane on a body (row 7).
+    fn contact_rows(seed: u64, rng: &mut ChaCha8Rng) -> (Model, Vec<f64>, Vec<Constraint>) {
+        let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
+        let model = random_tree(7, seed, &joints);
+        let n = model.nv;
+        let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let foot = |body| BodyPoint { body: Some(body), point: Vector3::new(0.1, -0.2, 0.3) };
+        let world = |x: f64| BodyPoint { body: None, point: Vector3::new(x, 0.5, -0.1) };
+        let mut cs = vec![Constraint::Distance { a: world(0.0), b: foot(1), length: 0.9 }];
+        for body in [n - 1, 2] {
+            for (k, normal) in [Vector3::x(), Vector3::y(), Vector3::new(0.2, 0.1, 1.0)].into_iter().enumerate() {
+                cs.push(Constraint::PointOnPlane { a: world(k as f64), normal, b: foot(body) });
+            }
+        }
+        cs.push(Constraint::PointOnPlane { a: foot(3), normal: Vector3::z(), b: foot(n - 1) });
+        (model, q, cs)
+    }
+
     #[test]
     fn merged_point_contact_hessians_equal_the_sum_of_the_rows() {
-        let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for seed in 0..4 {
-            let model = random_tree(7, seed, &joints);
+            let (model, q, cs) = contact_rows(seed, &mut rng);
             let n = model.nv;
-            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-            let foot = |body| BodyPoint { body: Some(body), point: Vector3::new(0.1, -0.2, 0.3) };
-            let world = |x: f64| BodyPoint { body: None, point: Vector3::new(x, 0.5, -0.1) };
-            let mut cs = vec![Constraint::Distance { a: world(0.0), b: foot(1), length: 0.9 }];
-            for body in [n - 1, 2] {
-                for (k, normal) in [Vector3::x(), Vector3::y(), Vector3::new(0.2, 0.1, 1.0)].into_iter().enumerate() {
-                    cs.push(Constraint::PointOnPlane { a: world(k as f64), normal, b: foot(body) });
-                }
-            }
-            cs.push(Constraint::PointOnPlane { a: foot(3), normal: Vector3::z(), b: foot(n - 1) });
             let weights: Vec<f64> = (0..cs.len()).map(|_| rng.random_range(-2.0..2.0)).collect();
             let active: Vec<usize> = (0..cs.len()).collect();
             let st = state(&model, &q);
@@ -799,23 +807,14 @@ mod tests {
         }
     }
 
+    /// The gradients with a 3-D point contact's rows from one path walk are every row's own,
+    /// in the order of `active`, also with a contact's rows permuted or split.
     #[test]
     fn merged_point_contact_gradients_are_the_rows_gradients() {
-        let joints: Vec<Joint> = Joint::examples().into_iter().filter(|j| j.nv() == 1).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(6);
         for seed in 0..4 {
-            let model = random_tree(7, seed, &joints);
+            let (model, q, cs) = contact_rows(seed, &mut rng);
             let n = model.nv;
-            let q: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-            let foot = |body| BodyPoint { body: Some(body), point: Vector3::new(0.1, -0.2, 0.3) };
-            let world = |x: f64| BodyPoint { body: None, point: Vector3::new(x, 0.5, -0.1) };
-            let mut cs = vec![Constraint::Distance { a: world(0.0), b: foot(1), length: 0.9 }];
-            for body in [n - 1, 2] {
-                for (k, normal) in [Vector3::x(), Vector3::y(), Vector3::new(0.2, 0.1, 1.0)].into_iter().enumerate() {
-                    cs.push(Constraint::PointOnPlane { a: world(k as f64), normal, b: foot(body) });
-                }
-            }
-            cs.push(Constraint::PointOnPlane { a: foot(3), normal: Vector3::z(), b: foot(n - 1) });
             // the second contact's rows out of order, the first's split by another constraint
             let active = [0, 1, 2, 7, 3, 5, 4, 6];
             let st = state(&model, &q);
