@@ -43,9 +43,10 @@
 //! Regularisation, stopping rule, the fitted step a feasible iterate's line search may try
 //! first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
 //! [`IlqrResult`]); the iteration stops when the trajectory is feasible and a full step's
-//! predicted decrease is at most `tolerance · max(1, |J|)`. Control limits as iLQR's (crocoddyl's `SolverBoxFDDP`): the
-//! feed-forward term solves the box QP on `u_min − ū ≤ δu ≤ u_max − ū`
-//! ([`crate::boxqp`]), the gains act on the free controls only, and the forward pass clamps.
+//! predicted decrease is at most `tolerance · max(1, |J|)`. Control limits as iLQR's
+//! (crocoddyl's `SolverBoxFDDP`): the feed-forward term solves the box QP on
+//! `u_min − ū ≤ δu ≤ u_max − ū` ([`crate::boxqp`]), the gains act on the free controls only,
+//! and the forward pass clamps.
 //!
 //! With [`Method::Ddp`], once the trajectory is feasible the backward pass adds the
 //! dynamics' second derivatives contracted with the next knot's value gradient, as iLQR's
