@@ -62,7 +62,7 @@ impl EnergyHessians {
     }
 
     /// Zeroes what [`Self::update`] will not overwrite at a point of `model`: every entry the
-    /// first time and whenever the tree changes (a 13 kB memset per update on ANYmal, 1.2 % of
+    /// first time and whenever the tree changes (a 13 kB memset per update on ANYmal, 1.1 % of
     /// its walk by FDDP, when done every time), `wq` when the last point had wrenches and this
     /// one has none.
     fn clear_unwritten(&mut self, model: &Model, wrenched: bool) {
