@@ -77,11 +77,25 @@ pub fn times_rotation_about(r: &Matrix3<f64>, axis: &Vector3<f64>, angle: f64) -
         return r * rotation_about(axis, angle);
     };
     let (s, c) = angle.sin_cos();
-    let (a, b) = ((k + 1) % 3, (k + 2) % 3);
-    let mut out = *r;
-    out.set_column(a, &(r.column(a) * c + r.column(b) * s));
-    out.set_column(b, &(r.column(a) * -s + r.column(b) * c));
-    out
+    // columns a = k + 1 and b = k + 2 (mod 3) mix. One constructor per axis: built by stores
+    // at a run-time column index, the result was read back by the caller's next product with
+    // wider loads than those stores, which the CPU cannot forward (ur5 placements 335 → 195 ns)
+    let col = |i: usize| r.column(i).into_owned();
+    let mix = |a: usize, b: usize| (col(a) * c + col(b) * s, col(a) * -s + col(b) * c);
+    match k {
+        0 => {
+            let (a, b) = mix(1, 2);
+            Matrix3::from_columns(&[col(0), a, b])
+        }
+        1 => {
+            let (a, b) = mix(2, 0);
+            Matrix3::from_columns(&[b, col(1), a])
+        }
+        _ => {
+            let (a, b) = mix(0, 1);
+            Matrix3::from_columns(&[a, b, col(2)])
+        }
+    }
 }
 
 /// `Some(k)` when `axis` is exactly the unit vector `e_k`.
