@@ -42,14 +42,13 @@ pub fn exp3(w: &Vector3<f64>) -> Matrix3<f64> {
 #[must_use]
 pub fn rotation_about(axis: &Vector3<f64>, angle: f64) -> Matrix3<f64> {
     if let Some(k) = coordinate_axis(axis) {
+        // one constructor per axis (see `times_rotation_about`)
         let (s, c) = angle.sin_cos();
-        let mut r = Matrix3::identity();
-        let (a, b) = ((k + 1) % 3, (k + 2) % 3);
-        r[(a, a)] = c;
-        r[(b, b)] = c;
-        r[(b, a)] = s;
-        r[(a, b)] = -s;
-        return r;
+        return match k {
+            0 => Matrix3::new(1.0, 0.0, 0.0, 0.0, c, -s, 0.0, s, c),
+            1 => Matrix3::new(c, 0.0, s, 0.0, 1.0, 0.0, -s, 0.0, c),
+            _ => Matrix3::new(c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0),
+        };
     }
     let (s, c) = angle.sin_cos();
     let t = 1.0 - c;

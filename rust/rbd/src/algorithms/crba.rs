@@ -31,8 +31,16 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
     // Row r of body i pairs with the columns of i's subtree, a contiguous range; column-major
     // storage: entry (r, c) at c·nv + r.
     let m = ws.mass_matrix.as_mut_slice();
+    // the subtree sum of the body visited next when it is this one's parent (a chain's
+    // case), carried in registers: read back from memory right after its `+=`, it waited
+    // for stores that the CPU cannot forward to the wider loads of the copy
+    let mut carried: Option<(usize, OriginInertia)> = None;
     for i in (0..model.nbodies()).rev() {
-        let ic = composite[i];
+        let mut ic = composite[i];
+        if let Some((_, child)) = carried.take().filter(|&(b, _)| b == i) {
+            ic += child;
+            composite[i] = ic;
+        }
         let (iv, end) = (model.idx_v[i], model.idx_v[i] + model.nv_subtree[i]);
         let rows = iv..iv + model.joints[i].nv();
         for k in rows.clone() {
@@ -46,8 +54,10 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
                 m[r * nv + c] = x;
             }
         }
-        if let Some(p) = model.parents[i] {
-            composite[p] += ic;
+        match model.parents[i] {
+            Some(p) if p + 1 == i => carried = Some((p, ic)),
+            Some(p) => composite[p] += ic,
+            None => {}
         }
     }
     Ok(&ws.mass_matrix)
