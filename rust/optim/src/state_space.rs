@@ -112,6 +112,13 @@ impl StateSpace {
         }
     }
 
+    /// The tangent ranges `iv..iv + nv` of the joints on groups (more than one velocity: a
+    /// free-flyer's 6, a ball's 3, a planar joint's 3), the only diagonal blocks where
+    /// [`Self::difference_jacobian`] differs from the identity. None on a vector space.
+    pub fn group_blocks(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.configuration.iter().flat_map(|model| model.joints.iter().zip(&model.idx_v).filter(|(j, _)| j.nv() > 1).map(|(j, &iv)| iv..iv + j.nv()))
+    }
+
     /// Errors unless `x` is a state of this space: `nx` finite entries, unit quaternions (to
     /// 1e-6) and planar joints' `(cos φ, sin φ)` on the unit circle.
     pub fn check(&self, x: &[f64], name: &str) -> Result<()> {

@@ -728,7 +728,7 @@ impl VariationalIntegrator {
                         }
                     }
                     let mut curvature = [0.0; LANES];
-                    for (b, &hab) in h.row(a).iter().enumerate() {
+                    for (b, &hab) in h.row(a).iter().enumerate().filter(|&(_, &hab)| hab != 0.0) {
                         let d = &dq[beta * na + b];
                         for l in 0..LANES {
                             curvature[l] += hab * d[l];
@@ -760,6 +760,10 @@ impl VariationalIntegrator {
             let mut point = [0.0; LANES];
             for x in 0..na {
                 let c = f.c2[(g * m + i, x)];
+                // a contact's gradient is zero off its body's path (most of the coordinates)
+                if c == 0.0 {
+                    continue;
+                }
                 if g == s - 1 {
                     let (start, end) = (&dq[x], &dq[s * na + x]);
                     for l in 0..LANES {

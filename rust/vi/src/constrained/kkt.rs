@@ -247,6 +247,10 @@ impl KktFactors {
             let mut dot = [0.0; W];
             for (x, w) in sol[g * n..(g + 1) * n].iter().enumerate() {
                 let c = self.c2[(g * m + i, x)];
+                // a contact's gradient is zero off its body's path
+                if c == 0.0 {
+                    continue;
+                }
                 for l in 0..W {
                     dot[l] += c * w[l];
                 }
