@@ -25,8 +25,7 @@ import numpy as np
 import vidyn
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from batch_compare import chain_mjcf  # noqa: E402
-from work_precision_mujoco import best_of  # noqa: E402
+from work_precision_mujoco import best_of, mujoco_rollout  # noqa: E402
 
 
 def vidyn_step(n: int, scheme: str, dt: float, steps: int, q0: np.ndarray, rounds: int) -> str:
@@ -42,18 +41,7 @@ def vidyn_step(n: int, scheme: str, dt: float, steps: int, q0: np.ndarray, round
 
 def mujoco_step(n: int, integrator: str, dt: float, steps: int, q0: np.ndarray, rounds: int) -> float:
     """µs per step of MuJoCo's ``integrator`` on the n-link chain."""
-    import mujoco
-    from mujoco import rollout
-
-    m = mujoco.MjModel.from_xml_string(chain_mjcf(n, integrator, dt))
-    d = mujoco.MjData(m)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    x0 = np.zeros(mujoco.mj_stateSize(m, spec))
-    d.qpos[:] = q0
-    mujoco.mj_getState(m, d, x0, spec)
-    control = np.zeros((1, steps, m.nu))
-    _, seconds = best_of(rounds, lambda: rollout.rollout(m, d, x0[None, :], control, nstep=steps))
-    return 1e6 * seconds / steps
+    return 1e6 * mujoco_rollout(n, integrator, dt, q0, steps, rounds)[1] / steps
 
 
 def main() -> None:

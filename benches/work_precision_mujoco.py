@@ -71,21 +71,26 @@ def vidyn_run(model, scheme: str, dt: float, q0: np.ndarray, rounds: int):
     return traj.q, seconds
 
 
-def mujoco_run(integrator: str, dt: float, q0: np.ndarray, rounds: int):
+def mujoco_rollout(links: int, integrator: str, dt: float, q0: np.ndarray, steps: int, rounds: int):
+    """MuJoCo's ``integrator`` on the ``links``-link chain from rest at ``q0``: the configurations
+    ``(steps + 1, links)`` and the best wall time of ``rounds`` whole rollouts."""
     import mujoco
     from mujoco import rollout
 
-    m = mujoco.MjModel.from_xml_string(chain_mjcf(LINKS, integrator, dt))
+    m = mujoco.MjModel.from_xml_string(chain_mjcf(links, integrator, dt))
     d = mujoco.MjData(m)
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     x0 = np.zeros(mujoco.mj_stateSize(m, spec))
     d.qpos[:] = q0
     mujoco.mj_getState(m, d, x0, spec)
-    n = steps_of(dt)
-    control = np.zeros((1, n, m.nu))
-    states, seconds = best_of(rounds, lambda: rollout.rollout(m, d, x0[None, :], control, nstep=n)[0][0])
+    control = np.zeros((1, steps, m.nu))
+    states, seconds = best_of(rounds, lambda: rollout.rollout(m, d, x0[None, :], control, nstep=steps)[0][0])
     qpos = states[:, 1 : 1 + m.nq]  # the full-physics state is (time, qpos, qvel, ...)
     return np.vstack([q0, qpos]), seconds
+
+
+def mujoco_run(integrator: str, dt: float, q0: np.ndarray, rounds: int):
+    return mujoco_rollout(LINKS, integrator, dt, q0, steps_of(dt), rounds)
 
 
 def main() -> None:
