@@ -77,6 +77,8 @@ pub struct StepPoints {
     /// The joint placements of the current step's chart ([`Self::set_chart`]); empty: the
     /// model's own.
     chart_placements: Vec<Se3>,
+    /// A knot's point state that no control point holds ([`Self::knot_state`]).
+    knot: PointState,
 }
 
 impl StepPoints {
@@ -89,6 +91,7 @@ impl StepPoints {
             hessians: Vec::new(),
             model: Arc::downgrade(model),
             chart_placements: Vec::new(),
+            knot: PointState::new(n),
         }
     }
 
@@ -110,9 +113,28 @@ impl StepPoints {
             self.chart_placements.clone_from(&model.joint_placements);
         }
         place(&mut self.chart_placements);
-        for st in &mut self.states {
+        for st in self.states.iter_mut().chain([&mut self.knot]) {
             st.forget_configuration();
         }
+    }
+
+    /// A point state configured at the knot `q` for `model` with the model's own joint
+    /// placements: a control point's when one is there (bit for bit; the end knot of a Lobatto
+    /// step just solved), otherwise the spare `knot`, configured now, which the next step from
+    /// `q` takes over ([`Self::set_start`]; the midpoint rule's end knot). `None` for another
+    /// model or inside a chart. O(n) when it configures, O(s n) otherwise.
+    pub(crate) fn knot_state(&mut self, model: &Model, q: &[f64]) -> Option<&PointState> {
+        let address = std::ptr::from_ref(model) as usize;
+        if self.model.as_ptr() as usize != address || !self.chart_placements.is_empty() {
+            return None;
+        }
+        if let Some(i) = self.states.iter().rposition(|st| st.configured_for(address, q)) {
+            return Some(&self.states[i]);
+        }
+        if !self.knot.configured_for(address, q) {
+            self.knot.update_configuration(model, &model.joint_placements, q);
+        }
+        Some(&self.knot)
     }
 
     /// Sets `q^0 = q_k` and `q^γ = z[(γ−1)n..γn]`, then the velocities and point states, with
@@ -125,8 +147,9 @@ impl StepPoints {
     /// The part of [`Self::set`] that depends on `q_k` alone: `q^0` and the configuration
     /// fields of its point state. A Newton solve calls it once per step and then only
     /// [`Self::set_unknowns`] per iterate. The configuration fields are reused when point 0
-    /// already holds them, or taken over from the last point when it was configured at `q_k`
-    /// (the end of the previous step of a rollout, for Lobatto schemes). O(n).
+    /// already holds them, or taken over from the last point or the spare knot state when it
+    /// was configured at `q_k` (the end of the previous step of a rollout: its last control
+    /// point for Lobatto schemes, the knot its energy check configured for the midpoint rule). O(n).
     pub(crate) fn set_start(&mut self, model: &Model, q_k: &[f64], wrenches: &[Force]) {
         self.q[0].copy_from_slice(q_k);
         let last = self.states.len() - 1;
@@ -135,6 +158,8 @@ impl StepPoints {
         if !(ours && self.states[0].configured_for(address, q_k)) {
             if ours && self.states[last].configured_for(address, q_k) {
                 self.states.swap(0, last);
+            } else if ours && self.knot.configured_for(address, q_k) {
+                std::mem::swap(&mut self.states[0], &mut self.knot);
             } else {
                 let placements = if self.chart_placements.is_empty() { &model.joint_placements } else { &self.chart_placements };
                 self.states[0].update_configuration(model, placements, q_k);

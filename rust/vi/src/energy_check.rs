@@ -35,6 +35,7 @@
 
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
+use vidyn_rbd::check_tangent;
 use vidyn_system::StepInput;
 
 /// The smallest `|cos β|` of the pitch of a `to_single_dof` Euler-angle chain that a step
@@ -63,8 +64,11 @@ impl KnotEnergy {
 }
 
 impl VariationalIntegrator {
-    /// Kinetic energy `½ pᵀ M(q)⁻¹ p` (`M⁻¹ p` by [`vidyn_rbd::mass_solve`]) and potential
-    /// energy `V(q)` (gravity and springs) of a knot, the start of step `step`. O(n). With holonomic constraints the
+    /// Kinetic energy `½ pᵀ M(q)⁻¹ p` and potential energy `V(q)` (gravity and springs) of a
+    /// knot, the start of step `step`. O(n): on the knot's point state in the world frame
+    /// (module `point_mass_solve`; the step just solved has configured it, or the next step
+    /// from it takes it over), by [`vidyn_rbd::mass_solve`] and
+    /// [`vidyn_rbd::potential_energy`] with composite joints. With holonomic constraints the
     /// kinetic energy of the motion they allow, `½ v_tᵀ M v_t` with `v_t` the `M`-orthogonal
     /// projection of `v = M⁻¹ p` onto `Dh(q) v_t = 0` for the constraints of step `step` (of the
     /// schedule's last step past its end): a knot momentum not projected may keep a normal part that
@@ -79,13 +83,21 @@ impl VariationalIntegrator {
         }
         let model = self.model();
         let mut v = std::mem::take(&mut ws.scratch);
-        let result = vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p).map(|m| v.copy_from_slice(m));
-        let kinetic = result.map_err(ViError::from).and_then(|()| {
+        let gravity = match ws.points.knot_state(model, q) {
+            // the world-frame solve on the knot's point state (module `point_mass_solve`)
+            Some(point) => {
+                check_tangent(model, p, "p").and_then(|()| point.mass_solve(model, p, &mut ws.point_solve, &mut v)).map(|()| point.gravity_potential(model))
+            }
+            None => {
+                vidyn_rbd::mass_solve(model, &mut ws.rbd, q, p).map(|m| v.copy_from_slice(m)).and_then(|()| vidyn_rbd::potential_energy(model, &mut ws.rbd, q))
+            }
+        };
+        let energies = gravity.map_err(ViError::from).and_then(|gravity| {
             let total = 0.5 * v.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
-            Ok(total - self.normal_kinetic_energy(ws, self.knot_constraints(step), q, &v)?)
+            Ok((total - self.normal_kinetic_energy(ws, self.knot_constraints(step), q, &v)?, gravity))
         });
         ws.scratch = v;
-        let kinetic = kinetic?;
+        let (kinetic, gravity) = energies?;
         let f = &self.forces;
         // springs act on 1-dof joints only (the integrator refuses them on composite ones)
         let springs: f64 = (0..model.nbodies())
@@ -95,7 +107,7 @@ impl VariationalIntegrator {
                 0.5 * f.stiffness[iv] * (q[iq] - f.rest[iv]).powi(2)
             })
             .sum();
-        Ok(KnotEnergy { kinetic, potential: vidyn_rbd::potential_energy(model, &mut ws.rbd, q)? + springs })
+        Ok(KnotEnergy { kinetic, potential: gravity + springs })
     }
 
     /// [`ViError::GimbalLock`] when configuration `q` (of step `step`) has an Euler-angle

@@ -21,6 +21,7 @@ use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
 use crate::error::{Result, ViError};
 use crate::mimic_step::{MimicSystem, MimicWork};
 use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
+use crate::point_mass_solve::PointMassSolve;
 use crate::predictor::{from_predictors, Predictor};
 use crate::schedule::ConstraintSchedule;
 use crate::scheme::Scheme;
@@ -110,6 +111,8 @@ pub struct ViWorkspace {
     /// Scratch of the rigid-body algorithms on the model as given ([`VariationalIntegrator::model`]).
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
+    /// The scratch of the knot energy's `M⁻¹ p` at a configured point (module `point_mass_solve`).
+    pub(crate) point_solve: PointMassSolve,
     /// `(n,)` the generalised force of the Taylor predictor ([`Predictor::Taylor`]) and its
     /// acceleration (tangent coordinates).
     pub(crate) tau: Vec<f64>,
@@ -526,6 +529,7 @@ impl VariationalIntegrator {
             lane_momentum: vec![[0.0; LANES]; n],
             rbd: self.model().workspace(),
             scratch: vec![0.0; n],
+            point_solve: PointMassSolve::new(n),
             tau: vec![0.0; n],
             acceleration: vec![0.0; n],
             scratch_zero: vec![0.0; n],

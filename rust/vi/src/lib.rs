@@ -47,6 +47,7 @@ mod mimic_step;
 mod momentum_projection;
 pub(crate) mod newton_direction;
 mod point;
+mod point_mass_solve;
 mod predictor;
 #[cfg(any(test, feature = "oracles"))]
 pub mod reference;

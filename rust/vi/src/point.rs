@@ -147,6 +147,14 @@ impl PointState {
         }
     }
 
+    /// Gravity's potential `V = −Σ_j m_j gᵀ c_j` at the configuration of the last
+    /// [`Self::update_configuration`], from the roots' subtree first moments (zero at the world
+    /// origin, as `vidyn_rbd::potential_energy`). O(n).
+    pub(crate) fn gravity_potential(&self, model: &Model) -> f64 {
+        let g = model.gravity.linear;
+        (0..model.nbodies()).filter(|&i| model.parents[i].is_none()).map(|i| -g.dot(&self.sigma_p[i])).sum()
+    }
+
     /// Whether the configuration fields were last computed for exactly (bitwise) `q` with the
     /// model at address `model`.
     /// Makes [`Self::configured_for`] false until the next [`Self::update_configuration`]
