@@ -25,12 +25,13 @@ use vidyn_rbd::{Model, RbdError};
 /// Scratch of [`PointState::mass_solve`], `(n,)` per field, allocated once per workspace.
 #[derive(Clone, Debug)]
 pub(crate) struct PointMassSolve {
-    /// Articulated inertias `I^A_i` (world frame).
+    /// The children's shares of the articulated inertias, `Σ_c (I^A_c − U_c U_cᵀ / D_c)`.
     articulated: Vec<Matrix6<f64>>,
     /// `U_i = I^A_i S̄_i` and `D_i = S̄_iᵀ U_i`.
     u: Vec<Vector6<f64>>,
     d: Vec<f64>,
-    /// Bias forces `b_i`, then the accelerations `a_i` of the forward pass.
+    /// Bias forces `b_i` (summed from the children), then the accelerations `a_i` of the
+    /// forward pass.
     bias: Vec<Vector6<f64>>,
     /// `y_i = p_i − S̄_iᵀ b_i`.
     y: Vec<f64>,
@@ -47,28 +48,35 @@ impl PointState {
     /// module docs). O(n), no allocation.
     ///
     /// # Errors
-    /// [`RbdError::NotPositiveDefinite`] when a pivot `D_i` is not above `10⁻¹²` of its
-    /// articulated inertia (a massless subtree), as `vidyn_rbd::mass_solve`.
+    /// [`RbdError::NotPositiveDefinite`] when a pivot `D_i` is not above `10⁻¹²` of the largest
+    /// entry of its articulated inertia (a massless subtree), as `vidyn_rbd::mass_solve`.
     pub(crate) fn mass_solve(&self, model: &Model, p: &[f64], s: &mut PointMassSolve, v: &mut [f64]) -> Result<(), RbdError> {
         let n = model.nbodies();
-        for i in 0..n {
-            s.articulated[i] = self.body_inertias[i].to_matrix();
-            s.bias[i] = Vector6::zeros();
-        }
+        // the children's shares of each articulated inertia and bias, summed below
+        s.articulated[..n].fill(Matrix6::zeros());
+        s.bias[..n].fill(Vector6::zeros());
         for i in (0..n).rev() {
             let column = self.columns[i].to_vector();
-            let ia = s.articulated[i];
+            // the parent comes before the body (`parents[i] < i`): its sum is in `head`
+            let (head, tail) = s.articulated.split_at_mut(i);
+            let ia = &(self.body_inertias[i].to_matrix() + tail[0]);
             let u = ia * column;
             let d = column.dot(&u);
-            if d.is_nan() || d <= 1e-12 * ia.amax() {
+            // the largest entry of a positive-definite matrix is on its diagonal
+            if d.is_nan() || d <= 1e-12 * ia.diagonal().max() {
                 return Err(RbdError::NotPositiveDefinite { joint: model.joint_names[i].clone() });
             }
             let y = p[i] - column.dot(&s.bias[i]);
             (s.u[i], s.d[i], s.y[i]) = (u, d, y);
             if let Some(parent) = model.parents[i] {
-                let reduced = ia - u * (u.transpose() / d);
+                // in place: I^A_λ += I^A_i − U_i (U_i / D_i)ᵀ, no 6×6 temporaries
+                let w = u / d;
+                for ((mut target, own), wc) in head[parent].column_iter_mut().zip(ia.column_iter()).zip(w.iter()) {
+                    for ((t, o), ur) in target.iter_mut().zip(own.iter()).zip(u.iter()) {
+                        *t += o - ur * wc;
+                    }
+                }
                 let carried = s.bias[i] + u * (y / d);
-                s.articulated[parent] += reduced;
                 s.bias[parent] += carried;
             }
         }
