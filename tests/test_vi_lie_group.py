@@ -355,9 +355,15 @@ def test_legged_robots_conserve_their_momentum_over_ten_thousand_steps(name):
 def test_a_tethered_quadruped_keeps_its_energy_over_a_hundred_thousand_steps():
     """Issue 23: with gravity, solo12 hung by its base from a 1 m tether (so that it does not
     fall forever), legs swinging, 10⁵ steps of 5 ms (500 s): the energy error stays bounded,
-    no drift (measured maxima per 10⁴ steps: 3.9e-5, 6.2e-5, 1.1e-4, 1.3e-4, 1.5e-4, 7.1e-5,
-    4.2e-5, 2.3e-5, 1.6e-4, 6.8e-5, on an energy of −0.84 J; the kinetic energy of a
-    constrained knot is that of the motion the tether allows)."""
+    no drift, on an energy of −0.84 J (the kinetic energy of a constrained knot is that of the
+    motion the tether allows). The motion is chaotic, so its path, and where in each block of
+    10⁴ steps the error peaks, changes with the last bits of each Newton solve: measured
+    maxima per block 3.9e-5, 7.5e-5, 5.7e-5, 7.2e-5, 2.2e-5, 1.2e-4, 5.7e-5, 2.3e-5, 6.2e-5,
+    1.2e-4 with the quadratic Newton start of session 26 and 3.9e-5, 3.7e-5, 4.6e-5, 2.2e-5,
+    2.1e-5, 6.6e-5, 9.6e-5, 5.7e-5, 2.6e-5, 4.3e-5 with the higher-degree one of session 27.
+    A drift shows as a rising typical block maximum (a linear one triples the median from the
+    first half to the second); the single largest peak of a half (2.09× the other's in the
+    second run) says little."""
     model = solo12()
     rng = np.random.default_rng(4)
     v0 = np.r_[np.zeros(6), rng.uniform(-1.0, 1.0, model.nv - 6)]
@@ -366,7 +372,8 @@ def test_a_tethered_quadruped_keeps_its_energy_over_a_hundred_thousand_steps():
     traj = vi.rollout(model.neutral(), v0, steps=100_000)
     error = np.abs(vi.energy(traj.q, traj.p) - vi.energy(traj.q[0], traj.p[0]))
     assert error.max() < 5e-4
-    assert error[50_000:].max() < 2.0 * error[:50_000].max()
+    peaks = error[1:].reshape(10, 10_000).max(axis=1)
+    assert np.median(peaks[5:]) < 2.0 * np.median(peaks[:5]), peaks
 
 
 @pytest.mark.parametrize("scheme, order", [("trapezoid", 2), ("simpson", 4)])

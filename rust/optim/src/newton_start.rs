@@ -1,6 +1,6 @@
 //! Where a rollout starts each implicit step's Newton solve: the system's extrapolation of the
 //! configurations so far ([`vidyn_system::DiscreteDynamics::warm_start`]; for the VI
-//! [`vidyn_vi::predict_next`], error third order in `Δt`) or, when the rollout is a trial
+//! [`vidyn_vi::predict_next`], error third to fifth order in `Δt`) or, when the rollout is a trial
 //! around a nominal trajectory, the nominal's linear prediction [`Nominal::predict`] (error
 //! second order in the distance to the nominal), whichever was closer to the solution at the
 //! step before. The linear prediction is far better near convergence (1.0 Newton iterations

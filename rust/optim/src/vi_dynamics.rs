@@ -293,7 +293,7 @@ impl Dynamics for ViDynamics<'_> {
     }
     /// Each Newton solve starts from `near`'s linear prediction of `q_{k+1}` (error second order
     /// in the distance to the nominal) or from [`Dynamics::rollout`]'s extrapolation (error
-    /// third order in `Δt`), whichever was closer to the solution at the step before.
+    /// third to fifth order in `Δt`), whichever was closer to the solution at the step before.
     fn rollout_near(&self, x0: &[f64], steps: usize, policy: &mut Policy<'_>, near: &Nominal<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
         self.simulate(x0, steps, policy, Some(near))
     }

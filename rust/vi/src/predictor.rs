@@ -15,7 +15,7 @@ use vidyn_system::StepInput;
 /// tries them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Predictor {
-    /// The caller's guess (a rollout extrapolates `q_{k−2}, q_{k−1}, q_k` quadratically,
+    /// The caller's guess (a rollout extrapolates the last configurations by a polynomial,
     /// [`crate::predict_next`]; a linearisation passes the known `q_{k+1}`).
     Guess,
     /// The second-order Taylor expansion of the continuous motion,
