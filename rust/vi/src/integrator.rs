@@ -111,7 +111,8 @@ pub struct ViWorkspace {
     /// Scratch of the rigid-body algorithms on the model as given ([`VariationalIntegrator::model`]).
     pub(crate) rbd: Workspace,
     pub(crate) scratch: Vec<f64>,
-    /// The scratch of the knot energy's `M⁻¹ p` at a configured point (module `point_mass_solve`).
+    /// The scratch of a knot's `M⁻¹ p` on its point state (module `point_mass_solve`): the
+    /// energy check's, and the Newton start's for `s ≥ 2`.
     pub(crate) point_solve: PointMassSolve,
     /// `(n,)` the generalised force of the Taylor predictor ([`Predictor::Taylor`]) and its
     /// acceleration (tangent coordinates).
@@ -1100,7 +1101,6 @@ fn prescribed_point_variation(prescribed: &[bool], sc: &Scheme, n: usize, c: usi
     }
 }
 
-/// The Newton merit `|r|² + |h|²` (DEL residual and constraint values).
 /// Whether the update `α dz` moves no entry of `z` by more than `ulps` units in the last place
 /// of `1 + max |z|`.
 fn moves_at_most(z: &[f64], dz: &[f64], alpha: f64, ulps: f64) -> bool {
@@ -1112,6 +1112,7 @@ fn moves_at_most(z: &[f64], dz: &[f64], alpha: f64, ulps: f64) -> bool {
     dmax <= ulps * f64::EPSILON * (1.0 + zmax)
 }
 
+/// The Newton merit `|r|² + |h|²` (DEL residual and constraint values).
 fn merit(r: &[f64], h: &[f64]) -> f64 {
     r.iter().chain(h).map(|x| x * x).sum()
 }

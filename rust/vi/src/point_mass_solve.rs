@@ -1,9 +1,10 @@
 //! `v = M(q)⁻¹ p` at a configuration a point state already holds, in the world frame.
 //!
-//! The energy check of a step ([`VariationalIntegrator::knot_energy`], module `energy_check`)
+//! The energy check of a step ([`crate::VariationalIntegrator::knot_energy`], module `energy_check`)
 //! needs the velocity `v = M⁻¹ p` of its end knot `(q_{k+1}, p_{k+1})`, and the step's solve
 //! has just configured a point state there (world placements, joint columns `S̄_i` and body
-//! inertias `M̄_i`, module `point`). The articulated-body algorithm at rest and without
+//! inertias `M̄_i`, module `point`); the Newton start of the next step (`s ≥ 2`, module
+//! `predictor`) needs the same velocity at the same knot. The articulated-body algorithm at rest and without
 //! gravity (Featherstone 2008, §7.3) solves `M v = p` from those fields with every quantity in
 //! the world frame, so no articulated inertia moves between frames (Pinocchio's ABA works in
 //! the world frame for the same reason):
