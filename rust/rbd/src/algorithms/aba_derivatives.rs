@@ -245,6 +245,11 @@ fn tree_sparse_product<const N: usize, const FMA: bool>(model: &Model, a: &DMatr
             let d_c = d.map(|m| &m[c * nv..(c + 1) * nv]);
             let mut r0 = 0;
             // with fused multiply–adds, 16 rows: enough independent sums to cover their latency
+            // (32 where the build's lanes are 512-bit wide: two sums of 8 per 16 rows are not)
+            while FMA && cfg!(target_feature = "avx512f") && r0 + 32 <= nv {
+                write_block(&mut out, c * nv + r0, s, path.sum::<N, 32, FMA>(a, &d_c, nv, r0));
+                r0 += 32;
+            }
             while FMA && r0 + 16 <= nv {
                 write_block(&mut out, c * nv + r0, s, path.sum::<N, 16, FMA>(a, &d_c, nv, r0));
                 r0 += 16;
@@ -320,14 +325,15 @@ mod tests {
     /// The tree-sparse product equals the dense `s·A·D` on a branched tree of every joint kind
     /// (D: `∂τ/∂q`, whose structural zeros the product skips), in both compilations: the plain
     /// one and, where the CPU has them, AVX2 with fused multiply–adds (the two differ only by
-    /// rounding: asserted to 1e-12 relative to the largest entry).
+    /// rounding: asserted to 1e-12 relative to the largest entry). Run in a
+    /// `-C target-cpu=native` build on a CPU with AVX-512 it covers the 32-row blocks too.
     #[test]
     fn tree_sparse_product_is_the_dense_product_in_both_compilations() {
-        let model = random_tree(16, 5, &Joint::examples());
+        let model = random_tree(24, 0, &Joint::examples());
         let mut ws = Workspace::new(&model);
         let nv = model.nv;
-        // wide enough for a 16-row block of the FMA compilation and its 8-, 4-, 2-, 1-row tails
-        assert!(nv >= 16, "nv = {nv}");
+        // one block of every height: 32 rows (512-bit builds) and the 16-, 8-, 4-, 2-, 1-row tails
+        assert_eq!(nv, 63, "32 + 16 + 8 + 4 + 2 + 1 rows");
         let q = crate::neutral(&model);
         let v: Vec<f64> = (0..nv).map(|i| (i as f64 * 0.7).sin()).collect();
         let d = crate::rnea_derivatives(&model, &mut ws, &q, &v, &v, None).unwrap().dtau_dq.clone();
