@@ -114,8 +114,28 @@ impl Joint {
     #[inline]
     #[must_use]
     pub fn placed_transform(&self, placement: &Se3, q: &[f64]) -> Se3 {
+        self.placed_transform_sin_cos(placement, q, self.angle_sin_cos(q))
+    }
+
+    /// `(sin q, cos q)` of a revolute joint's angle, `(0, 1)` for the other joints. The
+    /// kinematic passes take these for all joints first: the joints' sines are independent
+    /// of each other, where each placement waits for its parent's.
+    #[inline]
+    #[must_use]
+    pub fn angle_sin_cos(&self, q: &[f64]) -> (f64, f64) {
         match self {
-            Joint::Revolute { axis } => Se3::new(so3::times_rotation_about(&placement.rotation, axis, q[0]), placement.translation),
+            Joint::Revolute { .. } => vidyn_spatial::sin_cos(q[0]),
+            _ => (0.0, 1.0),
+        }
+    }
+
+    /// [`Self::placed_transform`] given [`Self::angle_sin_cos`]`(q)` as `sin_cos`. Always
+    /// inlined (a call returns the placement through memory, read back at once by the caller).
+    #[inline(always)]
+    #[must_use]
+    pub fn placed_transform_sin_cos(&self, placement: &Se3, q: &[f64], sin_cos: (f64, f64)) -> Se3 {
+        match self {
+            Joint::Revolute { axis } => Se3::new(so3::times_rotation_about_sin_cos(&placement.rotation, axis, sin_cos), placement.translation),
             Joint::Prismatic { axis } => Se3::new(placement.rotation, placement.rotation * (axis * q[0]) + placement.translation),
             _ => *placement * self.transform(q),
         }

@@ -11,6 +11,9 @@ use vidyn_spatial::{Force, Inertia, Motion, OriginInertia, Se3};
 /// `nframes` frames. Each field says which algorithm fills it.
 #[derive(Clone, Debug)]
 pub struct Workspace {
+    /// `(n,)` `(sin q_i, cos q_i)` of each revolute joint's angle (the other entries are not
+    /// read). Every kinematic pass, first.
+    pub joint_sin_cos: Vec<(f64, f64)>,
     /// `(n,)` placement of body i in its parent body frame (`liMi`). Every algorithm.
     pub parent_placements: Vec<Se3>,
     /// `(n,)` placement of body i in the world (`oMi`). Kinematics, Jacobians, energies.
@@ -91,6 +94,7 @@ impl Workspace {
     pub fn new(model: &Model) -> Self {
         let (n, nv) = (model.nbodies(), model.nv);
         Self {
+            joint_sin_cos: vec![(0.0, 1.0); n],
             parent_placements: vec![Se3::identity(); n],
             placements: vec![Se3::identity(); n],
             frame_placements: vec![Se3::identity(); model.frames.len()],

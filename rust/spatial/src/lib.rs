@@ -101,6 +101,7 @@ mod inertia;
 mod motion;
 mod se3;
 mod se3_exp;
+mod sincos;
 pub mod so3;
 pub mod tensor;
 
@@ -109,6 +110,7 @@ pub use inertia::{Inertia, OriginInertia};
 pub use motion::Motion;
 pub use se3::Se3;
 pub use se3_exp::{exp6, jexp6, jlog6, log6};
+pub use sincos::sin_cos;
 pub use tensor::Tensor3;
 
 pub use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector3, Vector6};

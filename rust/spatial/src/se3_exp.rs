@@ -47,7 +47,7 @@ pub fn jexp6(xi: &Motion) -> Matrix6<f64> {
         }
         return sum;
     }
-    let (s, c) = theta.sin_cos();
+    let (s, c) = crate::sin_cos(theta);
     let t2 = theta * theta;
     let c1 = (4.0 - theta * s - 4.0 * c) / (2.0 * t2);
     let c2 = (4.0 * theta - 5.0 * s + theta * c) / (2.0 * t2 * theta);

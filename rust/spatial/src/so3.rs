@@ -19,7 +19,7 @@ fn coefficients(theta: f64) -> (f64, f64, f64) {
     if theta < TAYLOR_THRESHOLD {
         (1.0 - t2 / 6.0 + t2 * t2 / 120.0, 0.5 - t2 / 24.0 + t2 * t2 / 720.0, 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0)
     } else {
-        let (s, c) = theta.sin_cos();
+        let (s, c) = crate::sin_cos(theta);
         (s / theta, (1.0 - c) / t2, (theta - s) / (t2 * theta))
     }
 }
@@ -41,16 +41,21 @@ pub fn exp3(w: &Vector3<f64>) -> Matrix3<f64> {
 #[inline]
 #[must_use]
 pub fn rotation_about(axis: &Vector3<f64>, angle: f64) -> Matrix3<f64> {
+    rotation_about_sin_cos(axis, crate::sin_cos(angle))
+}
+
+/// [`rotation_about`] given `(sin θ, cos θ)`.
+#[inline]
+#[must_use]
+pub fn rotation_about_sin_cos(axis: &Vector3<f64>, (s, c): (f64, f64)) -> Matrix3<f64> {
     if let Some(k) = coordinate_axis(axis) {
         // one constructor per axis (see `times_rotation_about`)
-        let (s, c) = angle.sin_cos();
         return match k {
             0 => Matrix3::new(1.0, 0.0, 0.0, 0.0, c, -s, 0.0, s, c),
             1 => Matrix3::new(c, 0.0, s, 0.0, 1.0, 0.0, -s, 0.0, c),
             _ => Matrix3::new(c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0),
         };
     }
-    let (s, c) = angle.sin_cos();
     let t = 1.0 - c;
     let (x, y, z) = (axis.x, axis.y, axis.z);
     Matrix3::new(
@@ -72,10 +77,16 @@ pub fn rotation_about(axis: &Vector3<f64>, angle: f64) -> Matrix3<f64> {
 #[inline]
 #[must_use]
 pub fn times_rotation_about(r: &Matrix3<f64>, axis: &Vector3<f64>, angle: f64) -> Matrix3<f64> {
+    times_rotation_about_sin_cos(r, axis, crate::sin_cos(angle))
+}
+
+/// [`times_rotation_about`] given `(sin θ, cos θ)`.
+#[inline]
+#[must_use]
+pub fn times_rotation_about_sin_cos(r: &Matrix3<f64>, axis: &Vector3<f64>, (s, c): (f64, f64)) -> Matrix3<f64> {
     let Some(k) = coordinate_axis(axis) else {
-        return r * rotation_about(axis, angle);
+        return r * rotation_about_sin_cos(axis, (s, c));
     };
-    let (s, c) = angle.sin_cos();
     // columns a = k + 1 and b = k + 2 (mod 3) mix. One constructor per axis: built by stores
     // at a run-time column index, the result was read back by the caller's next product with
     // wider loads than those stores, which the CPU cannot forward (ur5 placements 335 → 195 ns)
@@ -158,7 +169,7 @@ pub fn jr3_inv(w: &Vector3<f64>) -> Matrix3<f64> {
         1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
     } else {
         // (1 + cos θ)/sin θ = cot(θ/2), which stays accurate near θ = π
-        let (s, c) = (0.5 * theta).sin_cos();
+        let (s, c) = crate::sin_cos(0.5 * theta);
         1.0 / (theta * theta) - c / (2.0 * theta * s)
     };
     Matrix3::identity() + wx * 0.5 + wx * wx * d

@@ -59,7 +59,7 @@ impl Dual {
     }
     #[inline]
     fn sin_cos(self) -> (Self, Self) {
-        let (s, c) = self.re.sin_cos();
+        let (s, c) = vidyn_spatial::sin_cos(self.re);
         (Self::new(s, c * self.du), Self::new(c, -s * self.du))
     }
 }

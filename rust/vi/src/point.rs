@@ -56,6 +56,8 @@ pub struct PointState {
     /// configuration fields it can reuse.
     configured_q: Vec<f64>,
     configured_model: usize,
+    /// `(n,)` each joint's [`vidyn_rbd::Joint::angle_sin_cos`] at the configured `q`.
+    joint_sin_cos: Vec<(f64, f64)>,
 }
 
 impl PointState {
@@ -77,6 +79,7 @@ impl PointState {
             wrenched: false,
             configured_q: vec![0.0; n],
             configured_model: 0,
+            joint_sin_cos: vec![(0.0, 1.0); n],
         }
     }
 
@@ -117,9 +120,13 @@ impl PointState {
         self.wrenched = false;
         self.configured_q.copy_from_slice(q);
         self.configured_model = std::ptr::from_ref(model) as usize;
+        // the sines first, off the chain of placements (as `vidyn_rbd`'s kinematic passes)
+        for ((joint, &qi), sc) in model.joints.iter().zip(q).zip(&mut self.joint_sin_cos) {
+            *sc = joint.angle_sin_cos(std::slice::from_ref(&qi));
+        }
         for i in 0..n {
             let joint = &model.joints[i];
-            let local = joint.placed_transform(&joint_placements[i], &q[i..=i]);
+            let local = joint.placed_transform_sin_cos(&joint_placements[i], &q[i..=i], self.joint_sin_cos[i]);
             let o = match model.parents[i] {
                 Some(p) => self.placements[p] * local,
                 None => local,

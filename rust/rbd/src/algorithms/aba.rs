@@ -1,6 +1,7 @@
 //! Forward dynamics by the articulated-body algorithm.
 
 use crate::algorithms::external_forces::external_joint_torques_unchecked;
+use crate::algorithms::kinematics::joint_sin_cos;
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::{RbdError, Result};
 use crate::model::Model;
@@ -67,10 +68,11 @@ pub fn mass_solve<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], b: &[f64]
 #[inline]
 fn passes(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], tau: &[f64], minus_gravity: &vidyn_spatial::Motion) -> Result<()> {
     let n = model.nbodies();
+    joint_sin_cos(model, ws, q);
     for i in 0..n {
         let j = &model.joints[i];
         let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
-        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
+        let li = j.placed_transform_sin_cos(&model.joint_placements[i], &q[iq..iq + j.nq()], ws.joint_sin_cos[i]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
         let vi = match model.parents[i] {

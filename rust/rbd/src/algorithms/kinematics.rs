@@ -2,9 +2,10 @@
 
 use crate::check::{check_configuration, check_tangent};
 use crate::error::Result;
+use crate::joint::Joint;
 use crate::model::Model;
 use crate::workspace::Workspace;
-use vidyn_spatial::{Motion, Se3};
+use vidyn_spatial::{sin_cos, Motion, Se3};
 
 /// Placements only: `liMi = jMi(placement) · M_J(q_i)`, `oMi = oMλ · liMi`. O(n).
 /// Fills `ws.parent_placements`, `ws.placements`.
@@ -22,11 +23,25 @@ pub(crate) fn parent_placements_unchecked(model: &Model, ws: &mut Workspace, q: 
     }
 }
 
+/// Every revolute joint's `(sin q, cos q)` into `ws.joint_sin_cos` (entries of other joints
+/// are left as they are: [`Joint::placed_transform_sin_cos`] does not read them), before the
+/// placements that use them: the joints' sines are independent of each other, where each
+/// placement waits for its parent's; computed inside the placement loop, their latency added
+/// to that chain.
+pub(crate) fn joint_sin_cos(model: &Model, ws: &mut Workspace, q: &[f64]) {
+    for (i, joint) in model.joints.iter().enumerate() {
+        if let Joint::Revolute { .. } = joint {
+            ws.joint_sin_cos[i] = sin_cos(q[model.idx_q[i]]);
+        }
+    }
+}
+
 pub(crate) fn placements_unchecked(model: &Model, ws: &mut Workspace, q: &[f64]) {
+    joint_sin_cos(model, ws, q);
     for i in 0..model.nbodies() {
         let j = &model.joints[i];
         let iq = model.idx_q[i];
-        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
+        let li = j.placed_transform_sin_cos(&model.joint_placements[i], &q[iq..iq + j.nq()], ws.joint_sin_cos[i]);
         ws.parent_placements[i] = li;
         ws.placements[i] = match model.parents[i] {
             Some(p) => ws.placements[p] * li,

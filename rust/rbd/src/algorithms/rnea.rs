@@ -1,5 +1,6 @@
 //! Inverse dynamics by the recursive Newton–Euler algorithm.
 
+use crate::algorithms::kinematics::joint_sin_cos;
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
@@ -32,10 +33,11 @@ pub fn rnea<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64], v: &[f64], a: &
 
 pub(crate) fn rnea_unchecked(model: &Model, ws: &mut Workspace, q: &[f64], v: &[f64], a: &[f64], fext: Option<&[Force]>) {
     let minus_gravity = -model.gravity;
+    joint_sin_cos(model, ws, q);
     for i in 0..model.nbodies() {
         let j = &model.joints[i];
         let (iq, iv) = (model.idx_q[i], model.idx_v[i]);
-        let li = j.placed_transform(&model.joint_placements[i], &q[iq..iq + j.nq()]);
+        let li = j.placed_transform_sin_cos(&model.joint_placements[i], &q[iq..iq + j.nq()], ws.joint_sin_cos[i]);
         ws.parent_placements[i] = li;
         let vj = j.motion(&v[iv..iv + j.nv()]);
         let (vp, ap) = match model.parents[i] {

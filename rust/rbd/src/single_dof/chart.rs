@@ -52,7 +52,7 @@ fn velocity_block_derivative(joint: &Joint, t: &[f64], d: &[f64]) -> Matrix6<f64
     match joint {
         Joint::Revolute { .. } | Joint::Prismatic { .. } => {}
         Joint::Planar => {
-            let (s, c) = t[2].sin_cos();
+            let (s, c) = vidyn_spatial::sin_cos(t[2]);
             j.fixed_view_mut::<2, 2>(0, 0).copy_from(&(Matrix2::new(-s, c, -c, -s) * d[2]));
         }
         Joint::Spherical => j.fixed_view_mut::<3, 3>(0, 0).copy_from(&rate_matrix_derivative(t[1], t[2], d[1], d[2])),
@@ -68,8 +68,8 @@ fn velocity_block_derivative(joint: &Joint, t: &[f64], d: &[f64]) -> Matrix6<f64
 
 /// `∂E/∂β dβ + ∂E/∂γ dγ` of [`zyx_rate_matrix`] `E(β, γ)`.
 fn rate_matrix_derivative(beta: f64, gamma: f64, d_beta: f64, d_gamma: f64) -> Matrix3<f64> {
-    let (sb, cb) = beta.sin_cos();
-    let (sg, cg) = gamma.sin_cos();
+    let (sb, cb) = vidyn_spatial::sin_cos(beta);
+    let (sg, cg) = vidyn_spatial::sin_cos(gamma);
     let de_dbeta = Matrix3::new(-cb, 0.0, 0.0, -sg * sb, 0.0, 0.0, -cg * sb, 0.0, 0.0);
     let de_dgamma = Matrix3::new(0.0, 0.0, 0.0, cg * cb, -sg, 0.0, -sg * cb, -cg, 0.0);
     de_dbeta * d_beta + de_dgamma * d_gamma
@@ -216,7 +216,7 @@ impl SingleDofMap {
                 Joint::Planar => {
                     let phi_c = c[3].atan2(c[2]);
                     let d = planar_rotation(phi_c) * Vector2::new(t[0], t[1]);
-                    let (sin, cos) = (phi_c + t[2]).sin_cos();
+                    let (sin, cos) = vidyn_spatial::sin_cos(phi_c + t[2]);
                     x.copy_from_slice(&[c[0] + d.x, c[1] + d.y, cos, sin]);
                 }
                 Joint::Spherical => write(&(quaternion(c) * zyx_rotation(t[0], t[1], t[2])), x),

@@ -297,8 +297,8 @@ pub fn zyx_angles(r: &Matrix3<f64>) -> Vector3<f64> {
 /// `E(β, γ)`: body angular velocity `ω = E (α̇, β̇, γ̇)` of `Rz(α) Ry(β) Rx(γ)`.
 #[must_use]
 pub fn zyx_rate_matrix(beta: f64, gamma: f64) -> Matrix3<f64> {
-    let (sb, cb) = beta.sin_cos();
-    let (sg, cg) = gamma.sin_cos();
+    let (sb, cb) = vidyn_spatial::sin_cos(beta);
+    let (sg, cg) = vidyn_spatial::sin_cos(gamma);
     Matrix3::new(-sb, 0.0, 1.0, sg * cb, cg, 0.0, cg * cb, -sg, 0.0)
 }
 
@@ -317,7 +317,7 @@ fn write_quaternion(r: &UnitQuaternion<f64>, out: &mut [f64]) {
 }
 
 fn planar_rotation(phi: f64) -> Matrix2<f64> {
-    let (s, c) = phi.sin_cos();
+    let (s, c) = vidyn_spatial::sin_cos(phi);
     Matrix2::new(c, -s, s, c)
 }
 
