@@ -20,6 +20,9 @@ pub fn check_vector(x: &[f64], arg: &'static str, expected: usize, field: &'stat
 /// Checks a configuration: length `nq`, finite, unit quaternions / cos-sin pairs.
 pub fn check_configuration(model: &Model, q: &[f64]) -> Result<()> {
     check_vector(q, "q", model.nq, "model.nq")?;
+    if model.nq == model.nv {
+        return Ok(()); // no joint has more coordinates than velocities
+    }
     for (i, j) in model.joints.iter().enumerate() {
         // only joints with more coordinates than velocities carry a unit-norm block
         if j.nq() > j.nv() {
