@@ -43,15 +43,29 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
         }
         let (iv, end) = (model.idx_v[i], model.idx_v[i] + model.nv_subtree[i]);
         let rows = iv..iv + model.joints[i].nv();
+        let mut own = None;
         for k in rows.clone() {
-            d.momenta[k] = ic.mul_motion(&d.columns[k]);
+            let f = ic.mul_motion(&d.columns[k]);
+            d.momenta[k] = f;
+            own = Some(f);
         }
-        for r in rows {
-            let jr = d.columns[r].to_vector();
-            for (c, f) in (r..end).zip(&d.momenta[r..end]) {
+        if let (Some(f), 1) = (own, rows.len()) {
+            // a 1-dof joint: its diagonal entry from the momentum still in registers
+            let jr = d.columns[iv].to_vector();
+            m[iv * nv + iv] = dot6(&jr, &f.to_vector());
+            for (c, f) in (iv + 1..end).zip(&d.momenta[iv + 1..end]) {
                 let x = dot6(&jr, &f.to_vector());
-                m[c * nv + r] = x;
-                m[r * nv + c] = x;
+                m[c * nv + iv] = x;
+                m[iv * nv + c] = x;
+            }
+        } else {
+            for r in rows {
+                let jr = d.columns[r].to_vector();
+                for (c, f) in (r..end).zip(&d.momenta[r..end]) {
+                    let x = dot6(&jr, &f.to_vector());
+                    m[c * nv + r] = x;
+                    m[r * nv + c] = x;
+                }
             }
         }
         match model.parents[i] {
