@@ -510,19 +510,19 @@ impl MaximalIntegrator {
         }
         for (j, jt) in mech.joints.iter().enumerate() {
             let Some(node) = self.joint_node[j] else { continue };
-            let (ja_now, jb_now) = ws.jac_now[j];
+            let (ja_now, jb_now) = &ws.jac_now[j];
             let (ja, jb) = jt.constraint.jacobians(jt.parent.map(|p| &ws.next[p]), &ws.next[jt.child]);
-            for (body, now, next) in [(Some(jt.child), jb_now, jb), (jt.parent, ja_now, ja)] {
+            // written in place (whole-matrix temporaries were copied through memcpy)
+            for (body, now, next) in [(Some(jt.child), jb_now, &jb), (jt.parent, ja_now, &ja)] {
                 let Some(b) = body else { continue };
                 if let Some(blk) = ws.solver.block_mut(b, node) {
-                    *blk = -now.transpose();
+                    blk.tr_copy_from(now);
+                    blk.neg_mut();
                 }
                 let e = update_tangent(&ws.w[b], dt) / dt;
-                let mut row = next;
-                let rot = next.fixed_view::<6, 3>(0, 3) * e;
-                row.fixed_view_mut::<6, 3>(0, 3).copy_from(&rot);
                 if let Some(blk) = ws.solver.block_mut(node, b) {
-                    *blk = row;
+                    blk.fixed_view_mut::<6, 3>(0, 0).copy_from(&next.fixed_view::<6, 3>(0, 0));
+                    blk.fixed_view_mut::<6, 3>(0, 3).copy_from(&(next.fixed_view::<6, 3>(0, 3) * e));
                 }
             }
         }
