@@ -3,7 +3,7 @@
 //! glibc's `sincos` is a call per revolute joint that the compiler cannot schedule around;
 //! inlined, the same values are a few dozen independent flops, and the kinematic passes take
 //! all joints' values first (`vidyn_rbd`'s `joint_sin_cos`), off the chain of placements.
-//! CRBA, RNEA and ABA are 4–11 % faster on the double pendulum, chain5, ur5 and solo12 for it
+//! CRBA, RNEA and ABA are 4–15 % faster on the double pendulum, chain5, ur5 and solo12 for it
 //! (`BENCHMARKS.md`, session 28).
 //!
 //! Method (Cody & Waite 1980): `x = k·π/2 + r` with `k` the nearest integer to `x·2/π` and
