@@ -43,14 +43,10 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
         }
         let (iv, end) = (model.idx_v[i], model.idx_v[i] + model.nv_subtree[i]);
         let rows = iv..iv + model.joints[i].nv();
-        let mut own = None;
-        for k in rows.clone() {
-            let f = ic.mul_motion(&d.columns[k]);
-            d.momenta[k] = f;
-            own = Some(f);
-        }
-        if let (Some(f), 1) = (own, rows.len()) {
+        if rows.len() == 1 {
             // a 1-dof joint: its diagonal entry from the momentum still in registers
+            let f = ic.mul_motion(&d.columns[iv]);
+            d.momenta[iv] = f;
             let jr = d.columns[iv].to_vector();
             m[iv * nv + iv] = dot6(&jr, &f.to_vector());
             for (c, f) in (iv + 1..end).zip(&d.momenta[iv + 1..end]) {
@@ -59,6 +55,9 @@ pub fn crba<'w>(model: &Model, ws: &'w mut Workspace, q: &[f64]) -> Result<&'w D
                 m[iv * nv + c] = x;
             }
         } else {
+            for k in rows.clone() {
+                d.momenta[k] = ic.mul_motion(&d.columns[k]);
+            }
             for r in rows {
                 let jr = d.columns[r].to_vector();
                 for (c, f) in (r..end).zip(&d.momenta[r..end]) {
