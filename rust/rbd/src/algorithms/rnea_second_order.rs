@@ -105,8 +105,9 @@
 //! every `(t, r)`) were evicted before the next `p` came back to them: on a 100-link chain
 //! (32 MB of tensors) the writes were most of the time. The deepest dofs are therefore taken
 //! eight at a time (`BLOCK`), innermost: for each `(t, r)` the block's entries are written one
-//! after another, sharing cache lines. Same entries, same values, same bits; ∂²RNEA 0.75×
-//! on chain50 and chain100, 0.78× on tree6 and chain20, 0.89× on solo12 (session 28).
+//! after another, sharing cache lines. Same entries, same values, same bits; ∂²RNEA 0.73×
+//! and 0.75× on chain50 and chain100 (generated tables, session 28), 0.78× on tree6 and
+//! chain20, 0.89× on solo12.
 //!
 //! # External forces (`fext` of [`rnea_second_order`] and [`rnea_second_order_contracted`])
 //! Body-frame wrenches `f^ext_i` (the convention of [`crate::rnea`]) turn with their
