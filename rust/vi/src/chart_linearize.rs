@@ -67,7 +67,7 @@ use crate::del::{JointForces, StepPoints};
 use crate::dense::{small_lu, small_solve};
 use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
-use crate::newton_direction::{Lanes, NewtonFactorization, LANES};
+use crate::newton_direction::{add_l6, mul_l6, mul_transposed_l6, Lanes, NewtonFactorization, LANES, ZERO_L6};
 use crate::point::PointState;
 use nalgebra::{DMatrix, Matrix6, Vector6};
 use vidyn_spatial::Force;
@@ -141,11 +141,12 @@ pub(crate) struct ChartLinWork {
     /// The constrained step's part (`None` without constraints).
     kkt: Option<Box<Kkt>>,
     /// The `π̃` columns' `e` rows (`n_c × n_c`, row-major) and their LU pivots, the
-    /// correction's right-hand side `(n_c,)` and one corrected column `(2n + n_c,)`.
+    /// corrections `Λ` of every column of `x` (`n_c × 3n`, column-major) and the corrected
+    /// columns `(2n + n_c) × 3n`.
     h: Vec<f64>,
     pivots: Vec<usize>,
     lambda: Vec<f64>,
-    column: Vec<f64>,
+    columns: DMatrix<f64>,
 }
 
 /// The constrained linearisation's data on the centred expansion (module docs, "With
@@ -177,8 +178,6 @@ struct Kkt {
     /// `∂λ/∂(q_k, p_k, u)` (`m × 3n`).
     raw_dlambda: DMatrix<f64>,
     jacobian: DMatrix<f64>,
-    /// One corrected column of `raw_dlambda`, `(m,)`.
-    dlambda: Vec<f64>,
 }
 
 impl Kkt {
@@ -198,7 +197,6 @@ impl Kkt {
             lane_impulses: vec![[0.0; LANES]; s * composite],
             raw_dlambda: DMatrix::zeros(m, composite + 3 * n),
             jacobian: DMatrix::zeros(m, 3 * n),
-            dlambda: vec![0.0; m],
         }
     }
 }
@@ -275,8 +273,8 @@ impl ChartLinWork {
             kkt,
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
-            lambda: vec![0.0; composite],
-            column: vec![0.0; 2 * n + composite],
+            lambda: vec![0.0; composite * 3 * n],
+            columns: DMatrix::zeros(2 * n + composite, 3 * n),
         }
     }
 
@@ -350,19 +348,22 @@ fn contraction(d: usize, derivative: impl Fn(&[f64]) -> Matrix6<f64>, w: &Vector
     c
 }
 
-/// `out = raw[:, col] + Σ_k raw[:, k] λ_k` (`k < nc`, the `π̃` columns: the correction of
-/// column `col`), the sum over `k` formed first, column by column.
-fn corrected(raw: &DMatrix<f64>, col: usize, nc: usize, lambda: &[f64], out: &mut [f64]) {
+/// `out[:, x] = raw[:, n_c + x] + Σ_k raw[:, k] Λ[k, x]` (`k < n_c`, the `π̃` columns: the
+/// correction of every column, `Λ` column-major `n_c × out.ncols()`), the sum over `k`
+/// formed first.
+fn corrected(raw: &DMatrix<f64>, nc: usize, lambda: &[f64], out: &mut DMatrix<f64>) {
     let rows = raw.nrows();
-    let (out, columns) = (&mut out[..rows], raw.as_slice());
-    out.fill(0.0);
-    for (column, &l) in columns.chunks_exact(rows).zip(&lambda[..nc]) {
-        for (o, &x) in out.iter_mut().zip(column) {
-            *o += x * l;
+    let columns = raw.as_slice();
+    for (x, (out, lambda)) in out.as_mut_slice().chunks_exact_mut(rows).zip(lambda.chunks_exact(nc)).enumerate() {
+        out.fill(0.0);
+        for (column, &l) in columns.chunks_exact(rows).zip(lambda) {
+            for (o, &v) in out.iter_mut().zip(column) {
+                *o += v * l;
+            }
         }
-    }
-    for (o, &x) in out.iter_mut().zip(&columns[col * rows..(col + 1) * rows]) {
-        *o += x;
+        for (o, &v) in out.iter_mut().zip(&columns[(nc + x) * rows..(nc + x + 1) * rows]) {
+            *o += v;
+        }
     }
 }
 
@@ -661,44 +662,63 @@ impl VariationalIntegrator {
         Self::composite_impulses(lin, s, na, coord);
         let (cs, w, nc) = (sc.control_weight(s) * dt, &sc.weights, lin.composite());
         for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
-            for i in 0..n {
-                let dy_end: f64 = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + coord[i]][l]).sum();
-                lin.raw[(i, col)] = dy_end;
-                lin.raw[(n + i, col)] = lin.rows[s * na + coord[i]][l] + lin.momentum[coord[i]][l] + cs * lin.du[i][l];
+            let mut raw = lin.raw.column_mut(col);
+            for (i, &c) in coord[..n].iter().enumerate() {
+                raw[i] = (0..p).map(|alpha| sc.endpoint(alpha) * lin.dq[alpha * na + c][l]).sum();
+                raw[n + i] = lin.rows[s * na + c][l] + lin.momentum[c][l] + cs * lin.du[i][l];
             }
-            for t in &lin.joints {
-                let lane_block = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
-                    let mut x = Vector6::zeros();
-                    for r in 0..t.d {
-                        x[r] = v[at(r)][l];
-                    }
-                    x
-                };
-                let mut dg = lane_block(&lin.centre_rows, &|r| t.centre + r);
-                for x in 0..p {
-                    dg += lane_block(&lin.rows, &|r| x * na + t.centre + r);
+        }
+        // the composite rows e of every lane at once
+        for t in &lin.joints {
+            let gather = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
+                let mut x = ZERO_L6;
+                for (r, xr) in x.iter_mut().enumerate().take(t.d) {
+                    *xr = v[at(r)];
                 }
-                let du = lane_block(&lin.du, &|r| t.first + r);
-                for alpha in 0..p {
-                    let dy = lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]);
-                    let curvature = t.control_curvature.get(alpha).map_or_else(Vector6::zeros, |c| c * dy);
-                    dg += (t.shifts[alpha].transpose() * du + curvature) * (w[alpha] * dt);
+                x
+            };
+            let mut dg = gather(&lin.centre_rows, &|r| t.centre + r);
+            for x in 0..p {
+                add_l6(&mut dg, &gather(&lin.rows, &|r| x * na + t.centre + r));
+            }
+            let du = gather(&lin.du, &|r| t.first + r);
+            let mut dy_end = ZERO_L6;
+            for alpha in 0..p {
+                let dy = gather(&lin.dq, &|r| alpha * na + coord[t.first + r]);
+                let mut term = mul_transposed_l6(&t.shifts[alpha], &du);
+                if let Some(c) = t.control_curvature.get(alpha) {
+                    add_l6(&mut term, &mul_l6(c, &dy));
                 }
-                let dp = lane_block(&lin.rows, &|r| s * na + coord[t.first + r]) + lane_block(&lin.momentum, &|r| coord[t.first + r]) + du * cs;
-                let dy_end: Vector6<f64> = (0..p).map(|alpha| lane_block(&lin.dq, &|r| alpha * na + coord[t.first + r]) * sc.endpoint(alpha)).sum();
-                // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
-                let eta = lane_block(&lin.dq, &|r| t.centre + r);
-                let mut e = -dg + t.shift_end.transpose() * dp + t.end_curvature * dy_end + t.centre_curvature * eta;
-                if let Some(kkt) = lin.kkt.as_deref() {
-                    // the impulses' variations (Self::composite_impulses), block β = 0 first
-                    for beta in 0..s {
-                        for r in 0..t.d {
-                            e[r] += kkt.lane_impulses[beta * nc + t.composite + r][l];
-                        }
+                let (wdt, e) = (w[alpha] * dt, sc.endpoint(alpha));
+                for k in 0..6 {
+                    for l in 0..LANES {
+                        dg[k][l] += term[k][l] * wdt;
+                        dy_end[k][l] += dy[k][l] * e;
                     }
                 }
+            }
+            let mut dp = gather(&lin.rows, &|r| s * na + coord[t.first + r]);
+            add_l6(&mut dp, &gather(&lin.momentum, &|r| coord[t.first + r]));
+            // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
+            let eta = gather(&lin.dq, &|r| t.centre + r);
+            let mut e = dg.map(|x| x.map(|v| -v));
+            for k in 0..6 {
+                for l in 0..LANES {
+                    dp[k][l] += du[k][l] * cs;
+                }
+            }
+            add_l6(&mut e, &mul_transposed_l6(&t.shift_end, &dp));
+            add_l6(&mut e, &mul_l6(&t.end_curvature, &dy_end));
+            add_l6(&mut e, &mul_l6(&t.centre_curvature, &eta));
+            if let Some(kkt) = lin.kkt.as_deref() {
+                // the impulses' variations (Self::composite_impulses), block β = 0 first
+                for beta in 0..s {
+                    add_l6(&mut e, &gather(&kkt.lane_impulses, &|r| beta * nc + t.composite + r));
+                }
+            }
+            for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
                 for r in 0..t.d {
-                    lin.raw[(2 * n + t.composite + r, col)] = e[r];
+                    lin.raw[(2 * n + t.composite + r, col)] = e[r][l];
                 }
             }
         }
@@ -787,7 +807,7 @@ impl VariationalIntegrator {
     /// `A`, `B` from the raw columns: the `π̃` correction and the maps at the step's ends
     /// (module docs).
     fn finish_chart_linearization(&self, lin: &mut ChartLinWork, step: usize, a: &mut DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
-        let n = self.n();
+        let (n, dt) = (self.n(), self.dt);
         let nc = lin.composite();
         for r in 0..nc {
             for c in 0..nc {
@@ -798,48 +818,49 @@ impl VariationalIntegrator {
         if !(pivot > 0.0 && pivot.is_finite()) {
             return Err(ViError::SingularJacobian { step });
         }
-        for x in 0..3 * n {
-            let col = nc + x;
-            // λ solves H λ = (J(0)ᵀ δp_k of a momentum column, else 0) − e
-            for (k, l) in lin.lambda.iter_mut().enumerate() {
-                *l = -lin.raw[(2 * n + k, col)];
+        // column x of Λ solves H λ = (J(0)ᵀ δp_k of a momentum column, else 0) − e
+        for (x, lambda) in lin.lambda.chunks_exact_mut(nc).enumerate() {
+            for (k, l) in lambda.iter_mut().enumerate() {
+                *l = -lin.raw[(2 * n + k, nc + x)];
             }
-            if (n..2 * n).contains(&x) {
-                if let Some(t) = lin.joints.iter().find(|t| (t.first..t.first + t.d).contains(&(x - n))) {
-                    for r in 0..t.d {
-                        lin.lambda[t.composite + r] += t.j0[(x - n - t.first, r)];
-                    }
+        }
+        for t in &lin.joints {
+            for i in 0..t.d {
+                let lambda = &mut lin.lambda[(n + t.first + i) * nc..];
+                for r in 0..t.d {
+                    lambda[t.composite + r] += t.j0[(i, r)];
                 }
             }
-            small_solve(&lin.h, nc, &lin.pivots, &mut lin.lambda);
-            corrected(&lin.raw, col, nc, &lin.lambda, &mut lin.column);
-            if let Some(kkt) = lin.kkt.as_deref_mut() {
-                corrected(&kkt.raw_dlambda, col, nc, &lin.lambda, &mut kkt.dlambda);
-                kkt.jacobian.column_mut(x).copy_from_slice(&kkt.dlambda);
-            }
+        }
+        for lambda in lin.lambda.chunks_exact_mut(nc) {
+            small_solve(&lin.h, nc, &lin.pivots, lambda);
+        }
+        corrected(&lin.raw, nc, &lin.lambda, &mut lin.columns);
+        if let Some(kkt) = lin.kkt.as_deref_mut() {
+            corrected(&kkt.raw_dlambda, nc, &lin.lambda, &mut kkt.jacobian);
+        }
+        // [A B] is the corrected columns' first 2n rows, but for the rows below
+        for (x, column) in lin.columns.column_iter().enumerate() {
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
-            for i in 0..n {
-                m[(i, mc)] = lin.column[i];
-                m[(n + i, mc)] = if self.prescribed[i] {
-                    // a kinematic joint's p slot is v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
-                    let dt = self.dt;
-                    match x {
-                        x if x == i => -1.0 / dt,
-                        x if x == 2 * n + i => 1.0 / dt,
-                        _ => 0.0,
-                    }
-                } else {
-                    lin.column[n + i]
-                };
-            }
-            for t in &lin.joints {
-                let mut eta = Vector6::zeros();
-                if x < n && (t.first..t.first + t.d).contains(&x) {
-                    eta = t.j0_inv.column(x - t.first).into_owned();
-                }
-                let dy = block(&lin.column, t.first, t.d);
-                let dp = block(&lin.column[n..], t.first, t.d);
-                let dq = t.j_end * (t.shift_end * eta + dy);
+            m.column_mut(mc).copy_from(&column.rows(0, 2 * n));
+        }
+        // a kinematic joint's p slot is v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
+        for i in (0..n).filter(|&i| self.prescribed[i]) {
+            a.row_mut(n + i).fill(0.0);
+            b.row_mut(n + i).fill(0.0);
+            a[(n + i, i)] = -1.0 / dt;
+            b[(n + i, i)] = 1.0 / dt;
+        }
+        // a composite joint's rows through the maps at the ends; only its own q_k columns
+        // move the centre (η = J(0)⁻¹ δ)
+        for t in &lin.joints {
+            for (x, column) in lin.columns.column_iter().enumerate() {
+                let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
+                let column = column.as_slice();
+                let dy = block(column, t.first, t.d);
+                let dp = block(&column[n..], t.first, t.d);
+                let moved = if (t.first..t.first + t.d).contains(&x) { t.shift_end * t.j0_inv.column(x - t.first) + dy } else { dy };
+                let dq = t.j_end * moved;
                 let dpn = t.j_end_inv_t * (dp - t.momentum_curvature * dy);
                 for r in 0..t.d {
                     m[(t.first + r, mc)] = dq[r];

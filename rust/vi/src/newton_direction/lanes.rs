@@ -16,7 +16,7 @@ pub(crate) type Lanes = [f64; LANES];
 /// One 6-vector per right-hand side, `[component][lane]`.
 pub(super) type L6<const W: usize> = [[f64; W]; 6];
 
-const ZERO_L6: L6<LANES> = [[0.0; LANES]; 6];
+pub(crate) const ZERO_L6: L6<LANES> = [[0.0; LANES]; 6];
 
 /// `v · a` lane-wise, each lane summed in component order from `+0` (as nalgebra's `dot` of a
 /// 6-vector, so that one lane gives `v.dot(a)` bit for bit).
@@ -45,12 +45,41 @@ pub(super) fn axpy_l6<const W: usize>(a: &mut L6<W>, v: &V6, t: &[f64; W]) {
 
 /// `a += b`.
 #[inline(always)]
-pub(super) fn add_l6<const W: usize>(a: &mut L6<W>, b: &L6<W>) {
+pub(crate) fn add_l6<const W: usize>(a: &mut L6<W>, b: &L6<W>) {
     for k in 0..6 {
         for c in 0..W {
             a[k][c] += b[k][c];
         }
     }
+}
+
+/// `m x` lane-wise (`m(r, c)` given by `entry`), each row summed over the columns in order
+/// from the first product, as nalgebra's matrix–vector product: one lane gives its bits.
+#[inline(always)]
+fn product_l6(entry: impl Fn(usize, usize) -> f64, x: &L6<LANES>) -> L6<LANES> {
+    let mut out = ZERO_L6;
+    for (r, o) in out.iter_mut().enumerate() {
+        *o = x[0].map(|v| entry(r, 0) * v);
+        for (c, xc) in x.iter().enumerate().skip(1) {
+            let m = entry(r, c);
+            for (ol, &v) in o.iter_mut().zip(xc) {
+                *ol += m * v;
+            }
+        }
+    }
+    out
+}
+
+/// `m x` lane-wise, as `m * x` of nalgebra on each lane.
+#[inline(always)]
+pub(crate) fn mul_l6(m: &M6, x: &L6<LANES>) -> L6<LANES> {
+    product_l6(|r, c| m[(r, c)], x)
+}
+
+/// `mᵀ x` lane-wise, as `m.transpose() * x` of nalgebra on each lane.
+#[inline(always)]
+pub(crate) fn mul_transposed_l6(m: &M6, x: &L6<LANES>) -> L6<LANES> {
+    product_l6(|r, c| m[(c, r)], x)
 }
 
 /// Scratch of the sweeps over `W` right-hand sides (module `solve`; the lane one also serves

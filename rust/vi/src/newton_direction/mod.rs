@@ -128,7 +128,7 @@ mod solve;
 
 use dense::DenseFactors;
 use lanes::Sweep;
-pub(crate) use lanes::{Lanes, LANES};
+pub(crate) use lanes::{add_l6, mul_l6, mul_transposed_l6, Lanes, LANES, ZERO_L6};
 
 use crate::del::{JointForces, StepPoints};
 use crate::dense::{small_lu, small_solve};
