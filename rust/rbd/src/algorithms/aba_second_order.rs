@@ -45,6 +45,19 @@
 //! O(nv²·(2·Σ_i depth_i + nv)) for the solves — O(nv⁴) for a chain, a few times less for
 //! humanoids. No allocation once the [`AbaSecondOrderWorkspace`] exists.
 //!
+//! # Routes
+//! Both forms above are O(nv⁴) on a chain (`nnz(dM) ≈ nv³/3`, `Σ depth ≈ nv²/2`). Singh et
+//! al. (§VI-A) give O(n³) ones: the inner terms from one first-order product `∂(M y)/∂q` per
+//! column `y` of `[FD_q | M⁻¹ | FD_v]` (IDFOZA, eq. 52: O(N·d) each,
+//! `inner_terms_by_products`), the outer term by the articulated-body recursion per
+//! right-hand side (AZA, eq. 50: O(N) each, module `articulated_solve`). Their constants are
+//! larger, and as in the paper (inner crossover at N ≈ 45, outer beyond 100 on serial chains)
+//! they pay only on long chains: each call takes, per term, the form whose operation count is
+//! lower — the products when `nnz(dM) > 10·(Σ depth + nv²)`, the articulated solve when
+//! `2·Σ depth − nv > 2.5·Σ_joints (6 + 24 d + 2 d²)` (the sparse forms do several times more
+//! useful work per instruction; both ratios measured on chains of 20–200 links, BENCHMARKS.md).
+//! Robots of example-robot-data keep the sparse forms; a 100-link chain takes both O(n³) ones.
+
 //! # Contracted forms
 //! With `μ = M⁻¹λ` (M is symmetric, so `λᵀM⁻¹ = μᵀ`), contracting (44)–(49) with `λ`:
 //! * `λᵀ∂²q̈/∂q² = −(μᵀHqq + FD_qᵀP + PᵀFD_q)`, `λᵀ∂²q̈/∂q̇² = −μᵀHvv`,
@@ -57,8 +70,9 @@
 //! O(nv²·d). Total: ABA derivatives + two O(N·d) recursions + O(nv²·d).
 
 use crate::algorithms::aba_derivatives::{aba_derivatives, mul_by_tree_sparse};
-use crate::algorithms::crba::crba;
-use crate::algorithms::mass_derivative::mass_derivative_product_world;
+use crate::algorithms::articulated_solve::{ArticulatedFactors, ArticulatedScratch};
+use crate::algorithms::crba::{crba, world_composites};
+use crate::algorithms::mass_derivative::{mass_derivative_product_unchecked, mass_derivative_product_world};
 use crate::algorithms::rnea_second_order::{rnea_second_order_contracted_unchecked, rnea_second_order_unchecked, SecondOrderWorkspace};
 use crate::check::check_tangent;
 use crate::error::Result;
@@ -130,6 +144,11 @@ pub struct AbaSecondOrderWorkspace {
     by_col: Terms,
     /// `(x, (m, dM[l, m, x]))` lists of one acceleration row `l`'s non-zeros of `∂M/∂q`.
     dm_terms: Terms,
+    /// Scratch of the articulated-body solve.
+    articulated: ArticulatedScratch,
+    /// `(nv,)`: one column of `[FD_q | M⁻¹ | FD_v]`; `(2nv,)` scratch of [`Routes::for_tree`].
+    column: Vec<f64>,
+    counts: Vec<f64>,
 }
 
 impl AbaSecondOrderWorkspace {
@@ -153,6 +172,9 @@ impl AbaSecondOrderWorkspace {
             by_row: Terms::new(nv),
             by_col: Terms::new(nv),
             dm_terms: Terms::new(nv),
+            articulated: ArticulatedScratch::new(model.nbodies()),
+            column: vec![0.0; nv],
+            counts: vec![0.0; 2 * nv],
         }
     }
 
@@ -208,7 +230,7 @@ pub fn aba_second_order<'w>(
     tau: &[f64],
     fext: Option<&[Force]>,
 ) -> Result<AbaSecondOrder<'w>> {
-    aba_second_order_impl(model, ws, q, v, tau, fext)?;
+    aba_second_order_impl(model, ws, q, v, tau, fext, None)?;
     Ok(ws.result())
 }
 
@@ -218,7 +240,61 @@ impl AbaSecondOrderWorkspace {
     }
 }
 
-fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f64], v: &[f64], tau: &[f64], fext: Option<&[Force]>) -> Result<()> {
+/// Which forms of the inner and outer terms a call uses (module docs, "Routes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Routes {
+    /// The inner terms from `3nv` products `∂(M y)/∂q` ([`inner_terms_by_products`]) instead
+    /// of the sparse rows of `∂M/∂q`.
+    inner_by_products: bool,
+    /// The outer term by the articulated-body recursion (module `articulated_solve`) instead
+    /// of the sparse `LᵀDL` solve.
+    outer_articulated: bool,
+}
+
+/// The inner terms by products pay when `nnz(∂M/∂q)` exceeds this multiple of
+/// `Σ depth + nv²` (measured; module docs, "Routes").
+const PRODUCTS_PAY: f64 = 10.0;
+/// The articulated solve pays when `LᵀDL`'s `2·Σ depth − nv` per right-hand side exceeds this
+/// multiple of its own operation count (measured; module docs, "Routes").
+const ARTICULATED_PAYS: f64 = 2.5;
+
+impl Routes {
+    /// The cheaper routes for the tree of `model` (`dof_parent` from [`dof_parents`]) by the
+    /// operation counts of module docs, "Routes". `counts`: `(2nv,)` scratch.
+    fn for_tree(model: &Model, dof_parent: &[usize], counts: &mut [f64]) -> Self {
+        let nv = model.nv;
+        let (depth, subtree) = counts.split_at_mut(nv);
+        // depth[i]: the dofs on the path from the root to i; subtree[i]: i's subtree, i included
+        for i in 0..nv {
+            depth[i] = if dof_parent[i] == usize::MAX { 1.0 } else { depth[dof_parent[i]] + 1.0 };
+        }
+        subtree[..nv].fill(1.0);
+        for i in (0..nv).rev() {
+            if dof_parent[i] != usize::MAX {
+                subtree[dof_parent[i]] += subtree[i];
+            }
+        }
+        let path_pairs: f64 = depth.iter().sum();
+        // nnz(∂M/∂q) = Σ_m Σ_{l ⪯ m} (depth(m) − depth(l) + subtree(m)): ∂M_lm/∂q_x vanishes
+        // unless x lies on the path from l (excluded) to m or below m
+        let nnz: f64 = depth.iter().zip(&subtree[..nv]).map(|(&d, &t)| d * (d + t) - d * (d + 1.0) / 2.0).sum();
+        let ltdl = 2.0 * path_pairs - nv as f64;
+        let articulated: f64 = model.joints.iter().map(|j| j.nv() as f64).map(|d| 6.0 + 24.0 * d + 2.0 * d * d).sum();
+        Self { inner_by_products: nnz > PRODUCTS_PAY * (path_pairs + (nv * nv) as f64), outer_articulated: ltdl > ARTICULATED_PAYS * articulated }
+    }
+}
+
+/// [`aba_second_order`] on the given routes (`None`: the cheaper ones for the tree,
+/// [`Routes::for_tree`]).
+fn aba_second_order_impl(
+    model: &Model,
+    ws: &mut AbaSecondOrderWorkspace,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+    fext: Option<&[Force]>,
+    routes: Option<Routes>,
+) -> Result<()> {
     let nv = model.nv;
     assert_eq!(ws.d2ddq_dq2.shape(), [nv; 3], "aba_second_order: the workspace was created for a model with another nv");
     // first order: q̈, FD_q, FD_v, M⁻¹; and M
@@ -246,45 +322,50 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     }
     dof_parents(model, &mut ws.dof_parent);
     joint_starts(model, &mut ws.joint_start);
+    let routes = routes.unwrap_or_else(|| Routes::for_tree(model, &ws.dof_parent, &mut ws.counts));
     ltdl_factor(&mut ws.ltdl, &ws.dof_parent, nv);
 
     // inner terms, acceleration row l of every tensor at a time
     let nv2 = nv * nv;
-    let (hqq, hvv, hqv, dm) =
-        (ws.inverse.d2tau_dq2().as_slice(), ws.inverse.d2tau_dv2().as_slice(), ws.inverse.d2tau_dqdv().as_slice(), ws.inverse.dm_dq().as_slice());
+    let (w, [hqq, hvv, hqv, dm]) = ws.inverse.workspace_and_tensors();
+    let (hqq, hvv, hqv, dm) = (hqq.as_slice(), hvv.as_slice(), hqv.as_slice(), dm.as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
-    let (inner, js, terms) = (&mut ws.inner, &ws.joint_start, &mut ws.dm_terms);
-    for l in 0..nv {
-        let block = l * nv2..(l + 1) * nv2;
-        // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
-        terms.clear();
-        for m in 0..nv {
-            for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
-                if e != 0.0 {
-                    terms.push(x, m, -e);
+    if routes.inner_by_products {
+        inner_terms_by_products(model, w, q, &ws.rows, (hqq, hqv), &ws.joint_start, (oqq, oqv, otq), &mut ws.column);
+    } else {
+        let (inner, js, terms) = (&mut ws.inner, &ws.joint_start, &mut ws.dm_terms);
+        for l in 0..nv {
+            let block = l * nv2..(l + 1) * nv2;
+            // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
+            terms.clear();
+            for m in 0..nv {
+                for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
+                    if e != 0.0 {
+                        terms.push(x, m, -e);
+                    }
                 }
             }
-        }
-        for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
-            sub_rows(y, &Rows { src: &ws.rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
-        }
-        let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
-        let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
-        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
-        // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
-        // (see `solve_columns`)
-        let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
-        for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
-            for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
-                *t = h + y;
+            for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
+                sub_rows(y, &Rows { src: &ws.rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
             }
-            for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
-                *t = xc[nv + b];
-            }
-            let from = js[b];
-            let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
-            for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
-                *t = h + y + xc[b];
+            let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
+            let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
+            // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
+            // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
+            // (see `solve_columns`)
+            let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
+            for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
+                for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
+                    *t = h + y;
+                }
+                for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
+                    *t = xc[nv + b];
+                }
+                let from = js[b];
+                let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
+                for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
+                    *t = h + y + xc[b];
+                }
             }
         }
     }
@@ -300,7 +381,10 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
             j = ws.dof_parent[j];
         }
     }
-    let f = Factor { ltdl: &ws.ltdl, by_row: &ws.by_row, by_col: &ws.by_col, nv };
+    let js = &ws.joint_start;
+    let w: &Workspace = w;
+    let articulated = routes.outer_articulated.then(|| ArticulatedFactors { model, columns: &w.derivatives.columns, u: &w.u, d_inv: &w.d_inv });
+    let mut f = Outer { ltdl: Factor { ltdl: &ws.ltdl, by_row: &ws.by_row, by_col: &ws.by_col, nv }, articulated, scratch: &mut ws.articulated };
     let panel = &mut ws.panel;
     f.solve_columns(None, oqq, |j| js[j], panel);
     mirror(oqq, nv, |j| js[j]);
@@ -309,6 +393,67 @@ fn aba_second_order_impl(model: &Model, ws: &mut AbaSecondOrderWorkspace, q: &[f
     f.solve_columns(None, oqv, |_| 0, panel);
     f.solve_columns(None, otq, |_| 0, panel);
     Ok(())
+}
+
+/// The inner terms (module docs) from one `∂(M y)/∂q` product per column `y` of
+/// `R = [FD_q | M⁻¹ | FD_v]` (IDFOZA, Singh et al. eq. 52; module `mass_derivative`):
+/// `P_c[l, x] = Σ_m dM[l, m, x] R[m, c]`, so that `T_qq[l, b, c] = Hqq[l, b, c] + P_c[l, b] +
+/// P_b[l, c]` (on the columns `c ≥ js[b]` the solve visits), `T_qv[l, b, c] = Hqv[l, b, c] +
+/// P_{2nv+c}[l, b]` and `T_τq[l, b, c] = P_{nv+b}[l, c]`. `3nv` products of O(N·d) and O(nv²)
+/// each: O(nv²·N·d) in all, where the sparse rows cost O(nv·nnz(∂M/∂q)), O(nv⁴) on a chain.
+/// `rows`: `R` row-major `(nv, 3nv)`; `column`: `(nv,)` scratch.
+#[allow(clippy::too_many_arguments)]
+fn inner_terms_by_products(
+    model: &Model,
+    w: &mut Workspace,
+    q: &[f64],
+    rows: &[f64],
+    (hqq, hqv): (&[f64], &[f64]),
+    js: &[usize],
+    (oqq, oqv, otq): (&mut [f64], &mut [f64], &mut [f64]),
+    column: &mut [f64],
+) {
+    let nv = model.nv;
+    let (nv2, n3) = (nv * nv, 3 * nv);
+    oqv.copy_from_slice(hqv);
+    for (t, h) in oqq.chunks_exact_mut(nv2).zip(hqq.chunks_exact(nv2)) {
+        for b in 0..nv {
+            t[b * nv + js[b]..(b + 1) * nv].copy_from_slice(&h[b * nv + js[b]..(b + 1) * nv]);
+        }
+    }
+    world_composites(model, w, q);
+    for c in 0..n3 {
+        for (y, row) in column.iter_mut().zip(rows.chunks_exact(n3)) {
+            *y = row[c];
+        }
+        mass_derivative_product_unchecked(model, w, column);
+        let p = w.derivatives.dtau_dq.as_slice(); // P[l, x] at l + x·nv
+        for l in 0..nv {
+            let page = l * nv2;
+            if c < nv {
+                let k = c;
+                for x in 0..nv {
+                    let v = p[l + x * nv];
+                    if k >= js[x] {
+                        oqq[page + x * nv + k] += v;
+                    }
+                    if x >= js[k] {
+                        oqq[page + k * nv + x] += v;
+                    }
+                }
+            } else if c < 2 * nv {
+                let b = c - nv;
+                for x in 0..nv {
+                    otq[page + b * nv + x] = p[l + x * nv];
+                }
+            } else {
+                let k = c - 2 * nv;
+                for b in 0..nv {
+                    oqv[page + b * nv + k] += p[l + b * nv];
+                }
+            }
+        }
+    }
 }
 
 /// Doubles in the panel of [`Factor::solve_columns`] (128 KiB: the panel stays in a core's
@@ -329,15 +474,31 @@ struct Factor<'a> {
     nv: usize,
 }
 
-impl Factor<'_> {
+/// The outer term's solver: the sparse `LᵀDL` factorisation, or the articulated-body
+/// recursion where it costs less (module docs).
+struct Outer<'a> {
+    ltdl: Factor<'a>,
+    articulated: Option<ArticulatedFactors<'a>>,
+    scratch: &'a mut ArticulatedScratch,
+}
+
+impl Outer<'_> {
+    /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·stride ..][..len]`.
+    fn solve_rows(&mut self, len: usize, stride: usize, s: f64, t: &mut [f64]) {
+        match &self.articulated {
+            Some(a) => a.solve_rows(len, stride, s, t, self.scratch),
+            None => self.ltdl.solve_rows(len, stride, s, t),
+        }
+    }
+
     /// `t[:, j, k] = −M⁻¹ s[:, j, k]` for every `j` and `k ≥ first(j)` (`s` = `src`, or `t`
     /// itself when `None`), `t` an `(nv, nv, nv)` tensor in C order, in blocks of at most
     /// [`panel_width`] columns that stay in cache through the solve: in place when every
     /// column is solved from `t` itself (the rows of a block at stride `nv²`), else runs
     /// `[i, j, first(j)..nv]` of consecutive `j` copied into a contiguous `(nv, w)` block of
     /// `panel`, solved, copied back. Leaves `t[:, j, k < first(j)]` untouched.
-    fn solve_columns(&self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
-        let nv = self.nv;
+    fn solve_columns(&mut self, src: Option<&[f64]>, t: &mut [f64], first: impl Fn(usize) -> usize, panel: &mut [f64]) {
+        let nv = self.ltdl.nv;
         let (nv2, cap) = (nv * nv, panel_width(nv));
         if src.is_none() && (0..nv).all(|j| first(j) == 0) {
             // every column: blocks of the tensor's own rows, no copies
@@ -375,7 +536,9 @@ impl Factor<'_> {
             j0 = j1;
         }
     }
+}
 
+impl Factor<'_> {
     /// Solves `M X = s·B` in place for the `nv` rows `B[i] = t[i·stride ..][..len]` (all
     /// `len` right-hand sides at once): `Lᵀ Y = B` leaves to root, each row pulling from its
     /// descendants' rows, `Y_i = B_i − Σ_{k desc. of i} L_ki Y_k`; then root to leaves
@@ -620,4 +783,55 @@ fn aba_second_order_contracted_impl(model: &Model, ws: &mut Workspace, q: &[f64]
     }
     mul_by_tree_sparse(model, &ws.mass_matrix_inv, p, -1.0, &mut so.d2ddq_dtaudq);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builders::{binary_tree, pendulum_chain, random_tree};
+    use crate::configuration::random_configuration;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The four routes give the same tensors to round-off, on trees with every joint kind
+    /// (several roots, free-flyer, spherical and planar joints) and on chains (one of 60
+    /// links, at the scale where the routes change); with wrenches.
+    #[test]
+    fn every_route_gives_the_same_tensors() {
+        let models = [random_tree(7, 3, &[]), random_tree(9, 8, &[]), pendulum_chain(12, false), binary_tree(3), pendulum_chain(60, false)];
+        let mut rng = ChaCha8Rng::seed_from_u64(41);
+        for model in &models {
+            let nv = model.nv;
+            let q = random_configuration(model, &mut rng);
+            let [v, tau]: [Vec<f64>; 2] = std::array::from_fn(|_| (0..nv).map(|_| rng.random_range(-1.0..1.0)).collect());
+            let fext: Vec<Force> = (0..model.nbodies()).map(|_| Force::from_vector(&nalgebra::Vector6::from_fn(|_, _| rng.random_range(-1.0..1.0)))).collect();
+            let mut ws = model.aba_second_order_workspace();
+            let routes = |inner_by_products, outer_articulated| Some(Routes { inner_by_products, outer_articulated });
+            aba_second_order_impl(model, &mut ws, &q, &v, &tau, Some(&fext), routes(false, false)).unwrap();
+            let reference: Vec<Tensor3> = [ws.d2ddq_dq2(), ws.d2ddq_dv2(), ws.d2ddq_dqdv(), ws.d2ddq_dtaudq()].map(Tensor3::clone).into();
+            for (inner, outer) in [(true, false), (false, true), (true, true)] {
+                aba_second_order_impl(model, &mut ws, &q, &v, &tau, Some(&fext), routes(inner, outer)).unwrap();
+                for (got, want) in [ws.d2ddq_dq2(), ws.d2ddq_dv2(), ws.d2ddq_dqdv(), ws.d2ddq_dtaudq()].iter().zip(&reference) {
+                    let scale = want.as_slice().iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+                    let err = got.as_slice().iter().zip(want.as_slice()).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(err < 1e-11 * scale, "{}: routes ({inner}, {outer}) differ by {err:e} (scale {scale:e})", model.name);
+                }
+            }
+        }
+    }
+
+    /// The operation counts choose the O(n³) routes on long chains only.
+    #[test]
+    fn long_chains_take_the_cubic_routes() {
+        let routes = |model: &Model| {
+            let mut parents = vec![0; model.nv];
+            dof_parents(model, &mut parents);
+            Routes::for_tree(model, &parents, &mut vec![0.0; 2 * model.nv])
+        };
+        let both = |a, b| Routes { inner_by_products: a, outer_articulated: b };
+        assert_eq!(routes(&pendulum_chain(20, false)), both(false, false));
+        assert_eq!(routes(&pendulum_chain(50, false)), both(true, false));
+        assert_eq!(routes(&pendulum_chain(100, false)), both(true, true));
+        assert_eq!(routes(&binary_tree(6)), both(false, false));
+    }
 }

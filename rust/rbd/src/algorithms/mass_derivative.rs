@@ -56,7 +56,7 @@ pub(crate) fn mass_derivative_product_world(model: &Model, ws: &mut Workspace, q
 /// `T` from the placements, world columns and subtree inertias left by [`world_composites`]
 /// (through [`crba`]) at the same `q`. Uses `ws.derivatives.{accelerations, alpha,
 /// composite_forces}` as scratch.
-fn mass_derivative_product_unchecked(model: &Model, ws: &mut Workspace, a: &[f64]) {
+pub(crate) fn mass_derivative_product_unchecked(model: &Model, ws: &mut Workspace, a: &[f64]) {
     let n = model.nbodies();
     let composite = &ws.origin_composites;
     let d = &mut ws.derivatives;

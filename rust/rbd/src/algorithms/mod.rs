@@ -4,6 +4,7 @@
 pub mod aba;
 pub mod aba_derivatives;
 pub mod aba_second_order;
+mod articulated_solve;
 pub mod center_of_mass;
 pub mod centroidal;
 pub mod crba;

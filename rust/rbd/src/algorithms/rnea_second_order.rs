@@ -312,6 +312,12 @@ impl SecondOrderWorkspace {
     pub fn dm_dq(&self) -> &Tensor3 {
         &self.dm_dq
     }
+
+    /// The scratch workspace, mutable, beside the four tensors `(∂²τ/∂q², ∂²τ/∂q̇², ∂²τ/∂q∂q̇,
+    /// ∂M/∂q)`.
+    pub(crate) fn workspace_and_tensors(&mut self) -> (&mut Workspace, [&Tensor3; 4]) {
+        (&mut self.workspace, [&self.d2tau_dq2, &self.d2tau_dv2, &self.d2tau_dqdv, &self.dm_dq])
+    }
 }
 
 fn structure(model: &Model) -> impl Iterator<Item = (Option<usize>, usize)> + '_ {
