@@ -68,3 +68,13 @@ fn external_forces_and_forward_second_order_do_not_allocate_once_the_workspace_e
         "aba_second_order_contracted with fext"
     );
 }
+
+#[test]
+fn forward_second_order_on_a_long_chain_does_not_allocate() {
+    // 100 links: the O(n³) routes of aba_second_order (products and the articulated solve)
+    let model = vidyn_rbd::builders::pendulum_chain(100, false);
+    let mut aso = model.aba_second_order_workspace();
+    let q: Vec<f64> = (0..model.nq).map(|k| 0.01 * k as f64).collect();
+    let v: Vec<f64> = (0..model.nv).map(|k| 0.1 * k as f64).collect();
+    assert_eq!(allocations(|| aba_second_order(&model, &mut aso, &q, &v, &v, None).map(|_| ())), 0, "aba_second_order, 100 links");
+}
