@@ -6,9 +6,10 @@
     python3 benches/compare.py --suite derivatives --rev HEAD --no-native   # first/second-order derivatives
 
 Steps:
- 1. Builds `vidyn_timings` (cargo, portable release build, and a `-C target-cpu=native` build
-    in a separate target directory) and the Pinocchio peer (benches/peer/build.sh: against
-    the `pin` wheel's shared library, and header-only with -march=native).
+ 1. Builds `vidyn_timings` (cargo, portable release build, and a `-C target-cpu=native
+    -C target-feature=+prefer-256-bit` build in a separate target directory) and the
+    Pinocchio peer (benches/peer/build.sh: against the `pin` wheel's shared library, and
+    header-only with -march=native).
  2. For every robot, builds the Pinocchio model with pinocchio's Python API exactly as vidyn
     builds it (same URDF, fixed base or free-flyer root), saves it for the C++ peer, and asks
     `vidyn_timings --describe` for vidyn's joints. Coordinates are matched joint by joint by
@@ -117,6 +118,9 @@ def run(cmd: list[str], env: dict | None = None, capture: bool = True) -> str:
     return res.stdout if capture else ""
 
 
+NATIVE_FLAGS = "-C target-cpu=native -C target-feature=+prefer-256-bit"
+
+
 def cargo_target_dir() -> Path:
     meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps"]))
     return Path(meta["target_directory"])
@@ -141,7 +145,10 @@ def build(native: bool, rev: str | None, tmp: Path) -> dict[str, Path]:
         subprocess.run(["tar", "-x", "-m", "-C", str(src)], input=archive, check=True)
     builds = [("portable", target / ("bench-rev" if rev else ""), "")]
     if native:
-        builds.append(("native", target / ("bench-rev-native" if rev else "bench-native"), "-C target-cpu=native"))
+        # 256-bit vectors where the CPU has 512-bit ones: LLVM's 512-bit code for the 8-lane
+        # kernels was 5–15 % slower on ∂RNEA, ∂ABA, M⁻¹ and 24–50 % on the VI's linearisation
+        # on an AMD EPYC (Zen 4) (BENCHMARKS.md, session 29); clang's default on such CPUs
+        builds.append(("native", target / ("bench-rev-native" if rev else "bench-native"), NATIVE_FLAGS))
     exes = {}
     for variant, tdir, flags in builds:
         env = dict(os.environ)
@@ -465,7 +472,7 @@ def run_header(info, args, native: bool) -> list[str]:
         "Times are ns per call; ratio = vidyn / Pinocchio (≤ 1: vidyn is faster; **bold**: slower); "
         f"† marks a ratio whose runs varied by more than {100 * (NOISE_SPREAD - 1):.0f} % (machine noise).",
         "*portable*: `cargo build --release` vs the wheel's `libpinocchio_default.so` (g++ -O3 caller)."
-        + (" *native*: `-C target-cpu=native` vs header-only Pinocchio at `-O3 -march=native`." if native else ""),
+        + (" *native*: `-C target-cpu=native -C target-feature=+prefer-256-bit` vs header-only Pinocchio at `-O3 -march=native`." if native else ""),
         "",
     ]
     return lines
