@@ -325,52 +325,19 @@ fn aba_second_order_impl(
     let routes = routes.unwrap_or_else(|| Routes::for_tree(model, &ws.dof_parent, &mut ws.counts));
     ltdl_factor(&mut ws.ltdl, &ws.dof_parent, nv);
 
-    // inner terms, acceleration row l of every tensor at a time
-    let nv2 = nv * nv;
+    // inner terms (module docs, "Routes")
     let (w, [hqq, hvv, hqv, dm]) = ws.inverse.workspace_and_tensors();
     let (hqq, hvv, hqv, dm) = (hqq.as_slice(), hvv.as_slice(), hqv.as_slice(), dm.as_slice());
     let (oqq, ovv, oqv, otq) = (ws.d2ddq_dq2.as_mut_slice(), ws.d2ddq_dv2.as_mut_slice(), ws.d2ddq_dqdv.as_mut_slice(), ws.d2ddq_dtaudq.as_mut_slice());
     if routes.inner_by_products {
         inner_terms_by_products(model, w, q, &ws.rows, (hqq, hqv), &ws.joint_start, (oqq, oqv, otq), &mut ws.column);
     } else {
-        let (inner, js, terms) = (&mut ws.inner, &ws.joint_start, &mut ws.dm_terms);
-        for l in 0..nv {
-            let block = l * nv2..(l + 1) * nv2;
-            // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
-            terms.clear();
-            for m in 0..nv {
-                for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
-                    if e != 0.0 {
-                        terms.push(x, m, -e);
-                    }
-                }
-            }
-            for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
-                sub_rows(y, &Rows { src: &ws.rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
-            }
-            let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
-            let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
-            // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
-            // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
-            // (see `solve_columns`)
-            let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
-            for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
-                for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
-                    *t = h + y;
-                }
-                for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
-                    *t = xc[nv + b];
-                }
-                let from = js[b];
-                let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
-                for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
-                    *t = h + y + xc[b];
-                }
-            }
-        }
+        let scratch = (&mut ws.inner[..], &mut ws.dm_terms);
+        inner_terms_by_rows(nv, &ws.rows, (hqq, hqv, dm), &ws.joint_start, (oqq, oqv, otq), scratch);
     }
-    // outer term: T ← −M⁻¹ T by the LᵀDL factorisation; ∂²q̈/∂q² and ∂²q̈/∂q̇² only on the
-    // columns (j, k ≥ j) and the same-joint blocks, then mirrored
+    // outer term: T ← −M⁻¹ T by the LᵀDL factorisation or the articulated-body recursion;
+    // ∂²q̈/∂q² and ∂²q̈/∂q̇² only on the columns (j, k ≥ j) and the same-joint blocks, then
+    // mirrored
     ws.by_row.clear();
     ws.by_col.clear();
     for i in 0..nv {
@@ -393,6 +360,55 @@ fn aba_second_order_impl(
     f.solve_columns(None, oqv, |_| 0, panel);
     f.solve_columns(None, otq, |_| 0, panel);
     Ok(())
+}
+
+/// The inner terms (module docs) from the sparse rows of `∂M/∂q`, one acceleration row `l` of
+/// every tensor at a time: row `x` of `[Xᵀ | Zᵀ | Y] = Σ_m dM[l, m, x] R[m, ·]` with
+/// `R = [FD_q | M⁻¹ | FD_v]` (`rows`, row-major `(nv, 3nv)`), one pass over a length-`3nv` row
+/// per eight non-zeros. `scratch`: `(nv, 3nv)` rows and the non-zero lists.
+fn inner_terms_by_rows(
+    nv: usize,
+    rows: &[f64],
+    (hqq, hqv, dm): (&[f64], &[f64], &[f64]),
+    js: &[usize],
+    (oqq, oqv, otq): (&mut [f64], &mut [f64], &mut [f64]),
+    (inner, terms): (&mut [f64], &mut Terms),
+) {
+    let (nv2, n3) = (nv * nv, 3 * nv);
+    for l in 0..nv {
+        let block = l * nv2..(l + 1) * nv2;
+        // inner[x, ·] = Σ_m dM[l, m, x] [FD_q | M⁻¹ | FD_v][m, ·] = [Xᵀ | Zᵀ | Y][x, ·]
+        terms.clear();
+        for m in 0..nv {
+            for (x, &e) in dm[(l * nv + m) * nv..(l * nv + m + 1) * nv].iter().enumerate() {
+                if e != 0.0 {
+                    terms.push(x, m, -e);
+                }
+            }
+        }
+        for (x, y) in inner.chunks_exact_mut(n3).enumerate() {
+            sub_rows(y, &Rows { src: rows, len: n3, stride: n3, base: 0 }, terms.get(x), Start::Set);
+        }
+        let (tqq, tqv, ttq) = (&mut oqq[block.clone()], &mut oqv[block.clone()], &mut otq[block.clone()]);
+        let (hqq_l, hqv_l) = (&hqq[block.clone()], &hqv[block]);
+        // by rows b of the pages: T_qv[b, ·] = Hqv[b, ·] + Y[b, ·], T_τq[b, c] = Zᵀ[c, b] and
+        // T_qq[b, c] = Hqq[b, c] + Xᵀ[b, c] + Xᵀ[c, b] on the columns c ≥ js[b] the solve visits
+        // (see `solve_columns`)
+        let rows = tqq.chunks_exact_mut(nv).zip(tqv.chunks_exact_mut(nv)).zip(ttq.chunks_exact_mut(nv));
+        for (b, (((q, v), t), x)) in rows.zip(inner.chunks_exact(n3)).enumerate() {
+            for ((t, h), y) in v.iter_mut().zip(&hqv_l[b * nv..(b + 1) * nv]).zip(&x[2 * nv..]) {
+                *t = h + y;
+            }
+            for (t, xc) in t.iter_mut().zip(inner.chunks_exact(n3)) {
+                *t = xc[nv + b];
+            }
+            let from = js[b];
+            let cols = q[from..].iter_mut().zip(&hqq_l[b * nv + from..(b + 1) * nv]).zip(&x[from..nv]);
+            for (((t, h), y), xc) in cols.zip(inner.chunks_exact(n3).skip(from)) {
+                *t = h + y + xc[b];
+            }
+        }
+    }
 }
 
 /// The inner terms (module docs) from one `∂(M y)/∂q` product per column `y` of

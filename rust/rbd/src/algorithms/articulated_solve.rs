@@ -19,7 +19,7 @@ use nalgebra::Matrix6;
 use vidyn_spatial::Motion;
 
 /// Right-hand sides carried through the sweeps together.
-pub(crate) const CHUNK: usize = 16;
+const CHUNK: usize = 16;
 
 type Lanes = [f64; CHUNK];
 
@@ -56,7 +56,10 @@ impl ArticulatedFactors<'_> {
         }
     }
 
-    /// [`Self::solve_rows`] on `w ≤ CHUNK` columns starting at `t[0]`.
+    /// [`Self::solve_rows`] on `w ≤ CHUNK` columns starting at `t[0]`. A 1-dof joint takes a
+    /// branch of its own, the same operations with `D⁻¹` a scalar and `U` one column (the
+    /// general loops over the joint's `d` dofs cost a 100-link chain's ∂²ABA 83 ms instead of
+    /// 74).
     fn solve_chunk(&self, w: usize, s: f64, t: &mut [f64], stride: usize, scratch: &mut ArticulatedScratch) {
         let model = self.model;
         let n = model.nbodies();
