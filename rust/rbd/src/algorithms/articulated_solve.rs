@@ -56,6 +56,11 @@ impl ArticulatedFactors<'_> {
         }
     }
 
+    /// `S̄`, `U`'s one column and the scalar `D⁻¹` of body `i`'s 1-dof joint (dof `iv`).
+    fn one_dof(&self, i: usize, iv: usize) -> ([f64; 6], [f64; 6], f64) {
+        (self.columns[iv].to_vector().into(), self.u[i].column(0).into(), self.d_inv[i][(0, 0)])
+    }
+
     /// [`Self::solve_rows`] on `w ≤ CHUNK` columns starting at `t[0]`. A 1-dof joint takes a
     /// branch of its own, the same operations with `D⁻¹` a scalar and `U` one column (the
     /// general loops over the joint's `d` dofs cost a 100-link chain's ∂²ABA 83 ms instead of
@@ -77,10 +82,8 @@ impl ArticulatedFactors<'_> {
             let own = &own[..6];
             let (ui, di) = (&self.u[i], &self.d_inv[i]);
             if d == 1 {
-                let (sk, uk, dk): ([f64; 6], [f64; 6], f64) = (self.columns[iv].to_vector().into(), ui.column(0).into(), di[(0, 0)]);
-                let row = &mut t[iv * stride..iv * stride + w];
-                let mut y = [0.0; CHUNK];
-                y[..w].copy_from_slice(row);
+                let (sk, uk, dk) = self.one_dof(i, iv);
+                let mut y = load(t, iv);
                 for c in 0..CHUNK {
                     let mut v = s * y[c];
                     for r in 0..6 {
@@ -88,7 +91,7 @@ impl ArticulatedFactors<'_> {
                     }
                     y[c] = dk * v;
                 }
-                row.copy_from_slice(&y[..w]);
+                t[iv * stride..iv * stride + w].copy_from_slice(&y[..w]);
                 if let Some(parent) = model.parents[i] {
                     let to = &mut below[6 * parent..6 * parent + 6];
                     for r in 0..6 {
@@ -146,10 +149,8 @@ impl ArticulatedFactors<'_> {
             }
             let (ui, di) = (&self.u[i], &self.d_inv[i]);
             if d == 1 {
-                let (sk, uk, dk): ([f64; 6], [f64; 6], f64) = (self.columns[iv].to_vector().into(), ui.column(0).into(), di[(0, 0)]);
-                let row = &mut t[iv * stride..iv * stride + w];
-                let mut x = [0.0; CHUNK];
-                x[..w].copy_from_slice(row);
+                let (sk, uk, dk) = self.one_dof(i, iv);
+                let mut x = load(t, iv);
                 for c in 0..CHUNK {
                     let mut v = 0.0;
                     for r in 0..6 {
@@ -157,7 +158,7 @@ impl ArticulatedFactors<'_> {
                     }
                     x[c] -= dk * v;
                 }
-                row.copy_from_slice(&x[..w]);
+                t[iv * stride..iv * stride + w].copy_from_slice(&x[..w]);
                 for r in 0..6 {
                     for c in 0..CHUNK {
                         own[r][c] += sk[r] * x[c];
