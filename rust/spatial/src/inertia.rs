@@ -58,7 +58,9 @@ impl Inertia {
         Inertia::new(self.mass, m.act_point(&self.com), m.rotation * self.rot_inertia * m.rotation.transpose())
     }
 
-    /// The 6×6 matrix of the inertia.
+    /// The 6×6 matrix of the inertia. Always inlined: a call returns its 288 bytes through
+    /// memory, which the hot loops that store it into a workspace would copy once more.
+    #[inline(always)]
     #[must_use]
     pub fn to_matrix(&self) -> Matrix6<f64> {
         let cx = skew(&self.com);

@@ -32,7 +32,7 @@
 use crate::algorithms::aba::{mul_live, reduced_inertia};
 use crate::algorithms::kinematics::placements_unchecked;
 use crate::algorithms::minverse::{backward_step, forward_step, mirror_lower};
-use crate::algorithms::rnea_derivatives::{inertia_velocity_coupling, torque_derivatives};
+use crate::algorithms::rnea_derivatives::{add_to_parent, inertia_velocity_coupling, torque_derivatives};
 use crate::check::{check_configuration, check_forces, check_tangent};
 use crate::error::Result;
 use crate::model::Model;
@@ -138,9 +138,8 @@ fn articulated_pass(model: &Model, ws: &mut Workspace, tau: &[f64]) -> Result<()
         let parent = model.parents[i];
         if let Some(p) = parent {
             let d = &mut ws.derivatives;
-            let (ic, bc) = (d.composite_inertias[i], d.composite_b[i]);
-            d.composite_inertias[p] += ic;
-            d.composite_b[p] += bc;
+            add_to_parent(&mut d.composite_inertias, i, p);
+            add_to_parent(&mut d.composite_b, i, p);
         }
         backward_step(model, ws, i)?;
         let pa = ws.bias_forces[i];
