@@ -52,7 +52,7 @@ impl Inertia {
     }
 
     /// The same body expressed in the parent frame: `aMb · I_b = Ad⁻ᵀ I_b Ad⁻¹`.
-    #[inline]
+    #[inline(always)]
     #[must_use]
     pub fn transformed(&self, m: &Se3) -> Inertia {
         Inertia::new(self.mass, m.act_point(&self.com), m.rotation * self.rot_inertia * m.rotation.transpose())
