@@ -27,8 +27,8 @@ const ROUND: f64 = 6_755_399_441_055_744.0;
 /// Above this the fast path's reduction is not trusted (`|k|` must stay well below 2²⁰).
 const FAST_LIMIT: f64 = 1e5;
 
-/// `(sin x, cos x)`.
-#[inline]
+/// `(sin x, cos x)`. Always inlined (LLVM kept it as a call in the kinematic passes).
+#[inline(always)]
 #[must_use]
 pub fn sin_cos(x: f64) -> (f64, f64) {
     if x.is_nan() || x.abs() > FAST_LIMIT || x == 0.0 {

@@ -80,8 +80,10 @@ pub fn times_rotation_about(r: &Matrix3<f64>, axis: &Vector3<f64>, angle: f64) -
     times_rotation_about_sin_cos(r, axis, crate::sin_cos(angle))
 }
 
-/// [`times_rotation_about`] given `(sin θ, cos θ)`.
-#[inline]
+/// [`times_rotation_about`] given `(sin θ, cos θ)`. Always inlined: as a call it returned the
+/// matrix through memory, which the caller's next product read back at once (CRBA on the
+/// two-link double pendulum 105 → 90 ns, forward kinematics 93 → 72 ns).
+#[inline(always)]
 #[must_use]
 pub fn times_rotation_about_sin_cos(r: &Matrix3<f64>, axis: &Vector3<f64>, (s, c): (f64, f64)) -> Matrix3<f64> {
     let Some(k) = coordinate_axis(axis) else {
