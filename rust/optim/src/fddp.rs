@@ -37,8 +37,10 @@
 //! (module `pipeline`): its steps are linearised on the pool's other threads while it is
 //! simulated, and the next Gauss–Newton backward pass (feasible: no gaps; μ relaxed as after
 //! any accepted step) runs over them as they come, so that a kept trial needs no backward pass
-//! of its own (the same pass bit for bit). Other trials step one knot at a time, each Newton
-//! solve started at the linearisation's prediction of where it lands.
+//! of its own (the same pass bit for bit). Other trials, which keep part of each gap, step one
+//! knot at a time, each Newton solve started at the linearisation's prediction of where it
+//! lands, with their derivatives computed behind them alike (on ANYmal's gaits with friction
+//! cones 2–7 % less time; the backward pass behind them would need their gaps, and is not run).
 //!
 //! Regularisation, stopping rule, the fitted step a feasible iterate's line search may try
 //! first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
@@ -68,7 +70,7 @@ use crate::ilqr::{
     check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, FittedStep, IlqrOptions,
     IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
 };
-use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, ReverseSweep, TrialError};
+use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, Observer, ReverseSweep, Rollout, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -246,44 +248,45 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let mut swept = false;
         let first = if traj.feasible { fitted.first_trial() } else { None };
         for alpha in first.into_iter().chain(options.alphas.iter().copied()) {
-            if traj.feasible || alpha == 1.0 {
-                // a trial that closes every gap is a closed-loop rollout from x0: simulated with
-                // its derivatives computed behind it on the pool's other threads and the next
-                // backward pass run over them as they come (iLQR's pipeline)
-                let mut trial_d = pipelined.take().unwrap_or_else(|| Derivatives::zeros(steps, ndx, nu));
+            // a trial that closes every gap is a closed-loop rollout from x0: simulated with
+            // its derivatives computed behind it on the pool's other threads and the next
+            // backward pass run over them as they come (iLQR's pipeline); one that keeps part
+            // of each gap has its derivatives computed behind it alike
+            let closes = traj.feasible || alpha == 1.0;
+            let mut trial_d = pipelined.take().unwrap_or_else(|| Derivatives::zeros(steps, ndx, nu));
+            let trial = Trial { traj: &traj, pass: &p, alpha, bounds };
+            let judge = |xs: &[f64], _: &[f64], jn: Result<f64>| {
+                let Ok(jn) = jn else { return Ok(None) };
+                Ok(accept(alpha, gap_term(&space, &traj, &p, xs, nx, ndx), jn).map(|expected| (jn, expected)))
+            };
+            let mut gaps = vec![0.0; (steps + 1) * ndx];
+            let outcome = if closes {
                 let near = Nominal { x: &traj.x, u: &traj.u, a: &d.a, b: &d.b };
                 let mut dx = vec![0.0; ndx];
-                let trial = Trial { traj: &traj, pass: &p, alpha, bounds };
                 let policy = &mut |k: usize, xk: &[f64], uk: &mut [f64]| feedback(&space, trial, k, xk, uk, &mut dx);
-                let judge = |xs: &[f64], _: &[f64], jn: Result<f64>| {
-                    let Ok(jn) = jn else { return Ok(None) };
-                    Ok(accept(alpha, gap_term(&space, &traj, &p, xs, nx, ndx), jn).map(|expected| (jn, expected)))
-                };
                 // with DDP the pass behind a trial would form the exact second order of trials
                 // the line search may still reject, on the rollout's thread: ANYmal's jump took
                 // 0.43 s instead of 0.35 s; so only the Gauss–Newton pass runs there
                 let mut sweep = BackwardSweep::new(None::<&D>, bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out);
                 let behind = (!ddp).then_some(&mut sweep as &mut dyn ReverseSweep);
-                let outcome = simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, behind, &mut trial_d);
+                let outcome = simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, behind, &mut trial_d);
                 swept = !ddp && sweep.complete();
-                match outcome {
-                    Ok(Some(kept)) => {
-                        let (trial_cost, expected) = kept.verdict;
-                        let trial = Shooting { x: kept.x, u: kept.u, gaps: vec![0.0; (steps + 1) * ndx], feasible: true };
-                        step = Some((trial, trial_cost, alpha, expected));
-                        derived = Some(trial_d);
-                        break;
-                    }
-                    Err(TrialError::Rollout(OptimError::Cancelled)) => return Err(OptimError::Cancelled),
-                    Err(TrialError::Derivatives(e)) => return Err(e),
-                    Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => pipelined = Some(trial_d),
+                outcome
+            } else {
+                let run = Box::new(|observe: &mut Observer<'_>| forward(dynamics, x0, trial, (&d.a, &d.b), observe, &mut gaps));
+                simulate_and_derive(dynamics, cost, Rollout::Custom { steps, run }, judge, None, &mut trial_d)
+            };
+            match outcome {
+                Ok(Some(kept)) => {
+                    let (trial_cost, expected) = kept.verdict;
+                    let trial = Shooting { x: kept.x, u: kept.u, gaps, feasible: closes };
+                    step = Some((trial, trial_cost, alpha, expected));
+                    derived = Some(trial_d);
+                    break;
                 }
-                continue;
-            }
-            let Ok((trial, trial_cost, dv)) = forward(dynamics, cost, x0, Trial { traj: &traj, pass: &p, alpha, bounds }, (&d.a, &d.b)) else { continue };
-            if let Some(expected) = accept(alpha, dv, trial_cost) {
-                step = Some((trial, trial_cost, alpha, expected));
-                break;
+                Err(TrialError::Rollout(OptimError::Cancelled)) => return Err(OptimError::Cancelled),
+                Err(TrialError::Derivatives(e)) => return Err(e),
+                Ok(None) | Err(TrialError::Rollout(_) | TrialError::Judge(_)) => pipelined = Some(trial_d),
             }
         }
         time_forward += t.elapsed().as_secs_f64();
@@ -463,60 +466,53 @@ fn gap_term(space: &crate::StateSpace, traj: &Shooting, pass: &Pass, xs: &[f64],
         .sum()
 }
 
-/// The trial of step length `alpha` (module docs): its trajectory with its own gaps, its cost,
-/// and the term `Σ f̄ᵀ V_xx (x̂ ⊖ x̄)` of the predicted decrease (0 when feasible). Each step's
-/// solve starts from the linearisation's prediction of where it lands,
-/// `x̄_{k+1} ⊕ (f̄_{k+1} + A_k (x̂_k ⊖ x̄_k) + B_k (û_k − ū_k))`, off the step's result by
-/// second-order terms in the trial's distance from the current trajectory.
-fn forward<D: Dynamics + ?Sized, C: Cost + ?Sized>(
+/// The trial of step length `alpha < 1` from an infeasible trajectory, which keeps `1 − α`
+/// of each gap (module docs), handing the start of each step to `observe`: its trajectory, and
+/// its own gaps in `gaps`. Each step's solve starts from the linearisation's prediction of
+/// where it lands, `x̄_{k+1} ⊕ (f̄_{k+1} + A_k (x̂_k ⊖ x̄_k) + B_k (û_k − ū_k))`, off the step's
+/// result by second-order terms in the trial's distance from the current trajectory.
+fn forward<D: Dynamics + ?Sized>(
     dynamics: &D,
-    cost: &C,
     x0: &[f64],
     step: Trial<'_>,
     (a, b): (&[DMatrix<f64>], &[DMatrix<f64>]),
-) -> Result<(Shooting, f64, f64)> {
-    let Trial { traj, pass, alpha, .. } = step;
+    observe: &mut Observer<'_>,
+    gaps: &mut [f64],
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let Trial { traj, alpha, .. } = step;
     let space = dynamics.state_space();
     let (nx, nu, ndx) = (dynamics.nx(), dynamics.nu(), space.ndx());
     let steps = traj.u.len() / nu;
-    let keep = if traj.feasible || alpha == 1.0 { 0.0 } else { alpha - 1.0 };
-    let mut trial = Shooting { x: vec![0.0; (steps + 1) * nx], u: vec![0.0; steps * nu], gaps: vec![0.0; (steps + 1) * ndx], feasible: keep == 0.0 };
+    let keep = alpha - 1.0;
+    let (mut x, mut u) = (vec![0.0; (steps + 1) * nx], vec![0.0; steps * nu]);
     let (mut dx, mut shift, mut landed) = (vec![0.0; ndx], vec![0.0; ndx], x0.to_vec());
     let (mut predicted, mut guess) = (DVector::zeros(ndx), vec![0.0; nx]);
-    let mut dv = 0.0;
     for k in 0..=steps {
         // x̂_k = (where the dynamics landed) ⊕ (α − 1) f̄_k, and its own gap
-        let gap = &traj.gaps[k * ndx..(k + 1) * ndx];
-        for (s, g) in shift.iter_mut().zip(gap) {
+        for (s, g) in shift.iter_mut().zip(&traj.gaps[k * ndx..(k + 1) * ndx]) {
             *s = keep * g;
         }
-        space.integrate(&landed, &shift, &mut trial.x[k * nx..(k + 1) * nx]);
-        space.difference(&trial.x[k * nx..(k + 1) * nx], &landed, &mut trial.gaps[k * ndx..(k + 1) * ndx]);
-        space.difference(&traj.x[k * nx..(k + 1) * nx], &trial.x[k * nx..(k + 1) * nx], &mut dx);
-        if let Some(v) = pass.values.get(k) {
-            let vxx_dx = &v.vxx * DVectorView::from_slice(&dx, ndx);
-            dv += gap.iter().zip(vxx_dx.iter()).map(|(g, v)| g * v).sum::<f64>();
-        }
+        space.integrate(&landed, &shift, &mut x[k * nx..(k + 1) * nx]);
+        space.difference(&x[k * nx..(k + 1) * nx], &landed, &mut gaps[k * ndx..(k + 1) * ndx]);
         if k == steps {
             break;
         }
-        let (done, _) = trial.x.split_at((k + 1) * nx);
-        let uk = &mut trial.u[k * nu..(k + 1) * nu];
-        feedback(&space, step, k, &done[k * nx..], uk, &mut dx);
+        let (xk, uk) = (&x[k * nx..(k + 1) * nx], &mut u[k * nu..(k + 1) * nu]);
+        feedback(&space, step, k, xk, uk, &mut dx);
         if uk.iter().any(|v| !v.is_finite()) {
             return Err(OptimError::InvalidInput("fddp: a trial control is not finite".into()));
         }
+        observe(k, xk, uk);
         // Newton starts at the linear prediction of the landing point
         predicted.copy_from_slice(&traj.gaps[(k + 1) * ndx..(k + 2) * ndx]);
         predicted.gemv(1.0, &a[k], &DVectorView::from_slice(&dx, ndx), 1.0);
-        for (i, (&ut, &ub)) in trial.u[k * nu..(k + 1) * nu].iter().zip(&traj.u[k * nu..(k + 1) * nu]).enumerate() {
+        for (i, (&ut, &ub)) in uk.iter().zip(&traj.u[k * nu..(k + 1) * nu]).enumerate() {
             predicted.axpy(ut - ub, &b[k].column(i), 1.0);
         }
         space.integrate(&traj.x[(k + 1) * nx..(k + 2) * nx], predicted.as_slice(), &mut guess);
-        dynamics.step(k, &trial.x[k * nx..(k + 1) * nx], &trial.u[k * nu..(k + 1) * nu], Some(&guess), &mut landed)?;
+        dynamics.step(k, xk, uk, Some(&guess), &mut landed)?;
     }
-    let trial_cost = total_cost(cost, &trial.x, &trial.u, nx, nu)?;
-    Ok((trial, trial_cost, dv))
+    Ok((x, u))
 }
 
 /// `(G, H)` of the step's linear model from the guess (module docs): `δx_0 = f̄_0`,

@@ -102,7 +102,27 @@ pub(crate) struct ClosedLoop<'r, 'p> {
     pub near: Option<&'r Nominal<'r>>,
 }
 
-/// Simulates the closed loop `rollout` (as [`Dynamics::rollout`]), then asks
+/// Sees each knot `(k, x_k, u_k)` of a rollout as soon as its control is final.
+pub(crate) type Observer<'a> = dyn FnMut(usize, &[f64], &[f64]) + 'a;
+
+/// A rollout of [`Rollout::Custom`]: it hands its knots to the observer and returns `(x, u)`.
+pub(crate) type RunRollout<'r> = Box<dyn FnOnce(&mut Observer<'_>) -> Result<(Vec<f64>, Vec<f64>)> + 'r>;
+
+/// A rollout [`simulate_and_derive`] runs: a closed loop, or `steps` steps simulated by `run`
+/// (e.g. FDDP's trial that keeps part of each gap), which hands the start `(k, x_k, u_k)` of
+/// every step to its observer in order and returns the trajectory `(x, u)`, row-major.
+pub(crate) enum Rollout<'r, 'p> {
+    Closed(ClosedLoop<'r, 'p>),
+    Custom { steps: usize, run: RunRollout<'r> },
+}
+
+impl<'r, 'p> From<ClosedLoop<'r, 'p>> for Rollout<'r, 'p> {
+    fn from(closed: ClosedLoop<'r, 'p>) -> Self {
+        Self::Closed(closed)
+    }
+}
+
+/// Simulates `rollout` (a closed loop as [`Dynamics::rollout`]), then asks
 /// `judge(x, u, J)`, with `J` the trajectory's cost ([`crate::total_cost`], bit for bit),
 /// whether to keep the trajectory (`Ok(Some(verdict))`) or drop it (`Ok(None)`). A kept
 /// trajectory comes with its derivatives in `out` (every stage, and the terminal cost's),
@@ -115,7 +135,7 @@ pub(crate) struct ClosedLoop<'r, 'p> {
 pub(crate) fn simulate_and_derive<D, C, T>(
     dynamics: &D,
     cost: &C,
-    rollout: ClosedLoop<'_, '_>,
+    rollout: Rollout<'_, '_>,
     judge: impl FnOnce(&[f64], &[f64], Result<f64>) -> Result<Option<T>>,
     sweep: Option<&mut dyn ReverseSweep>,
     out: &mut Derivatives,
@@ -124,7 +144,10 @@ where
     D: Dynamics + ?Sized,
     C: Cost + ?Sized,
 {
-    let ClosedLoop { x0, steps, policy, near } = rollout;
+    let steps = match &rollout {
+        Rollout::Closed(closed) => closed.steps,
+        Rollout::Custom { steps, .. } => *steps,
+    };
     let (nx, nu) = (dynamics.nx(), dynamics.nu());
     let streams = Streams { dynamics: dynamics.linearizes_steps(), cost: cost.parallel() };
     let shared = Shared::new(steps, nx, nu);
@@ -163,13 +186,18 @@ where
                 }
             });
         }
-        let publish = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
-            policy(k, xk, uk);
-            shared.publish(k, xk, uk);
-        };
-        let rollout = match near {
-            Some(near) => dynamics.rollout_near(x0, steps, publish, near),
-            None => dynamics.rollout(x0, steps, publish),
+        let rollout = match rollout {
+            Rollout::Closed(ClosedLoop { x0, steps, policy, near }) => {
+                let publish = &mut |k: usize, xk: &[f64], uk: &mut [f64]| {
+                    policy(k, xk, uk);
+                    shared.publish(k, xk, uk);
+                };
+                match near {
+                    Some(near) => dynamics.rollout_near(x0, steps, publish, near),
+                    None => dynamics.rollout(x0, steps, publish),
+                }
+            }
+            Rollout::Custom { run, .. } => run(&mut |k, xk, uk| shared.publish(k, xk, uk)),
         };
         match &rollout {
             Ok((x, _)) => shared.publish(steps, &x[steps * nx..], &[]),
@@ -637,7 +665,7 @@ mod tests {
             let kept = simulate_and_derive(
                 &dynamics,
                 &cost,
-                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |k, _, u| u[0] = (k as f64).sin(), near: None },
+                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |k, _, u| u[0] = (k as f64).sin(), near: None }.into(),
                 |x, u, j| Ok(Some((j?, crate::total_cost(&cost, x, u, 2, 1)?))),
                 Some(&mut rec),
                 &mut out,
@@ -654,7 +682,7 @@ mod tests {
             let dropped = simulate_and_derive(
                 &dynamics,
                 &cost,
-                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |_, _, u| u[0] = 0.0, near: None },
+                ClosedLoop { x0: &[0.3, 0.2], steps, policy: &mut |_, _, u| u[0] = 0.0, near: None }.into(),
                 |_, _, _| Ok(None::<()>),
                 Some(&mut rec),
                 &mut out,

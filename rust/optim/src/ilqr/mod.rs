@@ -219,7 +219,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let initial = simulate_and_derive(
         dynamics,
         cost,
-        ClosedLoop { x0, steps, policy: &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]), near: None },
+        ClosedLoop { x0, steps, policy: &mut |k, _x, uk| uk.copy_from_slice(&u0[k * nu..(k + 1) * nu]), near: None }.into(),
         |_, _, j| {
             let j = j?;
             if j.is_finite() {
@@ -323,7 +323,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 };
                 let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
                 let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
-                match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }, judge, Some(&mut sweep), &mut trial) {
+                match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
                         accepted = Some((kept, alpha, sweep.complete()));
                         break;
