@@ -273,6 +273,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 swept = !ddp && sweep.complete();
                 outcome
             } else {
+                // no pass behind this trial: the one behind an earlier, rejected trial is stale
+                swept = false;
                 let run = Box::new(|observe: &mut Observer<'_>| forward(dynamics, x0, trial, (&d.a, &d.b), observe, &mut gaps));
                 simulate_and_derive(dynamics, cost, Rollout::Custom { steps, run }, judge, None, &mut trial_d)
             };
