@@ -20,9 +20,9 @@ Guarantees
       …)``, ``vi.rollout(q0[i], v0[i], u[i])``, ``vi.linearize(...)``) returns, whatever the
       number of threads: each row runs the same sequential code and no sum crosses rows.
     * ``vidyn.set_num_threads(k)`` sets the pool size (default: ``VIDYN_NUM_THREADS``, else
-      the number of CPUs); ``vidyn.get_num_threads()`` reads it. It governs ``vidyn.batch``
-      only: ``VariationalIntegrator.linearize`` (one trajectory) and ``vidyn.optim`` still run
-      on rayon's global pool (``RAYON_NUM_THREADS``).
+      the number of CPUs); ``vidyn.get_num_threads()`` reads it. The one pool runs
+      ``vidyn.batch``, ``VariationalIntegrator.linearize`` (a one-trajectory batch) and
+      ``vidyn.optim``.
     * Ctrl-C works during long batches: the calling thread checks for signals every 50 ms;
       rows not yet started are skipped and ``KeyboardInterrupt`` is raised.
 

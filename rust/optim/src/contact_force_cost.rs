@@ -24,9 +24,9 @@
 //! share their store of solved steps ([`ContactForceCost::with_solved_steps`],
 //! [`VariationalIntegrator::kept_multipliers`]); otherwise, or for a stage the dynamics did
 //! not solve, the cost solves the step itself, from the integrator's own start, so that the
-//! value depends on the stage's inputs only (on ANYmal's gaits with cones 0–17 such solves per
-//! optimisation; starting them from the end of the last solve of the same step changed no
-//! result).
+//! value depends on the stage's inputs only (none on ANYmal's gaits with cones since a step's
+//! kept multipliers stay readable while it is linearised; before, 0–17 per optimisation, and
+//! the iterates then varied from run to run in their last bits).
 
 use crate::actuation::Actuation;
 use crate::cost::{Cost, StageDerivatives};

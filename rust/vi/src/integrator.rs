@@ -133,6 +133,9 @@ pub struct ViWorkspace {
     pub(crate) within_tolerance: bool,
     /// The buffer [`VariationalIntegrator::keep_solved`] fills next.
     pub(crate) spare_solved: Option<Box<SolvedStep>>,
+    /// `(nq,)` a kept step's `q_{k+1}`, where [`VariationalIntegrator::linearize_kept`] starts
+    /// its re-solve.
+    pub(crate) kept_next: Vec<f64>,
     /// A step's chart with composite joints (module `chart_step`).
     pub(crate) chart: ChartWork,
     /// The scratch of a model with mimic joints (module `mimic_step`).
@@ -541,6 +544,7 @@ impl VariationalIntegrator {
             last_iterations: 0,
             within_tolerance: false,
             spare_solved: None,
+            kept_next: Vec::with_capacity(self.nq()),
         }
     }
 
