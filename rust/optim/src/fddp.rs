@@ -32,7 +32,7 @@
 //!   6·10⁴ per unit `α` from a cost of 7.8 that in fact rose, so every trial of the first eight
 //!   iterations was refused while the regularisation climbed to 14 (half the solve's time).
 //! * tries `α = 1, ½, ¼, …`, but while infeasible from at most four times the step accepted
-//!   last (two halvings more): closing large gaps, the model's error grows fast with `α`, and
+//!   last (two doublings): closing large gaps, the model's error grows fast with `α`, and
 //!   longer trials are refused again and again (ANYmal's jump with friction cones: in each of
 //!   its first six iterations `α = 1`, ½ and ¼ were refused, the cost rising 4–8 times the
 //!   predicted amount at ½, before ⅛ or 1/16 was kept). On the jump the same 20 iterations
