@@ -3,7 +3,7 @@
 (``talos_walk.py``), each solved ``--repeats`` times; FDDP's iterations and the range of its wall
 time (``res.wall_time``). The peers: ``bench_walk_crocoddyl.py`` and ``bench_talos_crocoddyl.py``.
 
-Run: ``python examples/bench_gaits_vidyn.py [--plain] [--alpha-max A] [--repeats R] [--gaits walk,jump,…,talos] [--friction]``
+Run: ``python examples/bench_gaits_vidyn.py [--plain] [--alpha-max A] [--repeats R] [--gaits walk,jump,…,talos] [--friction] [--xreg ρ]``
 (``--plain``: every line search of FDDP from ``α = 1``, as before session 25).
 """
 
@@ -31,13 +31,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gaits", default="walk,trot,pace,bound,jump,talos", help="comma-separated: walk, trot, pace, bound, jump, talos")
     parser.add_argument("--friction", action="store_true", help="only the ANYmal gaits with friction cones")
+    parser.add_argument("--xreg", type=float, default=0.0, help="FDDP's state regularisation on the ANYmal gaits (anymal_walk.XREG: 1e-2)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the URDFs' inertia notes
     gaits = args.gaits.split(",")
     for name in (g for g in gaits if g != "talos"):
         cone = anymal_walk.friction_cone(name) if args.friction else None
         label = f"{name}, friction cones" if args.friction else name
-        print(f"{label}: {timed(lambda: anymal_walk.solve(name, friction=cone, verbose=False, alpha_max=args.alpha_max, fitted_step=not args.plain), args.repeats)}")
+        print(f"{label}: {timed(lambda: anymal_walk.solve(name, friction=cone, verbose=False, alpha_max=args.alpha_max, fitted_step=not args.plain, xreg=args.xreg), args.repeats)}")
     if "talos" in gaits and not args.friction:
         print(f"talos, two steps: {timed(lambda: talos_walk.solve(2, verbose=False, alpha_max=args.alpha_max, fitted_step=not args.plain), args.repeats)}")
 

@@ -727,6 +727,7 @@ def ilqr(
     alpha_max: float = 4.0,
     fitted_step: bool = True,
     coordinates: Literal["momentum", "velocity"] = "momentum",
+    xreg: float = 0.0,
 ) -> IlqrResult:
     """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
@@ -739,7 +740,12 @@ def ilqr(
     none), or a shorter one (at least ¼) judged as any (vidyn-optim's module
     ``ilqr::fitted_step``; by :func:`fddp` ANYmal's jump in 11 iterations instead of 23,
     Talos's walk in 9 instead of 14). ``fitted_step=False``: every line search starts at
-    ``α = 1``, as crocoddyl's.
+    ``α = 1``, as crocoddyl's. ``xreg`` (≥ 0, default 0): the backward pass forms the next
+    knot's value Hessian as ``V_xx + xreg·1`` (crocoddyl's ``xreg``, fixed here), a proximal
+    term on the states' deviation that shortens steps where the linearisation stops holding
+    along the horizon, without moving the optimum. Its good value depends on the problem's
+    scale (BENCHMARKS.md, session 32: ``1e-2`` takes ANYmal's walk from 16 FDDP iterations to
+    8, and the panda reach from 16 to 47).
     ``method="ddp"``: full DDP on the VI's
     λ-contracted second derivatives (exact, also with holonomic constraints and contact
     schedules, on fixed and floating bases: see the module docs; NotImplementedError with
@@ -768,7 +774,7 @@ def ilqr(
     zero); tracked points, friction cones, Python costs, ``p0``, ``cost_state``,
     ``coordinates`` and ``method="ddp"`` are refused there."""
     if isinstance(vi, MaximalIntegrator):
-        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, coordinates)
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg or None), cost_state, coordinates)
         if q0 is None:
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, alpha_max=alpha_max, fitted_step=fitted_step)
@@ -777,9 +783,17 @@ def ilqr(
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max, fitted_step=fitted_step
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max, fitted_step=fitted_step, xreg=_xreg(xreg)
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
+
+
+def _xreg(xreg: float) -> float:
+    """``xreg`` checked: a finite number ≥ 0."""
+    value = float(xreg)
+    if not (value >= 0.0 and np.isfinite(value)):
+        raise InputError(f"xreg must be a finite number ≥ 0, got {xreg!r}")
+    return value
 
 
 def _refuse_on_maximal(given: dict[str, Any], cost_state: str, coordinates: str) -> None:
@@ -891,6 +905,7 @@ def fddp(
     mu_init: float = 0.0,
     alpha_max: float = 4.0,
     fitted_step: bool = True,
+    xreg: float = 0.0,
 ) -> IlqrResult:
     """Multiple shooting (feasibility-driven DDP, crocoddyl's ``SolverFDDP``; Mastalli et al.
     2020) on the problem :func:`ilqr` takes, started from a *state guess* that need not follow
@@ -904,7 +919,8 @@ def fddp(
     final trajectory is feasible too. ``u_min``, ``u_max``: (m,) control limits as in
     :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``);
     ``fitted_step``, ``alpha_max`` as in :func:`ilqr`, on feasible iterates
-    (``fitted_step=False``: crocoddyl's line search, every one from ``α = 1``).
+    (``fitted_step=False``: crocoddyl's line search, every one from ``α = 1``); ``xreg`` as in
+    :func:`ilqr`.
     ``method="ddp"``: Gauss–Newton while gaps remain, then, once the trajectory is feasible,
     full DDP on the VI's exact λ-contracted second derivatives (as :func:`ilqr`'s; contact
     phases included); not with ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see
@@ -912,7 +928,7 @@ def fddp(
     if X_init is None:
         raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
     if isinstance(vi, MaximalIntegrator):
-        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost), cost_state, "momentum")
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg or None), cost_state, "momentum")
         if q0 is None:
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init, alpha_max, fitted_step)
@@ -925,7 +941,7 @@ def fddp(
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
     m = problem.U_init.shape[1]
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max, fitted_step
+        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max, fitted_step, _xreg(xreg)
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 

@@ -212,7 +212,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let second = ddp && traj.feasible && exact;
         let backward = match ahead.take() {
             Some(pass) => Some(pass),
-            None => backward(second.then_some(dynamics), d, &traj, mu, bounds, &warm, &mut scratch),
+            None => backward(second.then_some(dynamics), d, &traj, (mu, options.xreg), bounds, &warm, &mut scratch),
         };
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
@@ -285,7 +285,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 // with DDP the pass behind a trial would form the exact second order of trials
                 // the line search may still reject, on the rollout's thread: ANYmal's jump took
                 // 0.43 s instead of 0.35 s; so only the Gauss–Newton pass runs there
-                let mut sweep = BackwardSweep::new(None::<&D>, bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out);
+                let mut sweep =
+                    BackwardSweep::new(None::<&D>, bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out).with_state_regularisation(options.xreg);
                 let behind = (!ddp).then_some(&mut sweep as &mut dyn ReverseSweep);
                 let outcome = simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, behind, &mut trial_d);
                 swept = !ddp && sweep.complete();
@@ -426,13 +427,14 @@ fn derive<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, traj: 
 }
 
 /// The backward pass with the gaps (module docs) on the shared [`BackwardSweep`], with DDP's
-/// second order when `ddp` holds the dynamics; `None` when `Q_uu + μ1` is not positive
-/// definite at some stage (or a second derivative failed).
+/// second order when `ddp` holds the dynamics, regularised by `μ` and `xreg`
+/// ([`IlqrOptions::xreg`]); `None` when `Q_uu + μ1` is not positive definite at some stage (or a
+/// second derivative failed).
 fn backward<D: Dynamics + ?Sized>(
     ddp: Option<&D>,
     d: &Derivatives,
     traj: &Shooting,
-    mu: f64,
+    (mu, xreg): (f64, f64),
     bounds: Option<&Bounds>,
     warm: &[DVector<f64>],
     scratch: &mut BackwardWorkspace,
@@ -442,7 +444,7 @@ fn backward<D: Dynamics + ?Sized>(
     let mut out = Backward::zeros(steps, ndx, nu);
     let mut values = if traj.feasible { Vec::new() } else { vec![StageValue::zeros(ndx); steps + 1] };
     {
-        let sweep = BackwardSweep::new(ddp, bounds, mu, warm, scratch, &mut out);
+        let sweep = BackwardSweep::new(ddp, bounds, mu, warm, scratch, &mut out).with_state_regularisation(xreg);
         let mut sweep = if traj.feasible { sweep } else { sweep.with_gaps(&traj.gaps, &mut values) };
         sweep.start(&d.cost.terminal);
         for k in (0..steps).rev() {

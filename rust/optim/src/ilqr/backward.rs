@@ -162,6 +162,8 @@ pub(crate) struct BackwardSweep<'a, D: ?Sized> {
     ddp: Option<&'a D>,
     bounds: Option<&'a Bounds>,
     mu: f64,
+    /// `ρ` of [`Self::with_state_regularisation`] (0: none).
+    xreg: f64,
     /// The box QP's warm start per step (feed-forward terms of an earlier pass).
     warm: &'a [DVector<f64>],
     s: &'a mut BackwardWorkspace,
@@ -184,7 +186,17 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         s: &'a mut BackwardWorkspace,
         out: &'a mut Backward,
     ) -> Self {
-        Self { ddp, bounds, mu, warm, s, out, remaining: None, error: None, gaps: None }
+        Self { ddp, bounds, mu, xreg: 0.0, warm, s, out, remaining: None, error: None, gaps: None }
+    }
+
+    /// The sweep with `V_xx + ρ 1` in place of the next knot's `V_xx` when forming `Q_xx`,
+    /// `Q_ux`, `Q_uu` (`IlqrOptions::xreg`; crocoddyl's `xreg`): the stage's model then also
+    /// charges `½ ρ |δx_{k+1}|²` for moving the next state, a proximal term that shortens the
+    /// steps where the linearisation stops holding along the horizon and vanishes with them.
+    /// The value functions kept for FDDP's gaps and expected decrease stay unregularised.
+    pub(crate) fn with_state_regularisation(mut self, xreg: f64) -> Self {
+        self.xreg = xreg;
+        self
     }
 
     /// The sweep of FDDP (Mastalli et al. 2020): after each knot's value function is formed
@@ -243,7 +255,13 @@ impl<'a, D: Dynamics + ?Sized> BackwardSweep<'a, D> {
         add_transposed_product(1.0, a, s.vx.as_slice(), nx, s.qx.as_mut_slice());
         s.qu.copy_from_slice(dk.lu.as_slice());
         add_transposed_product(1.0, b, s.vx.as_slice(), nx, s.qu.as_mut_slice());
-        // Q_xx = ℓ_xx + Aᵀ (V_xx A), Q_ux = ℓ_ux + Bᵀ (V_xx A), Q_uu = ℓ_uu + Bᵀ (V_xx B)
+        // Q_xx = ℓ_xx + Aᵀ (V_xx A), Q_ux = ℓ_ux + Bᵀ (V_xx A), Q_uu = ℓ_uu + Bᵀ (V_xx B), with
+        // V_xx + ρ 1 (V_xx is formed anew for this knot below)
+        if self.xreg > 0.0 {
+            for i in 0..nx {
+                s.vxx[(i, i)] += self.xreg;
+            }
+        }
         set_product(s.vxx.as_slice(), nx, a, nx, s.vxx_a.as_mut_slice());
         set_product(s.vxx.as_slice(), nx, b, nx, s.vxx_b.as_mut_slice());
         s.qxx.copy_from_slice(dk.lxx.as_slice());

@@ -111,6 +111,8 @@ pub(crate) fn check_options(o: &IlqrOptions) -> Result<()> {
     let valid = o.tolerance >= 0.0
         && o.max_iterations > 0
         && o.mu_init >= 0.0
+        && o.xreg >= 0.0
+        && o.xreg.is_finite()
         && o.mu_min > 0.0
         && o.mu_max > o.mu_min
         && o.mu_factor > 1.0
@@ -121,7 +123,7 @@ pub(crate) fn check_options(o: &IlqrOptions) -> Result<()> {
         Ok(())
     } else {
         Err(OptimError::InvalidInput(format!(
-            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, 0 < mu_min < mu_max, mu_factor > 1, step lengths in (0, 1] and a finite alpha_max (got alpha_max = {})",
+            "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 ≤ mu_init, a finite xreg ≥ 0, 0 < mu_min < mu_max, mu_factor > 1, step lengths in (0, 1] and a finite alpha_max (got alpha_max = {})",
             o.alpha_max
         )))
     }
@@ -215,7 +217,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let t = Instant::now();
     // the first backward pass runs behind the initial trajectory's derivatives, as later ones
     // behind their trials'
-    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current);
+    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(o.xreg);
     let initial = simulate_and_derive(
         dynamics,
         cost,
@@ -255,7 +257,8 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let t = Instant::now();
             let solved = std::mem::take(&mut precomputed)
                 || loop {
-                    let mut sweep = BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current);
+                    let mut sweep =
+                        BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(o.xreg);
                     match backward_pass(&nominal, &x, &u, &mut sweep) {
                         Ok(()) => break true,
                         Err(BackwardError::Dynamics(e)) => return Err(e),
@@ -321,7 +324,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     let kept = if alpha > 1.0 { FittedStep::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
                     Ok(kept.then_some((jn, exp_a, actual)))
                 };
-                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead);
+                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead).with_state_regularisation(o.xreg);
                 let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
                 match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
