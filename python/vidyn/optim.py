@@ -790,7 +790,10 @@ def ilqr(
 
 def _xreg(xreg: float) -> float:
     """``xreg`` checked: a finite number ≥ 0."""
-    value = float(xreg)
+    try:
+        value = float(xreg)
+    except (TypeError, ValueError):
+        raise InputError(f"xreg must be a finite number ≥ 0, got {xreg!r}") from None
     if not (value >= 0.0 and np.isfinite(value)):
         raise InputError(f"xreg must be a finite number ≥ 0, got {xreg!r}")
     return value
