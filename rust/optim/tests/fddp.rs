@@ -24,6 +24,14 @@ fn lq(seed: u64, nx: usize, nu: usize, steps: usize) -> (LinearDynamics, Quadrat
     (LinearDynamics::new(a, b).unwrap(), cost, x0)
 }
 
+/// A random state guess (entries in ±3, far from any rollout) and controls (±1).
+fn random_guess(seed: u64, nx: usize, nu: usize, steps: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x_guess = (0..(steps + 1) * nx).map(|_| rng.random_range(-3.0..3.0)).collect();
+    let u_guess = (0..steps * nu).map(|_| rng.random_range(-1.0..1.0)).collect();
+    (x_guess, u_guess)
+}
+
 /// On an LQ problem the Gauss–Newton model is exact, so FDDP's first full step from any state
 /// guess (here random states, far from a rollout, not even starting at `x0`) closes every gap
 /// and lands on the optimum — the one iLQR reaches from a zero-control rollout — to round-off;
@@ -33,9 +41,7 @@ fn lq_problems_are_solved_in_one_step_from_any_guess() {
     for seed in 0..5 {
         let (nx, nu, steps) = (4, 2, 30);
         let (dynamics, cost, x0) = lq(seed, nx, nu, steps);
-        let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
-        let x_guess: Vec<f64> = (0..(steps + 1) * nx).map(|_| rng.random_range(-3.0..3.0)).collect();
-        let u_guess: Vec<f64> = (0..steps * nu).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let (x_guess, u_guess) = random_guess(100 + seed, nx, nu, steps);
         let opts = IlqrOptions::default();
         let shot = fddp(&dynamics, &cost, &x0, &x_guess, &u_guess, &opts).unwrap();
         let reference = ilqr(&dynamics, &cost, &x0, &vec![0.0; steps * nu], &opts).unwrap();
@@ -61,9 +67,7 @@ fn state_regularisation_keeps_the_optimum() {
     for seed in 0..3 {
         let (nx, nu, steps) = (4, 2, 30);
         let (dynamics, cost, x0) = lq(seed, nx, nu, steps);
-        let mut rng = ChaCha8Rng::seed_from_u64(200 + seed);
-        let x_guess: Vec<f64> = (0..(steps + 1) * nx).map(|_| rng.random_range(-3.0..3.0)).collect();
-        let u_guess: Vec<f64> = (0..steps * nu).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let (x_guess, u_guess) = random_guess(200 + seed, nx, nu, steps);
         let reference = ilqr(&dynamics, &cost, &x0, &vec![0.0; steps * nu], &IlqrOptions::default()).unwrap();
         let opts = IlqrOptions { xreg: 1.0, tolerance: 1e-12, max_iterations: 500, ..IlqrOptions::default() };
         let shot = fddp(&dynamics, &cost, &x0, &x_guess, &u_guess, &opts).unwrap();
@@ -88,8 +92,7 @@ fn limited_lq_problems_reach_ilqrs_optimum_from_any_guess() {
     for seed in 0..5 {
         let (nx, nu, steps) = (4, 2, 30);
         let (dynamics, cost, x0) = lq(seed, nx, nu, steps);
-        let mut rng = ChaCha8Rng::seed_from_u64(200 + seed);
-        let x_guess: Vec<f64> = (0..(steps + 1) * nx).map(|_| rng.random_range(-3.0..3.0)).collect();
+        let (x_guess, _) = random_guess(200 + seed, nx, nu, steps);
         let opts = IlqrOptions { u_min: Some(vec![-0.3, -0.5]), u_max: Some(vec![0.4, 0.2]), max_iterations: 200, tolerance: 1e-12, ..IlqrOptions::default() };
         let shot = fddp(&dynamics, &cost, &x0, &x_guess, &vec![0.0; steps * nu], &opts).unwrap();
         let reference = ilqr(&dynamics, &cost, &x0, &vec![0.0; steps * nu], &opts).unwrap();
@@ -156,9 +159,7 @@ fn partial_steps_from_infeasible_guesses_change_the_cost_as_predicted() {
     for seed in 0..3 {
         let (nx, nu, steps) = (4, 2, 30);
         let (dynamics, cost, x0) = lq(seed, nx, nu, steps);
-        let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
-        let x_guess: Vec<f64> = (0..(steps + 1) * nx).map(|_| rng.random_range(-3.0..3.0)).collect();
-        let u_guess: Vec<f64> = (0..steps * nu).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let (x_guess, u_guess) = random_guess(100 + seed, nx, nu, steps);
         for alpha in [0.5, 0.25, 0.1, 0.01] {
             let opts = IlqrOptions { alphas: vec![alpha], max_iterations: 1, ..IlqrOptions::default() };
             let shot = fddp(&dynamics, &cost, &x0, &x_guess, &u_guess, &opts).unwrap();
