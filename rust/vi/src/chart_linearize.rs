@@ -140,13 +140,14 @@ pub(crate) struct ChartLinWork {
     solve: Vec<(Column, usize)>,
     /// The constrained step's part (`None` without constraints).
     kkt: Option<Box<Kkt>>,
-    /// The `π̃` columns' `e` rows (`n_c × n_c`, row-major) and their LU pivots, the
-    /// corrections `Λ` of every column of `x` (`n_c × 3n`, column-major) and the corrected
-    /// columns `(2n + n_c) × 3n`.
+    /// The `π̃` columns' `e` rows `H` (`n_c × n_c`, row-major) and their LU pivots, `H⁻¹`
+    /// (column-major), a column's target `(n_c,)` and the corrections `Λ` of every column of `x`
+    /// (`n_c × 3n`, column-major).
     h: Vec<f64>,
     pivots: Vec<usize>,
+    h_inv: Vec<f64>,
+    target: Vec<f64>,
     lambda: Vec<f64>,
-    columns: DMatrix<f64>,
 }
 
 /// The constrained linearisation's data on the centred expansion (module docs, "With
@@ -273,8 +274,9 @@ impl ChartLinWork {
             kkt,
             h: vec![0.0; composite * composite],
             pivots: vec![0; composite],
+            h_inv: vec![0.0; composite * composite],
+            target: vec![0.0; composite],
             lambda: vec![0.0; composite * 3 * n],
-            columns: DMatrix::zeros(2 * n + composite, 3 * n),
         }
     }
 
@@ -348,22 +350,20 @@ fn contraction(d: usize, derivative: impl Fn(&[f64]) -> Matrix6<f64>, w: &Vector
     c
 }
 
-/// `out[:, x] = raw[:, n_c + x] + Σ_k raw[:, k] Λ[k, x]` (`k < n_c`, the `π̃` columns: the
-/// correction of every column, `Λ` column-major `n_c × out.ncols()`), the sum over `k`
+/// `out = raw[..out.len(), n_c + x] + Σ_k raw[..out.len(), k] Λ[k, x]` (`k < n_c`, the `π̃`
+/// columns: the correction of column `x`, `lambda` its column of `Λ`), the sum over `k`
 /// formed first.
-fn corrected(raw: &DMatrix<f64>, nc: usize, lambda: &[f64], out: &mut DMatrix<f64>) {
-    let rows = raw.nrows();
+fn corrected(raw: &DMatrix<f64>, nc: usize, x: usize, lambda: &[f64], out: &mut [f64]) {
+    let (rows, len) = (raw.nrows(), out.len());
     let columns = raw.as_slice();
-    for (x, (out, lambda)) in out.as_mut_slice().chunks_exact_mut(rows).zip(lambda.chunks_exact(nc)).enumerate() {
-        out.fill(0.0);
-        for (column, &l) in columns.chunks_exact(rows).zip(lambda) {
-            for (o, &v) in out.iter_mut().zip(column) {
-                *o += v * l;
-            }
+    out.fill(0.0);
+    for (k, &l) in lambda.iter().enumerate() {
+        for (o, &v) in out.iter_mut().zip(&columns[k * rows..k * rows + len]) {
+            *o += v * l;
         }
-        for (o, &v) in out.iter_mut().zip(&columns[(nc + x) * rows..(nc + x + 1) * rows]) {
-            *o += v;
-        }
+    }
+    for (o, &v) in out.iter_mut().zip(&columns[(nc + x) * rows..(nc + x) * rows + len]) {
+        *o += v;
     }
 }
 
@@ -818,31 +818,39 @@ impl VariationalIntegrator {
         if !(pivot > 0.0 && pivot.is_finite()) {
             return Err(ViError::SingularJacobian { step });
         }
-        // column x of Λ solves H λ = (J(0)ᵀ δp_k of a momentum column, else 0) − e
-        for (x, lambda) in lin.lambda.chunks_exact_mut(nc).enumerate() {
-            for (k, l) in lambda.iter_mut().enumerate() {
-                *l = -lin.raw[(2 * n + k, nc + x)];
-            }
+        // H⁻¹ column by column (n_c solves instead of one per column of x)
+        lin.h_inv.fill(0.0);
+        for (k, column) in lin.h_inv.chunks_exact_mut(nc).enumerate() {
+            column[k] = 1.0;
+            small_solve(&lin.h, nc, &lin.pivots, column);
         }
-        for t in &lin.joints {
-            for i in 0..t.d {
-                let lambda = &mut lin.lambda[(n + t.first + i) * nc..];
+        // column x of Λ is H⁻¹ ((J(0)ᵀ δp_k of a momentum column, else 0) − e)
+        for (x, lambda) in lin.lambda.chunks_exact_mut(nc).enumerate() {
+            let target = &mut lin.target;
+            for (k, t) in target.iter_mut().enumerate() {
+                *t = -lin.raw[(2 * n + k, nc + x)];
+            }
+            if let Some(t) = lin.joints.iter().find(|t| (n + t.first..n + t.first + t.d).contains(&x)) {
                 for r in 0..t.d {
-                    lambda[t.composite + r] += t.j0[(i, r)];
+                    target[t.composite + r] += t.j0[(x - n - t.first, r)];
+                }
+            }
+            lambda.fill(0.0);
+            for (column, &v) in lin.h_inv.chunks_exact(nc).zip(target.iter()) {
+                for (l, &h) in lambda.iter_mut().zip(column) {
+                    *l += h * v;
                 }
             }
         }
-        for lambda in lin.lambda.chunks_exact_mut(nc) {
-            small_solve(&lin.h, nc, &lin.pivots, lambda);
-        }
-        corrected(&lin.raw, nc, &lin.lambda, &mut lin.columns);
-        if let Some(kkt) = lin.kkt.as_deref_mut() {
-            corrected(&kkt.raw_dlambda, nc, &lin.lambda, &mut kkt.jacobian);
-        }
         // [A B] is the corrected columns' first 2n rows, but for the rows below
-        for (x, column) in lin.columns.column_iter().enumerate() {
+        for x in 0..3 * n {
             let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
-            m.column_mut(mc).copy_from(&column.rows(0, 2 * n));
+            corrected(&lin.raw, nc, x, &lin.lambda[x * nc..(x + 1) * nc], m.column_mut(mc).as_mut_slice());
+        }
+        if let Some(kkt) = lin.kkt.as_deref_mut() {
+            for x in 0..3 * n {
+                corrected(&kkt.raw_dlambda, nc, x, &lin.lambda[x * nc..(x + 1) * nc], kkt.jacobian.column_mut(x).as_mut_slice());
+            }
         }
         // a kinematic joint's p slot is v_{k+1} = (ρ_{k+1} − ρ_k)/Δt
         for i in (0..n).filter(|&i| self.prescribed[i]) {
@@ -854,8 +862,9 @@ impl VariationalIntegrator {
         // a composite joint's rows through the maps at the ends; only its own q_k columns
         // move the centre (η = J(0)⁻¹ δ)
         for t in &lin.joints {
-            for (x, column) in lin.columns.column_iter().enumerate() {
+            for x in 0..3 * n {
                 let (m, mc) = if x < 2 * n { (&mut *a, x) } else { (&mut *b, x - 2 * n) };
+                let column = m.column(mc);
                 let column = column.as_slice();
                 let dy = block(column, t.first, t.d);
                 let dp = block(&column[n..], t.first, t.d);
