@@ -367,6 +367,15 @@ fn corrected(raw: &DMatrix<f64>, nc: usize, x: usize, lambda: &[f64], out: &mut 
     }
 }
 
+/// The lanes of the entries `at` (at most six) of `v`, zero-padded.
+fn gather(v: &[Lanes], at: impl Iterator<Item = usize>) -> [Lanes; 6] {
+    let mut x = ZERO_L6;
+    for (xr, a) in x.iter_mut().zip(at) {
+        *xr = v[a];
+    }
+    x
+}
+
 /// The 6-vector of a joint's block `x[first..first + d]`, zero-padded.
 pub(crate) fn block(x: &[f64], first: usize, d: usize) -> Vector6<f64> {
     let mut v = Vector6::zeros();
@@ -452,7 +461,7 @@ impl VariationalIntegrator {
             solve.extend((0..n).map(|i| (Column::U(i), nc + 2 * n + i)));
         }
         solve.extend((0..n).map(|i| (Column::Q(i), nc + i)));
-        lin.raw.fill(0.0);
+        lin.raw.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
         for chunk in solve.chunks(LANES) {
             self.chart_columns(chart, lin, chunk);
         }
@@ -521,7 +530,7 @@ impl VariationalIntegrator {
         let f = &mut kkt.factors;
         f.active.clear();
         f.active.extend_from_slice(active);
-        kkt.raw_dlambda.fill(0.0);
+        kkt.raw_dlambda.as_mut_slice().fill(0.0);
         // the end q_{k+1} = Σ_α endpoint[α] x^α in the centred expansion's coordinates
         for (a, e) in kkt.q_end.iter_mut().enumerate() {
             *e = sc.endpoint(0) * q0[a] + (1..sc.points()).map(|g| sc.endpoint(g) * z[(g - 1) * na + a]).sum::<f64>();
@@ -532,7 +541,7 @@ impl VariationalIntegrator {
         set.gradient_rows(active, &points.states[0], &mut kkt.scratch, &mut f.c1.rows_mut(0, m), 1.0, &mut kkt.row);
         set.gradient_rows(active, &kkt.end, &mut kkt.scratch, &mut f.c2.rows_mut((s - 1) * m, m), sc.endpoint(s), &mut kkt.row);
         set.interior_rows(f, &points.states, &mut kkt.scratch, &mut kkt.values, &mut kkt.row);
-        f.hessian.fill(0.0);
+        f.hessian.as_mut_slice().fill(0.0);
         Constraint::add_weighted_hessians(&kkt.constraints, active, model, &points.states[0], &mut kkt.scratch, |i| lambda[i], &mut f.hessian);
         set.interior_hessians(f, &points.states, &mut kkt.scratch, lambda);
         let mut buf = LaneBuffers { rhs, sol, momentum: Some(&mut momentum[..]), centre: Some(&mut centre_rows[..]) };
@@ -612,7 +621,7 @@ impl VariationalIntegrator {
             // (column by column: each row still sums over b in order; a point no lane moves adds nothing)
             let f = &kkt.factors;
             for (beta, h) in std::iter::once(&f.hessian).chain(&f.interior).enumerate() {
-                for (b, column) in h.column_iter().enumerate() {
+                for (b, column) in h.as_slice().chunks_exact(na).enumerate() {
                     let d = lin.dq[beta * na + b];
                     if d == [0.0; LANES] {
                         continue;
@@ -670,21 +679,16 @@ impl VariationalIntegrator {
         }
         // the composite rows e of every lane at once
         for t in &lin.joints {
-            let gather = |v: &[Lanes], at: &dyn Fn(usize) -> usize| {
-                let mut x = ZERO_L6;
-                for (r, xr) in x.iter_mut().enumerate().take(t.d) {
-                    *xr = v[at(r)];
-                }
-                x
-            };
-            let mut dg = gather(&lin.centre_rows, &|r| t.centre + r);
+            let centre = t.centre..t.centre + t.d;
+            let own = &coord[t.first..t.first + t.d];
+            let mut dg = gather(&lin.centre_rows, centre.clone());
             for x in 0..p {
-                add_l6(&mut dg, &gather(&lin.rows, &|r| x * na + t.centre + r));
+                add_l6(&mut dg, &gather(&lin.rows, centre.clone().map(|c| x * na + c)));
             }
-            let du = gather(&lin.du, &|r| t.first + r);
+            let du = gather(&lin.du, t.first..t.first + t.d);
             let mut dy_end = ZERO_L6;
             for alpha in 0..p {
-                let dy = gather(&lin.dq, &|r| alpha * na + coord[t.first + r]);
+                let dy = gather(&lin.dq, own.iter().map(|&c| alpha * na + c));
                 let mut term = mul_transposed_l6(&t.shifts[alpha], &du);
                 if let Some(c) = t.control_curvature.get(alpha) {
                     add_l6(&mut term, &mul_l6(c, &dy));
@@ -697,10 +701,10 @@ impl VariationalIntegrator {
                     }
                 }
             }
-            let mut dp = gather(&lin.rows, &|r| s * na + coord[t.first + r]);
-            add_l6(&mut dp, &gather(&lin.momentum, &|r| coord[t.first + r]));
+            let mut dp = gather(&lin.rows, own.iter().map(|&c| s * na + c));
+            add_l6(&mut dp, &gather(&lin.momentum, own.iter().copied()));
             // a moved centre X_0 = c τ(η) reads the rows of η through J(η)⁻ᵀ
-            let eta = gather(&lin.dq, &|r| t.centre + r);
+            let eta = gather(&lin.dq, centre);
             let mut e = dg.map(|x| x.map(|v| -v));
             for k in 0..6 {
                 for l in 0..LANES {
@@ -713,7 +717,7 @@ impl VariationalIntegrator {
             if let Some(kkt) = lin.kkt.as_deref() {
                 // the impulses' variations (Self::composite_impulses), block β = 0 first
                 for beta in 0..s {
-                    add_l6(&mut e, &gather(&kkt.lane_impulses, &|r| beta * nc + t.composite + r));
+                    add_l6(&mut e, &gather(&kkt.lane_impulses, (t.composite..t.composite + t.d).map(|r| beta * nc + r)));
                 }
             }
             for (l, &(_, col)) in kinds.iter().enumerate().take(lanes) {
@@ -748,7 +752,8 @@ impl VariationalIntegrator {
                         }
                     }
                     let mut curvature = [0.0; LANES];
-                    for (b, &hab) in h.row(a).iter().enumerate().filter(|&(_, &hab)| hab != 0.0) {
+                    // row a of the column-major h
+                    for (b, &hab) in h.as_slice().iter().skip(a).step_by(na).enumerate().filter(|&(_, &hab)| hab != 0.0) {
                         let d = &dq[beta * na + b];
                         for l in 0..LANES {
                             curvature[l] += hab * d[l];

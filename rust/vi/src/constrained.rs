@@ -205,7 +205,7 @@ impl ConstraintSet<'_> {
         let m = self.constraints.len();
         let KktFactors { active, interior, .. } = kkt;
         for (beta, h) in (1..self.s).zip(interior.iter_mut()) {
-            h.fill(0.0);
+            h.as_mut_slice().fill(0.0);
             Constraint::add_weighted_hessians(self.constraints, active, self.model, &states[beta], scratch, |i| lambda[beta * m + i], h);
         }
     }
@@ -444,8 +444,8 @@ impl VariationalIntegrator {
         let ok = self.factor_kkt(ws, true, false);
         let cw = &mut ws.constraint;
         let kkt = &mut cw.kkt;
-        kkt.hessian.fill(0.0);
-        cw.lambda_jacobian.fill(0.0);
+        kkt.hessian.as_mut_slice().fill(0.0);
+        cw.lambda_jacobian.as_mut_slice().fill(0.0);
         let lambda = &cw.lambda;
         Constraint::add_weighted_hessians(&self.constraints, &kkt.active, &self.model, &ws.points.states[0], &mut cw.scratch, |i| lambda[i], &mut kkt.hessian);
         ok

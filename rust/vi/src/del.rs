@@ -267,7 +267,10 @@ impl StepPoints {
 /// for `H`) into `out` (n×n), from the energy Hessians at every control point. Element loops,
 /// no temporaries: O((s+1)² n²), no allocation.
 pub(crate) fn del_block(hessians: &[EnergyHessians], terms: DelTerms<'_>, x: usize, beta: usize, out: &mut DMatrixViewMut<'_, f64>) {
-    out.fill(0.0);
+    // column by column: a view's `fill` is a strided element loop
+    for mut column in out.column_iter_mut() {
+        column.as_mut_slice().fill(0.0);
+    }
     for alpha in x..terms.scheme.points() {
         let m = terms.scheme.mix(x, alpha);
         if m != 0.0 {
