@@ -351,19 +351,15 @@ fn contraction(d: usize, derivative: impl Fn(&[f64]) -> Matrix6<f64>, w: &Vector
 }
 
 /// `out = raw[..out.len(), n_c + x] + Σ_k raw[..out.len(), k] Λ[k, x]` (`k < n_c`, the `π̃`
-/// columns: the correction of column `x`, `lambda` its column of `Λ`), the sum over `k`
-/// formed first.
+/// columns: the correction of column `x`, `lambda` its column of `Λ`).
 fn corrected(raw: &DMatrix<f64>, nc: usize, x: usize, lambda: &[f64], out: &mut [f64]) {
     let (rows, len) = (raw.nrows(), out.len());
     let columns = raw.as_slice();
-    out.fill(0.0);
+    out.copy_from_slice(&columns[(nc + x) * rows..(nc + x) * rows + len]);
     for (k, &l) in lambda.iter().enumerate() {
         for (o, &v) in out.iter_mut().zip(&columns[k * rows..k * rows + len]) {
             *o += v * l;
         }
-    }
-    for (o, &v) in out.iter_mut().zip(&columns[(nc + x) * rows..(nc + x) * rows + len]) {
-        *o += v;
     }
 }
 
@@ -461,7 +457,13 @@ impl VariationalIntegrator {
             solve.extend((0..n).map(|i| (Column::U(i), nc + 2 * n + i)));
         }
         solve.extend((0..n).map(|i| (Column::Q(i), nc + i)));
-        lin.raw.as_mut_slice().fill(0.0); // a memset; DMatrix::fill is a strided loop
+        // every column is written in full below but a composite joint's momentum columns,
+        // which are zero (they enter through π̃)
+        for t in &lin.joints {
+            for i in t.first..t.first + t.d {
+                lin.raw.column_mut(nc + n + i).as_mut_slice().fill(0.0);
+            }
+        }
         for chunk in solve.chunks(LANES) {
             self.chart_columns(chart, lin, chunk);
         }
@@ -840,11 +842,8 @@ impl VariationalIntegrator {
                     target[t.composite + r] += t.j0[(x - n - t.first, r)];
                 }
             }
-            lambda.fill(0.0);
-            for (column, &v) in lin.h_inv.chunks_exact(nc).zip(target.iter()) {
-                for (l, &h) in lambda.iter_mut().zip(column) {
-                    *l += h * v;
-                }
+            for (r, l) in lambda.iter_mut().enumerate() {
+                *l = target.iter().enumerate().map(|(k, &v)| lin.h_inv[k * nc + r] * v).sum();
             }
         }
         // [A B] is the corrected columns' first 2n rows, but for the rows below

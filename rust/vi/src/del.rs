@@ -290,27 +290,29 @@ fn add_point_block(hessians: &[EnergyHessians], terms: DelTerms<'_>, m: f64, alp
     let mixed_a = m * w[alpha] * scheme.b(alpha, beta);
     let mixed_b = m * w[beta] * scheme.b(beta, alpha);
     let n = out.nrows();
+    // the Hessians as column-major slices: (r, c) at r + c·n (nalgebra's (r, c) indexing of a
+    // dynamic matrix costs ~25 instructions per entry)
     for c in 0..n {
         let mut col = out.column_mut(c);
         let col = col.as_mut_slice();
         if potential != 0.0 {
-            let (kqq, vqq, wq) = (ha.kqq.column(c), ha.vqq.column(c), ha.wq.column(c));
-            for r in 0..n {
-                col[r] += potential * (kqq[r] - vqq[r] + wq[r]);
+            for (((x, k), v), w) in col.iter_mut().zip(column(&ha.kqq, c, n)).zip(column(&ha.vqq, c, n)).zip(column(&ha.wq, c, n)) {
+                *x += potential * (k - v + w);
             }
         }
         if mixed_a != 0.0 {
-            for (r, x) in col.iter_mut().enumerate() {
-                *x += mixed_a * ha.kvq[(c, r)];
+            // row c of K_q̇q
+            for (x, k) in col.iter_mut().zip(ha.kvq.as_slice()[c..].iter().step_by(n)) {
+                *x += mixed_a * k;
             }
         }
         if mixed_b != 0.0 {
-            axpy(col, mixed_b, hb.kvq.column(c).as_slice());
+            axpy(col, mixed_b, column(&hb.kvq, c, n));
         }
         for g in 0..scheme.points() {
             let kinetic = m * w[g] * scheme.b(g, alpha) * scheme.b(g, beta) / dt;
             if kinetic != 0.0 {
-                axpy(col, kinetic, hessians[g].kvv.column(c).as_slice());
+                axpy(col, kinetic, column(&hessians[g].kvv, c, n));
             }
         }
     }
@@ -318,6 +320,11 @@ fn add_point_block(hessians: &[EnergyHessians], terms: DelTerms<'_>, m: f64, alp
         let spring = if alpha == beta { dt * forces.stiffness[i] } else { 0.0 };
         out[(i, i)] -= m * w[alpha] * (scheme.b(alpha, beta) * forces.damping[i] + spring);
     }
+}
+
+/// Column `c` of the `n × n` matrix `m`, a slice.
+fn column(m: &DMatrix<f64>, c: usize, n: usize) -> &[f64] {
+    &m.as_slice()[c * n..(c + 1) * n]
 }
 
 /// Assembles the Newton Jacobian `J = [∂(row ϱ)/∂q^γ]` (ϱ = 0..s−1 rows, γ = 1..s columns).
