@@ -61,7 +61,7 @@
 //! `(C_1ᵀ δλ^0 + Σ_i λ^0_i ∂²h_i δx_0)_c + Σ_β (C_η(X_β)ᵀ δλ^β + H_β[η, ·] δx_β)`.
 
 use crate::chart_step::Chart;
-use crate::constrained::{ConstraintSet, KktFactors, LaneBuffers};
+use crate::constrained::{row, ConstraintSet, KktFactors, LaneBuffers};
 use crate::constraints::{Constraint, ConstraintScratch};
 use crate::del::{JointForces, StepPoints};
 use crate::dense::{small_lu, small_solve};
@@ -785,8 +785,7 @@ impl VariationalIntegrator {
         for gr in 0..f.size() {
             let (g, i) = (gr / a, f.active[gr % a]);
             let mut point = [0.0; LANES];
-            for x in 0..na {
-                let c = f.c2[(g * m + i, x)];
+            for (x, c) in row(&f.c2, g * m + i).enumerate() {
                 // a contact's gradient is zero off its body's path (most of the coordinates)
                 if c == 0.0 {
                     continue;

@@ -72,7 +72,7 @@ use nalgebra::{DMatrix, DMatrixViewMut};
 use vidyn_rbd::Model;
 
 mod kkt;
-pub(crate) use kkt::{KktFactors, LaneBuffers};
+pub(crate) use kkt::{row, KktFactors, LaneBuffers};
 
 /// Workspace of the constrained step (empty when the integrator has no constraints). Sizes
 /// for `m` constraints, `n` coordinates and `s` intervals; a block index `β` (or `γ`) runs over
@@ -367,15 +367,15 @@ impl VariationalIntegrator {
         let (cw, kkt) = (&ws.constraint, &ws.constraint.kkt);
         for &i in &kkt.active {
             let l = cw.lambda[i];
-            for j in 0..n {
-                r[j] -= kkt.c1[(i, j)] * l;
+            for (rj, c) in r[..n].iter_mut().zip(row(&kkt.c1, i)) {
+                *rj -= c * l;
             }
         }
         for beta in 1..self.scheme.s {
             for &i in &kkt.active {
                 let l = cw.lambda[beta * m + i];
-                for j in 0..n {
-                    r[beta * n + j] -= kkt.c2[((beta - 1) * m + i, j)] * l;
+                for (rj, c) in r[beta * n..(beta + 1) * n].iter_mut().zip(row(&kkt.c2, (beta - 1) * m + i)) {
+                    *rj -= c * l;
                 }
             }
         }

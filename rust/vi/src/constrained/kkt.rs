@@ -144,8 +144,9 @@ impl KktFactors {
             buf.rhs.fill(zero);
             for l in 0..lanes {
                 let (beta, i) = ((c0 + l) / a, self.active[(c0 + l) % a]);
-                for j in 0..n {
-                    buf.rhs[beta * n + j][l] = if beta == 0 { self.c1[(i, j)] } else { self.c2[((beta - 1) * m + i, j)] };
+                let row = if beta == 0 { row(&self.c1, i) } else { row(&self.c2, (beta - 1) * m + i) };
+                for (r, c) in buf.rhs[beta * n..(beta + 1) * n].iter_mut().zip(row) {
+                    r[l] = c;
                 }
             }
             solve(buf);
@@ -158,7 +159,7 @@ impl KktFactors {
             let (g, i) = (gr / a, self.active[gr % a]);
             for bc in 0..big {
                 let col = (bc / a) * m + self.active[bc % a];
-                self.schur[bc * big + gr] = (0..n).map(|x| self.c2[(g * m + i, x)] * self.k[col * sn + g * n + x]).sum();
+                self.schur[bc * big + gr] = row(&self.c2, g * m + i).zip(&self.k[col * sn + g * n..col * sn + (g + 1) * n]).map(|(c, k)| c * k).sum();
             }
         }
         if !lu_factor_in(&mut self.schur[..big * big], big, &mut self.pivots) {
@@ -245,8 +246,7 @@ impl KktFactors {
         for (gr, f) in compact.iter_mut().enumerate().take(big) {
             let (g, i) = (gr / a, self.active[gr % a]);
             let mut dot = [0.0; W];
-            for (x, w) in sol[g * n..(g + 1) * n].iter().enumerate() {
-                let c = self.c2[(g * m + i, x)];
+            for (w, c) in sol[g * n..(g + 1) * n].iter().zip(row(&self.c2, g * m + i)) {
                 // a contact's gradient is zero off its body's path
                 if c == 0.0 {
                     continue;
@@ -321,4 +321,10 @@ impl KktFactors {
             }
         }
     }
+}
+
+/// Row `r` of the column-major `m` (nalgebra's `(r, c)` indexing of a dynamic matrix costs
+/// ~25 instructions per entry, and these rows are read once per right-hand side).
+pub(crate) fn row(m: &DMatrix<f64>, r: usize) -> impl Iterator<Item = f64> + '_ {
+    m.as_slice().iter().skip(r).step_by(m.nrows()).copied()
 }
