@@ -27,16 +27,17 @@ gaps as it goes.
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
 (but for the trot: walk −49 N, pace −213 N, bound −161 N). ``--friction`` adds friction-cone
 penalties on the contact forces (``friction_cone``), which make them unilateral: walk / trot /
-pace / bound / jump in 15 / 11 / 11 / 13 / 20 iterations, every foot pushing (≥ 7.9 N),
+pace / bound / jump in 15 / 11 / 10 / 13 / 19 iterations, every foot pushing (≥ 7.9 N),
 |f_t|/f_z ≤ 0.70.
 
 ``--limits [FRACTION]`` bounds the joint torques by the URDF's effort limits (80 N m), or by
 that fraction of them (a box QP in each backward pass, crocoddyl's BoxFDDP).
 
-``--xreg [ρ]`` regularises FDDP's backward pass (``V_xx + ρ 1``, ``XREG`` = 1e-2 by default when
-given without a value): the walk then converges in 8 iterations instead of 16, to the same optimum.
+``--xreg ρ`` sets the first state regularisation of FDDP's backward pass (``V_xx + ρ 1``,
+:func:`vidyn.optim.fddp`'s ``xreg``, 1e-2 by default, dropped after the first full steps): with
+``--xreg 0`` the walk converges in 16 iterations instead of 8, to the same optimum.
 
-Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound|jump] [--friction] [--limits [FRACTION]] [--xreg [ρ]] [--plot] [--animate]``
+Run: ``python examples/anymal_walk.py [--gait walk|trot|pace|bound|jump] [--friction] [--limits [FRACTION]] [--xreg ρ] [--plot] [--animate]``
 (``--plot`` saves the feet's and the base's paths to ``examples/out/anymal_<gait>.png``;
 ``--animate`` saves the motion, ``examples/out/anymal_<gait>.gif``, and snapshots of it side by
 side, ``examples/out/anymal_<gait>_strip.png``, with ``vidyn.viz``).
@@ -80,10 +81,6 @@ def friction_cone(gait_name: str) -> vidyn.optim.FrictionCone:
     weight 1e-2 on the gaits and 0.1 on the jump, whose take-off and landing forces are larger
     (with 1e-2 its optimum still pulls 13 N; 0.1 is crocoddyl's weight, 10 times its step)."""
     return vidyn.optim.FrictionCone(0, mu=0.7, weight=0.1 if gait_name == "jump" else 1e-2, tip=CONE_TIP)
-#: a state regularisation of FDDP's backward pass for these gaits (``--xreg``,
-#: :func:`vidyn.optim.fddp`): the walk in 8 iterations instead of 16, the other gaits as
-#: without it, with friction cones the jump in 21 instead of 20 (BENCHMARKS.md, session 32)
-XREG = 1e-2
 #: the weight of a swing foot's distance to its foothold at the knot where it lands (the start
 #: of the touchdown step): with the rest of the swing's 1e4 (crocoddyl's 1e6 times its 10 ms
 #: step) feet landed 4–9 mm from their footholds and the touchdown's impulse moved them there
@@ -267,14 +264,14 @@ def solve(
     method: str = "ilqr",
     alpha_max: float = 4.0,
     fitted_step: bool = True,
-    xreg: float = 0.0,
+    xreg: float | None = None,
 ):
     """The cycle of gait ``gait_name`` (a key of ``GAITS``, or ``"jump"``: ``JUMP``) by FDDP from crocoddyl's warm start
     (module docs); with ``friction`` (its ``first`` ignored) a friction cone on every contact;
     ``phases``: only that many phases; ``limits``: bounds on the torques, that fraction of the
     URDF's effort limits (0: none); ``method="ddp"``: DDP's exact second order on the feasible
-    iterates; ``alpha_max``, ``fitted_step``: its line search's first step; ``xreg``: its state
-    regularisation (:func:`vidyn.optim.fddp`; ``XREG``). Returns the model, the gait, its schedule and integrator, and FDDP's result."""
+    iterates; ``alpha_max``, ``fitted_step``: its line search's first step; ``xreg``: its first state
+    regularisation (:func:`vidyn.optim.fddp`; None: its default). Returns the model, the gait, its schedule and integrator, and FDDP's result."""
     model, gait, schedule, vi, q0, guess, u_init, cost = problem(gait_name, swing_knots, dt, friction, phases, limits)
     started = time.perf_counter()
     res = vidyn.optim.fddp(vi, q0, guess, u_init, max_iterations=200, method=method, alpha_max=alpha_max, fitted_step=fitted_step, xreg=xreg, **cost)
@@ -328,7 +325,7 @@ def main() -> None:
     parser.add_argument("--limits", type=float, nargs="?", const=1.0, default=0.0, help="bound the joint torques by this fraction of the URDF's effort limits (1 if no value)")
     parser.add_argument("--animate", action="store_true", help="save the motion to examples/out/anymal_<gait>.gif and _strip.png")
     parser.add_argument("--ddp", action="store_true", help="DDP's exact second order through the contact phases on the feasible iterates")
-    parser.add_argument("--xreg", type=float, nargs="?", const=XREG, default=0.0, help=f"FDDP's state regularisation ({XREG} if no value)")
+    parser.add_argument("--xreg", type=float, default=None, help="FDDP's first state regularisation (default: vidyn.optim.fddp's, 1e-2; 0: none)")
     args = parser.parse_args()
     cone = friction_cone(args.gait) if args.friction else None
     model, gait, schedule, vi, res = solve(args.gait, friction=cone, limits=args.limits, method="ddp" if args.ddp else "ilqr", xreg=args.xreg)

@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gaits", default="walk,trot,pace,bound,jump,talos", help="comma-separated: walk, trot, pace, bound, jump, talos")
     parser.add_argument("--friction", action="store_true", help="only the ANYmal gaits with friction cones")
-    parser.add_argument("--xreg", type=float, default=0.0, help="FDDP's state regularisation on the ANYmal gaits (anymal_walk.XREG: 1e-2)")
+    parser.add_argument("--xreg", type=float, default=None, help="FDDP's first state regularisation on the ANYmal gaits (default: vidyn.optim.fddp's, 1e-2; 0: none)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the URDFs' inertia notes
     gaits = args.gaits.split(",")

@@ -1369,7 +1369,7 @@ def _optim_ilqr(
     x_init: _ArrayLike | None = None,
     alpha_max: float = 4.0,
     fitted_step: bool = True,
-    xreg: float = 0.0,
+    xreg: float | None = None,
 ) -> _IlqrOutput:
     """With ``x_init`` (N+1, nq + n): multiple shooting (FDDP) from that state guess. iLQR/DDP on a problem (vidyn.optim.ilqr builds the result from the output)."""
 

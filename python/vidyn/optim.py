@@ -727,7 +727,7 @@ def ilqr(
     alpha_max: float = 4.0,
     fitted_step: bool = True,
     coordinates: Literal["momentum", "velocity"] = "momentum",
-    xreg: float = 0.0,
+    xreg: float | None = None,
 ) -> IlqrResult:
     """iLQR on a :class:`Problem`, or on the one its keywords describe (``vi``, ``q0``, ``v0``,
     ``U_init``, ``p0``, ``steps``, ``Q``, ``R``, ``QN``, ``x_ref``, ``u_ref``, ``actuated``,
@@ -740,12 +740,16 @@ def ilqr(
     none), or a shorter one (at least ¼) judged as any (vidyn-optim's module
     ``ilqr::fitted_step``; by :func:`fddp` ANYmal's jump in 11 iterations instead of 23,
     Talos's walk in 9 instead of 14). ``fitted_step=False``: every line search starts at
-    ``α = 1``, as crocoddyl's. ``xreg`` (≥ 0, default 0): the backward pass forms the next
-    knot's value Hessian as ``V_xx + xreg·1`` (crocoddyl's ``xreg``, fixed here), a proximal
-    term on the states' deviation that shortens steps where the linearisation stops holding
-    along the horizon, without moving the optimum. Its good value depends on the problem's
-    scale (BENCHMARKS.md, session 32: ``1e-2`` takes ANYmal's walk from 16 FDDP iterations to
-    8, and the panda reach from 16 to 47).
+    ``α = 1``, as crocoddyl's. ``xreg`` (≥ 0; None: 0 here, 1e-2 for :func:`fddp`): the backward
+    pass forms the next knot's value Hessian as ``V_xx + ρ·1`` (crocoddyl's ``xreg``) with
+    ``ρ = xreg`` at first, a tenth of it after a full step and zero after two in a row, raised
+    tenfold (to at least ``xreg/10``) after a shortened or refused one, and zero whenever
+    convergence is judged: a proximal term on the states' deviation that shortens the first
+    steps where the linearisation stops holding along the horizon, without moving the optimum
+    (vidyn-optim's module ``ilqr::state_regularisation``). Its value is absolute: a problem
+    whose value Hessians are small against it is damped in its first iterations (the
+    gravity-free cart-pole's iLQR takes 9 iterations instead of 8 with ``xreg=1e-2``; by
+    :func:`fddp` ANYmal's walk takes 8 instead of 16, BENCHMARKS.md, session 33).
     ``method="ddp"``: full DDP on the VI's
     λ-contracted second derivatives (exact, also with holonomic constraints and contact
     schedules, on fixed and floating bases: see the module docs; NotImplementedError with
@@ -788,8 +792,10 @@ def ilqr(
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
 
-def _xreg(xreg: float) -> float:
-    """``xreg`` checked: a finite number ≥ 0."""
+def _xreg(xreg: float | None) -> float | None:
+    """``xreg`` checked: a finite number ≥ 0, or None (the solver's default)."""
+    if xreg is None:
+        return None
     try:
         value = float(xreg)
     except (TypeError, ValueError):
@@ -908,7 +914,7 @@ def fddp(
     mu_init: float = 0.0,
     alpha_max: float = 4.0,
     fitted_step: bool = True,
-    xreg: float = 0.0,
+    xreg: float | None = None,
 ) -> IlqrResult:
     """Multiple shooting (feasibility-driven DDP, crocoddyl's ``SolverFDDP``; Mastalli et al.
     2020) on the problem :func:`ilqr` takes, started from a *state guess* that need not follow
@@ -923,7 +929,9 @@ def fddp(
     :func:`ilqr` (a box QP in the backward pass, crocoddyl's ``SolverBoxFDDP``);
     ``fitted_step``, ``alpha_max`` as in :func:`ilqr`, on feasible iterates
     (``fitted_step=False``: crocoddyl's line search, every one from ``α = 1``); ``xreg`` as in
-    :func:`ilqr`.
+    :func:`ilqr`, 1e-2 unless given (None): the first full steps from a guess drift over the
+    horizon, and damping them took ANYmal's walk from 16 iterations to 8 and the cart-pole's
+    swing-up from an interpolated guess from 37 to 23 (``xreg=0``: none).
     ``method="ddp"``: Gauss–Newton while gaps remain, then, once the trajectory is feasible,
     full DDP on the VI's exact λ-contracted second derivatives (as :func:`ilqr`'s; contact
     phases included); not with ``coordinates="velocity"``. On a :class:`vidyn.MaximalIntegrator` (see

@@ -76,7 +76,7 @@ use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
     check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, FittedStep, IlqrOptions,
-    IlqrResult, IlqrStatus, IterationLog, Method, StageValue,
+    IlqrResult, IlqrStatus, IterationLog, Method, StageValue, StateRegularisation,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, Observer, ReverseSweep, Rollout, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
@@ -125,6 +125,14 @@ struct Trial<'a> {
     alpha: f64,
     bounds: Option<&'a Bounds>,
 }
+
+/// FDDP's first state regularisation `ρ` ([`IlqrOptions::xreg`] `None`; module
+/// `ilqr::state_regularisation`): damping the first iterations' state deviations took ANYmal's
+/// walk from 16 iterations to 8 and the cart-pole's swing-up from an interpolated guess from 37
+/// to 23, the panda's reach from 16 to 15, and left the other gaits' counts within one
+/// (BENCHMARKS.md, session 33). An absolute value: a problem whose value Hessians are much
+/// smaller than 1e-2 is damped more in its first iterations.
+pub const FDDP_XREG: f64 = 1e-2;
 
 /// Runs FDDP from `x0` (nx), the state guess `x_init` (`(N+1)·nx`, any states: need not be a
 /// rollout, nor start at `x0`) and the controls `u_init` (`N·nu`, clamped into the limits).
@@ -185,6 +193,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let mut history = vec![cost_now];
     let mut log = Vec::new();
     let (mut mu, mut delta) = (options.mu_init, 1.0_f64);
+    let mut xreg = StateRegularisation::new(options.xreg.unwrap_or(FDDP_XREG));
     let (mut status, mut accepted) = (IlqrStatus::MaxIterations, 0);
     let mut pass: Option<Pass> = None;
     let mut scratch = BackwardWorkspace::new(ndx, nu);
@@ -212,7 +221,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let second = ddp && traj.feasible && exact;
         let backward = match ahead.take() {
             Some(pass) => Some(pass),
-            None => backward(second.then_some(dynamics), d, &traj, (mu, options.xreg), bounds, &warm, &mut scratch),
+            None => backward(second.then_some(dynamics), d, &traj, (mu, xreg.rho()), bounds, &warm, &mut scratch),
         };
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
@@ -233,6 +242,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         };
         let full = p.dg + 0.5 * p.dq;
         if traj.feasible && full <= options.tolerance * cost_now.abs().max(1.0) {
+            if !xreg.settled() {
+                // judged on the unregularised model: the pass again without ρ
+                xreg.settle();
+                continue;
+            }
             status = IlqrStatus::Converged;
             pass = Some(p);
             break;
@@ -257,8 +271,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 if expected >= 0.0 { d1.abs() < 1e-12 || actual > ACCEPT_STEP * expected } else { !traj.feasible && actual > ACCEPT_NEGATIVE_STEP * expected };
             ok.then_some(expected)
         };
-        // a kept pipelined trial is feasible and relaxes μ: the next pass's settings
+        // a kept pipelined trial is feasible and relaxes μ: the next pass's settings (ρ moves
+        // on only from a feasible iterate)
         let mu_kept = relaxed(delta, mu, options).1;
+        let xreg_kept = |alpha: f64| if traj.feasible { xreg.after(alpha) } else { xreg.rho() };
         let mut swept = false;
         let first = if traj.feasible { fitted.first_trial() } else { None };
         // while infeasible, from at most PARTIAL_GROWTH times the last partial step (module
@@ -286,7 +302,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 // the line search may still reject, on the rollout's thread: ANYmal's jump took
                 // 0.43 s instead of 0.35 s; so only the Gauss–Newton pass runs there
                 let mut sweep =
-                    BackwardSweep::new(None::<&D>, bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out).with_state_regularisation(options.xreg);
+                    BackwardSweep::new(None::<&D>, bounds, mu_kept, &p.out.k_ff, &mut scratch, &mut ahead_out).with_state_regularisation(xreg_kept(alpha));
                 let behind = (!ddp).then_some(&mut sweep as &mut dyn ReverseSweep);
                 let outcome = simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, behind, &mut trial_d);
                 swept = !ddp && sweep.complete();
@@ -325,6 +341,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                 });
                 if traj.feasible {
                     fitted.accepted(alpha, p.dg, cost_now - trial_cost);
+                    xreg.accepted(alpha);
                 } else {
                     fitted.reset();
                     last_partial = alpha;
@@ -357,6 +374,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             }
             None => {
                 fitted.reset();
+                xreg.refused();
                 delta = delta.max(1.0) * options.mu_factor;
                 mu = (mu * delta).max(options.mu_min);
                 if mu > options.mu_max {

@@ -57,7 +57,7 @@ pub use contact_force_cost::{ContactForceCost, FrictionCone};
 pub use cost::{total_cost, Cost, QuadraticCost, StageDerivatives, VelocityCost};
 pub use dynamics::{rollout_open_loop, Dynamics, Jacobians, Nominal, NominalScratch, Policy, SecondOrder};
 pub use error::{OptimError, Result};
-pub use fddp::fddp;
+pub use fddp::{fddp, FDDP_XREG};
 pub use ilqr::{ilqr, IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 pub use linear_dynamics::LinearDynamics;
 pub use lqr::{closed_loop_rollout, dlqr, lqr, riccati_step, tracking_lqr, LqrSolution, TrackingController};

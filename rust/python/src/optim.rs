@@ -152,7 +152,7 @@ fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) ->
 
 /// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments).
 #[pyfunction]
-#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None, alpha_max = 4.0, fitted_step = true, xreg = 0.0))]
+#[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None, alpha_max = 4.0, fitted_step = true, xreg = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn optim_ilqr<'py>(
     py: Python<'py>,
@@ -167,7 +167,7 @@ pub fn optim_ilqr<'py>(
     x_init: Option<&Bound<'py, PyAny>>,
     alpha_max: f64,
     fitted_step: bool,
-    xreg: f64,
+    xreg: Option<f64>,
 ) -> PyResult<IlqrOutput> {
     let method = convert::METHOD.parse(method)?;
     let prob = &problem.get().problem;

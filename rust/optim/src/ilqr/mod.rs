@@ -62,10 +62,12 @@ use std::time::Instant;
 mod backward;
 mod fitted_step;
 mod options;
+mod state_regularisation;
 
 use backward::{backward_pass, BackwardError};
 pub(crate) use backward::{BackwardSweep, BackwardWorkspace, StageValue};
 pub(crate) use fitted_step::FittedStep;
+pub(crate) use state_regularisation::Schedule as StateRegularisation;
 
 pub use options::{IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method};
 
@@ -111,8 +113,7 @@ pub(crate) fn check_options(o: &IlqrOptions) -> Result<()> {
     let valid = o.tolerance >= 0.0
         && o.max_iterations > 0
         && o.mu_init >= 0.0
-        && o.xreg >= 0.0
-        && o.xreg.is_finite()
+        && o.xreg.is_none_or(|x| x >= 0.0 && x.is_finite())
         && o.mu_min > 0.0
         && o.mu_max > o.mu_min
         && o.mu_factor > 1.0
@@ -214,10 +215,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     // with DDP: whether this iteration's backward pass uses the exact model (module docs)
     let mut exact = true;
     let mut mu = o.mu_init;
+    let mut xreg = StateRegularisation::new(o.xreg.unwrap_or(0.0));
     let t = Instant::now();
     // the first backward pass runs behind the initial trajectory's derivatives, as later ones
     // behind their trials'
-    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(o.xreg);
+    let mut sweep = BackwardSweep::new(ddp, bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(xreg.rho());
     let initial = simulate_and_derive(
         dynamics,
         cost,
@@ -258,7 +260,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let solved = std::mem::take(&mut precomputed)
                 || loop {
                     let mut sweep =
-                        BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(o.xreg);
+                        BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(xreg.rho());
                     match backward_pass(&nominal, &x, &u, &mut sweep) {
                         Ok(()) => break true,
                         Err(BackwardError::Dynamics(e)) => return Err(e),
@@ -282,6 +284,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
             let bw = &current;
             let gnorm = bw.gradient_norm;
             let expected = -(bw.dv1 + bw.dv2);
+            if expected <= o.tolerance * j.abs().max(1.0) && !xreg.settled() {
+                // judged on the unregularised model: the pass again without ρ
+                xreg.settle();
+                continue;
+            }
             if expected <= o.tolerance * j.abs().max(1.0) && mu <= o.mu_min {
                 log.push(IterationLog {
                     cost: j,
@@ -324,7 +331,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                     let kept = if alpha > 1.0 { FittedStep::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
                     Ok(kept.then_some((jn, exp_a, actual)))
                 };
-                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead).with_state_regularisation(o.xreg);
+                let mut sweep = BackwardSweep::new(ddp, bounds, mu_kept, &bw.k_ff, &mut scratch, &mut ahead).with_state_regularisation(xreg.after(alpha));
                 let near = Nominal { x: &x, u: &u, a: &nominal.a, b: &nominal.b };
                 match simulate_and_derive(dynamics, cost, ClosedLoop { x0, steps, policy, near: Some(&near) }.into(), judge, Some(&mut sweep), &mut trial) {
                     Ok(Some(kept)) => {
@@ -354,6 +361,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                         time: start.elapsed().as_secs_f64(),
                     });
                     fitted.accepted(alpha, -bw.dv1, actual);
+                    xreg.accepted(alpha);
                     x = kept.x;
                     u = kept.u;
                     j = jn;
@@ -378,6 +386,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 None => {
                     t_fwd += elapsed;
                     fitted.reset();
+                    xreg.refused();
                     delta = delta.max(1.0) * o.mu_factor;
                     mu = (mu * delta).max(o.mu_min);
                     if mu > o.mu_max {

@@ -18,11 +18,14 @@ pub struct IlqrOptions {
     pub tolerance: f64,
     /// Initial regularisation `μ` (0: plain Gauss–Newton step first).
     pub mu_init: f64,
-    /// A fixed regularisation `ρ ≥ 0` of the value function's Hessian in the backward pass,
+    /// The first regularisation `ρ ≥ 0` of the value function's Hessian in the backward pass,
     /// `V_xx + ρ 1` at the next knot (crocoddyl's `xreg`; module `backward`): a proximal term
-    /// on the states' deviation, which leaves the fixed points alone. Its good value depends on
-    /// the problem's scale; 0 (the default) is none.
-    pub xreg: f64,
+    /// on the states' deviation, which leaves the fixed points alone. It falls tenfold after
+    /// each full step and is gone after two in a row, and rises after a shortened one (module
+    /// `state_regularisation`). 0: none; `None`: the solver's default, none for
+    /// [`crate::ilqr()`] (which starts from a rollout) and [`crate::FDDP_XREG`] for
+    /// [`crate::fddp()`] (whose first steps from a guess drift over the horizon).
+    pub xreg: Option<f64>,
     pub mu_min: f64,
     pub mu_max: f64,
     /// `Δ₀` of the schedule.
@@ -49,7 +52,7 @@ impl Default for IlqrOptions {
             max_iterations: 100,
             tolerance: 1e-8,
             mu_init: 0.0,
-            xreg: 0.0,
+            xreg: None,
             mu_min: 1e-6,
             mu_max: 1e10,
             mu_factor: 1.6,
