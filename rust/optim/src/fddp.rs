@@ -53,7 +53,9 @@
 //! Regularisation, stopping rule, the fitted step a feasible iterate's line search may try
 //! first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
 //! [`IlqrResult`]); the iteration stops when the trajectory is feasible and a full step's
-//! predicted decrease is at most `tolerance · max(1, |J|)`. Control limits as iLQR's
+//! predicted decrease is at most `tolerance · max(1, |J|)` on the unregularised model. The
+//! state regularisation starts at [`FDDP_XREG`] unless set (module
+//! `ilqr::state_regularisation`), and moves on only from feasible iterates. Control limits as iLQR's
 //! (crocoddyl's `SolverBoxFDDP`): the feed-forward term solves the box QP on
 //! `u_min − ū ≤ δu ≤ u_max − ū` ([`crate::boxqp`]), the gains act on the free controls only,
 //! and the forward pass clamps.

@@ -30,8 +30,11 @@
 //!   ([`crate::boxqp`], Tassa, Mansard & Todorov ICRA 2014); the feedback rows of the clamped
 //!   directions are zero and the free rows are `−H_ff⁻¹ Q_ux,f`. The forward pass clamps
 //!   `u` to the box as well.
+//! * **State regularisation** (opt-in for iLQR, [`IlqrOptions::xreg`]): `V_xx + ρ 1` at the
+//!   next knot, `ρ` falling after full steps and rising after shortened ones (module
+//!   `state_regularisation`).
 //! * **Convergence**: the iteration stops when the expected decrease of a full step is at
-//!   most `tolerance · max(1, |J|)` with `μ ≤ μ_min`. The report also carries the norm of
+//!   most `tolerance · max(1, |J|)` with `μ ≤ μ_min` and `ρ = 0`. The report also carries the norm of
 //!   the exact (projected) gradient `∂J/∂u` of the open-loop cost, from an adjoint pass.
 //!
 //! **Full DDP** ([`Method::Ddp`]; Jacobson & Mayne 1970) adds the second derivatives of the
