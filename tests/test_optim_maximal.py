@@ -44,9 +44,12 @@ def test_a_two_link_arm_reaches_a_posture_with_one_motor_limited():
 def test_what_the_maximal_optimiser_does_not_take_is_refused():
     mi = vidyn.MaximalIntegrator(cylinder_chain(2), 0.02)
     q0 = np.zeros(2)
-    for keyword, value in (("tracks", [vidyn.optim.Track("joint2", np.zeros(3), 1.0)]), ("p0", np.zeros(2)), ("coordinates", "velocity")):
+    for keyword, value in (("tracks", [vidyn.optim.Track("joint2", np.zeros(3), 1.0)]), ("p0", np.zeros(2)), ("coordinates", "velocity"), ("xreg", 0.0)):
         with pytest.raises(vidyn.InputError, match=keyword):
             vidyn.optim.ilqr(mi, q0, steps=5, **{keyword: value})
+    # an explicit state regularisation, even none, is refused rather than replaced by the default
+    with pytest.raises(vidyn.InputError, match="xreg"):
+        vidyn.optim.fddp(mi, q0, np.zeros((6, 2)), np.zeros((5, 2)), xreg=0.0)
     with pytest.raises(NotImplementedError):
         vidyn.optim.ilqr(mi, q0, steps=5, method="ddp")
     with pytest.raises(vidyn.InputError, match="U_init"):

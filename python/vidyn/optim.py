@@ -778,7 +778,7 @@ def ilqr(
     zero); tracked points, friction cones, Python costs, ``p0``, ``cost_state``,
     ``coordinates`` and ``method="ddp"`` are refused there."""
     if isinstance(vi, MaximalIntegrator):
-        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg or None), cost_state, coordinates)
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg), cost_state, coordinates)
         if q0 is None:
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, alpha_max=alpha_max, fitted_step=fitted_step)
@@ -939,7 +939,7 @@ def fddp(
     if X_init is None:
         raise InputError("X_init is required: the state guess (N+1, nq) or (N+1, nq + n) that multiple shooting starts from")
     if isinstance(vi, MaximalIntegrator):
-        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg or None), cost_state, "momentum")
+        _refuse_on_maximal(dict(p0=p0, frame=frame, tracks=tracks, friction=friction, cost=cost, xreg=xreg), cost_state, "momentum")
         if q0 is None:
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init, alpha_max, fitted_step)
