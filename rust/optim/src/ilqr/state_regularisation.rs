@@ -10,7 +10,8 @@
 //! gone after two full steps in a row: the last iterations are plain Gauss–Newton (or DDP)
 //! steps, and convergence is judged only once `ρ` is zero ([`Schedule::settled`]). The idea is
 //! Levenberg–Marquardt's, on `V_xx` instead of `Q_uu` (crocoddyl raises and lowers its `xreg`
-//! with its `ureg` on the same rule of step lengths).
+//! together with its `ureg`, tenfold, by the length of the step its line search accepts, from
+//! 1e-9).
 
 /// The factor by which `ρ` falls after a full step and rises after a shortened or refused one.
 pub(crate) const FACTOR: f64 = 10.0;
