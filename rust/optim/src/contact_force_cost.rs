@@ -19,7 +19,10 @@
 //! derivatives. The second term is positive semidefinite (`g < 0` there and `g` is concave)
 //! and grows like `1/ε` at the cone's rounded tip: without it FDDP's model of the penalty
 //! overshot by 10–100× near the tip (measured on ANYmal's pace with cones: 87 iterations
-//! with `ε` = 10 N, 200 without converging with 1 N; with it 11 and 13). The multipliers
+//! with `ε` = 10 N, 200 without converging with 1 N; with it 11 and 13). Every cone of a step
+//! is recorded as a hinge ([`StageDerivatives::add_hinge`]), so that iLQR and FDDP choose the
+//! violated set at the step they take rather than at the current trajectory (module
+//! `ilqr::active_set`: ANYmal's gaits with cones in 9–15 iterations instead of 10–19). The multipliers
 //! and their Jacobian are read from the dynamics' own solves and linearisations when they
 //! share their store of solved steps ([`ContactForceCost::with_solved_steps`],
 //! [`VariationalIntegrator::kept_multipliers`]); otherwise, or for a stage the dynamics did
@@ -203,38 +206,30 @@ impl<C: Cost> ContactForceCost<C> {
         })
     }
 
-    /// Adds the penalties of the violated `cones` and their gradients and Gauss–Newton
-    /// Hessians to `out`, from the multipliers `lambda` and their Jacobian `jac`
-    /// (`(m, 3n)`, columns `(δq, δp, δu)` over all joints).
+    /// Adds the penalties of `cones` to `out` as hinges ([`StageDerivatives::add_hinge`]: the
+    /// Gauss–Newton terms of the violated ones) and the cone's own curvature on the violated
+    /// ones, from the multipliers `lambda` and their Jacobian `jac` (`(m, 3n)`, columns
+    /// `(δq, δp, δu)` over all joints).
     fn add_cone_terms(&self, cones: &[FrictionCone], lambda: &[f64], jac: &DMatrix<f64>, out: &mut StageDerivatives) {
         let n = self.vi.n();
         let joints = self.actuation.joints();
         for c in cones {
             let (g, dg) = self.cone(c, lambda);
+            // ∂g/∂(x, u_full) = dgᵀ ∂λ_c/∂(x, u_full), then the actuated columns of u
+            let row = |col: usize| (0..3).map(|r| dg[r] * jac[(c.first + r, col)]).sum::<f64>();
+            out.add_hinge(c.weight, g, |grad| {
+                let (gx, gu) = grad.split_at_mut(2 * n);
+                for (col, v) in gx.iter_mut().enumerate() {
+                    *v = row(col);
+                }
+                for (v, &j) in gu.iter_mut().zip(joints) {
+                    *v = row(2 * n + j);
+                }
+            });
             if g >= 0.0 {
                 continue;
             }
-            // ∂g/∂(x, u_full) = dgᵀ ∂λ_c/∂(x, u_full), then the actuated columns of u
-            let row = |col: usize| (0..3).map(|r| dg[r] * jac[(c.first + r, col)]).sum::<f64>();
-            let gx: Vec<f64> = (0..2 * n).map(row).collect();
-            let gu: Vec<f64> = joints.iter().map(|&j| row(2 * n + j)).collect();
             let w = c.weight;
-            out.l += 0.5 * w * g * g;
-            for (i, a) in gx.iter().enumerate() {
-                out.lx[i] += w * g * a;
-                for (j, b) in gx.iter().enumerate() {
-                    out.lxx[(i, j)] += w * a * b;
-                }
-            }
-            for (i, a) in gu.iter().enumerate() {
-                out.lu[i] += w * g * a;
-                for (j, b) in gu.iter().enumerate() {
-                    out.luu[(i, j)] += w * a * b;
-                }
-                for (j, b) in gx.iter().enumerate() {
-                    out.lux[(i, j)] += w * a * b;
-                }
-            }
             {
                 // w g ∂²g/∂λ² through ∂λ (module docs): positive semidefinite while g < 0
                 let h = self.cone_curvature(c, lambda) * (w * g);

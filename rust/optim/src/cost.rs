@@ -4,6 +4,7 @@
 use crate::checks::{check_finite, check_multiple, check_weights};
 use crate::dense_kernels::symmetrise;
 use crate::error::{OptimError, Result};
+use crate::hinge::Hinges;
 use crate::state_space::StateSpace;
 use nalgebra::{Cholesky, DMatrix, DVector, DVectorViewMut, Dyn};
 use rayon::prelude::*;
@@ -11,7 +12,8 @@ use std::sync::Arc;
 use vidyn_batch::ScratchPool;
 
 /// Value and derivatives of one stage: `l`, `l_x` (nx), `l_u` (nu), `l_xx` (nx×nx),
-/// `l_uu` (nu×nu), `l_ux` (nu×nx). The terminal stage leaves the `u` parts empty.
+/// `l_uu` (nu×nu), `l_ux` (nu×nx), and the stage's hinge penalties (module [`crate::hinge`]).
+/// The terminal stage leaves the `u` parts empty.
 #[derive(Clone, Debug)]
 pub struct StageDerivatives {
     pub l: f64,
@@ -20,17 +22,28 @@ pub struct StageDerivatives {
     pub lxx: DMatrix<f64>,
     pub luu: DMatrix<f64>,
     pub lux: DMatrix<f64>,
+    pub hinges: Hinges,
 }
 
 impl StageDerivatives {
     #[must_use]
     pub fn zeros(nx: usize, nu: usize) -> Self {
-        Self { l: 0.0, lx: DVector::zeros(nx), lu: DVector::zeros(nu), lxx: DMatrix::zeros(nx, nx), luu: DMatrix::zeros(nu, nu), lux: DMatrix::zeros(nu, nx) }
+        Self {
+            l: 0.0,
+            lx: DVector::zeros(nx),
+            lu: DVector::zeros(nu),
+            lxx: DMatrix::zeros(nx, nx),
+            luu: DMatrix::zeros(nu, nu),
+            lux: DMatrix::zeros(nu, nx),
+            hinges: Hinges::default(),
+        }
     }
 
-    /// Sets every entry to zero, keeping the sizes (what [`StageDerivatives::zeros`] returns).
+    /// Sets every entry to zero and forgets the hinges, keeping the sizes (what
+    /// [`StageDerivatives::zeros`] returns).
     pub fn clear(&mut self) {
         self.l = 0.0;
+        self.hinges.clear();
         // memsets; DMatrix::fill is a strided loop
         for m in [self.lx.as_mut_slice(), self.lu.as_mut_slice(), self.lxx.as_mut_slice(), self.luu.as_mut_slice(), self.lux.as_mut_slice()] {
             m.fill(0.0);

@@ -77,8 +77,8 @@ use crate::cost::{total_cost, Cost, CostDerivatives};
 use crate::dynamics::{Dynamics, Nominal};
 use crate::error::{OptimError, Result};
 use crate::ilqr::{
-    check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, FittedStep, IlqrOptions,
-    IlqrResult, IlqrStatus, IterationLog, Method, StageValue, StateRegularisation,
+    active_set, check_options, clamp_into, control_bounds, relaxed, require_second_order, Backward, BackwardSweep, BackwardWorkspace, Bounds, FittedStep,
+    IlqrOptions, IlqrResult, IlqrStatus, IterationLog, Method, StageValue, StateRegularisation,
 };
 use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, Observer, ReverseSweep, Rollout, TrialError};
 use nalgebra::{DMatrix, DVector, DVectorView};
@@ -199,6 +199,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let (mut status, mut accepted) = (IlqrStatus::MaxIterations, 0);
     let mut pass: Option<Pass> = None;
     let mut scratch = BackwardWorkspace::new(ndx, nu);
+    // the hinges switched by the last `settle_hinges`, and those on which the model of the
+    // current pass and the penalties part
+    let mut switched = Vec::new();
+    let mut mismatch = active_set::Mismatch::default();
     // the box QP's warm start: the feed-forward terms of the last accepted pass
     let mut warm = vec![DVector::zeros(nu); steps];
     let (mut time_linearize, mut time_backward, mut time_forward) = (0.0, 0.0, 0.0);
@@ -218,13 +222,16 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             derivatives = Some(derive(dynamics, cost, &traj, nu, ndx)?);
         }
         time_linearize += t.elapsed().as_secs_f64();
-        let d = derivatives.as_ref().expect("derived just above");
         let t = Instant::now();
         let second = ddp && traj.feasible && exact;
+        let dm = derivatives.as_mut().expect("derived just above");
+        let settings = (mu, xreg.rho());
         let backward = match ahead.take() {
             Some(pass) => Some(pass),
-            None => backward(second.then_some(dynamics), d, &traj, (mu, xreg.rho()), bounds, &warm, &mut scratch),
-        };
+            None => backward(second.then_some(dynamics), dm, &traj, settings, bounds, &warm, &mut scratch),
+        }
+        .map(|p| settle_hinges(second.then_some(dynamics), dm, &traj, settings, bounds, &warm, &mut scratch, &mut switched, p));
+        let d = derivatives.as_ref().expect("derived just above");
         time_backward += t.elapsed().as_secs_f64();
         let Some(p) = backward else {
             fitted.reset();
@@ -242,7 +249,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             }
             continue;
         };
-        let full = p.dg + 0.5 * p.dq;
+        // the hinges on which the model and the penalties part along the step (module
+        // `ilqr::active_set`): the predicted decreases are the penalties'
+        mismatch.measure(d, &p.out, Some(&traj.gaps));
+        let full = p.dg + 0.5 * p.dq + mismatch.correction(1.0);
         if traj.feasible && full <= options.tolerance * cost_now.abs().max(1.0) {
             if !xreg.settled() {
                 // judged on the unregularised model: the pass again without ρ
@@ -261,10 +271,11 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
         let model = (!traj.feasible).then(|| linear_model(d, &traj, &p));
         let accept = |alpha: f64, dv: f64, trial_cost: f64| {
             let (d1, d2) = (p.dg + dv, p.dq - 2.0 * dv);
-            let expected = match model {
-                Some((slope, curvature)) => -alpha * (slope + 0.5 * alpha * curvature),
-                None => alpha * (d1 + 0.5 * alpha * d2),
-            };
+            let expected = mismatch.correction(alpha)
+                + match model {
+                    Some((slope, curvature)) => -alpha * (slope + 0.5 * alpha * curvature),
+                    None => alpha * (d1 + 0.5 * alpha * d2),
+                };
             let actual = cost_now - trial_cost;
             if alpha > 1.0 {
                 return FittedStep::keeps(actual, full).then_some(expected);
@@ -481,6 +492,31 @@ fn backward<D: Dynamics + ?Sized>(
     Some(Pass { out, values, dg, dq })
 }
 
+/// `pass` again on the hinges' active set at its full step (module `ilqr::active_set`), or
+/// `pass` itself when no hinge switches or the new model is not positive definite (the
+/// switches then undone).
+#[allow(clippy::too_many_arguments)]
+fn settle_hinges<D: Dynamics + ?Sized>(
+    ddp: Option<&D>,
+    d: &mut Derivatives,
+    traj: &Shooting,
+    settings: (f64, f64),
+    bounds: Option<&Bounds>,
+    warm: &[DVector<f64>],
+    scratch: &mut BackwardWorkspace,
+    switched: &mut Vec<(usize, usize)>,
+    pass: Pass,
+) -> Pass {
+    active_set::settle(d, &pass.out, Some(&traj.gaps), switched);
+    if switched.is_empty() {
+        return pass;
+    }
+    backward(ddp, d, traj, settings, bounds, warm, scratch).unwrap_or_else(|| {
+        active_set::undo(&mut d.cost.stages, switched);
+        pass
+    })
+}
+
 /// The trial's control at step `k` from its state `xk`: `ū_k + α k_k + K_k (x̂_k ⊖ x̄_k)`,
 /// clamped into the limits (`dx`: `ndx` entries of scratch).
 fn feedback(space: &crate::StateSpace, trial: Trial<'_>, k: usize, xk: &[f64], uk: &mut [f64], dx: &mut [f64]) {
@@ -562,17 +598,12 @@ fn forward<D: Dynamics + ?Sized>(
 /// `δu_k = k_k + K_k δx_k`, `δx_{k+1} = A_k δx_k + B_k δu_k + f̄_{k+1}`,
 /// `G = Σ l_xᵀδx + l_uᵀδu`, `H = Σ δᵀ∇²l δ`, over the stages and the terminal cost.
 fn linear_model(d: &Derivatives, traj: &Shooting, pass: &Pass) -> (f64, f64) {
-    let steps = d.a.len();
-    let ndx = traj.gaps.len() / (steps + 1);
-    let mut dx = DVector::from_column_slice(&traj.gaps[..ndx]);
     let (mut slope, mut curvature) = (0.0, 0.0);
-    for k in 0..steps {
+    let dx = active_set::full_step(&d.a, &d.b, &pass.out, Some(&traj.gaps), |k, dx, du| {
         let s = &d.cost.stages[k];
-        let du = &pass.out.k_ff[k] + &pass.out.gains[k] * &dx;
-        slope += s.lx.dot(&dx) + s.lu.dot(&du);
-        curvature += dx.dot(&(&s.lxx * &dx)) + 2.0 * du.dot(&(&s.lux * &dx)) + du.dot(&(&s.luu * &du));
-        dx = &d.a[k] * &dx + &d.b[k] * &du + DVectorView::from_slice(&traj.gaps[(k + 1) * ndx..(k + 2) * ndx], ndx);
-    }
+        slope += s.lx.dot(dx) + s.lu.dot(du);
+        curvature += dx.dot(&(&s.lxx * dx)) + 2.0 * du.dot(&(&s.lux * dx)) + du.dot(&(&s.luu * du));
+    });
     let t = &d.cost.terminal;
     slope += t.lx.dot(&dx);
     curvature += dx.dot(&(&t.lxx * &dx));

@@ -62,6 +62,7 @@ use crate::pipeline::{simulate_and_derive, ClosedLoop, Derivatives, TrialError};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
+pub(crate) mod active_set;
 mod backward;
 mod fitted_step;
 mod options;
@@ -206,6 +207,10 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let mut nominal = Derivatives::zeros(steps, ndx, nu);
     let mut trial = Derivatives::zeros(steps, ndx, nu);
     let mut scratch = BackwardWorkspace::new(ndx, nu);
+    // the hinges switched by the last `active_set::settle`, and those on which the model of
+    // the current pass and the penalties part
+    let mut switched = Vec::new();
+    let mut mismatch = active_set::Mismatch::default();
     // `current` receives each backward pass; `last` holds the one kept (the accepted step's,
     // whose feed-forward terms warm-start the box QP, or the final one; zero until then)
     let mut current = Backward::zeros(steps, ndx, nu);
@@ -257,6 +262,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
     let mut message = String::new();
     let mut fitted = FittedStep::new(o.alpha_max, o.fitted_step);
     'outer: for _ in 0..o.max_iterations {
+        let mut hinges_settled = false;
         loop {
             // backward pass, raising μ until Q_uu + μ1 is positive definite
             let t = Instant::now();
@@ -284,9 +290,33 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 message = format!("regularisation μ exceeded {:e}: Q_uu + μ1 stayed indefinite", o.mu_max);
                 break 'outer;
             }
+            // the hinges' active set at this pass's full step, and the pass again on it (once
+            // per iteration; if that model is indefinite, the switches are undone and the pass
+            // recomputed)
+            if !hinges_settled {
+                hinges_settled = true;
+                let t = Instant::now();
+                active_set::settle(&mut nominal, &current, None, &mut switched);
+                if !switched.is_empty() {
+                    let mut sweep =
+                        BackwardSweep::new(ddp.filter(|_| exact), bounds, mu, &last.k_ff, &mut scratch, &mut current).with_state_regularisation(xreg.rho());
+                    let again = backward_pass(&nominal, &x, &u, &mut sweep);
+                    t_back += t.elapsed().as_secs_f64();
+                    match again {
+                        Ok(()) => {}
+                        Err(BackwardError::Dynamics(e)) => return Err(e),
+                        Err(BackwardError::Indefinite) => {
+                            active_set::undo(&mut nominal.cost.stages, &switched);
+                            continue;
+                        }
+                    }
+                }
+            }
             let bw = &current;
             let gnorm = bw.gradient_norm;
-            let expected = -(bw.dv1 + bw.dv2);
+            // the predicted decreases are the penalties' where the model and they part
+            mismatch.measure(&nominal, bw, None);
+            let expected = -(bw.dv1 + bw.dv2) + mismatch.correction(1.0);
             if expected <= o.tolerance * j.abs().max(1.0) && !xreg.settled() {
                 // judged on the unregularised model: the pass again without ρ
                 xreg.settle();
@@ -329,7 +359,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(dynamics: &D, cost: &C, x0: &[f
                 };
                 let judge = |_: &[f64], _: &[f64], jn: Result<f64>| {
                     let Ok(jn) = jn else { return Ok(None) };
-                    let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2);
+                    let exp_a = -(alpha * bw.dv1 + alpha * alpha * bw.dv2) + mismatch.correction(alpha);
                     let actual = j - jn;
                     let kept = if alpha > 1.0 { FittedStep::keeps(actual, full) } else { jn.is_finite() && actual > 0.0 && actual >= o.armijo * exp_a };
                     Ok(kept.then_some((jn, exp_a, actual)))
