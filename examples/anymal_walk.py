@@ -27,8 +27,8 @@ gaps as it goes.
 The contacts of the VI are bilateral: without more, the optimal motion pulls on the ground
 (but for the trot: walk −49 N, pace −213 N, bound −161 N). ``--friction`` adds friction-cone
 penalties on the contact forces (``friction_cone``), which make them unilateral: walk / trot /
-pace / bound / jump in 15 / 11 / 10 / 13 / 19 iterations, every foot pushing (≥ 7.9 N),
-|f_t|/f_z ≤ 0.70.
+pace / bound / jump in 10 / 10 / 9 / 10 / 15 iterations (the solver decides which cones are
+violated at the step it takes), every foot pushing (≥ 7.9 N), |f_t|/f_z ≤ 0.70.
 
 ``--limits [FRACTION]`` bounds the joint torques by the URDF's effort limits (80 N m), or by
 that fraction of them (a box QP in each backward pass, crocoddyl's BoxFDDP).

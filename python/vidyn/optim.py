@@ -508,8 +508,10 @@ class FrictionCone:
     at row ``first`` of the integrator's constraints (:func:`vidyn.point_contact`; for a
     :class:`vidyn.ContactSchedule`, ``rows[name].start``, or all at once with
     ``ContactSchedule.friction_cones``). The cone also makes the contact unilateral
-    (``f_z ≥ tip/μ``). Exact gradient through the multipliers' derivatives, Gauss–Newton
-    Hessian; each stage solves its step once more to get them."""
+    (``f_z ≥ tip/μ``). Exact gradient through the multipliers' derivatives (read from the
+    steps the optimiser solved), Gauss–Newton Hessian plus the cone's own curvature; iLQR and
+    FDDP decide which cones are violated at the step they take, not only at the current
+    trajectory (``vidyn_optim::hinge``)."""
 
     first: int
     mu: float = 0.7
