@@ -22,8 +22,8 @@
 //! with `ε` = 10 N, 200 without converging with 1 N; with it 11 and 13). Every cone of a step
 //! is recorded as a hinge ([`StageDerivatives::add_hinge`]), so that iLQR and FDDP choose the
 //! violated set at the step they take rather than at the current trajectory (module
-//! `ilqr::active_set`: ANYmal's gaits with cones in 9–15 iterations instead of 10–19). The multipliers
-//! and their Jacobian are read from the dynamics' own solves and linearisations when they
+//! `ilqr::active_set`: ANYmal's gaits with cones in 9–15 iterations instead of 10–19). The
+//! multipliers and their Jacobian are read from the dynamics' own solves and linearisations when they
 //! share their store of solved steps ([`ContactForceCost::with_solved_steps`],
 //! [`VariationalIntegrator::kept_multipliers`]); otherwise, or for a stage the dynamics did
 //! not solve, the cost solves the step itself, from the integrator's own start, so that the

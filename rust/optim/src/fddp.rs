@@ -50,8 +50,9 @@
 //! cones up to 6 % less time, none measurable on the trot and the pace; the backward pass
 //! behind them would need their gaps, and is not run).
 //!
-//! Regularisation, stopping rule, the fitted step a feasible iterate's line search may try
-//! first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
+//! Regularisation, stopping rule, the hinge penalties' active set (module `ilqr::active_set`,
+//! with the gaps in the full step's linear model), the fitted step a feasible iterate's line
+//! search may try first (module `ilqr::fitted_step`) and result are iLQR's ([`IlqrOptions`],
 //! [`IlqrResult`]); the iteration stops when the trajectory is feasible and a full step's
 //! predicted decrease is at most `tolerance · max(1, |J|)` on the unregularised model. The
 //! state regularisation starts at [`FDDP_XREG`] unless set (module

@@ -33,6 +33,10 @@
 //! * **State regularisation** (opt-in for iLQR, [`IlqrOptions::xreg`]): `V_xx + ρ 1` at the
 //!   next knot, `ρ` falling after full steps and rising after shortened ones (module
 //!   `state_regularisation`).
+//! * **Hinge penalties** (friction cones; module [`crate::hinge`]): after the backward pass
+//!   each is switched on or off by the sign of its linearisation at the pass's full step and
+//!   the pass runs once more on that model; the predicted decreases are the penalties' along
+//!   the step (module `active_set`).
 //! * **Convergence**: the iteration stops when the expected decrease of a full step is at
 //!   most `tolerance · max(1, |J|)` with `μ ≤ μ_min` and `ρ = 0`. The report also carries the norm of
 //!   the exact (projected) gradient `∂J/∂u` of the open-loop cost, from an adjoint pass.
