@@ -83,8 +83,8 @@ pub(crate) fn settle(d: &mut Derivatives, pass: &Backward, gaps: Option<&[f64]>,
 /// `δ(α) = α δ(1)`, to correct the decrease the model predicts into the one the penalties
 /// `½ w min(0, g + α s)²` (`s = ∇g·δ(1)`) give: those the model holds while their
 /// linearisation is satisfied somewhere on `α ∈ [0, 1]`, or leaves out while it is violated.
-/// (After [`settle`] these are the hinges that cross zero inside the step, and while FDDP is
-/// infeasible those violated at the full step that it did not switch on.)
+/// (After [`settle`] and the pass run again on its switches, mostly the hinges whose
+/// linearisation crosses zero inside the step.)
 #[derive(Debug, Default)]
 pub(crate) struct Mismatch {
     /// `(w, g, s, held)`
