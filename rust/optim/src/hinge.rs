@@ -13,6 +13,7 @@
 //! `½ w min(0, g + ∇g·δ)²` instead of the quadratic of the current point's active set.
 
 use crate::cost::StageDerivatives;
+use crate::dense_kernels::dot;
 use nalgebra::{DMatrix, DVectorView};
 
 /// The hinge penalties of one stage: weight `w`, value `g`, gradient `∇g` (`ndx + nu`
@@ -76,10 +77,6 @@ impl Hinges {
         let width = self.gradient.len() / self.len();
         &self.gradient[i * width..(i + 1) * width]
     }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl StageDerivatives {
