@@ -160,7 +160,6 @@ struct Kkt {
     /// Kinematics at the step's end `q_{k+1}` (not a control point of the midpoint rule).
     end: PointState,
     q_end: Vec<f64>,
-    zeros: Vec<f64>,
     /// `C_1`, `C_2` (with the interior rows), the Hessians, `K`, `W` and the LUs of module
     /// `constrained` on the centred expansion, whose prescribed coordinates (the centre
     /// joints, kinematic joints) are `prescribed` `(na,)`.
@@ -189,7 +188,6 @@ impl Kkt {
             scratch: ConstraintScratch::new(na),
             end: PointState::new(na),
             q_end: vec![0.0; na],
-            zeros: vec![0.0; na],
             factors: KktFactors::new(na, s, m),
             prescribed,
             row: vec![0.0; na],
@@ -537,8 +535,7 @@ impl VariationalIntegrator {
         for (a, e) in kkt.q_end.iter_mut().enumerate() {
             *e = sc.endpoint(0) * q0[a] + (1..sc.points()).map(|g| sc.endpoint(g) * z[(g - 1) * na + a]).sum::<f64>();
         }
-        kkt.end.update_configuration(model, points.joint_placements(model), &kkt.q_end);
-        kkt.end.update_velocity(model, &kkt.zeros);
+        kkt.end.update_kinematics(model, points.joint_placements(model), &kkt.q_end);
         let set = ConstraintSet { model, constraints: &kkt.constraints, s };
         set.gradient_rows(active, &points.states[0], &mut kkt.scratch, &mut f.c1.rows_mut(0, m), 1.0, &mut kkt.row);
         set.gradient_rows(active, &kkt.end, &mut kkt.scratch, &mut f.c2.rows_mut((s - 1) * m, m), sc.endpoint(s), &mut kkt.row);

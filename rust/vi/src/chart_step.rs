@@ -140,6 +140,56 @@ impl ChartWork {
     }
 }
 
+/// What the linearisation of a step on the chart reads of its solve besides the step's
+/// inputs, end and multipliers (module `chart_linearize`): the control points' chart
+/// coordinates and the chart's centre `q_k`, `p_k`, `u_θ` and `p_θ,k+1`. Kept with a solved
+/// step (module `solved`), so that its linearisation need not solve it again.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptChart {
+    points: Vec<Vec<f64>>,
+    centre: Vec<f64>,
+    p: Vec<f64>,
+    u_theta: Vec<f64>,
+    p_theta_next: Vec<f64>,
+}
+
+impl KeptChart {
+    /// A copy of the step on the chart that `ws` has just solved.
+    pub(crate) fn of(ws: &ViWorkspace) -> Self {
+        let cw = &ws.chart;
+        Self { points: ws.points.q.clone(), centre: cw.centre.clone(), p: cw.p.clone(), u_theta: cw.u_theta.clone(), p_theta_next: cw.p_theta_next.clone() }
+    }
+
+    /// Copies the step `ws` has just solved into this one (of the same integrator), without
+    /// allocating.
+    pub(crate) fn save(&mut self, ws: &ViWorkspace) {
+        let cw = &ws.chart;
+        for (mine, theirs) in self.points.iter_mut().zip(&ws.points.q) {
+            mine.copy_from_slice(theirs);
+        }
+        for (mine, theirs) in
+            [(&mut self.centre, &cw.centre), (&mut self.p, &cw.p), (&mut self.u_theta, &cw.u_theta), (&mut self.p_theta_next, &cw.p_theta_next)]
+        {
+            mine.copy_from_slice(theirs);
+        }
+    }
+
+    /// Puts the step back into `ws` for its linearisation: the control points' coordinates
+    /// (not their point states, which the linearisation computes on the centred expansion)
+    /// and the chart's quantities.
+    pub(crate) fn restore(&self, ws: &mut ViWorkspace) {
+        for (theirs, mine) in ws.points.q.iter_mut().zip(&self.points) {
+            theirs.copy_from_slice(mine);
+        }
+        let cw = &mut ws.chart;
+        for (theirs, mine) in
+            [(&mut cw.centre, &self.centre), (&mut cw.p, &self.p), (&mut cw.u_theta, &self.u_theta), (&mut cw.p_theta_next, &self.p_theta_next)]
+        {
+            theirs.copy_from_slice(mine);
+        }
+    }
+}
+
 impl VariationalIntegrator {
     /// [`VariationalIntegrator::step`] of a model with composite joints (module docs): into
     /// the chart centred at `q`, the step of the expanded model there, and back.

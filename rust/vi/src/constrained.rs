@@ -228,6 +228,20 @@ impl ViWorkspace {
 }
 
 impl VariationalIntegrator {
+    /// The multipliers `λ` `(s·m,)` and impulse `(m,)` that the solve of step `step` found
+    /// (kept with it, module `solved`) back into `ws`, with the step's active constraints, as
+    /// that solve left them.
+    pub(crate) fn restore_multipliers(&self, ws: &mut ViWorkspace, step: usize, lambda: &[f64], impulse: &[f64]) -> crate::Result<()> {
+        let cw = &mut ws.constraint;
+        cw.kkt.active.clear();
+        cw.kkt.active.extend_from_slice(self.active_constraints(step)?);
+        cw.lambda.copy_from_slice(lambda);
+        cw.impulse.copy_from_slice(impulse);
+        Ok(())
+    }
+}
+
+impl VariationalIntegrator {
     /// The integrator's constraints on its DEL model.
     fn constraint_set(&self) -> ConstraintSet<'_> {
         ConstraintSet { model: &self.model, constraints: &self.constraints, s: self.scheme.s }
@@ -283,10 +297,9 @@ impl VariationalIntegrator {
             return Err(crate::ViError::InvalidParameter(format!("h has length {}, expected the number of constraints {}", h.len(), self.constraints.len())));
         }
         let charted = self.centre_chart(ws, q);
-        let ViWorkspace { constraint: cw, points, chart, scratch_zero, .. } = ws;
+        let ViWorkspace { constraint: cw, points, chart, .. } = ws;
         let q = if charted { chart.coordinates() } else { q };
-        cw.end_state.update_configuration(&self.model, points.joint_placements(&self.model), q);
-        cw.end_state.update_velocity(&self.model, scratch_zero);
+        cw.end_state.update_kinematics(&self.model, points.joint_placements(&self.model), q);
         for (hi, con) in h.iter_mut().zip(&self.constraints) {
             *hi = con.value(&cw.end_state);
         }
@@ -340,11 +353,10 @@ impl VariationalIntegrator {
     /// `max |h|`.
     pub(crate) fn step_constraint_values(&self, ws: &mut ViWorkspace, q: &[f64]) -> f64 {
         let (s, m) = (self.scheme.s, self.constraints.len());
-        let ViWorkspace { constraint: cw, points, z, scratch_zero, .. } = ws;
+        let ViWorkspace { constraint: cw, points, z, .. } = ws;
         self.scheme.endpoint_from(q, z, &mut cw.q_end);
         // in the step's chart with composite joints (module `chart_step`)
-        cw.end_state.update_configuration(&self.model, points.joint_placements(&self.model), &cw.q_end);
-        cw.end_state.update_velocity(&self.model, scratch_zero);
+        cw.end_state.update_kinematics(&self.model, points.joint_placements(&self.model), &cw.q_end);
         let mut hmax = 0.0_f64;
         let end = (s - 1) * m;
         for &i in &cw.kkt.active {

@@ -225,8 +225,7 @@ impl ConstrainedSecondOrder {
         }
         // the constraints' gradients and Hessians at q^0..q^{s−1} and at q_e
         sc.endpoint_from(q, &vi.z, &mut self.q_end);
-        self.end.update_configuration(model, pts.joint_placements(model), &self.q_end);
-        self.end.update_velocity(model, &self.zeros);
+        self.end.update_kinematics(model, pts.joint_placements(model), &self.q_end);
         for block in 0..=s {
             let st = if block < s { &pts.states[block] } else { &self.end };
             for &i in active {

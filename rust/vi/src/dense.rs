@@ -208,51 +208,60 @@ pub(crate) struct ColMajor<'a>(pub &'a [f64], pub usize);
 /// [`ColMajor`], writable.
 pub(crate) struct ColMajorMut<'a>(pub &'a mut [f64], pub usize);
 
-/// `c += a · b` for column-major slices: `a` (m × k), `b` (k × nc), `c` (m × nc). 4 × 4 blocks
-/// of `c` are accumulated in registers over `k` (16 multiply–adds per 8 loads); edges by
-/// column axpys. No allocation (nalgebra's `gemm` packs into a fresh heap buffer on every
-/// call).
-pub(crate) fn gemm_nn(m: usize, nc: usize, k: usize, ColMajor(a, lda): ColMajor<'_>, ColMajor(b, ldb): ColMajor<'_>, ColMajorMut(c, ldc): ColMajorMut<'_>) {
+/// `c += a · b` for column-major slices: `a` (m × k), `b` (k × nc), `c` (m × nc). Blocks of
+/// `c` of 4 × 4 (16 multiply–adds per 8 loads), and at the edges of up to 3 rows or of one
+/// column, are accumulated in registers over `k` and then added to `c`. No allocation
+/// (nalgebra's `gemm` packs into a fresh heap buffer on every call).
+pub(crate) fn gemm_nn(m: usize, nc: usize, k: usize, a: ColMajor<'_>, b: ColMajor<'_>, mut c: ColMajorMut<'_>) {
     let (m4, n4) = (m / 4 * 4, nc / 4 * 4);
     for j in (0..n4).step_by(4) {
-        let bc = [&b[j * ldb..j * ldb + k], &b[(j + 1) * ldb..(j + 1) * ldb + k], &b[(j + 2) * ldb..(j + 2) * ldb + k], &b[(j + 3) * ldb..(j + 3) * ldb + k]];
         for i in (0..m4).step_by(4) {
-            let mut acc = [[0.0_f64; 4]; 4];
-            for l in 0..k {
-                let ar = &a[l * lda + i..l * lda + i + 4];
-                let a4 = [ar[0], ar[1], ar[2], ar[3]];
-                for t in 0..4 {
-                    let bt = bc[t][l];
-                    for r in 0..4 {
-                        acc[t][r] += a4[r] * bt;
-                    }
-                }
-            }
-            for t in 0..4 {
-                for r in 0..4 {
-                    c[(j + t) * ldc + i + r] += acc[t][r];
-                }
-            }
+            add_block::<4, 4>(i, j, k, a, b, &mut c);
         }
-        if m4 < m {
-            for t in 0..4 {
-                axpy_column(m4, m, k, a, lda, bc[t], &mut c[(j + t) * ldc..(j + t) * ldc + m]);
-            }
+        match m - m4 {
+            1 => add_block::<1, 4>(m4, j, k, a, b, &mut c),
+            2 => add_block::<2, 4>(m4, j, k, a, b, &mut c),
+            3 => add_block::<3, 4>(m4, j, k, a, b, &mut c),
+            _ => {}
         }
     }
     for j in n4..nc {
-        axpy_column(0, m, k, a, lda, &b[j * ldb..j * ldb + k], &mut c[j * ldc..j * ldc + m]);
+        for i in (0..m4).step_by(4) {
+            add_block::<4, 1>(i, j, k, a, b, &mut c);
+        }
+        match m - m4 {
+            1 => add_block::<1, 1>(m4, j, k, a, b, &mut c),
+            2 => add_block::<2, 1>(m4, j, k, a, b, &mut c),
+            3 => add_block::<3, 1>(m4, j, k, a, b, &mut c),
+            _ => {}
+        }
     }
 }
 
-/// `c[r0..m] += a[r0..m, :] · b` for one column `b` (k,) of the product.
-fn axpy_column(r0: usize, m: usize, k: usize, a: &[f64], lda: usize, b: &[f64], c: &mut [f64]) {
+/// `c[i..i+R, j..j+T] += a[i..i+R, :] · b[:, j..j+T]`, the `R × T` sums kept in registers.
+#[inline(always)]
+fn add_block<const R: usize, const T: usize>(
+    i: usize,
+    j: usize,
+    k: usize,
+    ColMajor(a, lda): ColMajor<'_>,
+    ColMajor(b, ldb): ColMajor<'_>,
+    c: &mut ColMajorMut<'_>,
+) {
+    let mut acc = [[0.0_f64; R]; T];
     for l in 0..k {
-        let bl = b[l];
-        if bl != 0.0 {
-            for (ci, ai) in c[r0..m].iter_mut().zip(&a[l * lda + r0..l * lda + m]) {
-                *ci += ai * bl;
+        let ar: [f64; R] = a[l * lda + i..l * lda + i + R].try_into().expect("R rows");
+        for (t, acc_t) in acc.iter_mut().enumerate() {
+            let bt = b[(j + t) * ldb + l];
+            for r in 0..R {
+                acc_t[r] += ar[r] * bt;
             }
+        }
+    }
+    let ColMajorMut(c, ldc) = c;
+    for (t, acc_t) in acc.iter().enumerate() {
+        for (cr, v) in c[(j + t) * *ldc + i..(j + t) * *ldc + i + R].iter_mut().zip(acc_t) {
+            *cr += v;
         }
     }
 }
@@ -295,6 +304,22 @@ mod tests {
         let (lda, ldb, ldc) = (a.nrows(), b.nrows(), c.nrows());
         gemm_nn(3, 5, 4, ColMajor(&a.as_slice()[1..], lda), ColMajor(&b.as_slice()[2..], ldb), ColMajorMut(&mut c.as_mut_slice()[ldc..], ldc));
         assert!((c.view((0, 1), (3, 5)) - &expected).amax() < 1e-14);
+        // every edge of the 4 × 4 blocks: rows and columns 1 … 9, on views with offsets
+        let big = |r: usize, c: usize, f: f64| DMatrix::from_fn(r, c, |i, j| ((i * 3 + j * 5) as f64 * f).cos());
+        for (m, nc, k) in (1..=9).flat_map(|m| (1..=9).flat_map(move |nc| [1, 4, 7].map(|k| (m, nc, k)))) {
+            let (a, b, mut c) = (big(m + 2, k, 0.7), big(k + 1, nc + 1, 1.3), big(m + 1, nc + 2, 0.4));
+            let expected = c.view((1, 2), (m, nc)) + a.view((2, 0), (m, k)) * b.view((1, 1), (k, nc));
+            let (lda, ldb, ldc) = (a.nrows(), b.nrows(), c.nrows());
+            gemm_nn(
+                m,
+                nc,
+                k,
+                ColMajor(&a.as_slice()[2..], lda),
+                ColMajor(&b.as_slice()[ldb + 1..], ldb),
+                ColMajorMut(&mut c.as_mut_slice()[2 * ldc + 1..], ldc),
+            );
+            assert!((c.view((1, 2), (m, nc)) - &expected).amax() < 1e-13, "{m} × {nc} by {k}");
+        }
         let expected = c.view((1, 2), (2, 4)) - a.view((0, 0), (4, 2)).transpose() * b.view((0, 1), (4, 4));
         add_transposed_product(&mut c.view_mut((1, 2), (2, 4)), -1.0, &a.view((0, 0), (4, 2)), &b.view((0, 1), (4, 4)));
         assert!((c.view((1, 2), (2, 4)) - &expected).amax() < 1e-14);

@@ -118,8 +118,6 @@ pub struct ViWorkspace {
     /// acceleration (tangent coordinates).
     pub(crate) tau: Vec<f64>,
     pub(crate) acceleration: Vec<f64>,
-    /// `(n,)` zeros (the velocity of a kinematics-only point state).
-    pub(crate) scratch_zero: Vec<f64>,
     /// Multipliers, constraint Jacobians and the Schur complement of the constrained step.
     pub(crate) constraint: ConstraintWork,
     /// The dense DEL Jacobian and its LU, for small systems ([`crate::dense_step`]); empty
@@ -536,7 +534,6 @@ impl VariationalIntegrator {
             point_solve: PointMassSolve::new(n),
             tau: vec![0.0; n],
             acceleration: vec![0.0; n],
-            scratch_zero: vec![0.0; n],
             constraint: ConstraintWork::new(n, s, self.constraints.len(), &self.model.joint_placements),
             dense: if self.uses_dense() { DenseStep::new(n, s) } else { DenseStep::new(0, s) },
             chart: ChartWork::new(self.chart.as_deref()),
@@ -939,7 +936,24 @@ impl VariationalIntegrator {
     ) -> Result<usize> {
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, at, q_next, p_next)?;
-        let StepInput { k: step, q, .. } = at;
+        self.linearize_solved(ws, at.k, at.q, q_next, p_next, a, b)?;
+        Ok(iterations)
+    }
+
+    /// The linearisation part of [`Self::linearize`] for step `step` from `q` to
+    /// `(q_next, p_next)`, which `ws` has just solved (or holds as kept, module `solved`).
+    // the step's start and end and the two outputs
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn linearize_solved(
+        &self,
+        ws: &mut ViWorkspace,
+        step: usize,
+        q: &[f64],
+        q_next: &[f64],
+        p_next: &[f64],
+        a: &mut DMatrix<f64>,
+        b: &mut DMatrix<f64>,
+    ) -> Result<()> {
         match (self.mimic.as_deref(), self.chart.as_deref()) {
             (Some(sys), _) => self.linearize_mimic(sys, ws, step, a, b)?,
             (None, Some(chart)) => self.linearize_on_chart(chart, ws, step, a, b)?,
@@ -948,7 +962,7 @@ impl VariationalIntegrator {
         if self.projects_momenta() {
             self.project_linearization(ws, step, q_next, p_next, a, b)?;
         }
-        Ok(iterations)
+        Ok(())
     }
 
     pub(crate) fn check_jacobian_shapes(&self, a: &DMatrix<f64>, b: &DMatrix<f64>) -> Result<()> {

@@ -46,6 +46,7 @@ use crate::error::{Result, ViError};
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use nalgebra::{DMatrix, Matrix6, Vector6};
 use vidyn_rbd::CompositeJoint;
+use vidyn_spatial::{Motion, Se3};
 
 /// Scratch of the projection's linearisation (empty without constraints).
 #[derive(Clone, Debug)]
@@ -93,6 +94,70 @@ impl ProjectionWork {
             column: vec![0.0; m],
             column_n: vec![0.0; n],
         }
+    }
+}
+
+/// The knot's factors of a projected step ([`VariationalIntegrator::knot_constraint_factors`])
+/// and its multipliers `μ`, what [`VariationalIntegrator::project_linearization`] reads besides
+/// the step's end: kept with a solved step (module `solved`), so that its linearisation need
+/// not compute them again.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptKnot {
+    placements: Vec<Se3>,
+    columns: Vec<Motion>,
+    c_knot: DMatrix<f64>,
+    minv_ct: DMatrix<f64>,
+    s_knot: Vec<f64>,
+    s_pivots: Vec<usize>,
+    mass_lu: Vec<f64>,
+    mass_pivots: Vec<usize>,
+    mu: Vec<f64>,
+}
+
+impl KeptKnot {
+    /// A copy of the factors `ws` holds.
+    pub(crate) fn of(ws: &ViWorkspace) -> Self {
+        let (cw, pw) = (&ws.constraint, &ws.constraint.projection);
+        Self {
+            placements: cw.knot.placements.clone(),
+            columns: cw.knot.columns.clone(),
+            c_knot: cw.c_knot.clone(),
+            minv_ct: cw.minv_ct.clone(),
+            s_knot: cw.s_knot.clone(),
+            s_pivots: cw.s_pivots.clone(),
+            mass_lu: pw.mass_lu.clone(),
+            mass_pivots: pw.mass_pivots.clone(),
+            mu: pw.mu.clone(),
+        }
+    }
+
+    /// Copies the factors `ws` holds into these (of the same integrator), without allocating.
+    pub(crate) fn save(&mut self, ws: &ViWorkspace) {
+        let (cw, pw) = (&ws.constraint, &ws.constraint.projection);
+        self.placements.copy_from_slice(&cw.knot.placements);
+        self.columns.copy_from_slice(&cw.knot.columns);
+        self.c_knot.copy_from(&cw.c_knot);
+        self.minv_ct.copy_from(&cw.minv_ct);
+        self.s_knot.copy_from_slice(&cw.s_knot);
+        self.s_pivots.copy_from_slice(&cw.s_pivots);
+        self.mass_lu.copy_from_slice(&pw.mass_lu);
+        self.mass_pivots.copy_from_slice(&pw.mass_pivots);
+        self.mu.copy_from_slice(&pw.mu);
+    }
+
+    /// Puts these factors back into `ws`, as the step that computed them left them (the knot's
+    /// placements and joint columns, the only kinematics they read).
+    pub(crate) fn restore(&self, ws: &mut ViWorkspace) {
+        let cw = &mut ws.constraint;
+        cw.knot.restore_kinematics(&self.placements, &self.columns);
+        cw.c_knot.copy_from(&self.c_knot);
+        cw.minv_ct.copy_from(&self.minv_ct);
+        cw.s_knot.copy_from_slice(&self.s_knot);
+        cw.s_pivots.copy_from_slice(&self.s_pivots);
+        let pw = &mut cw.projection;
+        pw.mass_lu.copy_from_slice(&self.mass_lu);
+        pw.mass_pivots.copy_from_slice(&self.mass_pivots);
+        pw.mu.copy_from_slice(&self.mu);
     }
 }
 
@@ -281,7 +346,7 @@ impl VariationalIntegrator {
     /// The kinematics of the knot `q` in `ws.constraint.knot` (world placements and joint
     /// columns; with composite joints in the chart centred at `q`).
     pub(crate) fn knot_kinematics(&self, ws: &mut ViWorkspace, q: &[f64]) {
-        let ViWorkspace { constraint: cw, scratch_zero, .. } = ws;
+        let ViWorkspace { constraint: cw, .. } = ws;
         let theta: &[f64] = match self.chart.as_deref() {
             Some(chart) => {
                 chart.map.chart_placements(&self.model, q, &mut cw.knot_placements);
@@ -290,8 +355,7 @@ impl VariationalIntegrator {
             }
             None => q,
         };
-        cw.knot.update_configuration(&self.model, &cw.knot_placements, theta);
-        cw.knot.update_velocity(&self.model, scratch_zero);
+        cw.knot.update_kinematics(&self.model, &cw.knot_placements, theta);
     }
 
     /// At the knot `q` (`(nq,)`), for the constraints `active` (`a` of them): `C = Dh(q)` in

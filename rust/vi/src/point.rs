@@ -116,24 +116,12 @@ impl PointState {
     /// `vidyn_rbd::SingleDofMap::chart_placements`). O(n). Clears the wrenches. The velocity
     /// fields are stale until [`Self::update_velocity`].
     pub(crate) fn update_configuration(&mut self, model: &Model, joint_placements: &[Se3], q: &[f64]) {
-        let n = model.nbodies();
-        self.wrenched = false;
+        self.place_joints(model, joint_placements, q);
         self.configured_q.copy_from_slice(q);
         self.configured_model = std::ptr::from_ref(model) as usize;
-        // the sines first, off the chain of placements (as `vidyn_rbd`'s kinematic passes)
-        for ((joint, &qi), sc) in model.joints.iter().zip(q).zip(&mut self.joint_sin_cos) {
-            *sc = joint.angle_sin_cos(std::slice::from_ref(&qi));
-        }
+        let n = model.nbodies();
         for i in 0..n {
-            let joint = &model.joints[i];
-            let local = joint.placed_transform_sin_cos(&joint_placements[i], &q[i..=i], self.joint_sin_cos[i]);
-            let o = match model.parents[i] {
-                Some(p) => self.placements[p] * local,
-                None => local,
-            };
-            self.placements[i] = o;
-            self.columns[i] = o.act_motion(&joint.subspace_column(0));
-            let inertia = model.inertias[i].transformed(&o);
+            let inertia = model.inertias[i].transformed(&self.placements[i]);
             self.sigma_m[i] = inertia.mass;
             self.sigma_p[i] = inertia.com * inertia.mass;
             self.body_inertias[i] = inertia;
@@ -151,6 +139,42 @@ impl PointState {
             let lever = col.angular.cross(&self.sigma_p[i]) + col.linear * self.sigma_m[i];
             self.gravity_lever[i] = lever;
             self.dv_dq[i] = -g.dot(&lever);
+        }
+    }
+
+    /// The placements and joint columns at `q` alone, with the joints placed at
+    /// `joint_placements`: all that the holonomic constraints read (module `constraints`). The
+    /// other fields are stale, and the state is not recognised as configured.
+    pub(crate) fn update_kinematics(&mut self, model: &Model, joint_placements: &[Se3], q: &[f64]) {
+        self.place_joints(model, joint_placements, q);
+        self.configured_model = 0;
+    }
+
+    /// Placements and joint columns that an [`Self::update_kinematics`] computed (kept with a
+    /// solved step), as that call left them.
+    pub(crate) fn restore_kinematics(&mut self, placements: &[Se3], columns: &[Motion]) {
+        self.placements.copy_from_slice(placements);
+        self.columns.copy_from_slice(columns);
+        self.wrenched = false;
+        self.configured_model = 0;
+    }
+
+    /// World placements `oMi` and joint columns `S̄_i` at `q`. Clears the wrenches.
+    fn place_joints(&mut self, model: &Model, joint_placements: &[Se3], q: &[f64]) {
+        self.wrenched = false;
+        // the sines first, off the chain of placements (as `vidyn_rbd`'s kinematic passes)
+        for ((joint, &qi), sc) in model.joints.iter().zip(q).zip(&mut self.joint_sin_cos) {
+            *sc = joint.angle_sin_cos(std::slice::from_ref(&qi));
+        }
+        for i in 0..model.nbodies() {
+            let joint = &model.joints[i];
+            let local = joint.placed_transform_sin_cos(&joint_placements[i], &q[i..=i], self.joint_sin_cos[i]);
+            let o = match model.parents[i] {
+                Some(p) => self.placements[p] * local,
+                None => local,
+            };
+            self.placements[i] = o;
+            self.columns[i] = o.act_motion(&joint.subspace_column(0));
         }
     }
 

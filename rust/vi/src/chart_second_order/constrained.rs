@@ -270,8 +270,7 @@ impl ChartConstraints {
         let placements = points.joint_placements(&chart.centred.model);
         self.expansion.joint_placements.copy_from_slice(placements);
         let model = &self.expansion;
-        self.end.update_configuration(model, &model.joint_placements, &self.end_q);
-        self.end.update_velocity(model, &self.zeros);
+        self.end.update_kinematics(model, &model.joint_placements, &self.end_q);
         for block in 0..=s {
             for &i in &self.order {
                 let st = if block < s { &points.states[block] } else { &self.end };
