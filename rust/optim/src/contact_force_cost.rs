@@ -233,21 +233,29 @@ impl<C: Cost> ContactForceCost<C> {
             {
                 // w g ∂²g/∂λ² through ∂λ (module docs): positive semidefinite while g < 0
                 let h = self.cone_curvature(c, lambda) * (w * g);
-                let tx: Vec<[f64; 2]> = (0..2 * n).map(|col| [jac[(c.first, col)], jac[(c.first + 1, col)]]).collect();
-                let tu: Vec<[f64; 2]> = joints.iter().map(|&j| [jac[(c.first, 2 * n + j)], jac[(c.first + 1, 2 * n + j)]]).collect();
-                // aᵀ h b, written symmetric in a and b so that the Hessian blocks stay symmetric to the bit
-                let quad = |a: &[f64; 2], b: &[f64; 2]| h[(0, 0)] * (a[0] * b[0]) + h[(1, 1)] * (a[1] * b[1]) + h[(0, 1)] * (a[0] * b[1] + a[1] * b[0]);
-                for (i, a) in tx.iter().enumerate() {
-                    for (j, b) in tx.iter().enumerate() {
-                        out.lxx[(i, j)] += quad(a, b);
+                // the tangential rows of ∂λ_c/∂x (column `col`) and /∂u (joint `j`)
+                let tx = |col: usize| [jac[(c.first, col)], jac[(c.first + 1, col)]];
+                let tu = |j: usize| tx(2 * n + joints[j]);
+                // aᵀ h b, written symmetric in a and b (the same number for (a, b) and (b, a),
+                // bit for bit): each symmetric block computed on and below its diagonal, mirrored
+                let quad = |a: [f64; 2], b: [f64; 2]| h[(0, 0)] * (a[0] * b[0]) + h[(1, 1)] * (a[1] * b[1]) + h[(0, 1)] * (a[0] * b[1] + a[1] * b[0]);
+                let mirrored = |m: &mut DMatrix<f64>, size: usize, t: &dyn Fn(usize) -> [f64; 2]| {
+                    for i in 0..size {
+                        let a = t(i);
+                        for j in 0..i {
+                            let v = quad(a, t(j));
+                            m[(i, j)] += v;
+                            m[(j, i)] += v;
+                        }
+                        m[(i, i)] += quad(a, a);
                     }
-                }
-                for (i, a) in tu.iter().enumerate() {
-                    for (j, b) in tu.iter().enumerate() {
-                        out.luu[(i, j)] += quad(a, b);
-                    }
-                    for (j, b) in tx.iter().enumerate() {
-                        out.lux[(i, j)] += quad(a, b);
+                };
+                mirrored(&mut out.lxx, 2 * n, &tx);
+                mirrored(&mut out.luu, joints.len(), &tu);
+                for i in 0..joints.len() {
+                    let a = tu(i);
+                    for j in 0..2 * n {
+                        out.lux[(i, j)] += quad(a, tx(j));
                     }
                 }
             }
