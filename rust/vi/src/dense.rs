@@ -213,28 +213,26 @@ pub(crate) struct ColMajorMut<'a>(pub &'a mut [f64], pub usize);
 /// column, are accumulated in registers over `k` and then added to `c`. No allocation
 /// (nalgebra's `gemm` packs into a fresh heap buffer on every call).
 pub(crate) fn gemm_nn(m: usize, nc: usize, k: usize, a: ColMajor<'_>, b: ColMajor<'_>, mut c: ColMajorMut<'_>) {
-    let (m4, n4) = (m / 4 * 4, nc / 4 * 4);
+    let n4 = nc / 4 * 4;
     for j in (0..n4).step_by(4) {
-        for i in (0..m4).step_by(4) {
-            add_block::<4, 4>(i, j, k, a, b, &mut c);
-        }
-        match m - m4 {
-            1 => add_block::<1, 4>(m4, j, k, a, b, &mut c),
-            2 => add_block::<2, 4>(m4, j, k, a, b, &mut c),
-            3 => add_block::<3, 4>(m4, j, k, a, b, &mut c),
-            _ => {}
-        }
+        add_columns::<4>(m, j, k, a, b, &mut c);
     }
     for j in n4..nc {
-        for i in (0..m4).step_by(4) {
-            add_block::<4, 1>(i, j, k, a, b, &mut c);
-        }
-        match m - m4 {
-            1 => add_block::<1, 1>(m4, j, k, a, b, &mut c),
-            2 => add_block::<2, 1>(m4, j, k, a, b, &mut c),
-            3 => add_block::<3, 1>(m4, j, k, a, b, &mut c),
-            _ => {}
-        }
+        add_columns::<1>(m, j, k, a, b, &mut c);
+    }
+}
+
+/// `c[.., j..j+T] += a · b[:, j..j+T]` in blocks of 4 rows, then one of the 1–3 rows left.
+fn add_columns<const T: usize>(m: usize, j: usize, k: usize, a: ColMajor<'_>, b: ColMajor<'_>, c: &mut ColMajorMut<'_>) {
+    let m4 = m / 4 * 4;
+    for i in (0..m4).step_by(4) {
+        add_block::<4, T>(i, j, k, a, b, c);
+    }
+    match m - m4 {
+        1 => add_block::<1, T>(m4, j, k, a, b, c),
+        2 => add_block::<2, T>(m4, j, k, a, b, c),
+        3 => add_block::<3, T>(m4, j, k, a, b, c),
+        _ => {}
     }
 }
 

@@ -482,60 +482,14 @@ mod tests {
         assert_same_bits(&wrong_slot, &linearised(&vi, &store, false, StepInput::new(2, q2, p2, &u).with_guess(Some(qn2))), "step 2 linearised under index 1");
     }
 
-    /// Constrained steps on the Lie group (the tethered floating tree, midpoint and Simpson) are
-    /// linearised from what their solve kept: no Newton iteration, the re-solve's `A`, `B`,
-    /// next state and multipliers' Jacobian to the solver's tolerance; under other controls
-    /// the step is solved (as `linearize` solves it).
-    #[test]
-    fn constrained_steps_on_the_chart_are_linearised_from_what_was_kept() {
-        use crate::test_common::lie_group::{floating_tree, start, tether_and_plane};
-        let model = Arc::new(floating_tree(true));
-        let (n, nq) = (model.nv, model.nq);
-        let q0 = start(&model);
-        for sc in [Scheme::midpoint(), Scheme::simpson()] {
-            let vi = VariationalIntegrator::new(model.clone(), sc.clone(), 0.01, None).unwrap().with_constraints(tether_and_plane(&model, &q0, 0.0)).unwrap();
-            let u: Vec<f64> = (0..n).map(|i| 0.4 * ((i as f64) * 1.3).cos()).collect();
-            let store = SolvedSteps::new();
-            let mut ws = vi.workspace();
-            let (mut q, mut p) = (q0.clone(), vec![0.0; n]);
-            for k in 0..3 {
-                let (mut qn, mut pn) = (vec![0.0; nq], vec![0.0; n]);
-                vi.step(&mut ws, StepInput::new(k, &q, &p, &u), &mut qn, &mut pn).unwrap();
-                vi.keep_solved(&store, &mut ws, StepInput::new(k, &q, &p, &u), &qn, &pn);
-                let label = format!("s = {}, step {k}", sc.s);
-                let linearise = |kept: bool, u: &[f64]| {
-                    let (mut a, mut b) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
-                    let (mut q1, mut p1) = (vec![0.0; nq], vec![0.0; n]);
-                    let mut lws = vi.workspace();
-                    let at = StepInput::new(k, &q, &p, u).with_guess(Some(&qn));
-                    let it = if kept {
-                        vi.linearize_kept(&store, &mut lws, at, &mut a, &mut b, &mut q1, &mut p1).unwrap()
-                    } else {
-                        vi.linearize(&mut lws, at, &mut a, &mut b, &mut q1, &mut p1).unwrap()
-                    };
-                    (a, b, q1, p1, it, vi.multiplier_jacobian(&lws).clone())
-                };
-                let (kept, solved) = (linearise(true, &u), linearise(false, &u));
-                assert_eq!(kept.4, 0, "{label}: a kept step takes no iteration");
-                let scale = solved.0.amax().max(solved.1.amax());
-                assert!((&kept.0 - &solved.0).amax() < 1e-9 * scale && (&kept.1 - &solved.1).amax() < 1e-9 * scale, "{label}: A, B");
-                let gap = kept.2.iter().zip(&solved.2).chain(kept.3.iter().zip(&solved.3)).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
-                assert!(gap < 1e-12, "{label}: next state {gap:e}");
-                assert!((&kept.5 - &solved.5).amax() < 1e-9 * solved.5.amax(), "{label}: the multipliers' Jacobian");
-                let mut other_u = u.clone();
-                other_u[0] += 1e-9;
-                assert_eq!(linearise(true, &other_u).4, linearise(false, &other_u).4, "{label}: a step of other inputs is solved");
-                (q, p) = (qn, pn);
-            }
-        }
-    }
-
-    /// Constrained steps (the four-bar on its own coordinates, the tethered floating tree on its
-    /// Lie group): a linearisation from the kept solution and multipliers takes no Newton
-    /// iteration where a cold re-solve (λ = 0) takes some, gives the re-solve's `A`, `B`,
-    /// `q_{k+1}` and `p_{k+1}` to the solver's tolerance, and leaves in the store the step's
-    /// own multipliers (the re-solve's agree to 1e-12 relative) and the Jacobian that the
-    /// linearisation's workspace reports, which `kept_multipliers` returns for these inputs only.
+    /// Constrained steps (the four-bar on its own coordinates with the midpoint rule, re-solved
+    /// from what was kept; the tethered floating tree on its Lie group with the midpoint rule and
+    /// Simpson's, linearised from what its solve kept): a linearisation from the store takes no
+    /// Newton iteration where a cold re-solve (λ = 0) takes some, gives the re-solve's `A`, `B`,
+    /// multipliers' Jacobian, `q_{k+1}` and `p_{k+1}` to the solver's tolerance, and leaves in
+    /// the store the step's own multipliers (the linearisation's agree to 1e-12 relative) and
+    /// the Jacobian that the linearisation's workspace reports, which `kept_multipliers` returns
+    /// for these inputs only.
     #[test]
     fn constrained_steps_keep_their_multipliers() {
         use crate::test_common::constraint::{closed_configuration, four_bar_tree, loop_closure};
@@ -543,12 +497,13 @@ mod tests {
         let four_bar = four_bar_tree();
         let tree = Arc::new(floating_tree(true));
         let cases = [
-            (four_bar.clone(), loop_closure(&four_bar, false), closed_configuration(&four_bar, 0.3)),
-            (tree.clone(), tether_and_plane(&tree, &start(&tree), 0.0), start(&tree)),
+            (four_bar.clone(), loop_closure(&four_bar, false), closed_configuration(&four_bar, 0.3), Scheme::midpoint()),
+            (tree.clone(), tether_and_plane(&tree, &start(&tree), 0.0), start(&tree), Scheme::midpoint()),
+            (tree.clone(), tether_and_plane(&tree, &start(&tree), 0.0), start(&tree), Scheme::simpson()),
         ];
-        for (model, constraints, q0) in cases {
+        for (model, constraints, q0, scheme) in cases {
             let (n, nq) = (model.nv, model.nq);
-            let vi = VariationalIntegrator::new(model.clone(), Scheme::midpoint(), 0.01, None).unwrap().with_constraints(constraints).unwrap();
+            let vi = VariationalIntegrator::new(model.clone(), scheme, 0.01, None).unwrap().with_constraints(constraints).unwrap();
             let u: Vec<f64> = (0..n).map(|i| 0.3 * ((i as f64) * 0.9).sin()).collect();
             let store = SolvedSteps::new();
             let mut ws = vi.workspace();
@@ -579,10 +534,13 @@ mod tests {
                 assert!(off <= 1e-12 * size, "{}: step {k}: the re-solve's multipliers are off by {off:e}", model.name);
                 let (mut a0, mut b0) = (DMatrix::zeros(2 * n, 2 * n), DMatrix::zeros(2 * n, n));
                 let (mut q2, mut p2) = (vec![0.0; nq], vec![0.0; n]);
-                let cold = vi.linearize(&mut vi.workspace(), StepInput::new(k, &q, &p, &u).with_guess(Some(&qn)), &mut a0, &mut b0, &mut q2, &mut p2).unwrap();
+                let mut cws = vi.workspace();
+                let cold = vi.linearize(&mut cws, StepInput::new(k, &q, &p, &u).with_guess(Some(&qn)), &mut a0, &mut b0, &mut q2, &mut p2).unwrap();
                 assert!(warm == 0 && cold > 0, "{}: step {k}: {warm} iterations from the kept solution, {cold} cold", model.name);
                 let scale = a0.amax().max(b0.amax());
                 assert!((&a - &a0).amax() < 1e-9 * scale && (&b - &b0).amax() < 1e-9 * scale, "{}: step {k}: A, B", model.name);
+                let jac0 = vi.multiplier_jacobian(&cws);
+                assert!((vi.multiplier_jacobian(&lws) - jac0).amax() < 1e-9 * jac0.amax(), "{}: step {k}: the multipliers' Jacobian", model.name);
                 let gap = q1.iter().zip(&q2).chain(p1.iter().zip(&p2)).fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
                 assert!(gap < 1e-12, "{}: step {k}: next state {gap:e}", model.name);
                 (q, p) = (qn, pn);
