@@ -239,9 +239,7 @@ impl VariationalIntegrator {
         cw.impulse.copy_from_slice(impulse);
         Ok(())
     }
-}
 
-impl VariationalIntegrator {
     /// The integrator's constraints on its DEL model.
     fn constraint_set(&self) -> ConstraintSet<'_> {
         ConstraintSet { model: &self.model, constraints: &self.constraints, s: self.scheme.s }

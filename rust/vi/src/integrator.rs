@@ -936,24 +936,22 @@ impl VariationalIntegrator {
     ) -> Result<usize> {
         self.check_jacobian_shapes(a, b)?;
         let iterations = self.step(ws, at, q_next, p_next)?;
-        self.linearize_solved(ws, at.k, at.q, q_next, p_next, a, b)?;
+        self.linearize_solved(ws, at, q_next, p_next, a, b)?;
         Ok(iterations)
     }
 
-    /// The linearisation part of [`Self::linearize`] for step `step` from `q` to
-    /// `(q_next, p_next)`, which `ws` has just solved (or holds as kept, module `solved`).
-    // the step's start and end and the two outputs
-    #[allow(clippy::too_many_arguments)]
+    /// The linearisation part of [`Self::linearize`] for step `at` (to `(q_next, p_next)`),
+    /// which `ws` has just solved (or holds as kept, module `solved`).
     pub(crate) fn linearize_solved(
         &self,
         ws: &mut ViWorkspace,
-        step: usize,
-        q: &[f64],
+        at: StepInput<'_>,
         q_next: &[f64],
         p_next: &[f64],
         a: &mut DMatrix<f64>,
         b: &mut DMatrix<f64>,
     ) -> Result<()> {
+        let StepInput { k: step, q, .. } = at;
         match (self.mimic.as_deref(), self.chart.as_deref()) {
             (Some(sys), _) => self.linearize_mimic(sys, ws, step, a, b)?,
             (None, Some(chart)) => self.linearize_on_chart(chart, ws, step, a, b)?,

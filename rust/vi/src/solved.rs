@@ -281,7 +281,7 @@ impl VariationalIntegrator {
         }
         let solved = if restored {
             ws.last_iterations = 0;
-            self.linearize_solved(ws, k, q, q_next, p_next, a, b).map(|()| 0)
+            self.linearize_solved(ws, at, q_next, p_next, a, b).map(|()| 0)
         } else if warm {
             let guess = std::mem::take(&mut ws.kept_next);
             let solved = self.linearize(ws, at.with_guess(Some(&guess)), a, b, q_next, p_next);
