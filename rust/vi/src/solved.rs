@@ -24,10 +24,11 @@
 //!   friction cones the re-solve from the kept solution was 7 % of an FDDP solve's
 //!   instructions);
 //! * a constrained step on the model's own coordinates keeps its multipliers `λ_k`, and its
-//!   re-solve starts at the kept `q_{k+1}` and `λ_k` ([`ViWorkspace::guess_multipliers`]): Newton then stops at once where
-//!   a cold start (`λ = 0`) takes a full iteration or two to find the contact impulses (for
-//!   `s ≥ 2` the interior control points start interpolated, a few iterations from the
-//!   solution). The result is the step's solution to the solver's tolerance, as any re-solve.
+//!   re-solve starts at the kept `q_{k+1}` and `λ_k` ([`ViWorkspace::guess_multipliers`]):
+//!   Newton then stops at once where a cold start (`λ = 0`) takes a full iteration or two to
+//!   find the contact impulses (for `s ≥ 2` the interior control points start interpolated, a
+//!   few iterations from the solution). The result is the step's solution to the solver's
+//!   tolerance, as any re-solve.
 //!
 //! A constrained entry then keeps the multipliers' Jacobian of its linearisation too (beside
 //! the step's own multipliers, not a re-solve's, which differ by round-off: a stage cost read
