@@ -15,6 +15,7 @@
 use crate::chart_step::{Chart, ChartWork};
 use crate::constrained::ConstraintWork;
 use crate::constraints::Constraint;
+use crate::contraction::Contraction;
 use crate::del::{JointForces, StepPoints};
 use crate::dense_step::{DenseStep, DEFAULT_DENSE_LINEARIZATION_MAX, DEFAULT_DENSE_MAX, DEFAULT_DENSE_NEWTON_MAX};
 use crate::energy_check::DEFAULT_MAX_ENERGY_ERROR;
@@ -687,7 +688,9 @@ impl VariationalIntegrator {
     /// first. `at.k` labels errors and selects the step's active constraints.
     ///
     /// Stopping rule: `max |r| ≤ tolerance · max(1, |p_k|∞)`, or, once Newton has levelled
-    /// off (its update below the resolution of `z`, or the residual no longer halving),
+    /// off (its update below the resolution of `z`, its observed contraction putting the
+    /// iterate within round-off of the solution (module `contraction`), or the residual no
+    /// longer halving),
     /// `max |r|` within the residual's round-off floor at the iterate (the change of `r` when
     /// `z` moves by 4 units in its last place):
     /// a step from rest (`p_k = 0`) or of a long chain, whose DEL Jacobian is large, is judged
@@ -745,8 +748,9 @@ impl VariationalIntegrator {
         let scale = p.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
         let tol = self.tolerance * scale;
         let mut residual = f64::INFINITY;
-        // Newton has levelled off when its last update was below the resolution of z
-        // (`stalled`) or the residual stopped halving (quadratic convergence lost): the
+        // Newton has levelled off when its last update was below the resolution of z or its
+        // observed contraction puts the iterate within round-off of the solution (`stalled`,
+        // module `contraction`), or the residual stopped halving (quadratic convergence lost): the
         // iterate is then accepted if its residual is within the round-off floor estimated
         // there (`round_off_floor`), which on long chains lies far above ε times the momenta.
         let mut stalled = false;
@@ -759,6 +763,7 @@ impl VariationalIntegrator {
         // the residual at ws.z when the line search has just evaluated it there
         let mut evaluated: Option<(f64, f64)> = None;
         let mut reuse = false;
+        let mut contraction = Contraction::default();
         for it in 0..=self.max_iterations {
             let (rmax, hmax) = match evaluated.take() {
                 Some(known) => known,
@@ -795,22 +800,33 @@ impl VariationalIntegrator {
             if it == self.max_iterations {
                 break;
             }
-            if !reuse && !self.factorize_jacobian(ws) {
-                outcome = Err(ViError::SingularJacobian { step });
-                break;
-            }
             let merit_before = merit(&r, &ws.constraint.h);
             for x in &mut r {
                 *x = -*x;
             }
-            if dense {
-                dz.copy_from_slice(&r);
-                ws.dense.solve(&mut dz);
-            } else {
-                ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
-            }
-            if constrained && !self.constrain_direction(ws, &mut dz, reuse) {
-                outcome = Err(ViError::DegenerateConstraints { step });
+            // a simplified-Newton direction no shorter than the update before it diverges: the
+            // Jacobian is factored again here instead (module `contraction`)
+            let direction = loop {
+                if !reuse && !self.factorize_jacobian(ws) {
+                    break Err(ViError::SingularJacobian { step });
+                }
+                if dense {
+                    dz.copy_from_slice(&r);
+                    ws.dense.solve(&mut dz);
+                } else {
+                    ws.newton.solve(&self.model, sc, self.dt, &r, &mut dz);
+                }
+                if constrained && !self.constrain_direction(ws, &mut dz, reuse) {
+                    break Err(ViError::DegenerateConstraints { step });
+                }
+                if reuse && contraction.ratio(&dz).is_some_and(|theta| theta >= 1.0) {
+                    reuse = false;
+                    continue;
+                }
+                break Ok(());
+            };
+            if let Err(e) = direction {
+                outcome = Err(e);
                 break;
             }
             // (with constraints the multipliers move too, and the merit weighs their residual)
@@ -822,7 +838,8 @@ impl VariationalIntegrator {
             // factorisation (a simplified-Newton step, O(s² n) instead of O(s³ n)); any step
             // that does less than that refactorises
             reuse = alpha == 1.0 && at_new_point.is_some() && merit(&r, &ws.constraint.h) <= 1e-2 * merit_before;
-            stalled = moves_at_most(&ws.z, &dz, alpha, 8.0);
+            let converged = !constrained && contraction.record(&ws.z, &dz, alpha, self.tolerance);
+            stalled = converged || moves_at_most(&ws.z, &dz, alpha, 8.0);
         }
         if let Err(ViError::NewtonDiverged { residual: res, floor, levelled, .. }) = &mut outcome {
             *res = residual;

@@ -35,6 +35,7 @@ mod chart_step;
 mod constrained;
 mod constrained_second_order;
 pub mod constraints;
+mod contraction;
 mod del;
 mod dense;
 pub(crate) mod dense_step;
