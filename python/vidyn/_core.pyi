@@ -1554,3 +1554,7 @@ def _spatial_act_motion(m: _ArrayLike, v: _ArrayLike) -> _Array:
 
 def _spatial_act_force(m: _ArrayLike, f: _ArrayLike) -> _Array:
     """M (4, 4), f (6,) -> Ad_M⁻ᵀ f (6,)."""
+
+def _spatial_placement(m: _ArrayLike, name: str) -> _Array:
+    """M read as a placement (checked as every placement argument is), a C-ordered copy;
+    InputError naming ``name``."""

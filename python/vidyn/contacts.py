@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from vidyn._core import InputError, Perpendicular, PointOnPlane, VariationalIntegrator
+from vidyn._arrays import finite_f64
+from vidyn._core import InputError, Perpendicular, PointOnPlane, UnknownNameError, VariationalIntegrator, _spatial_placement
 from vidyn.optim import FrictionCone
 
 __all__ = ["ContactSchedule", "frame_contact", "point_contact", "point_contact_forces"]
@@ -41,7 +42,7 @@ _AXES = np.eye(3)
 
 def point_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane]:
     """The origin of ``frame`` held at the world point ``target`` (3,): three constraints."""
-    p = np.asarray(target, dtype=np.float64)
+    p = finite_f64(target, "target", (3,))
     return [PointOnPlane(None, p, axis, frame, np.zeros(3)) for axis in _AXES]
 
 
@@ -52,9 +53,7 @@ def frame_contact(frame: str, target: npt.ArrayLike) -> list[PointOnPlane | Perp
     the frame is turned by 180° about one of its axes or 120° about a diagonal: each pair's
     ``aligned`` axes (the frame's and the target's same axis) make a step that ends there
     raise ConvergenceError instead (a touchdown of a frame turned far from its target)."""
-    m = np.asarray(target, dtype=np.float64)
-    if m.shape != (4, 4):
-        raise InputError(f"target has shape {m.shape}, expected a (4, 4) placement")
+    m = _spatial_placement(target, "target")
     rotation = m[:3, :3]
     pairs = ((0, 1), (1, 2), (2, 0))
     return [
@@ -67,7 +66,12 @@ def point_contact_forces(multipliers: npt.ArrayLike, dt: float, first: int = 0) 
     """The mean world force of the point contact whose three constraints start at row ``first``
     of the integrator's constraints, over each step: ``−λ[:, first:first + 3] / dt`` from the
     multipliers (N, m) of ``VariationalIntegrator.multipliers`` -> (N, 3)."""
-    lam = np.asarray(multipliers, dtype=np.float64)
+    lam = finite_f64(multipliers, "multipliers", ("N", "m"))
+    m = lam.shape[1]
+    if isinstance(first, bool) or not isinstance(first, (int, np.integer)) or not 0 <= first <= m - 3:
+        raise InputError(f"first is {first!r}, expected an int in 0..{m - 3}: the first of the contact's three columns among the multipliers' {m}")
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)) or not (np.isfinite(dt) and dt > 0):
+        raise InputError(f"dt is {dt!r}, expected a finite time step > 0")
     return -lam[:, first : first + 3] / dt
 
 
@@ -117,9 +121,14 @@ class ContactSchedule:
         """Number of steps N the phases cover."""
         return int(self.active.shape[0])
 
+    def _rows_of(self, name: str) -> slice:
+        if name not in self.rows:
+            raise UnknownNameError(f"name {name!r} is not a contact of this schedule; its contacts: {list(self.rows)}")
+        return self.rows[name]
+
     def holds(self, name: str) -> np.ndarray:
         """(N,) whether contact ``name`` holds on each step."""
-        return np.asarray(self.active[:, self.rows[name].start])
+        return np.asarray(self.active[:, self._rows_of(name).start])
 
     def touchdowns(self) -> list[tuple[int, str]]:
         """``(step, name)`` of every touchdown: a step on which a contact holds that did not
@@ -138,7 +147,7 @@ class ContactSchedule:
         perpendicular for a frame contact's orientation. The touchdown's impulse closes that
         gap within one step; a gap that is not small next to what the foot travels in a step
         is a jump that a finer time step would not reproduce."""
-        configurations = np.asarray(q, dtype=np.float64)
+        configurations = finite_f64(q, "q", (self.steps + 1, vi.nq))
         return np.array([np.abs(vi.constraint_values(configurations[k])[self.rows[name]]).max() for k, name in self.touchdowns()])
 
     def friction_cones(self, mu: float = 0.7, weight: float = 1.0, tip: float = 1e-2) -> list[FrictionCone]:
@@ -150,4 +159,6 @@ class ContactSchedule:
         """The mean world force on the origin of the point (or frame) contact ``name`` over
         each step, from the multipliers (N, m) of ``VariationalIntegrator.multipliers``
         -> (N, 3); zero on steps where it does not hold."""
-        return point_contact_forces(multipliers, dt, self.rows[name].start)
+        rows = self._rows_of(name)
+        lam = finite_f64(multipliers, "multipliers", ("N", len(self.constraints)))
+        return point_contact_forces(lam, dt, rows.start)

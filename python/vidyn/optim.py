@@ -79,6 +79,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn import _core
+from vidyn._arrays import finite_f64, real_f64
 from vidyn._core import InputError, MaximalIntegrator, MaximalTrajectory, Trajectory, VariationalIntegrator
 
 __all__ = [
@@ -279,23 +280,23 @@ class _CostAdapter:
         r: tuple[Any, ...] = tuple(self.cost.running_derivatives(k, x, u))
         if len(r) != 6:
             raise InputError(f"running_derivatives() returned {len(r)} items, expected 6: (l, l_x, l_u, l_xx, l_uu, l_ux)")
-        return (float(r[0]), *(np.ascontiguousarray(v, dtype=np.float64) for v in r[1:]))
+        return (float(r[0]), *(np.ascontiguousarray(real_f64(v, f"running_derivatives()[{i}]")) for i, v in enumerate(r[1:], 1)))
 
     def terminal_derivatives(self, x: _Array) -> tuple[Any, ...]:
         r: tuple[Any, ...] = tuple(self.cost.terminal_derivatives(x))
         if len(r) != 3:
             raise InputError(f"terminal_derivatives() returned {len(r)} items, expected 3: (l, l_x, l_xx)")
-        return (float(r[0]), *(np.ascontiguousarray(v, dtype=np.float64) for v in r[1:]))
+        return (float(r[0]), *(np.ascontiguousarray(real_f64(v, f"terminal_derivatives()[{i}]")) for i, v in enumerate(r[1:], 1)))
 
 
-def _f64(x: _ArrayLike) -> _Array:
-    a = np.asarray(x, dtype=np.float64)
+def _f64(x: _ArrayLike, name: str) -> _Array:
+    a = real_f64(x, name)
     return a if a.ndim == 0 else np.ascontiguousarray(a)  # ascontiguousarray makes 0-d 1-d
 
 
 def _weight(w: _ArrayLike | None, d: int, steps: int | None, name: str, default: float) -> _Array:
     """A weight as (steps, d, d) (or (d, d) when ``steps`` is None)."""
-    a = _f64(default if w is None else w)
+    a = _f64(default if w is None else w, name)
     if a.ndim == 0:
         m = float(a) * np.eye(d)
     elif a.ndim == 1:
@@ -309,12 +310,12 @@ def _weight(w: _ArrayLike | None, d: int, steps: int | None, name: str, default:
     elif a.ndim == 3 and steps is not None:
         if a.shape != (steps, d, d):
             raise InputError(f"{name} has shape {a.shape}, expected (N, {d}, {d}) = ({steps}, {d}, {d})")
-        return _f64(a)
+        return _f64(a, name)
     else:
         raise InputError(f"{name} has shape {a.shape}, expected a scalar, ({d},) or ({d}, {d})")
     if steps is None:
-        return _f64(m)
-    return _f64(np.broadcast_to(m, (steps, d, d)))
+        return _f64(m, name)
+    return _f64(np.broadcast_to(m, (steps, d, d)), name)
 
 
 def _stage_weight(w: _ArrayLike | None, d: int, steps: int, name: str, default: float) -> _Array:
@@ -329,9 +330,9 @@ def _rows(x: _ArrayLike | None, rows: int, d: int, name: str) -> _Array:
     """A reference as (rows, d) from None (zeros), (d,) or (rows, d)."""
     if x is None:
         return np.zeros((rows, d))
-    a = _f64(x)
+    a = _f64(x, name)
     if a.shape == (d,):
-        return _f64(np.broadcast_to(a, (rows, d)))
+        return _f64(np.broadcast_to(a, (rows, d)), name)
     if a.shape != (rows, d):
         raise InputError(f"{name} has shape {a.shape}, expected ({d},) or ({rows}, {d})")
     return a
@@ -343,7 +344,7 @@ def lqr(A: _ArrayLike, B: _ArrayLike, Q: _ArrayLike, R: _ArrayLike, QN: _ArrayLi
 
     A (N, nx, nx), B (N, nx, nu); Q, R per step or constant (scalar, diagonal, matrix or
     (N, d, d)); QN terminal. Raises InputError when ``R + BᵀPB`` is not positive definite."""
-    a, b = _f64(A), _f64(B)
+    a, b = _f64(A, "A"), _f64(B, "B")
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[1] != a.shape[2] or b.shape[1] != a.shape[1]:
         raise InputError(f"A must be (N, nx, nx) and B (N, nx, nu); got {a.shape} and {b.shape}")
     steps, nx, nu = a.shape[0], a.shape[1], b.shape[2]
@@ -359,7 +360,7 @@ def dlqr(
     """Steady-state discrete LQR: iterates the Riccati map from ``P = Q`` until
     ``max|ΔP| ≤ tolerance·max(1, max|P|)``. Raises ConvergenceError (with the last change)
     when it does not converge within ``max_iterations`` — e.g. ``(A, B)`` not stabilisable."""
-    a, b = _f64(A), _f64(B)
+    a, b = _f64(A, "A"), _f64(B, "B")
     if a.ndim != 2 or b.ndim != 2:
         raise InputError(f"A must be (nx, nx) and B (nx, nu); got {a.shape} and {b.shape}")
     nx, nu = a.shape[0], b.shape[1]
@@ -377,7 +378,7 @@ def _actuated(vi: VariationalIntegrator, actuated: Sequence[int] | None) -> tupl
 def _vector(x: _ArrayLike, n: int, name: str, size: str = "n") -> _Array:
     """``x`` as an (n,) float64 vector, or InputError naming ``name`` (shape, NaN, inf);
     ``size`` names ``n`` in the message."""
-    a = _f64(x)
+    a = _f64(x, name)
     if a.shape != (n,):
         raise InputError(f"{name} has shape {a.shape}, expected ({size},) = ({n},)")
     bad = np.flatnonzero(~np.isfinite(a))
@@ -394,7 +395,7 @@ def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0:
         return q, _vector(p0, vi.n, "p0")
     if v0 is None:
         return q, np.zeros(vi.n)  # at rest p = M(q)·0
-    return q, _f64(vi.momentum(q, _vector(v0, vi.n, "v0")))
+    return q, _f64(vi.momentum(q, _vector(v0, vi.n, "v0")), "v0")
 
 
 def tracking_lqr(
@@ -436,8 +437,8 @@ def closed_loop_rollout(
     act, m = _actuated(vi, actuated)
     n2 = 2 * vi.n
     q, p = _start(vi, q0, v0, p0)
-    xr = _f64(x_ref)
-    gains = _f64(K)
+    xr = _f64(x_ref, "x_ref")
+    gains = _f64(K, "K")
     if steps is None:
         if xr.ndim == 2:
             steps = xr.shape[0] - 1
@@ -447,23 +448,31 @@ def closed_loop_rollout(
             raise InputError("constant x_ref and K: give the number of steps")
     xr = _rows(xr, steps + 1, n2, "x_ref")
     if gains.ndim == 2:
-        gains = _f64(np.broadcast_to(gains, (steps, *gains.shape)))
+        gains = _f64(np.broadcast_to(gains, (steps, *gains.shape)), "K")
     qs, ps, us = _core._optim_closed_loop(vi, q, p, xr, _rows(u_ref, steps, m, "u_ref"), gains, act)
     return ClosedLoopRollout(qs, ps, us)
 
 
+def _horizon(steps: int | None) -> int | None:
+    """``steps`` checked to be an int >= 1 (or None)."""
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1):
+        raise InputError(f"steps is {steps!r}, expected an int >= 1")
+    return steps
+
+
 def _initial_controls(vi: VariationalIntegrator, act: list[int] | None, m: int, U_init: _ArrayLike | None, steps: int | None) -> _Array:
     n = vi.n
+    steps = _horizon(steps)
     if U_init is None:
         if steps is None:
             raise InputError("give U_init (N, m) or the number of steps")
         return np.zeros((steps, m))
-    u0 = _f64(U_init)
+    u0 = _f64(U_init, "U_init")
     if u0.ndim == 2 and act is not None and u0.shape[1] == n and m != n:
         others = [i for i in range(n) if i not in act]
         if np.any(u0[:, others] != 0):
             raise InputError("U_init has nonzero forces on unactuated joints")
-        u0 = _f64(u0[:, act])
+        u0 = _f64(u0[:, act], "U_init")
     if u0.ndim != 2 or u0.shape[1] != m:
         raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
     if steps is not None and u0.shape[0] != steps:
@@ -487,17 +496,17 @@ class Track:
     offset: _ArrayLike = (0.0, 0.0, 0.0)
 
     def _native(self, N: int, i: int) -> tuple[str, _Array, _Array, _Array]:
-        t = np.asarray(self.target, dtype=np.float64)
+        t = real_f64(self.target, f"tracks[{i}].target")
         if t.shape == (3,):
             t = t[None, :]
         if t.ndim != 2 or t.shape[1] != 3 or t.shape[0] not in (1, N + 1):
             raise InputError(f"tracks[{i}].target has shape {t.shape}, expected (3,) or (N+1, 3) = ({N + 1}, 3)")
-        w = np.asarray(self.weight, dtype=np.float64)
+        w = real_f64(self.weight, f"tracks[{i}].weight")
         if w.ndim == 0:
             w = np.full(N + 1, float(w))
         if w.shape != (N + 1,):
             raise InputError(f"tracks[{i}].weight has shape {w.shape}, expected a number or (N+1,) = ({N + 1},)")
-        return str(self.point), t, w, np.asarray(self.offset, dtype=np.float64)
+        return str(self.point), t, w, real_f64(self.offset, f"tracks[{i}].offset")
 
 
 @dataclass(frozen=True)
@@ -518,7 +527,9 @@ class FrictionCone:
     weight: float = 1.0
     tip: float = 1e-2
 
-    def _native(self) -> tuple[int, float, float, float]:
+    def _native(self, i: int) -> tuple[int, float, float, float]:
+        if isinstance(self.first, bool) or not isinstance(self.first, (int, np.integer)) or self.first < 0:
+            raise InputError(f"friction[{i}].first is {self.first!r}, expected an int >= 0: the first of a point contact's three rows")
         return int(self.first), float(self.mu), float(self.weight), float(self.tip)
 
 
@@ -532,9 +543,10 @@ def _tracks(
     if (frame is None) != (frame_target is None):
         raise InputError("give both frame and frame_target, or neither")
     if frame is not None:
-        t = np.asarray(frame_target, dtype=np.float64)
-        if t.shape != (3,):
-            raise InputError(f"frame_target must be 3 finite numbers, got shape {t.shape}")
+        t = finite_f64(frame_target, "frame_target", (3,))
+        for name, w in (("frame_weight", frame_weight), ("frame_weight_terminal", frame_weight_terminal)):
+            if not (np.isfinite(w) and w >= 0):
+                raise InputError(f"{name} is {w!r}, expected a finite weight >= 0")
         weights = np.full(N + 1, float(frame_weight))
         weights[N] = float(frame_weight_terminal)
         out.append(Track(str(frame), t, weights))
@@ -630,7 +642,7 @@ class Problem:
             act,
             cost_state == "velocity",
             points,
-            [c._native() for c in friction or ()],
+            [c._native(i) for i, c in enumerate(friction or ())],
             adapter,
         )
         for name, value in (("vi", vi), ("q0", q), ("p0", p), ("U_init", u0), ("actuated", act), ("cost_state", cost_state), ("_native", core)):
@@ -686,16 +698,30 @@ def _problem(vi: VariationalIntegrator | Problem, given: dict[str, Any]) -> Prob
     return Problem(vi, q0, **given)
 
 
-def _limit(b: _ArrayLike | None, m: int, name: str) -> _Array | None:
-    """A control limit as (m,) float64 (a number for every control; ±inf allowed), or None."""
-    if b is None:
-        return None
-    a = np.asarray(b, dtype=np.float64)
-    if a.ndim == 0:
-        a = np.full(m, float(a))
-    if a.shape != (m,):
-        raise InputError(f"{name} has shape {a.shape}, expected (m,) = ({m},)")
-    return np.ascontiguousarray(a)
+def _limits(u_min: _ArrayLike | None, u_max: _ArrayLike | None, m: int) -> tuple[_Array | None, _Array | None]:
+    """The control limits as (m,) float64 each (a number for every control), or None:
+    ``u_min`` finite or -inf, ``u_max`` finite or +inf (no limit)."""
+
+    def limit(b: _ArrayLike | None, name: str, unbounded: float) -> _Array | None:
+        if b is None:
+            return None
+        a = real_f64(b, name)
+        if a.ndim == 0:
+            a = np.full(m, float(a))
+        if a.shape != (m,):
+            raise InputError(f"{name} has shape {a.shape}, expected (m,) = ({m},)")
+        bad = np.flatnonzero(~(np.isfinite(a) | (a == unbounded)))
+        if bad.size:
+            raise InputError(f"{name}[{bad[0]}] is {a[bad[0]]}, expected a finite limit or {unbounded} (none)")
+        return np.ascontiguousarray(a)
+
+    return limit(u_min, "u_min", -np.inf), limit(u_max, "u_max", np.inf)
+
+
+def _limit_lists(u_min: _ArrayLike | None, u_max: _ArrayLike | None, m: int) -> tuple[list[float] | None, list[float] | None]:
+    """:func:`_limits` as lists of floats."""
+    lower, upper = _limits(u_min, u_max, m)
+    return (None if lower is None else lower.tolist()), (None if upper is None else upper.tolist())
 
 
 def ilqr(
@@ -789,7 +815,7 @@ def ilqr(
     if coordinates not in ("momentum", "velocity"):
         raise InputError(f"coordinates must be 'momentum' or 'velocity', got {coordinates!r}")
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max, fitted_step=fitted_step, xreg=_xreg(xreg)
+        problem._native, *_limits(u_min, u_max, m), method, max_iterations, tolerance, mu_init, coordinates == "velocity", alpha_max=alpha_max, fitted_step=fitted_step, xreg=_xreg(xreg)
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
@@ -845,23 +871,24 @@ def _ilqr_maximal(
     m = n if act is None else len(act)
     q = _vector(q0, mi.model.nq, "q0", "model.nq")
     v = np.zeros(n) if v0 is None else _vector(v0, n, "v0", "model.nv")
+    steps = _horizon(steps)
     if U_init is None:
         if steps is None:
             raise InputError("give U_init (N, m) or the number of steps")
         u0 = np.zeros((steps, m))
     else:
-        u0 = _f64(U_init)
+        u0 = _f64(U_init, "U_init")
         if u0.ndim != 2 or u0.shape[1] != m or (steps is not None and u0.shape[0] != steps):
             raise InputError(f"U_init has shape {u0.shape}, expected (N, m) = (N, {m})")
     N = u0.shape[0]
     guess = None
     if X_init is not None:
-        guess = _f64(X_init)
+        guess = _f64(X_init, "X_init")
         if guess.shape == (N + 1, n):
             guess = np.hstack([guess, np.zeros((N + 1, n))])
         if guess.shape != (N + 1, 2 * n):
             raise InputError(f"X_init has shape {guess.shape}, expected (N+1, n) = ({N + 1}, {n}) or (N+1, 2n) = ({N + 1}, {2 * n})")
-    lower, upper = (None if lim is None else [float(x) for x in lim] for lim in (_limit(u_min, m, "u_min"), _limit(u_max, m, "u_max")))
+    lower, upper = _limit_lists(u_min, u_max, m)
     out = _core._optim_ilqr_maximal(
         mi,
         np.concatenate([q, v]),
@@ -946,7 +973,7 @@ def fddp(
             raise InputError("q0 is required")
         return _ilqr_maximal(vi, q0, v0, U_init, steps, Q, R, QN, x_ref, u_ref, actuated, u_min, u_max, method, max_iterations, tolerance, mu_init, X_init, alpha_max, fitted_step)
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
-    guess = np.asarray(X_init, dtype=np.float64)
+    guess = real_f64(X_init, "X_init")
     vi_, N = problem.vi, problem.steps
     if guess.ndim == 2 and guess.shape == (N + 1, vi_.nq):
         guess = np.hstack([guess, np.zeros((N + 1, vi_.n))])
@@ -954,7 +981,7 @@ def fddp(
         raise InputError(f"X_init has shape {guess.shape}, expected (N+1, nq) = ({N + 1}, {vi_.nq}) or (N+1, nq + n) = ({N + 1}, {vi_.nq + vi_.n})")
     m = problem.U_init.shape[1]
     out = _core._optim_ilqr(
-        problem._native, _limit(u_min, m, "u_min"), _limit(u_max, m, "u_max"), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max, fitted_step, _xreg(xreg)
+        problem._native, *_limits(u_min, u_max, m), method, max_iterations, tolerance, mu_init, False, np.ascontiguousarray(guess), alpha_max, fitted_step, _xreg(xreg)
     )
     return _result(out, _Resimulate(problem.vi, problem.q0, problem.p0, out.U))
 
@@ -1038,7 +1065,7 @@ def projection(
     n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
     out = _core._optim_projection(
         problem._native,
-        None if x_guess is None else _f64(x_guess),
+        None if x_guess is None else _f64(x_guess, "x_guess"),
         model,
         newton_after,
         max_iterations,
@@ -1076,7 +1103,7 @@ def project(
     ``x_bar`` (N+1, 2n) in ``(q, p)``, ``u_bar`` (N, m), ``K`` (N, m, 2n) (e.g.
     :func:`tracking_lqr`'s gains). Returns ``(x (N+1, 2n), u (N, m))``; ``P(P(ξ̄)) = P(ξ̄)``."""
     act, _ = _actuated(vi, actuated)
-    x, u = _core._optim_project(vi, _f64(x_bar), _f64(u_bar), _f64(K), act)
+    x, u = _core._optim_project(vi, _f64(x_bar, "x_bar"), _f64(u_bar, "u_bar"), _f64(K, "K"), act)
     return x, u
 
 
@@ -1145,34 +1172,33 @@ def ilqr_linear(
     ``fitted_step``, ``alpha_max`` as in :func:`ilqr` (fitted steps follow steps whose decrease
     the model mispredicted, which on an LQ problem only the control limits' clamping can
     cause)."""
-    u0 = _f64(U_init)
+    u0 = _f64(U_init, "U_init")
     if u0.ndim != 2:
         raise InputError(f"U_init has shape {u0.shape}, expected (N, nu)")
     N, nu = u0.shape
-    a, b = _f64(A), _f64(B)
+    a, b = _f64(A, "A"), _f64(B, "B")
     if a.ndim == 2:
-        a = _f64(np.broadcast_to(a, (N, *a.shape)))
+        a = _f64(np.broadcast_to(a, (N, *a.shape)), "A")
     if b.ndim == 2:
-        b = _f64(np.broadcast_to(b, (N, *b.shape)))
+        b = _f64(np.broadcast_to(b, (N, *b.shape)), "B")
     if a.ndim != 3 or b.ndim != 3:
         raise InputError(f"A must be (N, nx, nx) and B (N, nx, nu); got {a.shape} and {b.shape}")
     nx = a.shape[1]
 
-    def limit(v: _ArrayLike | None) -> list[float] | None:
-        return None if v is None else [float(t) for t in np.broadcast_to(np.asarray(v, dtype=np.float64), (nu,))]
+    lower, upper = _limit_lists(u_min, u_max, nu)
 
     out = _core._optim_ilqr_linear(
         a,
         b,
-        _f64(x0),
+        _f64(x0, "x0"),
         u0,
         _stage_weight(Q, nx, N, "Q", 0.0),
         _stage_weight(R, nu, N, "R", 1.0),
         _weight(QN, nx, None, "QN", 0.0),
         _rows(x_ref, N + 1, nx, "x_ref"),
         _rows(u_ref, N, nu, "u_ref"),
-        limit(u_min),
-        limit(u_max),
+        lower,
+        upper,
         max_iterations,
         tolerance,
         mu_init,

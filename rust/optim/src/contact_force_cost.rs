@@ -38,7 +38,7 @@ use nalgebra::{DMatrix, Vector3};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use vidyn_batch::ScratchPool;
-use vidyn_vi::{SolvedSteps, StepInput, VariationalIntegrator, ViWorkspace};
+use vidyn_vi::{Constraint, SolvedSteps, StepInput, VariationalIntegrator, ViWorkspace};
 
 /// The friction cone of one point contact: its three constraints start at row `first` of the
 /// integrator's constraints (planes with normals world `x`, `y`, `z`, in that order).
@@ -80,6 +80,19 @@ pub struct ContactForceCost<C: Cost> {
     solved: Option<Arc<SolvedSteps>>,
 }
 
+/// Whether `rows` (three constraints) are a point contact with the world (module docs): one
+/// pair of points, the first on the world, held on the world planes of normals `x`, `y`, `z`
+/// in turn, so that their multipliers are the contact's world impulse.
+fn is_point_contact(rows: &[Constraint]) -> bool {
+    let Some(Constraint::PointOnPlane { a: a0, b: b0, .. }) = rows.first() else { return false };
+    a0.body.is_none()
+        && rows.len() == 3
+        && rows
+            .iter()
+            .enumerate()
+            .all(|(axis, c)| matches!(c, Constraint::PointOnPlane { a, normal, b } if a == a0 && b == b0 && *normal == Vector3::ith(axis, 1.0)))
+}
+
 impl<C: Cost> ContactForceCost<C> {
     /// Errors when a cone's rows are not three constraints of `vi`, or `μ`, `w`, `ε` are out of
     /// range, or `actuated` is not a valid list.
@@ -89,6 +102,13 @@ impl<C: Cost> ContactForceCost<C> {
             if c.first + 3 > m {
                 return Err(OptimError::InvalidInput(format!(
                     "cone {i}: rows {}..{} are not constraints of the integrator (it has {m})",
+                    c.first,
+                    c.first + 3
+                )));
+            }
+            if !is_point_contact(&vi.constraints()[c.first..c.first + 3]) {
+                return Err(OptimError::InvalidInput(format!(
+                    "cone {i}: rows {}..{} are not one point contact with the world (three PointOnPlane constraints of one pair of points, the first on the world, normals x, y, z in turn, as vidyn.point_contact makes them)",
                     c.first,
                     c.first + 3
                 )));
@@ -304,6 +324,13 @@ mod tests {
     /// A free base on a two-link leg whose foot is held at a world point (three planes), hip
     /// and knee actuated, tipping under gravity.
     fn tipping_leg() -> (Arc<VariationalIntegrator>, Vec<f64>) {
+        leg_held_by(|world, foot| {
+            [Vector3::x(), Vector3::y(), Vector3::z()].map(|normal| Constraint::PointOnPlane { a: world.clone(), normal, b: foot.clone() }).to_vec()
+        })
+    }
+
+    /// The leg of [`tipping_leg`] with the constraints `rows(world point, foot point)`.
+    fn leg_held_by(rows: impl Fn(&BodyPoint, &BodyPoint) -> Vec<Constraint>) -> (Arc<VariationalIntegrator>, Vec<f64>) {
         let mut b = ModelBuilder::new("leg");
         let body = |m: f64, c: [f64; 3]| Inertia::new(m, Vector3::from(c), Matrix3::from_diagonal(&Vector3::new(0.02, 0.03, 0.01)));
         let at = |x: f64, z: f64| Se3::new(Matrix3::identity(), Vector3::new(x, 0.0, z));
@@ -320,10 +347,7 @@ mod tests {
         vidyn_rbd::placements(&model, &mut ws, &q).unwrap();
         let foot = Vector3::new(0.0, 0.0, -0.2);
         let at_q = ws.placements[shank].act_point(&foot);
-        let contact = [Vector3::x(), Vector3::y(), Vector3::z()]
-            .into_iter()
-            .map(|normal| Constraint::PointOnPlane { a: BodyPoint { body: None, point: at_q }, normal, b: BodyPoint { body: Some(shank), point: foot } })
-            .collect();
+        let contact = rows(&BodyPoint { body: None, point: at_q }, &BodyPoint { body: Some(shank), point: foot });
         let vi = VariationalIntegrator::new(model, Scheme::midpoint(), 0.01, None).unwrap().with_newton(1e-15, 50).unwrap().with_constraints(contact).unwrap();
         (Arc::new(vi), q)
     }
@@ -439,5 +463,32 @@ mod tests {
         assert!((&d.lx - &e.lx).amax() < 1e-9 * scale && (&d.lu - &e.lu).amax() < 1e-9 * scale && (&d.lxx - &e.lxx).amax() < 1e-9 * e.lxx.amax());
         assert_eq!(shared.own_solves(), 0, "the shared cost solved a step");
         assert_eq!(own.own_solves(), 2);
+    }
+
+    /// A cone reads its three rows as a world force, so they must be one point contact with
+    /// the world, normals `x`, `y`, `z` in turn: the same rows in another order, or with a
+    /// body-fixed first point, are refused by name.
+    #[test]
+    fn a_cone_off_a_point_contact_is_refused() {
+        let cone = vec![FrictionCone { first: 0, mu: 0.7, weight: 1.0, tip: 1e-2 }];
+        let swapped = |world: &BodyPoint, foot: &BodyPoint| {
+            [Vector3::y(), Vector3::x(), Vector3::z()].map(|normal| Constraint::PointOnPlane { a: world.clone(), normal, b: foot.clone() }).to_vec()
+        };
+        let on_base = |world: &BodyPoint, foot: &BodyPoint| {
+            let base = BodyPoint { body: Some(0), point: world.point };
+            [Vector3::x(), Vector3::y(), Vector3::z()].map(|normal| Constraint::PointOnPlane { a: base.clone(), normal, b: foot.clone() }).to_vec()
+        };
+        for (i, (vi, q)) in [tipping_leg(), leg_held_by(swapped), leg_held_by(on_base)].into_iter().enumerate() {
+            let n = vi.n();
+            let z = DMatrix::zeros(2 * n, 2 * n);
+            let x_ref = q.iter().copied().chain(std::iter::repeat_n(0.0, n)).collect();
+            let zero = QuadraticCost::on_space(crate::StateSpace::of_model(vi.model()), vec![z.clone()], vec![DMatrix::zeros(2, 2)], z, x_ref, vec![]).unwrap();
+            let result = ContactForceCost::new(vi, zero, Some(vec![6, 7]), cone.clone());
+            match (i, result) {
+                (0, r) => assert!(r.is_ok(), "the point contact itself was refused"),
+                (_, Ok(_)) => panic!("case {i} accepted"),
+                (_, Err(e)) => assert!(e.to_string().contains("not one point contact with the world"), "{e}"),
+            }
+        }
     }
 }

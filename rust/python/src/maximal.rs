@@ -52,7 +52,7 @@ pub(crate) struct MaximalSpec {
 
 /// One call of `add_loop_closure`, `add_contact`, `add_joint_limit` or `add_body_contact`, its
 /// arguments resolved (a body contact's shapes in their bodies' frames).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Addition {
     LoopClosure { name: String, kind: JointKind, parent: Option<usize>, parent_frame: Se3, child: usize, child_frame: Se3 },
     Contact { name: String, body: usize, point: Vector3<f64>, radius: f64, normal: Vector3<f64>, offset: f64, friction: f64, friction_model: FrictionModel },
@@ -86,6 +86,15 @@ impl MaximalSpec {
     /// The integrator of `mech` with this spec's time step and Newton settings.
     fn integrator(&self, mech: Mechanism) -> Result<MaximalIntegrator, MaximalError> {
         MaximalIntegrator::new(Arc::new(mech), self.dt)?.with_newton(self.tolerance, self.max_iterations)
+    }
+
+    /// Whether the integrator of `other` has this one's dynamics: the same model, time step,
+    /// joint forces and additions (the Newton settings move a step only within its tolerance).
+    fn same_dynamics(&self, other: &Self) -> bool {
+        (Arc::ptr_eq(&self.model, &other.model) || self.model == other.model)
+            && self.dt.to_bits() == other.dt.to_bits()
+            && (&self.damping, &self.stiffness, &self.rest) == (&other.damping, &other.stiffness, &other.rest)
+            && self.additions == other.additions
     }
 
     /// The integrator this spec describes: the model's mechanism, its joint forces, the
@@ -417,8 +426,8 @@ impl PyMaximalIntegrator {
     /// Signed distances `φ` (N+1, number of body contacts) of the body contacts at every knot of
     /// `traj` (a MaximalTrajectory of this integrator): negative when the shapes overlap.
     fn body_contact_distances<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let vi = self.current();
-        let t = &traj.get().inner;
+        let (vi, spec) = self.current_with_spec();
+        let t = own_trajectory(traj.get(), &spec, "body_contact_distances")?;
         let contacts = &vi.mechanism().body_contacts;
         let mut out = numpy::ndarray::Array2::<f64>::zeros((t.steps + 1, contacts.len()));
         for (k, states) in t.states.chunks_exact(t.nbodies.max(1)).enumerate() {
@@ -470,8 +479,8 @@ impl PyMaximalIntegrator {
     /// in parallel: `A` (N, 12·nbodies, 12·nbodies) and `B` (N, 12·nbodies, model.nv) in the
     /// per-body tangent coordinates `[δx (world); δθ (body); δv (world); δω (body)]`.
     fn linearize<'py>(&self, py: Python<'py>, traj: &Bound<'py, PyMaximalTrajectory>) -> PyResult<Pair<'py>> {
-        let vi = self.current();
-        let t = &traj.get().inner;
+        let (vi, spec) = self.current_with_spec();
+        let t = own_trajectory(traj.get(), &spec, "linearize")?;
         let (nx, nu) = (12 * vi.mechanism().nbodies(), vi.mechanism().nu);
         let (a_shape, b_shape) = ([t.steps, nx, nx], [t.steps, nx, nu]);
         let (mut a, mut b) = (convert::zeros_for::<f64>(&a_shape, "A")?, convert::zeros_for::<f64>(&b_shape, "B")?);
@@ -550,6 +559,20 @@ pub struct PyMaximalTrajectory {
     pub(crate) inner: MaximalTrajectory,
     /// What the integrator that made it was built from (pickling and saving write it).
     pub(crate) spec: Arc<MaximalSpec>,
+}
+
+/// The trajectory of `traj` if an integrator with the dynamics of `spec` made it, else
+/// InputError (`what`: the method called).
+fn own_trajectory<'a>(traj: &'a PyMaximalTrajectory, spec: &MaximalSpec, what: &str) -> PyResult<&'a MaximalTrajectory> {
+    if traj.spec.same_dynamics(spec) {
+        return Ok(&traj.inner);
+    }
+    let describe = |s: &MaximalSpec| format!("model '{}', dt = {}, {} additions", s.model.name, s.dt, s.additions.len());
+    Err(INPUT_ERROR.err(format!(
+        "traj was made by another integrator ({}) whose dynamics differ from this one's ({}) in the model, time step, joint forces, loop closures, contacts or joint limits: call {what} on the integrator that made it",
+        describe(&traj.spec),
+        describe(spec)
+    )))
 }
 
 impl PyMaximalTrajectory {

@@ -192,6 +192,16 @@ pub fn spatial_act_force<'py>(py: Python<'py>, m: Any<'_, 'py>, f: Any<'_, 'py>)
     Ok(convert::vector_out(py, y.as_slice()))
 }
 
+/// `placement(M, name)`: `M` read as a placement (shape (4, 4), finite, `[0, 0, 0, 1]` last
+/// row, a rotation block to within `convert::ROTATION_TOL`) and returned as a C-ordered copy,
+/// or InputError naming `name`: for Python-side functions that take placements.
+#[pyfunction]
+#[pyo3(name = "_spatial_placement")]
+pub fn spatial_placement<'py>(py: Python<'py>, m: Any<'_, 'py>, name: &str) -> PyResult<Array2<'py>> {
+    let m = convert::placement(m, name)?;
+    Ok(convert::small_matrix_out(py, &homogeneous(&m)))
+}
+
 /// Adds every `_spatial_*` function to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spatial_skew, m)?)?;
@@ -209,5 +219,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spatial_cross_force, m)?)?;
     m.add_function(wrap_pyfunction!(spatial_act_motion, m)?)?;
     m.add_function(wrap_pyfunction!(spatial_act_force, m)?)?;
+    m.add_function(wrap_pyfunction!(spatial_placement, m)?)?;
     Ok(())
 }

@@ -643,6 +643,10 @@ impl PyVariationalIntegrator {
     ) -> PyResult<TrajectoryArg<'a>> {
         if let Ok(t) = traj_or_q.cast::<PyTrajectory>() {
             let t = t.get();
+            if p.is_some_and(|x| !x.is_none()) || u.is_some_and(|x| !x.is_none()) {
+                return Err(INPUT_ERROR
+                    .err(format!("{what} takes a Trajectory, or q (N+1, model.nq), p (N+1, n) and u (N, n), not both: a Trajectory carries its own p and u")));
+            }
             if !t.origin.same_dynamics(&self.inner) {
                 return Err(INPUT_ERROR.err(format!("traj was made by another integrator ({}) whose dynamics differ from this one's ({}) in the model, scheme, time step, joint forces, constraints, kinematic joints or body wrenches: call {what} on the integrator that made it", describe(&t.origin), describe(&self.inner))));
             }
