@@ -512,6 +512,7 @@ for line in sys.stdin:
             "is_exception": isinstance(e, Exception),
             "is_vidyn": isinstance(e, vidyn.VidynError),
             "msg": str(e)[:2000],
+            "notes": [str(n)[:500] for n in getattr(e, "__notes__", [])],
             "where": traceback.format_exc(limit=4)[-1500:],
         }
     out["id"] = req["id"]

@@ -14,8 +14,9 @@ The contract (project rule), checked for every public function and method:
    0, -1, 10**12, 2**62, 2**63, 2**64-1, NaN, ±inf, a float where an int is expected, a bool,
    None, a string, NumPy integers … give a result or an ``Exception`` with a non-empty
    message, of an expected class (``vidyn.VidynError``, ``TypeError``, ``ValueError``,
-   ``OverflowError``, ``MemoryError``, ``KeyError``, ``IndexError``, ``NotImplementedError``),
-   never a crash (abort / SIGSEGV), never ``pyo3_runtime.PanicException`` (a
+   ``OverflowError``, ``MemoryError``, ``KeyError``, ``IndexError``, ``NotImplementedError``)
+   that names the argument in its message or in a note (pyo3 adds ``while processing 'x'``)
+   unless the computation itself failed (``ConvergenceError``, ``ModelError``), never a crash (abort / SIGSEGV), never ``pyo3_runtime.PanicException`` (a
    ``BaseException``), never a hang. These calls run in a child interpreter
    (``fuzz_inputs.Worker``): a crash or a hang costs one child, reported with its return code
    and stderr, and the next call gets a fresh child. ``set_num_threads`` gets a fresh child per
@@ -1282,6 +1283,9 @@ HOSTILE = [
 
 #: Exception classes a hostile argument may raise (besides vidyn.VidynError and subclasses).
 ALLOWED = ("builtins.TypeError", "builtins.ValueError", "builtins.OverflowError", "builtins.MemoryError", "builtins.KeyError", "builtins.IndexError", "builtins.NotImplementedError")
+#: What a valid but absurd value may lead to (a step that does not converge, a singular pivot):
+#: the failure of the computation, not of the argument, so it need not name the argument.
+PHYSICS = ("vidyn.ConvergenceError", "vidyn.ModelError")
 NONFINITE = ("float('nan')", "float('inf')", "float('-inf')", "np.float32('nan')")
 
 
@@ -1299,6 +1303,10 @@ def judge(h: Hostile, value: str, r: dict[str, Any]) -> str | None:
             return f"unexpected exception class {F.outcome_str(r)}"
         if "internal error" in r["msg"]:
             return f"a Rust panic caught as {F.outcome_str(r)}"
+        if h.kind in ("int", "float") and not any(c in r["mro"] for c in PHYSICS):
+            name = h.argument.split(" ")[0]
+            if not any(name in text for text in [r["msg"], *r.get("notes", [])]):
+                return f"{F.outcome_str(r)} names neither in its message nor in a note the argument {name}"
         return None
     if value in ("float('nan')", "np.float32('nan')") and h.kind == "float":
         return f"NaN accepted silently: {F.outcome_str(r)}"

@@ -133,9 +133,11 @@ def test_limits_horizon_and_reaching_cost_are_named(trot) -> None:
     for message, kwargs in cases.items():
         with pytest.raises(vidyn.InputError, match=message):
             vidyn.optim.ilqr(vi, q0, **{"steps": 2, "max_iterations": 1, **kwargs})
-    for steps in (0, -1, 2.5):
+    for steps in (0, -1):
         with pytest.raises(vidyn.InputError, match=r"steps is .*, expected an int >= 1"):
             vidyn.optim.ilqr(vi, q0, steps=steps, max_iterations=1)
+    with pytest.raises(TypeError, match=r"steps must be an int, got float 2.5"):  # as the Rust side's counts
+        vidyn.optim.ilqr(vi, q0, steps=2.5, max_iterations=1)
 
 
 def free_bodies(names: str) -> vidyn.MaximalIntegrator:
@@ -162,3 +164,37 @@ def test_a_maximal_trajectory_is_read_only_by_an_integrator_with_its_dynamics() 
     lone = free_bodies("a").rollout(np.array([0, 0, 0, 0, 0, 0, 1.0]), np.zeros(6), steps=3)
     with pytest.raises(vidyn.InputError, match="traj was made by another integrator"):
         three.body_contact_distances(lone)
+
+
+def test_session_38_audit_names_the_argument(trot) -> None:
+    """Found in session 38 by requiring the hostile-value fuzzer's messages (or pyo3's
+    ``while processing`` notes) to name the argument: a non-unit quaternion in ``q0`` was
+    reported as ``x0``, one in ``X_init`` as ``x_init[k]``; a zero ``aligned`` axis as
+    ``axis [0, 0, 0]``; ``batch.rollout(steps=1.5)`` ran 1 step; huge horizons gave NumPy's
+    unnamed errors."""
+    model, cs, vi, q0 = trot
+    tilted = q0.copy()
+    tilted[3:7] = [0.0, 0.0, 0.0, 2.0]
+    x_ref = np.r_[q0, np.zeros(vi.n)]
+    guess = np.tile(x_ref, (3, 1))
+    guess[1, :7] = tilted[:7]
+    cases = {
+        "q0: q of joint 'root_joint'": lambda: vidyn.optim.ilqr(vi, tilted, steps=2, max_iterations=1),
+        re.escape("X_init[1]: q of joint 'root_joint'"): lambda: vidyn.optim.fddp(vi, q0, guess, steps=2, max_iterations=1),
+        re.escape("aligned[1] is [0, 0, 0]"): lambda: vidyn.Perpendicular("FL_FOOT", [1, 0, 0], None, [0, 1, 0], aligned=([1, 0, 0], [0, 0, 0])),
+        "steps is 0, expected an int >= 1": lambda: vidyn.optim.closed_loop_rollout(vi, q0, x_ref=x_ref, K=np.zeros((vi.n, 2 * vi.n)), steps=0),
+        "phases last .* steps in all, too many": lambda: vidyn.ContactSchedule.of({"a": vidyn.point_contact("FL_FOOT", [0, 0, 0])}, [(2**70, ["a"])]),
+        "the zero controls U_init of steps": lambda: vidyn.optim.ilqr(vi, q0, steps=2**62, max_iterations=1),
+        "x_ref over the horizon's steps": lambda: vidyn.optim.closed_loop_rollout(vi, q0, x_ref=np.zeros(2 * vi.n), K=np.zeros((vi.n, 2 * vi.n)), steps=2**62),
+        "the zero controls u of steps": lambda: vidyn.batch.rollout(vi, np.tile(q0, (2, 1)), steps=2**62),
+    }
+    for pattern, call in cases.items():
+        with pytest.raises(vidyn.InputError, match="^" + pattern):
+            call()
+    for name, call in {
+        "steps": lambda: vidyn.batch.rollout(vi, np.tile(q0, (2, 1)), steps=1.5),
+        "actuated[0]": lambda: vidyn.optim.ilqr(vi, q0, steps=2, actuated=[float("nan")], max_iterations=1),
+        "frame_weight": lambda: vidyn.optim.ilqr(vi, q0, steps=2, frame="FL_FOOT", frame_target=[0, 0, 0], frame_weight="0.1", max_iterations=1),
+    }.items():
+        with pytest.raises(TypeError, match="^" + re.escape(name) + " must be"):
+            call()

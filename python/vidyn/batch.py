@@ -72,6 +72,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn import _core
+from vidyn._arrays import integer, zeros
 from vidyn._core import Model, VariationalIntegrator, get_num_threads, set_num_threads
 
 __all__ = [
@@ -384,8 +385,9 @@ def rollout(
     if u is None:
         if steps is None:
             raise _core.InputError("give the controls u (B, N, n) or the number of steps")
-        u = np.zeros((_rows(q0), int(steps), n))
-    elif steps is not None and np.ndim(u) == 3 and np.shape(u)[1] != steps:
+        steps = integer(steps, "steps", 0)
+        u = zeros((_rows(q0), steps, n), "the zero controls u of steps")
+    elif steps is not None and np.ndim(u) == 3 and np.shape(u)[1] != integer(steps, "steps", 0):
         raise _core.InputError(f"u has {np.shape(u)[1]} steps but steps = {steps}")
     if v0 is None and p0 is None:
         v0 = np.zeros((_rows(q0), n))

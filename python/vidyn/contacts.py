@@ -100,7 +100,7 @@ class ContactSchedule:
             constraints.extend(cons)
         if not constraints:
             raise InputError("contacts has no constraints: give at least one contact")
-        blocks = []
+        masks, counts = [], []
         for i, (steps, names) in enumerate(phases):
             if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
                 raise InputError(f"phases[{i}] lasts {steps!r} steps, expected an int >= 1")
@@ -109,10 +109,14 @@ class ContactSchedule:
                 if name not in rows:
                     raise InputError(f"phases[{i}] names contact {name!r}, which is not one of contacts: {sorted(rows)}")
                 mask[rows[name]] = True
-            blocks.append(np.broadcast_to(mask, (int(steps), len(constraints))))
-        if not blocks:
+            masks.append(mask)
+            counts.append(int(steps))
+        if not masks:
             raise InputError("phases is empty: give at least one (steps, names) phase")
-        active = np.concatenate(blocks)
+        try:
+            active = np.repeat(np.array(masks), counts, axis=0)
+        except (ValueError, OverflowError, MemoryError) as e:
+            raise InputError(f"phases last {sum(counts)} steps in all, too many for a schedule ({e})") from None
         active.flags.writeable = False
         return cls(constraints, active, rows)
 

@@ -82,6 +82,7 @@ from typing import Any, Iterable, Literal
 import numpy as np
 import numpy.typing as npt
 
+from vidyn._arrays import finite_f64
 from vidyn._core import InputError, Model, ModelBuilder, ModelError, ModelWarning
 
 __all__ = [
@@ -474,12 +475,8 @@ def _check_order(mj: MjModel, model: Model, joint_names: list[str]) -> None:
 
 
 def _vector(x: npt.ArrayLike, n: int, what: str) -> Array:
-    a = np.array(x, dtype=np.float64)
-    if a.shape != (n,):
-        raise InputError(f"{what} has shape {a.shape}, expected ({n},)")
-    if not np.all(np.isfinite(a)):
-        raise InputError(f"{what} holds NaN or inf")
-    return a
+    """A copy of ``x`` as an (n,) float64 vector of finite entries."""
+    return np.array(finite_f64(x, what, (n,)))
 
 
 def _unit(quat: Array, what: str) -> Array:

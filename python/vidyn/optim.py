@@ -79,7 +79,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn import _core
-from vidyn._arrays import finite_f64, real_f64
+from vidyn._arrays import finite_f64, integer, real, real_f64, zeros
 from vidyn._core import InputError, MaximalIntegrator, MaximalTrajectory, Trajectory, VariationalIntegrator
 
 __all__ = [
@@ -327,12 +327,15 @@ def _stage_weight(w: _ArrayLike | None, d: int, steps: int, name: str, default: 
 
 
 def _rows(x: _ArrayLike | None, rows: int, d: int, name: str) -> _Array:
-    """A reference as (rows, d) from None (zeros), (d,) or (rows, d)."""
+    """A reference as (rows, d) from None (zeros), (d,) or (rows, d); ``rows`` is set by the
+    horizon (its steps)."""
     if x is None:
-        return np.zeros((rows, d))
+        return zeros((rows, d), f"{name} over the horizon's steps")
     a = _f64(x, name)
     if a.shape == (d,):
-        return _f64(np.broadcast_to(a, (rows, d)), name)
+        out = zeros((rows, d), f"{name} over the horizon's steps")
+        out[:] = a
+        return out
     if a.shape != (rows, d):
         raise InputError(f"{name} has shape {a.shape}, expected ({d},) or ({rows}, {d})")
     return a
@@ -368,23 +371,21 @@ def dlqr(
     return DlqrSolution(k, p, it)
 
 
+def _indices(xs: Sequence[int], name: str) -> list[int]:
+    """A list of ints, each checked (``name[j]`` in the message); the range is checked by the core."""
+    return [integer(i, f"{name}[{j}]") for j, i in enumerate(xs)]
+
+
 def _actuated(vi: VariationalIntegrator, actuated: Sequence[int] | None) -> tuple[list[int] | None, int]:
     if actuated is None:
         return None, vi.n
-    act = [int(i) for i in actuated]
+    act = _indices(actuated, "actuated")
     return act, len(act)
 
 
 def _vector(x: _ArrayLike, n: int, name: str, size: str = "n") -> _Array:
-    """``x`` as an (n,) float64 vector, or InputError naming ``name`` (shape, NaN, inf);
-    ``size`` names ``n`` in the message."""
-    a = _f64(x, name)
-    if a.shape != (n,):
-        raise InputError(f"{name} has shape {a.shape}, expected ({size},) = ({n},)")
-    bad = np.flatnonzero(~np.isfinite(a))
-    if bad.size:
-        raise InputError(f"{name}[{bad[0]}] is not finite ({a[bad[0]]})")
-    return a
+    """``x`` as a contiguous (n,) float64 vector of finite entries; ``size`` names ``n``."""
+    return np.ascontiguousarray(finite_f64(x, name, (n,), f"({size},) = ({n},)"))
 
 
 def _start(vi: VariationalIntegrator, q0: _ArrayLike, v0: _ArrayLike | None, p0: _ArrayLike | None) -> tuple[_Array, _Array]:
@@ -439,7 +440,9 @@ def closed_loop_rollout(
     q, p = _start(vi, q0, v0, p0)
     xr = _f64(x_ref, "x_ref")
     gains = _f64(K, "K")
-    if steps is None:
+    if steps is not None:
+        steps = integer(steps, "steps", 1)
+    else:
         if xr.ndim == 2:
             steps = xr.shape[0] - 1
         elif gains.ndim == 3:
@@ -455,9 +458,7 @@ def closed_loop_rollout(
 
 def _horizon(steps: int | None) -> int | None:
     """``steps`` checked to be an int >= 1 (or None)."""
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1):
-        raise InputError(f"steps is {steps!r}, expected an int >= 1")
-    return steps
+    return None if steps is None else integer(steps, "steps", 1)
 
 
 def _initial_controls(vi: VariationalIntegrator, act: list[int] | None, m: int, U_init: _ArrayLike | None, steps: int | None) -> _Array:
@@ -466,7 +467,7 @@ def _initial_controls(vi: VariationalIntegrator, act: list[int] | None, m: int, 
     if U_init is None:
         if steps is None:
             raise InputError("give U_init (N, m) or the number of steps")
-        return np.zeros((steps, m))
+        return zeros((steps, m), "the zero controls U_init of steps")
     u0 = _f64(U_init, "U_init")
     if u0.ndim == 2 and act is not None and u0.shape[1] == n and m != n:
         others = [i for i in range(n) if i not in act]
@@ -544,11 +545,12 @@ def _tracks(
         raise InputError("give both frame and frame_target, or neither")
     if frame is not None:
         t = finite_f64(frame_target, "frame_target", (3,))
-        for name, w in (("frame_weight", frame_weight), ("frame_weight_terminal", frame_weight_terminal)):
-            if not (np.isfinite(w) and w >= 0):
-                raise InputError(f"{name} is {w!r}, expected a finite weight >= 0")
-        weights = np.full(N + 1, float(frame_weight))
-        weights[N] = float(frame_weight_terminal)
+        w, w_end = (real(w, name) for w, name in ((frame_weight, "frame_weight"), (frame_weight_terminal, "frame_weight_terminal")))
+        for name, v in (("frame_weight", w), ("frame_weight_terminal", w_end)):
+            if not (np.isfinite(v) and v >= 0):
+                raise InputError(f"{name} is {v!r}, expected a finite weight >= 0")
+        weights = np.full(N + 1, w)
+        weights[N] = w_end
         out.append(Track(str(frame), t, weights))
     return [t._native(N, i) for i, t in enumerate(out)]
 
@@ -867,7 +869,7 @@ def _ilqr_maximal(
     """:func:`ilqr` on a MaximalIntegrator (see there); with ``X_init`` (N+1, n) joint
     coordinates (velocities zero) or (N+1, 2n) states, :func:`fddp`."""
     n = mi.model.nv
-    act = None if actuated is None else [int(i) for i in actuated]
+    act = None if actuated is None else _indices(actuated, "actuated")
     m = n if act is None else len(act)
     q = _vector(q0, mi.model.nq, "q0", "model.nq")
     v = np.zeros(n) if v0 is None else _vector(v0, n, "v0", "model.nv")
@@ -875,7 +877,7 @@ def _ilqr_maximal(
     if U_init is None:
         if steps is None:
             raise InputError("give U_init (N, m) or the number of steps")
-        u0 = np.zeros((steps, m))
+        u0 = zeros((steps, m), "the zero controls U_init of steps")
     else:
         u0 = _f64(U_init, "U_init")
         if u0.ndim != 2 or u0.shape[1] != m or (steps is not None and u0.shape[0] != steps):

@@ -49,6 +49,7 @@ from typing import Any, Literal, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
+from vidyn._arrays import finite_f64, real_f64
 from vidyn._core import InputError, Model, forward_kinematics, frame_placements, jacobian
 
 __all__ = [
@@ -109,14 +110,12 @@ def _figure(size: tuple[float, float]) -> Any:
 
 def _configurations(model: Model, q: Configurations) -> Array:
     """``q`` as a (N, nq) float64 array (a single configuration becomes N = 1)."""
-    values = np.asarray(getattr(q, "q", q), dtype=np.float64)
+    values = real_f64(getattr(q, "q", q), "q")
     if values.ndim == 1:
         values = values[None, :]
-    if values.ndim != 2 or values.shape[1] != model.nq or len(values) == 0:
+    if len(values) == 0:
         raise InputError(f"q has shape {values.shape}, expected (N, model.nq) = (N, {model.nq}) with N >= 1")
-    if not np.isfinite(values).all():
-        raise InputError("q holds NaN or inf")
-    return values
+    return finite_f64(values, "q", ("N", model.nq), f"(N, model.nq) = (N, {model.nq}) with N >= 1")
 
 
 def frame_indices(knots: int, dt: float, fps: float, speed: float = 1.0) -> npt.NDArray[np.intp]:

@@ -53,14 +53,24 @@ impl PyPerpendicular {
         aligned: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
     ) -> PyResult<Self> {
         let aligned = match aligned {
-            Some((u, w)) => Some((convert::vector3(&u, "aligned[0]")?, convert::vector3(&w, "aligned[1]")?)),
+            Some((u, w)) => Some((axis(&u, "aligned[0]")?, axis(&w, "aligned[1]")?)),
             None => None,
         };
-        Ok(Self { a: (frame_name(frame_a), convert::vector3(axis_a, "axis_a")?), b: (frame_name(frame_b), convert::vector3(axis_b, "axis_b")?), aligned })
+        Ok(Self { a: (frame_name(frame_a), axis(axis_a, "axis_a")?), b: (frame_name(frame_b), axis(axis_b, "axis_b")?), aligned })
     }
     fn __repr__(&self) -> String {
         let aligned = self.aligned.as_ref().map_or(String::new(), |(u, w)| format!(", aligned=({:?}, {:?})", u.as_slice(), w.as_slice()));
         format!("Perpendicular({:?}, {:?}, {:?}, {:?}{aligned})", self.a.0, self.a.1.as_slice(), self.b.0, self.b.1.as_slice())
+    }
+}
+
+/// A direction: a finite, non-zero 3-vector, or InputError naming `name`.
+fn axis(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vector3<f64>> {
+    let v = convert::vector3(x, name)?;
+    if v.norm() > 0.0 {
+        Ok(v)
+    } else {
+        Err(INPUT_ERROR.err(format!("{name} is [0, 0, 0], expected a non-zero direction")))
     }
 }
 

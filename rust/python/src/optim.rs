@@ -131,6 +131,13 @@ pub fn optim_closed_loop<'py>(
 }
 
 /// The rows `q` (`nq`) and `p` (`n`) of states `x = (q, p)`.
+/// InputError naming `name` unless `q` is a configuration of `model` (unit quaternions, unit
+/// `(cos, sin)` pairs): checked here so that the message names the Python argument, not the
+/// optimiser's internal state.
+fn on_the_group(model: &vidyn_rbd::Model, q: &[f64], name: &str) -> PyResult<()> {
+    vidyn_rbd::check_configuration(model, q).map_err(|e| INPUT_ERROR.err(format!("{name}: {e}")))
+}
+
 fn split_state(x: &[f64], nq: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     let rows = x.len() / (nq + n);
     let mut q = Vec::with_capacity(rows * nq);
@@ -173,6 +180,9 @@ pub fn optim_ilqr<'py>(
     let prob = &problem.get().problem;
     // a state guess (N+1, nq + n) in (q, p): multiple shooting (FDDP) instead of iLQR
     let x_init = x_init.map(|x| convert::read(x, "X_init", &[prob.steps + 1, prob.vi.nq() + prob.n], Some("(N+1, model.nq + n)"))).transpose()?;
+    for (k, xk) in x_init.iter().flat_map(|x| x.chunks_exact(prob.vi.nq() + prob.n)).enumerate() {
+        on_the_group(prob.vi.model(), &xk[..prob.vi.nq()], &format!("X_init[{k}]"))?;
+    }
     if x_init.is_some() && velocity_state {
         return Err(INPUT_ERROR.err("a state guess X_init (multiple shooting) takes the (q, p) state"));
     }
@@ -587,6 +597,7 @@ impl OptimProblem {
         let actuated = actuated_list(actuated, n)?;
         let m = actuated.as_ref().map_or(n, Vec::len);
         let q0 = convert::read(q0, "q0", &[nq], Some("(model.nq,)"))?;
+        on_the_group(vi.model(), &q0, "q0")?;
         let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
         let (u_init, steps) = convert::read_rows(u_init, "U_init", m, "(N, m)", "m")?;
         let qs = convert::matrices(q, "Q", Some((2 * n, 2 * n)))?;

@@ -522,7 +522,10 @@ impl PyVariationalIntegrator {
         };
         let (u, steps) = match convert::controls(u, steps, n, "(N, n)", "n")? {
             (Some(u), steps) => (u, steps),
-            (None, steps) => (convert::zeros(convert::entries::<f64>(&[steps, n], "u")?, "u")?, steps),
+            (None, steps) => {
+                let name = format!("the zero controls u of steps = {steps}");
+                (convert::zeros(convert::entries::<f64>(&[steps, n], &name)?, &name)?, steps)
+            }
         };
         let (configurations, momenta) = (
             convert::entries::<f64>(&[steps.saturating_add(1), nq], "the trajectory's q")?,
