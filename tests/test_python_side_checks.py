@@ -185,7 +185,7 @@ def test_session_38_audit_names_the_argument(trot) -> None:
         "steps is 0, expected an int >= 1": lambda: vidyn.optim.closed_loop_rollout(vi, q0, x_ref=x_ref, K=np.zeros((vi.n, 2 * vi.n)), steps=0),
         "phases last .* steps in all, too many": lambda: vidyn.ContactSchedule.of({"a": vidyn.point_contact("FL_FOOT", [0, 0, 0])}, [(2**70, ["a"])]),
         "the zero controls U_init of steps": lambda: vidyn.optim.ilqr(vi, q0, steps=2**62, max_iterations=1),
-        "x_ref over the horizon's steps": lambda: vidyn.optim.closed_loop_rollout(vi, q0, x_ref=np.zeros(2 * vi.n), K=np.zeros((vi.n, 2 * vi.n)), steps=2**62),
+        "x_ref over the horizon's steps": lambda: vidyn.optim.closed_loop_rollout(vi, q0, x_ref=x_ref, K=np.zeros((vi.n, 2 * vi.n)), steps=2**62),
         "the zero controls u of steps": lambda: vidyn.batch.rollout(vi, np.tile(q0, (2, 1)), steps=2**62),
     }
     for pattern, call in cases.items():

@@ -124,7 +124,7 @@ class DlqrSolution(NamedTuple):
 
 
 class ClosedLoopRollout(NamedTuple):
-    """A closed-loop simulation: ``q``, ``p`` (N+1, n) and the applied forces ``u`` (N, n)."""
+    """A closed-loop simulation: ``q`` (N+1, nq), ``p`` (N+1, n) and the applied forces ``u`` (N, n)."""
 
     q: _Array
     p: _Array
@@ -431,12 +431,14 @@ def closed_loop_rollout(
     actuated: Sequence[int] | None = None,
     steps: int | None = None,
 ) -> ClosedLoopRollout:
-    """Simulates ``u_k = u_ref,k − K_k (x_k − x_ref,k)`` with the VI step (Newton solve per
-    step), ``x = (q, p)``. ``x_ref``: (N+1, 2n) or (2n,) (an equilibrium; then give
-    ``steps``); ``K``: (N, m, 2n) or (m, 2n) (time-invariant, e.g. from :func:`dlqr`);
+    """Simulates ``u_k = u_ref,k − K_k (x_k ⊖ x_ref,k)`` with the VI step (Newton solve per
+    step), ``x = (q, p)``, ``⊖`` the state difference of the gains' linearisation
+    (``model.difference`` on the configuration, as :func:`tracking_lqr`'s and the iLQR gains
+    ``K``, which are ``−K`` here). ``x_ref``: (N+1, nq + n) or (nq + n,) (an equilibrium; then
+    give ``steps``); ``K``: (N, m, 2n) or (m, 2n) (time-invariant, e.g. from :func:`dlqr`);
     ``u_ref``: (N, m), (m,) or None (zero)."""
     act, m = _actuated(vi, actuated)
-    n2 = 2 * vi.n
+    nx = vi.nq + vi.n
     q, p = _start(vi, q0, v0, p0)
     xr = _f64(x_ref, "x_ref")
     gains = _f64(K, "K")
@@ -449,7 +451,7 @@ def closed_loop_rollout(
             steps = gains.shape[0]
         else:
             raise InputError("constant x_ref and K: give the number of steps")
-    xr = _rows(xr, steps + 1, n2, "x_ref")
+    xr = _rows(xr, steps + 1, nx, "x_ref")
     if gains.ndim == 2:
         gains = _f64(np.broadcast_to(gains, (steps, *gains.shape)), "K")
     qs, ps, us = _core._optim_closed_loop(vi, q, p, xr, _rows(u_ref, steps, m, "u_ref"), gains, act)

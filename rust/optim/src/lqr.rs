@@ -19,6 +19,7 @@ use crate::checks::{check_finite, check_weights};
 use crate::dense_kernels::symmetrise;
 use crate::dynamics::Dynamics;
 use crate::error::{OptimError, Result};
+use crate::state_space::StateSpace;
 use nalgebra::DMatrix;
 
 /// Gains `K_k` (nu×nx, `k = 0..N`) and costs-to-go `P_k` (nx×nx, `k = 0..=N`).
@@ -148,44 +149,56 @@ pub fn dlqr(
     )))
 }
 
-/// A tracking controller `u_k = u_ref,k − K_k (x_k − x_ref,k)` (the configuration difference
-/// is `q − q_ref`: every joint of a [`vidyn_vi::VariationalIntegrator`] is 1-dof).
-/// `x_ref`: `(N+1)·nx` (or `nx` for an equilibrium), `u_ref`: `N·nu` (or `nu`), `gains`:
-/// `N` matrices nu×nx (or one, time-invariant).
+/// A tracking controller `u_k = u_ref,k − K_k (x_k ⊖ x_ref,k)` on a state manifold
+/// ([`StateSpace`]: on a floating base `q ⊖ q_ref` is the joint velocity taking `q_ref` to `q`
+/// in unit time, as `model.difference`; in `ℝⁿ` it is `x − x_ref`). `x_ref`: `(N+1)·nx` (or
+/// `nx` for an equilibrium), `u_ref`: `N·nu` (or `nu`), `gains`: `N` matrices `nu × ndx` (or
+/// one, time-invariant), in the tangent coordinates of the linearisation they came from.
 #[derive(Clone, Debug)]
 pub struct TrackingController {
     pub x_ref: Vec<f64>,
     pub u_ref: Vec<f64>,
     pub gains: Vec<DMatrix<f64>>,
-    nx: usize,
+    space: StateSpace,
     nu: usize,
 }
 
 impl TrackingController {
+    /// A controller on `ℝ^nx`, `nx` the gains' columns.
     pub fn new(x_ref: Vec<f64>, u_ref: Vec<f64>, gains: Vec<DMatrix<f64>>) -> Result<Self> {
+        let ndx = gains.first().map_or(0, DMatrix::ncols);
+        Self::on(StateSpace::euclidean(ndx), x_ref, u_ref, gains)
+    }
+
+    /// A controller on the states of `space` (gains `nu × space.ndx()`); the references are
+    /// checked to be states of it (unit quaternions, finite entries).
+    pub fn on(space: StateSpace, x_ref: Vec<f64>, u_ref: Vec<f64>, gains: Vec<DMatrix<f64>>) -> Result<Self> {
         let Some(g0) = gains.first() else {
             return Err(OptimError::InvalidInput("the controller needs at least one gain".into()));
         };
-        let (nu, nx) = g0.shape();
-        if gains.iter().any(|g| g.shape() != (nu, nx)) {
-            return Err(OptimError::InvalidInput(format!("every gain must be {nu}×{nx}")));
+        let nu = g0.nrows();
+        if gains.iter().any(|g| g.shape() != (nu, space.ndx())) {
+            return Err(OptimError::InvalidInput(format!("every gain must be {nu}×{} (nu × ndx)", space.ndx())));
         }
-        crate::checks::check_multiple(x_ref.len(), nx, "x_ref")?;
+        crate::checks::check_multiple(x_ref.len(), space.nx(), "x_ref")?;
         crate::checks::check_multiple(u_ref.len(), nu, "u_ref")?;
-        check_finite(&x_ref, "x_ref")?;
+        for (k, xk) in x_ref.chunks_exact(space.nx()).enumerate() {
+            space.check(xk, &format!("x_ref[{k}]"))?;
+        }
         check_finite(&u_ref, "u_ref")?;
-        Ok(Self { x_ref, u_ref, gains, nx, nu })
+        Ok(Self { x_ref, u_ref, gains, space, nu })
     }
 
     /// Number of steps the references cover (`usize::MAX` when all are constant).
     #[must_use]
     pub fn horizon(&self) -> usize {
+        let (nx, nu) = (self.space.nx(), self.nu);
         let mut h = usize::MAX;
-        if self.x_ref.len() > self.nx {
-            h = h.min(self.x_ref.len() / self.nx - 1);
+        if self.x_ref.len() > nx {
+            h = h.min(self.x_ref.len() / nx - 1);
         }
-        if self.u_ref.len() > self.nu {
-            h = h.min(self.u_ref.len() / self.nu);
+        if self.u_ref.len() > nu {
+            h = h.min(self.u_ref.len() / nu);
         }
         if self.gains.len() > 1 {
             h = h.min(self.gains.len());
@@ -193,14 +206,15 @@ impl TrackingController {
         h
     }
 
-    /// `u = u_ref,k − K_k (x − x_ref,k)`.
-    pub fn control(&self, k: usize, x: &[f64], u: &mut [f64]) {
-        let (nx, nu) = (self.nx, self.nu);
+    /// `u = u_ref,k − K_k (x ⊖ x_ref,k)`; `dx` (`ndx`) is scratch for the difference.
+    pub fn control(&self, k: usize, x: &[f64], u: &mut [f64], dx: &mut [f64]) {
+        let (nx, nu) = (self.space.nx(), self.nu);
         let xr = if self.x_ref.len() == nx { &self.x_ref[..] } else { &self.x_ref[k * nx..(k + 1) * nx] };
         let ur = if self.u_ref.len() == nu { &self.u_ref[..] } else { &self.u_ref[k * nu..(k + 1) * nu] };
+        self.space.difference(xr, x, dx);
         let g = at(&self.gains, k);
         for i in 0..nu {
-            u[i] = ur[i] - (0..nx).map(|j| g[(i, j)] * (x[j] - xr[j])).sum::<f64>();
+            u[i] = ur[i] - dx.iter().enumerate().map(|(j, d)| g[(i, j)] * d).sum::<f64>();
         }
     }
 }
@@ -208,19 +222,24 @@ impl TrackingController {
 /// Closed-loop rollout of `steps` steps under a tracking controller (with the dynamics' own
 /// step, e.g. the VI's Newton solve). Returns `(x, u)` row-major.
 pub fn closed_loop_rollout<D: Dynamics + ?Sized>(dynamics: &D, x0: &[f64], controller: &TrackingController, steps: usize) -> Result<(Vec<f64>, Vec<f64>)> {
-    if controller.nx != dynamics.nx() || controller.nu != dynamics.nu() {
+    let space = dynamics.state_space();
+    let own = &controller.space;
+    if own.nx() != space.nx() || own.ndx() != space.ndx() || own.is_euclidean() != space.is_euclidean() || controller.nu != dynamics.nu() {
         return Err(OptimError::InvalidInput(format!(
-            "controller is for nx = {}, nu = {} but the dynamics have nx = {}, nu = {}",
-            controller.nx,
+            "controller is for nx = {}, ndx = {}, nu = {} but the dynamics have nx = {}, ndx = {}, nu = {}",
+            own.nx(),
+            own.ndx(),
             controller.nu,
-            dynamics.nx(),
+            space.nx(),
+            space.ndx(),
             dynamics.nu()
         )));
     }
     if steps > controller.horizon() {
         return Err(OptimError::InvalidInput(format!("{steps} steps requested but the controller's references cover {}", controller.horizon())));
     }
-    dynamics.rollout(x0, steps, &mut |k, x, u| controller.control(k, x, u))
+    let mut dx = vec![0.0; space.ndx()];
+    dynamics.rollout(x0, steps, &mut |k, x, u| controller.control(k, x, u, &mut dx))
 }
 
 /// Tracking LQR about a trajectory `(x, u)`: linearises every step (in parallel for a VI) and

@@ -89,8 +89,8 @@ fn actuated_list(actuated: Option<Vec<i64>>, n: usize) -> PyResult<Option<Vec<us
         .transpose()
 }
 
-/// Closed-loop rollout of `u_k = u_ref,k − K_k (x_k − x_ref,k)` with the VI step.
-/// q0, p0 (n,), x_ref (N+1, 2n), u_ref (N, m), K (N, m, 2n) -> (q (N+1, n), p (N+1, n), u (N, n)).
+/// Closed-loop rollout of `u_k = u_ref,k − K_k (x_k ⊖ x_ref,k)` with the VI step.
+/// q0 (nq,), p0 (n,), x_ref (N+1, nq + n), u_ref (N, m), K (N, m, 2n) -> (q (N+1, nq), p (N+1, n), u (N, n)).
 #[pyfunction]
 #[pyo3(name = "_optim_closed_loop", signature = (vi, q0, p0, x_ref, u_ref, gains, actuated = None))]
 #[allow(clippy::too_many_arguments)]
@@ -105,14 +105,14 @@ pub fn optim_closed_loop<'py>(
     actuated: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
-    refuse_lie_group(&vi, "the closed-loop tracking rollout")?;
     vi.model().refuse_mimics("the closed-loop tracking rollout").map_err(py_err)?;
-    let n = vi.n();
+    let (n, nq) = (vi.n(), vi.nq());
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
-    let q0 = convert::read(q0, "q0", &[n], Some("(n,)"))?;
+    let q0 = convert::read(q0, "q0", &[nq], Some("(model.nq,)"))?;
+    on_the_group(vi.model(), &q0, "q0")?;
     let p0 = convert::read(p0, "p0", &[n], Some("(n,)"))?;
-    let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", 2 * n, "(N+1, 2n)", "2n")?;
+    let (x_ref, rows) = convert::read_rows(x_ref, "x_ref", nq + n, "(N+1, model.nq + n)", "model.nq + n")?;
     let steps = rows.saturating_sub(1);
     let u_ref = convert::read(u_ref, "u_ref", &[steps, m], Some("(N, m)"))?;
     let gains = convert::matrices(gains, "K", Some((m, 2 * n)))?;
@@ -121,13 +121,13 @@ pub fn optim_closed_loop<'py>(
     }
     let (x, u) = cancellable(py, |c| {
         let dynamics = ViDynamics::new(&vi, actuated)?;
-        let ctrl = TrackingController::new(x_ref, u_ref, gains)?;
+        let ctrl = TrackingController::on(vidyn_optim::Dynamics::state_space(&dynamics), x_ref, u_ref, gains)?;
         let x0: Vec<f64> = q0.iter().chain(&p0).copied().collect();
         let (x, u) = closed_loop_rollout(&Cancellable::new(&dynamics, c), &x0, &ctrl, steps)?;
         Ok((x, dynamics.actuation().expand_all(&u)))
     })?;
-    let (q, p) = split_state(&x, n, n);
-    Ok((convert::rows_out(py, &q, n), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
+    let (q, p) = split_state(&x, nq, n);
+    Ok((convert::rows_out(py, &q, nq), convert::rows_out(py, &p, n), convert::rows_out(py, &u, n)).into_pyobject(py)?.into_any())
 }
 
 /// The rows `q` (`nq`) and `p` (`n`) of states `x = (q, p)`.
