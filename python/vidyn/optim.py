@@ -994,7 +994,7 @@ def fddp(
 class ProjectionResult:
     """Outcome of :func:`projection`: the final trajectory (``q``, ``p``, ``x`` (N+1, ·), controls
     ``U`` (N, n) of every joint and ``u`` (N, m) of the actuated ones), the projection gains ``K``
-    (N, m, 2n) about it (a tracking controller ``u = u* − K (x − x*)``), ``cost``,
+    (N, m, 2n) about it (a tracking controller ``u = u* − K (x ⊖ x*)``), ``cost``,
     ``cost_history`` (``[0]``: the first iterate), ``log`` (per iteration: ``cost``, ``slope`` =
     ``Dh∘δξ``, ``step`` λ, Armijo ``trials``, ``time``, and ``model``, the descent model used),
     ``status`` (``"converged"``: ``|Dh∘δξ| < tolerance``, ``"max_iterations"`` or
@@ -1056,14 +1056,16 @@ def projection(
 
     On a :class:`Problem`, or on the one its keywords describe, as for :func:`ilqr` (no
     control limits). The first iterate is the
-    open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, 2n) in the VI state ``(q, p)``,
-    e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. Each iteration: DLQR gains
+    open-loop rollout of ``U_init``, or, with ``x_guess`` ((N+1, nq + n) in the VI state ``(q, p)``,
+    e.g. the desired trajectory), its projection ``P(x_guess, U_init)``. On a floating base the
+    directions live in the tangent space (``model.difference``) and a curve moves along one by
+    ``model.integrate``. Each iteration: DLQR gains
     ``K`` about the iterate (weights ``proj_Q``, ``proj_R``, ``proj_QN``; identity by default),
     the descent direction of the LQ model ``model`` (``"auto"``: quasi-Newton, then Newton after
     ``newton_after`` iterations when the dynamics have second derivatives, as a VI does with
     or without holonomic constraints; ``"newton"`` raises NotImplementedError on a VI with
     kinematic joints or body wrenches), and the Armijo search
-    ``P(ξ + λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
+    ``P(ξ ⊕ λ δξ)`` (β = 0.7, α = 1e-5) that rejects failed projections. Stops when
     ``|Dh∘δξ| < tolerance`` (absolute, as in the thesis)."""
     problem = _problem(vi, dict(q0=q0, v0=v0, U_init=U_init, p0=p0, steps=steps, Q=Q, R=R, QN=QN, x_ref=x_ref, u_ref=u_ref, actuated=actuated, cost_state=cost_state, frame=frame, frame_target=frame_target, frame_weight=frame_weight, frame_weight_terminal=frame_weight_terminal, tracks=tracks, friction=friction, cost=cost))
     n2, m = 2 * problem.vi.n, problem.U_init.shape[1]
@@ -1103,9 +1105,9 @@ def project(
     vi: VariationalIntegrator, x_bar: _ArrayLike, u_bar: _ArrayLike, K: _ArrayLike, *, actuated: Sequence[int] | None = None
 ) -> tuple[_Array, _Array]:
     """The projection ``P(ξ̄)`` of a curve ``ξ̄ = (x̄, ū)`` onto VI trajectories (Johnson 2012,
-    eq. 6.10): ``x_0 = x̄_0``, ``u_k = ū_k − K_k (x_k − x̄_k)``, ``x_{k+1}`` the VI step.
-    ``x_bar`` (N+1, 2n) in ``(q, p)``, ``u_bar`` (N, m), ``K`` (N, m, 2n) (e.g.
-    :func:`tracking_lqr`'s gains). Returns ``(x (N+1, 2n), u (N, m))``; ``P(P(ξ̄)) = P(ξ̄)``."""
+    eq. 6.10): ``x_0 = x̄_0``, ``u_k = ū_k − K_k (x_k ⊖ x̄_k)``, ``x_{k+1}`` the VI step.
+    ``x_bar`` (N+1, nq + n) in ``(q, p)``, ``u_bar`` (N, m), ``K`` (N, m, 2n) (e.g.
+    :func:`tracking_lqr`'s gains). Returns ``(x (N+1, nq + n), u (N, m))``; ``P(P(ξ̄)) = P(ξ̄)``."""
     act, _ = _actuated(vi, actuated)
     x, u = _core._optim_project(vi, _f64(x_bar, "x_bar"), _f64(u_bar, "u_bar"), _f64(K, "K"), act)
     return x, u

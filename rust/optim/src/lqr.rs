@@ -211,11 +211,16 @@ impl TrackingController {
         let (nx, nu) = (self.space.nx(), self.nu);
         let xr = if self.x_ref.len() == nx { &self.x_ref[..] } else { &self.x_ref[k * nx..(k + 1) * nx] };
         let ur = if self.u_ref.len() == nu { &self.u_ref[..] } else { &self.u_ref[k * nu..(k + 1) * nu] };
-        self.space.difference(xr, x, dx);
-        let g = at(&self.gains, k);
-        for i in 0..nu {
-            u[i] = ur[i] - dx.iter().enumerate().map(|(j, d)| g[(i, j)] * d).sum::<f64>();
-        }
+        track(&self.space, at(&self.gains, k), xr, ur, x, u, dx);
+    }
+}
+
+/// `u = u_ref − K (x ⊖ x_ref)` (`K`: `nu × ndx`, `dx` scratch of `ndx`): the feedback of
+/// [`TrackingController`] and of the projection operator (Johnson 2012, eq. 6.10).
+pub(crate) fn track(space: &StateSpace, gain: &DMatrix<f64>, x_ref: &[f64], u_ref: &[f64], x: &[f64], u: &mut [f64], dx: &mut [f64]) {
+    space.difference(x_ref, x, dx);
+    for (i, (ui, ur)) in u.iter_mut().zip(u_ref).enumerate() {
+        *ui = ur - dx.iter().enumerate().map(|(j, d)| gain[(i, j)] * d).sum::<f64>();
     }
 }
 

@@ -4,8 +4,11 @@
 //! **Projection** (6.10): a time-varying feedback `K_k` turns any curve `ξ̄ = (x̄, ū)` into a
 //! trajectory `ξ = P(ξ̄)`:
 //! ```text
-//! x_0 = x̄_0,   u_k = ū_k − K_k (x_k − x̄_k),   x_{k+1} = f_k(x_k, u_k).
+//! x_0 = x̄_0,   u_k = ū_k − K_k (x_k ⊖ x̄_k),   x_{k+1} = f_k(x_k, u_k).
 //! ```
+//! On a state manifold ([`crate::StateSpace`], a floating base) `⊖` is its difference and every
+//! direction below lives in its tangent coordinates (`ndx`, as the linearisation's `A`, `B`);
+//! a curve moves along a direction by `x̄ ⊕ λ δx` (the retraction [`crate::StateSpace::integrate`]).
 //! `P(ξ) = ξ` for a trajectory, hence `P(P(ξ̄)) = P(ξ̄)` (Prop. 2). `K` is the DLQR gain of the
 //! linearisation about the current iterate (App. B.2.2, weights `Q = R = Q_N = 1` by default).
 //!
@@ -41,7 +44,7 @@ use crate::cost::{total_cost, Cost, StageDerivatives};
 use crate::dense_kernels::symmetrise;
 use crate::dynamics::{rollout_open_loop, Dynamics, Nominal, SecondOrder};
 use crate::error::{OptimError, Result};
-use crate::lqr::lqr;
+use crate::lqr::{lqr, track};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -136,26 +139,24 @@ pub struct ProjectionResult {
     pub wall_time: f64,
 }
 
-/// The projection `P(ξ̄)` (6.10) with gains `K_k` (nu×nx, `N` of them): `x̄` `(N+1)·nx`,
-/// `ū` `N·nu`. Fails when a step of the dynamics fails.
+/// The projection `P(ξ̄)` (6.10) with gains `K_k` (nu×ndx, `N` of them): `x̄` `(N+1)·nx`
+/// (states of the dynamics' [`crate::StateSpace`]), `ū` `N·nu`. Fails when a step of the dynamics fails.
 pub fn project<D: Dynamics + ?Sized>(dynamics: &D, x_bar: &[f64], u_bar: &[f64], gains: &[DMatrix<f64>]) -> Result<(Vec<f64>, Vec<f64>)> {
-    let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    let space = dynamics.state_space();
+    let (nx, ndx, nu) = (space.nx(), space.ndx(), dynamics.nu());
     check_multiple(u_bar.len(), nu, "u_bar")?;
     let steps = u_bar.len() / nu;
-    if x_bar.len() != (steps + 1) * nx || gains.len() != steps || gains.iter().any(|g| g.shape() != (nu, nx)) {
+    if x_bar.len() != (steps + 1) * nx || gains.len() != steps || gains.iter().any(|g| g.shape() != (nu, ndx)) {
         return Err(OptimError::InvalidInput(format!(
-            "projection: x_bar needs (N+1)·nx = {} entries and N = {steps} gains of shape ({nu}, {nx}); got {} entries and {} gains",
+            "projection: x_bar needs (N+1)·nx = {} entries and N = {steps} gains of shape ({nu}, {ndx}); got {} entries and {} gains",
             (steps + 1) * nx,
             x_bar.len(),
             gains.len()
         )));
     }
+    let mut dx = vec![0.0; ndx];
     dynamics.rollout(&x_bar[..nx], steps, &mut |k, xk, uk| {
-        let g = &gains[k];
-        let xb = &x_bar[k * nx..(k + 1) * nx];
-        for i in 0..nu {
-            uk[i] = u_bar[k * nu + i] - (0..nx).map(|j| g[(i, j)] * (xk[j] - xb[j])).sum::<f64>();
-        }
+        track(&space, &gains[k], &x_bar[k * nx..(k + 1) * nx], &u_bar[k * nu..(k + 1) * nu], xk, uk, &mut dx);
     })
 }
 
@@ -185,10 +186,10 @@ pub fn project_tangent(
 
 /// The DLQR projection gains about `(x, u)` (weights default to identity).
 pub fn projection_gains<D: Dynamics + ?Sized>(dynamics: &D, a: &[DMatrix<f64>], b: &[DMatrix<f64>], options: &ProjectionOptions) -> Result<Vec<DMatrix<f64>>> {
-    let (nx, nu) = (dynamics.nx(), dynamics.nu());
-    let q = options.proj_q.clone().unwrap_or_else(|| DMatrix::identity(nx, nx));
+    let (ndx, nu) = (dynamics.state_space().ndx(), dynamics.nu());
+    let q = options.proj_q.clone().unwrap_or_else(|| DMatrix::identity(ndx, ndx));
     let r = options.proj_r.clone().unwrap_or_else(|| DMatrix::identity(nu, nu));
-    let qn = options.proj_qn.clone().unwrap_or_else(|| DMatrix::identity(nx, nx));
+    let qn = options.proj_qn.clone().unwrap_or_else(|| DMatrix::identity(ndx, ndx));
     Ok(lqr(a, b, std::slice::from_ref(&q), std::slice::from_ref(&r), &qn)?.k)
 }
 
@@ -242,15 +243,15 @@ pub fn lq_model<D: Dynamics + ?Sized>(
     term: &StageDerivatives,
 ) -> Result<LqModel> {
     let Nominal { x, u, a, b } = nominal;
-    let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    let (nx, ndx, nu) = (dynamics.nx(), dynamics.state_space().ndx(), dynamics.nu());
     let steps = a.len();
     match model {
         DescentModel::Steepest => Ok(LqModel {
             model,
-            q: vec![DMatrix::identity(nx, nx); steps],
-            s: vec![DMatrix::zeros(nu, nx); steps],
+            q: vec![DMatrix::identity(ndx, ndx); steps],
+            s: vec![DMatrix::zeros(nu, ndx); steps],
             r: vec![DMatrix::identity(nu, nu); steps],
-            qn: DMatrix::identity(nx, nx),
+            qn: DMatrix::identity(ndx, ndx),
         }),
         DescentModel::QuasiNewton => Ok(LqModel {
             model,
@@ -265,7 +266,7 @@ pub fn lq_model<D: Dynamics + ?Sized>(
                 (0..steps)
                     .into_par_iter()
                     .map(|k| {
-                        let mut so = SecondOrder::zeros(nx, nu);
+                        let mut so = SecondOrder::zeros(ndx, nu);
                         dynamics.second_order_contracted(k, &x[k * nx..(k + 1) * nx], &u[k * nu..(k + 1) * nu], z[k + 1].as_slice(), &mut so)?;
                         Ok(so)
                     })
@@ -353,8 +354,10 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     x_guess: Option<&[f64]>,
     options: &ProjectionOptions,
 ) -> Result<ProjectionResult> {
-    let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    let space = dynamics.state_space();
+    let (nx, ndx, nu) = (space.nx(), space.ndx(), dynamics.nu());
     let steps = check_start(x0, u_init, nx, nu)?;
+    space.check(x0, "x0")?;
     let o = options;
     if !(o.tolerance >= 0.0
         && o.max_iterations > 0
@@ -368,7 +371,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             "options: need tolerance ≥ 0, max_iterations ≥ 1, 0 < armijo_alpha < 1, 0 < armijo_beta < 1, max_armijo ≥ 1".into(),
         ));
     }
-    for (w, dim, name) in [(&o.proj_q, nx, "proj_Q"), (&o.proj_r, nu, "proj_R"), (&o.proj_qn, nx, "proj_QN")] {
+    for (w, dim, name) in [(&o.proj_q, ndx, "proj_Q"), (&o.proj_r, nu, "proj_R"), (&o.proj_qn, ndx, "proj_QN")] {
         if let Some(w) = w {
             if w.shape() != (dim, dim) {
                 return Err(OptimError::InvalidInput(format!("{name} is {:?}, expected ({dim}, {dim})", w.shape())));
@@ -378,7 +381,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     }
     if o.model == DescentModel::Newton && !dynamics.has_second_order() {
         // the dynamics' own message says why (e.g. the VI's)
-        let probe = dynamics.second_order_contracted(0, x0, &u_init[..nu], x0, &mut SecondOrder::zeros(nx, nu));
+        let probe = dynamics.second_order_contracted(0, x0, &u_init[..nu], &vec![0.0; ndx], &mut SecondOrder::zeros(ndx, nu));
         return Err(match probe {
             Err(e) => e,
             Ok(()) => OptimError::NotImplemented("the Newton model needs second derivatives of the dynamics (Dynamics::has_second_order is false)".into()),
@@ -391,7 +394,9 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             if xg.len() != (steps + 1) * nx {
                 return Err(OptimError::InvalidInput(format!("x_guess has {} entries, expected (N+1)·nx = {}", xg.len(), (steps + 1) * nx)));
             }
-            check_finite(xg, "x_guess")?;
+            for (k, xk) in xg.chunks_exact(nx).enumerate() {
+                space.check(xk, &format!("x_guess[{k}]"))?;
+            }
             let mut xb = xg.to_vec();
             xb[..nx].copy_from_slice(x0);
             let (a, b) = dynamics.linearize(&xb, u_init)?;
@@ -409,7 +414,7 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
     let mut status = ProjectionStatus::MaxIterations;
     let mut message = String::new();
     let mut iterations = 0;
-    let mut derivatives = CostDerivatives::zeros(u.len() / nu, nx, nu);
+    let mut derivatives = CostDerivatives::zeros(u.len() / nu, ndx, nu);
     'outer: for it in 0..o.max_iterations {
         let (a, b) = dynamics.linearize(&x, &u)?;
         gains = projection_gains(dynamics, &a, &b, o)?;
@@ -442,15 +447,16 @@ pub fn projection_optimize<D: Dynamics + ?Sized, C: Cost + ?Sized>(
             if slope >= 0.0 {
                 continue;
             }
-            // Armijo search on the projected curve ξ + λ δξ with the same K
+            // Armijo search on the projected curve ξ ⊕ λ δξ with the same K
             let mut lambda = 1.0;
             let mut xb = x.clone();
             let mut ub = u.clone();
+            let mut step = DVector::zeros(ndx);
             for trial in 1..=o.max_armijo {
                 for k in 0..=steps {
-                    for i in 0..nx {
-                        xb[k * nx + i] = x[k * nx + i] + lambda * dx[k][i];
-                    }
+                    step.copy_from(&dx[k]);
+                    step *= lambda;
+                    space.integrate(&x[k * nx..(k + 1) * nx], step.as_slice(), &mut xb[k * nx..(k + 1) * nx]);
                     if k < steps {
                         for i in 0..nu {
                             ub[k * nu + i] = u[k * nu + i] + lambda * du[k][i];

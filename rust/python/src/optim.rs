@@ -149,14 +149,6 @@ fn split_state(x: &[f64], nq: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     (q, p)
 }
 
-/// The error of what the optimisers do not do on Lie-group joints yet, for such a model.
-fn refuse_lie_group(vi: &vidyn_vi::VariationalIntegrator, what: &'static str) -> PyResult<()> {
-    if vi.has_composite_joints() {
-        return Err(crate::errors::py_err(vidyn_vi::ViError::NotOnLieGroup { what }));
-    }
-    Ok(())
-}
-
 /// iLQR on a problem (`_Problem`; see vidyn/optim.py for the arguments).
 #[pyfunction]
 #[pyo3(name = "_optim_ilqr", signature = (problem, u_min = None, u_max = None, method = "ilqr", max_iterations = 100, tolerance = 1e-8, mu_init = 0.0, velocity_state = false, x_init = None, alpha_max = 4.0, fitted_step = true, xreg = None))]
@@ -783,9 +775,11 @@ pub fn optim_projection<'py>(
     let descent = convert::DESCENT_MODEL.parse(model)?;
     let prob = &problem.get().problem;
     let (vi, n, m, steps) = (&prob.vi, prob.n, prob.m, prob.steps);
-    refuse_lie_group(vi, "the projection-operator method")?;
     let python = prob.spec.python.as_ref().map(|o| o.clone_ref(py));
-    let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, 2 * n], Some("(N+1, 2n)"))).transpose()?;
+    let x_guess = x_guess.map(|x| convert::read(x, "x_guess", &[steps + 1, vi.nq() + n], Some("(N+1, model.nq + n)"))).transpose()?;
+    for (k, xk) in x_guess.iter().flat_map(|x| x.chunks_exact(vi.nq() + n)).enumerate() {
+        on_the_group(vi.model(), &xk[..vi.nq()], &format!("x_guess[{k}]"))?;
+    }
     let options = ProjectionOptions {
         model: descent,
         newton_after,
@@ -807,7 +801,7 @@ pub fn optim_projection<'py>(
     });
     raise_python_error(&prob.spec.error)?;
     let (res, full) = res?;
-    ProjectionOutput::new(py, &res, &full, n, m)
+    ProjectionOutput::new(py, &res, &full, vi.nq(), n, m)
 }
 
 /// The per-iteration log of a projection-operator run (see [`vidyn_optim::ProjectionLog`]).
@@ -881,8 +875,9 @@ pub struct ProjectionOutput {
 }
 
 impl ProjectionOutput {
-    /// The output of `res` on a VI of `n` joints, with `full` their forces (`m` optimised).
-    fn new(py: Python<'_>, res: &vidyn_optim::ProjectionResult, full: &[f64], n: usize, m: usize) -> PyResult<Self> {
+    /// The output of `res` on a VI of `n` joints (`nq` coordinates), with `full` their forces
+    /// (`m` optimised).
+    fn new(py: Python<'_>, res: &vidyn_optim::ProjectionResult, full: &[f64], nq: usize, n: usize, m: usize) -> PyResult<Self> {
         let col = |f: fn(&vidyn_optim::ProjectionLog) -> f64| Array1::from_iter(res.log.iter().map(f)).into_pyarray(py).unbind();
         let log = ProjectionLog {
             cost: col(|l| l.cost),
@@ -892,10 +887,10 @@ impl ProjectionOutput {
             time: col(|l| l.time),
             model: res.log.iter().map(|l| convert::DESCENT_MODEL.name(l.model)).collect(),
         };
-        let (q, p) = split_state(&res.x, n, n);
+        let (q, p) = split_state(&res.x, nq, n);
         Ok(Self {
-            x: convert::rows_out(py, &res.x, 2 * n).unbind(),
-            q: convert::rows_out(py, &q, n).unbind(),
+            x: convert::rows_out(py, &res.x, nq + n).unbind(),
+            q: convert::rows_out(py, &q, nq).unbind(),
             p: convert::rows_out(py, &p, n).unbind(),
             forces: convert::rows_out(py, full, n).unbind(),
             u: convert::rows_out(py, &res.u, m).unbind(),
@@ -916,8 +911,8 @@ impl ProjectionOutput {
     }
 }
 
-/// The projection `P(ξ̄)` (Johnson 2012, eq. 6.10) on the VI: x_bar (N+1, 2n), u_bar (N, m),
-/// K (N, m, 2n) -> (x (N+1, 2n), u (N, m)).
+/// The projection `P(ξ̄)` (Johnson 2012, eq. 6.10) on the VI: x_bar (N+1, nq + n), u_bar (N, m),
+/// K (N, m, 2n) -> (x (N+1, nq + n), u (N, m)).
 #[pyfunction]
 #[pyo3(name = "_optim_project", signature = (vi, x_bar, u_bar, gains, actuated = None))]
 pub fn optim_project<'py>(
@@ -929,13 +924,15 @@ pub fn optim_project<'py>(
     actuated: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let vi = vi.get().inner.clone();
-    refuse_lie_group(&vi, "the projection")?;
     vi.model().refuse_mimics("the projection").map_err(py_err)?;
-    let n = vi.n();
+    let (n, nx) = (vi.n(), vi.nq() + vi.n());
     let actuated = actuated_list(actuated, n)?;
     let m = actuated.as_ref().map_or(n, Vec::len);
     let (u_bar, steps) = convert::read_rows(u_bar, "u_bar", m, "(N, m)", "m")?;
-    let x_bar = convert::read(x_bar, "x_bar", &[steps + 1, 2 * n], Some("(N+1, 2n)"))?;
+    let x_bar = convert::read(x_bar, "x_bar", &[steps + 1, nx], Some("(N+1, model.nq + n)"))?;
+    for (k, xk) in x_bar.chunks_exact(nx).enumerate() {
+        on_the_group(vi.model(), &xk[..vi.nq()], &format!("x_bar[{k}]"))?;
+    }
     let gains = convert::matrices(gains, "K", Some((m, 2 * n)))?;
     if gains.len() != steps {
         return Err(INPUT_ERROR.err(format!("K has {} steps, expected N = {steps}", gains.len())));
@@ -944,5 +941,5 @@ pub fn optim_project<'py>(
         let dynamics = ViDynamics::new(&vi, actuated)?;
         project(&Cancellable::new(&dynamics, c), &x_bar, &u_bar, &gains)
     })?;
-    Ok((convert::rows_out(py, &x, 2 * n), convert::rows_out(py, &u, m)).into_pyobject(py)?.into_any())
+    Ok((convert::rows_out(py, &x, nx), convert::rows_out(py, &u, m)).into_pyobject(py)?.into_any())
 }
