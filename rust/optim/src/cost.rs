@@ -418,6 +418,11 @@ impl Cost for QuadraticCost {
 /// O(n) + 8n³ + O(n²) for the derivatives; no buffers of our own are allocated once a
 /// caller's scratch exists (for n > 5 the `gemm`s of the chain rule go through
 /// matrixmultiply, which allocates its packing buffers per call).
+///
+/// On a floating base (free-flyer, spherical, planar joints) `q` keeps its `nq` coordinates,
+/// `∂/∂q` is along the tangent directions of `model.difference` (as `T` is, the convention of
+/// the RNEA derivatives) and `inner` measures `y ⊖ y_ref` on the same group, so the formulas
+/// above hold unchanged in tangent coordinates.
 #[derive(Debug)]
 pub struct VelocityCost {
     pub inner: QuadraticCost,
@@ -428,7 +433,7 @@ pub struct VelocityCost {
     pool: ScratchPool<VelocityScratch>,
 }
 
-/// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `y` (2n), `M`
+/// Scratch of one [`VelocityCost`] caller: the rigid-body workspace, `y` (nq + n), `M`
 /// (n×n, factored in place), `X = [∂v/∂q | ∂v/∂p]` (n×2n) and `Xᵀ` (so that products are
 /// plain `gemm`s), `g_v` (n), `W J` (2n×2n) and `ℓ_uv` (nu×n, sized on first use).
 #[derive(Debug)]
@@ -444,24 +449,26 @@ struct VelocityScratch {
 }
 
 impl VelocityCost {
-    /// `inner` must have `nx = 2·model.nv` and the model 1-dof joints only (`nq = nv`).
+    /// `inner` must have `nx = model.nq + model.nv` entries per state.
     pub fn new(model: std::sync::Arc<vidyn_rbd::Model>, inner: QuadraticCost) -> Result<Self> {
-        if model.nq != model.nv || inner.nx() != 2 * model.nv {
+        let space = inner.space();
+        if space.nx() != model.nq + model.nv || space.ndx() != 2 * model.nv {
             return Err(OptimError::InvalidInput(format!(
-                "the velocity cost needs nq = nv and nx = 2nv; got nq = {}, nv = {}, nx = {}",
-                model.nq,
-                model.nv,
-                inner.nx()
+                "the velocity cost needs states of nx = nq + nv = {} entries and ndx = 2 nv = {} tangent directions; got nx = {}, ndx = {}",
+                model.nq + model.nv,
+                2 * model.nv,
+                space.nx(),
+                space.ndx()
             )));
         }
         Ok(Self { inner, model, pool: ScratchPool::default() })
     }
 
     fn with_scratch<T>(&self, f: impl FnOnce(&mut VelocityScratch) -> T) -> T {
-        let n = self.model.nv;
+        let (nq, n) = (self.model.nq, self.model.nv);
         let init = || VelocityScratch {
             ws: self.model.workspace(),
-            y: vec![0.0; 2 * n],
+            y: vec![0.0; nq + n],
             mass: DMatrix::zeros(n, n),
             x_jac: DMatrix::zeros(n, 2 * n),
             x_jac_t: DMatrix::zeros(2 * n, n),
@@ -489,20 +496,20 @@ impl VelocityCost {
     /// Writes `y = (q, M⁻¹ p)` into `s.y` (`M` by CRBA, then Cholesky) and returns the factor
     /// of `M`, which owns `s.mass`'s buffer: the caller puts it back with `unpack_dirty`.
     fn velocity_state_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<Cholesky<f64, Dyn>> {
-        let n = self.model.nv;
-        let m = vidyn_rbd::crba(&self.model, &mut s.ws, &x[..n])?;
+        let nq = self.model.nq;
+        let m = vidyn_rbd::crba(&self.model, &mut s.ws, &x[..nq])?;
         s.y.copy_from_slice(x);
-        factor_and_solve(m, &mut s.mass, &mut s.y[n..])
+        factor_and_solve(m, &mut s.mass, &mut s.y[nq..])
     }
 
     /// `s.y = y(x)` and `s.x_jac = [∂v/∂q | ∂v/∂p] = M⁻¹ [−T | 1]`, with `M` and
     /// `T = ∂(M v)/∂q` from one pass ([`vidyn_rbd::mass_matrix_and_derivative`]).
     fn jacobian_in(&self, s: &mut VelocityScratch, x: &[f64]) -> Result<()> {
-        let n = self.model.nv;
+        let (nq, n) = (self.model.nq, self.model.nv);
         s.y.copy_from_slice(x);
         let mut factor = None;
         let mass = &mut s.mass;
-        let t = vidyn_rbd::mass_matrix_and_derivative(&self.model, &mut s.ws, &x[..n], &mut s.y[n..], |m, v| {
+        let t = vidyn_rbd::mass_matrix_and_derivative(&self.model, &mut s.ws, &x[..nq], &mut s.y[nq..], |m, v| {
             factor = Some(factor_and_solve(m, mass, v)?);
             Ok::<(), OptimError>(())
         })?;
