@@ -438,8 +438,59 @@ def cylinder_chain(n: int, planar: bool = False) -> "vidyn.Model":
     return b.build()
 
 
+def free_box() -> "vidyn.Model":
+    """A box on a free-flyer joint, no gravity (principal inertias 0.1, 0.2, 0.3), with two
+    operational frames one metre from its origin, "low" at (0, 0, -1) and "side" at (1, 0, 0):
+    integer offsets, so that a configuration that holds them at an integer point is exact in
+    every dtype."""
+    b = vidyn.ModelBuilder("free_box")
+    b.set_gravity([0.0, 0.0, 0.0])
+    box = b.add_body(None, "box", "freeflyer", mass=2.0, com=[0.0, 0.0, 0.0], inertia=np.diag([0.1, 0.2, 0.3]))
+    for name, offset in (("low", [0.0, 0.0, -1.0]), ("side", [1.0, 0.0, 0.0])):
+        at = np.eye(4)
+        at[:3, 3] = offset
+        b.add_frame(name, box, at)
+    return b.build()
+
+
+#: The "low" frame of :func:`free_box` in its body frame.
+BOX_LOW = np.array([0.0, 0.0, -1.0])
+
+_HAND_LINK = '<link name="{0}"><inertial><origin xyz="{1}"/><mass value="{2}"/><inertia ixx="{3}" iyy="{3}" izz="{3}" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+_HAND_JOINT = '<joint name="{0}" type="{1}"><parent link="{2}"/><child link="{3}"/><origin xyz="{4}"/><axis xyz="{5}"/><limit lower="-2" upper="2" effort="10" velocity="5"/>{6}</joint>'
+
+
+def mimic_hand() -> "vidyn.Model":
+    """A small hand from a URDF: three revolute joints ("wrist", "curl", "thumb") and a
+    prismatic one ("pinch") that mimics "curl" (multiplier -0.5, offset 0.25), so nq = nv = 3
+    reduced coordinates and 4 in the extended model."""
+    links = [("palm", "0 0 0.1", 1.0, 0.02), ("knuckle", "0 0 0.2", 0.5, 0.01), ("finger", "0 0.1 0.1", 0.3, 0.005), ("slide", "0.05 0 0", 0.2, 0.004)]
+    joints = [
+        ("wrist", "revolute", "palm", "knuckle", "0 0 0.2", "0 1 0", ""),
+        ("curl", "revolute", "knuckle", "finger", "0 0 0.3", "1 0 0", ""),
+        ("thumb", "revolute", "palm", "slide", "0.1 0 0", "0 0 1", ""),
+    ]
+    mimic = ("pinch", "prismatic", "knuckle", "pinch_link", "0 0.05 0.1", "0 1 0", '<mimic joint="curl" multiplier="-0.5" offset="0.25"/>')
+    urdf = "".join(_HAND_LINK.format(*link) for link in links + [("pinch_link", "0 0 0.02", 0.1, 0.002)])
+    urdf += "".join(_HAND_JOINT.format(*j) for j in joints + [mimic])
+    return vidyn.Model.from_urdf_string(f'<robot name="hand">{urdf}</robot>', mimic=True)
+
+
+def two_balls() -> "vidyn.Model":
+    """Two free balls (mass 1 and 1.5, radius 0.25), no gravity, for body contacts: joints "a"
+    and "b", and frames "a_link", "b_link" at their centres (the links of collision shapes)."""
+    b = vidyn.ModelBuilder("two_balls")
+    b.set_gravity([0.0, 0.0, 0.0])
+    for name, mass in (("a", 1.0), ("b", 1.5)):
+        body = b.add_body(None, name, "freeflyer", mass=mass, com=[0.0, 0.0, 0.0], inertia=np.eye(3) * 0.4 * mass * 0.25**2)
+        b.add_frame(f"{name}_link", body, np.eye(4))
+    return b.build()
+
+
 def model(name: str):
-    """Small models by name: chain1, chain3, cartpole, tree (every joint kind), panda, cyl3."""
+    """Small models by name: chain1, chain3, cartpole, tree (every joint kind), panda, cyl3,
+    free_box (a free-flyer alone), hanging_box (the same under gravity), hand (a mimic joint),
+    two_balls."""
     if name not in _MODELS:
         build = {
             "chain1": lambda: vidyn.models.pendulum_chain(1),
@@ -450,6 +501,10 @@ def model(name: str):
             "panda": lambda: vidyn.models.example_robot("panda"),
             "cyl3": lambda: cylinder_chain(3),
             "cyl3p": lambda: cylinder_chain(3, planar=True),
+            "free_box": free_box,
+            "hanging_box": lambda: free_box().with_gravity([0.0, 0.0, -9.81]),
+            "hand": mimic_hand,
+            "two_balls": two_balls,
         }[name]
         _MODELS[name] = build()
     return _MODELS[name]

@@ -34,7 +34,10 @@ def integer(x: Any, name: str, minimum: int | None = None) -> int:
 
 
 def real(x: Any, name: str) -> float:
-    """``x`` (a Python or NumPy number) as a float, or a TypeError or InputError naming ``name``."""
+    """``x`` (a Python or NumPy number, or a 0-d array of one, which the Rust conversions read as
+    a number too) as a float, or a TypeError or InputError naming ``name``."""
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+        x = x[()]
     if not isinstance(x, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
     try:

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vidyn._core import MaximalIntegrator, Model
-from vidyn.viz import Shape, collision_shapes, frame_bodies
+from vidyn.viz import Shape, _shape_placement, _shapes, collision_shapes, frame_bodies
 
 __all__ = ["CollisionPairs", "collision_contacts", "collision_pairs"]
 
@@ -107,7 +107,11 @@ def collision_contacts(
 ) -> CollisionPairs:
     """Adds a body contact to ``integrator`` for every pair of :func:`collision_pairs` (named
     ``"<link a>|<link b>#<k>"``, in order, so that the ``k``-th body contact added is
-    ``pairs[k]``); returns the pairs."""
+    ``pairs[k]``); returns the pairs. Raises InputError, adding none, for a shape whose
+    placement has a non-finite entry."""
+    shapes = _shapes(shapes)
+    for i, s in enumerate(shapes):
+        _shape_placement(s, i)  # a non-finite placement is named here, before any contact is added
     found = collision_pairs(integrator.model, shapes, exclude=exclude, adjacent=adjacent)
     for k, (a, b) in enumerate(found.pairs):
         integrator.add_body_contact(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from vidyn._arrays import finite_f64
+from vidyn._arrays import finite_f64, real
 from vidyn._core import InputError, Perpendicular, PointOnPlane, UnknownNameError, VariationalIntegrator, _spatial_placement
 from vidyn.optim import FrictionCone
 
@@ -70,9 +70,13 @@ def point_contact_forces(multipliers: npt.ArrayLike, dt: float, first: int = 0) 
     m = lam.shape[1]
     if isinstance(first, bool) or not isinstance(first, (int, np.integer)) or not 0 <= first <= m - 3:
         raise InputError(f"first is {first!r}, expected an int in 0..{m - 3}: the first of the contact's three columns among the multipliers' {m}")
-    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)) or not (np.isfinite(dt) and dt > 0):
+    try:
+        step = np.nan if isinstance(dt, (bool, np.bool_)) else real(dt, "dt")
+    except (TypeError, InputError):
+        step = np.nan
+    if not (np.isfinite(step) and step > 0):
         raise InputError(f"dt is {dt!r}, expected a finite time step > 0")
-    return -lam[:, first : first + 3] / dt
+    return -lam[:, first : first + 3] / step
 
 
 @dataclass(frozen=True)

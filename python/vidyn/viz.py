@@ -354,15 +354,22 @@ def _shapes(collision: Collision) -> list[Shape]:
     return list(collision)
 
 
+def _shape_placement(shape: Shape, i: int) -> Array:
+    """The placement of ``shape``, the ``i``-th of the shapes given, as float64 (4, 4) with
+    finite entries, or an InputError naming ``shapes[i].placement``."""
+    return finite_f64(shape.placement, f"shapes[{i}].placement", (4, 4))
+
+
 def shape_placements(model: Model, q: npt.ArrayLike, shapes: Sequence[Shape]) -> Array:
     """World placements (len(shapes), 4, 4) of the shapes' frames at configuration ``q``
     (nq,): the placement of the frame named after each shape's link, times the shape's
-    placement in it. Raises UnknownNameError for a link the model has no frame for."""
+    placement in it. Raises UnknownNameError for a link the model has no frame for, and
+    InputError for a placement with a non-finite entry."""
     if not shapes:
         return np.zeros((0, 4, 4))
     frames = frame_placements(model, q)
     index = [model.frame_index(s.link) for s in shapes]
-    out: Array = np.einsum("kij,kjl->kil", frames[index], np.stack([s.placement for s in shapes]))
+    out: Array = np.einsum("kij,kjl->kil", frames[index], np.stack([_shape_placement(s, i) for i, s in enumerate(shapes)]))
     return out
 
 
@@ -407,7 +414,7 @@ def wireframe(shape: Shape, placement: npt.ArrayLike, resolution: int = 24) -> l
     in the world frame, metres. A sphere: three great circles; a cylinder: its end circles and
     four lines along its side; a capsule: the same plus two half circles over each cap; a box:
     its twelve edges."""
-    x = np.asarray(placement, dtype=np.float64)
+    x = np.ascontiguousarray(finite_f64(placement, "placement", (4, 4)))
     return [line @ x[:3, :3].T + x[:3, 3] for line in _local_wireframe(shape, resolution)]
 
 

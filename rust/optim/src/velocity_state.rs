@@ -14,7 +14,10 @@
 //! are those of `Z` and its `v` rows are `M'⁻¹ Z_{p·} − (M'⁻¹ T') Z_{q·}`; the same row
 //! operation gives `B_y` from `B`. Still exact (the chain rule of exact derivatives), O(n³) per
 //! step, in plain column loops (at the cart-pole's n = 2 nalgebra's `gemm` and triangular
-//! solves on views cost several times the arithmetic).
+//! solves on views cost several times the arithmetic). On free-flyer, spherical and planar
+//! joints the same formulas hold in tangent coordinates: `q` keeps its `nq` coordinates, the
+//! `q` columns and rows are along `model.difference`'s directions (those of `A`, `B` and of `T`,
+//! which [`vidyn_rbd::mass_matrix_and_derivative`] forms along them), and `v`, `p` are vectors.
 //!
 //! Why an optimiser wants this: a cost quadratic in `(q, v)` is quadratic in `y` but not in
 //! `(q, p)`, where `v = M(q)⁻¹ p` bends it. iLQR's Gauss–Newton model drops the curvature of
@@ -55,7 +58,7 @@ impl Legendre {
     pub(crate) fn new(model: &Model) -> Self {
         let n = model.nv;
         let zeros = || DMatrix::zeros(n, n);
-        Self { q: Vec::with_capacity(n), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), scratch: vec![0.0; n] }
+        Self { q: Vec::with_capacity(model.nq), mass: zeros(), factor: zeros(), t: zeros(), minv: zeros(), minv_t: zeros(), scratch: vec![0.0; n] }
     }
 
     /// `M(q)` and its factor, recomputed only when `q` differs (bitwise) from the last one.
@@ -169,15 +172,16 @@ impl Legendre {
         Ok(())
     }
 
-    /// Entries of [`Legendre::save`]'s record for `n` joints: `y = (q, v)`, `M`, `M⁻¹`, `M⁻¹ T`.
-    pub(crate) fn saved_len(n: usize) -> usize {
-        2 * n + 3 * n * n
+    /// Entries of [`Legendre::save`]'s record for `n` joints of `nq` coordinates: `y = (q, v)`,
+    /// `M`, `M⁻¹`, `M⁻¹ T`.
+    pub(crate) fn saved_len(nq: usize, n: usize) -> usize {
+        nq + n + 3 * n * n
     }
 
     /// Records the data of [`Legendre::linearize_at`] at `y = (q, v)` into `out`.
     pub(crate) fn save(&self, y: &[f64], out: &mut [f64]) {
         let n = self.mass.nrows();
-        let (head, rest) = out.split_at_mut(2 * n);
+        let (head, rest) = out.split_at_mut(y.len());
         head.copy_from_slice(y);
         for (part, m) in rest.chunks_exact_mut(n * n).zip([&self.mass, &self.minv, &self.minv_t]) {
             part.copy_from_slice(m.as_slice());
@@ -188,12 +192,12 @@ impl Legendre {
     /// `M`, `M⁻¹` and `M⁻¹ T` are those [`Legendre::linearize_at`] would compute (not `T` nor
     /// the factor). Returns whether it did.
     pub(crate) fn load(&mut self, q: &[f64], v: &[f64], saved: &[f64]) -> bool {
-        let n = q.len();
+        let (nq, n) = (q.len(), v.len());
         let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-        if saved.len() != Self::saved_len(n) || !same(&saved[..n], q) || !same(&saved[n..2 * n], v) {
+        if saved.len() != Self::saved_len(nq, n) || !same(&saved[..nq], q) || !same(&saved[nq..nq + n], v) {
             return false;
         }
-        for (part, m) in saved[2 * n..].chunks_exact(n * n).zip([&mut self.mass, &mut self.minv, &mut self.minv_t]) {
+        for (part, m) in saved[nq + n..].chunks_exact(n * n).zip([&mut self.mass, &mut self.minv, &mut self.minv_t]) {
             m.as_mut_slice().copy_from_slice(part);
         }
         // the factor is not restored: M(q) is not "held" for `mass_at`

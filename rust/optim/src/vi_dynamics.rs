@@ -102,9 +102,6 @@ impl<'a> ViDynamics<'a> {
         if self.vi.kinematic().iter().any(|&k| k) {
             return Err(OptimError::InvalidInput("the velocity state is not defined with kinematic joints".into()));
         }
-        if self.vi.has_composite_joints() {
-            return Err(OptimError::NotImplemented("the velocity state (q, v) with free-flyer, spherical or planar joints: use the (q, p) state".into()));
-        }
         self.velocity_state = true;
         Ok(self)
     }
@@ -117,7 +114,7 @@ impl<'a> ViDynamics<'a> {
     pub fn state_from_momentum(&self, q: &[f64], p: &[f64]) -> Result<Vec<f64>> {
         let mut x: Vec<f64> = q.iter().chain(p).copied().collect();
         if self.velocity_state {
-            let (q, v) = x.split_at_mut(self.vi.n());
+            let (q, v) = x.split_at_mut(self.vi.nq());
             let mut s = self.take_scratch();
             s.node.velocity(self.vi.model(), s.ws.rbd(), q, p, v)?;
             self.return_scratch(s);
@@ -134,11 +131,11 @@ impl<'a> ViDynamics<'a> {
         if !self.velocity_state {
             return Ok(());
         }
-        let (n, model) = (self.vi.n(), self.vi.model());
+        let (nq, n, model) = (self.vi.nq(), self.vi.n(), self.vi.model());
         let mut s = self.take_scratch();
         let StepScratch { ws, node, .. } = &mut *s;
-        for (k, xk) in res.x.chunks_exact_mut(2 * n).enumerate() {
-            let (q, v) = xk.split_at_mut(n);
+        for (k, xk) in res.x.chunks_exact_mut(nq + n).enumerate() {
+            let (q, v) = xk.split_at_mut(nq);
             if !self.load_node(k, node, q, v) {
                 node.linearize_at(model, ws.rbd(), q, v)?;
             }
@@ -152,7 +149,7 @@ impl<'a> ViDynamics<'a> {
     }
     /// Keeps node `k`'s Legendre data at `y = (q, v)`.
     fn save_node(&self, k: usize, node: &Legendre, y: &[f64]) {
-        let stride = Legendre::saved_len(self.vi.n());
+        let stride = Legendre::saved_len(self.vi.nq(), self.vi.n());
         if let Ok(mut maps) = self.node_maps.lock() {
             if maps.len() < (k + 1) * stride {
                 maps.resize((k + 1) * stride, f64::NAN);
@@ -162,7 +159,7 @@ impl<'a> ViDynamics<'a> {
     }
     /// Node `k`'s kept Legendre data into `node` when it was computed at `(q, v)`, bit for bit.
     fn load_node(&self, k: usize, node: &mut Legendre, q: &[f64], v: &[f64]) -> bool {
-        let stride = Legendre::saved_len(self.vi.n());
+        let stride = Legendre::saved_len(self.vi.nq(), self.vi.n());
         self.node_maps.lock().is_ok_and(|maps| maps.get(k * stride..(k + 1) * stride).is_some_and(|saved| node.load(q, v, saved)))
     }
     /// The actuated joints and the map of controls to generalised forces.
@@ -189,7 +186,7 @@ impl<'a> ViDynamics<'a> {
             let (q, p) = (
                 &xk[..nq],
                 if self.velocity_state {
-                    node.momentum(model, ws.rbd(), &xk[..n], &xk[n..], pk)?;
+                    node.momentum(model, ws.rbd(), &xk[..nq], &xk[nq..nx], pk)?;
                     &pk[..]
                 } else {
                     &xk[nq..]
@@ -202,7 +199,7 @@ impl<'a> ViDynamics<'a> {
             start.learn(qn);
             next[..nq].copy_from_slice(qn);
             if self.velocity_state {
-                node.velocity(model, ws.rbd(), qn, pn, &mut next[n..])?;
+                node.velocity(model, ws.rbd(), qn, pn, &mut next[nq..])?;
             } else {
                 next[nq..].copy_from_slice(pn);
             }
@@ -239,7 +236,7 @@ impl<'a> ViDynamics<'a> {
         for (xk, pk) in x.chunks_exact(nq + n).zip(traj.p.chunks_exact_mut(n)) {
             traj.q.extend_from_slice(&xk[..nq]);
             match s.as_deref_mut() {
-                Some(StepScratch { ws, node, .. }) => node.momentum(self.vi.model(), ws.rbd(), &xk[..n], &xk[n..], pk)?,
+                Some(StepScratch { ws, node, .. }) => node.momentum(self.vi.model(), ws.rbd(), &xk[..nq], &xk[nq..], pk)?,
                 None => pk.copy_from_slice(&xk[nq..]),
             }
         }
@@ -340,7 +337,7 @@ impl Dynamics for ViDynamics<'_> {
         let mut s = self.take_scratch();
         let model = self.vi.model();
         if self.velocity_state && !a.is_empty() {
-            s.node.linearize_at(model, s.ws.rbd(), &x[..n], &x[n..nx])?;
+            s.node.linearize_at(model, s.ws.rbd(), &x[..nq], &x[nq..nx])?;
             self.save_node(k0, &s.node, &x[..nx]);
         }
         for (i, (ak, bk)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
@@ -348,7 +345,7 @@ impl Dynamics for ViDynamics<'_> {
             let s = &mut *s;
             self.actuation.expand(&u[i * m..(i + 1) * m], &mut s.full);
             let p = if self.velocity_state {
-                s.node.momentum_of(&xk[n..], &mut s.p);
+                s.node.momentum_of(&xk[nq..], &mut s.p);
                 &s.p[..]
             } else {
                 &xk[nq..]
@@ -357,7 +354,7 @@ impl Dynamics for ViDynamics<'_> {
             self.vi.linearize_kept(&self.solved, &mut s.ws, at, ak, &mut s.b, &mut s.q_next, &mut s.p_next)?;
             self.actuation.select_columns(&s.b, bk);
             if self.velocity_state {
-                s.next_node.linearize_at(model, s.ws.rbd(), &next[..n], &next[n..])?;
+                s.next_node.linearize_at(model, s.ws.rbd(), &next[..nq], &next[nq..])?;
                 self.save_node(k0 + i + 1, &s.next_node, next);
                 jacobians_to_velocity(ak, bk, &s.node, &mut s.next_node);
                 std::mem::swap(&mut s.node, &mut s.next_node);

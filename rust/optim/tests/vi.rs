@@ -420,6 +420,58 @@ fn velocity_state_jacobians_are_exact() {
     }
 }
 
+/// The velocity state on a tree with free-flyer and spherical joints: `A`, `B` of the step on
+/// `y = (q, v)` against central differences on the manifold (`y ⊕ ±h e_j` by the state
+/// space's `integrate`, the results compared by its `difference`; h = 1e-6: truncation ~h²,
+/// round-off ~ε/h ≈ 2e-10 against entries of order one), and `linearize_steps` the same bits
+/// as `linearize`.
+#[test]
+fn velocity_state_jacobians_on_a_floating_base_are_exact() {
+    use vidyn_optim::Dynamics;
+    use vidyn_rbd::Joint;
+    let kinds = [Joint::FreeFlyer, Joint::Spherical, Joint::Revolute { axis: nalgebra::Vector3::z() }];
+    let model = Arc::new(vidyn_rbd::builders::random_tree(4, 7, &kinds));
+    let (nq, n) = (model.nq, model.nv);
+    let vi = vidyn_vi::VariationalIntegrator::new(Arc::clone(&model), vidyn_vi::Scheme::by_name("trapezoid", None).unwrap(), 0.01, None).unwrap();
+    let dynamics = vidyn_optim::ViDynamics::new(&vi, None).unwrap().with_velocity_state().unwrap();
+    let space = dynamics.state_space();
+    let (nx, ndx, steps) = (nq + n, 2 * n, 4);
+    let tangent: Vec<f64> = (0..n).map(|i| 0.2 * ((i * 5) as f64).sin()).collect();
+    let mut y0 = vidyn_rbd::integrate(&model, &vidyn_rbd::neutral(&model), &tangent).unwrap();
+    y0.extend((0..n).map(|i| 0.4 * ((i * 3) as f64).cos()));
+    let u: Vec<f64> = (0..steps * n).map(|i| 0.3 * (i as f64 * 0.7).sin()).collect();
+    let (x, _) = dynamics.rollout(&y0, steps, &mut |k, _, w: &mut [f64]| w.copy_from_slice(&u[k * n..(k + 1) * n])).unwrap();
+    let (a, b) = dynamics.linearize(&x, &u).unwrap();
+    let (mut a2, mut b2) = (vec![DMatrix::zeros(ndx, ndx); steps], vec![DMatrix::zeros(ndx, n); steps]);
+    dynamics.linearize_steps(0, &x, &u, &mut a2, &mut b2).unwrap();
+    assert_eq!((&a, &b), (&a2, &b2));
+    let h = 1e-6;
+    let next = |y: &[f64], w: &[f64]| dynamics.rollout(y, 1, &mut |_, _, o: &mut [f64]| o.copy_from_slice(w)).unwrap().0[nx..].to_vec();
+    for k in 0..steps {
+        let (yk, uk) = (&x[k * nx..(k + 1) * nx], &u[k * n..(k + 1) * n]);
+        for j in 0..ndx + n {
+            let (mut yp, mut ym, mut up, mut um) = (yk.to_vec(), yk.to_vec(), uk.to_vec(), uk.to_vec());
+            if j < ndx {
+                let mut e = vec![0.0; ndx];
+                e[j] = h;
+                space.integrate(yk, &e, &mut yp);
+                e[j] = -h;
+                space.integrate(yk, &e, &mut ym);
+            } else {
+                up[j - ndx] += h;
+                um[j - ndx] -= h;
+            }
+            let mut d = vec![0.0; ndx];
+            space.difference(&next(&ym, &um), &next(&yp, &up), &mut d);
+            for (r, dr) in d.iter().enumerate() {
+                let fd = dr / (2.0 * h);
+                let exact = if j < ndx { a[k][(r, j)] } else { b[k][(r, j - ndx)] };
+                assert!((fd - exact).abs() <= 1e-6 * (1.0 + exact.abs()), "step {k}, ({r}, {j}): {fd} vs {exact}");
+            }
+        }
+    }
+}
+
 /// The gravity-free cart-pole swing-up of `BENCHMARKS.md`: iLQR on `(q, v)` (cost used as it
 /// is) and on `(q, p)` (the same cost through [`VelocityCost`]) reach the same optimum, the
 /// former in fewer iterations (6 against 8: in `(q, v)` the cost is exactly quadratic). Its

@@ -231,13 +231,6 @@ impl PyVariationalIntegrator {
     fn configuration(&self, x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
         convert::read(x, name, &[self.inner.nq()], Some("(model.nq,)"))
     }
-    /// The error of what is not implemented on Lie-group joints yet, for such a model.
-    fn refuse_lie_group(&self, what: &'static str) -> PyResult<()> {
-        if self.inner.has_composite_joints() {
-            return Err(crate::errors::py_err(ViError::NotOnLieGroup { what }));
-        }
-        Ok(())
-    }
 }
 
 #[pymethods]
@@ -568,11 +561,10 @@ impl PyVariationalIntegrator {
 
     /// `(q, v) -> (p, J)`: the momentum `p = M(q) v` (n,) and `J = d(q, p)/d(q, v)` (2n, 2n).
     fn momentum_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
-        self.refuse_lie_group("the velocity state")?;
-        let (q, v) = (self.vector(q, "q")?, self.vector(v, "v")?);
+        let (q, v) = (self.configuration(q, "q")?, self.vector(v, "v")?);
         let vi = &*self.inner;
         let (p, j) = detached(py, move || {
-            let n = q.len();
+            let n = v.len();
             let (mut p, mut j) = (vec![0.0; n], DMatrix::zeros(2 * n, 2 * n));
             vi.momentum_with_jacobian(&mut vi.workspace(), &q, &v, &mut p, &mut j).map(|()| (p, j))
         })?;
@@ -581,11 +573,10 @@ impl PyVariationalIntegrator {
 
     /// `(q, p) -> (v, J)`: the velocity `v = M(q)⁻¹ p` (n,) and `J = d(q, v)/d(q, p)` (2n, 2n).
     fn velocity_jacobian<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>, p: &Bound<'py, PyAny>) -> PyResult<WithJacobian<'py>> {
-        self.refuse_lie_group("the velocity state")?;
-        let (q, p) = (self.vector(q, "q")?, self.vector(p, "p")?);
+        let (q, p) = (self.configuration(q, "q")?, self.vector(p, "p")?);
         let vi = &*self.inner;
         let (v, j) = detached(py, move || {
-            let n = q.len();
+            let n = p.len();
             let (mut v, mut j) = (vec![0.0; n], DMatrix::zeros(2 * n, 2 * n));
             vi.velocity_with_jacobian(&mut vi.workspace(), &q, &p, &mut v, &mut j).map(|()| (v, j))
         })?;

@@ -105,6 +105,7 @@ impl PointState {
 
     /// Fills every field for configuration `q` and velocity `qdot` (1-dof joints only). O(n).
     /// Clears the wrenches: call [`Self::update_wrenches`] afterwards to add them.
+    #[cfg(test)]
     pub(crate) fn update(&mut self, model: &Model, q: &[f64], qdot: &[f64]) {
         self.update_configuration(model, &model.joint_placements, q);
         self.update_velocity(model, qdot);

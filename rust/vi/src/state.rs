@@ -3,30 +3,27 @@
 //!
 //! The conversion is the continuous Legendre transform `p = M(q) v` (the one
 //! [`VariationalIntegrator::momentum`] uses to start a rollout). Its Jacobian is
-//! `∂(q, p)/∂(q, v) = [[1, 0], [∂(M v)/∂q, M]]`, and `∂(M v)/∂q` is exactly the energy
-//! Hessian `K_q̇q = ∂/∂q (∂K/∂q̇)` at `(q, v)` (`∂K/∂q̇ = M(q) v`), which
-//! [`crate::EnergyHessians`] computes in O(n·d) (Fan et al. 2018, Algorithm 2) — the same
-//! matrix as `∂τ/∂q` of RNEA at `(q, q̇ = 0, q̈ = v)` without gravity, checked in the tests.
+//! `∂(q, p)/∂(q, v) = [[1, 0], [∂(M v)/∂q, M]]`, and `∂(M v)/∂q` is the energy Hessian
+//! `K_q̇q = ∂/∂q (∂K/∂q̇)` at `(q, v)` (`∂K/∂q̇ = M(q) v`) — the same matrix as `∂τ/∂q` of RNEA
+//! at `(q, q̇ = 0, q̈ = v)` without gravity, formed with `M` in one O(n·d) pass over the tree
+//! ([`vidyn_rbd::mass_matrix_and_derivative`]). On free-flyer, spherical and planar joints
+//! `∂/∂q` is along the tangent directions of `model.difference` (the VI's linearisation's),
+//! and `q` keeps its `nq` coordinates.
 //! The inverse map `v = M(q)⁻¹ p` has `∂v/∂q = −M⁻¹ ∂(M v)/∂q`, `∂v/∂p = M⁻¹`.
 //! For a state `x` and a quantity `g`, chain rules apply as usual: e.g. a cost `ℓ(q, v)` has
 //! `∂ℓ/∂(q, p) = ∂ℓ/∂(q, v) · ∂(q, v)/∂(q, p)`.
 
 use crate::error::{Result, ViError};
-use crate::hessians::EnergyHessians;
 use crate::integrator::{VariationalIntegrator, ViWorkspace};
 use nalgebra::DMatrix;
 use vidyn_rbd::{check_configuration, check_tangent};
 
 impl VariationalIntegrator {
-    /// Fills `ws.points.hessians[0]` at `(q, v)` (allocating the Hessians on first use).
-    fn hessians_at(&self, ws: &mut ViWorkspace, q: &[f64], v: &[f64]) {
-        let (model, n) = (self.model(), self.n());
-        let pts = &mut ws.points;
-        if pts.hessians.len() != pts.states.len() {
-            pts.hessians = (0..pts.states.len()).map(|_| EnergyHessians::new(n)).collect();
-        }
-        pts.states[0].update(model, q, v);
-        pts.hessians[0].update(model, &pts.states[0]);
+    /// `T = ∂(M v)/∂q` at `(q, v)`, with `M(q)` left in `ws.rbd.mass_matrix` (module docs).
+    fn mass_and_its_derivative<'w>(&self, ws: &'w mut ViWorkspace, q: &[f64], v: &[f64]) -> Result<&'w DMatrix<f64>> {
+        let ViWorkspace { rbd, scratch, .. } = ws;
+        scratch.copy_from_slice(v);
+        vidyn_rbd::mass_matrix_and_derivative(self.model(), rbd, q, scratch, |_, _| Ok::<(), ViError>(()))
     }
 
     fn check_jacobian_shape(&self, jac: &DMatrix<f64>) -> Result<()> {
@@ -40,23 +37,22 @@ impl VariationalIntegrator {
     /// `(q, v) ↦ (q, p)`, `p = M(q) v`, writing `p` `(n,)` and `jac = ∂(q, p)/∂(q, v)`
     /// `(2n, 2n)` `= [[1, 0], [∂(M v)/∂q, M]]` (module docs). O(n·d) plus the O(n²) copy.
     pub fn momentum_with_jacobian(&self, ws: &mut ViWorkspace, q: &[f64], v: &[f64], p: &mut [f64], jac: &mut DMatrix<f64>) -> Result<()> {
-        self.refuse_lie_group("the velocity state")?;
         self.refuse_mimic("the velocity state")?;
         check_configuration(self.model(), q)?;
         check_tangent(self.model(), v, "v")?;
         self.check_jacobian_shape(jac)?;
         let n = self.n();
-        self.hessians_at(ws, q, v);
-        let h = &ws.points.hessians[0];
-        for (i, pi) in p.iter_mut().enumerate() {
-            *pi = (0..n).map(|j| h.kvv[(i, j)] * v[j]).sum();
-        }
+        let t = self.mass_and_its_derivative(ws, q, v)?;
         jac.fill(0.0);
         for i in 0..n {
             jac[(i, i)] = 1.0;
         }
-        jac.view_mut((n, 0), (n, n)).copy_from(&h.kvq);
-        jac.view_mut((n, n), (n, n)).copy_from(&h.kvv);
+        jac.view_mut((n, 0), (n, n)).copy_from(t);
+        let m = &ws.rbd.mass_matrix;
+        for (i, pi) in p.iter_mut().enumerate() {
+            *pi = (0..n).map(|j| m[(i, j)] * v[j]).sum();
+        }
+        jac.view_mut((n, n), (n, n)).copy_from(m);
         // a kinematic joint's slot holds its velocity (`with_kinematic`), as in `momentum`
         for (i, _) in self.kinematic().iter().enumerate().filter(|(_, &k)| k) {
             p[i] = v[i];
@@ -71,7 +67,6 @@ impl VariationalIntegrator {
     /// `(2n, 2n)` `= [[1, 0], [−M⁻¹ ∂(M v)/∂q, M⁻¹]]` (module docs). O(n³) for the product.
     /// Not defined with kinematic joints (their slots mix velocities and momenta).
     pub fn velocity_with_jacobian(&self, ws: &mut ViWorkspace, q: &[f64], p: &[f64], v: &mut [f64], jac: &mut DMatrix<f64>) -> Result<()> {
-        self.refuse_lie_group("the velocity state")?;
         self.refuse_mimic("the velocity state")?;
         self.check_jacobian_shape(jac)?;
         if self.kinematic().iter().any(|&k| k) {
@@ -79,17 +74,17 @@ impl VariationalIntegrator {
         }
         self.velocity(ws, q, p, v)?;
         let n = self.n();
-        self.hessians_at(ws, q, v);
-        let minv = vidyn_rbd::minverse(self.model(), &mut ws.rbd, q)?;
         jac.fill(0.0);
+        // T = ∂(M v)/∂q parked in the upper right block (zero in the result) while M⁻¹ is formed
+        jac.view_mut((0, n), (n, n)).copy_from(self.mass_and_its_derivative(ws, q, v)?);
+        let minv = vidyn_rbd::minverse(self.model(), &mut ws.rbd, q)?;
         for i in 0..n {
             jac[(i, i)] = 1.0;
         }
-        // −M⁻¹ ∂(M v)/∂q, column-axpy order (nalgebra's gemm would allocate its packing buffer)
-        let kvq = &ws.points.hessians[0].kvq;
+        // −M⁻¹ T, column-axpy order (nalgebra's gemm would allocate its packing buffer)
         for j in 0..n {
             for k in 0..n {
-                let x = kvq[(k, j)];
+                let x = jac[(k, n + j)];
                 if x != 0.0 {
                     for i in 0..n {
                         jac[(n + i, j)] -= minv[(i, k)] * x;
@@ -97,6 +92,7 @@ impl VariationalIntegrator {
                 }
             }
         }
+        jac.view_mut((0, n), (n, n)).fill(0.0);
         jac.view_mut((n, n), (n, n)).copy_from(minv);
         Ok(())
     }
