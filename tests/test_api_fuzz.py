@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzz_inputs as F
@@ -873,7 +873,7 @@ def _(g):
     return x, lambda y: vi.energy(y["q"], y["p"])
 
 
-for _meth, _names in [("momentum", "q v"), ("velocity", "q p")]:
+for _meth, _names in [("momentum", "q v"), ("velocity", "q p"), ("momentum_jacobian", "q v"), ("velocity_jacobian", "q p")]:
 
     def _make(g, _meth=_meth, _names=_names):
         m, vi = floating_vi(g)
@@ -1085,6 +1085,20 @@ def _(g):
 
     def run(y):
         return optim.ilqr(vi, y["q0"], U_init=y["U_init"], x_ref=y["x_ref"], u_ref=y["u_ref"], u_min=y["u_min"], u_max=y["u_max"], max_iterations=2, method=method, **{start: y[start]}, **weights(y, "Q R QN"))
+
+    return x, run
+
+
+@case("optim.ilqr(velocity)[floating]", "q0 v0 U_init Q R QN x_ref", budget=6)
+def _(g):
+    vi = free_box_vi()
+    steps = 3
+    x: dict[str, Any] = {"q0": g.q("q0", vi.model), "v0": g.vec("v0", 6, 0.5), "U_init": g.vec("U_init", (steps, 6), 1.0), "x_ref": box_states(g, "x_ref", None)}
+    with_weights(g, x, {"Q": 12, "R": 6, "QN": 12}, steps)
+    coordinates = g.choice("coordinates", ["velocity", "momentum"])  # the cost on (q, v) either way
+
+    def run(y):
+        return optim.ilqr(vi, y["q0"], y["v0"], y["U_init"], x_ref=y["x_ref"], cost_state="velocity", coordinates=coordinates, max_iterations=2, **weights(y, "Q R QN"))
 
     return x, run
 
@@ -1440,22 +1454,6 @@ def _(g):
 
 CASE_IDS = sorted(CASES)
 
-#: Temporary: contract violations that a case found and whose fix is in the Rust core, (test,
-#: case) -> what is wrong; the test is xfail(strict=True) until the fix lands, and then fails
-#: as XPASS, which says to delete the row.
-KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    **{
-        ("layouts", name): "optim.fddp logs gradient_norm = NaN for every iteration (rust/optim/src/fddp.rs sets f64::NAN): a silent non-finite result from finite inputs"
-        for name in ("optim.fddp", "optim.fddp[floating]", "optim.fddp[maximal]")
-    },
-}
-
-
-def _params(test: str, names) -> list:
-    """``names`` as parameters of ``test``, each known violation marked xfail(strict=True)."""
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_VIOLATIONS[(test, n)])) if (test, n) in KNOWN_VIOLATIONS else n for n in names]
-
-
 def _inputs(x: dict[str, Any], layouts: dict[str, str]) -> dict[str, Any]:
     """The inputs in their drawn layouts; a 0-d baseline is a Python float."""
     out: dict[str, Any] = {}
@@ -1483,17 +1481,15 @@ def _baseline(x: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("name", _params("layouts", CASE_IDS))
+@pytest.mark.parametrize("name", CASE_IDS)
 def test_layouts_give_bit_identical_results(name):
     """Each array argument in a drawn layout (C, Fortran, strided, negative strides, T of a T
     copy, byte-swapped, float32/int64 when exact, list, read-only, combinations) gives exactly
     the bits of the call with C-contiguous float64 inputs; the baseline is reproducible and,
     for single calls, finite."""
     c = CASES[name]
-    # a known violation (xfail) fails on its first example: not worth shrinking
-    known = {"phases": (Phase.explicit, Phase.generate)} if ("layouts", name) in KNOWN_VIOLATIONS else {}
 
-    @settings(max_examples=examples(c.budget), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large], **known)
+    @settings(max_examples=examples(c.budget), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data):
         layouts = {n: data.draw(st.sampled_from(F.LAYOUT_NAMES), label=f"layout[{n}]") for n in c.arrays}
@@ -1537,12 +1533,14 @@ def test_table_covers_the_required_functions():
         "VariationalIntegrator(body_wrenches)[floating]", "VariationalIntegrator.linearize[floating]",
         "VariationalIntegrator.linearize(order=2, lam)[floating]", "VariationalIntegrator.energy[floating]",
         "VariationalIntegrator.momentum[floating]", "VariationalIntegrator.velocity[floating]",
+        "VariationalIntegrator.momentum_jacobian[floating]", "VariationalIntegrator.velocity_jacobian[floating]",
         # contacts and multipliers
         "point_contact", "frame_contact", "Perpendicular", "point_contact_forces", "ContactSchedule.holds",
         "ContactSchedule.touchdown_gaps", "ContactSchedule.forces", "VariationalIntegrator.multipliers",
         "VariationalIntegrator.multipliers(traj)", "VariationalIntegrator(schedule)",
         # optim: multiple shooting, floating bases, maximal coordinates, problems and tracked points
         "optim.fddp", "optim.fddp[floating]", "optim.fddp[maximal]", "optim.ilqr[floating]", "optim.ilqr[maximal]",
+        "optim.ilqr(velocity)[floating]",
         "optim.tracking_lqr[floating]", "optim.closed_loop_rollout", "optim.closed_loop_rollout[floating]",
         "optim.project", "optim.project[floating]", "optim.projection[floating]", "optim.ilqr_linear",
         "optim.Problem", "optim.Track",

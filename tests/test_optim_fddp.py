@@ -42,6 +42,26 @@ def test_the_cartpole_swings_up_from_an_interpolated_guess():
     np.testing.assert_array_equal(again.u, shot.u)
 
 
+def test_the_log_reports_the_gradient_norm():
+    """``log["gradient_norm"]`` (was NaN on every FDDP iteration, found by the fuzzer in
+    session 38): from a feasible guess (the rollout of the initial controls) FDDP's first
+    iterate is iLQR's, and so is its norm; from the interpolated, infeasible guess it is the
+    norm with the gaps held, finite and positive, and it falls as FDDP converges."""
+    vi, weights = problem()
+    u0 = np.zeros((N, 1))
+    start = vi.rollout([0, 0], u=np.hstack([u0, np.zeros((N, 1))]))
+    feasible = np.hstack([start.q, start.p])
+    kw = dict(max_iterations=3, **{k: v for k, v in weights.items() if k != "cost_state"})
+    first_ilqr = vidyn.optim.ilqr(vi, [0, 0], U_init=u0, **kw).log["gradient_norm"][0]
+    first_fddp = vidyn.optim.fddp(vi, [0, 0], feasible, u0, **kw).log["gradient_norm"][0]
+    assert first_fddp == pytest.approx(first_ilqr, rel=1e-12)
+    guess = np.column_stack([np.zeros(N + 1), np.linspace(0.0, np.pi, N + 1)])
+    shot = vidyn.optim.fddp(vi, [0, 0], guess, u0, max_iterations=400, tolerance=1e-9, **weights)
+    norms = shot.log["gradient_norm"]
+    assert np.all(np.isfinite(norms)) and norms[0] > 0
+    assert norms[-1] < 1e-3 * norms[0], norms
+
+
 def test_torque_limits():
     """With |u| ≤ 2 N (the unlimited swing-up pushes with up to 34 N; with 2 N the pole cannot
     get up in 2.5 s) FDDP from the same guess keeps every force within the limit, the limit

@@ -14,7 +14,7 @@ Everything runs in Rust (crate ``vidyn-optim``) with the GIL released::
 * :func:`lqr` — time-varying finite-horizon Riccati recursion (symmetrised each step).
 * :func:`dlqr` — steady-state DLQR of an equilibrium (Riccati map iterated to convergence).
 * :func:`tracking_lqr` and :func:`closed_loop_rollout` — the tracking controller
-  ``u_k = u_ref,k − K_k (x_k − x_ref,k)`` about a trajectory, simulated with the VI step.
+  ``u_k = u_ref,k − K_k (x_k ⊖ x_ref,k)`` about a trajectory, simulated with the VI step.
 * :func:`ilqr` — iLQR on the VI's exact linearisation (every step linearised in parallel),
   Levenberg–Marquardt regularisation of ``Q_uu``, backtracking line search, box control
   limits (projected-Newton box QP, Tassa et al. 2014), convergence report. ``method="ddp"``
@@ -50,9 +50,9 @@ Conventions
     where ``x ⊖ x_ref = (model.difference(q_ref, q), p − p_ref)`` (``2n`` entries; plain
     subtraction without Lie-group joints), so the weights are ``2n × 2n``. With Lie-group
     joints the Jacobians, gains ``K`` (m, 2n) and cost derivatives are in these tangent
-    coordinates (crocoddyl's state manifolds), the Hessian of the state cost is the
-    Gauss–Newton ``Jᵀ Q J``, and for now only :func:`ilqr` (full DDP included; not the
-    projection method or the closed-loop helpers) takes such models.
+    coordinates (crocoddyl's state manifolds) and the Hessian of the state cost is the
+    Gauss–Newton ``Jᵀ Q J``, for every optimiser here (iLQR, full DDP, FDDP, the projection
+    method, the closed-loop helpers).
 
     With ``cost_state="velocity"`` the same formula applies to ``y = (q, v)``, ``v = M(q)⁻¹ p``
     (Gauss–Newton Hessian; value and gradient exact), and ``x_ref`` is then ``(q, v)``;
@@ -198,7 +198,8 @@ class IlqrResult:
     ``cost_history[0]`` is the initial cost, one entry per accepted step follows. ``log``:
     per-iteration arrays ``cost``, ``expected_reduction`` (full step), ``expected_reduction_alpha``
     and ``actual_reduction`` (accepted step), ``alpha``, ``mu``, ``gradient_norm`` (‖∂J/∂u‖ of
-    the open-loop cost, projected on the control limits), ``time`` (s since the start).
+    the open-loop cost, projected on the control limits; on an FDDP iterate with gaps, of the
+    cost with the gaps held), ``time`` (s since the start).
     ``status``: ``"converged"``, ``"max_iterations"`` or ``"regularisation_limit"``.
     ``timing`` (s): ``forward`` (rollouts, with each trial's derivatives computed alongside on
     the other threads, and rejected trials), ``linearize`` (work after an accepted trial's

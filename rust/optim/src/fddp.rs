@@ -350,7 +350,7 @@ fn solve<D: Dynamics + ?Sized, C: Cost + ?Sized>(
                     actual_reduction: cost_now - trial_cost,
                     alpha,
                     mu,
-                    gradient_norm: f64::NAN,
+                    gradient_norm: p.out.gradient_norm,
                     time: started.elapsed().as_secs_f64(),
                 });
                 if traj.feasible {

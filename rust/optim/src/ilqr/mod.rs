@@ -87,7 +87,7 @@ pub(crate) struct Backward {
     pub(crate) dv1: f64,
     pub(crate) dv2: f64,
     /// `‖∂J/∂u‖₂` at the pass's trajectory ([`GradientAdjoint`]).
-    gradient_norm: f64,
+    pub(crate) gradient_norm: f64,
 }
 
 impl Backward {

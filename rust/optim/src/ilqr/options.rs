@@ -90,7 +90,8 @@ pub struct IterationLog {
     pub alpha: f64,
     /// Regularisation of the accepted backward pass.
     pub mu: f64,
-    /// `‖∂J/∂u‖₂` of the open-loop cost at the start (projected on the control limits).
+    /// `‖∂J/∂u‖₂` of the open-loop cost at the start (projected on the control limits); on
+    /// an FDDP iterate with gaps, of the cost with the gaps held (`x_{k+1} = f(x_k, u_k) + f̄_k`).
     pub gradient_norm: f64,
     /// Seconds since the start of the solve at the end of this iteration.
     pub time: f64,
