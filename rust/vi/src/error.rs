@@ -15,7 +15,7 @@ pub enum ViError {
     NotOnLieGroup { what: &'static str },
     /// A composite joint turned so far within one step that the step's chart (Z-Y-X angles
     /// centred at the step's start, module `chart_step`) neared its singularity at ±90°.
-    #[error("step {step}: joint '{joint}' turns by about {degrees:.0}° within one step, too close to the 90° at which the step's Z-Y-X chart degenerates (a rotation too fast for dt = {dt}): use a smaller time step")]
+    #[error("step {step}: joint '{joint}' turns by about {degrees:.0}° within one step, near or past the 90° at which the step's Z-Y-X chart degenerates (a rotation too fast for dt = {dt}, or a momentum p far from the motion's): use a smaller time step")]
     StepTooLarge { step: usize, joint: String, degrees: f64, dt: f64 },
     /// Second-order derivatives asked of an integrator with kinematic joints or body wrenches
     /// (`features` names those it has), which they are not implemented for (module
