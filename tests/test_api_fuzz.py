@@ -59,6 +59,7 @@ from hypothesis import strategies as st
 import fuzz_inputs as F
 import vidyn
 import vidyn.distributed  # not imported by vidyn itself
+from reference_motion import rotation
 from vidyn import optim, spatial
 
 LONG = os.environ.get("VIDYN_FUZZ_LONG", "") not in ("", "0")
@@ -900,17 +901,6 @@ def quaternion(g: Gen, name: str) -> np.ndarray:
     return quats[g.rng.integers(len(quats))] + 0.0
 
 
-def quaternion_matrix(qu: np.ndarray) -> np.ndarray:
-    x, y, z, w = qu
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def box_held_at(g: Gen, name: str, rows: int, frame: str = "low") -> np.ndarray:
     """Configurations (rows, 7) of the box, each turned by its own drawn quaternion, with the
     origin of ``frame`` at its point contact's target (so a contact step starts on it)."""
@@ -918,7 +908,7 @@ def box_held_at(g: Gen, name: str, rows: int, frame: str = "low") -> np.ndarray:
     offset = F.BOX_LOW if frame == "low" else np.array([1.0, 0.0, 0.0])
     for _ in range(rows):
         qu = quaternion(g, name)
-        out.append(np.concatenate([BOX_TARGETS[frame] - quaternion_matrix(qu) @ offset, qu]))
+        out.append(np.concatenate([BOX_TARGETS[frame] - rotation(qu) @ offset, qu]))
     return np.array(out).reshape(rows, 7) + 0.0
 
 
