@@ -30,9 +30,12 @@
 //! z_N = m_x,   z_k = ℓ_x − K_kᵀℓ_u + (A_k − B_k K_k)ᵀ z_{k+1}     (K: projection gain),
 //! ```
 //! which makes the model the exact second derivative of `g(ξ̄) = h(P(ξ̄))` on the tangent space
-//! (checked against finite differences in `tests/second_order.rs`).
+//! (checked against finite differences in `tests/second_order.rs`). On a manifold the state
+//! cost's Hessian is its Gauss–Newton one (as in iLQR) and the retraction's curvature is left
+//! out, so the model is exact up to those terms; the iterations measured quadratic all the same
+//! on the free box's half turn (`tests/test_optim_lie_group.py`).
 //!
-//! **Line search** (Alg. 3): `λ = β^m`, `ξ_n = P(ξ_i + λ δξ)` with the *same* `K`; accepted when
+//! **Line search** (Alg. 3): `λ = β^m`, `ξ_n = P(ξ_i ⊕ λ δξ)` with the *same* `K`; accepted when
 //! the projection succeeds (the dynamics' step did not fail, the cost is finite) and
 //! `h(ξ_n) < h(ξ_i) + α λ Dh(ξ_i)∘δξ`. The iteration stops when `|Dh(ξ_i)∘δξ| < tolerance`
 //! (Alg. 1). Each iteration linearises the iterate once ([`Dynamics::linearize`], every step in
